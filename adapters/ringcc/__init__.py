@@ -1,0 +1,183 @@
+"""ringcc: collective communication (allreduce, allgather, broadcast, ...)
+over shared memory and TCP, for NumPy arrays and anything exposing DLPack or
+the buffer protocol. See docs/api.md for the whole API."""
+
+from ringcc import _core
+from ringcc._core import (  # noqa: F401  (re-exported)
+    Handle,
+    InternalError,
+    InvalidArgumentError,
+    MismatchError,
+    NotInitializedError,
+    PeerFailureError,
+    RingccError,
+    TimeoutError,
+    UnsupportedTypeError,
+    build_info,
+    cross_rank,
+    cross_size,
+    init,
+    is_initialized,
+    local_rank,
+    local_size,
+    rank,
+    shutdown,
+    size,
+    transport_name,
+)
+
+__version__ = build_info()["version"]
+
+# Reduction operators (the values the core uses).
+Sum = 0
+Average = 1
+Min = 2
+Max = 3
+Product = 4
+
+_OPS = {
+    "sum": Sum, "average": Average, "avg": Average, "mean": Average,
+    "min": Min, "max": Max, "product": Product, "prod": Product,
+}
+
+
+def _op(op):
+    if isinstance(op, str):
+        try:
+            return _OPS[op.lower()]
+        except KeyError:
+            raise InvalidArgumentError(
+                f"unknown reduction {op!r}; use one of {sorted(_OPS)}") from None
+    if isinstance(op, int) and not isinstance(op, bool) and Sum <= op <= Product:
+        return op
+    raise InvalidArgumentError(
+        f"unknown reduction {op!r}; use ringcc.Sum, Average, Min, Max or Product")
+
+
+def allreduce(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0, out=None):
+    """Reduces `tensor` over all ranks; returns a new array (or `out`)."""
+    return _core._allreduce(tensor, out, _op(op), prescale_factor, postscale_factor, False, False)
+
+
+def allreduce_(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0):
+    """Reduces `tensor` over all ranks in place; returns `tensor`."""
+    return _core._allreduce(tensor, None, _op(op), prescale_factor, postscale_factor, True, False)
+
+
+def allreduce_async(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0, out=None):
+    return _core._allreduce(tensor, out, _op(op), prescale_factor, postscale_factor, False, True)
+
+
+def allreduce_async_(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0):
+    return _core._allreduce(tensor, None, _op(op), prescale_factor, postscale_factor, True, True)
+
+
+def grouped_allreduce(tensors, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0):
+    """Fused allreduce of a list; returns a list of new arrays."""
+    return _core._grouped_allreduce(list(tensors), _op(op), prescale_factor, postscale_factor,
+                                    False, False)
+
+
+def grouped_allreduce_(tensors, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0):
+    """Fused allreduce of a list, in place; returns the list."""
+    return _core._grouped_allreduce(list(tensors), _op(op), prescale_factor, postscale_factor,
+                                    True, False)
+
+
+def grouped_allreduce_async(tensors, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0):
+    return _core._grouped_allreduce(list(tensors), _op(op), prescale_factor, postscale_factor,
+                                    False, True)
+
+
+def grouped_allreduce_async_(tensors, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0):
+    return _core._grouped_allreduce(list(tensors), _op(op), prescale_factor, postscale_factor,
+                                    True, True)
+
+
+def allgather(tensor, *, out=None):
+    """Concatenates every rank's `tensor` along axis 0 (lengths may differ)."""
+    return _core._allgather(tensor, out, False)
+
+
+def allgather_async(tensor, *, out=None):
+    return _core._allgather(tensor, out, True)
+
+
+def broadcast(tensor, root=0, *, out=None):
+    """Returns root's `tensor` on every rank (a new array, or `out`)."""
+    return _core._broadcast(tensor, out, root, False, False)
+
+
+def broadcast_(tensor, root=0):
+    """Overwrites `tensor` with root's, in place; returns `tensor`."""
+    return _core._broadcast(tensor, None, root, True, False)
+
+
+def broadcast_async(tensor, root=0, *, out=None):
+    return _core._broadcast(tensor, out, root, False, True)
+
+
+def broadcast_async_(tensor, root=0):
+    return _core._broadcast(tensor, None, root, True, True)
+
+
+def reduce_scatter(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0, out=None):
+    """Reduces over ranks, then rank r keeps its block of axis 0 (lower
+    ranks take one more row when the rows do not divide evenly)."""
+    return _core._reduce_scatter(tensor, out, _op(op), prescale_factor, postscale_factor, False)
+
+
+def reduce_scatter_async(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0, out=None):
+    return _core._reduce_scatter(tensor, out, _op(op), prescale_factor, postscale_factor, True)
+
+
+def _splits(splits):
+    return None if splits is None else [int(s) for s in splits]
+
+
+def alltoall(tensor, splits=None, *, out=None):
+    """Sends splits[j] rows of `tensor` to rank j (equal splits when None).
+    Returns the received rows in rank order; with `splits` given, returns
+    (output, received_splits)."""
+    output, received = _core._alltoall(tensor, _splits(splits), out, False)
+    return output if splits is None else (output, received)
+
+
+class _AlltoallHandle:
+    """Handle whose wait() unpacks alltoall's result like alltoall() does."""
+
+    def __init__(self, handle, with_splits):
+        self._handle = handle
+        self._with_splits = with_splits
+
+    def done(self):
+        return self._handle.done()
+
+    def wait(self, timeout=None):
+        output, received = self._handle.wait(timeout)
+        return (output, received) if self._with_splits else output
+
+
+def alltoall_async(tensor, splits=None, *, out=None):
+    return _AlltoallHandle(_core._alltoall(tensor, _splits(splits), out, True), splits is not None)
+
+
+def barrier():
+    """Returns once every rank has called barrier()."""
+    _core._barrier(False)
+
+
+def barrier_async():
+    return _core._barrier(True)
+
+
+def _shutdown_at_exit():
+    try:
+        shutdown()
+    except Exception:  # the process is ending; nothing useful to report
+        pass
+
+
+import atexit as _atexit  # noqa: E402
+
+_atexit.register(_shutdown_at_exit)

@@ -1,0 +1,814 @@
+"""ringrun: start the ranks of a ringcc job, locally or across hosts.
+
+    ringrun -np 4 python train.py --epochs 3
+    ringrun -np 8 -H host1:4,host2:4 python train.py
+    ringrun --check-build
+
+The launcher is plain standard-library Python: it never imports the compiled
+core except for ``--check-build``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import re
+import secrets
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+DEFAULT_AGENT = "ssh -o BatchMode=yes {host}"
+DEFAULT_GRACE_PERIOD_S = 3.0
+
+# Agents that hand the command to a shell on the other side, as ssh does: the
+# rank's command is passed to them as one shell command line.
+REMOTE_SHELL_AGENTS = ("ssh", "rsh")
+
+# Variables that describe the launcher's own shell or host; --env-all does not
+# copy them to ranks started through an agent.
+HOST_SPECIFIC_VARIABLES = frozenset({"HOSTNAME", "PWD", "OLDPWD", "SHLVL", "_"})
+
+# Signals to ringrun that stop the job; the exit status is then 128 + signal.
+STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+EXIT_TIMEOUT = 124
+EXIT_CANNOT_START = 127
+EXIT_USAGE = 2
+
+_POLL_INTERVAL_S = 0.05
+_REAP_TIMEOUT_S = 5.0
+_OUTPUT_DRAIN_TIMEOUT_S = 2.0
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class LaunchError(Exception):
+    """A problem with the command line or the host list, reported without a traceback."""
+
+
+# --------------------------------------------------------------------------
+# Hosts and rank placement
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    slots: int
+
+
+@dataclass(frozen=True)
+class RankPlacement:
+    """Where one rank runs and its coordinates in the job."""
+
+    rank: int
+    size: int
+    host: str
+    host_index: int  # index among the hosts that got ranks
+    local_rank: int
+    local_size: int
+    cross_rank: int  # index among the ranks with the same local_rank
+    cross_size: int
+
+
+def _parse_slots(text: str, where: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise LaunchError(f"{where}: the slot count must be a positive integer, got {text!r}")
+    return int(text)
+
+
+def parse_host_entry(entry: str, where: str = "-H") -> Host:
+    """Parses "host", "host:slots" or "[ipv6]:slots"."""
+    entry = entry.strip()
+    name, slots = entry, 1
+    if entry.startswith("["):
+        close = entry.find("]")
+        rest = entry[close + 1 :] if close >= 0 else ""
+        if close < 0 or (rest and not rest.startswith(":")):
+            raise LaunchError(f"{where}: cannot read host {entry!r}")
+        name = entry[1:close]
+        if rest:
+            slots = _parse_slots(rest[1:], where)
+    elif entry.count(":") == 1:
+        name, _, count = entry.partition(":")
+        slots = _parse_slots(count, where)
+    if not name:
+        raise LaunchError(f"{where}: empty host name in {entry!r}")
+    return Host(name, slots)
+
+
+def parse_hosts(spec: str) -> List[Host]:
+    """Parses -H: "host1:4,host2:4"; a host without a count has one slot."""
+    hosts = [parse_host_entry(entry) for entry in spec.split(",") if entry.strip()]
+    if not hosts:
+        raise LaunchError("-H: no hosts given")
+    _check_unique(hosts, "-H")
+    return hosts
+
+
+def parse_hostfile(path: str) -> List[Host]:
+    """Reads lines "host slots=N", "host:N" or "host"; "#" starts a comment."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            lines = file.readlines()
+    except OSError as error:
+        raise LaunchError(f"--hostfile: {error}") from None
+    hosts = []
+    for number, line in enumerate(lines, start=1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        where = f"{path}:{number}"
+        host = parse_host_entry(words[0], where)
+        for word in words[1:]:
+            key, equals, value = word.partition("=")
+            if key != "slots" or not equals:
+                raise LaunchError(f"{where}: expected 'slots=N', got {word!r}")
+            host = Host(host.name, _parse_slots(value, where))
+        hosts.append(host)
+    if not hosts:
+        raise LaunchError(f"--hostfile: no hosts in {path}")
+    _check_unique(hosts, path)
+    return hosts
+
+
+def _check_unique(hosts: Sequence[Host], where: str) -> None:
+    seen = set()
+    for host in hosts:
+        if host.name in seen:
+            raise LaunchError(f"{where}: host {host.name!r} is listed twice")
+        seen.add(host.name)
+
+
+def place_ranks(hosts: Sequence[Host], num_ranks: int) -> List[RankPlacement]:
+    """Fills the hosts' slots in order with ranks 0..num_ranks-1."""
+    total_slots = sum(host.slots for host in hosts)
+    if num_ranks < 1:
+        raise LaunchError(f"-np must be at least 1, got {num_ranks}")
+    if num_ranks > total_slots:
+        raise LaunchError(f"-np {num_ranks} is more than the {total_slots} slots of the host list")
+    ranks_per_host = []  # (host name, number of ranks), hosts without ranks left out
+    remaining = num_ranks
+    for host in hosts:
+        if remaining == 0:
+            break
+        count = min(host.slots, remaining)
+        ranks_per_host.append((host.name, count))
+        remaining -= count
+    hosts_with_local_rank: Dict[int, int] = {}
+    for _, count in ranks_per_host:
+        for local_rank in range(count):
+            hosts_with_local_rank[local_rank] = hosts_with_local_rank.get(local_rank, 0) + 1
+    placements = []
+    seen_with_local_rank: Dict[int, int] = {}
+    for host_index, (name, count) in enumerate(ranks_per_host):
+        for local_rank in range(count):
+            cross_rank = seen_with_local_rank.get(local_rank, 0)
+            seen_with_local_rank[local_rank] = cross_rank + 1
+            placements.append(
+                RankPlacement(
+                    rank=len(placements),
+                    size=num_ranks,
+                    host=name,
+                    host_index=host_index,
+                    local_rank=local_rank,
+                    local_size=count,
+                    cross_rank=cross_rank,
+                    cross_size=hosts_with_local_rank[local_rank],
+                )
+            )
+    return placements
+
+
+def local_host_names() -> frozenset:
+    hostname = socket.gethostname()
+    return frozenset(
+        name.lower()
+        for name in ("localhost", "localhost.localdomain", "127.0.0.1", "::1", hostname, hostname.split(".")[0])
+    )
+
+
+def is_local_host(name: str) -> bool:
+    return name.lower() in local_host_names()
+
+
+# --------------------------------------------------------------------------
+# Rank environments and commands
+
+
+def find_free_ports(count: int, avoid: Sequence[int] = ()) -> List[int]:
+    """Returns `count` distinct TCP ports that are free on this machine now."""
+    sockets = []
+    ports: List[int] = []
+    try:
+        while len(ports) < count:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sockets.append(sock)
+            sock.bind(("", 0))
+            port = sock.getsockname()[1]
+            if port not in avoid:
+                ports.append(port)
+    finally:
+        for sock in sockets:
+            sock.close()
+    return ports
+
+
+def job_variables(
+    placement: RankPlacement, master_addr: str, master_port: int, torch_port: int, secret: str
+) -> Dict[str, str]:
+    """The variables that tell one rank about the job: ringcc's, torch's and Horovod's."""
+    p = placement
+    variables = {
+        "RINGCC_RANK": p.rank,
+        "RINGCC_SIZE": p.size,
+        "RINGCC_LOCAL_RANK": p.local_rank,
+        "RINGCC_LOCAL_SIZE": p.local_size,
+        "RINGCC_CROSS_RANK": p.cross_rank,
+        "RINGCC_CROSS_SIZE": p.cross_size,
+        "RINGCC_HOSTNAME": p.host,
+        "RINGCC_MASTER_ADDR": master_addr,
+        "RINGCC_MASTER_PORT": master_port,
+        "RINGCC_SECRET": secret,
+        "RANK": p.rank,
+        "WORLD_SIZE": p.size,
+        "LOCAL_RANK": p.local_rank,
+        "LOCAL_WORLD_SIZE": p.local_size,
+        "GROUP_RANK": p.host_index,
+        "MASTER_ADDR": master_addr,
+        "MASTER_PORT": torch_port,
+        "HOROVOD_RANK": p.rank,
+        "HOROVOD_SIZE": p.size,
+        "HOROVOD_LOCAL_RANK": p.local_rank,
+        "HOROVOD_LOCAL_SIZE": p.local_size,
+        "HOROVOD_CROSS_RANK": p.cross_rank,
+        "HOROVOD_CROSS_SIZE": p.cross_size,
+    }
+    return {name: str(value) for name, value in variables.items()}
+
+
+def agent_command(
+    template: str, host: str, environment: Mapping[str, str], command: Sequence[str], cwd: str
+) -> List[str]:
+    """The command that starts one rank on `host` through the agent.
+
+    `{host}` in the template is replaced by the host name (without the
+    placeholder the host is appended). The rank's command follows as
+    `env K=V ... COMMAND`: as separate arguments for agents that execute their
+    arguments (ip netns exec, env, docker exec ...), or as one shell command
+    line, quoted with shlex and preceded by a `cd` to the current directory, for
+    ssh and rsh, which hand their arguments to a shell on the remote host.
+    """
+    words = shlex.split(template)
+    if not words:
+        raise LaunchError("--agent: empty command")
+    if any("{host}" in word for word in words):
+        words = [word.replace("{host}", host) for word in words]
+    else:
+        words.append(host)
+    rank_words = ["env", *(f"{name}={value}" for name, value in environment.items()), *command]
+    if os.path.basename(words[0]) in REMOTE_SHELL_AGENTS:
+        shell_line = f"cd {shlex.quote(cwd)} >/dev/null 2>&1; exec {shlex.join(rank_words)}"
+        return [*words, shell_line]
+    return [*words, *rank_words]
+
+
+@dataclass
+class RankLaunch:
+    placement: RankPlacement
+    argv: List[str]
+    env: Dict[str, str]  # the environment of the process started here (the agent's, for agent ranks)
+    through_agent: bool
+
+
+def _exported_variables(specs: Sequence[str], environ: Mapping[str, str]) -> Dict[str, str]:
+    """-x NAME=VALUE and -x NAME (the launcher's value)."""
+    exported = {}
+    for spec in specs:
+        name, equals, value = spec.partition("=")
+        if not _VARIABLE_NAME.fullmatch(name):
+            raise LaunchError(f"-x {spec}: {name!r} is not a variable name")
+        if not equals:
+            if name not in environ:
+                raise LaunchError(f"-x {name}: {name} is not set in ringrun's environment")
+            value = environ[name]
+        exported[name] = value
+    return exported
+
+
+def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[str, str]) -> List[RankLaunch]:
+    """Decides where each rank runs, its environment and the command that starts it."""
+    if args.hosts is not None and args.hostfile is not None:
+        raise LaunchError("give either -H or --hostfile, not both")
+    if args.hosts is not None:
+        hosts: Optional[List[Host]] = parse_hosts(args.hosts)
+    elif args.hostfile is not None:
+        hosts = parse_hostfile(args.hostfile)
+    else:
+        hosts = None
+    if hosts is None and args.agent is not None:
+        raise LaunchError("--agent needs the hosts to start ranks on (-H or --hostfile)")
+
+    if hosts is None:
+        num_ranks = 1 if args.num_proc is None else args.num_proc
+        placements = place_ranks([Host(socket.gethostname(), max(num_ranks, 1))], num_ranks)
+    else:
+        num_ranks = sum(host.slots for host in hosts) if args.num_proc is None else args.num_proc
+        placements = place_ranks(hosts, num_ranks)
+    agent = args.agent if args.agent is not None else DEFAULT_AGENT
+
+    def through_agent(host: str) -> bool:
+        return hosts is not None and (args.agent is not None or not is_local_host(host))
+
+    first_host = placements[0].host
+    if args.master_addr:
+        master_addr = args.master_addr
+    elif not any(through_agent(p.host) for p in placements):
+        master_addr = "127.0.0.1"
+    elif through_agent(first_host):
+        master_addr = first_host
+    else:  # rank 0 runs here, some ranks elsewhere: they need a name for this machine
+        master_addr = socket.gethostname()
+
+    if args.master_port is not None:
+        master_port = args.master_port
+        (torch_port,) = find_free_ports(1, avoid=[master_port])
+    else:
+        master_port, torch_port = find_free_ports(2)
+    secret = secrets.token_hex(32)
+
+    exported = _exported_variables(args.export, environ)
+    forwarded_to_agent_ranks: Dict[str, str] = {}
+    if args.env_all:
+        forwarded_to_agent_ranks = {
+            name: value
+            for name, value in environ.items()
+            if _VARIABLE_NAME.fullmatch(name) and name not in HOST_SPECIFIC_VARIABLES
+        }
+    forwarded_to_agent_ranks.update(exported)
+    local_base = {**environ, **exported}
+    cwd = os.getcwd()
+
+    launches = []
+    for placement in placements:
+        variables = job_variables(placement, master_addr, master_port, torch_port, secret)
+        if through_agent(placement.host):
+            rank_env = {**forwarded_to_agent_ranks}
+            rank_env.setdefault("PYTHONUNBUFFERED", environ.get("PYTHONUNBUFFERED", "1"))
+            rank_env.update(variables)
+            argv = agent_command(agent, placement.host, rank_env, command, cwd)
+            launches.append(RankLaunch(placement, argv, dict(environ), through_agent=True))
+        else:
+            rank_env = {**local_base}
+            rank_env.setdefault("PYTHONUNBUFFERED", "1")
+            rank_env.update(variables)
+            launches.append(RankLaunch(placement, list(command), rank_env, through_agent=False))
+    return launches
+
+
+# --------------------------------------------------------------------------
+# Running the job
+
+
+class _Console:
+    """Writes whole lines to ringrun's stdout and stderr, one writer at a time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def write_line(self, stream_name: str, line: bytes) -> None:
+        stream = getattr(sys, stream_name)
+        with self._lock:
+            try:
+                binary = getattr(stream, "buffer", None)
+                if binary is not None:
+                    binary.write(line)
+                    binary.flush()
+                else:
+                    stream.write(line.decode(errors="replace"))
+                    stream.flush()
+            except (OSError, ValueError):
+                pass  # our stdout is gone (a closed pipe): keep draining the ranks regardless
+
+    def message(self, text: str) -> None:
+        self.write_line("stderr", f"ringrun: {text}\n".encode(errors="replace"))
+
+
+def _forward_output(pipe, prefix: bytes, stream_name: str, console: _Console) -> None:
+    with pipe:
+        for line in iter(pipe.readline, b""):
+            if not line.endswith(b"\n"):
+                line += b"\n"
+            console.write_line(stream_name, prefix + line)
+
+
+def _signal_process_group(process: subprocess.Popen, signum: int) -> None:
+    try:
+        os.killpg(process.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def exit_status(returncode: int) -> int:
+    """A rank's return code as a shell reports it: 128 + N for a rank killed by signal N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def describe_exit(rank: int, returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = str(-returncode)
+        return f"rank {rank} was killed by signal {name}"
+    return f"rank {rank} exited with code {returncode}"
+
+
+@contextlib.contextmanager
+def _recording_signals(received: List[int]) -> Iterator[None]:
+    """While active, SIGINT, SIGTERM and SIGHUP to ringrun are appended to `received`."""
+
+    def record(signum, _frame):
+        received.append(signum)
+
+    previous = {}
+    try:
+        for signum in STOPPING_SIGNALS:
+            previous[signum] = signal.signal(signum, record)
+    except ValueError:
+        pass  # not the main thread: signals stay as they are
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+class JobRunner:
+    """Starts the ranks, forwards their output, and stops them all when one fails."""
+
+    def __init__(self, prefix_output: bool, grace_period: float) -> None:
+        self._prefix_output = prefix_output
+        self._grace_period = grace_period
+        self._console = _Console()
+        self._ranks: List[Tuple[int, subprocess.Popen]] = []
+        self._readers: List[threading.Thread] = []
+        self._received_signals: List[int] = []
+
+    def run(self, launches: Sequence[RankLaunch], timeout: Optional[float]) -> int:
+        with _recording_signals(self._received_signals):
+            status = self._start(launches)
+            if status is None:
+                status = self._supervise(timeout)
+        self._drain_output()
+        return status
+
+    def _start(self, launches: Sequence[RankLaunch]) -> Optional[int]:
+        output = None if not self._prefix_output else subprocess.PIPE
+        for launch in launches:
+            if self._received_signals:
+                return self._interrupted()
+            rank = launch.placement.rank
+            try:
+                process = subprocess.Popen(
+                    launch.argv,
+                    env=launch.env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=output,
+                    start_new_session=True,
+                )
+            except OSError as error:
+                self._console.message(f"cannot start rank {rank}: {error}")
+                self._stop_all(interrupted=False)
+                return EXIT_CANNOT_START
+            self._ranks.append((rank, process))
+            if self._prefix_output:
+                for pipe, stream_name in ((process.stdout, "stdout"), (process.stderr, "stderr")):
+                    reader = threading.Thread(
+                        target=_forward_output,
+                        args=(pipe, f"[{rank}]<{stream_name}>: ".encode(), stream_name, self._console),
+                        name=f"ringrun-rank{rank}-{stream_name}",
+                        daemon=True,
+                    )
+                    reader.start()
+                    self._readers.append(reader)
+        return None
+
+    def _supervise(self, timeout: Optional[float]) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self._received_signals:
+                return self._interrupted()
+            for rank, process in self._ranks:
+                returncode = process.poll()
+                if returncode:
+                    self._console.message(describe_exit(rank, returncode) + "; stopping the other ranks")
+                    self._stop_all(interrupted=False)
+                    return exit_status(returncode)
+            if all(process.returncode is not None for _, process in self._ranks):
+                return 0
+            if deadline is not None and time.monotonic() >= deadline:
+                self._console.message(f"timed out after {timeout:g} s; stopping all ranks")
+                self._stop_all(interrupted=False)
+                return EXIT_TIMEOUT
+            time.sleep(_POLL_INTERVAL_S)
+
+    def _interrupted(self) -> int:
+        signum = self._received_signals[0]
+        self._console.message(f"received {signal.Signals(signum).name}; stopping all ranks")
+        self._stop_all(interrupted=True)
+        return 128 + signum
+
+    def _live_processes(self) -> List[subprocess.Popen]:
+        return [process for _, process in self._ranks if process.poll() is None]
+
+    def _stop_all(self, interrupted: bool) -> None:
+        """Signals every running rank's process group, escalating to SIGKILL.
+
+        An interrupted job gets SIGINT, then SIGTERM, then SIGKILL; otherwise
+        SIGTERM, then SIGKILL. Each step waits the grace period for the ranks
+        to exit; another signal to ringrun skips straight to SIGKILL.
+        """
+        escalation = [signal.SIGTERM, signal.SIGKILL]
+        if interrupted:
+            escalation.insert(0, signal.SIGINT)
+        signals_seen = len(self._received_signals)
+        for signum in escalation:
+            if len(self._received_signals) > signals_seen:
+                signum = signal.SIGKILL
+            live = self._live_processes()
+            if not live:
+                break
+            for process in live:
+                _signal_process_group(process, signum)
+            if signum == signal.SIGKILL:
+                break
+            self._wait_until(
+                lambda: not self._live_processes() or len(self._received_signals) > signals_seen,
+                self._grace_period,
+            )
+        for _, process in self._ranks:
+            try:
+                process.wait(timeout=_REAP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self._console.message(f"process {process.pid} did not exit after SIGKILL")
+
+    @staticmethod
+    def _wait_until(condition: Callable[[], bool], seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not condition() and time.monotonic() < deadline:
+            time.sleep(_POLL_INTERVAL_S)
+
+    def _drain_output(self) -> None:
+        """Waits (briefly) for the ranks' last lines; a pipe held open by a leftover process is abandoned."""
+        deadline = time.monotonic() + _OUTPUT_DRAIN_TIMEOUT_S
+        for reader in self._readers:
+            reader.join(timeout=max(0.0, deadline - time.monotonic()))
+
+
+# --------------------------------------------------------------------------
+# --check-build
+
+FRAMEWORKS = (("PyTorch", "torch"), ("JAX", "jax"), ("MXNet", "mxnet"))
+TRANSPORTS = (("shm", "Shared memory"), ("tcp", "TCP"), ("mpi", "MPI"), ("nccl", "NCCL"))
+
+
+def _framework_version(module: str) -> Optional[str]:
+    """The installed version of a framework's distribution, found without importing it."""
+    distributions = [module]
+    packages_distributions = getattr(importlib.metadata, "packages_distributions", None)
+    if packages_distributions is not None:
+        distributions = packages_distributions().get(module, []) + distributions
+    for distribution in distributions:
+        try:
+            return importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _find_spec(module: str):
+    try:
+        return importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+
+
+def format_build_report(build_info: Mapping, installed_frameworks: Mapping[str, Optional[str]]) -> str:
+    """The --check-build text. installed_frameworks maps a framework's label to its version, or None."""
+
+    def mark(available: bool) -> str:
+        return "[X]" if available else "[ ]"
+
+    lines = [f"ringcc v{build_info.get('version', 'unknown')}:", "", "Available frameworks:"]
+    for label, _ in FRAMEWORKS:
+        if label in installed_frameworks:
+            version = installed_frameworks[label]
+            lines.append(f"    {mark(True)} {label}" + (f" {version}" if version else ""))
+        else:
+            lines.append(f"    {mark(False)} {label}")
+    lines += ["", "Available controllers:", f"    {mark(True)} TCP store", "", "Available transports:"]
+    transports = dict(build_info.get("transports", {}))
+    for key, label in TRANSPORTS:
+        lines.append(f"    {mark(bool(transports.pop(key, False)))} {label}")
+    for key, available in transports.items():  # transports this launcher has no label for
+        lines.append(f"    {mark(bool(available))} {key}")
+    return "\n".join(lines) + "\n"
+
+
+def check_build() -> int:
+    try:
+        core = importlib.import_module("ringcc._core")
+        build_info = core.build_info()
+    except Exception as error:  # any failure here means: no usable core
+        print(
+            f"ringrun: cannot load the ringcc core (ringcc._core): {error}\n"
+            f"ringrun: ringcc is not built or not installed for {sys.executable}",
+            file=sys.stderr,
+        )
+        return 1
+    installed = {label: _framework_version(module) for label, module in FRAMEWORKS if _find_spec(module)}
+    sys.stdout.write(format_build_report(build_info, installed))
+    return 0
+
+
+# --------------------------------------------------------------------------
+# Command line
+
+
+def ringcc_version() -> str:
+    package = sys.modules.get("ringcc")
+    version = getattr(package, "__version__", None)
+    if version:
+        return str(version)
+    try:
+        return importlib.metadata.version("ringcc")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+DESCRIPTION = """\
+Start COMMAND as the ranks of a ringcc job. Options come first; the first
+word that is not an option (or everything after "--") is the command, and all
+words after it belong to the command."""
+
+EPILOG = """\
+hosts:
+  Without -H or --hostfile every rank runs on this machine. With them, ranks
+  fill the hosts' slots in the order given (-np may be less than the slots).
+  Hosts named localhost, 127.0.0.1 or this machine's hostname are started
+  directly; other hosts through the agent, by default
+  "ssh -o BatchMode=yes {host}".
+
+agent:
+  --agent TEMPLATE replaces ssh; {host} is replaced by the host name as given
+  in the host list (without {host} the name is appended). When --agent is
+  given, EVERY listed host goes through it, local names included, so that
+  e.g. --agent 'ip netns exec {host}' can name network namespaces. The rank's
+  command is appended as "env K=V ... COMMAND": as separate arguments, or, for
+  ssh and rsh, as one shell-quoted command line run in the current directory.
+  Ranks started through an agent get the job's variables, PYTHONUNBUFFERED and
+  the -x variables (all of ringrun's environment with --env-all); ranks
+  started directly get all of ringrun's environment.
+
+environment of each rank:
+  RINGCC_RANK, RINGCC_SIZE, RINGCC_LOCAL_RANK, RINGCC_LOCAL_SIZE,
+  RINGCC_CROSS_RANK, RINGCC_CROSS_SIZE (among the ranks with the same local
+  rank), RINGCC_HOSTNAME, RINGCC_MASTER_ADDR, RINGCC_MASTER_PORT,
+  RINGCC_SECRET (new for each job); for torch: RANK, WORLD_SIZE, LOCAL_RANK,
+  LOCAL_WORLD_SIZE, GROUP_RANK (the host's index), MASTER_ADDR and
+  MASTER_PORT (a second port, for torch's own store); for Horovod scripts:
+  HOROVOD_RANK, HOROVOD_SIZE, HOROVOD_LOCAL_RANK, HOROVOD_LOCAL_SIZE,
+  HOROVOD_CROSS_RANK, HOROVOD_CROSS_SIZE. PYTHONUNBUFFERED=1 unless set.
+  The master address is 127.0.0.1 when every rank runs here, else the first
+  host's name (or --master-addr).
+
+output:
+  Every line of a rank's stdout and stderr is copied to ringrun's stdout and
+  stderr as "[RANK]<stdout>: line" and "[RANK]<stderr>: line"
+  (--no-prefix: unchanged).
+
+exit status:
+  0 when every rank succeeds. When a rank fails, ringrun reports it, stops
+  the other ranks (SIGTERM to each rank's process group, SIGKILL after the
+  grace period) and exits with that rank's code (128 + N for signal N).
+  SIGINT, SIGTERM or SIGHUP to ringrun sends SIGINT to the ranks, then
+  escalates; the exit status is 128 + the signal (130 for Ctrl-C).
+  --timeout expiry: 124. A rank that cannot be started: 127.
+
+examples:
+  ringrun -np 4 python train.py --epochs 3
+  ringrun -np 8 -H host1:4,host2:4 python train.py
+  ringrun -H ns0:2,ns1:2 --agent 'ip netns exec {host}' python train.py
+"""
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"not a TCP port: {text}")
+    return value
+
+
+class CommandLineParser(argparse.ArgumentParser):
+    """ringrun's options; the command starts at the first word that is not an option."""
+
+    def split_command(self, argv: Sequence[str]) -> Tuple[List[str], List[str]]:
+        """Splits argv into ringrun's options and the rank command, so the command's own flags stay its own."""
+        options_with_values = {
+            option for action in self._actions if action.nargs != 0 for option in action.option_strings
+        }
+        index = 0
+        while index < len(argv):
+            word = argv[index]
+            if word == "--":
+                return list(argv[:index]), list(argv[index + 1 :])
+            if not word.startswith("-") or word == "-":
+                break
+            index += 2 if word in options_with_values else 1
+        return list(argv[:index]), list(argv[index:])
+
+
+def build_parser() -> CommandLineParser:
+    parser = CommandLineParser(
+        prog="ringrun",
+        usage="ringrun [options] [--] COMMAND [ARGS ...]",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    parser.add_argument("-np", "-n", "--num-proc", dest="num_proc", type=int, metavar="N",
+                        help="number of ranks (default: the slots of the host list, or 1)")
+    parser.add_argument("-H", "--hosts", metavar="HOSTS",
+                        help="hosts and their slots, e.g. host1:4,host2:4 (a host alone has 1 slot)")
+    parser.add_argument("--hostfile", metavar="FILE",
+                        help='file with one host a line: "host slots=N", "host:N" or "host"')
+    parser.add_argument("--agent", metavar="TEMPLATE",
+                        help="command that starts ranks on a host, {host} replaced (see 'agent' below)")
+    parser.add_argument("--master-addr", metavar="ADDR", help="address of the job's rendezvous store")
+    parser.add_argument("--master-port", type=_port, metavar="PORT",
+                        help="port of the job's rendezvous store (default: a free port)")
+    parser.add_argument("-x", dest="export", action="append", default=[], metavar="NAME[=VALUE]",
+                        help="pass this variable to every rank, also those started through the agent; repeatable")
+    parser.add_argument("--env-all", action="store_true",
+                        help="pass all of ringrun's environment to ranks started through the agent too")
+    parser.add_argument("--no-prefix", action="store_true",
+                        help="copy the ranks' output without the [RANK]<stream>: prefix")
+    parser.add_argument("--timeout", type=_positive_float, metavar="SECONDS",
+                        help="stop every rank and exit 124 after this long")
+    parser.add_argument("--grace-period", type=_non_negative_float, default=DEFAULT_GRACE_PERIOD_S,
+                        metavar="SECONDS",
+                        help="time ranks get to exit after each stop signal (default: %(default)g)")
+    parser.add_argument("--check-build", action="store_true",
+                        help="show the frameworks, controllers and transports available, and exit")
+    parser.add_argument("--version", action="version", version=f"ringrun (ringcc) {ringcc_version()}")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    options, command = parser.split_command(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(options)
+    if args.check_build:
+        return check_build()
+    if not command:
+        parser.error("no command given")
+    try:
+        launches = plan_job(args, command, os.environ)
+    except LaunchError as error:
+        print(f"ringrun: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    runner = JobRunner(prefix_output=not args.no_prefix, grace_period=args.grace_period)
+    try:
+        return runner.run(launches, args.timeout)
+    except KeyboardInterrupt:  # Ctrl-C after the ranks were stopped, while their last output drained
+        return 128 + signal.SIGINT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,401 @@
+"""Benchmark of ringcc's allreduce, allgather and broadcast, nccl-tests style.
+
+    ringrun -np 2 python -m bench.allreduce [--minbytes 8] [--maxbytes 256M] [--stepfactor 4]
+        [--ops allreduce,allgather,broadcast] [--dtype float32] [--iters N] [--warmup N]
+        [--repeats 3] [--compare gloo,mpi] [--check] [--json PATH]
+
+Rank 0 prints one table per collective (size, count, type, time, algbw, busbw,
+as nccl-tests' PERFORMANCE.md defines them), the peers' time, busbw and the
+ratio ringcc/peer when --compare names peers, and a summary of key figures.
+
+Timing (bench.measure): each point is a barrier-free Python loop of the
+in-place call a user would write (ringcc.allreduce_(x),
+ringcc.allgather(x, out=out), ringcc.broadcast_(x, 0)); time per iteration
+is (t_end - t_start) / iters on every rank, and the reported value is the
+maximum over ranks, reduced with the implementation being timed (for ringcc:
+ringcc.allreduce_ of one float64 with ringcc.Max). --repeats R runs the whole
+sweep R times, interleaving the implementations (ringcc, gloo, mpi, ringcc,
+...), so that slow drifts of the machine hit every side alike; tables show
+medians over the repeats, and the JSON has every repeat.
+
+Peers (--compare):
+  gloo  torch.distributed's gloo in these same processes, through torch's
+        env:// rendezvous (ringrun sets RANK, WORLD_SIZE, MASTER_ADDR,
+        MASTER_PORT), on tensors sharing the NumPy buffers.
+  mpi   mpi4py over Open MPI in a job of its own: rank 0 runs mpirun -np N
+        between the sweeps (bench.peers_mpi) while the other ranks sleep on a
+        file in a directory rank 0 broadcast to them, so that no waiting rank
+        spins on a CPU the MPI ranks need. Single host only.
+A peer that is unknown or cannot run is reported as skipped, with the reason.
+"""
+import argparse
+import json
+import os
+import platform
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from .measure import OPS, Backend, format_size, parse_size, resolve_dtype, size_sweep, sweep
+from .table import aggregate, op_table, paired_ratios, summary, summary_text
+
+DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64")
+PEERS = ("gloo", "mpi")
+
+
+class RingccBackend(Backend):
+    name = "ringcc"
+
+    def __init__(self, ringcc):
+        self.rc = ringcc
+        self.rank, self.size = ringcc.rank(), ringcc.size()
+
+    def max_over_ranks(self, value):
+        a = np.array([value], np.float64)
+        self.rc.allreduce_(a, self.rc.Max)
+        return float(a[0])
+
+    def barrier(self):
+        self.rc.barrier()
+
+    def broadcast_text(self, text):
+        """Rank 0's text on every rank."""
+        buf = np.zeros(4096, np.uint8)
+        if self.rank == 0:
+            raw = text.encode()
+            buf[:len(raw)] = np.frombuffer(raw, np.uint8)
+        self.rc.broadcast_(buf, 0)
+        return bytes(buf).rstrip(b"\0").decode()
+
+    def loop(self, op, x, out):
+        if op == "allreduce":
+            f = self.rc.allreduce_
+
+            def run(n):
+                for _ in range(n):
+                    f(x)
+        elif op == "allgather":
+            f = self.rc.allgather
+
+            def run(n):
+                for _ in range(n):
+                    f(x, out=out)
+        else:
+            f = self.rc.broadcast_
+
+            def run(n):
+                for _ in range(n):
+                    f(x, 0)
+        return run
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(
+        prog="python -m bench.allreduce",
+        description="ringcc collective benchmark (launch with ringrun -np N).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Sizes take K/M/G suffixes (binary). Peers: " + ", ".join(PEERS) + ".")
+    p.add_argument("-b", "--minbytes", type=parse_size, default=8, help="smallest size (default 8)")
+    p.add_argument("-e", "--maxbytes", type=parse_size, default=256 << 20,
+                   help="largest size (default 256M)")
+    p.add_argument("-f", "--stepfactor", type=int, default=4,
+                   help="size multiplier between points (default 4); 8, 1M and 64M are "
+                        "always measured when in range, for the summary")
+    p.add_argument("--ops", default=",".join(OPS), help="comma list of " + ", ".join(OPS))
+    p.add_argument("--dtype", default="float32", choices=DTYPES)
+    p.add_argument("-n", "--iters", type=int, default=None,
+                   help="timed iterations per point (default: adaptive, about --target-s each)")
+    p.add_argument("-w", "--warmup", type=int, default=None,
+                   help="warm-up iterations per point (default: adaptive)")
+    p.add_argument("--target-s", type=float, default=0.25,
+                   help="adaptive iterations aim at this many seconds per point (default 0.25)")
+    p.add_argument("--repeats", type=int, default=3, help="whole-sweep repeats (default 3)")
+    p.add_argument("--compare", default="", help="comma list of peers to time too (gloo,mpi)")
+    p.add_argument("-c", "--check", action="store_true",
+                   help="verify every point once against the expected values")
+    p.add_argument("--json", metavar="PATH", help="write every result to this JSON file")
+    p.add_argument("--peer-timeout", type=float, default=900.0,
+                   help="seconds a peer's setup or MPI sweep may take (default 900)")
+    p.add_argument("--mpirun-args", default="",
+                   help="extra mpirun options for the mpi peer, e.g. '--mca btl self,sm'")
+    a = p.parse_args(argv)
+    a.ops = [o.strip() for o in a.ops.split(",") if o.strip()]
+    bad = [o for o in a.ops if o not in OPS]
+    if bad or not a.ops:
+        p.error(f"unknown op(s) {', '.join(bad) or '(none)'}; choose from {', '.join(OPS)}")
+    if a.iters is not None and a.iters < 1:
+        p.error("--iters must be >= 1")
+    if a.warmup is not None and a.warmup < 0:
+        p.error("--warmup must be >= 0")
+    if a.repeats < 1:
+        p.error("--repeats must be >= 1")
+    try:
+        a.sizes = size_sweep(a.minbytes, a.maxbytes, a.stepfactor)
+        a.np_dtype = resolve_dtype(a.dtype)
+    except ValueError as e:
+        p.error(str(e))
+    a.compare = [c.strip() for c in a.compare.split(",") if c.strip()]
+    return a
+
+
+class Bench:
+    def __init__(self, args, ringcc):
+        self.args, self.rc = args, ringcc
+        self.ours = RingccBackend(ringcc)
+        self.rank0 = self.ours.rank == 0
+        self.world = self.ours.size
+        self.peers = []            # peers that run, in --compare order
+        self.peer_info = {}        # name -> {"status", "reason", "version", "skipped_ops"}
+        self.gloo = None
+        self.sync_dir = None
+        # impl -> op -> nbytes -> {"count", "times", "iters", "wrong"}
+        self.raw = {}
+
+    def log(self, msg):
+        if self.rank0:
+            print(msg, file=sys.stderr, flush=True)
+
+    # -- peers ---------------------------------------------------------------
+
+    def open_peers(self):
+        for name in dict.fromkeys(self.args.compare):
+            if name not in PEERS:
+                self.skip_peer(name, f"unknown peer (known: {', '.join(PEERS)})")
+            elif name == "gloo":
+                self.open_gloo()
+            else:
+                self.open_mpi()
+
+    def skip_peer(self, name, reason):
+        self.peer_info[name] = {"status": "skipped", "reason": reason}
+        if name in self.peers:
+            self.peers.remove(name)
+        self.log(f"# peer {name} skipped: {reason}")
+
+    def open_gloo(self):
+        from .peers_gloo import open_gloo
+
+        backend, reason = open_gloo(self.world, self.args.peer_timeout)
+        # Every rank must agree, or the gloo sweeps would hang.
+        if self.ours.max_over_ranks(0.0 if backend else 1.0) > 0:
+            if backend:
+                backend.close()
+            self.skip_peer("gloo", reason or "gloo could not start on another rank")
+            return
+        self.gloo = backend
+        self.peers.append("gloo")
+        self.peer_info["gloo"] = {"status": "ok", "version": backend.version, "skipped_ops": {}}
+
+    def open_mpi(self):
+        from . import peers_mpi
+
+        reason = ""
+        if self.rank0:
+            reason = peers_mpi.probe() or ""
+            local = getattr(self.rc, "local_size", None)
+            if not reason and local is not None and local() != self.world:
+                reason = "the MPI peer runs on one host, and this job spans several"
+            if not reason:
+                self.sync_dir = tempfile.mkdtemp(prefix="ringcc-bench-")
+        # Rank 0 decides; the others learn the sync directory ("" = no MPI).
+        sync = self.ours.broadcast_text(self.sync_dir or "")
+        if not sync:
+            self.skip_peer("mpi", reason)
+            return
+        self.sync_dir = sync
+        self.peers.append("mpi")
+        self.peer_info["mpi"] = {"status": "ok", "skipped_ops": {}}
+
+    def close(self):
+        if self.gloo is not None:
+            self.gloo.close()
+        if self.sync_dir and self.rank0:
+            shutil.rmtree(self.sync_dir, ignore_errors=True)
+
+    # -- sweeps --------------------------------------------------------------
+
+    def record(self, impl, out):
+        for op, why in out.get("skipped", {}).items():
+            self.peer_info.setdefault(impl, {}).setdefault("skipped_ops", {})[op] = why
+        for r in out["results"]:
+            slot = self.raw.setdefault(impl, {}).setdefault(r["op"], {}).setdefault(
+                r["nbytes"], {"count": r["count"], "times": [], "iters": [], "wrong": None})
+            slot["times"].append(r["time"])
+            slot["iters"].append(r["iters"])
+            if "wrong" in r:
+                slot["wrong"] = r["wrong"]
+
+    def sweep_kwargs(self, repeat):
+        a = self.args
+        return dict(iters=a.iters, warmup=a.warmup, target_s=a.target_s,
+                    check=a.check and repeat == 0)
+
+    def run_local(self, backend, repeat):
+        return sweep(backend, self.args.ops, self.args.sizes, self.args.np_dtype,
+                     **self.sweep_kwargs(repeat))
+
+    def run_mpi(self, repeat):
+        """Rank 0 runs the MPI job; the other ranks sleep until it has finished."""
+        from .peers_mpi import PeerError, run_sweep
+
+        self.ours.barrier()
+        done = os.path.join(self.sync_dir, f"repeat-{repeat}.done")
+        out = None
+        if self.rank0:
+            if "mpi" in self.peers:
+                try:
+                    out = run_sweep(self.world, os.path.join(self.sync_dir, f"mpi-{repeat}.json"),
+                                    self.args.ops, self.args.sizes, self.args.dtype,
+                                    timeout_s=self.args.peer_timeout,
+                                    extra_mpirun_args=shlex.split(self.args.mpirun_args),
+                                    **self.sweep_kwargs(repeat))
+                    self.peer_info["mpi"]["version"] = out.get("version")
+                except PeerError as e:
+                    self.skip_peer("mpi", str(e))
+            with open(done, "w"):
+                pass
+        else:
+            deadline = time.monotonic() + self.args.peer_timeout + 60
+            while not os.path.exists(done):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"rank 0's MPI sweep did not finish (waited for {done})")
+                time.sleep(0.05)
+        self.ours.barrier()
+        return out
+
+    def run(self):
+        a = self.args
+        self.open_peers()
+        order = ["ringcc"] + list(self.peers)
+        for repeat in range(a.repeats):
+            for impl in order:
+                t0 = time.perf_counter()
+                if impl == "ringcc":
+                    out = self.run_local(self.ours, repeat)
+                elif impl == "gloo":
+                    if "gloo" not in self.peers:
+                        continue
+                    try:
+                        out = self.run_local(self.gloo, repeat)
+                    except Exception as e:  # noqa: BLE001 - a failing peer is reported, not fatal
+                        self.skip_peer("gloo", f"failed during the sweep: {e}")
+                        continue
+                else:
+                    out = self.run_mpi(repeat)
+                if out is not None:
+                    self.record(impl, out)
+                    self.log(f"# repeat {repeat + 1}/{a.repeats}: {impl} sweep "
+                             f"{time.perf_counter() - t0:.1f} s")
+        return self.report()
+
+    # -- output --------------------------------------------------------------
+
+    def entries(self):
+        """op -> impl -> nbytes -> aggregated entry."""
+        agg = {}
+        for impl, ops in self.raw.items():
+            for op, points in ops.items():
+                for nbytes, s in points.items():
+                    e = aggregate(op, nbytes, s["count"], s["times"], self.world)
+                    e.update(impl=impl, dtype=self.args.dtype, iters=s["iters"], wrong=s["wrong"])
+                    agg.setdefault(op, {}).setdefault(impl, {})[nbytes] = e
+        for impls in agg.values():
+            for impl, points in impls.items():
+                for nbytes, e in points.items():
+                    ours = impls.get("ringcc", {}).get(nbytes)
+                    if impl == "ringcc" or ours is None or e["busbw"] <= 0:
+                        continue
+                    e["ratio"] = ours["busbw"] / e["busbw"]
+                    pr = paired_ratios(ours, e)
+                    e["ratio_min"], e["ratio_max"] = min(pr), max(pr)
+        return agg
+
+    def report(self):
+        a = self.args
+        wrong = {(op, n): s["wrong"] for op, pts in self.raw.get("ringcc", {}).items()
+                 for n, s in pts.items() if s["wrong"]}
+        if not self.rank0:
+            return 1 if wrong else 0
+        # Peers whose points are complete get columns; a peer that failed late keeps its data.
+        shown = [p for p in dict.fromkeys(self.args.compare) if p in self.raw]
+        agg = self.entries()
+        iters = a.iters if a.iters is not None else f"adaptive (~{a.target_s:g} s a point)"
+        warmup = a.warmup if a.warmup is not None else "adaptive"
+        print(f"# ringcc {getattr(self.rc, '__version__', '?')} benchmark: {self.world} ranks, "
+              f"{a.dtype}, {format_size(a.sizes[0])} .. {format_size(a.sizes[-1])} "
+              f"({len(a.sizes)} sizes), iters {iters}, warmup {warmup}, {a.repeats} repeat(s)")
+        print("# peers: " + (", ".join(f"{p} ({self.peer_info[p].get('version', '?')})" for p in shown)
+                             or "none"))
+        print()
+        for op in a.ops:
+            print(op_table(op, agg.get(op, {}), shown, a.dtype, self.world, a.repeats, a.check))
+            print()
+        for name, info in self.peer_info.items():
+            if info["status"] != "ok":
+                print(f"# peer {name} skipped: {info['reason']}")
+            for op, why in info.get("skipped_ops", {}).items():
+                print(f"# peer {name} skipped {op}: {why}")
+        peer_wrong = [(impl, op, n) for impl, ops in self.raw.items() if impl != "ringcc"
+                      for op, pts in ops.items() for n, s in pts.items() if s["wrong"]]
+        for impl, op, n in peer_wrong:
+            print(f"# warning: peer {impl} gave wrong results for {op} of {n} B")
+        figures = summary(agg, shown, a.np_dtype, self.world)
+        print(summary_text(figures, shown, a.dtype, self.world, a.repeats))
+        if a.check:
+            print("# check: " + ("FAILED for " + ", ".join(f"{op} {n} B" for op, n in sorted(wrong))
+                                 if wrong else "all ringcc results correct"))
+        sys.stdout.flush()
+        if a.json:
+            self.write_json(agg, figures)
+        return 1 if wrong else 0
+
+    def write_json(self, agg, figures):
+        a = self.args
+        versions = {"ringcc": getattr(self.rc, "__version__", "unknown")}
+        versions.update({p: i.get("version") for p, i in self.peer_info.items() if i.get("version")})
+        doc = {
+            "meta": {
+                "ranks": self.world, "dtype": a.dtype, "ops": a.ops, "sizes": a.sizes,
+                "repeats": a.repeats, "iters": a.iters if a.iters is not None else "adaptive",
+                "warmup": a.warmup if a.warmup is not None else "adaptive",
+                "target_s": a.target_s, "check": a.check,
+                "timing": "seconds per iteration of a barrier-free loop, max over ranks; "
+                          "time_us/algbw/busbw are medians over repeats",
+                "bandwidth": "nccl-tests PERFORMANCE.md: algbw = S / t; busbw = algbw * "
+                             "2(n-1)/n (allreduce), (n-1)/n (allgather), 1 (broadcast)",
+                "ratio": "ringcc busbw / peer busbw",
+                "versions": versions, "host": platform.node(), "cpus": os.cpu_count(),
+                "python": platform.python_version(), "command": sys.argv,
+            },
+            "peers": self.peer_info,
+            "results": [e for op in a.ops for impl in agg.get(op, {}).values()
+                        for e in sorted(impl.values(), key=lambda e: e["nbytes"])],
+            "summary": figures,
+        }
+        with open(a.json, "w") as f:
+            json.dump(doc, f, indent=1)
+        print(f"# results written to {a.json}")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        import ringcc
+    except ImportError as e:
+        sys.exit(f"bench.allreduce: cannot import ringcc ({e})")
+    ringcc.init()
+    bench = Bench(args, ringcc)
+    try:
+        code = bench.run()
+    finally:
+        bench.close()
+        ringcc.shutdown()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

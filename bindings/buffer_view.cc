@@ -1,0 +1,176 @@
+#include "bindings/buffer_view.h"
+
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+
+namespace py = pybind11;
+using ringcc::DataType;
+using ringcc::ErrorKind;
+
+namespace ringcc_py {
+
+namespace {
+
+constexpr const char* kSupported =
+    "float16, bfloat16, float32, float64, int8, uint8, int32, int64";
+
+[[noreturn]] void unsupported(const char* what, const std::string& type) {
+  ringcc::raise(ErrorKind::kUnsupportedType, what, " has dtype ", type,
+                ", which ringcc does not support (supported: ", kSupported, ")");
+}
+
+DataType dtype_from_numpy(const py::dtype& dt, const char* what) {
+  const char kind = dt.kind();
+  const auto size = dt.itemsize();
+  if (kind == 'f') {
+    if (size == 2) return DataType::kFloat16;
+    if (size == 4) return DataType::kFloat32;
+    if (size == 8) return DataType::kFloat64;
+  } else if (kind == 'i') {
+    if (size == 1) return DataType::kInt8;
+    if (size == 4) return DataType::kInt32;
+    if (size == 8) return DataType::kInt64;
+  } else if (kind == 'u') {
+    if (size == 1) return DataType::kUInt8;
+  } else if (size == 2) {
+    std::string name = py::str(dt.attr("name"));
+    if (name == "bfloat16") return DataType::kBFloat16;
+  }
+  unsupported(what, py::str(dt.attr("name")));
+}
+
+// DLPack's ABI (v0.8, the unversioned capsule "dltensor"), declared here
+// so the build needs no extra header.
+struct DLDevice { int32_t device_type; int32_t device_id; };
+struct DLDataType { uint8_t code; uint8_t bits; uint16_t lanes; };
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor*);
+};
+enum : int32_t { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13 };
+enum : uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4 };
+
+DataType dtype_from_dlpack(DLDataType t, const char* what) {
+  if (t.lanes == 1) {
+    if (t.code == kDLFloat && t.bits == 16) return DataType::kFloat16;
+    if (t.code == kDLFloat && t.bits == 32) return DataType::kFloat32;
+    if (t.code == kDLFloat && t.bits == 64) return DataType::kFloat64;
+    if (t.code == kDLBfloat && t.bits == 16) return DataType::kBFloat16;
+    if (t.code == kDLInt && t.bits == 8) return DataType::kInt8;
+    if (t.code == kDLInt && t.bits == 32) return DataType::kInt32;
+    if (t.code == kDLInt && t.bits == 64) return DataType::kInt64;
+    if (t.code == kDLUInt && t.bits == 8) return DataType::kUInt8;
+  }
+  unsupported(what, "(DLPack code " + std::to_string(t.code) + ", " + std::to_string(t.bits) +
+                        " bits, " + std::to_string(t.lanes) + " lanes)");
+}
+
+BufferView from_numpy(py::handle obj, bool writable, const char* what) {
+  auto arr = py::reinterpret_borrow<py::array>(obj);
+  BufferView v;
+  v.dtype = dtype_from_numpy(arr.dtype(), what);
+  if (!(arr.flags() & py::array::c_style)) {
+    ringcc::raise(ErrorKind::kInvalidArgument, what,
+                  " is not C-contiguous; pass np.ascontiguousarray(...) or a contiguous copy");
+  }
+  if (writable && !arr.writeable()) {
+    ringcc::raise(ErrorKind::kInvalidArgument, what, " is read-only but must be written to");
+  }
+  v.ptr = const_cast<void*>(arr.data());
+  v.count = static_cast<int64_t>(arr.size());
+  v.shape.assign(arr.shape(), arr.shape() + arr.ndim());
+  v.owner = py::reinterpret_borrow<py::object>(obj);
+  v.numpy_dtype = arr.dtype();
+  return v;
+}
+
+BufferView from_dlpack(py::handle obj, const char* what) {
+  py::object capsule = obj.attr("__dlpack__")();
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+  if (!managed) throw py::error_already_set();
+  const DLTensor& t = managed->dl_tensor;
+  if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost) {
+    ringcc::raise(ErrorKind::kInvalidArgument, what, " lives on a device (DLPack device type ",
+                  t.device.device_type,
+                  "); this ringcc build moves host memory only: copy it to the CPU first");
+  }
+  BufferView v;
+  v.dtype = dtype_from_dlpack(t.dtype, what);
+  v.shape.assign(t.shape, t.shape + t.ndim);
+  v.count = 1;
+  for (int64_t d : v.shape) v.count *= d;
+  if (t.strides && v.count > 1) {
+    int64_t expect = 1;
+    for (int i = t.ndim - 1; i >= 0; --i) {
+      if (t.shape[i] != 1 && t.strides[i] != expect) {
+        ringcc::raise(ErrorKind::kInvalidArgument, what,
+                      " is not C-contiguous; call .contiguous() (or make a contiguous copy) first");
+      }
+      expect *= t.shape[i];
+    }
+  }
+  v.ptr = static_cast<uint8_t*>(t.data) + t.byte_offset;
+  v.owner = capsule;  // the producer frees the memory reference when this dies
+  try {
+    v.numpy_dtype = numpy_dtype_for(v.dtype);
+  } catch (...) {
+    v.numpy_dtype = py::none();
+  }
+  return v;
+}
+
+BufferView from_buffer(py::handle obj, bool writable, const char* what) {
+  py::buffer buf = py::reinterpret_borrow<py::buffer>(obj);
+  py::buffer_info info;
+  try {
+    info = buf.request(writable);
+  } catch (py::error_already_set&) {
+    ringcc::raise(ErrorKind::kInvalidArgument, what, writable ? " is not a writable buffer" : " is not a readable buffer");
+  }
+  py::array arr(info);  // a NumPy view sharing the memory, for uniform checks
+  return from_numpy(arr, writable, what);
+}
+
+}  // namespace
+
+int64_t BufferView::row_elems() const {
+  if (shape.size() <= 1) return 1;
+  int64_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+BufferView view_of(py::handle obj, bool writable, const char* what) {
+  if (py::isinstance<py::array>(obj)) return from_numpy(obj, writable, what);
+  if (py::hasattr(obj, "__dlpack__")) return from_dlpack(obj, what);
+  if (PyObject_CheckBuffer(obj.ptr())) return from_buffer(obj, writable, what);
+  ringcc::raise(ErrorKind::kUnsupportedType, what, " of type ",
+                std::string(py::str(py::type::of(obj).attr("__name__"))),
+                " exposes neither DLPack nor the buffer protocol");
+}
+
+py::object numpy_dtype_for(DataType dtype) {
+  if (dtype == DataType::kBFloat16) {
+    return py::module_::import("ml_dtypes").attr("bfloat16");
+  }
+  return py::dtype(ringcc::dtype_name(dtype));
+}
+
+py::array new_array(const py::object& numpy_dtype, const std::vector<int64_t>& shape) {
+  std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  return py::array(py::dtype::from_args(numpy_dtype), dims);
+}
+
+}  // namespace ringcc_py

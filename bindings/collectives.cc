@@ -1,0 +1,391 @@
+// The collectives as the Python package calls them: arguments become a
+// CollectiveArgs over raw memory, the core runs it with the GIL released,
+// and the result becomes a NumPy array (or the caller's own output).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <mutex>
+
+#include "bindings/buffer_view.h"
+#include "bindings/errors.h"
+#include "core/communicator.h"
+#include "core/error.h"
+#include "core/rendezvous.h"
+
+namespace py = pybind11;
+using ringcc::CollectiveArgs;
+using ringcc::CollectiveKind;
+using ringcc::ErrorKind;
+
+namespace ringcc_py {
+
+namespace {
+
+std::shared_ptr<ringcc::Communicator> g_comm;
+
+ringcc::Communicator& comm() {
+  if (!g_comm) {
+    ringcc::raise(ErrorKind::kNotInitialized,
+                  "ringcc is not initialized: call ringcc.init() first");
+  }
+  return *g_comm;
+}
+
+// One prepared collective: its arguments, what must stay alive until it
+// completes, and how to turn it into the Python result.
+struct Prepared {
+  CollectiveArgs args;
+  std::vector<py::object> keep;
+  py::object out;  // the output array (set late for allgather/alltoall)
+  std::function<py::object(Prepared&)> result;
+};
+
+py::object default_result(Prepared& p) { return p.out; }
+
+// Runs a collective that failed on this rank before it started, so that
+// peers fail at once, then rethrows the original error.
+[[noreturn]] void fail_locally(CollectiveKind kind, const ringcc::Error& e) {
+  if (e.kind() != ErrorKind::kNotInitialized && g_comm) {
+    CollectiveArgs failed;
+    failed.kind = CollectiveKind::kLocalError;
+    failed.failed_kind = kind;
+    failed.local_error = e.what();
+    try {
+      py::gil_scoped_release release;
+      g_comm->run(failed);
+    } catch (...) {
+    }
+  }
+  throw;
+}
+
+// Output for an out-of-place call: the caller's `out`, checked, or a new
+// array shaped like `like`.
+py::object output_for(const py::object& out, const BufferView& in, const std::vector<int64_t>& shape,
+                      int64_t count, CollectiveArgs& a) {
+  if (out.is_none()) {
+    py::array arr = new_array(in.numpy_dtype.is_none() ? numpy_dtype_for(in.dtype) : in.numpy_dtype, shape);
+    a.out = arr.mutable_data();
+    a.out_count = count;
+    return arr;
+  }
+  BufferView v = view_of(out, true, "out");
+  if (v.dtype != in.dtype) {
+    ringcc::raise(ErrorKind::kInvalidArgument, "out has dtype ", ringcc::dtype_name(v.dtype),
+                  " but the input has ", ringcc::dtype_name(in.dtype));
+  }
+  if (count >= 0 && v.count != count) {
+    ringcc::raise(ErrorKind::kInvalidArgument, "out holds ", v.count, " elements but ", count,
+                  " are needed");
+  }
+  a.out = v.ptr;
+  a.out_count = v.count;
+  return out;
+}
+
+// An allocator for outputs whose size is known only after the header
+// exchange: it takes the GIL to create the NumPy array.
+void allocate_late(Prepared& p, const BufferView& in) {
+  py::object dtype = in.numpy_dtype.is_none() ? numpy_dtype_for(in.dtype) : in.numpy_dtype;
+  std::vector<int64_t> row_shape(in.shape.size() > 1 ? in.shape.begin() + 1 : in.shape.end(),
+                                 in.shape.end());
+  const int64_t row_elems = in.row_elems();
+  auto* self = &p;
+  // Captures by value what it needs; the GIL guards the Python objects.
+  auto dtype_ptr = std::make_shared<py::object>(dtype);
+  p.args.allocate = [self, dtype_ptr, row_shape, row_elems](int64_t elements) -> void* {
+    py::gil_scoped_acquire gil;
+    std::vector<int64_t> shape{elements / row_elems};
+    shape.insert(shape.end(), row_shape.begin(), row_shape.end());
+    py::array arr = new_array(*dtype_ptr, shape);
+    self->out = arr;
+    return arr.mutable_data();
+  };
+}
+
+void fill_input(Prepared& p, const BufferView& in) {
+  p.args.dtype = in.dtype;
+  p.args.in = in.ptr;
+  p.args.count = in.count;
+  p.args.row_elems = in.row_elems();
+  p.keep.push_back(in.owner);
+}
+
+std::unique_ptr<Prepared> prep_allreduce(py::object tensor, py::object out, int op, double pre,
+                                         double post, bool inplace) {
+  auto p = std::make_unique<Prepared>();
+  p->args.kind = CollectiveKind::kAllreduce;
+  BufferView in = view_of(tensor, inplace, "tensor");
+  fill_input(*p, in);
+  p->args.op = static_cast<ringcc::ReduceOp>(op);
+  p->args.prescale = pre;
+  p->args.postscale = post;
+  if (inplace) {
+    p->args.out = in.ptr;
+    p->args.out_count = in.count;
+    p->out = tensor;
+  } else {
+    p->out = output_for(out, in, in.shape, in.count, p->args);
+  }
+  p->keep.push_back(p->out);
+  p->result = default_result;
+  return p;
+}
+
+}  // namespace
+
+// A handle to an asynchronous collective.
+class Handle {
+ public:
+  Handle(std::shared_ptr<ringcc::Work> work, std::vector<std::unique_ptr<Prepared>> preps,
+         bool grouped)
+      : work_(std::move(work)), preps_(std::move(preps)), grouped_(grouped) {}
+
+  bool done() const { return work_->done(); }
+
+  py::object wait(py::object timeout) {
+    if (!finished_) {
+      double t = timeout.is_none() ? -1.0 : timeout.cast<double>();
+      bool ok;
+      {
+        py::gil_scoped_release release;
+        ok = work_->wait(t);
+      }
+      if (!ok) {
+        throw_python(static_cast<int>(ErrorKind::kTimeout),
+                     "the collective did not complete within the wait's timeout");
+      }
+      finished_ = true;
+      // Copy the core's results back into each Prepared.
+      auto& list = work_->list();
+      for (size_t i = 0; i < preps_.size(); ++i) {
+        preps_[i]->args.result_count = list[i].result_count;
+        preps_[i]->args.recv_counts = list[i].recv_counts;
+      }
+      if (grouped_) {
+        py::list outs;
+        for (auto& p : preps_) outs.append(p->result(*p));
+        result_ = outs;
+      } else {
+        result_ = preps_.empty() ? py::none() : preps_[0]->result(*preps_[0]);
+      }
+    }
+    return result_;
+  }
+
+ private:
+  std::shared_ptr<ringcc::Work> work_;
+  std::vector<std::unique_ptr<Prepared>> preps_;
+  bool grouped_;
+  bool finished_ = false;
+  py::object result_ = py::none();
+};
+
+namespace {
+
+py::object launch(CollectiveKind kind, std::function<std::unique_ptr<Prepared>()> make,
+                  bool async) {
+  ringcc::Communicator& c = comm();
+  std::unique_ptr<Prepared> p;
+  try {
+    p = make();
+  } catch (const ringcc::Error& e) {
+    fail_locally(kind, e);
+  }
+  if (async) {
+    std::shared_ptr<ringcc::Work> work;
+    {
+      py::gil_scoped_release release;
+      work = c.submit(p->args);
+    }
+    // The allocator points at the Prepared that the handle now owns.
+    std::vector<std::unique_ptr<Prepared>> preps;
+    preps.push_back(std::move(p));
+    return py::cast(std::make_shared<Handle>(work, std::move(preps), false));
+  }
+  {
+    py::gil_scoped_release release;
+    c.run(p->args);
+  }
+  return p->result(*p);
+}
+
+}  // namespace
+
+void bind_collectives(py::module_& m) {
+  py::class_<Handle, std::shared_ptr<Handle>>(m, "Handle", "A collective in flight: wait() for its result, done() to poll.")
+      .def("wait", &Handle::wait, py::arg("timeout") = py::none(),
+           "Blocks until the collective completes and returns its result; raises its error.")
+      .def("done", &Handle::done, "True once the collective has completed (or failed).");
+
+  m.def("init", [] {
+    if (g_comm) return;
+    ringcc::RendezvousInfo info = ringcc::rendezvous_from_env();
+    std::shared_ptr<ringcc::Communicator> c;
+    {
+      py::gil_scoped_release release;
+      c = std::make_shared<ringcc::Communicator>(info);
+    }
+    g_comm = c;
+  });
+  m.def("shutdown", [] {
+    if (!g_comm) return;
+    auto c = g_comm;
+    g_comm.reset();
+    py::gil_scoped_release release;
+    c->shutdown();
+  });
+  m.def("is_initialized", [] { return static_cast<bool>(g_comm); });
+  m.def("rank", [] { return comm().rank(); });
+  m.def("size", [] { return comm().size(); });
+  m.def("local_rank", [] { return comm().local_rank(); });
+  m.def("local_size", [] { return comm().local_size(); });
+  m.def("cross_rank", [] { return comm().cross_rank(); });
+  m.def("cross_size", [] { return comm().cross_size(); });
+  m.def("transport_name", [] { return comm().transport_name(); });
+  m.def("fusion_threshold", [] { return comm().fusion_threshold(); });
+
+  m.def("_allreduce", [](py::object tensor, py::object out, int op, double pre, double post,
+                         bool inplace, bool async) {
+    return launch(CollectiveKind::kAllreduce,
+                  [&] { return prep_allreduce(tensor, out, op, pre, post, inplace); }, async);
+  });
+
+  m.def("_broadcast", [](py::object tensor, py::object out, int root, bool inplace, bool async) {
+    return launch(CollectiveKind::kBroadcast, [&] {
+      auto p = std::make_unique<Prepared>();
+      p->args.kind = CollectiveKind::kBroadcast;
+      p->args.root = root;
+      BufferView in = view_of(tensor, inplace, "tensor");
+      fill_input(*p, in);
+      if (inplace) {
+        p->args.out = in.ptr;
+        p->args.out_count = in.count;
+        p->out = tensor;
+      } else {
+        p->out = output_for(out, in, in.shape, in.count, p->args);
+      }
+      p->keep.push_back(p->out);
+      p->result = default_result;
+      return p;
+    }, async);
+  });
+
+  m.def("_allgather", [](py::object tensor, py::object out, bool async) {
+    return launch(CollectiveKind::kAllgather, [&] {
+      auto p = std::make_unique<Prepared>();
+      p->args.kind = CollectiveKind::kAllgather;
+      BufferView in = view_of(tensor, false, "tensor");
+      if (in.shape.empty()) in.shape = {1};
+      fill_input(*p, in);
+      if (out.is_none()) {
+        allocate_late(*p, in);
+      } else {
+        output_for(out, in, {}, -1, p->args);
+        p->out = out;
+        p->keep.push_back(out);
+      }
+      p->result = default_result;
+      return p;
+    }, async);
+  });
+
+  m.def("_reduce_scatter", [](py::object tensor, py::object out, int op, double pre, double post,
+                              bool async) {
+    return launch(CollectiveKind::kReduceScatter, [&] {
+      auto p = std::make_unique<Prepared>();
+      p->args.kind = CollectiveKind::kReduceScatter;
+      BufferView in = view_of(tensor, false, "tensor");
+      if (in.shape.empty()) in.shape = {1};
+      fill_input(*p, in);
+      p->args.op = static_cast<ringcc::ReduceOp>(op);
+      p->args.prescale = pre;
+      p->args.postscale = post;
+      ringcc::Communicator& c = comm();
+      std::vector<int64_t> shape = in.shape;
+      shape[0] = ringcc::block_rows(in.rows(), c.size(), c.rank());
+      p->out = output_for(out, in, shape, shape[0] * in.row_elems(), p->args);
+      p->keep.push_back(p->out);
+      p->result = default_result;
+      return p;
+    }, async);
+  });
+
+  m.def("_alltoall", [](py::object tensor, py::object splits, py::object out, bool async) {
+    return launch(CollectiveKind::kAlltoall, [&] {
+      auto p = std::make_unique<Prepared>();
+      p->args.kind = CollectiveKind::kAlltoall;
+      BufferView in = view_of(tensor, false, "tensor");
+      if (in.shape.empty()) in.shape = {1};
+      fill_input(*p, in);
+      const int n = comm().size();
+      const int64_t row = in.row_elems();
+      if (splits.is_none()) {
+        if (in.rows() % n != 0) {
+          ringcc::raise(ErrorKind::kInvalidArgument, "alltoall: the first dimension (", in.rows(),
+                        ") does not divide evenly over ", n, " ranks; pass splits");
+        }
+        p->args.send_counts.assign(static_cast<size_t>(n), in.rows() / n * row);
+      } else {
+        for (auto s : splits) p->args.send_counts.push_back(py::cast<int64_t>(s) * row);
+      }
+      if (out.is_none()) {
+        allocate_late(*p, in);
+      } else {
+        output_for(out, in, {}, -1, p->args);
+        p->out = out;
+        p->keep.push_back(out);
+      }
+      p->result = [row](Prepared& q) -> py::object {
+        py::list received;
+        for (int64_t c : q.args.recv_counts) received.append(c / row);
+        return py::make_tuple(q.out, received);
+      };
+      return p;
+    }, async);
+  });
+
+  m.def("_barrier", [](bool async) {
+    return launch(CollectiveKind::kBarrier, [] {
+      auto p = std::make_unique<Prepared>();
+      p->args.kind = CollectiveKind::kBarrier;
+      p->result = [](Prepared&) { return py::object(py::none()); };
+      return p;
+    }, async);
+  });
+
+  m.def("_grouped_allreduce", [](py::list tensors, int op, double pre, double post, bool inplace,
+                                 bool async) -> py::object {
+    ringcc::Communicator& c = comm();
+    std::vector<std::unique_ptr<Prepared>> preps;
+    try {
+      for (auto t : tensors) {
+        preps.push_back(prep_allreduce(py::reinterpret_borrow<py::object>(t), py::none(), op, pre,
+                                       post, inplace));
+      }
+    } catch (const ringcc::Error& e) {
+      fail_locally(CollectiveKind::kAllreduce, e);
+    }
+    std::vector<CollectiveArgs> list;
+    for (auto& p : preps) list.push_back(p->args);
+    if (async) {
+      std::shared_ptr<ringcc::Work> work;
+      {
+        py::gil_scoped_release release;
+        work = c.submit_grouped(std::move(list));
+      }
+      return py::cast(std::make_shared<Handle>(work, std::move(preps), true));
+    }
+    {
+      py::gil_scoped_release release;
+      c.grouped_allreduce(list);
+    }
+    py::list outs;
+    for (auto& p : preps) outs.append(p->out);
+    return outs;
+  });
+}
+
+}  // namespace ringcc_py

@@ -1,0 +1,68 @@
+// One collective call as the algorithms see it: raw pointers, a dtype and
+// 64-bit element counts. Frameworks reach the core only through this.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/op_header.h"
+#include "core/reduce_op.h"
+
+namespace ringcc {
+
+struct CollectiveArgs {
+  CollectiveKind kind = CollectiveKind::kBarrier;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int root = 0;                 // broadcast: global rank of the root
+  const void* in = nullptr;
+  int64_t count = 0;            // elements this rank contributes
+  int64_t row_elems = 1;        // elements per row along the first dimension
+  void* out = nullptr;          // may equal `in` (in place)
+  int64_t out_count = -1;       // elements `out` holds; -1: allocate through `allocate`
+  std::function<void*(int64_t elements)> allocate;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  std::vector<int64_t> send_counts;  // alltoall: elements to each rank (in rank order)
+
+  // kLocalError: the collective this rank could not start, and why.
+  CollectiveKind failed_kind = CollectiveKind::kBarrier;
+  std::string local_error;
+
+  // Filled in by the collective: elements received from each rank
+  // (allgather, alltoall).
+  std::vector<int64_t> recv_counts;
+
+  // Elements held by `out` once the collective ran.
+  int64_t result_count = 0;
+};
+
+// The header this rank contributes for args.
+inline OpHeader make_header(const CollectiveArgs& a) {
+  OpHeader h;
+  h.kind = static_cast<int32_t>(a.kind);
+  h.dtype = static_cast<int32_t>(a.dtype);
+  h.op = static_cast<int32_t>(a.op);
+  h.root = a.root;
+  h.count = a.count;
+  h.row_elems = a.row_elems;
+  h.out_count = a.out_count;
+  h.failed_kind = static_cast<int32_t>(a.failed_kind);
+  std::strncpy(h.reason, a.local_error.c_str(), sizeof(h.reason) - 1);
+  return h;
+}
+
+// Rows of axis 0 split over n ranks as evenly as possible, the lower ranks
+// taking one more: the rows rank r keeps in reduce_scatter.
+inline int64_t block_rows(int64_t rows, int n, int r) {
+  return rows / n + (r < rows % n ? 1 : 0);
+}
+inline int64_t block_first_row(int64_t rows, int n, int r) {
+  return r * (rows / n) + (r < rows % n ? r : rows % n);
+}
+
+}  // namespace ringcc

@@ -1,0 +1,465 @@
+#include "core/communicator.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/reduction.h"
+#include "core/sha256.h"
+#include "core/shm_collectives.h"
+#include "core/socket.h"
+#include "core/tcp_store.h"
+#include "core/tcp_transport.h"
+
+namespace ringcc {
+
+namespace {
+
+std::string random_hex(size_t bytes) {
+  std::vector<uint8_t> buf(bytes);
+  random_bytes(buf.data(), buf.size());
+  return to_hex(buf.data(), buf.size());
+}
+
+std::chrono::milliseconds until(Deadline deadline) {
+  return std::max(std::chrono::milliseconds(1),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+}
+
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t nl = s.find('\n', start);
+    out.push_back(s.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+    if (nl == std::string::npos) return out;
+    start = nl + 1;
+  }
+}
+
+}  // namespace
+
+Communicator::Communicator(const RendezvousInfo& info, std::shared_ptr<Store> store)
+    : rank_(info.rank),
+      size_(info.size),
+      store_(std::move(store)),
+      fusion_threshold_(env_int("RINGCC_FUSION_THRESHOLD", 64 << 20, "HOROVOD_FUSION_THRESHOLD")) {
+  set_log_rank(rank_);
+  world_.me = rank_;
+  for (int r = 0; r < size_; ++r) world_.ranks.push_back(r);
+  world_.links.assign(static_cast<size_t>(size_), nullptr);
+  if (size_ > 1) join_job(info, deadline_after(timeout_seconds()));
+  worker_ = std::thread([this] { worker_loop(); });
+}
+
+Communicator::~Communicator() {
+  try {
+    shutdown();
+  } catch (...) {
+  }
+}
+
+void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
+  secret_ = info.secret;
+  if (!store_) {
+    if (rank_ == 0) {
+      store_server_ = std::make_unique<TcpStoreServer>("", info.master_port, secret_);
+    }
+    store_ = std::make_shared<TcpStore>(info.master_addr, info.master_port, secret_, deadline);
+  }
+  Store& store = *store_;
+  if (rank_ == 0) {
+    if (secret_.empty()) {
+      secret_ = random_hex(32);
+      store.set("ringcc/secret", secret_);
+    }
+    job_id_ = random_hex(6);
+    store.set("ringcc/job", job_id_);
+  } else {
+    if (secret_.empty()) secret_ = store.get("ringcc/secret", until(deadline));
+    job_id_ = store.get("ringcc/job", until(deadline));
+  }
+
+  // Who is where: ranks are grouped by host name.
+  const std::string host = host_name();
+  store.set("ringcc/host/" + std::to_string(rank_), host);
+  std::vector<std::string> hosts(static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    hosts[static_cast<size_t>(r)] =
+        r == rank_ ? host : store.get("ringcc/host/" + std::to_string(r), until(deadline));
+  }
+  std::vector<int> local, local_rank_of(static_cast<size_t>(size_));
+  std::map<std::string, int> seen;
+  for (int r = 0; r < size_; ++r) {
+    local_rank_of[static_cast<size_t>(r)] = seen[hosts[static_cast<size_t>(r)]]++;
+    if (hosts[static_cast<size_t>(r)] == host) local.push_back(r);
+  }
+  local_size_ = static_cast<int>(local.size());
+  local_rank_ = local_rank_of[static_cast<size_t>(rank_)];
+  cross_size_ = 0;
+  cross_rank_ = 0;
+  for (int r = 0; r < size_; ++r) {
+    if (local_rank_of[static_cast<size_t>(r)] != local_rank_) continue;
+    if (r < rank_) ++cross_rank_;
+    ++cross_size_;
+  }
+
+  const std::string mode = env_str("RINGCC_TRANSPORT", "auto");
+  if (mode != "auto" && mode != "tcp" && mode != "shm") {
+    raise(ErrorKind::kInvalidArgument, "RINGCC_TRANSPORT must be auto, tcp or shm, got '", mode,
+          "'");
+  }
+  const bool all_local = local_size_ == size_;
+  if (mode == "shm" && !all_local) {
+    raise(ErrorKind::kInvalidArgument,
+          "RINGCC_TRANSPORT=shm needs every rank on one host, but the ranks span ",
+          seen.size(), " hosts");
+  }
+  if (all_local && mode != "tcp") {
+    shm_ = std::make_unique<ShmCollectives>(store, "ringcc-" + job_id_, world_.ranks, rank_,
+                                            deadline);
+    RINGCC_LOG(kDebug, "joined ", size_, " ranks over shared memory (job ", job_id_, ")");
+    return;
+  }
+
+  tcp_ = std::make_unique<TcpTransport>(rank_, size_, secret_);
+  std::string addr = env_str("RINGCC_ADVERTISE_ADDR", "");
+  if (addr.empty()) {
+    if (auto* tcp_store = dynamic_cast<TcpStore*>(store_.get())) addr = tcp_store->local_address();
+  }
+  if (addr.empty()) addr = host;
+  store.set("ringcc/tcp/" + std::to_string(rank_), addr + "\n" + std::to_string(tcp_->listen_port()));
+  std::vector<TcpPeerAddress> addresses(static_cast<size_t>(size_));
+  std::vector<int> peers;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    auto lines = split_lines(store.get("ringcc/tcp/" + std::to_string(r), until(deadline)));
+    addresses[static_cast<size_t>(r)] = {lines.at(0), std::stoi(lines.at(1))};
+    peers.push_back(r);
+  }
+  tcp_->connect(peers, addresses, deadline);
+  for (int r : peers) world_.links[static_cast<size_t>(r)] = tcp_.get();
+  RINGCC_LOG(kDebug, "joined ", size_, " ranks over TCP (job ", job_id_, ")");
+}
+
+std::string Communicator::transport_name() const {
+  if (size_ == 1) return "self";
+  return shm_ ? "shm" : "tcp";
+}
+
+void Communicator::validate(CollectiveArgs& a, std::string* err) {
+  auto bad = [&](const std::string& msg) {
+    if (err->empty()) *err = std::string(collective_name(a.kind)) + ": " + msg;
+  };
+  if (!dtype_valid(static_cast<int32_t>(a.dtype))) bad("unsupported dtype");
+  if (!reduce_op_valid(static_cast<int32_t>(a.op))) bad("unsupported reduction");
+  if (a.count < 0) bad("negative element count");
+  if (a.row_elems < 1) a.row_elems = 1;
+  if (!std::isfinite(a.prescale) || !std::isfinite(a.postscale)) bad("scale factors must be finite");
+  switch (a.kind) {
+    case CollectiveKind::kBroadcast:
+      if (a.root < 0 || a.root >= size_) {
+        bad("root rank " + std::to_string(a.root) + " is out of range for " +
+            std::to_string(size_) + " ranks");
+      }
+      break;
+    case CollectiveKind::kReduceScatter: {
+      if (a.count % a.row_elems != 0) bad("the element count is not a whole number of rows");
+      const int64_t rows = a.count / a.row_elems;
+      const int64_t mine = block_rows(rows, size_, rank_) * a.row_elems;
+      if (a.out_count >= 0 && a.out_count != mine) {
+        bad("the output holds " + std::to_string(a.out_count) + " elements but this rank's block has " +
+            std::to_string(mine));
+      }
+      break;
+    }
+    case CollectiveKind::kAllgather:
+      if (a.count % a.row_elems != 0) bad("the element count is not a whole number of rows");
+      break;
+    case CollectiveKind::kAlltoall: {
+      if (static_cast<int>(a.send_counts.size()) != size_) {
+        bad("splits must have one entry per rank (" + std::to_string(size_) + "), got " +
+            std::to_string(a.send_counts.size()));
+        a.send_counts.assign(static_cast<size_t>(size_), 0);
+        break;
+      }
+      int64_t sum = 0;
+      for (int64_t c : a.send_counts) {
+        if (c < 0) bad("splits must not be negative");
+        sum += c;
+      }
+      if (sum != a.count) {
+        bad("splits add up to " + std::to_string(sum / a.row_elems) + " rows but the input has " +
+            std::to_string(a.count / a.row_elems));
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void Communicator::execute(CollectiveArgs& a) {
+  if (shut_down_) raise(ErrorKind::kNotInitialized, "ringcc has been shut down");
+  if (!abort_reason_.empty()) {
+    raise(ErrorKind::kPeerFailure, "the communicator is unusable after an earlier failure: ",
+          abort_reason_);
+  }
+  std::string local_error;
+  validate(a, &local_error);
+  CollectiveArgs failed;
+  CollectiveArgs* todo = &a;
+  if (!local_error.empty()) {
+    // Take part anyway, so that the peers fail at once instead of waiting.
+    failed.kind = CollectiveKind::kLocalError;
+    failed.failed_kind = a.kind;
+    failed.local_error = local_error;
+    failed.send_counts.assign(static_cast<size_t>(size_), 0);
+    todo = &failed;
+  }
+  if (todo->op == ReduceOp::kAverage) {
+    todo->op = ReduceOp::kSum;
+    todo->postscale /= size_;
+  }
+  if (todo->kind == CollectiveKind::kAlltoall && todo->send_counts.empty()) {
+    todo->send_counts.assign(static_cast<size_t>(size_), 0);
+  }
+  const Deadline deadline = deadline_after(timeout_seconds());
+  try {
+    if (shm_) {
+      shm_->run(*todo, deadline);
+    } else {
+      run_over_transport(world_, *todo, scratch_, deadline);
+    }
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kPeerFailure || e.kind() == ErrorKind::kTimeout) fail(e, true);
+    throw;
+  }
+  if (!local_error.empty()) raise(ErrorKind::kInvalidArgument, local_error);
+}
+
+void Communicator::fail(const std::exception& e, bool) {
+  const Error* err = dynamic_cast<const Error*>(&e);
+  std::string reason = e.what();
+  std::string first;
+  // Record the first failure in the job where every rank can read it, then
+  // break our links so that everyone blocked on us fails fast too.
+  if (store_) {
+    try {
+      if (store_->add("ringcc/abort/count", 1) == 1) {
+        store_->set("ringcc/abort/reason", "rank " + std::to_string(rank_) + ": " + reason);
+      } else {
+        first = store_->get("ringcc/abort/reason", std::chrono::milliseconds(1000));
+      }
+    } catch (...) {
+    }
+  }
+  if (shm_) shm_->abort(reason);
+  if (tcp_) tcp_->abort(reason);
+  std::string message = reason;
+  if (!first.empty() && first.find(reason) == std::string::npos) {
+    message += " (first failure in the job: " + first + ")";
+  }
+  abort_reason_ = message;
+  RINGCC_LOG(kError, message);
+  throw Error(err ? err->kind() : ErrorKind::kPeerFailure, message);
+}
+
+void Communicator::execute_grouped(std::vector<CollectiveArgs>& list) {
+  // Batches of one dtype, packed up to the fusion threshold, in list order.
+  std::vector<size_t> order(list.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return static_cast<int>(list[x].dtype) < static_cast<int>(list[y].dtype);
+  });
+  const size_t threshold = static_cast<size_t>(std::max<int64_t>(fusion_threshold_, 0));
+  size_t i = 0;
+  while (i < order.size()) {
+    CollectiveArgs& head = list[order[i]];
+    const size_t es = dtype_size(head.dtype);
+    const size_t head_bytes = static_cast<size_t>(head.count) * es;
+    if (head_bytes >= threshold || order.size() == 1) {
+      execute(head);
+      ++i;
+      continue;
+    }
+    size_t j = i, total = 0;
+    while (j < order.size() && list[order[j]].dtype == head.dtype &&
+           total + static_cast<size_t>(list[order[j]].count) * es <= threshold) {
+      total += static_cast<size_t>(list[order[j]].count) * es;
+      ++j;
+    }
+    if (fusion_buffer_.size() < total) fusion_buffer_.resize(total);
+    uint8_t* fb = fusion_buffer_.data();
+    size_t off = 0;
+    for (size_t k = i; k < j; ++k) {
+      const CollectiveArgs& e = list[order[k]];
+      const size_t bytes = static_cast<size_t>(e.count) * es;
+      if (bytes) std::memcpy(fb + off, e.in, bytes);
+      off += bytes;
+    }
+    CollectiveArgs fused;
+    fused.kind = CollectiveKind::kAllreduce;
+    fused.dtype = head.dtype;
+    fused.op = head.op;
+    fused.prescale = head.prescale;
+    fused.postscale = head.postscale;
+    fused.in = fb;
+    fused.out = fb;
+    fused.count = static_cast<int64_t>(total / es);
+    fused.out_count = fused.count;
+    execute(fused);
+    off = 0;
+    for (size_t k = i; k < j; ++k) {
+      CollectiveArgs& e = list[order[k]];
+      const size_t bytes = static_cast<size_t>(e.count) * es;
+      if (bytes) std::memcpy(e.out, fb + off, bytes);
+      e.result_count = e.count;
+      off += bytes;
+    }
+    i = j;
+  }
+}
+
+void Communicator::execute_work(Work& work) {
+  if (work.grouped()) {
+    execute_grouped(work.list());
+  } else {
+    for (auto& a : work.list()) execute(a);
+  }
+}
+
+uint64_t Communicator::take_ticket() {
+  std::lock_guard<std::mutex> lock(order_mu_);
+  if (stopping_) raise(ErrorKind::kNotInitialized, "ringcc has been shut down");
+  return next_ticket_++;
+}
+
+void Communicator::await_turn(uint64_t ticket) {
+  std::unique_lock<std::mutex> lock(order_mu_);
+  order_cv_.wait(lock, [&] { return finished_tickets_ == ticket; });
+}
+
+void Communicator::finish_turn() {
+  {
+    std::lock_guard<std::mutex> lock(order_mu_);
+    ++finished_tickets_;
+  }
+  order_cv_.notify_all();
+}
+
+void Communicator::run(CollectiveArgs& args) {
+  const uint64_t ticket = take_ticket();
+  await_turn(ticket);
+  try {
+    execute(args);
+  } catch (...) {
+    finish_turn();
+    throw;
+  }
+  finish_turn();
+}
+
+void Communicator::grouped_allreduce(std::vector<CollectiveArgs>& list) {
+  const uint64_t ticket = take_ticket();
+  await_turn(ticket);
+  try {
+    execute_grouped(list);
+  } catch (...) {
+    finish_turn();
+    throw;
+  }
+  finish_turn();
+}
+
+std::shared_ptr<Work> Communicator::submit(CollectiveArgs args) {
+  std::vector<CollectiveArgs> list;
+  list.push_back(std::move(args));
+  auto work = std::make_shared<Work>(std::move(list), false);
+  {
+    std::lock_guard<std::mutex> lock(order_mu_);
+    if (stopping_) raise(ErrorKind::kNotInitialized, "ringcc has been shut down");
+    queue_.emplace_back(next_ticket_++, work);
+  }
+  order_cv_.notify_all();
+  return work;
+}
+
+std::shared_ptr<Work> Communicator::submit_grouped(std::vector<CollectiveArgs> list) {
+  auto work = std::make_shared<Work>(std::move(list), true);
+  {
+    std::lock_guard<std::mutex> lock(order_mu_);
+    if (stopping_) raise(ErrorKind::kNotInitialized, "ringcc has been shut down");
+    queue_.emplace_back(next_ticket_++, work);
+  }
+  order_cv_.notify_all();
+  return work;
+}
+
+void Communicator::worker_loop() {
+  for (;;) {
+    std::shared_ptr<Work> work;
+    {
+      std::unique_lock<std::mutex> lock(order_mu_);
+      order_cv_.wait(lock, [&] {
+        return (!queue_.empty() && finished_tickets_ == queue_.front().first) ||
+               (stopping_ && queue_.empty());
+      });
+      if (queue_.empty()) return;
+      work = queue_.front().second;
+      queue_.pop_front();
+    }
+    std::exception_ptr error;
+    try {
+      execute_work(*work);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    finish_turn();
+    work->finish(error);
+  }
+}
+
+void Communicator::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(order_mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  order_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  // Wait for any blocking collective still running on another thread.
+  {
+    std::unique_lock<std::mutex> lock(order_mu_);
+    order_cv_.wait(lock, [&] { return finished_tickets_ == next_ticket_; });
+  }
+  if (size_ > 1 && abort_reason_.empty() && store_) {
+    // Leave in step: rank 0 keeps serving the store until every rank has
+    // checked out, the others wait until it stops serving.
+    try {
+      const Deadline deadline = deadline_after(std::min(timeout_seconds(), 30.0));
+      store_->add("ringcc/shutdown", 1);
+      if (store_server_) {
+        while (store_->add("ringcc/shutdown", 0) < size_ && Clock::now() < deadline) {
+          usleep(1000);
+        }
+      } else if (dynamic_cast<TcpStore*>(store_.get())) {
+        store_->get("ringcc/never-set", until(deadline));
+      }
+    } catch (...) {
+    }
+  }
+  shut_down_ = true;
+  shm_.reset();
+  tcp_.reset();
+  store_.reset();
+  store_server_.reset();
+}
+
+}  // namespace ringcc

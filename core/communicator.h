@@ -1,0 +1,102 @@
+// The communicator: a job's ranks, how they are grouped by host, and the
+// transports between them. Collectives run in the order they are issued
+// (blocking and asynchronous alike); the first peer failure aborts the
+// communicator so that every rank blocked on us fails fast too.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/collective_args.h"
+#include "core/rendezvous.h"
+#include "core/ring_algorithms.h"
+#include "core/store.h"
+#include "core/work.h"
+
+namespace ringcc {
+
+class ShmCollectives;
+class TcpStoreServer;
+class TcpTransport;
+
+class Communicator {
+ public:
+  // Joins the job. With store == nullptr rank 0 serves a TcpStore at
+  // info.master_addr:master_port and the others connect to it; an adapter
+  // may hand in its own store instead.
+  explicit Communicator(const RendezvousInfo& info, std::shared_ptr<Store> store = nullptr);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  int cross_rank() const { return cross_rank_; }
+  int cross_size() const { return cross_size_; }
+  // "shm", "tcp" or "shm+tcp": what carries the data.
+  std::string transport_name() const;
+
+  // Runs a collective, blocking, after every earlier one.
+  void run(CollectiveArgs& args);
+  // Queues a collective after every earlier one; returns at once.
+  std::shared_ptr<Work> submit(CollectiveArgs args);
+  std::shared_ptr<Work> submit_grouped(std::vector<CollectiveArgs> list);
+  // Fused allreduce of many buffers: packed into the fusion buffer
+  // (RINGCC_FUSION_THRESHOLD, default 64 MiB) in as few collectives as fit.
+  void grouped_allreduce(std::vector<CollectiveArgs>& list);
+
+  // Leaves the job: waits for queued work, then closes links in step with
+  // the other ranks. Idempotent.
+  void shutdown();
+
+  // Bytes in the fusion buffer.
+  int64_t fusion_threshold() const { return fusion_threshold_; }
+
+ private:
+  void join_job(const RendezvousInfo& info, Deadline deadline);
+  void execute(CollectiveArgs& a);
+  void execute_grouped(std::vector<CollectiveArgs>& list);
+  void execute_work(Work& work);
+  void validate(CollectiveArgs& a, std::string* local_error);
+  [[noreturn]] void fail(const std::exception& e, bool peer_failure);
+  void worker_loop();
+  uint64_t take_ticket();
+  void await_turn(uint64_t ticket);
+  void finish_turn();
+
+  int rank_ = 0, size_ = 1;
+  int local_rank_ = 0, local_size_ = 1;
+  int cross_rank_ = 0, cross_size_ = 1;
+  std::string job_id_;
+  std::string secret_;
+  std::shared_ptr<Store> store_;
+  std::unique_ptr<TcpStoreServer> store_server_;
+  std::unique_ptr<TcpTransport> tcp_;
+  std::unique_ptr<ShmCollectives> shm_;  // set when every rank is on this host
+  PeerSet world_;
+  RingScratch scratch_;
+  int64_t fusion_threshold_;
+  std::vector<uint8_t> fusion_buffer_;
+
+  std::string abort_reason_;  // set once a peer failure broke the communicator
+  bool shut_down_ = false;
+
+  // Issue order: each collective takes a ticket and runs when its turn comes.
+  std::mutex order_mu_;
+  std::condition_variable order_cv_;
+  uint64_t next_ticket_ = 0;
+  uint64_t finished_tickets_ = 0;
+  std::deque<std::pair<uint64_t, std::shared_ptr<Work>>> queue_;
+  std::thread worker_;
+  bool stopping_ = false;
+};
+
+}  // namespace ringcc

@@ -1,0 +1,25 @@
+// Logging to stderr, filtered by RINGCC_LOG_LEVEL (trace, debug, info,
+// warning, error; default warning). HOROVOD_LOG_LEVEL is read when ours is
+// unset.
+#pragma once
+
+#include <string>
+
+#include "core/error.h"
+
+namespace ringcc {
+
+enum class LogLevel { kTrace = 0, kDebug = 1, kInfo = 2, kWarning = 3, kError = 4 };
+
+bool log_enabled(LogLevel level);
+void log_message(LogLevel level, const std::string& message);
+// Rank shown in the prefix of every line ("[ringcc rank 3] ...").
+void set_log_rank(int rank);
+
+}  // namespace ringcc
+
+#define RINGCC_LOG(level, ...)                                                     \
+  do {                                                                             \
+    if (::ringcc::log_enabled(::ringcc::LogLevel::level))                          \
+      ::ringcc::log_message(::ringcc::LogLevel::level, ::ringcc::detail::concat(__VA_ARGS__)); \
+  } while (0)

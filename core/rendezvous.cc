@@ -1,0 +1,59 @@
+#include "core/rendezvous.h"
+
+#include <cstdlib>
+
+#include "core/env.h"
+#include "core/error.h"
+
+namespace ringcc {
+
+namespace {
+
+bool read_pair(const char* rank_var, const char* size_var, RendezvousInfo* info) {
+  if (!env_is_set(rank_var) || !env_is_set(size_var)) return false;
+  info->rank = static_cast<int>(env_int(rank_var, 0));
+  info->size = static_cast<int>(env_int(size_var, 1));
+  return true;
+}
+
+}  // namespace
+
+RendezvousInfo rendezvous_from_env() {
+  RendezvousInfo info;
+  if (read_pair("RINGCC_RANK", "RINGCC_SIZE", &info)) {
+    info.source = "ringrun (RINGCC_RANK/RINGCC_SIZE)";
+  } else if (read_pair("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", &info)) {
+    info.source = "Open MPI (OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE)";
+  } else if (read_pair("PMI_RANK", "PMI_SIZE", &info)) {
+    info.source = "PMI (PMI_RANK/PMI_SIZE)";
+  } else if (read_pair("SLURM_PROCID", "SLURM_NTASKS", &info)) {
+    info.source = "SLURM (SLURM_PROCID/SLURM_NTASKS)";
+  } else if (read_pair("RANK", "WORLD_SIZE", &info)) {
+    info.source = "torchrun (RANK/WORLD_SIZE)";
+  } else {
+    info.source = "a single process (no launcher variables found)";
+    return info;
+  }
+  if (info.size < 1 || info.rank < 0 || info.rank >= info.size) {
+    raise(ErrorKind::kInvalidArgument, "invalid rank ", info.rank, " for world size ", info.size,
+          " from ", info.source);
+  }
+  info.secret = env_str("RINGCC_SECRET", "");
+  if (info.size == 1) return info;
+
+  info.master_addr = env_str("RINGCC_MASTER_ADDR", env_str("MASTER_ADDR", ""));
+  if (env_is_set("RINGCC_MASTER_PORT")) {
+    info.master_port = static_cast<int>(env_int("RINGCC_MASTER_PORT", 0));
+  } else if (env_is_set("MASTER_PORT")) {
+    info.master_port = static_cast<int>(env_int("MASTER_PORT", 0)) + 1;
+  }
+  if (info.master_addr.empty() || info.master_port <= 0 || info.master_port > 65535) {
+    raise(ErrorKind::kInvalidArgument, "ranks found from ", info.source,
+          " but not where rank 0 serves the rendezvous store: set RINGCC_MASTER_ADDR and "
+          "RINGCC_MASTER_PORT (or MASTER_ADDR and MASTER_PORT; ringcc then uses MASTER_PORT+1),"
+          " or start the job with ringrun");
+  }
+  return info;
+}
+
+}  // namespace ringcc

@@ -1,0 +1,399 @@
+#include "core/shm_collectives.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/reduction.h"
+
+namespace ringcc {
+
+struct alignas(64) ShmControl {
+  std::atomic<uint32_t> phase;     // last phase this rank arrived at (futex word)
+  std::atomic<uint32_t> sleepers;  // peers sleeping on `phase`
+  std::atomic<uint32_t> aborted;
+  int32_t pid;
+  char reason[512];
+};
+
+namespace {
+
+constexpr size_t kAlign = 4096;
+
+size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+// True when phase a is at or past phase b (wrap-around safe).
+bool reached(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) >= 0; }
+
+void copy_scaled(void* dst, const void* src, int64_t count, DataType dtype, double factor) {
+  if (count <= 0) return;
+  if (factor == 1.0) {
+    if (dst != src) std::memcpy(dst, src, static_cast<size_t>(count) * dtype_size(dtype));
+  } else {
+    scale_copy(dst, src, count, dtype, factor);
+  }
+}
+
+std::chrono::microseconds spin_budget() {
+  static const auto budget = std::chrono::microseconds(env_int("RINGCC_SPIN_US", 50));
+  return budget;
+}
+
+}  // namespace
+
+ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix,
+                               std::vector<int> ranks, int me, Deadline deadline)
+    : ranks_(std::move(ranks)), me_(me) {
+  const size_t n = ranks_.size();
+  area_bytes_ = round_up(static_cast<size_t>(std::max<int64_t>(
+                             env_int("RINGCC_SHM_AREA_BYTES", 4 << 20), 64 * 1024)),
+                         kAlign);
+  small_bytes_ = static_cast<size_t>(std::min<int64_t>(
+      env_int("RINGCC_SHM_SMALL_BYTES", 64 * 1024), static_cast<int64_t>(area_bytes_)));
+  header_bytes_ = round_up(sizeof(OpHeader) + 8 * n, 64);
+  segment_bytes_ = round_up(sizeof(ShmControl) + 2 * header_bytes_, kAlign) + 2 * area_bytes_;
+
+  auto name_of = [&](size_t i) {
+    return "/" + key_prefix + "-" + std::to_string(ranks_[i]);
+  };
+  std::string mine = name_of(static_cast<size_t>(me_));
+  ShmSegment::unlink(mine);  // a stale one from a crashed job of the same id
+  segments_.resize(n);
+  segments_[static_cast<size_t>(me_)] = ShmSegment::create(mine, segment_bytes_);
+  ShmControl* ctl = new (segments_[static_cast<size_t>(me_)].data()) ShmControl();
+  ctl->phase.store(0);
+  ctl->sleepers.store(0);
+  ctl->aborted.store(0);
+  ctl->pid = static_cast<int32_t>(getpid());
+
+  auto wait_ms = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  };
+  store.set(key_prefix + "/created/" + std::to_string(ranks_[static_cast<size_t>(me_)]), "1");
+  for (size_t i = 0; i < n; ++i) {
+    if (static_cast<int>(i) == me_) continue;
+    store.get(key_prefix + "/created/" + std::to_string(ranks_[i]), wait_ms());
+    segments_[i] = ShmSegment::open(name_of(i), segment_bytes_);
+  }
+  store.set(key_prefix + "/mapped/" + std::to_string(ranks_[static_cast<size_t>(me_)]), "1");
+  for (size_t i = 0; i < n; ++i) {
+    if (static_cast<int>(i) == me_) continue;
+    store.get(key_prefix + "/mapped/" + std::to_string(ranks_[i]), wait_ms());
+  }
+  // Everyone has mapped every segment: the names can go, so nothing is left
+  // behind in /dev/shm even if a rank is killed later.
+  ShmSegment::unlink(mine);
+  srcs_.resize(n);
+}
+
+ShmCollectives::~ShmCollectives() = default;
+
+ShmControl* ShmCollectives::control(int i) const {
+  return reinterpret_cast<ShmControl*>(segments_[static_cast<size_t>(i)].data());
+}
+
+uint8_t* ShmCollectives::header_slot(int i, int parity) const {
+  return segments_[static_cast<size_t>(i)].data() + sizeof(ShmControl) +
+         static_cast<size_t>(parity) * header_bytes_;
+}
+
+uint8_t* ShmCollectives::area(int i, int parity) const {
+  return segments_[static_cast<size_t>(i)].data() +
+         round_up(sizeof(ShmControl) + 2 * header_bytes_, kAlign) +
+         static_cast<size_t>(parity) * area_bytes_;
+}
+
+void ShmCollectives::abort(const std::string& reason) {
+  ShmControl* ctl = control(me_);
+  std::snprintf(ctl->reason, sizeof(ctl->reason), "%s", reason.c_str());
+  ctl->aborted.store(1);
+  ctl->phase.fetch_add(1u << 30);  // wake and never match a real phase
+  futex_wake_all(&ctl->phase);
+}
+
+void ShmCollectives::wait_for_peer(int peer, uint32_t phase, Deadline dl, const char* what) {
+  ShmControl* ctl = control(peer);
+  auto check_abort = [&] {
+    if (ctl->aborted.load(std::memory_order_acquire)) {
+      raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)],
+            " aborted: ", ctl->reason);
+    }
+  };
+  if (reached(ctl->phase.load(std::memory_order_acquire), phase)) return;
+  auto spin_until = Clock::now() + spin_budget();
+  while (Clock::now() < spin_until) {
+    for (int k = 0; k < 64; ++k) {
+      if (reached(ctl->phase.load(std::memory_order_acquire), phase)) {
+        check_abort();
+        return;
+      }
+    }
+  }
+  for (;;) {
+    ctl->sleepers.fetch_add(1);
+    uint32_t seen = ctl->phase.load();
+    if (!reached(seen, phase)) futex_wait(&ctl->phase, seen, 50);
+    ctl->sleepers.fetch_sub(1);
+    check_abort();
+    if (reached(ctl->phase.load(std::memory_order_acquire), phase)) return;
+    if (!process_alive(ctl->pid)) {
+      raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)], " (pid ",
+            ctl->pid, ") exited or crashed during ", what);
+    }
+    if (Clock::now() >= dl) {
+      raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(), " s in ", what,
+            " waiting for rank ", ranks_[static_cast<size_t>(peer)],
+            " (RINGCC_TIMEOUT_S sets the limit)");
+    }
+  }
+}
+
+void ShmCollectives::sync(Deadline dl, const char* what) {
+  ShmControl* ctl = control(me_);
+  ++phase_;
+  ctl->phase.store(phase_);
+  if (ctl->sleepers.load()) futex_wake_all(&ctl->phase);
+  for (int i = 0; i < size(); ++i) {
+    if (i != me_) wait_for_peer(i, phase_, dl, what);
+  }
+}
+
+void ShmCollectives::put_header(int p, const CollectiveArgs& a) {
+  const OpHeader h = make_header(a);
+  uint8_t* slot = header_slot(me_, p);
+  std::memcpy(slot, &h, sizeof(h));
+  if (a.kind == CollectiveKind::kAlltoall) {
+    std::memcpy(slot + sizeof(OpHeader), a.send_counts.data(), 8 * a.send_counts.size());
+  }
+}
+
+void ShmCollectives::check_headers(int p, CollectiveArgs& a) {
+  const size_t n = ranks_.size();
+  std::vector<OpHeader> headers(n);
+  std::vector<int64_t> counts;
+  const bool alltoall = a.kind == CollectiveKind::kAlltoall;
+  if (alltoall) counts.resize(n * n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* slot = header_slot(static_cast<int>(i), p);
+    std::memcpy(&headers[i], slot, sizeof(OpHeader));
+    if (alltoall && headers[i].kind == static_cast<int32_t>(CollectiveKind::kAlltoall)) {
+      std::memcpy(&counts[i * n], slot + sizeof(OpHeader), 8 * n);
+    }
+  }
+  check_agreement(headers, ranks_, counts, me_);
+  a.recv_counts.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    a.recv_counts[i] = alltoall ? counts[i * n + static_cast<size_t>(me_)] : headers[i].count;
+  }
+}
+
+void ShmCollectives::run(CollectiveArgs& a, Deadline dl) {
+  switch (a.kind) {
+    case CollectiveKind::kAllreduce: return allreduce(a, dl);
+    case CollectiveKind::kReduceScatter: return reduce_scatter(a, dl);
+    case CollectiveKind::kAllgather: return allgather(a, dl);
+    case CollectiveKind::kBroadcast: return broadcast(a, dl);
+    case CollectiveKind::kAlltoall: return alltoall(a, dl);
+    case CollectiveKind::kBarrier:
+    case CollectiveKind::kLocalError: {
+      int p = next_parity();
+      put_header(p, a);
+      sync(dl, collective_name(a.kind));
+      check_headers(p, a);
+      return;
+    }
+  }
+}
+
+void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
+  const int n = size();
+  const size_t es = dtype_size(a.dtype);
+  const auto* in = static_cast<const uint8_t*>(a.in);
+  auto* out = static_cast<uint8_t*>(a.out);
+  const int64_t count = a.count;
+
+  if (static_cast<size_t>(count) * es <= small_bytes_) {
+    // One phase: everyone publishes, everyone reduces everything.
+    int p = next_parity();
+    put_header(p, a);
+    copy_scaled(area(me_, p), in, count, a.dtype, a.prescale);
+    sync(dl, "allreduce");
+    check_headers(p, a);
+    if (count > 0) {
+      for (int i = 0; i < n; ++i) srcs_[static_cast<size_t>(i)] = area(i, p);
+      reduce_many(out, srcs_.data(), n, count, a.dtype, a.op);
+      if (a.postscale != 1.0) scale_inplace(out, count, a.dtype, a.postscale);
+    }
+    return;
+  }
+
+  // Pieces: copy in, reduce my segment across all areas, copy everything out.
+  const int64_t piece_elems = static_cast<int64_t>(area_bytes_ / es);
+  for (int64_t off = 0, first = 1; first || off < count; off += piece_elems, first = 0) {
+    const int64_t m = std::min(piece_elems, count - off);
+    int p = next_parity();
+    if (first) put_header(p, a);
+    copy_scaled(area(me_, p), in + off * static_cast<int64_t>(es), m, a.dtype, a.prescale);
+    sync(dl, "allreduce");
+    if (first) check_headers(p, a);
+    auto seg_lo = [&](int j) { return m * j / n; };
+    const int64_t lo = seg_lo(me_), len = seg_lo(me_ + 1) - lo;
+    if (len > 0) {
+      srcs_[0] = area(me_, p) + lo * static_cast<int64_t>(es);
+      for (int i = 0, k = 1; i < n; ++i) {
+        if (i != me_) srcs_[static_cast<size_t>(k++)] = area(i, p) + lo * static_cast<int64_t>(es);
+      }
+      reduce_many(area(me_, p) + lo * static_cast<int64_t>(es), srcs_.data(), n, len, a.dtype,
+                  a.op);
+    }
+    sync(dl, "allreduce");
+    for (int j = 0; j < n; ++j) {
+      const int64_t jlo = seg_lo(j), jlen = seg_lo(j + 1) - jlo;
+      copy_scaled(out + (off + jlo) * static_cast<int64_t>(es),
+                  area(j, p) + jlo * static_cast<int64_t>(es), jlen, a.dtype, a.postscale);
+    }
+  }
+}
+
+void ShmCollectives::reduce_scatter(CollectiveArgs& a, Deadline dl) {
+  const int n = size();
+  const size_t es = dtype_size(a.dtype);
+  const auto* in = static_cast<const uint8_t*>(a.in);
+  auto* out = static_cast<uint8_t*>(a.out);
+  const int64_t rows = a.row_elems > 0 ? a.count / a.row_elems : 0;
+  // Each piece carries, for every rank's block, the next q elements of it.
+  const int64_t q = std::max<int64_t>(1, static_cast<int64_t>(area_bytes_ / es) / n);
+  int64_t longest = 0;
+  for (int r = 0; r < n; ++r) longest = std::max(longest, block_rows(rows, n, r) * a.row_elems);
+  const int64_t my_first = block_first_row(rows, n, me_) * a.row_elems;
+  const int64_t my_len = block_rows(rows, n, me_) * a.row_elems;
+  for (int64_t off = 0, first = 1; first || off < longest; off += q, first = 0) {
+    int p = next_parity();
+    if (first) put_header(p, a);
+    for (int r = 0; r < n; ++r) {
+      const int64_t blen = block_rows(rows, n, r) * a.row_elems;
+      const int64_t bstart = block_first_row(rows, n, r) * a.row_elems;
+      const int64_t m = std::clamp<int64_t>(blen - off, 0, q);
+      copy_scaled(area(me_, p) + r * q * static_cast<int64_t>(es),
+                  in + (bstart + off) * static_cast<int64_t>(es), m, a.dtype, a.prescale);
+    }
+    sync(dl, "reduce_scatter");
+    if (first) check_headers(p, a);
+    const int64_t m = std::clamp<int64_t>(my_len - off, 0, q);
+    if (m > 0) {
+      for (int i = 0; i < n; ++i) {
+        srcs_[static_cast<size_t>(i)] = area(i, p) + me_ * q * static_cast<int64_t>(es);
+      }
+      uint8_t* dst = out + off * static_cast<int64_t>(es);
+      reduce_many(dst, srcs_.data(), n, m, a.dtype, a.op);
+      if (a.postscale != 1.0) scale_inplace(dst, m, a.dtype, a.postscale);
+    }
+  }
+  (void)my_first;
+  a.result_count = my_len;
+}
+
+void ShmCollectives::allgather(CollectiveArgs& a, Deadline dl) {
+  const int n = size();
+  const size_t es = dtype_size(a.dtype);
+  const auto* in = static_cast<const uint8_t*>(a.in);
+  const int64_t piece_elems = static_cast<int64_t>(area_bytes_ / es);
+  std::vector<int64_t> displ;
+  int64_t longest = 0;
+  uint8_t* out = nullptr;
+  for (int64_t off = 0, first = 1; first || off < longest; off += piece_elems, first = 0) {
+    int p = next_parity();
+    if (first) put_header(p, a);
+    copy_scaled(area(me_, p), in + off * static_cast<int64_t>(es),
+                std::clamp<int64_t>(a.count - off, 0, piece_elems), a.dtype, 1.0);
+    sync(dl, "allgather");
+    if (first) {
+      check_headers(p, a);
+      displ.assign(static_cast<size_t>(n) + 1, 0);
+      for (int r = 0; r < n; ++r) {
+        displ[static_cast<size_t>(r) + 1] = displ[static_cast<size_t>(r)] + a.recv_counts[static_cast<size_t>(r)];
+        longest = std::max(longest, a.recv_counts[static_cast<size_t>(r)]);
+      }
+      a.result_count = displ.back();
+      out = static_cast<uint8_t*>(a.out_count >= 0 ? a.out : a.allocate(a.result_count));
+      a.out = out;
+    }
+    for (int r = 0; r < n; ++r) {
+      const int64_t m = std::clamp<int64_t>(a.recv_counts[static_cast<size_t>(r)] - off, 0, piece_elems);
+      copy_scaled(out + (displ[static_cast<size_t>(r)] + off) * static_cast<int64_t>(es),
+                  area(r, p), m, a.dtype, 1.0);
+    }
+  }
+}
+
+void ShmCollectives::broadcast(CollectiveArgs& a, Deadline dl) {
+  const size_t es = dtype_size(a.dtype);
+  const int root = static_cast<int>(std::find(ranks_.begin(), ranks_.end(), a.root) - ranks_.begin());
+  const bool is_root = root == me_;
+  const auto* in = static_cast<const uint8_t*>(a.in);
+  auto* out = static_cast<uint8_t*>(a.out);
+  const int64_t piece_elems = static_cast<int64_t>(area_bytes_ / es);
+  for (int64_t off = 0, first = 1; first || off < a.count; off += piece_elems, first = 0) {
+    const int64_t m = std::clamp<int64_t>(a.count - off, 0, piece_elems);
+    int p = next_parity();
+    if (first) put_header(p, a);
+    if (is_root) copy_scaled(area(me_, p), in + off * static_cast<int64_t>(es), m, a.dtype, 1.0);
+    sync(dl, "broadcast");
+    if (first) check_headers(p, a);
+    if (!is_root && root < size()) {
+      copy_scaled(out + off * static_cast<int64_t>(es), area(root, p), m, a.dtype, 1.0);
+    }
+  }
+  if (is_root && out != in) copy_scaled(out, in, a.count, a.dtype, 1.0);
+}
+
+void ShmCollectives::alltoall(CollectiveArgs& a, Deadline dl) {
+  const int n = size();
+  const size_t es = dtype_size(a.dtype);
+  const auto* in = static_cast<const uint8_t*>(a.in);
+  const int64_t q = std::max<int64_t>(1, static_cast<int64_t>(area_bytes_ / es) / n);
+  std::vector<int64_t> sdispl(static_cast<size_t>(n) + 1, 0), rdispl;
+  for (int d = 0; d < n; ++d) {
+    sdispl[static_cast<size_t>(d) + 1] = sdispl[static_cast<size_t>(d)] + a.send_counts[static_cast<size_t>(d)];
+  }
+  int64_t longest = 0;
+  uint8_t* out = nullptr;
+  for (int64_t off = 0, first = 1; first || off < longest; off += q, first = 0) {
+    int p = next_parity();
+    if (first) put_header(p, a);
+    for (int d = 0; d < n; ++d) {
+      const int64_t m = std::clamp<int64_t>(a.send_counts[static_cast<size_t>(d)] - off, 0, q);
+      copy_scaled(area(me_, p) + d * q * static_cast<int64_t>(es),
+                  in + (sdispl[static_cast<size_t>(d)] + off) * static_cast<int64_t>(es), m,
+                  a.dtype, 1.0);
+    }
+    sync(dl, "alltoall");
+    if (first) {
+      check_headers(p, a);
+      // Longest message between any pair decides the number of pieces.
+      for (int s = 0; s < n; ++s) {
+        const auto* counts = reinterpret_cast<const int64_t*>(header_slot(s, p) + sizeof(OpHeader));
+        for (int d = 0; d < n; ++d) longest = std::max(longest, counts[d]);
+      }
+      rdispl.assign(static_cast<size_t>(n) + 1, 0);
+      for (int s = 0; s < n; ++s) {
+        rdispl[static_cast<size_t>(s) + 1] = rdispl[static_cast<size_t>(s)] + a.recv_counts[static_cast<size_t>(s)];
+      }
+      a.result_count = rdispl.back();
+      out = static_cast<uint8_t*>(a.out_count >= 0 ? a.out : a.allocate(a.result_count));
+      a.out = out;
+    }
+    for (int s = 0; s < n; ++s) {
+      const int64_t m = std::clamp<int64_t>(a.recv_counts[static_cast<size_t>(s)] - off, 0, q);
+      copy_scaled(out + (rdispl[static_cast<size_t>(s)] + off) * static_cast<int64_t>(es),
+                  area(s, p) + me_ * q * static_cast<int64_t>(es), m, a.dtype, 1.0);
+    }
+  }
+}
+
+}  // namespace ringcc

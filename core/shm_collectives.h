@@ -1,0 +1,76 @@
+// Collectives among ranks on one host, through shared memory. Each rank
+// owns a segment with a control block (a phase counter that peers wait on,
+// an abort flag), two header slots and two data areas used alternately by
+// successive pieces, so one barrier per piece suffices to keep writers from
+// overwriting what a slow reader still needs.
+//
+// Allreduce copies each piece into the rank's area once, every rank reduces
+// its own segment of the piece across all areas, and every rank copies the
+// reduced segments out: 2 phases per piece, no data crosses a socket.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/collective_args.h"
+#include "core/shm_segment.h"
+#include "core/socket.h"
+#include "core/store.h"
+
+namespace ringcc {
+
+struct ShmControl;
+
+class ShmCollectives {
+ public:
+  // ranks: the global ranks of the local group, in order; me: my index in
+  // it. Creates my segment, waits (through the store, bounded by deadline)
+  // for the others, maps theirs and removes the names.
+  ShmCollectives(Store& store, const std::string& key_prefix, std::vector<int> ranks, int me,
+                 Deadline deadline);
+  ~ShmCollectives();
+
+  int size() const { return static_cast<int>(ranks_.size()); }
+
+  // Runs the collective described by args (all its ranks are local).
+  void run(CollectiveArgs& args, Deadline deadline);
+
+  // Tells every local peer blocked on us that we gave up, and why.
+  void abort(const std::string& reason);
+
+ private:
+  void allreduce(CollectiveArgs& a, Deadline dl);
+  void reduce_scatter(CollectiveArgs& a, Deadline dl);
+  void allgather(CollectiveArgs& a, Deadline dl);
+  void broadcast(CollectiveArgs& a, Deadline dl);
+  void alltoall(CollectiveArgs& a, Deadline dl);
+
+  // Starts a piece: returns its parity (which header slot and area to use).
+  int next_parity() { return static_cast<int>(piece_++ & 1); }
+  // Publishes this rank's header for the piece of parity p.
+  void put_header(int p, const CollectiveArgs& a);
+  // After the first phase of a collective: everyone's headers agree, or
+  // raises on every rank alike. Fills alltoall counts.
+  void check_headers(int p, CollectiveArgs& a);
+  // Arrive at the next phase and wait for every peer to arrive too.
+  void sync(Deadline dl, const char* what);
+  void wait_for_peer(int peer, uint32_t phase, Deadline dl, const char* what);
+
+  ShmControl* control(int i) const;
+  uint8_t* header_slot(int i, int parity) const;
+  uint8_t* area(int i, int parity) const;
+
+  std::vector<int> ranks_;
+  int me_;
+  size_t area_bytes_;
+  size_t header_bytes_;
+  size_t small_bytes_;
+  size_t segment_bytes_;
+  std::vector<ShmSegment> segments_;
+  uint32_t phase_ = 0;
+  uint64_t piece_ = 0;
+  std::vector<const void*> srcs_;  // scratch for reduce_many
+};
+
+}  // namespace ringcc

@@ -1,0 +1,67 @@
+// Thin RAII wrappers over BSD sockets with deadline-bounded I/O.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace ringcc {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+inline Deadline deadline_after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(seconds));
+}
+
+// An owned file descriptor of a socket; closes on destruction. Move-only.
+class Socket {
+ public:
+  Socket() = default;
+  explicit Socket(int fd) : fd_(fd) {}
+  ~Socket();
+  Socket(Socket&& other) noexcept;
+  Socket& operator=(Socket&& other) noexcept;
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+
+  int fd() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void close();
+  int release();
+
+  // Listens on host:port (port 0 picks a free port; host "" or "0.0.0.0"
+  // listens on all IPv4 addresses). Raises Error(kInternal) on failure.
+  static Socket listen(const std::string& host, int port, int backlog = 128);
+  // Connects to host:port, retrying refused connections until deadline
+  // (the server may not be up yet). Raises Error(kTimeout) naming the
+  // address when the deadline passes.
+  static Socket connect(const std::string& host, int port, Deadline deadline);
+  // Accepts one connection, waiting at most until deadline; returns an
+  // invalid Socket on timeout.
+  Socket accept(Deadline deadline, std::string* peer_addr = nullptr) const;
+
+  // Port this socket is bound to, and the local IPv4 address it uses.
+  int local_port() const;
+  std::string local_address() const;
+
+  void set_nodelay(bool on);
+  void set_nonblocking(bool on);
+  // Asks for large kernel buffers (SO_SNDBUF / SO_RCVBUF); best effort.
+  void set_buffer_sizes(int bytes);
+
+  // Blocking I/O bounded by deadline. Raise Error(kPeerFailure) when the
+  // peer closed the connection or reset it, Error(kTimeout) at deadline.
+  // `who` names the peer in messages ("rank 3", "the rendezvous store").
+  void send_all(const void* data, size_t size, Deadline deadline, const std::string& who) const;
+  void recv_all(void* data, size_t size, Deadline deadline, const std::string& who) const;
+
+ private:
+  int fd_ = -1;
+};
+
+// This host's name (gethostname), or RINGCC_HOSTNAME when set.
+std::string host_name();
+
+}  // namespace ringcc

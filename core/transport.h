@@ -1,0 +1,70 @@
+// The point-to-point transport interface: non-blocking sends and receives of
+// byte ranges between the ranks of a communicator, with explicit progress and
+// completion. Messages between one pair of ranks are matched in order: the
+// k-th send from A to B fills the k-th receive that B posts for A, and sizes
+// must agree.
+//
+// Transports carry host memory today (TCP, shared memory). A device transport
+// (NCCL) carries device pointers on a stream: the MemoryKind and stream of an
+// endpoint say what the pointers are; a transport that cannot serve them
+// raises Error(kInvalidArgument) from isend/irecv.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/socket.h"
+
+namespace ringcc {
+
+enum class MemoryKind { kHost = 0, kCuda = 1 };
+
+// Where a buffer lives: host memory, or device memory ordered on a stream
+// (an opaque cudaStream_t; null means the default stream).
+struct MemoryContext {
+  MemoryKind kind = MemoryKind::kHost;
+  int device = -1;
+  void* stream = nullptr;
+};
+
+// One outstanding send or receive.
+class Request {
+ public:
+  virtual ~Request() = default;
+  // Moves the operation forward without blocking; returns true once it is
+  // complete. Raises Error(kPeerFailure) when the peer is gone.
+  virtual bool progress() = 0;
+  // Blocks for at most timeout_ms until progress() may advance (data or
+  // space arrived). Also the place to notice a vanished peer.
+  virtual void block(int timeout_ms) = 0;
+  // The peer this request talks to (for messages).
+  virtual int peer() const = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  // True when this transport has a connection to peer.
+  virtual bool reaches(int peer) const = 0;
+  virtual std::unique_ptr<Request> isend(int peer, const void* data, size_t size,
+                                         const MemoryContext& mem = {}) = 0;
+  virtual std::unique_ptr<Request> irecv(int peer, void* data, size_t size,
+                                         const MemoryContext& mem = {}) = 0;
+  // Makes every peer blocked on us fail fast (closes connections, raises
+  // abort flags). The transport is unusable afterwards.
+  virtual void abort(const std::string& reason) = 0;
+};
+
+// Drives requests to completion: spins on progress() for a short while,
+// then blocks in short slices so an idle rank does not burn a core. Raises
+// Error(kTimeout) naming the peers still pending at the deadline.
+void wait_all(const std::vector<Request*>& requests, Deadline deadline, const char* what);
+// Waits for `target` only, while also progressing `others` (their
+// completion is not required).
+void wait_one(Request* target, const std::vector<Request*>& others, Deadline deadline,
+              const char* what);
+
+}  // namespace ringcc

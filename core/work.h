@@ -1,0 +1,59 @@
+// A collective submitted for asynchronous execution: the caller keeps the
+// Work and waits on it; the communicator's worker thread completes it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <vector>
+
+#include "core/collective_args.h"
+
+namespace ringcc {
+
+class Work {
+ public:
+  // One collective, or (grouped) a list fused into as few as fit.
+  Work(std::vector<CollectiveArgs> list, bool grouped) : list_(std::move(list)), grouped_(grouped) {}
+
+  // True once the collective finished (successfully or not).
+  bool done() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return done_;
+  }
+  // Blocks until done or timeout (negative: no limit); returns done().
+  // Rethrows the collective's error, if any, once done.
+  bool wait(double timeout_seconds) {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto finished = [this] { return done_; };
+    if (timeout_seconds < 0) {
+      cv_.wait(lock, finished);
+    } else if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_seconds), finished)) {
+      return false;
+    }
+    if (error_) std::rethrow_exception(error_);
+    return true;
+  }
+  std::vector<CollectiveArgs>& list() { return list_; }
+  bool grouped() const { return grouped_; }
+
+  void finish(std::exception_ptr error) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+      error_ = error;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::vector<CollectiveArgs> list_;
+  bool grouped_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace ringcc
