@@ -145,12 +145,101 @@ void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
   }
   tcp_->connect(peers, addresses, deadline);
   for (int r : peers) world_.links[static_cast<size_t>(r)] = tcp_.get();
+
+  // Several hosts with several ranks each: allreduce goes hierarchical
+  // (reduce-scatter in shared memory, allreduce of the shards over TCP
+  // between hosts, allgather in shared memory) when every host has the same
+  // number of ranks.
+  bool homogeneous = true;
+  for (const auto& entry : seen) homogeneous = homogeneous && entry.second == local_size_;
+  const bool want = env_int("RINGCC_HIERARCHICAL_ALLREDUCE", 1, "HOROVOD_HIERARCHICAL_ALLREDUCE") != 0;
+  if (mode != "tcp" && local_size_ > 1) {
+    local_shm_ = std::make_unique<ShmCollectives>(store, "ringcc-" + job_id_, local, local_rank_,
+                                                  deadline);
+    hierarchical_ = want && homogeneous && cross_size_ > 1;
+  }
+  for (int r = 0; r < size_; ++r) {
+    if (local_rank_of[static_cast<size_t>(r)] != local_rank_) continue;
+    if (r == rank_) cross_.me = static_cast<int>(cross_.ranks.size());
+    cross_.ranks.push_back(r);
+    cross_.links.push_back(r == rank_ ? nullptr : tcp_.get());
+  }
   RINGCC_LOG(kDebug, "joined ", size_, " ranks over TCP (job ", job_id_, ")");
 }
 
 std::string Communicator::transport_name() const {
   if (size_ == 1) return "self";
-  return shm_ ? "shm" : "tcp";
+  if (shm_) return "shm";
+  return local_shm_ ? "shm+tcp" : "tcp";
+}
+
+namespace {
+
+CollectiveArgs local_error_args(CollectiveKind failed, const std::string& why) {
+  CollectiveArgs a;
+  a.kind = CollectiveKind::kLocalError;
+  a.failed_kind = failed;
+  a.local_error = why;
+  return a;
+}
+
+}  // namespace
+
+void Communicator::hierarchical_allreduce(CollectiveArgs& a, Deadline deadline) {
+  const size_t es = dtype_size(a.dtype);
+  auto* out = static_cast<uint8_t*>(a.out);
+  const int64_t first = block_first_row(a.count, local_size_, local_rank_);
+  const int64_t mine = block_rows(a.count, local_size_, local_rank_);
+  // Once a phase fails on this rank for a reason the others must hear of,
+  // it still takes part in the later phases, as a failed participant, so
+  // that nobody waits for it.
+  std::unique_ptr<Error> failure;
+  if (a.kind == CollectiveKind::kLocalError) {
+    failure = std::make_unique<Error>(ErrorKind::kInvalidArgument, a.local_error);
+  }
+  auto phase = [&](CollectiveArgs& args, auto&& run) {
+    CollectiveArgs poisoned;
+    CollectiveArgs* todo = &args;
+    if (failure) {
+      poisoned = local_error_args(CollectiveKind::kAllreduce, failure->what());
+      poisoned.send_counts.assign(static_cast<size_t>(size_), 0);
+      todo = &poisoned;
+    }
+    try {
+      run(*todo);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kMismatch && e.kind() != ErrorKind::kInvalidArgument) throw;
+      if (!failure) failure = std::make_unique<Error>(e);
+    }
+  };
+
+  CollectiveArgs rs = a;
+  rs.kind = CollectiveKind::kReduceScatter;
+  rs.row_elems = 1;
+  rs.postscale = 1.0;
+  rs.out = out + first * static_cast<int64_t>(es);
+  rs.out_count = mine;
+  phase(rs, [&](CollectiveArgs& x) { local_shm_->run(x, deadline); });
+
+  CollectiveArgs ar;
+  ar.kind = CollectiveKind::kAllreduce;
+  ar.dtype = a.dtype;
+  ar.op = a.op;
+  ar.in = ar.out = out + first * static_cast<int64_t>(es);
+  ar.count = ar.out_count = mine;
+  ar.postscale = a.postscale;
+  phase(ar, [&](CollectiveArgs& x) { run_over_transport(cross_, x, scratch_, deadline); });
+
+  CollectiveArgs ag;
+  ag.kind = CollectiveKind::kAllgather;
+  ag.dtype = a.dtype;
+  ag.in = out + first * static_cast<int64_t>(es);
+  ag.count = mine;
+  ag.out = out;
+  ag.out_count = a.count;
+  phase(ag, [&](CollectiveArgs& x) { local_shm_->run(x, deadline); });
+  if (failure) throw *failure;
+  a.result_count = a.count;
 }
 
 void Communicator::validate(CollectiveArgs& a, std::string* err) {
@@ -234,6 +323,9 @@ void Communicator::execute(CollectiveArgs& a) {
   try {
     if (shm_) {
       shm_->run(*todo, deadline);
+    } else if (hierarchical_ && (todo->kind == CollectiveKind::kAllreduce ||
+                                 todo->failed_kind == CollectiveKind::kAllreduce)) {
+      hierarchical_allreduce(*todo, deadline);
     } else {
       run_over_transport(world_, *todo, scratch_, deadline);
     }
@@ -261,6 +353,7 @@ void Communicator::fail(const std::exception& e, bool) {
     }
   }
   if (shm_) shm_->abort(reason);
+  if (local_shm_) local_shm_->abort(reason);
   if (tcp_) tcp_->abort(reason);
   std::string message = reason;
   if (!first.empty() && first.find(reason) == std::string::npos) {
@@ -457,6 +550,7 @@ void Communicator::shutdown() {
   }
   shut_down_ = true;
   shm_.reset();
+  local_shm_.reset();
   tcp_.reset();
   store_.reset();
   store_server_.reset();

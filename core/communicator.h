@@ -63,6 +63,7 @@ class Communicator {
  private:
   void join_job(const RendezvousInfo& info, Deadline deadline);
   void execute(CollectiveArgs& a);
+  void hierarchical_allreduce(CollectiveArgs& a, Deadline deadline);
   void execute_grouped(std::vector<CollectiveArgs>& list);
   void execute_work(Work& work);
   void validate(CollectiveArgs& a, std::string* local_error);
@@ -81,6 +82,11 @@ class Communicator {
   std::unique_ptr<TcpStoreServer> store_server_;
   std::unique_ptr<TcpTransport> tcp_;
   std::unique_ptr<ShmCollectives> shm_;  // set when every rank is on this host
+  // Across hosts: shared memory within this host, TCP between the ranks
+  // that share our local rank (one per host).
+  std::unique_ptr<ShmCollectives> local_shm_;
+  PeerSet cross_;
+  bool hierarchical_ = false;
   PeerSet world_;
   RingScratch scratch_;
   int64_t fusion_threshold_;
