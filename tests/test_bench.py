@@ -98,7 +98,10 @@ def test_unknown_peer_is_skipped_with_reason(tmp_path, capsys):
 
 def _env():
     env = dict(os.environ)
-    paths = [str(ADAPTERS), str(REPO)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    # The source tree's package only when it holds a built core; otherwise
+    # the installed one (as in CI, after pip install .).
+    source = [str(ADAPTERS)] if any((ADAPTERS / "ringcc").glob("_core*.so")) else []
+    paths = source + [str(REPO)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
     env["PYTHONPATH"] = os.pathsep.join(paths)
     return env
 

@@ -67,7 +67,10 @@ SLEEPING_RANK = textwrap.dedent(
 def launcher_environment(**extra):
     """ringrun's environment: ours, the source tree on PYTHONPATH, `extra` set (None: removed)."""
     env = dict(os.environ)
-    paths = [str(ADAPTERS_DIR)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    # The source tree only when it holds a built core; otherwise the
+    # installed package (as in CI, after pip install .).
+    source = [str(ADAPTERS_DIR)] if any((ADAPTERS_DIR / "ringcc").glob("_core*.so")) else []
+    paths = source + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(paths)
     for name, value in extra.items():
         if value is None:
