@@ -26,7 +26,7 @@ using std::chrono::milliseconds;
 
 namespace {
 
-int g_failures = 0;
+std::atomic<int> g_failures{0};
 
 #define CHECK(cond)                                                         \
   do {                                                                      \
@@ -86,6 +86,30 @@ std::string sha_hex(const std::string& s) { return hex_digest(sha256(s.data(), s
 std::string hmac_hex(const std::string& key, const std::string& data) {
   return hex_digest(hmac_sha256(key, data.data(), data.size()));
 }
+
+// A thread that is joined on destruction and counts an exception escaping
+// its function as a failure, so a failing check cannot abort the program.
+class TestThread {
+ public:
+  template <typename F>
+  explicit TestThread(F fn)
+      : thread_([fn = std::move(fn)] {
+          try {
+            fn();
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "unexpected exception in a test thread: %s\n", e.what());
+            ++g_failures;
+          }
+        }) {}
+  TestThread(TestThread&&) = default;
+  ~TestThread() { join(); }
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::thread thread_;
+};
 
 // Redirects stderr to a temporary file while alive; text() reads what was
 // written so far.
@@ -277,7 +301,7 @@ void test_socket_io() {
   // A payload larger than the socket buffers, sent and received concurrently.
   std::string out(8 << 20, '\0');
   for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<char>(i * 131);
-  std::thread sender([&] { client.send_all(out.data(), out.size(), deadline_after(5), "peer"); });
+  TestThread sender([&] { client.send_all(out.data(), out.size(), deadline_after(5), "peer"); });
   std::string in(out.size(), '\0');
   server.recv_all(&in[0], in.size(), deadline_after(5), "peer");
   sender.join();
@@ -311,7 +335,7 @@ void test_socket_io() {
 
   // A listener that comes up while connect() is retrying is reached.
   int late_port = unused_port();
-  std::thread late([&] {
+  TestThread late([&] {
     std::this_thread::sleep_for(milliseconds(150));
     Socket l = Socket::listen("127.0.0.1", late_port);
     Socket a = l.accept(deadline_after(2));
@@ -373,7 +397,7 @@ void test_store_blocking_get() {
   TcpStore writer("127.0.0.1", server.port(), kSecret, deadline_after(5));
 
   // Answered by a set from another client.
-  std::thread setter([&] {
+  TestThread setter([&] {
     std::this_thread::sleep_for(milliseconds(100));
     writer.set("late", "value");
   });
@@ -384,7 +408,7 @@ void test_store_blocking_get() {
 
   // Answered by an add, and by a set from another thread on the same client
   // (the blocked get must not hold up that thread's request).
-  std::thread adder([&] {
+  TestThread adder([&] {
     std::this_thread::sleep_for(milliseconds(50));
     reader.add("count", 2);
     reader.set("same-client", "ok");
@@ -394,7 +418,7 @@ void test_store_blocking_get() {
   adder.join();
 
   // Several waiters on one key are all answered.
-  std::vector<std::thread> waiters;
+  std::vector<TestThread> waiters;
   std::atomic<int> answered{0};
   for (int i = 0; i < 8; ++i) {
     waiters.emplace_back([&] {
@@ -422,7 +446,7 @@ void test_store_many_clients() {
   TcpStoreServer server("127.0.0.1", 0, kSecret);
   constexpr int kClients = 200;
   std::atomic<int> ok{0};
-  std::vector<std::thread> threads;
+  std::vector<TestThread> threads;
   for (int i = 0; i < kClients; ++i) {
     threads.emplace_back([&, i] {
       try {
@@ -553,7 +577,7 @@ void test_store_server_shutdown() {
   Socket raw = Socket::connect("127.0.0.1", port, deadline_after(2));  // mid-handshake
 
   std::atomic<bool> got_failure{false};
-  std::thread blocked([&] {
+  TestThread blocked([&] {
     try {
       waiting.get("never", milliseconds(10000));
     } catch (const Error& e) {
@@ -587,7 +611,7 @@ void test_store_connect_timeout() {
 
   // A server that starts while the client is retrying is reached.
   std::unique_ptr<TcpStoreServer> server;
-  std::thread starter([&] {
+  TestThread starter([&] {
     std::this_thread::sleep_for(milliseconds(200));
     server = std::make_unique<TcpStoreServer>("127.0.0.1", port, kSecret);
   });
@@ -637,7 +661,7 @@ int main() {
     std::fflush(stdout);
   }
   if (g_failures != 0) {
-    std::printf("%d check(s) failed\n", g_failures);
+    std::printf("%d check(s) failed\n", g_failures.load());
     return 1;
   }
   std::printf("all tests passed\n");
