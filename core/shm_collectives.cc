@@ -232,30 +232,42 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
     return;
   }
 
-  // Pieces: copy in, reduce my segment across all areas, copy everything out.
+  // Pieces. Each rank owns one segment of a piece: it publishes only the
+  // segments others own, reduces its own segment from its input and the
+  // peers' published copies into its area, and everyone copies the reduced
+  // segments out of their owners' areas.
   const int64_t piece_elems = static_cast<int64_t>(area_bytes_ / es);
+  const int64_t ses = static_cast<int64_t>(es);
   for (int64_t off = 0, first = 1; first || off < count; off += piece_elems, first = 0) {
     const int64_t m = std::min(piece_elems, count - off);
+    auto seg_lo = [&](int j) { return m * j / n; };
     int p = next_parity();
     if (first) put_header(p, a);
-    copy_scaled(area(me_, p), in + off * static_cast<int64_t>(es), m, a.dtype, a.prescale);
+    for (int j = 0; j < n; ++j) {
+      if (j == me_) continue;
+      copy_scaled(area(me_, p) + seg_lo(j) * ses, in + (off + seg_lo(j)) * ses,
+                  seg_lo(j + 1) - seg_lo(j), a.dtype, a.prescale);
+    }
     sync(dl, "allreduce");
     if (first) check_headers(p, a);
-    auto seg_lo = [&](int j) { return m * j / n; };
     const int64_t lo = seg_lo(me_), len = seg_lo(me_ + 1) - lo;
     if (len > 0) {
-      srcs_[0] = area(me_, p) + lo * static_cast<int64_t>(es);
-      for (int i = 0, k = 1; i < n; ++i) {
-        if (i != me_) srcs_[static_cast<size_t>(k++)] = area(i, p) + lo * static_cast<int64_t>(es);
+      uint8_t* mine = area(me_, p) + lo * ses;
+      if (a.prescale != 1.0) {
+        scale_copy(mine, in + (off + lo) * ses, len, a.dtype, a.prescale);
+        srcs_[0] = mine;
+      } else {
+        srcs_[0] = in + (off + lo) * ses;
       }
-      reduce_many(area(me_, p) + lo * static_cast<int64_t>(es), srcs_.data(), n, len, a.dtype,
-                  a.op);
+      for (int i = 0, k = 1; i < n; ++i) {
+        if (i != me_) srcs_[static_cast<size_t>(k++)] = area(i, p) + lo * ses;
+      }
+      reduce_many(mine, srcs_.data(), n, len, a.dtype, a.op);
     }
     sync(dl, "allreduce");
     for (int j = 0; j < n; ++j) {
       const int64_t jlo = seg_lo(j), jlen = seg_lo(j + 1) - jlo;
-      copy_scaled(out + (off + jlo) * static_cast<int64_t>(es),
-                  area(j, p) + jlo * static_cast<int64_t>(es), jlen, a.dtype, a.postscale);
+      copy_scaled(out + (off + jlo) * ses, area(j, p) + jlo * ses, jlen, a.dtype, a.postscale);
     }
   }
 }
