@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 
@@ -13,6 +14,7 @@
 #include "core/communicator.h"
 #include "core/error.h"
 #include "core/rendezvous.h"
+#include "core/store.h"
 
 namespace py = pybind11;
 using ringcc::CollectiveArgs;
@@ -46,15 +48,15 @@ py::object default_result(Prepared& p) { return p.out; }
 
 // Runs a collective that failed on this rank before it started, so that
 // peers fail at once, then rethrows the original error.
-[[noreturn]] void fail_locally(CollectiveKind kind, const ringcc::Error& e) {
-  if (e.kind() != ErrorKind::kNotInitialized && g_comm) {
+[[noreturn]] void fail_locally(ringcc::Communicator& c, CollectiveKind kind, const ringcc::Error& e) {
+  if (e.kind() != ErrorKind::kNotInitialized) {
     CollectiveArgs failed;
     failed.kind = CollectiveKind::kLocalError;
     failed.failed_kind = kind;
     failed.local_error = e.what();
     try {
       py::gil_scoped_release release;
-      g_comm->run(failed);
+      c.run(failed);
     } catch (...) {
     }
   }
@@ -185,14 +187,13 @@ class Handle {
 
 namespace {
 
-py::object launch(CollectiveKind kind, std::function<std::unique_ptr<Prepared>()> make,
-                  bool async) {
-  ringcc::Communicator& c = comm();
+py::object launch(ringcc::Communicator& c, CollectiveKind kind,
+                  std::function<std::unique_ptr<Prepared>()> make, bool async) {
   std::unique_ptr<Prepared> p;
   try {
     p = make();
   } catch (const ringcc::Error& e) {
-    fail_locally(kind, e);
+    fail_locally(c, kind, e);
   }
   if (async) {
     std::shared_ptr<ringcc::Work> work;
@@ -212,6 +213,189 @@ py::object launch(CollectiveKind kind, std::function<std::unique_ptr<Prepared>()
   return p->result(*p);
 }
 
+py::object do_allreduce(ringcc::Communicator& c, py::object tensor, py::object out, int op,
+                        double pre, double post, bool inplace, bool async) {
+  return launch(c, CollectiveKind::kAllreduce,
+                [&] { return prep_allreduce(tensor, out, op, pre, post, inplace); }, async);
+}
+
+py::object do_broadcast(ringcc::Communicator& c, py::object tensor, py::object out, int root,
+                        bool inplace, bool async) {
+  return launch(c, CollectiveKind::kBroadcast, [&] {
+    auto p = std::make_unique<Prepared>();
+    p->args.kind = CollectiveKind::kBroadcast;
+    p->args.root = root;
+    BufferView in = view_of(tensor, inplace, "tensor");
+    fill_input(*p, in);
+    if (inplace) {
+      p->args.out = in.ptr;
+      p->args.out_count = in.count;
+      p->out = tensor;
+    } else {
+      p->out = output_for(out, in, in.shape, in.count, p->args);
+    }
+    p->keep.push_back(p->out);
+    p->result = default_result;
+    return p;
+  }, async);
+}
+
+py::object do_allgather(ringcc::Communicator& c, py::object tensor, py::object out, bool async) {
+  return launch(c, CollectiveKind::kAllgather, [&] {
+    auto p = std::make_unique<Prepared>();
+    p->args.kind = CollectiveKind::kAllgather;
+    BufferView in = view_of(tensor, false, "tensor");
+    if (in.shape.empty()) in.shape = {1};
+    fill_input(*p, in);
+    if (out.is_none()) {
+      allocate_late(*p, in);
+    } else {
+      output_for(out, in, {}, -1, p->args);
+      p->out = out;
+      p->keep.push_back(out);
+    }
+    p->result = default_result;
+    return p;
+  }, async);
+}
+
+py::object do_reduce_scatter(ringcc::Communicator& c, py::object tensor, py::object out, int op,
+                             double pre, double post, bool async) {
+  return launch(c, CollectiveKind::kReduceScatter, [&] {
+    auto p = std::make_unique<Prepared>();
+    p->args.kind = CollectiveKind::kReduceScatter;
+    BufferView in = view_of(tensor, false, "tensor");
+    if (in.shape.empty()) in.shape = {1};
+    fill_input(*p, in);
+    p->args.op = static_cast<ringcc::ReduceOp>(op);
+    p->args.prescale = pre;
+    p->args.postscale = post;
+    std::vector<int64_t> shape = in.shape;
+    shape[0] = ringcc::block_rows(in.rows(), c.size(), c.rank());
+    p->out = output_for(out, in, shape, shape[0] * in.row_elems(), p->args);
+    p->keep.push_back(p->out);
+    p->result = default_result;
+    return p;
+  }, async);
+}
+
+py::object do_alltoall(ringcc::Communicator& c, py::object tensor, py::object splits,
+                       py::object out, bool async) {
+  return launch(c, CollectiveKind::kAlltoall, [&] {
+    auto p = std::make_unique<Prepared>();
+    p->args.kind = CollectiveKind::kAlltoall;
+    BufferView in = view_of(tensor, false, "tensor");
+    if (in.shape.empty()) in.shape = {1};
+    fill_input(*p, in);
+    const int n = c.size();
+    const int64_t row = in.row_elems();
+    if (splits.is_none()) {
+      if (in.rows() % n != 0) {
+        ringcc::raise(ErrorKind::kInvalidArgument, "alltoall: the first dimension (", in.rows(),
+                      ") does not divide evenly over ", n, " ranks; pass splits");
+      }
+      p->args.send_counts.assign(static_cast<size_t>(n), in.rows() / n * row);
+    } else {
+      for (auto s : splits) p->args.send_counts.push_back(py::cast<int64_t>(s) * row);
+    }
+    if (out.is_none()) {
+      allocate_late(*p, in);
+    } else {
+      output_for(out, in, {}, -1, p->args);
+      p->out = out;
+      p->keep.push_back(out);
+    }
+    p->result = [row](Prepared& q) -> py::object {
+      py::list received;
+      for (int64_t k : q.args.recv_counts) received.append(k / row);
+      return py::make_tuple(q.out, received);
+    };
+    return p;
+  }, async);
+}
+
+py::object do_barrier(ringcc::Communicator& c, bool async) {
+  return launch(c, CollectiveKind::kBarrier, [] {
+    auto p = std::make_unique<Prepared>();
+    p->args.kind = CollectiveKind::kBarrier;
+    p->result = [](Prepared&) { return py::object(py::none()); };
+    return p;
+  }, async);
+}
+
+py::object do_grouped_allreduce(ringcc::Communicator& c, py::list tensors, int op, double pre,
+                                double post, bool inplace, bool async) {
+  std::vector<std::unique_ptr<Prepared>> preps;
+  try {
+    for (auto t : tensors) {
+      preps.push_back(prep_allreduce(py::reinterpret_borrow<py::object>(t), py::none(), op, pre,
+                                     post, inplace));
+    }
+  } catch (const ringcc::Error& e) {
+    fail_locally(c, CollectiveKind::kAllreduce, e);
+  }
+  std::vector<CollectiveArgs> list;
+  for (auto& p : preps) list.push_back(p->args);
+  if (async) {
+    std::shared_ptr<ringcc::Work> work;
+    {
+      py::gil_scoped_release release;
+      work = c.submit_grouped(std::move(list));
+    }
+    return py::cast(std::make_shared<Handle>(work, std::move(preps), true));
+  }
+  {
+    py::gil_scoped_release release;
+    c.grouped_allreduce(list);
+  }
+  py::list outs;
+  for (auto& p : preps) outs.append(p->out);
+  return outs;
+}
+
+// A rendezvous store implemented in Python (torch's c10d store, say):
+// set(key, bytes), get(key) -> bytes, add(key, int) -> int, check([keys])
+// -> bool, and wait([keys], timedelta). Every call takes the GIL.
+class PythonStore : public ringcc::Store {
+ public:
+  explicit PythonStore(py::object store) : store_(std::move(store)) {}
+  ~PythonStore() override {
+    py::gil_scoped_acquire gil;
+    store_ = py::object();
+  }
+  void set(const std::string& key, const std::string& value) override {
+    py::gil_scoped_acquire gil;
+    store_.attr("set")(key, py::bytes(value));
+  }
+  std::string get(const std::string& key, std::chrono::milliseconds timeout) override {
+    py::gil_scoped_acquire gil;
+    try {
+      py::object timedelta = py::module_::import("datetime").attr("timedelta");
+      store_.attr("wait")(py::list(py::make_tuple(key)),
+                          timedelta(py::arg("milliseconds") = timeout.count()));
+    } catch (py::error_already_set& e) {
+      ringcc::raise(ErrorKind::kTimeout, "timed out after ", timeout.count() / 1000.0,
+                    " s waiting for key '", key, "' in the rendezvous store (", e.what(), ")");
+    }
+    return py::cast<std::string>(store_.attr("get")(key));
+  }
+  bool try_get(const std::string& key, std::string* value) override {
+    py::gil_scoped_acquire gil;
+    if (!py::cast<bool>(store_.attr("check")(py::list(py::make_tuple(key))))) return false;
+    *value = py::cast<std::string>(store_.attr("get")(key));
+    return true;
+  }
+  int64_t add(const std::string& key, int64_t delta) override {
+    py::gil_scoped_acquire gil;
+    return py::cast<int64_t>(store_.attr("add")(key, delta));
+  }
+
+ private:
+  py::object store_;
+};
+
+using CommPtr = std::shared_ptr<ringcc::Communicator>;
+
 }  // namespace
 
 void bind_collectives(py::module_& m) {
@@ -219,6 +403,63 @@ void bind_collectives(py::module_& m) {
       .def("wait", &Handle::wait, py::arg("timeout") = py::none(),
            "Blocks until the collective completes and returns its result; raises its error.")
       .def("done", &Handle::done, "True once the collective has completed (or failed).");
+
+  // A communicator of its own, for adapters that run several process
+  // groups: rank and size within the group, and a Python store to meet in.
+  py::class_<ringcc::Communicator, CommPtr>(m, "Communicator")
+      .def(py::init([](int rank, int size, py::object store) {
+             ringcc::RendezvousInfo info;
+             info.rank = rank;
+             info.size = size;
+             info.source = "an adapter's store";
+             if (rank < 0 || size < 1 || rank >= size) {
+               ringcc::raise(ErrorKind::kInvalidArgument, "invalid rank ", rank, " for size ", size);
+             }
+             auto bridge = std::make_shared<PythonStore>(store);
+             py::gil_scoped_release release;
+             return std::make_shared<ringcc::Communicator>(info, bridge);
+           }),
+           py::arg("rank"), py::arg("size"), py::arg("store"))
+      .def_property_readonly("rank", &ringcc::Communicator::rank)
+      .def_property_readonly("size", &ringcc::Communicator::size)
+      .def_property_readonly("local_rank", &ringcc::Communicator::local_rank)
+      .def_property_readonly("local_size", &ringcc::Communicator::local_size)
+      .def_property_readonly("cross_rank", &ringcc::Communicator::cross_rank)
+      .def_property_readonly("cross_size", &ringcc::Communicator::cross_size)
+      .def_property_readonly("transport_name", &ringcc::Communicator::transport_name)
+      .def("shutdown", [](CommPtr c) {
+        py::gil_scoped_release release;
+        c->shutdown();
+      })
+      .def("allreduce", [](CommPtr c, py::object t, py::object out, int op, double pre, double post,
+                           bool inplace, bool async) {
+        return do_allreduce(*c, t, out, op, pre, post, inplace, async);
+      }, py::arg("tensor"), py::arg("out") = py::none(), py::arg("op") = 0,
+         py::arg("prescale") = 1.0, py::arg("postscale") = 1.0, py::arg("inplace") = false,
+         py::arg("async_op") = false)
+      .def("broadcast", [](CommPtr c, py::object t, py::object out, int root, bool inplace, bool async) {
+        return do_broadcast(*c, t, out, root, inplace, async);
+      }, py::arg("tensor"), py::arg("out") = py::none(), py::arg("root") = 0,
+         py::arg("inplace") = false, py::arg("async_op") = false)
+      .def("allgather", [](CommPtr c, py::object t, py::object out, bool async) {
+        return do_allgather(*c, t, out, async);
+      }, py::arg("tensor"), py::arg("out") = py::none(), py::arg("async_op") = false)
+      .def("reduce_scatter", [](CommPtr c, py::object t, py::object out, int op, double pre,
+                                double post, bool async) {
+        return do_reduce_scatter(*c, t, out, op, pre, post, async);
+      }, py::arg("tensor"), py::arg("out") = py::none(), py::arg("op") = 0,
+         py::arg("prescale") = 1.0, py::arg("postscale") = 1.0, py::arg("async_op") = false)
+      .def("alltoall", [](CommPtr c, py::object t, py::object splits, py::object out, bool async) {
+        return do_alltoall(*c, t, splits, out, async);
+      }, py::arg("tensor"), py::arg("splits") = py::none(), py::arg("out") = py::none(),
+         py::arg("async_op") = false)
+      .def("barrier", [](CommPtr c, bool async) { return do_barrier(*c, async); },
+           py::arg("async_op") = false)
+      .def("grouped_allreduce", [](CommPtr c, py::list ts, int op, double pre, double post,
+                                   bool inplace, bool async) {
+        return do_grouped_allreduce(*c, ts, op, pre, post, inplace, async);
+      }, py::arg("tensors"), py::arg("op") = 0, py::arg("prescale") = 1.0,
+         py::arg("postscale") = 1.0, py::arg("inplace") = false, py::arg("async_op") = false);
 
   m.def("init", [] {
     if (g_comm) return;
@@ -238,6 +479,7 @@ void bind_collectives(py::module_& m) {
     c->shutdown();
   });
   m.def("is_initialized", [] { return static_cast<bool>(g_comm); });
+  m.def("global_communicator", [] { return g_comm ? py::cast(g_comm) : py::none(); });
   m.def("rank", [] { return comm().rank(); });
   m.def("size", [] { return comm().size(); });
   m.def("local_rank", [] { return comm().local_rank(); });
@@ -247,144 +489,27 @@ void bind_collectives(py::module_& m) {
   m.def("transport_name", [] { return comm().transport_name(); });
   m.def("fusion_threshold", [] { return comm().fusion_threshold(); });
 
-  m.def("_allreduce", [](py::object tensor, py::object out, int op, double pre, double post,
+  m.def("_allreduce", [](py::object t, py::object out, int op, double pre, double post,
                          bool inplace, bool async) {
-    return launch(CollectiveKind::kAllreduce,
-                  [&] { return prep_allreduce(tensor, out, op, pre, post, inplace); }, async);
+    return do_allreduce(comm(), t, out, op, pre, post, inplace, async);
   });
-
-  m.def("_broadcast", [](py::object tensor, py::object out, int root, bool inplace, bool async) {
-    return launch(CollectiveKind::kBroadcast, [&] {
-      auto p = std::make_unique<Prepared>();
-      p->args.kind = CollectiveKind::kBroadcast;
-      p->args.root = root;
-      BufferView in = view_of(tensor, inplace, "tensor");
-      fill_input(*p, in);
-      if (inplace) {
-        p->args.out = in.ptr;
-        p->args.out_count = in.count;
-        p->out = tensor;
-      } else {
-        p->out = output_for(out, in, in.shape, in.count, p->args);
-      }
-      p->keep.push_back(p->out);
-      p->result = default_result;
-      return p;
-    }, async);
+  m.def("_broadcast", [](py::object t, py::object out, int root, bool inplace, bool async) {
+    return do_broadcast(comm(), t, out, root, inplace, async);
   });
-
-  m.def("_allgather", [](py::object tensor, py::object out, bool async) {
-    return launch(CollectiveKind::kAllgather, [&] {
-      auto p = std::make_unique<Prepared>();
-      p->args.kind = CollectiveKind::kAllgather;
-      BufferView in = view_of(tensor, false, "tensor");
-      if (in.shape.empty()) in.shape = {1};
-      fill_input(*p, in);
-      if (out.is_none()) {
-        allocate_late(*p, in);
-      } else {
-        output_for(out, in, {}, -1, p->args);
-        p->out = out;
-        p->keep.push_back(out);
-      }
-      p->result = default_result;
-      return p;
-    }, async);
+  m.def("_allgather", [](py::object t, py::object out, bool async) {
+    return do_allgather(comm(), t, out, async);
   });
-
-  m.def("_reduce_scatter", [](py::object tensor, py::object out, int op, double pre, double post,
+  m.def("_reduce_scatter", [](py::object t, py::object out, int op, double pre, double post,
                               bool async) {
-    return launch(CollectiveKind::kReduceScatter, [&] {
-      auto p = std::make_unique<Prepared>();
-      p->args.kind = CollectiveKind::kReduceScatter;
-      BufferView in = view_of(tensor, false, "tensor");
-      if (in.shape.empty()) in.shape = {1};
-      fill_input(*p, in);
-      p->args.op = static_cast<ringcc::ReduceOp>(op);
-      p->args.prescale = pre;
-      p->args.postscale = post;
-      ringcc::Communicator& c = comm();
-      std::vector<int64_t> shape = in.shape;
-      shape[0] = ringcc::block_rows(in.rows(), c.size(), c.rank());
-      p->out = output_for(out, in, shape, shape[0] * in.row_elems(), p->args);
-      p->keep.push_back(p->out);
-      p->result = default_result;
-      return p;
-    }, async);
+    return do_reduce_scatter(comm(), t, out, op, pre, post, async);
   });
-
-  m.def("_alltoall", [](py::object tensor, py::object splits, py::object out, bool async) {
-    return launch(CollectiveKind::kAlltoall, [&] {
-      auto p = std::make_unique<Prepared>();
-      p->args.kind = CollectiveKind::kAlltoall;
-      BufferView in = view_of(tensor, false, "tensor");
-      if (in.shape.empty()) in.shape = {1};
-      fill_input(*p, in);
-      const int n = comm().size();
-      const int64_t row = in.row_elems();
-      if (splits.is_none()) {
-        if (in.rows() % n != 0) {
-          ringcc::raise(ErrorKind::kInvalidArgument, "alltoall: the first dimension (", in.rows(),
-                        ") does not divide evenly over ", n, " ranks; pass splits");
-        }
-        p->args.send_counts.assign(static_cast<size_t>(n), in.rows() / n * row);
-      } else {
-        for (auto s : splits) p->args.send_counts.push_back(py::cast<int64_t>(s) * row);
-      }
-      if (out.is_none()) {
-        allocate_late(*p, in);
-      } else {
-        output_for(out, in, {}, -1, p->args);
-        p->out = out;
-        p->keep.push_back(out);
-      }
-      p->result = [row](Prepared& q) -> py::object {
-        py::list received;
-        for (int64_t c : q.args.recv_counts) received.append(c / row);
-        return py::make_tuple(q.out, received);
-      };
-      return p;
-    }, async);
+  m.def("_alltoall", [](py::object t, py::object splits, py::object out, bool async) {
+    return do_alltoall(comm(), t, splits, out, async);
   });
-
-  m.def("_barrier", [](bool async) {
-    return launch(CollectiveKind::kBarrier, [] {
-      auto p = std::make_unique<Prepared>();
-      p->args.kind = CollectiveKind::kBarrier;
-      p->result = [](Prepared&) { return py::object(py::none()); };
-      return p;
-    }, async);
-  });
-
-  m.def("_grouped_allreduce", [](py::list tensors, int op, double pre, double post, bool inplace,
-                                 bool async) -> py::object {
-    ringcc::Communicator& c = comm();
-    std::vector<std::unique_ptr<Prepared>> preps;
-    try {
-      for (auto t : tensors) {
-        preps.push_back(prep_allreduce(py::reinterpret_borrow<py::object>(t), py::none(), op, pre,
-                                       post, inplace));
-      }
-    } catch (const ringcc::Error& e) {
-      fail_locally(CollectiveKind::kAllreduce, e);
-    }
-    std::vector<CollectiveArgs> list;
-    for (auto& p : preps) list.push_back(p->args);
-    if (async) {
-      std::shared_ptr<ringcc::Work> work;
-      {
-        py::gil_scoped_release release;
-        work = c.submit_grouped(std::move(list));
-      }
-      return py::cast(std::make_shared<Handle>(work, std::move(preps), true));
-    }
-    {
-      py::gil_scoped_release release;
-      c.grouped_allreduce(list);
-    }
-    py::list outs;
-    for (auto& p : preps) outs.append(p->out);
-    return outs;
+  m.def("_barrier", [](bool async) { return do_barrier(comm(), async); });
+  m.def("_grouped_allreduce", [](py::list ts, int op, double pre, double post, bool inplace,
+                                 bool async) {
+    return do_grouped_allreduce(comm(), ts, op, pre, post, inplace, async);
   });
 }
 
