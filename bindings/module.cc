@@ -6,7 +6,7 @@
 
 namespace py = pybind11;
 
-void bind_reduction(py::module_& m) __attribute__((weak));
+void bind_reduction(py::module_& m);
 void bind_store(py::module_& m);
 
 namespace ringcc_py {
@@ -17,7 +17,7 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "ringcc's C++ core: transports, collectives, reductions.";
   ringcc_py::bind_errors(m);
   ringcc_py::bind_collectives(m);
-  if (bind_reduction) bind_reduction(m);
+  bind_reduction(m);
   bind_store(m);
   m.def("build_info", [] {
     py::dict info;

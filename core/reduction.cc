@@ -11,7 +11,9 @@
 // The kernels are plain loops over __restrict pointers; with -O3 GCC and
 // Clang vectorise them for the baseline ISA (SSE2 on x86-64, NEON on
 // AArch64). Float rounding follows the current FPU mode, which is
-// round-to-nearest-even unless a caller changed it.
+// round-to-nearest-even unless a caller changed it. Results do not depend on
+// the ISA a kernel runs with: there is no FMA contraction (AVX2 alone does
+// not enable FMA) and no reassociation.
 #include "core/reduction.h"
 
 #include <algorithm>
@@ -20,6 +22,28 @@
 #include <type_traits>
 
 #include "core/error.h"
+
+// The kernel entry points below are built twice with GCC on x86-64 glibc:
+// for the baseline ISA and for AVX2, chosen once at load time through an
+// ifunc. AVX2 halves the instruction count of the 16-bit conversions and of
+// in-cache float loops; large buffers are memory-bound either way. Other
+// toolchains build the baseline only (Clang cannot multiversion templates),
+// and so does -DRINGCC_NO_MULTIVERSION (to test the baseline on an AVX2
+// machine, or for tools that dislike ifuncs).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) && \
+    !defined(RINGCC_NO_MULTIVERSION)
+#define RINGCC_MULTIVERSION __attribute__((target_clones("avx2", "default")))
+#else
+#define RINGCC_MULTIVERSION
+#endif
+
+// The loops an entry point calls must be inlined into it, or its AVX2 clone
+// would call their baseline build.
+#if defined(__GNUC__)
+#define RINGCC_INLINE inline __attribute__((always_inline))
+#else
+#define RINGCC_INLINE inline
+#endif
 
 namespace ringcc {
 namespace {
@@ -44,7 +68,7 @@ inline float float_of(uint32_t u) {
 // arithmetic is compiled as a branch (the compiler will not evaluate a float
 // operation that may raise a flag speculatively), and a branch stops the
 // loop from vectorising; the mask form evaluates both arms.
-inline uint32_t select(bool c, uint32_t a, uint32_t b) {
+RINGCC_INLINE uint32_t select_bits(bool c, uint32_t a, uint32_t b) {
   const uint32_t mask = 0u - static_cast<uint32_t>(c);
   return (a & mask) | (b & ~mask);
 }
@@ -55,7 +79,7 @@ inline uint32_t select(bool c, uint32_t a, uint32_t b) {
 // IEEE binary16 -> binary32. Exact for every input; a NaN keeps its sign
 // and payload (shifted into place), so a signalling NaN stays signalling,
 // as in NumPy's float16 -> float32 cast.
-inline float half_bits_to_float(uint16_t h) {
+RINGCC_INLINE float half_bits_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t magnitude = h & 0x7fffu;  // exponent and mantissa
   const int32_t m = static_cast<int32_t>(magnitude);
@@ -65,15 +89,15 @@ inline float half_bits_to_float(uint16_t h) {
   const uint32_t inf_nan = (magnitude << 13) | 0x7f800000u;
   // Zero and subnormal: the value is mantissa * 2^-24, exact in float32.
   const uint32_t subnormal = bits_of(static_cast<float>(m) * 0x1p-24f);
-  uint32_t r = select(m < 0x0400, subnormal, normal);
-  r = select(m >= 0x7c00, inf_nan, r);
+  uint32_t r = select_bits(m < 0x0400, subnormal, normal);
+  r = select_bits(m >= 0x7c00, inf_nan, r);
   return float_of(sign | r);
 }
 
 // IEEE binary32 -> binary16 bits (in the low 16 bits of the result),
 // rounding to nearest even. Overflow gives inf. A NaN keeps its sign and the
 // top 10 payload bits, forced non-zero so it stays a NaN (NumPy's rule).
-inline uint32_t float_to_half_bits(float f) {
+RINGCC_INLINE uint32_t float_to_half_bits(float f) {
   const uint32_t x = bits_of(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t magnitude = x & 0x7fffffffu;
@@ -89,22 +113,22 @@ inline uint32_t float_to_half_bits(float f) {
   const uint32_t subnormal = bits_of(float_of(magnitude) + 0.5f) - 0x3f000000u;
   const uint32_t payload = (x >> 13) & 0x3ffu;
   const uint32_t nan = 0x7c00u | payload | static_cast<uint32_t>(payload == 0);
-  uint32_t r = select(a < 0x38800000, subnormal, normal);
-  r = select(a >= 0x47800000, 0x7c00u, r);  // |f| >= 65536
-  r = select(a > 0x7f800000, nan, r);
+  uint32_t r = select_bits(a < 0x38800000, subnormal, normal);
+  r = select_bits(a >= 0x47800000, 0x7c00u, r);  // |f| >= 65536
+  r = select_bits(a > 0x7f800000, nan, r);
   return sign | r;
 }
 
 // bfloat16 is the top half of a float32.
-inline float bfloat16_bits_to_float(uint16_t b) { return float_of(static_cast<uint32_t>(b) << 16); }
+RINGCC_INLINE float bfloat16_bits_to_float(uint16_t b) { return float_of(static_cast<uint32_t>(b) << 16); }
 
 // Round to nearest even, result in the low 16 bits; overflow gives inf. NaN
 // becomes the quiet NaN 0x7fc0 with its sign, as ml_dtypes (and Eigen) do.
-inline uint32_t float_to_bfloat16_bits(float f) {
+RINGCC_INLINE uint32_t float_to_bfloat16_bits(float f) {
   const uint32_t x = bits_of(f);
   const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
   const uint32_t nan = ((x >> 16) & 0x8000u) | 0x7fc0u;
-  return select(static_cast<int32_t>(x & 0x7fffffffu) > 0x7f800000, nan, rounded);
+  return select_bits(static_cast<int32_t>(x & 0x7fffffffu) > 0x7f800000, nan, rounded);
 }
 
 struct HalfCodec {
@@ -179,12 +203,12 @@ struct MaxOp {
 // ---------------------------------------------------------------------------
 
 template <typename Op, typename T>
-void combine_inplace(T* __restrict dst, const T* __restrict src, int64_t n) {
+RINGCC_INLINE void combine_inplace(T* __restrict dst, const T* __restrict src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = Op::apply(dst[i], src[i]);
 }
 
 template <typename Op, typename T>
-void combine_into(T* __restrict dst, const T* __restrict a, const T* __restrict b, int64_t n) {
+RINGCC_INLINE void combine_into(T* __restrict dst, const T* __restrict a, const T* __restrict b, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = Op::apply(a[i], b[i]);
 }
 
@@ -199,12 +223,12 @@ constexpr int64_t kManyBlockBytes = 16 * 1024;
 template <typename T>
 struct NativeKernels {
   template <typename Op>
-  static void reduce_inplace(void* dst, const void* src, int64_t n) {
+  RINGCC_MULTIVERSION static void reduce_inplace(void* dst, const void* src, int64_t n) {
     combine_inplace<Op>(static_cast<T*>(dst), static_cast<const T*>(src), n);
   }
 
   template <typename Op>
-  static void reduce_many(void* dst_v, const void* const* srcs_v, int nsrc, int64_t n) {
+  RINGCC_MULTIVERSION static void reduce_many(void* dst_v, const void* const* srcs_v, int nsrc, int64_t n) {
     T* dst = static_cast<T*>(dst_v);
     const T* first = static_cast<const T*>(srcs_v[0]);
     if (nsrc == 1) {
@@ -227,7 +251,7 @@ struct NativeKernels {
     }
   }
 
-  static void scale_copy(void* dst, const void* src, int64_t n, double factor) {
+  RINGCC_MULTIVERSION static void scale_copy(void* dst, const void* src, int64_t n, double factor) {
     if (dst == src) {
       scale_loop_inplace(static_cast<T*>(dst), n, factor);
     } else {
@@ -240,14 +264,23 @@ struct NativeKernels {
   // for a float32 array times a Python float). Integers scale in double and
   // truncate toward zero, as Horovod does; results outside the type's range
   // saturate, and NaN (only from a NaN or infinite factor) gives 0.
-  static T scale_one(T x, double factor) {
+  RINGCC_INLINE static T scale_one(T x, double factor) {
     if constexpr (std::is_floating_point_v<T>) {
       return x * static_cast<T>(factor);
-    } else {
-      // Both bounds are exact in double: 0 or -2^(bits-1), and 2^bits or
-      // 2^(bits-1) (for int64, max() converts to 2^63 already).
+    } else if constexpr (sizeof(T) <= sizeof(int32_t)) {
+      // Clamped in double, every conversion is in range: no branches, so
+      // the loop vectorises. Both bounds are exact in double.
       constexpr double kLow = static_cast<double>(std::numeric_limits<T>::min());
-      constexpr double kHighExclusive = static_cast<double>(std::numeric_limits<T>::max()) + 1.0;
+      constexpr double kHigh = static_cast<double>(std::numeric_limits<T>::max());
+      double v = static_cast<double>(x) * factor;
+      v = v < kLow ? kLow : v;
+      v = v > kHigh ? kHigh : v;
+      v = v == v ? v : 0.0;
+      return static_cast<T>(static_cast<int32_t>(v));
+    } else {
+      // int64: 2^63 - 1 is not a double, so saturate on the integer side.
+      constexpr double kLow = static_cast<double>(std::numeric_limits<T>::min());  // -2^63
+      constexpr double kHighExclusive = -kLow;                                     // 2^63
       const double v = static_cast<double>(x) * factor;
       if (v >= kHighExclusive) return std::numeric_limits<T>::max();
       if (v <= kLow) return std::numeric_limits<T>::min();
@@ -256,11 +289,11 @@ struct NativeKernels {
     }
   }
 
-  static void scale_loop(T* __restrict dst, const T* __restrict src, int64_t n, double factor) {
+  RINGCC_INLINE static void scale_loop(T* __restrict dst, const T* __restrict src, int64_t n, double factor) {
     for (int64_t i = 0; i < n; ++i) dst[i] = scale_one(src[i], factor);
   }
 
-  static void scale_loop_inplace(T* __restrict buf, int64_t n, double factor) {
+  RINGCC_INLINE static void scale_loop_inplace(T* __restrict buf, int64_t n, double factor) {
     for (int64_t i = 0; i < n; ++i) buf[i] = scale_one(buf[i], factor);
   }
 };
@@ -275,7 +308,7 @@ struct NativeKernels {
 constexpr int64_t kWideBlock = 256;
 
 template <typename Codec>
-void widen(float* __restrict dst, const uint16_t* __restrict src, int64_t n) {
+RINGCC_INLINE void widen(float* __restrict dst, const uint16_t* __restrict src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = Codec::decode(src[i]);
 }
 
@@ -283,7 +316,7 @@ void widen(float* __restrict dst, const uint16_t* __restrict src, int64_t n) {
 // loop keeps GCC from demoting the encoder's integer arithmetic to 16-bit
 // lanes, which on SSE2 costs a shuffle cascade per vector (about 1.5x slower).
 template <typename Codec>
-void narrow(uint16_t* __restrict dst, const float* __restrict src, int64_t n) {
+RINGCC_INLINE void narrow(uint16_t* __restrict dst, const float* __restrict src, int64_t n) {
   alignas(64) uint32_t bits[kWideBlock];
   for (int64_t i = 0; i < n; ++i) bits[i] = Codec::encode(src[i]);
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<uint16_t>(bits[i]);
@@ -292,7 +325,7 @@ void narrow(uint16_t* __restrict dst, const float* __restrict src, int64_t n) {
 template <typename Codec>
 struct Float16Kernels {
   template <typename Op>
-  static void reduce_inplace(void* dst_v, const void* src_v, int64_t n) {
+  RINGCC_MULTIVERSION static void reduce_inplace(void* dst_v, const void* src_v, int64_t n) {
     uint16_t* dst = static_cast<uint16_t*>(dst_v);
     const uint16_t* src = static_cast<const uint16_t*>(src_v);
     alignas(64) float acc[kWideBlock];
@@ -309,7 +342,7 @@ struct Float16Kernels {
   // Every source is combined into the float32 accumulator before the single
   // rounding back to 16 bits.
   template <typename Op>
-  static void reduce_many(void* dst_v, const void* const* srcs_v, int nsrc, int64_t n) {
+  RINGCC_MULTIVERSION static void reduce_many(void* dst_v, const void* const* srcs_v, int nsrc, int64_t n) {
     uint16_t* dst = static_cast<uint16_t*>(dst_v);
     const uint16_t* first = static_cast<const uint16_t*>(srcs_v[0]);
     if (nsrc == 1) {
@@ -330,7 +363,7 @@ struct Float16Kernels {
   }
 
   // dst may equal src: each block is read whole before it is written.
-  static void scale_copy(void* dst_v, const void* src_v, int64_t n, double factor) {
+  RINGCC_MULTIVERSION static void scale_copy(void* dst_v, const void* src_v, int64_t n, double factor) {
     uint16_t* dst = static_cast<uint16_t*>(dst_v);
     const uint16_t* src = static_cast<const uint16_t*>(src_v);
     const float f = static_cast<float>(factor);
