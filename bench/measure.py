@@ -104,10 +104,6 @@ class Case:
         self.count = max(1, per_rank // self.dtype.itemsize)
         self.nbytes = self.count * self.dtype.itemsize * (world if op == "allgather" else 1)
 
-    @property
-    def key(self):
-        return (self.op, self.nbytes)
-
     def algbw(self, seconds):
         return self.nbytes / seconds / 1e9
 
@@ -170,7 +166,8 @@ def _count_wrong(a, scale):
 
 
 def check_once(case, backend, x, out):
-    """Runs the collective once on known data; returns the number of wrong elements.
+    """Runs the collective once on known data; returns the number of wrong
+    elements (the maximum over ranks).
 
     The buffers are restored to the timing fill afterwards.
     """
