@@ -12,6 +12,8 @@
 #include "bindings/buffer_view.h"
 #include "bindings/errors.h"
 #include "core/communicator.h"
+#include "core/engine.h"
+#include "core/prefix_store.h"
 #include "core/error.h"
 #include "core/rendezvous.h"
 #include "core/store.h"
@@ -26,6 +28,15 @@ namespace ringcc_py {
 namespace {
 
 std::shared_ptr<ringcc::Communicator> g_comm;
+std::unique_ptr<ringcc::Engine> g_engine;  // named collectives of g_comm's ranks
+
+ringcc::Engine& engine() {
+  if (!g_engine) {
+    ringcc::raise(ErrorKind::kNotInitialized,
+                  "ringcc is not initialized: call ringcc.init() first");
+  }
+  return *g_engine;
+}
 
 ringcc::Communicator& comm() {
   if (!g_comm) {
@@ -39,6 +50,7 @@ ringcc::Communicator& comm() {
 // completes, and how to turn it into the Python result.
 struct Prepared {
   CollectiveArgs args;
+  std::vector<int64_t> shape;  // the input's full shape
   std::vector<py::object> keep;
   py::object out;  // the output array (set late for allgather/alltoall)
   std::function<py::object(Prepared&)> result;
@@ -108,6 +120,7 @@ void allocate_late(Prepared& p, const BufferView& in) {
 }
 
 void fill_input(Prepared& p, const BufferView& in) {
+  p.shape = in.shape;
   p.args.dtype = in.dtype;
   p.args.in = in.ptr;
   p.args.count = in.count;
@@ -187,9 +200,20 @@ class Handle {
 
 namespace {
 
+// Runs a collective now, queues it in issue order (async), or hands it to
+// the engine by name (async with a name).
 py::object launch(ringcc::Communicator& c, CollectiveKind kind,
-                  std::function<std::unique_ptr<Prepared>()> make, bool async) {
+                  std::function<std::unique_ptr<Prepared>()> make, bool async,
+                  const std::string& name = "") {
   std::unique_ptr<Prepared> p;
+  if (!name.empty()) {
+    ringcc::Engine& e = engine();
+    p = make();  // a bad argument raises here; named peers learn of it as a stall
+    std::shared_ptr<ringcc::Work> work = e.enqueue(name, p->args, p->shape);
+    std::vector<std::unique_ptr<Prepared>> preps;
+    preps.push_back(std::move(p));
+    return py::cast(std::make_shared<Handle>(work, std::move(preps), false));
+  }
   try {
     p = make();
   } catch (const ringcc::Error& e) {
@@ -214,13 +238,14 @@ py::object launch(ringcc::Communicator& c, CollectiveKind kind,
 }
 
 py::object do_allreduce(ringcc::Communicator& c, py::object tensor, py::object out, int op,
-                        double pre, double post, bool inplace, bool async) {
+                        double pre, double post, bool inplace, bool async,
+                        const std::string& name = "") {
   return launch(c, CollectiveKind::kAllreduce,
-                [&] { return prep_allreduce(tensor, out, op, pre, post, inplace); }, async);
+                [&] { return prep_allreduce(tensor, out, op, pre, post, inplace); }, async, name);
 }
 
 py::object do_broadcast(ringcc::Communicator& c, py::object tensor, py::object out, int root,
-                        bool inplace, bool async) {
+                        bool inplace, bool async, const std::string& name = "") {
   return launch(c, CollectiveKind::kBroadcast, [&] {
     auto p = std::make_unique<Prepared>();
     p->args.kind = CollectiveKind::kBroadcast;
@@ -237,10 +262,11 @@ py::object do_broadcast(ringcc::Communicator& c, py::object tensor, py::object o
     p->keep.push_back(p->out);
     p->result = default_result;
     return p;
-  }, async);
+  }, async, name);
 }
 
-py::object do_allgather(ringcc::Communicator& c, py::object tensor, py::object out, bool async) {
+py::object do_allgather(ringcc::Communicator& c, py::object tensor, py::object out, bool async,
+                        const std::string& name = "") {
   return launch(c, CollectiveKind::kAllgather, [&] {
     auto p = std::make_unique<Prepared>();
     p->args.kind = CollectiveKind::kAllgather;
@@ -256,11 +282,11 @@ py::object do_allgather(ringcc::Communicator& c, py::object tensor, py::object o
     }
     p->result = default_result;
     return p;
-  }, async);
+  }, async, name);
 }
 
 py::object do_reduce_scatter(ringcc::Communicator& c, py::object tensor, py::object out, int op,
-                             double pre, double post, bool async) {
+                             double pre, double post, bool async, const std::string& name = "") {
   return launch(c, CollectiveKind::kReduceScatter, [&] {
     auto p = std::make_unique<Prepared>();
     p->args.kind = CollectiveKind::kReduceScatter;
@@ -276,11 +302,11 @@ py::object do_reduce_scatter(ringcc::Communicator& c, py::object tensor, py::obj
     p->keep.push_back(p->out);
     p->result = default_result;
     return p;
-  }, async);
+  }, async, name);
 }
 
 py::object do_alltoall(ringcc::Communicator& c, py::object tensor, py::object splits,
-                       py::object out, bool async) {
+                       py::object out, bool async, const std::string& name = "") {
   return launch(c, CollectiveKind::kAlltoall, [&] {
     auto p = std::make_unique<Prepared>();
     p->args.kind = CollectiveKind::kAlltoall;
@@ -311,16 +337,16 @@ py::object do_alltoall(ringcc::Communicator& c, py::object tensor, py::object sp
       return py::make_tuple(q.out, received);
     };
     return p;
-  }, async);
+  }, async, name);
 }
 
-py::object do_barrier(ringcc::Communicator& c, bool async) {
+py::object do_barrier(ringcc::Communicator& c, bool async, const std::string& name = "") {
   return launch(c, CollectiveKind::kBarrier, [] {
     auto p = std::make_unique<Prepared>();
     p->args.kind = CollectiveKind::kBarrier;
     p->result = [](Prepared&) { return py::object(py::none()); };
     return p;
-  }, async);
+  }, async, name);
 }
 
 py::object do_grouped_allreduce(ringcc::Communicator& c, py::list tensors, int op, double pre,
@@ -465,17 +491,30 @@ void bind_collectives(py::module_& m) {
     if (g_comm) return;
     ringcc::RendezvousInfo info = ringcc::rendezvous_from_env();
     std::shared_ptr<ringcc::Communicator> c;
+    std::unique_ptr<ringcc::Engine> e;
     {
       py::gil_scoped_release release;
       c = std::make_shared<ringcc::Communicator>(info);
+      // The engine gets a communicator of its own: its collectives run in
+      // the order the ranks negotiate, independent of direct calls.
+      ringcc::RendezvousInfo engine_info = info;
+      engine_info.advertise_address = c->advertise_address();
+      std::shared_ptr<ringcc::Store> store;
+      if (c->store()) store = std::make_shared<ringcc::PrefixStore>("engine", c->store());
+      auto ec = std::make_shared<ringcc::Communicator>(engine_info, store);
+      e = std::make_unique<ringcc::Engine>(ec, ringcc::EngineOptions::from_env());
     }
     g_comm = c;
+    g_engine = std::move(e);
   });
   m.def("shutdown", [] {
     if (!g_comm) return;
     auto c = g_comm;
     g_comm.reset();
+    std::unique_ptr<ringcc::Engine> e = std::move(g_engine);
     py::gil_scoped_release release;
+    if (e) e->shutdown();
+    e.reset();
     c->shutdown();
   });
   m.def("is_initialized", [] { return static_cast<bool>(g_comm); });
@@ -490,21 +529,47 @@ void bind_collectives(py::module_& m) {
   m.def("fusion_threshold", [] { return comm().fusion_threshold(); });
 
   m.def("_allreduce", [](py::object t, py::object out, int op, double pre, double post,
-                         bool inplace, bool async) {
-    return do_allreduce(comm(), t, out, op, pre, post, inplace, async);
-  });
-  m.def("_broadcast", [](py::object t, py::object out, int root, bool inplace, bool async) {
-    return do_broadcast(comm(), t, out, root, inplace, async);
-  });
-  m.def("_allgather", [](py::object t, py::object out, bool async) {
-    return do_allgather(comm(), t, out, async);
-  });
+                         bool inplace, bool async, const std::string& name) {
+    return do_allreduce(comm(), t, out, op, pre, post, inplace, async, name);
+  }, py::arg("tensor"), py::arg("out"), py::arg("op"), py::arg("pre"), py::arg("post"),
+     py::arg("inplace"), py::arg("async_op"), py::arg("name") = "");
+  m.def("_broadcast", [](py::object t, py::object out, int root, bool inplace, bool async,
+                         const std::string& name) {
+    return do_broadcast(comm(), t, out, root, inplace, async, name);
+  }, py::arg("tensor"), py::arg("out"), py::arg("root"), py::arg("inplace"), py::arg("async_op"),
+     py::arg("name") = "");
+  m.def("_allgather", [](py::object t, py::object out, bool async, const std::string& name) {
+    return do_allgather(comm(), t, out, async, name);
+  }, py::arg("tensor"), py::arg("out"), py::arg("async_op"), py::arg("name") = "");
   m.def("_reduce_scatter", [](py::object t, py::object out, int op, double pre, double post,
-                              bool async) {
-    return do_reduce_scatter(comm(), t, out, op, pre, post, async);
-  });
-  m.def("_alltoall", [](py::object t, py::object splits, py::object out, bool async) {
-    return do_alltoall(comm(), t, splits, out, async);
+                              bool async, const std::string& name) {
+    return do_reduce_scatter(comm(), t, out, op, pre, post, async, name);
+  }, py::arg("tensor"), py::arg("out"), py::arg("op"), py::arg("pre"), py::arg("post"),
+     py::arg("async_op"), py::arg("name") = "");
+  m.def("_alltoall", [](py::object t, py::object splits, py::object out, bool async,
+                        const std::string& name) {
+    return do_alltoall(comm(), t, splits, out, async, name);
+  }, py::arg("tensor"), py::arg("splits"), py::arg("out"), py::arg("async_op"),
+     py::arg("name") = "");
+  m.def("join", [] {
+    std::shared_ptr<ringcc::Work> work = engine().join();
+    py::gil_scoped_release release;
+    work->wait(-1);
+    return work->list()[0].result_count;
+  }, "Blocks until every rank has joined; meanwhile this rank takes part in the others'\n"
+     "named collectives with zeros. Returns the last rank to join.");
+  m.def("start_timeline", [](const std::string& path) { engine().start_timeline(path); });
+  m.def("stop_timeline", [] { engine().stop_timeline(); });
+  m.def("engine_stats", [] {
+    ringcc::EngineStats st = engine().stats();
+    py::dict d;
+    d["cycles"] = st.cycles;
+    d["cached_cycles"] = st.cached_cycles;
+    d["negotiation_us"] = st.negotiation_us;
+    d["cached_negotiation_us"] = st.cached_negotiation_us;
+    d["fused_collectives"] = st.fused_collectives;
+    d["tensors"] = st.tensors;
+    return d;
   });
   m.def("_barrier", [](bool async) { return do_barrier(comm(), async); });
   m.def("_grouped_allreduce", [](py::list ts, int op, double pre, double post, bool inplace,

@@ -129,11 +129,12 @@ void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
   }
 
   tcp_ = std::make_unique<TcpTransport>(rank_, size_, secret_);
-  std::string addr = env_str("RINGCC_ADVERTISE_ADDR", "");
+  std::string addr = env_str("RINGCC_ADVERTISE_ADDR", info.advertise_address);
   if (addr.empty()) {
     if (auto* tcp_store = dynamic_cast<TcpStore*>(store_.get())) addr = tcp_store->local_address();
   }
   if (addr.empty()) addr = host;
+  advertise_address_ = addr;
   store.set("ringcc/tcp/" + std::to_string(rank_), addr + "\n" + std::to_string(tcp_->listen_port()));
   std::vector<TcpPeerAddress> addresses(static_cast<size_t>(size_));
   std::vector<int> peers;

@@ -57,6 +57,12 @@ class Communicator {
   // the other ranks. Idempotent.
   void shutdown();
 
+  // The rendezvous store this communicator met through (another
+  // communicator of the same ranks can meet through a PrefixStore of it).
+  std::shared_ptr<Store> store() const { return store_; }
+  // The address peers reach this rank at over TCP ("" when unused).
+  const std::string& advertise_address() const { return advertise_address_; }
+
   // Bytes in the fusion buffer.
   int64_t fusion_threshold() const { return fusion_threshold_; }
 
@@ -78,6 +84,7 @@ class Communicator {
   int cross_rank_ = 0, cross_size_ = 1;
   std::string job_id_;
   std::string secret_;
+  std::string advertise_address_;
   std::shared_ptr<Store> store_;
   std::unique_ptr<TcpStoreServer> store_server_;
   std::unique_ptr<TcpTransport> tcp_;

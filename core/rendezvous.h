@@ -13,6 +13,7 @@ struct RendezvousInfo {
   int master_port = 0;
   std::string secret;       // the job secret (RINGCC_SECRET); empty: rank 0 makes one
   std::string source;       // which launcher's variables were used, for messages
+  std::string advertise_address;  // where peers reach us; empty: found from the store
 };
 
 // Reads, in order: ringrun (RINGCC_RANK/RINGCC_SIZE), Open MPI

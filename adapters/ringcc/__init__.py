@@ -64,12 +64,18 @@ def allreduce_(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0):
     return _core._allreduce(tensor, None, _op(op), prescale_factor, postscale_factor, True, False)
 
 
-def allreduce_async(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0, out=None):
-    return _core._allreduce(tensor, out, _op(op), prescale_factor, postscale_factor, False, True)
+def allreduce_async(tensor, op=Sum, *, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                    out=None):
+    """Starts an allreduce; returns a Handle. With a `name`, the background
+    engine matches it by name across ranks (any enqueue order) and fuses it
+    with other ready tensors; without one, collectives run in issue order."""
+    return _core._allreduce(tensor, out, _op(op), prescale_factor, postscale_factor, False, True,
+                            _name(name))
 
 
-def allreduce_async_(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0):
-    return _core._allreduce(tensor, None, _op(op), prescale_factor, postscale_factor, True, True)
+def allreduce_async_(tensor, op=Sum, *, name=None, prescale_factor=1.0, postscale_factor=1.0):
+    return _core._allreduce(tensor, None, _op(op), prescale_factor, postscale_factor, True, True,
+                            _name(name))
 
 
 def grouped_allreduce(tensors, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0):
@@ -99,8 +105,8 @@ def allgather(tensor, *, out=None):
     return _core._allgather(tensor, out, False)
 
 
-def allgather_async(tensor, *, out=None):
-    return _core._allgather(tensor, out, True)
+def allgather_async(tensor, *, name=None, out=None):
+    return _core._allgather(tensor, out, True, _name(name))
 
 
 def broadcast(tensor, root=0, *, out=None):
@@ -113,12 +119,12 @@ def broadcast_(tensor, root=0):
     return _core._broadcast(tensor, None, root, True, False)
 
 
-def broadcast_async(tensor, root=0, *, out=None):
-    return _core._broadcast(tensor, out, root, False, True)
+def broadcast_async(tensor, root=0, *, name=None, out=None):
+    return _core._broadcast(tensor, out, root, False, True, _name(name))
 
 
-def broadcast_async_(tensor, root=0):
-    return _core._broadcast(tensor, None, root, True, True)
+def broadcast_async_(tensor, root=0, *, name=None):
+    return _core._broadcast(tensor, None, root, True, True, _name(name))
 
 
 def reduce_scatter(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0, out=None):
@@ -127,8 +133,52 @@ def reduce_scatter(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0,
     return _core._reduce_scatter(tensor, out, _op(op), prescale_factor, postscale_factor, False)
 
 
-def reduce_scatter_async(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0, out=None):
-    return _core._reduce_scatter(tensor, out, _op(op), prescale_factor, postscale_factor, True)
+def reduce_scatter_async(tensor, op=Sum, *, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                         out=None):
+    return _core._reduce_scatter(tensor, out, _op(op), prescale_factor, postscale_factor, True,
+                                 _name(name))
+
+
+def _name(name):
+    if name is None:
+        return ""
+    if not isinstance(name, str) or not name:
+        raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
+    return name
+
+
+def poll(handle):
+    """True once the collective behind `handle` has completed."""
+    return handle.done()
+
+
+def synchronize(handle, timeout=None):
+    """Waits for `handle` and returns its result (raises its error)."""
+    return handle.wait(timeout)
+
+
+def join():
+    """Blocks until every rank has called join(); meanwhile this rank takes
+    part in the other ranks' named collectives with zeros (as Horovod's
+    hvd.join does for uneven data). Returns the last rank to join."""
+    return _core.join()
+
+
+def start_timeline(path):
+    """Starts writing a Chrome-trace timeline of named collectives to path
+    (rank 0). RINGCC_TIMELINE=path does the same from the start."""
+    _core.start_timeline(str(path))
+
+
+def stop_timeline():
+    """Stops the timeline and closes its file."""
+    _core.stop_timeline()
+
+
+def engine_stats():
+    """Counters of the background engine: cycles, mean negotiation time
+    (all cycles, and those served by the response cache), fused collectives."""
+    return _core.engine_stats()
 
 
 def _splits(splits):
@@ -158,8 +208,9 @@ class _AlltoallHandle:
         return (output, received) if self._with_splits else output
 
 
-def alltoall_async(tensor, splits=None, *, out=None):
-    return _AlltoallHandle(_core._alltoall(tensor, _splits(splits), out, True), splits is not None)
+def alltoall_async(tensor, splits=None, *, name=None, out=None):
+    return _AlltoallHandle(_core._alltoall(tensor, _splits(splits), out, True, _name(name)),
+                           splits is not None)
 
 
 def barrier():

@@ -1,0 +1,129 @@
+// The background engine: collectives enqueued by name, in any order on
+// each rank, run once every rank has enqueued them.
+//
+// One thread per process runs cycles (RINGCC_CYCLE_TIME_MS). In each cycle
+// the ranks allgather a short message: the tensors they enqueued since the
+// last cycle (name and description), and a bit per tensor of the response
+// cache (names negotiated before) that is ready again. Every rank then
+// holds the same table and reaches the same decisions without a
+// coordinator: which tensors are ready on every rank, whether their
+// descriptions agree, and in what order to run them. Ready allreduces of
+// one dtype, reduction and scaling are fused up to RINGCC_FUSION_THRESHOLD.
+// Rank 0 watches for stalls (RINGCC_STALL_CHECK_S) and, past
+// RINGCC_STALL_SHUTDOWN_S, fails the stalled tensors on every rank.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/communicator.h"
+#include "core/error.h"
+#include "core/tensor_request.h"
+#include "core/timeline.h"
+#include "core/work.h"
+
+namespace ringcc {
+
+struct EngineOptions {
+  double cycle_time_ms = 1.0;
+  int64_t fusion_threshold = 64 << 20;
+  double stall_check_s = 60.0;
+  double stall_shutdown_s = 0.0;  // 0: never fail stalled tensors
+  int cache_capacity = 1024;
+  std::string timeline_path;
+
+  // RINGCC_* settings, with Horovod's names as fallbacks.
+  static EngineOptions from_env();
+};
+
+struct EngineStats {
+  uint64_t cycles = 0;
+  uint64_t cached_cycles = 0;       // cycles whose ready tensors all came from the cache
+  double negotiation_us = 0;        // mean time to agree, over all cycles
+  double cached_negotiation_us = 0; // mean over the cache-hit cycles
+  uint64_t fused_collectives = 0;
+  uint64_t tensors = 0;
+};
+
+class Engine {
+ public:
+  // comm: a communicator for the engine's own use (its order of
+  // collectives is the engine's, not the caller's).
+  Engine(std::shared_ptr<Communicator> comm, EngineOptions options);
+  ~Engine();
+
+  // Queues a named collective; `args` carries the buffers (kind, dtype,
+  // in/out, counts, op, root, scales, splits), `shape` its full shape.
+  std::shared_ptr<Work> enqueue(const std::string& name, CollectiveArgs args,
+                                std::vector<int64_t> shape);
+  // Queues this rank's join: it completes when every rank has joined; its
+  // result_count is the last rank to join.
+  std::shared_ptr<Work> join();
+
+  void start_timeline(const std::string& path);
+  void stop_timeline();
+  EngineStats stats() const;
+
+  // Leaves in step with the other ranks; fails what is still queued.
+  void shutdown();
+
+ private:
+  struct LocalEntry;
+  struct TableEntry;
+
+  void loop();
+  void cycle();
+  void take_incoming(std::string* announce);
+  std::string build_message(const std::string& announce);
+  void apply_messages(const std::vector<std::string>& messages, std::vector<bool>* joined,
+                      std::vector<std::string>* aborts, bool* all_shutdown, bool* any_new);
+  void run_ready(std::vector<std::string>& ready_names);
+  void execute_batch(const std::vector<std::string>& names, int64_t fusion_id);
+  void inspect_stalls();
+  void fail_all(const std::string& why, ErrorKind kind);
+  std::vector<int> missing_ranks(const TableEntry& e) const;
+
+  std::shared_ptr<Communicator> comm_;
+  EngineOptions opt_;
+  Timeline timeline_;
+  int rank_, size_;
+
+  // Shared with user threads.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<std::string, std::shared_ptr<Work>>> incoming_;
+  std::vector<std::vector<int64_t>> incoming_shapes_;
+  std::shared_ptr<Work> join_work_;
+  bool shutdown_requested_ = false;
+  bool stopped_ = false;
+  std::string broken_;
+
+  // The engine thread's own state; identical on every rank where noted.
+  std::map<std::string, std::unique_ptr<LocalEntry>> local_;
+  std::vector<std::string> cache_names_;                 // identical
+  std::vector<TensorMeta> cache_metas_;                  // identical
+  std::unordered_map<std::string, int> cache_index_;     // identical
+  std::map<std::string, std::unique_ptr<TableEntry>> table_;  // identical
+  uint64_t table_seq_ = 0;                               // identical
+  std::vector<bool> was_joined_;                         // identical
+  bool joined_ = false;
+  int last_joined_ = -1;                                 // identical
+  std::vector<std::string> pending_aborts_;              // rank 0: to announce
+  std::vector<uint8_t> zeros_;
+  std::vector<uint8_t> fusion_;
+  int idle_cycles_ = 0;
+
+  mutable std::mutex stats_mu_;
+  EngineStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace ringcc
