@@ -567,6 +567,8 @@ void bind_collectives(py::module_& m) {
     d["cached_cycles"] = st.cached_cycles;
     d["negotiation_us"] = st.negotiation_us;
     d["cached_negotiation_us"] = st.cached_negotiation_us;
+    d["cached_decide_us"] = st.cached_decide_us;
+    d["cached_exchange_us"] = st.cached_exchange_us;
     d["fused_collectives"] = st.fused_collectives;
     d["tensors"] = st.tensors;
     return d;

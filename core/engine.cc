@@ -71,7 +71,7 @@ struct Engine::LocalEntry {
 struct Engine::TableEntry {
   uint64_t seq = 0;
   std::vector<char> submitted;
-  std::vector<TensorMeta> metas;
+  std::vector<std::shared_ptr<const TensorMeta>> metas;
   double first_seen = 0;
   double last_warned = 0;
 };
@@ -163,6 +163,11 @@ void Engine::loop() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       if (stopped_) break;
+      if (productive_ && opt_.cycle_time_ms > 0) {
+        // Work ran this cycle: more may be ready at once.
+        next = std::chrono::steady_clock::now();
+        continue;
+      }
       // Pace the cycles; after a long idle stretch, cycle slowly until
       // this rank has work again (a peer's work wakes us at our next
       // cycle at the latest).
@@ -232,7 +237,7 @@ void Engine::take_incoming(std::string* announce) {
     entry->enqueued_us = now;
     entry->negotiating_us = now;
     auto cached = cache_index_.find(name);
-    if (cached != cache_index_.end() && cache_metas_[static_cast<size_t>(cached->second)] == entry->meta) {
+    if (cached != cache_index_.end() && *cache_metas_[static_cast<size_t>(cached->second)] == entry->meta) {
       entry->cache_bit = cached->second;
     } else {
       entry->announced = true;
@@ -306,7 +311,7 @@ void Engine::apply_messages(const std::vector<std::string>& messages, std::vecto
       TensorMeta meta = TensorMeta::parse(m, &pos);
       TableEntry& e = entry_for(name);
       e.submitted[static_cast<size_t>(r)] = 1;
-      e.metas[static_cast<size_t>(r)] = std::move(meta);
+      e.metas[static_cast<size_t>(r)] = std::make_shared<const TensorMeta>(std::move(meta));
     }
     const uint32_t n_abort = get_u32(m, &pos);
     for (uint32_t i = 0; i < n_abort; ++i) aborts->push_back(get_string(m, &pos));
@@ -338,7 +343,9 @@ void Engine::cycle() {
     gathered.resize(static_cast<size_t>(std::max<int64_t>(n, 1)));
     return gathered.data();
   };
+  const auto sent = std::chrono::steady_clock::now();
   comm_->run(ag);
+  const auto received = std::chrono::steady_clock::now();
   std::vector<std::string> messages(static_cast<size_t>(size_));
   int64_t off = 0;
   for (int r = 0; r < size_; ++r) {
@@ -390,14 +397,18 @@ void Engine::cycle() {
     stats_.negotiation_us += (negotiation_us - stats_.negotiation_us) / static_cast<double>(stats_.cycles);
     if (!any_new && !ready_names.empty()) {
       stats_.cached_cycles++;
-      stats_.cached_negotiation_us += (negotiation_us - stats_.cached_negotiation_us) /
-                                      static_cast<double>(stats_.cached_cycles);
+      const double k = static_cast<double>(stats_.cached_cycles);
+      stats_.cached_negotiation_us += (negotiation_us - stats_.cached_negotiation_us) / k;
+      const double exchange_us = std::chrono::duration<double, std::micro>(received - sent).count();
+      stats_.cached_exchange_us += (exchange_us - stats_.cached_exchange_us) / k;
+      stats_.cached_decide_us += (negotiation_us - exchange_us - stats_.cached_decide_us) / k;
     }
   }
 
   const bool idle = ready_names.empty() && table_.empty() && local_.empty() && !any_new;
   idle_cycles_ = idle ? idle_cycles_ + 1 : 0;
 
+  productive_ = !ready_names.empty();
   run_ready(ready_names);
   if (rank_ == 0) inspect_stalls();
 
@@ -423,74 +434,83 @@ void Engine::cycle() {
   }
 }
 
+const TensorMeta& Engine::first_meta(const TableEntry& e) const {
+  for (int r = 0; r < size_; ++r) {
+    if (e.submitted[static_cast<size_t>(r)]) return *e.metas[static_cast<size_t>(r)];
+  }
+  return *e.metas[0];
+}
+
+bool Engine::agree(const std::string& name, const TableEntry& e, std::string* why) const {
+  const TensorMeta* first = nullptr;
+  bool ok = true;
+  for (int r = 0; r < size_ && ok; ++r) {
+    if (!e.submitted[static_cast<size_t>(r)]) continue;
+    const TensorMeta* m = e.metas[static_cast<size_t>(r)].get();
+    if (!first) first = m;
+    ok = m == first || compatible(*m, *first);
+  }
+  if (ok) return true;
+  std::vector<TensorMeta> metas;
+  std::vector<int> ranks;
+  for (int r = 0; r < size_; ++r) {
+    if (!e.submitted[static_cast<size_t>(r)]) continue;
+    metas.push_back(*e.metas[static_cast<size_t>(r)]);
+    ranks.push_back(r);
+  }
+  *why = describe_disagreement(name, metas, ranks);
+  return false;
+}
+
+// Puts a tensor that ran into the response cache (the same decision on
+// every rank), so that its next round is announced by one bit.
+void Engine::remember(const std::string& name, const TableEntry& e) {
+  if (cache_index_.count(name) || static_cast<int>(cache_names_.size()) >= opt_.cache_capacity) {
+    return;
+  }
+  for (int r = 0; r < size_; ++r) {
+    if (!e.submitted[static_cast<size_t>(r)]) continue;
+    cache_index_[name] = static_cast<int>(cache_names_.size());
+    cache_names_.push_back(name);
+    cache_metas_.push_back(e.metas[static_cast<size_t>(r)]);
+    return;
+  }
+}
+
 void Engine::run_ready(std::vector<std::string>& names) {
   size_t i = 0;
   int64_t fusion_id = 0;
   while (i < names.size()) {
     TableEntry& head = *table_.at(names[i]);
-    // Which rank's description to use: the first that submitted.
-    auto meta_of = [&](const TableEntry& e) -> const TensorMeta& {
-      for (int r = 0; r < size_; ++r) {
-        if (e.submitted[static_cast<size_t>(r)]) return e.metas[static_cast<size_t>(r)];
-      }
-      return e.metas[0];
-    };
-    // Descriptions must agree.
-    std::vector<TensorMeta> metas;
-    std::vector<int> ranks;
-    for (int r = 0; r < size_; ++r) {
-      if (head.submitted[static_cast<size_t>(r)]) {
-        metas.push_back(head.metas[static_cast<size_t>(r)]);
-        ranks.push_back(r);
-      }
-    }
-    const std::string disagreement = describe_disagreement(names[i], metas, ranks);
-    if (!disagreement.empty()) {
+    std::string why;
+    if (!agree(names[i], head, &why)) {
       auto local = local_.find(names[i]);
       if (local != local_.end()) {
-        local->second->work->finish(
-            std::make_exception_ptr(Error(ErrorKind::kMismatch, disagreement)));
+        local->second->work->finish(std::make_exception_ptr(Error(ErrorKind::kMismatch, why)));
         local_.erase(local);
       }
       table_.erase(names[i]);
       ++i;
       continue;
     }
-    // Remember it in the response cache (same decision on every rank).
-    const TensorMeta& meta = meta_of(head);
-    if (!cache_index_.count(names[i]) && static_cast<int>(cache_names_.size()) < opt_.cache_capacity) {
-      cache_index_[names[i]] = static_cast<int>(cache_names_.size());
-      cache_names_.push_back(names[i]);
-      cache_metas_.push_back(meta);
-    }
+    remember(names[i], head);
+    const TensorMeta& meta = first_meta(head);
     // Fuse the following ready allreduces of the same kind.
     std::vector<std::string> batch{names[i]};
     size_t j = i + 1;
     if (meta.kind == CollectiveKind::kAllreduce) {
       int64_t bytes = meta.elements() * static_cast<int64_t>(dtype_size(meta.dtype));
       while (j < names.size()) {
-        TableEntry& e = *table_.at(names[j]);
-        const TensorMeta& m = meta_of(e);
-        std::vector<TensorMeta> ms;
-        std::vector<int> rs;
-        for (int r = 0; r < size_; ++r) {
-          if (e.submitted[static_cast<size_t>(r)]) {
-            ms.push_back(e.metas[static_cast<size_t>(r)]);
-            rs.push_back(r);
-          }
-        }
+        const TableEntry& e = *table_.at(names[j]);
+        const TensorMeta& m = first_meta(e);
         const int64_t b = m.elements() * static_cast<int64_t>(dtype_size(m.dtype));
+        std::string ignored;
         if (m.kind != meta.kind || m.dtype != meta.dtype || m.op != meta.op ||
             m.prescale != meta.prescale || m.postscale != meta.postscale ||
-            bytes + b > opt_.fusion_threshold || !describe_disagreement(names[j], ms, rs).empty()) {
+            bytes + b > opt_.fusion_threshold || !agree(names[j], e, &ignored)) {
           break;
         }
-        if (!cache_index_.count(names[j]) &&
-            static_cast<int>(cache_names_.size()) < opt_.cache_capacity) {
-          cache_index_[names[j]] = static_cast<int>(cache_names_.size());
-          cache_names_.push_back(names[j]);
-          cache_metas_.push_back(m);
-        }
+        remember(names[j], e);
         bytes += b;
         batch.push_back(names[j]);
         ++j;
@@ -503,27 +523,14 @@ void Engine::run_ready(std::vector<std::string>& names) {
 
 void Engine::execute_batch(const std::vector<std::string>& names, int64_t fusion_id) {
   // Buffers: ours if we enqueued the tensor, zeros if we joined.
-  const TableEntry& head = *table_.at(names[0]);
-  TensorMeta meta;
-  for (int r = 0; r < size_; ++r) {
-    if (head.submitted[static_cast<size_t>(r)]) {
-      meta = head.metas[static_cast<size_t>(r)];
-      break;
-    }
-  }
+  const TensorMeta meta = first_meta(*table_.at(names[0]));
   const size_t es = dtype_size(meta.dtype);
   std::vector<LocalEntry*> locals;
-  std::vector<TensorMeta> metas;
+  std::vector<const TensorMeta*> metas;
   for (const auto& name : names) {
     auto it = local_.find(name);
     locals.push_back(it == local_.end() ? nullptr : it->second.get());
-    const TableEntry& e = *table_.at(name);
-    for (int r = 0; r < size_; ++r) {
-      if (e.submitted[static_cast<size_t>(r)]) {
-        metas.push_back(e.metas[static_cast<size_t>(r)]);
-        break;
-      }
-    }
+    metas.push_back(&first_meta(*table_.at(name)));
   }
   const int64_t t_ready = Timeline::now_us();
   if (timeline_.active()) {
@@ -582,13 +589,13 @@ void Engine::execute_batch(const std::vector<std::string>& names, int64_t fusion
       }
     } else {
       int64_t total = 0;
-      for (const auto& m : metas) total += m.elements();
+      for (const TensorMeta* m : metas) total += m->elements();
       const size_t bytes = static_cast<size_t>(total) * es;
       if (fusion_.size() < bytes) fusion_.resize(bytes);
       uint8_t* fb = fusion_.data();
       size_t off = 0;
       for (size_t k = 0; k < names.size(); ++k) {
-        const size_t b = static_cast<size_t>(metas[k].elements()) * es;
+        const size_t b = static_cast<size_t>(metas[k]->elements()) * es;
         if (locals[k]) {
           std::memcpy(fb + off, locals[k]->work->list()[0].in, b);
         } else {
@@ -611,11 +618,11 @@ void Engine::execute_batch(const std::vector<std::string>& names, int64_t fusion
       const int64_t t_reduced = Timeline::now_us();
       off = 0;
       for (size_t k = 0; k < names.size(); ++k) {
-        const size_t b = static_cast<size_t>(metas[k].elements()) * es;
+        const size_t b = static_cast<size_t>(metas[k]->elements()) * es;
         if (locals[k]) {
           CollectiveArgs& mine = locals[k]->work->list()[0];
           std::memcpy(mine.out, fb + off, b);
-          mine.result_count = metas[k].elements();
+          mine.result_count = metas[k]->elements();
         }
         off += b;
       }

@@ -49,6 +49,11 @@ struct EngineStats {
   uint64_t cached_cycles = 0;       // cycles whose ready tensors all came from the cache
   double negotiation_us = 0;        // mean time to agree, over all cycles
   double cached_negotiation_us = 0; // mean over the cache-hit cycles
+  // The parts of a cache-hit cycle: this rank's own work (building,
+  // parsing and deciding) and the message exchange (which also absorbs
+  // any wait for slower ranks).
+  double cached_decide_us = 0;
+  double cached_exchange_us = 0;
   uint64_t fused_collectives = 0;
   uint64_t tensors = 0;
 };
@@ -88,6 +93,10 @@ class Engine {
   void run_ready(std::vector<std::string>& ready_names);
   void execute_batch(const std::vector<std::string>& names, int64_t fusion_id);
   void inspect_stalls();
+  // The first submitted description of e; "" in *why when all agree.
+  const TensorMeta& first_meta(const TableEntry& e) const;
+  bool agree(const std::string& name, const TableEntry& e, std::string* why) const;
+  void remember(const std::string& name, const TableEntry& e);
   void fail_all(const std::string& why, ErrorKind kind);
   std::vector<int> missing_ranks(const TableEntry& e) const;
 
@@ -107,11 +116,11 @@ class Engine {
   std::string broken_;
 
   // The engine thread's own state; identical on every rank where noted.
-  std::map<std::string, std::unique_ptr<LocalEntry>> local_;
+  std::unordered_map<std::string, std::unique_ptr<LocalEntry>> local_;
   std::vector<std::string> cache_names_;                 // identical
-  std::vector<TensorMeta> cache_metas_;                  // identical
+  std::vector<std::shared_ptr<const TensorMeta>> cache_metas_;  // identical
   std::unordered_map<std::string, int> cache_index_;     // identical
-  std::map<std::string, std::unique_ptr<TableEntry>> table_;  // identical
+  std::unordered_map<std::string, std::unique_ptr<TableEntry>> table_;  // identical
   uint64_t table_seq_ = 0;                               // identical
   std::vector<bool> was_joined_;                         // identical
   bool joined_ = false;
@@ -120,6 +129,7 @@ class Engine {
   std::vector<uint8_t> zeros_;
   std::vector<uint8_t> fusion_;
   int idle_cycles_ = 0;
+  bool productive_ = false;  // the last cycle ran collectives
 
   mutable std::mutex stats_mu_;
   EngineStats stats_;

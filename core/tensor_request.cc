@@ -90,8 +90,23 @@ TensorMeta TensorMeta::parse(const std::string& in, size_t* pos) {
   return m;
 }
 
+bool compatible(const TensorMeta& a, const TensorMeta& b) {
+  if (a.kind != b.kind || a.dtype != b.dtype || a.op != b.op || a.root != b.root ||
+      a.prescale != b.prescale || a.postscale != b.postscale || a.shape.size() != b.shape.size()) {
+    return false;
+  }
+  const bool ragged = a.kind == CollectiveKind::kAllgather || a.kind == CollectiveKind::kAlltoall;
+  for (size_t i = ragged ? 1 : 0; i < a.shape.size(); ++i) {
+    if (a.shape[i] != b.shape[i]) return false;
+  }
+  return true;
+}
+
 std::string describe_disagreement(const std::string& name, const std::vector<TensorMeta>& metas,
                                   const std::vector<int>& ranks) {
+  bool all_compatible = true;
+  for (const auto& m : metas) all_compatible = all_compatible && compatible(m, metas[0]);
+  if (all_compatible) return "";
   auto listing = [&](auto field) {
     std::ostringstream os;
     for (size_t i = 0; i < metas.size(); ++i) os << (i ? ", " : "") << "rank " << ranks[i] << ": " << field(metas[i]);

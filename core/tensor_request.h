@@ -30,6 +30,10 @@ struct TensorMeta {
   static TensorMeta parse(const std::string& in, size_t* pos);
 };
 
+// Equal in everything ranks must agree on (allgather and alltoall may
+// differ in the first dimension).
+bool compatible(const TensorMeta& a, const TensorMeta& b);
+
 // Describes how metas[i] (from ranks[i]) disagree, or returns "" when the
 // tensor can run. Allgather and alltoall may differ in the first dimension.
 std::string describe_disagreement(const std::string& name, const std::vector<TensorMeta>& metas,
