@@ -112,35 +112,33 @@ void ShmCollectives::abort(const std::string& reason) {
   ShmControl* ctl = control(me_);
   std::snprintf(ctl->reason, sizeof(ctl->reason), "%s", reason.c_str());
   ctl->aborted.store(1);
-  ctl->phase.fetch_add(1u << 30);  // wake and never match a real phase
-  futex_wake_all(&ctl->phase);
+  futex_wake_all(&ctl->phase);  // sleepers re-check and see the flag
 }
 
 void ShmCollectives::wait_for_peer(int peer, uint32_t phase, Deadline dl, const char* what) {
   ShmControl* ctl = control(peer);
-  auto check_abort = [&] {
+  // A peer that aborted never arrives: its flag is checked before every
+  // return, so nobody reads an area its owner gave up on.
+  auto arrived = [&] {
     if (ctl->aborted.load(std::memory_order_acquire)) {
       raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)],
             " aborted: ", ctl->reason);
     }
+    return reached(ctl->phase.load(std::memory_order_acquire), phase);
   };
-  if (reached(ctl->phase.load(std::memory_order_acquire), phase)) return;
+  if (arrived()) return;
   auto spin_until = Clock::now() + spin_budget();
   while (Clock::now() < spin_until) {
     for (int k = 0; k < 64; ++k) {
-      if (reached(ctl->phase.load(std::memory_order_acquire), phase)) {
-        check_abort();
-        return;
-      }
+      if (arrived()) return;
     }
   }
   for (;;) {
     ctl->sleepers.fetch_add(1);
     uint32_t seen = ctl->phase.load();
-    if (!reached(seen, phase)) futex_wait(&ctl->phase, seen, 50);
+    if (!reached(seen, phase) && !ctl->aborted.load()) futex_wait(&ctl->phase, seen, 50);
     ctl->sleepers.fetch_sub(1);
-    check_abort();
-    if (reached(ctl->phase.load(std::memory_order_acquire), phase)) return;
+    if (arrived()) return;
     if (!process_alive(ctl->pid)) {
       raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)], " (pid ",
             ctl->pid, ") exited or crashed during ", what);
