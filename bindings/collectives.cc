@@ -11,6 +11,7 @@
 
 #include "bindings/buffer_view.h"
 #include "bindings/errors.h"
+#include "bindings/global_communicator.h"
 #include "core/communicator.h"
 #include "core/engine.h"
 #include "core/prefix_store.h"
@@ -423,6 +424,8 @@ class PythonStore : public ringcc::Store {
 using CommPtr = std::shared_ptr<ringcc::Communicator>;
 
 }  // namespace
+
+ringcc::Communicator& global_communicator() { return comm(); }
 
 void bind_collectives(py::module_& m) {
   py::class_<Handle, std::shared_ptr<Handle>>(m, "Handle", "A collective in flight: wait() for its result, done() to poll.")

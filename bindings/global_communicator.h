@@ -1,0 +1,14 @@
+// The communicator behind the module-level API (ringcc.init()), for other
+// parts of the extension (the XLA FFI handlers) that run collectives on it.
+#pragma once
+
+#include <memory>
+
+#include "core/communicator.h"
+
+namespace ringcc_py {
+
+// The initialized communicator; raises Error(kNotInitialized) before init().
+ringcc::Communicator& global_communicator();
+
+}  // namespace ringcc_py
