@@ -137,10 +137,25 @@ BufferView from_buffer(py::handle obj, bool writable, const char* what) {
   try {
     info = buf.request(writable);
   } catch (py::error_already_set&) {
-    ringcc::raise(ErrorKind::kInvalidArgument, what, writable ? " is not a writable buffer" : " is not a readable buffer");
+    ringcc::raise(ErrorKind::kInvalidArgument, what,
+                  writable ? " is not a writable buffer" : " is not a readable buffer");
   }
-  py::array arr(info);  // a NumPy view sharing the memory, for uniform checks
-  return from_numpy(arr, writable, what);
+  BufferView v;
+  v.dtype = dtype_from_numpy(py::dtype(info), what);
+  int64_t expect = info.itemsize;
+  for (py::ssize_t i = info.ndim - 1; i >= 0; --i) {
+    if (info.shape[static_cast<size_t>(i)] != 1 && info.strides[static_cast<size_t>(i)] != expect) {
+      ringcc::raise(ErrorKind::kInvalidArgument, what,
+                    " is not C-contiguous; pass a contiguous copy");
+    }
+    expect *= info.shape[static_cast<size_t>(i)];
+  }
+  v.ptr = info.ptr;  // the object's own memory: in-place calls write back
+  v.count = static_cast<int64_t>(info.size);
+  v.shape.assign(info.shape.begin(), info.shape.end());
+  v.owner = py::reinterpret_borrow<py::object>(obj);
+  v.numpy_dtype = py::dtype(info);
+  return v;
 }
 
 }  // namespace

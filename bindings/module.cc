@@ -8,6 +8,7 @@ namespace py = pybind11;
 
 void bind_reduction(py::module_& m);
 void bind_store(py::module_& m);
+void bind_jax_ffi(py::module_& m);  // bindings/jax_ffi.cc: XLA FFI handlers for ringcc.jax
 
 namespace ringcc_py {
 void bind_collectives(py::module_& m);
@@ -19,6 +20,7 @@ PYBIND11_MODULE(_core, m) {
   ringcc_py::bind_collectives(m);
   bind_reduction(m);
   bind_store(m);
+  bind_jax_ffi(m);
   m.def("build_info", [] {
     py::dict info;
     info["version"] = RINGCC_VERSION;
@@ -28,6 +30,11 @@ PYBIND11_MODULE(_core, m) {
     transports["mpi"] = false;
     transports["nccl"] = false;
     info["transports"] = transports;
+#ifdef RINGCC_WITH_JAX_FFI
+    info["jax_ffi"] = true;  // ringcc.jax's XLA FFI handlers are built in
+#else
+    info["jax_ffi"] = false;
+#endif
     return info;
   });
 }

@@ -174,72 +174,46 @@ std::string Communicator::transport_name() const {
   return local_shm_ ? "shm+tcp" : "tcp";
 }
 
-namespace {
-
-CollectiveArgs local_error_args(CollectiveKind failed, const std::string& why) {
-  CollectiveArgs a;
-  a.kind = CollectiveKind::kLocalError;
-  a.failed_kind = failed;
-  a.local_error = why;
-  return a;
-}
-
-}  // namespace
-
 void Communicator::hierarchical_allreduce(CollectiveArgs& a, Deadline deadline) {
+  // Every rank first agrees on the collective with every other rank (the
+  // same opening as the flat algorithms), so that a mismatch anywhere is
+  // reported on every rank before the phases below begin.
+  ring_exchange_headers(world_, a, deadline);
+  if (a.kind == CollectiveKind::kLocalError) return;
+
   const size_t es = dtype_size(a.dtype);
   auto* out = static_cast<uint8_t*>(a.out);
-  const int64_t first = block_first_row(a.count, local_size_, local_rank_);
+  uint8_t* shard = out + block_first_row(a.count, local_size_, local_rank_) * static_cast<int64_t>(es);
   const int64_t mine = block_rows(a.count, local_size_, local_rank_);
-  // Once a phase fails on this rank for a reason the others must hear of,
-  // it still takes part in the later phases, as a failed participant, so
-  // that nobody waits for it.
-  std::unique_ptr<Error> failure;
-  if (a.kind == CollectiveKind::kLocalError) {
-    failure = std::make_unique<Error>(ErrorKind::kInvalidArgument, a.local_error);
-  }
-  auto phase = [&](CollectiveArgs& args, auto&& run) {
-    CollectiveArgs poisoned;
-    CollectiveArgs* todo = &args;
-    if (failure) {
-      poisoned = local_error_args(CollectiveKind::kAllreduce, failure->what());
-      poisoned.send_counts.assign(static_cast<size_t>(size_), 0);
-      todo = &poisoned;
-    }
-    try {
-      run(*todo);
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::kMismatch && e.kind() != ErrorKind::kInvalidArgument) throw;
-      if (!failure) failure = std::make_unique<Error>(e);
-    }
-  };
 
+  // Reduce-scatter within the host (shared memory).
   CollectiveArgs rs = a;
   rs.kind = CollectiveKind::kReduceScatter;
   rs.row_elems = 1;
   rs.postscale = 1.0;
-  rs.out = out + first * static_cast<int64_t>(es);
+  rs.out = shard;
   rs.out_count = mine;
-  phase(rs, [&](CollectiveArgs& x) { local_shm_->run(x, deadline); });
+  local_shm_->run(rs, deadline);
 
+  // Allreduce of this rank's shard with its peers on the other hosts (TCP).
   CollectiveArgs ar;
   ar.kind = CollectiveKind::kAllreduce;
   ar.dtype = a.dtype;
   ar.op = a.op;
-  ar.in = ar.out = out + first * static_cast<int64_t>(es);
+  ar.in = ar.out = shard;
   ar.count = ar.out_count = mine;
   ar.postscale = a.postscale;
-  phase(ar, [&](CollectiveArgs& x) { run_over_transport(cross_, x, scratch_, deadline); });
+  run_over_transport(cross_, ar, scratch_, deadline);
 
+  // Allgather of the shards within the host (shared memory).
   CollectiveArgs ag;
   ag.kind = CollectiveKind::kAllgather;
   ag.dtype = a.dtype;
-  ag.in = out + first * static_cast<int64_t>(es);
+  ag.in = shard;
   ag.count = mine;
   ag.out = out;
   ag.out_count = a.count;
-  phase(ag, [&](CollectiveArgs& x) { local_shm_->run(x, deadline); });
-  if (failure) throw *failure;
+  local_shm_->run(ag, deadline);
   a.result_count = a.count;
 }
 

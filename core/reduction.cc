@@ -478,6 +478,7 @@ void scale_inplace(void* buf, int64_t count, DataType dtype, double factor) {
   check_count(count, kFn);
   if (count == 0) return;
   check_pointer(buf, "buf", kFn);
+  if (factor == 1.0) return;  // exact for every dtype (int64 beyond 2^53 too)
   with_kernels(dtype, [&](auto kernels) { decltype(kernels)::scale_copy(buf, buf, count, factor); });
 }
 
@@ -488,6 +489,10 @@ void scale_copy(void* dst, const void* src, int64_t count, DataType dtype, doubl
   if (count == 0) return;
   check_pointer(dst, "dst", kFn);
   check_pointer(src, "src", kFn);
+  if (factor == 1.0) {  // a plain copy: exact for every dtype (int64 beyond 2^53 too)
+    if (dst != src) std::memmove(dst, src, static_cast<size_t>(count) * dtype_size(dtype));
+    return;
+  }
   with_kernels(dtype, [&](auto kernels) { decltype(kernels)::scale_copy(dst, src, count, factor); });
 }
 

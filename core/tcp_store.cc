@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <thread>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -269,8 +270,10 @@ void TcpStoreServer::Loop::run() {
   } catch (const std::exception& e) {
     RINGCC_LOG(kError, "the rendezvous store on port ", port_, " stopped: ", e.what());
   }
-  clients_.clear();
+  // The listener first: a client that connects now is refused, not left
+  // in the backlog of a store that is going away.
   listener_.close();
+  clients_.clear();
 }
 
 void TcpStoreServer::Loop::accept_clients() {
@@ -641,7 +644,20 @@ TcpStore::TcpStore(const std::string& host, int port, const std::string& secret,
       secret_(secret),
       who_("the rendezvous store at " + host + ":" + std::to_string(port) + " (rank 0)"),
       io_timeout_s_(timeout_seconds()) {
-  Socket conn = open_connection(connect_deadline);
+  // A store that is shutting down (a previous job on the same port) may
+  // accept and then drop us before its greeting: try again until the
+  // deadline.
+  Socket conn;
+  for (;;) {
+    bool greeted = false;
+    try {
+      conn = open_connection(connect_deadline, &greeted);
+      break;
+    } catch (const Error& e) {
+      if (greeted || e.kind() != ErrorKind::kPeerFailure || Clock::now() >= connect_deadline) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
   local_address_ = conn.local_address();
   idle_.push_back(std::move(conn));
 }
@@ -650,7 +666,7 @@ TcpStore::~TcpStore() = default;
 
 std::string TcpStore::address() const { return host_ + ":" + std::to_string(port_); }
 
-Socket TcpStore::open_connection(Deadline deadline) const {
+Socket TcpStore::open_connection(Deadline deadline, bool* greeted) const {
   Socket conn = Socket::connect(host_, port_, deadline);
   conn.set_nodelay(true);
   // The handshake gets its own few seconds even if connecting took until
@@ -659,6 +675,7 @@ Socket TcpStore::open_connection(Deadline deadline) const {
 
   char greeting[kGreetingSize];
   conn.recv_all(greeting, sizeof(greeting), handshake_deadline, who_);
+  if (greeted) *greeted = true;
   RINGCC_CHECK(std::memcmp(greeting, kMagic, sizeof(kMagic)) == 0 &&
                    static_cast<uint8_t>(greeting[4]) == kVersion,
                ErrorKind::kPeerFailure, address(),

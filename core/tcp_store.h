@@ -76,7 +76,8 @@ class TcpStore : public Store {
     std::string payload;
   };
 
-  Socket open_connection(Deadline deadline) const;
+  // greeted (optional) is set once the server's greeting arrived.
+  Socket open_connection(Deadline deadline, bool* greeted = nullptr) const;
   Socket checkout();
   void checkin(Socket conn);
   Reply request(uint8_t op, const std::string& key, const std::string& value, Deadline deadline);

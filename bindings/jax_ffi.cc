@@ -1,0 +1,301 @@
+// XLA FFI handlers for ringcc.jax: each JAX collective lowers to a custom
+// call whose handler, run by XLA on one of its threads, hands the device
+// buffers (host memory on the CPU platform) straight to the core. No Python,
+// no GIL, no copy through NumPy.
+//
+// Every handler takes and returns an XLA token besides its data: ringcc.jax
+// threads that token through every ringcc collective of a computation (and,
+// through JAX's ordered effects, from one computation to the next), so XLA
+// runs them one after another, in program order, on every rank.
+//
+// Built only when CMake found the XLA FFI headers (jaxlib's include dir,
+// jax.ffi.include_dir()): RINGCC_WITH_JAX_FFI. Without them bind_jax_ffi()
+// registers a jax_ffi_targets() that returns an empty dict.
+#include <pybind11/pybind11.h>
+
+#ifdef RINGCC_WITH_JAX_FFI
+
+#include <cstdint>
+#include <exception>
+#include <string>
+
+#include "bindings/global_communicator.h"
+#include "core/collective_args.h"
+#include "core/communicator.h"
+#include "core/error.h"
+#include "xla/ffi/api/c_api.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+using ringcc::CollectiveArgs;
+using ringcc::CollectiveKind;
+using ringcc::ErrorKind;
+
+namespace {
+
+// The Python class a core error becomes in ringcc (named in the message,
+// since XLA reports every handler error as its own exception type).
+const char* error_class(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kInvalidArgument: return "ringcc.InvalidArgumentError";
+    case ErrorKind::kUnsupportedType: return "ringcc.UnsupportedTypeError";
+    case ErrorKind::kMismatch: return "ringcc.MismatchError";
+    case ErrorKind::kPeerFailure: return "ringcc.PeerFailureError";
+    case ErrorKind::kTimeout: return "ringcc.TimeoutError";
+    case ErrorKind::kNotInitialized: return "ringcc.NotInitializedError";
+    case ErrorKind::kInternal: return "ringcc.InternalError";
+  }
+  return "ringcc.RingccError";
+}
+
+ffi::ErrorCode error_code(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kInvalidArgument:
+    case ErrorKind::kUnsupportedType:
+    case ErrorKind::kMismatch: return ffi::ErrorCode::kInvalidArgument;
+    case ErrorKind::kPeerFailure: return ffi::ErrorCode::kAborted;
+    case ErrorKind::kTimeout: return ffi::ErrorCode::kDeadlineExceeded;
+    case ErrorKind::kNotInitialized: return ffi::ErrorCode::kFailedPrecondition;
+    case ErrorKind::kInternal: return ffi::ErrorCode::kInternal;
+  }
+  return ffi::ErrorCode::kInternal;
+}
+
+ffi::Error to_ffi_error(const ringcc::Error& e) {
+  return ffi::Error(error_code(e.kind()), std::string(error_class(e.kind())) + ": " + e.what());
+}
+
+// The core's dtype for an XLA element type; false when the core has none.
+bool core_dtype(ffi::DataType t, ringcc::DataType* out) {
+  switch (t) {
+    case ffi::DataType::F16: *out = ringcc::DataType::kFloat16; return true;
+    case ffi::DataType::BF16: *out = ringcc::DataType::kBFloat16; return true;
+    case ffi::DataType::F32: *out = ringcc::DataType::kFloat32; return true;
+    case ffi::DataType::F64: *out = ringcc::DataType::kFloat64; return true;
+    case ffi::DataType::S8: *out = ringcc::DataType::kInt8; return true;
+    case ffi::DataType::U8: *out = ringcc::DataType::kUInt8; return true;
+    case ffi::DataType::S32: *out = ringcc::DataType::kInt32; return true;
+    case ffi::DataType::S64: *out = ringcc::DataType::kInt64; return true;
+    default: return false;
+  }
+}
+
+// Elements per row along the first dimension (1 for a scalar).
+int64_t row_elems(const ffi::AnyBuffer& b) {
+  auto dims = b.dimensions();
+  int64_t n = 1;
+  for (size_t i = 1; i < dims.size(); ++i) n *= dims[i];
+  return n;
+}
+
+// Runs args on the communicator of ringcc.init(), on this (XLA) thread; the
+// communicator's ticket keeps it in issue order with any other caller.
+ffi::Error run(CollectiveArgs& args) {
+  try {
+    ringcc_py::global_communicator().run(args);
+  } catch (const ringcc::Error& e) {
+    return to_ffi_error(e);
+  } catch (const std::exception& e) {
+    return ffi::Error::Internal(std::string("ringcc: ") + e.what());
+  } catch (...) {
+    return ffi::Error::Internal("ringcc: unknown error in a collective");
+  }
+  return ffi::Error::Success();
+}
+
+// A collective this rank cannot start (checked here as a last resort; the
+// Python side checks the same at trace time): take part anyway with the
+// reason, so that the peers fail at once instead of waiting for us.
+ffi::Error fail_locally(CollectiveKind kind, const std::string& why) {
+  CollectiveArgs failed;
+  failed.kind = CollectiveKind::kLocalError;
+  failed.failed_kind = kind;
+  failed.local_error = why;
+  ffi::Error peers = run(failed);
+  (void)peers;
+  return ffi::Error(ffi::ErrorCode::kInvalidArgument,
+                    std::string("ringcc.InvalidArgumentError: ") + ringcc::collective_name(kind) +
+                        ": " + why);
+}
+
+// Fills the input side of args from x; on failure returns the reason.
+std::string fill_input(CollectiveArgs& a, const ffi::AnyBuffer& x) {
+  if (!core_dtype(x.element_type(), &a.dtype)) {
+    return "unsupported element type (XLA dtype " + std::to_string(static_cast<int>(x.element_type())) +
+           "); use float16, bfloat16, float32, float64, int8, uint8, int32 or int64";
+  }
+  a.in = x.untyped_data();
+  a.count = static_cast<int64_t>(x.element_count());
+  a.row_elems = row_elems(x);
+  return "";
+}
+
+void fill_output(CollectiveArgs& a, ffi::Result<ffi::AnyBuffer>& y) {
+  a.out = y->untyped_data();
+  a.out_count = static_cast<int64_t>(y->element_count());
+}
+
+ffi::Error check_result(CollectiveArgs& a, const char* what) {
+  if (a.result_count != a.out_count) {
+    return ffi::Error::Internal(std::string("ringcc: ") + what + " produced " +
+                                std::to_string(a.result_count) + " elements for an output of " +
+                                std::to_string(a.out_count));
+  }
+  return ffi::Error::Success();
+}
+
+ffi::Error AllreduceImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
+                         ffi::Result<ffi::Token>, int64_t op, double prescale, double postscale) {
+  CollectiveArgs a;
+  a.kind = CollectiveKind::kAllreduce;
+  std::string why = fill_input(a, x);
+  if (!why.empty()) return fail_locally(a.kind, why);
+  a.op = static_cast<ringcc::ReduceOp>(op);
+  a.prescale = prescale;
+  a.postscale = postscale;
+  fill_output(a, y);  // equal to a.in when XLA aliased the two (donation)
+  return run(a);
+}
+
+ffi::Error BroadcastImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
+                         ffi::Result<ffi::Token>, int64_t root) {
+  CollectiveArgs a;
+  a.kind = CollectiveKind::kBroadcast;
+  std::string why = fill_input(a, x);
+  if (!why.empty()) return fail_locally(a.kind, why);
+  a.root = static_cast<int>(root);
+  fill_output(a, y);
+  return run(a);
+}
+
+ffi::Error AllgatherImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
+                         ffi::Result<ffi::Token>) {
+  CollectiveArgs a;
+  a.kind = CollectiveKind::kAllgather;
+  std::string why = fill_input(a, x);
+  if (!why.empty()) return fail_locally(a.kind, why);
+  fill_output(a, y);  // the core checks that every rank's rows add up to it
+  ffi::Error e = run(a);
+  return e.failure() ? e : check_result(a, "allgather");
+}
+
+ffi::Error ReduceScatterImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
+                             ffi::Result<ffi::Token>, int64_t op, double prescale,
+                             double postscale) {
+  CollectiveArgs a;
+  a.kind = CollectiveKind::kReduceScatter;
+  std::string why = fill_input(a, x);
+  if (!why.empty()) return fail_locally(a.kind, why);
+  a.op = static_cast<ringcc::ReduceOp>(op);
+  a.prescale = prescale;
+  a.postscale = postscale;
+  fill_output(a, y);  // this rank's block: the core checks its size
+  return run(a);
+}
+
+ffi::Error AlltoallImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
+                        ffi::Result<ffi::Token>, int64_t nranks) {
+  CollectiveArgs a;
+  a.kind = CollectiveKind::kAlltoall;
+  std::string why = fill_input(a, x);
+  if (!why.empty()) return fail_locally(a.kind, why);
+  const int64_t rows = a.count / a.row_elems;
+  if (nranks < 1 || rows % nranks != 0) {
+    return fail_locally(a.kind, "the first dimension (" + std::to_string(rows) +
+                                    ") does not divide evenly over " + std::to_string(nranks) +
+                                    " ranks");
+  }
+  // Equal splits: rows / n rows to each rank (the core checks n == size).
+  a.send_counts.assign(static_cast<size_t>(nranks), rows / nranks * a.row_elems);
+  fill_output(a, y);
+  ffi::Error e = run(a);
+  return e.failure() ? e : check_result(a, "alltoall");
+}
+
+ffi::Error BarrierImpl(ffi::Token, ffi::Result<ffi::Token>) {
+  CollectiveArgs a;
+  a.kind = CollectiveKind::kBarrier;
+  return run(a);
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER(kRingccAllreduce, AllreduceImpl,
+                       ffi::Ffi::Bind()
+                           .Arg<ffi::AnyBuffer>()
+                           .Arg<ffi::Token>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Ret<ffi::Token>()
+                           .Attr<int64_t>("op")
+                           .Attr<double>("prescale")
+                           .Attr<double>("postscale"));
+
+XLA_FFI_DEFINE_HANDLER(kRingccBroadcast, BroadcastImpl,
+                       ffi::Ffi::Bind()
+                           .Arg<ffi::AnyBuffer>()
+                           .Arg<ffi::Token>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Ret<ffi::Token>()
+                           .Attr<int64_t>("root"));
+
+XLA_FFI_DEFINE_HANDLER(kRingccAllgather, AllgatherImpl,
+                       ffi::Ffi::Bind()
+                           .Arg<ffi::AnyBuffer>()
+                           .Arg<ffi::Token>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Ret<ffi::Token>());
+
+XLA_FFI_DEFINE_HANDLER(kRingccReduceScatter, ReduceScatterImpl,
+                       ffi::Ffi::Bind()
+                           .Arg<ffi::AnyBuffer>()
+                           .Arg<ffi::Token>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Ret<ffi::Token>()
+                           .Attr<int64_t>("op")
+                           .Attr<double>("prescale")
+                           .Attr<double>("postscale"));
+
+XLA_FFI_DEFINE_HANDLER(kRingccAlltoall, AlltoallImpl,
+                       ffi::Ffi::Bind()
+                           .Arg<ffi::AnyBuffer>()
+                           .Arg<ffi::Token>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Ret<ffi::Token>()
+                           .Attr<int64_t>("nranks"));
+
+XLA_FFI_DEFINE_HANDLER(kRingccBarrier, BarrierImpl,
+                       ffi::Ffi::Bind().Arg<ffi::Token>().Ret<ffi::Token>());
+
+namespace py = pybind11;
+
+void bind_jax_ffi(py::module_& m) {
+  m.def("jax_ffi_targets", [] {
+    py::dict d;
+    auto add = [&d](const char* name, XLA_FFI_Handler* fn) {
+      d[name] = py::capsule(reinterpret_cast<void*>(fn));
+    };
+    add("ringcc_allreduce", kRingccAllreduce);
+    add("ringcc_broadcast", kRingccBroadcast);
+    add("ringcc_allgather", kRingccAllgather);
+    add("ringcc_reduce_scatter", kRingccReduceScatter);
+    add("ringcc_alltoall", kRingccAlltoall);
+    add("ringcc_barrier", kRingccBarrier);
+    return d;
+  }, "XLA FFI handlers of ringcc.jax's collectives (CPU platform): name -> PyCapsule.");
+  m.def("jax_ffi_api_version", [] {
+    return py::make_tuple(XLA_FFI_API_MAJOR, XLA_FFI_API_MINOR);
+  }, "The XLA FFI API version (major, minor) of the headers the handlers were built with.");
+}
+
+#else  // !RINGCC_WITH_JAX_FFI
+
+namespace py = pybind11;
+
+void bind_jax_ffi(py::module_& m) {
+  m.def("jax_ffi_targets", [] { return py::dict(); },
+        "Empty: this build of ringcc has no XLA FFI handlers (built without jaxlib's headers).");
+  m.def("jax_ffi_api_version", [] { return py::none(); },
+        "None: this build of ringcc has no XLA FFI handlers.");
+}
+
+#endif  // RINGCC_WITH_JAX_FFI

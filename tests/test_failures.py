@@ -1,0 +1,236 @@
+"""Failures: a rank killed in the middle of an allreduce, a rank that never
+joins a barrier, and strangers connecting to a running job's ports. Each is
+its own small job (tests/rank_failures.py) with a short RINGCC_TIMEOUT_S and
+a hard time limit."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import socket
+import struct
+import time
+from pathlib import Path
+
+import pytest
+
+FAILURE_TIMEOUT_S = 10  # RINGCC_TIMEOUT_S of these jobs
+JOB_LIMIT_S = 90  # ringrun --timeout; the hard limit adds a margin
+HARD_LIMIT_S = JOB_LIMIT_S + 30
+RANK_NAMED = re.compile(r"\brank \d+\b")
+
+
+def transport_env(transport: str) -> dict:
+    return {"RINGCC_TRANSPORT": "tcp"} if transport == "tcp" else {}
+
+
+def failure_job(ranks, num_ranks, out_dir: Path, args, env, launcher_options=()):
+    command = ranks.command(num_ranks, [str(ranks.tests_dir / "rank_failures.py"), *args, "--out", str(out_dir)],
+                            ["--timeout", str(JOB_LIMIT_S), *launcher_options])
+    return command, ranks.environment({"RINGCC_TIMEOUT_S": str(FAILURE_TIMEOUT_S), **env})
+
+
+def read_outcome(out_dir: Path, rank: int, completed) -> dict:
+    path = out_dir / f"outcome{rank}.json"
+    if not path.exists():
+        pytest.fail(f"rank {rank} reported no outcome\n{completed.describe()}", pytrace=False)
+    return json.loads(path.read_text())
+
+
+# --------------------------------------------------------------------------
+# A rank dies
+
+
+@pytest.mark.parametrize("transport,victim", [("shm", 1), ("tcp", 1), ("shm", 0), ("tcp", 0)],
+                         ids=["shm-victim1", "tcp-victim1", "shm-victim0-store-host", "tcp-victim0-store-host"])
+def test_killed_rank_fails_the_others_quickly(ranks, transport, victim):
+    out_dir = ranks.scratch_dir(f"kill-{transport}-{victim}")
+    command, env = failure_job(ranks, 3, out_dir, ["kill", "--victim", str(victim)], transport_env(transport),
+                               launcher_options=["--grace-period", "30"])
+    completed = ranks.run(command, env, HARD_LIMIT_S)
+    assert completed.returncode not in (0, None), f"ringrun should report the killed rank\n{completed.describe()}"
+    killed_path = out_dir / "killed.json"
+    assert killed_path.exists(), f"the victim never killed itself\n{completed.describe()}"
+    killed_at = json.loads(killed_path.read_text())["time"]
+    for rank in (r for r in range(3) if r != victim):
+        outcome = read_outcome(out_dir, rank, completed)
+        context = f"rank {rank}: {outcome}\n{completed.describe()}"
+        assert outcome["class"] in ("PeerFailureError", "TimeoutError"), context
+        assert RANK_NAMED.search(outcome["message"]), f"the error should name a rank; {context}"
+        delay = outcome["time"] - killed_at
+        assert delay < 10, f"the error came {delay:.1f} s after the kill; {context}"
+        assert outcome["wrong_results"] == 0, context
+        assert f"OUTCOME {{\"rank\": {rank}" in completed.stdout, f"rank {rank}'s report is not in ringrun's output"
+
+
+# --------------------------------------------------------------------------
+# A rank does not turn up
+
+
+@pytest.fixture(scope="module", params=["shm", "tcp"])
+def late_rank_job(request, ranks):
+    """Rank 1 arrives 5 s late at a barrier, with RINGCC_TIMEOUT_S=2."""
+    transport = request.param
+    out_dir = ranks.scratch_dir(f"timeout-{transport}")
+    command, env = failure_job(ranks, 2, out_dir, ["timeout", "--timeout-s", "2", "--sleep-s", "5"],
+                               transport_env(transport))
+    completed = ranks.run(command, env, HARD_LIMIT_S)
+    assert completed.returncode is not None, completed.describe()
+    return out_dir, completed
+
+
+def test_barrier_times_out_after_ringcc_timeout_s(late_rank_job):
+    out_dir, completed = late_rank_job
+    waiting = read_outcome(out_dir, 0, completed)
+    context = f"rank 0: {waiting}\n{completed.describe()}"
+    assert waiting["class"] == "TimeoutError", context
+    assert waiting["is_builtin_timeout"], "ringcc.TimeoutError should be a TimeoutError"
+    assert "RINGCC_TIMEOUT_S" in waiting["message"], context
+    assert 1.8 <= waiting["seconds"] <= 4.5, f"timed out after {waiting['seconds']:.2f} s; {context}"
+
+
+def test_late_rank_gets_peer_failure_not_stale_data(late_rank_job):
+    out_dir, completed = late_rank_job
+    late = read_outcome(out_dir, 1, completed)
+    context = f"rank 1 (late): {late}\n{completed.describe()}"
+    # Rank 0 arrived at the barrier before giving up, so the late barrier may
+    # still complete; the allreduce after it cannot, and must say why.
+    first_allreduce = late["later_allreduces"][0]
+    assert late["class"] == "PeerFailureError" or first_allreduce.get("class") == "PeerFailureError", \
+        f"the late rank should get PeerFailureError by its first allreduce; {context}"
+    wrong = [r for r in late["later_allreduces"] if "result" in r and r["result"] != r["expected"]]
+    assert not wrong, f"allreduces after the peer aborted returned wrong results: {wrong}; {context}"
+
+
+# --------------------------------------------------------------------------
+# Strangers connect to the job's ports
+
+WRONG_SECRET = b"this is not the job's secret"
+GARBAGE = b"GET / HTTP/1.1\r\nHost: ringcc\r\n\r\n" + bytes(range(64))
+
+
+def recv_exact(sock: socket.socket, count: int) -> bytes:
+    data = b""
+    while len(data) < count:
+        chunk = sock.recv(count - len(data))
+        if not chunk:
+            raise AssertionError(f"the connection closed after {len(data)} of {count} bytes")
+        data += chunk
+    return data
+
+
+def recv_until_closed(sock: socket.socket, limit: int = 1 << 16) -> bytes:
+    data = b""
+    while len(data) < limit:
+        try:
+            chunk = sock.recv(4096)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def connect(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.settimeout(10)
+    return sock
+
+
+def store_garbage(port: int) -> None:
+    with connect(port) as sock:
+        sock.sendall(GARBAGE)
+        rest = recv_until_closed(sock)
+    assert rest.startswith(b"RCST"), f"store greeting: {rest[:8]!r}"
+
+
+def store_wrong_secret(port: int) -> None:
+    """The store's handshake (tcp_store.h) answered with an HMAC under the wrong secret."""
+    with connect(port) as sock:
+        greeting = recv_exact(sock, 6)
+        assert greeting[:4] == b"RCST" and greeting[5] == 1, f"store greeting {greeting!r}"
+        nonce = recv_exact(sock, 32)
+        sock.sendall(hmac.new(WRONG_SECRET, b"ringcc-store" + nonce, hashlib.sha256).digest())
+        verdict = recv_until_closed(sock)
+    assert verdict == b"\x00", f"the store should refuse (0) and close, it sent {verdict!r}"
+
+
+def data_garbage(port: int) -> None:
+    with connect(port) as sock:
+        greeting = recv_exact(sock, 40)
+        assert greeting[:4] == b"RCC1", f"data port greeting {greeting[:4]!r}"
+        sock.sendall(GARBAGE)
+        assert recv_until_closed(sock) == b"", "a rank answered garbage"
+
+
+def data_wrong_secret(port: int, size: int) -> None:
+    """The link handshake (tcp_transport.cc), claiming a real rank, with a proof under the wrong secret."""
+    with connect(port) as sock:
+        greeting = recv_exact(sock, 40)
+        assert greeting[:4] == b"RCC1", f"data port greeting {greeting[:4]!r}"
+        nonce = greeting[4:36]
+        (acceptor,) = struct.unpack("<i", greeting[36:40])
+        assert 0 <= acceptor < size
+        claimed = (acceptor + 1) % size
+        proof = hmac.new(WRONG_SECRET, b"ringcc-link" + nonce + struct.pack("<iii", acceptor, claimed, 0),
+                         hashlib.sha256).digest()
+        sock.sendall(b"RCC1" + struct.pack("<ii", claimed, 0) + proof)
+        assert recv_until_closed(sock) == b"", "a rank accepted a link proven with the wrong secret"
+
+
+def data_silent(port: int) -> None:
+    with connect(port) as sock:
+        recv_exact(sock, 40)
+
+
+def wait_for_files(paths, process, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not all(p.exists() for p in paths):
+        if process.poll() is not None or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
+
+
+def test_strangers_are_refused_and_the_job_goes_on(ranks):
+    out_dir = ranks.scratch_dir("stranger")
+    command, env = failure_job(ranks, 2, out_dir, ["stranger"], {"RINGCC_TRANSPORT": "tcp"})
+    stdout_path, stderr_path = out_dir / "stdout.txt", out_dir / "stderr.txt"
+    started = time.monotonic()
+    process = ranks.start(command, env, stdout_path, stderr_path)
+    try:
+        port_files = [out_dir / f"ports{rank}.json" for rank in range(2)]
+        wait_for_files(port_files, process, 60)
+        if not all(p.exists() for p in port_files):
+            raise AssertionError("the ranks did not report their ports")
+        ports = [json.loads(p.read_text()) for p in port_files]
+        store_port = ports[0]["store_port"]
+        data_ports = ports[0]["data_ports"] + ports[1]["data_ports"]
+        assert ports[0]["transport"] == "tcp", ports
+        assert ports[0]["data_ports"] and ports[1]["data_ports"], f"a rank listens on no data port: {ports}"
+
+        store_garbage(store_port)
+        store_wrong_secret(store_port)
+        for port in data_ports:
+            data_garbage(port)
+            data_wrong_secret(port, 2)
+            data_silent(port)
+        expected_refusals = 2 + 3 * len(data_ports)
+    finally:
+        (out_dir / "stop").touch()
+        completed = ranks.finish(process, command, stdout_path, stderr_path, HARD_LIMIT_S, started)
+
+    assert completed.returncode == 0, completed.describe()
+    for rank in range(2):
+        outcome = read_outcome(out_dir, rank, completed)
+        context = f"rank {rank}: {outcome}\n{completed.describe()}"
+        assert outcome["errors"] == [] and outcome["wrong_results"] == 0, context
+        assert outcome["iterations"] > 0 and outcome["stopped_by_test"], context
+    refusals = [line for line in completed.stderr.splitlines() if "refused a connection" in line]
+    assert len(refusals) >= expected_refusals, \
+        f"expected {expected_refusals} refusals in the ranks' stderr, found {len(refusals)}\n{completed.describe()}"
+    assert any("authentication failed" in line and "rank 0]" in line for line in refusals), completed.describe()
+    assert any("wrong job secret" in line for line in refusals), completed.describe()
+    assert any("bad greeting" in line for line in refusals), completed.describe()
