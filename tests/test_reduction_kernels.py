@@ -173,13 +173,26 @@ def all_bit_patterns(dtype):
 
 @pytest.mark.parametrize("name", ["float16", "bfloat16"])
 def test_every_16bit_pattern_round_trips_like_numpy(name):
-    """x * 1.0 through float32 and back: NaNs come out quieted (as NumPy's
-    float32 multiply does), everything else unchanged, NaN payloads included."""
+    """x * -1.0 through float32 and back: NaNs come out quieted (as NumPy's
+    float32 multiply does), everything else exact, NaN payloads included."""
     dtype = dtype_of(name)
     x = all_bit_patterns(dtype)
-    want = reference_scale(x, 1.0)
-    _core._scale_inplace(x, 1.0)
+    want = reference_scale(x, -1.0)
+    _core._scale_inplace(x, -1.0)
     np.testing.assert_array_equal(x.view(np.uint16), want.view(np.uint16))
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "int64"])
+def test_scaling_by_one_leaves_every_bit_unchanged(name):
+    """A factor of 1.0 is an exact copy: signalling NaNs and int64 values
+    beyond 2**53 survive it."""
+    if name == "int64":
+        x = np.array([2**62 + 1, -(2**62) - 3, 7], np.int64)
+    else:
+        x = all_bit_patterns(dtype_of(name))
+    want = x.copy()
+    _core._scale_inplace(x, 1.0)
+    np.testing.assert_array_equal(x.view(np.uint8), want.view(np.uint8))
 
 
 @pytest.mark.parametrize("name", ["float16", "bfloat16"])
