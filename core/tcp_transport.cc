@@ -140,6 +140,15 @@ class TcpRequest : public Request {
     if (!fds.empty()) ::poll(fds.data(), fds.size(), timeout_ms);
   }
 
+  bool add_pollfds(std::vector<pollfd>* fds) override {
+    for (size_t k = 0; k < pieces_.size(); ++k) {
+      if (pieces_[k]->done) continue;
+      fds->push_back({link_->sockets[sockets_[k]].fd(),
+                      static_cast<short>(is_send_ ? POLLOUT : POLLIN), 0});
+    }
+    return true;
+  }
+
   int peer() const override { return link_->peer; }
 
  private:

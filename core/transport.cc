@@ -38,6 +38,7 @@ template <typename Done>
 void drive(std::vector<Request*> all, Deadline deadline, const char* what, Done done) {
   auto spin_until = Clock::now() + spin_budget();
   int idle_rounds = 0;
+  std::vector<pollfd> fds;
   for (;;) {
     bool advanced = false;
     for (size_t i = 0; i < all.size();) {
@@ -61,9 +62,17 @@ void drive(std::vector<Request*> all, Deadline deadline, const char* what, Done 
       sched_yield();
       continue;
     }
-    // Block on the first pending request; with several pending, keep the
-    // slice short so the others are polled too.
+    // Sleep until any pending request can move: on all their descriptors
+    // at once when they have some, else on the first one in short slices
+    // so the others are polled too.
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+    fds.clear();
+    bool pollable = true;
+    for (Request* r : all) pollable = pollable && r->add_pollfds(&fds);
+    if (pollable && !fds.empty()) {
+      ::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(100, left))));
+      continue;
+    }
     int slice = all.size() > 1 ? 1 : 100;
     all.front()->block(static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(slice, left))));
   }

@@ -10,6 +10,8 @@
 // raises Error(kInvalidArgument) from isend/irecv.
 #pragma once
 
+#include <poll.h>
+
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -39,6 +41,10 @@ class Request {
   // Blocks for at most timeout_ms until progress() may advance (data or
   // space arrived). Also the place to notice a vanished peer.
   virtual void block(int timeout_ms) = 0;
+  // Adds the descriptors whose readiness would let progress() advance;
+  // returns false for requests that cannot be waited on through poll(2).
+  // Lets a waiter sleep on several requests at once.
+  virtual bool add_pollfds(std::vector<pollfd>* fds) { return false; }
   // The peer this request talks to (for messages).
   virtual int peer() const = 0;
 };
