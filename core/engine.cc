@@ -171,7 +171,9 @@ void Engine::loop() {
       // Pace the cycles; after a long idle stretch, cycle slowly until
       // this rank has work again (a peer's work wakes us at our next
       // cycle at the latest).
-      const double ms = idle_cycles_ > kIdleCyclesBeforeBackoff ? kIdleCycleMs : opt_.cycle_time_ms;
+      const double ms = idle_cycles_ > kIdleCyclesBeforeBackoff
+                            ? std::max(kIdleCycleMs, opt_.cycle_time_ms)
+                            : opt_.cycle_time_ms;
       next += std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
       const auto now = std::chrono::steady_clock::now();
       if (next < now) next = now;
@@ -204,7 +206,7 @@ void Engine::fail_all(const std::string& why, ErrorKind kind) {
   if (join_work) join_work->finish(error);
 }
 
-void Engine::take_incoming(std::string* announce) {
+void Engine::take_incoming() {
   std::deque<std::pair<std::string, std::shared_ptr<Work>>> incoming;
   std::vector<std::vector<int64_t>> shapes;
   {
@@ -213,8 +215,6 @@ void Engine::take_incoming(std::string* announce) {
     shapes.swap(incoming_shapes_);
     if (join_work_ && !joined_) joined_ = true;
   }
-  uint32_t count = 0;
-  std::string body;
   const int64_t now = Timeline::now_us();
   for (size_t i = 0; i < incoming.size(); ++i) {
     auto& [name, work] = incoming[i];
@@ -239,19 +239,12 @@ void Engine::take_incoming(std::string* announce) {
     auto cached = cache_index_.find(name);
     if (cached != cache_index_.end() && *cache_metas_[static_cast<size_t>(cached->second)] == entry->meta) {
       entry->cache_bit = cached->second;
-    } else {
-      entry->announced = true;
-      put_string(&body, name);
-      entry->meta.serialize(&body);
-      ++count;
     }
     local_.emplace(name, std::move(entry));
   }
-  put_u32(announce, count);
-  announce->append(body);
 }
 
-std::string Engine::build_message(const std::string& announce) {
+std::string Engine::build_message() {
   std::string msg;
   uint8_t flags = 0;
   if (joined_) flags |= kFlagJoined;
@@ -260,13 +253,24 @@ std::string Engine::build_message(const std::string& announce) {
     if (shutdown_requested_) flags |= kFlagShutdown;
   }
   msg.push_back(static_cast<char>(flags));
+  // Cached names: one bit each. Others: in full, once.
   std::string bits((cache_names_.size() + 7) / 8, '\0');
-  for (const auto& entry : local_) {
-    const int b = entry.second->cache_bit;
-    if (b >= 0) bits[static_cast<size_t>(b / 8)] |= static_cast<char>(1 << (b % 8));
+  std::string announced;
+  uint32_t count = 0;
+  for (auto& [name, entry] : local_) {
+    const int b = entry->cache_bit;
+    if (b >= 0) {
+      bits[static_cast<size_t>(b / 8)] |= static_cast<char>(1 << (b % 8));
+    } else if (!entry->announced) {
+      entry->announced = true;
+      put_string(&announced, name);
+      entry->meta.serialize(&announced);
+      ++count;
+    }
   }
   put_string(&msg, bits);
-  msg.append(announce);
+  put_u32(&msg, count);
+  msg.append(announced);
   put_u32(&msg, static_cast<uint32_t>(pending_aborts_.size()));
   for (const auto& name : pending_aborts_) put_string(&msg, name);
   pending_aborts_.clear();
@@ -328,9 +332,8 @@ std::vector<int> Engine::missing_ranks(const TableEntry& e) const {
 
 void Engine::cycle() {
   const auto start = std::chrono::steady_clock::now();
-  std::string announce;
-  take_incoming(&announce);
-  const std::string msg = build_message(announce);
+  take_incoming();
+  const std::string msg = build_message();
 
   // Everyone's message to everyone.
   std::vector<uint8_t> gathered;
@@ -383,7 +386,11 @@ void Engine::cycle() {
   // Ready on every rank (joined ranks count as ready), in table order.
   std::vector<std::pair<uint64_t, std::string>> ready;
   for (const auto& [name, e] : table_) {
-    if (missing_ranks(*e).empty()) ready.emplace_back(e->seq, name);
+    bool everyone = true;
+    for (int r = 0; r < size_ && everyone; ++r) {
+      everyone = e->submitted[static_cast<size_t>(r)] || was_joined_[static_cast<size_t>(r)];
+    }
+    if (everyone) ready.emplace_back(e->seq, name);
   }
   std::sort(ready.begin(), ready.end());
   std::vector<std::string> ready_names;
@@ -465,16 +472,48 @@ bool Engine::agree(const std::string& name, const TableEntry& e, std::string* wh
 // Puts a tensor that ran into the response cache (the same decision on
 // every rank), so that its next round is announced by one bit.
 void Engine::remember(const std::string& name, const TableEntry& e) {
-  if (cache_index_.count(name) || static_cast<int>(cache_names_.size()) >= opt_.cache_capacity) {
+  const uint64_t stamp = ++cache_clock_;
+  auto known = cache_index_.find(name);
+  if (known != cache_index_.end()) {
+    cache_used_[static_cast<size_t>(known->second)] = stamp;
     return;
   }
-  for (int r = 0; r < size_; ++r) {
-    if (!e.submitted[static_cast<size_t>(r)]) continue;
-    cache_index_[name] = static_cast<int>(cache_names_.size());
+  if (opt_.cache_capacity <= 0) return;
+  std::shared_ptr<const TensorMeta> meta;
+  for (int r = 0; r < size_ && !meta; ++r) {
+    if (e.submitted[static_cast<size_t>(r)]) meta = e.metas[static_cast<size_t>(r)];
+  }
+  size_t bit = cache_names_.size();
+  if (static_cast<int>(bit) >= opt_.cache_capacity) {
+    // Full: evict the least recently used name that no rank is waiting on
+    // (the same choice on every rank, as the inputs are the same).
+    bool found = false;
+    for (size_t b = 0; b < cache_names_.size(); ++b) {
+      if (table_.count(cache_names_[b])) continue;
+      if (!found || cache_used_[b] < cache_used_[bit]) {
+        bit = b;
+        found = true;
+      }
+    }
+    if (!found) return;
+    cache_index_.erase(cache_names_[bit]);
+    // A local tensor still announced through the evicted bit is announced
+    // in full from the next cycle on.
+    for (auto& [local_name, entry] : local_) {
+      if (entry->cache_bit == static_cast<int>(bit)) {
+        entry->cache_bit = -1;
+        entry->announced = false;
+      }
+    }
+    cache_names_[bit] = name;
+    cache_metas_[bit] = meta;
+    cache_used_[bit] = stamp;
+  } else {
     cache_names_.push_back(name);
-    cache_metas_.push_back(e.metas[static_cast<size_t>(r)]);
-    return;
+    cache_metas_.push_back(meta);
+    cache_used_.push_back(stamp);
   }
+  cache_index_[name] = static_cast<int>(bit);
 }
 
 void Engine::run_ready(std::vector<std::string>& names) {

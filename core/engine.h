@@ -86,8 +86,8 @@ class Engine {
 
   void loop();
   void cycle();
-  void take_incoming(std::string* announce);
-  std::string build_message(const std::string& announce);
+  void take_incoming();
+  std::string build_message();
   void apply_messages(const std::vector<std::string>& messages, std::vector<bool>* joined,
                       std::vector<std::string>* aborts, bool* all_shutdown, bool* any_new);
   void run_ready(std::vector<std::string>& ready_names);
@@ -120,6 +120,8 @@ class Engine {
   std::vector<std::string> cache_names_;                 // identical
   std::vector<std::shared_ptr<const TensorMeta>> cache_metas_;  // identical
   std::unordered_map<std::string, int> cache_index_;     // identical
+  std::vector<uint64_t> cache_used_;                     // identical: last use, for LRU
+  uint64_t cache_clock_ = 0;                             // identical
   std::unordered_map<std::string, std::unique_ptr<TableEntry>> table_;  // identical
   uint64_t table_seq_ = 0;                               // identical
   std::vector<bool> was_joined_;                         // identical

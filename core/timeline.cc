@@ -41,8 +41,8 @@ int64_t Timeline::now_us() {
 }
 
 void Timeline::start(const std::string& path) {
+  stop();  // a timeline being written is closed as a complete file first
   std::lock_guard<std::mutex> lock(mu_);
-  if (file_) std::fclose(file_);
   file_ = std::fopen(path.c_str(), "w");
   if (!file_) {
     raise(ErrorKind::kInvalidArgument, "cannot write the timeline to ", path, ": ",

@@ -1,0 +1,1009 @@
+"""The background engine's cases (named collectives), run inside one group of ranks:
+
+    ringrun -np N python tests/rank_engine_cases.py --out DIR [--tags stall] [--cases PATTERNS]
+
+Every rank enqueues the same names in an order of its own; the engine must
+match them by name, fuse what it can and give every rank the result NumPy
+computes. Cases read the engine's settings from the environment the group
+was started with (RINGCC_* first, then Horovod's names), so that one case
+checks what it should in every group. Some cases record figures with
+ctx.note("key=value") for tests/test_engine.py to compare across groups.
+Cases tagged "stall" need a group started with short stall times.
+
+Case order matters for one thing: the response cache keeps the first
+RINGCC_CACHE_CAPACITY names it sees, so "cache/reused-names" comes first,
+before other cases fill it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from rank_cases import block, check_reduction, dtype_of, make_input, scale_kwargs, value_kind
+from rank_harness import CaseList, Skip, check_equal, expect, expect_error, fail, run_cases
+
+ringcc = None  # imported by main(), so that pytest can read CASES without the compiled core
+
+CASES = CaseList()
+
+# How long a case waits for one handle before it records a failure.
+WAIT_S = 30.0
+# Ranks must learn that a named collective is wrong well before any timeout.
+MISMATCH_SECONDS = 5.0
+
+DTYPES = ["float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64"]
+OPS = ["Sum", "Average", "Min", "Max", "Product"]
+
+# The engine's defaults (core/engine.h).
+DEFAULT_FUSION_THRESHOLD = 64 << 20
+DEFAULT_CACHE_CAPACITY = 1024
+DEFAULT_CYCLE_TIME_MS = 1.0
+
+STATS_KEYS = ("cycles", "cached_cycles", "negotiation_us", "cached_negotiation_us", "cached_decide_us",
+              "cached_exchange_us", "fused_collectives", "tensors")
+
+
+# --------------------------------------------------------------------------
+# Helpers
+
+
+def setting(name: str, horovod_name: str, default: float) -> float:
+    """The engine setting the ranks were started with: RINGCC_*, else Horovod's, else the default."""
+    for variable in (name, horovod_name):
+        value = os.environ.get(variable, "").strip()
+        if value:
+            return float(value)
+    return float(default)
+
+
+def fusion_threshold() -> int:
+    return int(setting("RINGCC_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", DEFAULT_FUSION_THRESHOLD))
+
+
+def cache_capacity() -> int:
+    return int(setting("RINGCC_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", DEFAULT_CACHE_CAPACITY))
+
+
+def cycle_time_ms() -> float:
+    return setting("RINGCC_CYCLE_TIME_MS", "HOROVOD_CYCLE_TIME", DEFAULT_CYCLE_TIME_MS)
+
+
+def stall_check_s() -> float:
+    return setting("RINGCC_STALL_CHECK_S", "HOROVOD_STALL_CHECK_TIME_SECONDS", 60.0)
+
+
+def stall_shutdown_s() -> float:
+    return setting("RINGCC_STALL_SHUTDOWN_S", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", 0.0)
+
+
+def env_timeline() -> str:
+    return os.environ.get("RINGCC_TIMELINE") or os.environ.get("HOROVOD_TIMELINE") or ""
+
+
+def shuffled(ctx, n: int, salt: int = 0) -> list[int]:
+    """0..n-1 in an order of this rank's own (every rank a different one)."""
+    return [int(i) for i in ctx.rng(salt=1_000_003 + salt).permutation(n)]
+
+
+def finish(handle, what: str, timeout: float = WAIT_S):
+    """synchronize(handle), recording (not raising) an error; None when it failed."""
+    try:
+        return ringcc.synchronize(handle, timeout)
+    except ringcc.RingccError as error:
+        fail(f"{what}: {type(error).__name__}: {error}")
+        return None
+
+
+def stats() -> dict:
+    return ringcc.engine_stats()
+
+
+def grown(before: dict, after: dict, key: str):
+    return after[key] - before[key]
+
+
+def check_allreduced(got, inputs, op: str, what: str, pre: float = 1.0, post: float = 1.0) -> None:
+    if got is not None:
+        check_reduction(got, inputs, op, what, pre, post)
+
+
+def dtype_or_none(name: str):
+    try:
+        return dtype_of(name)
+    except Skip:
+        return None
+
+
+def read_timeline(path: str):
+    """The timeline file as a list of events, or None (recorded as a failure)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            events = json.load(file)
+    except (OSError, ValueError) as error:
+        fail(f"timeline {path} is not valid JSON: {error}")
+        return None
+    if not expect(isinstance(events, list), f"timeline {path}: expected a JSON array, got {type(events).__name__}"):
+        return None
+    return events
+
+
+def timeline_streams(events) -> dict[str, list[dict]]:
+    """{tensor name: its "X" events}, from the per-tensor "process_name" metadata."""
+    names: dict[int, str] = {}
+    for event in events:
+        if event.get("ph") == "M" and event.get("name") == "process_name":
+            pid = event.get("pid")
+            expect(pid not in names, f"timeline: two process_name events for pid {pid}")
+            names[pid] = event.get("args", {}).get("name")
+    seen = list(names.values())
+    expect(len(seen) == len(set(seen)), f"timeline: a tensor has more than one stream: {sorted(seen)}")
+    streams: dict[str, list[dict]] = {name: [] for name in names.values()}
+    for event in events:
+        if event.get("ph") != "X":
+            continue
+        pid = event.get("pid")
+        if not expect(pid in names, f"timeline: event {event} belongs to no tensor stream"):
+            continue
+        expect(isinstance(event.get("ts"), int) and isinstance(event.get("dur"), int) and event["dur"] >= 0,
+               f"timeline: event without a valid ts/dur: {event}")
+        streams[names[pid]].append(event)
+    return streams
+
+
+def fused_batches(streams: dict[str, list[dict]]) -> dict[tuple, list[str]]:
+    """{(fusion id, start): tensor names} of the ALLREDUCE events that ran fused (tensors > 1)."""
+    batches: dict[tuple, list[str]] = {}
+    for name, events in streams.items():
+        for event in events:
+            args = event.get("args", {})
+            if event["name"] == "ALLREDUCE" and args.get("tensors", 1) > 1:
+                batches.setdefault((args.get("fusion"), event["ts"]), []).append(name)
+    return batches
+
+
+# --------------------------------------------------------------------------
+# The response cache (first: the cache keeps the first names it sees)
+
+
+@CASES.case("cache/reused-names")
+def cache_reused_names(ctx):
+    """The same names every iteration: after the first, they go through the response cache."""
+    n = ctx.size
+    count = max(2, min(24, cache_capacity() // 2))
+    iterations = 30
+    before = stats()
+    for iteration in range(iterations):
+        values = [np.full(16, i * 10 + ctx.rank + iteration, dtype=np.float32) for i in range(count)]
+        handles = {}
+        for i in shuffled(ctx, count, salt=iteration):
+            handles[i] = ringcc.allreduce_async_(values[i], name=f"cache/grad.{i}")
+        for i in shuffled(ctx, count, salt=1000 + iteration):
+            got = finish(handles[i], f"iteration {iteration}, cache/grad.{i}")
+            want = np.full(16, n * (i * 10 + iteration) + n * (n - 1) // 2, dtype=np.float32)
+            if got is not None:
+                expect(got is values[i], "allreduce_async_ must return its argument")
+                check_equal(got, want, f"iteration {iteration}, cache/grad.{i}")
+    after = stats()
+    cached = grown(before, after, "cached_cycles")
+    ctx.note(f"cached_cycles=+{cached}")
+    expect(cached > 0, f"cached_cycles did not grow over {iterations} iterations of the same {count} names: "
+                       f"{before} -> {after}")
+    expect(grown(before, after, "tensors") == iterations * count,
+           f"tensors grew by {grown(before, after, 'tensors')}, expected {iterations * count}")
+    if cached > 0:
+        expect(after["cached_negotiation_us"] > 0, f"cached_negotiation_us is 0 after cache hits: {after}")
+        expect(after["cached_decide_us"] >= 0 and after["cached_exchange_us"] >= 0, f"negative parts: {after}")
+
+
+@CASES.case("cache/changed-description")
+def cache_changed_description(ctx):
+    """A cached name used with a new shape (the same on every rank) is negotiated again, not refused."""
+    n = ctx.size
+    for iteration, length in enumerate([8, 8, 13, 13, 8, 1, 8]):
+        x = np.arange(length, dtype=np.float64) + ctx.rank + iteration
+        got = finish(ringcc.allreduce_async(x, name="cache/changing"), f"length {length}")
+        want = n * (np.arange(length, dtype=np.float64) + iteration) + n * (n - 1) / 2
+        if got is not None:
+            check_equal(got, want, f"iteration {iteration} (length {length})")
+
+
+@CASES.case("cache/beyond-capacity")
+def cache_beyond_capacity(ctx):
+    """More names than the cache holds, reused: the ones past capacity keep working."""
+    n = ctx.size
+    count = min(cache_capacity() + 40, 3000)
+    for iteration in range(3):
+        values = [np.full(2, (i % 50) + ctx.rank + iteration, dtype=np.int32) for i in range(count)]
+        handles = {i: ringcc.allreduce_async_(values[i], name=f"overflow/{i}")
+                   for i in shuffled(ctx, count, salt=iteration)}
+        wrong = []
+        for i in range(count):
+            got = finish(handles[i], f"overflow/{i}")
+            if got is not None and not np.all(got == n * ((i % 50) + iteration) + n * (n - 1) // 2):
+                wrong.append(i)
+        expect(not wrong, f"iteration {iteration}: {len(wrong)} of {count} tensors wrong, first {wrong[:5]}")
+
+
+@CASES.case("cache/new-names-after-full")
+def cache_new_names_after_full(ctx):
+    """Once the cache has held RINGCC_CACHE_CAPACITY names, a new set of names reused
+    over many iterations should still be served by the cache (as Horovod's LRU cache
+    does, evicting names not used for longest)."""
+    count, iterations = 8, 10
+    filler = cache_capacity() + 1
+    handles = [ringcc.allreduce_async(np.ones(1, dtype=np.float32), name=f"cache-filler/{i}") for i in range(filler)]
+    for i, handle in enumerate(handles):
+        finish(handle, f"cache-filler/{i}")
+    before = stats()
+    for iteration in range(iterations):
+        handles = [ringcc.allreduce_async(np.ones(4, dtype=np.float32), name=f"cache-late/{i}") for i in range(count)]
+        for i, handle in enumerate(handles):
+            finish(handle, f"cache-late/{i}")
+    cached = grown(before, stats(), "cached_cycles")
+    ctx.note(f"cached_cycles=+{cached}")
+    expect(cached > 0, f"{iterations} iterations of the same {count} new names gave no cache-hit cycle "
+                       f"once {filler} other names had been used (RINGCC_CACHE_CAPACITY {cache_capacity()})")
+
+
+# --------------------------------------------------------------------------
+# allreduce by name
+
+
+@CASES.case("engine/stats-keys")
+def engine_stats_keys(ctx):
+    st = stats()
+    expect(set(STATS_KEYS) <= set(st), f"engine_stats() lacks {sorted(set(STATS_KEYS) - set(st))}: {st}")
+    for key in STATS_KEYS:
+        value = st.get(key)
+        expect(isinstance(value, (int, float)) and value >= 0, f"engine_stats()[{key!r}] = {value!r}")
+    for key in ("cycles", "cached_cycles", "fused_collectives", "tensors"):
+        expect(isinstance(st.get(key), int), f"engine_stats()[{key!r}] should be an int: {st.get(key)!r}")
+    x = np.ones(3, dtype=np.float32)
+    finish(ringcc.allreduce_async_(x, name="stats/one"), "stats/one")
+    later = stats()
+    expect(later["cycles"] > st["cycles"], f"cycles did not grow: {st} -> {later}")
+    expect(later["tensors"] == st["tensors"] + 1, f"tensors grew by {later['tensors'] - st['tensors']}, expected 1")
+
+
+@CASES.case("allreduce/shuffled-order")
+def allreduce_shuffled(ctx):
+    """Every rank enqueues the same 48 names in its own order and waits in yet another."""
+    count = 48
+    dt = np.dtype(np.float32)
+    inputs = {}
+    for i in range(count):
+        shape = (1 + (i * 37) % 300,) if i % 5 else (3, 1 + i)
+        inputs[i] = [make_input(ctx, r, dt, int(np.prod(shape)), salt=i).reshape(shape) for r in range(ctx.size)]
+    originals = {i: x[ctx.rank].copy() for i, x in inputs.items()}
+    handles, buffers = {}, {}
+    for i in shuffled(ctx, count):
+        name = f"grad/layer{i}.weight"
+        if i % 2:
+            buffers[i] = inputs[i][ctx.rank].copy()
+            handles[i] = ringcc.allreduce_async_(buffers[i], name=name)
+        else:
+            handles[i] = ringcc.allreduce_async(inputs[i][ctx.rank], ringcc.Sum, name=name)
+    for i in shuffled(ctx, count, salt=1):
+        got = finish(handles[i], f"grad/layer{i}.weight")
+        if got is None:
+            continue
+        if i % 2:
+            expect(got is buffers[i], f"allreduce_async_ of grad/layer{i}.weight must return its argument")
+        else:
+            check_equal(inputs[i][ctx.rank], originals[i], f"input of grad/layer{i}.weight after the call")
+        check_reduction(got, inputs[i], "Sum", f"grad/layer{i}.weight")
+
+
+@CASES.case("allreduce/poll")
+def allreduce_poll(ctx):
+    """poll() is False while a peer has not enqueued the name, True once it has run."""
+    n = ctx.size
+    x = np.full(5, ctx.rank + 1.0, dtype=np.float64)
+    if ctx.rank == 0:
+        handle = ringcc.allreduce_async(x, name="poll/late")
+        deadline = time.monotonic() + 0.1
+        while time.monotonic() < deadline:
+            if ringcc.poll(handle):
+                fail("poll() turned True before the other ranks enqueued poll/late")
+                break
+            time.sleep(0.005)
+        ringcc.barrier()
+    else:
+        ringcc.barrier()
+        handle = ringcc.allreduce_async(x, name="poll/late")
+    deadline = time.monotonic() + WAIT_S
+    while not ringcc.poll(handle) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    expect(ringcc.poll(handle), f"poll() stayed False for {WAIT_S:g} s")
+    got = finish(handle, "poll/late")
+    if got is not None:
+        check_equal(got, np.full(5, n * (n + 1) / 2), "poll/late")
+
+
+@CASES.case("allreduce/synchronize-timeout")
+def allreduce_synchronize_timeout(ctx):
+    """synchronize(h, timeout) raises TimeoutError while peers lag; the handle completes later."""
+    n = ctx.size
+    x = np.full(3, float(ctx.rank), dtype=np.float32)
+    if ctx.rank == 0:
+        handle = ringcc.allreduce_async(x, name="sync/late")
+        _, seconds = expect_error(ringcc.TimeoutError, ["timeout"], lambda: ringcc.synchronize(handle, 0.05),
+                                  "synchronize(handle, 0.05) while rank 1 has not enqueued")
+        expect(seconds < 2.0, f"synchronize(handle, 0.05) took {seconds:.2f} s")
+        expect(not ringcc.poll(handle), "the handle completed although rank 1 has not enqueued")
+        ringcc.barrier()
+    else:
+        ringcc.barrier()
+        handle = ringcc.allreduce_async(x, name="sync/late")
+    got = finish(handle, "sync/late")
+    if got is not None:
+        check_equal(got, np.full(3, n * (n - 1) / 2, dtype=np.float32), "sync/late after the timeout")
+
+
+@CASES.case("allreduce/mixed-dtypes-and-ops")
+def allreduce_mixed(ctx):
+    """Every dtype with every reduction (and scaled variants), all enqueued in one burst."""
+    specs = []
+    for dtype_name in DTYPES:
+        dt = dtype_or_none(dtype_name)
+        if dt is None:
+            ctx.note(f"{dtype_name} skipped: ml_dtypes is not installed")
+            continue
+        for op in OPS:
+            for copy in range(2):  # two of a kind, so that some of them can fuse
+                specs.append((dtype_name, dt, op, 1.0, 1.0, copy))
+        specs.append((dtype_name, dt, "Sum", 0.5, 3.0, 0))
+        specs.append((dtype_name, dt, "Average", 2.0, 0.5, 0))
+    inputs, handles = {}, {}
+    for k, (dtype_name, dt, op, pre, post, copy) in enumerate(specs):
+        count = 7 + 13 * k % 90
+        inputs[k] = [make_input(ctx, r, dt, count, value_kind(op), salt=k) for r in range(ctx.size)]
+    for k in shuffled(ctx, len(specs)):
+        dtype_name, dt, op, pre, post, copy = specs[k]
+        name = f"mixed/{dtype_name}/{op}/pre={pre:g},post={post:g}/{copy}"
+        handles[k] = ringcc.allreduce_async(inputs[k][ctx.rank], getattr(ringcc, op), name=name,
+                                            **scale_kwargs(pre, post))
+    for k in shuffled(ctx, len(specs), salt=1):
+        dtype_name, dt, op, pre, post, copy = specs[k]
+        name = f"mixed/{dtype_name}/{op}/pre={pre:g},post={post:g}/{copy}"
+        check_allreduced(finish(handles[k], name), inputs[k], op, name, pre, post)
+
+
+@CASES.case("allreduce/fusion")
+def allreduce_fusion(ctx):
+    """64 allreduces of 1 KiB made ready together are fused up to the fusion threshold.
+
+    Rank 0 enqueues them first; once it has, the other ranks enqueue theirs
+    in one burst, so that they become ready in one or two cycles."""
+    n = ctx.size
+    count, elements = 64, 256
+    threshold = fusion_threshold()
+    per_batch = threshold // (elements * 4)
+    values = [np.full(elements, i + ctx.rank, dtype=np.float32) for i in range(count)]
+    before = stats()
+    if ctx.rank == 0:
+        handles = {i: ringcc.allreduce_async_(values[i], name=f"fusion/{i}") for i in range(count)}
+        ringcc.barrier()
+    else:
+        ringcc.barrier()
+        handles = {i: ringcc.allreduce_async_(values[i], name=f"fusion/{i}") for i in shuffled(ctx, count)}
+    for i in range(count):
+        got = finish(handles[i], f"fusion/{i}")
+        if got is not None:
+            check_equal(got, np.full(elements, n * i + n * (n - 1) / 2, dtype=np.float32), f"fusion/{i}")
+    after = stats()
+    fused = grown(before, after, "fused_collectives")
+    ctx.note(f"fused_collectives=+{fused}")
+    ctx.note(f"threshold={threshold}")
+    expect(grown(before, after, "tensors") == count, f"tensors grew by {grown(before, after, 'tensors')}")
+    if per_batch >= 2:
+        expect(fused >= 1, f"none of {count} tensors made ready together was fused (threshold {threshold} B)")
+    # At most per_batch tensors fit one fused collective.
+    if 2 <= per_batch <= count // 4:
+        expect(fused >= count // per_batch // 2,
+               f"{fused} fused collectives for {count} tensors of {elements * 4} B under a {threshold} B threshold")
+
+
+@CASES.case("allreduce/larger-than-fusion-threshold")
+def allreduce_larger_than_threshold(ctx):
+    """A tensor larger than the fusion threshold, between small ones: it runs on its own, the
+    small ones still fuse (checked on rank 0's timeline), and every result is right."""
+    n = ctx.size
+    threshold = fusion_threshold()
+    big_count = threshold // 4 + 3
+    pattern = (np.arange(big_count, dtype=np.int32) % 251).astype(np.float32)
+    big = pattern + ctx.rank
+    want_big = pattern * n + n * (n - 1) / 2
+    small = [np.full(100, i + ctx.rank, dtype=np.float32) for i in range(12)]
+    # Not while RINGCC_TIMELINE records: starting another timeline would end that file.
+    record = not env_timeline()
+    directory = tempfile.mkdtemp(prefix="ringcc-timeline-") if record and ctx.rank == 0 else None
+    path = os.path.join(directory, "timeline.json") if directory else os.devnull
+    try:
+        if record:
+            ringcc.start_timeline(path)
+        order = ["small/0", "small/1", "small/2", "small/3", "small/4", "small/5", "big",
+                 "small/6", "small/7", "small/8", "small/9", "small/10", "small/11"]
+        handles = {}
+        for name in order:
+            x = big if name == "big" else small[int(name.split("/")[1])]
+            handles[name] = ringcc.allreduce_async_(x, name=f"threshold/{name}")
+        for name in order:
+            got = finish(handles[name], f"threshold/{name}")
+            if got is None:
+                continue
+            if name == "big":
+                check_equal(got, want_big, f"threshold/big ({big_count} float32, threshold {threshold} B)")
+            else:
+                i = int(name.split("/")[1])
+                check_equal(got, np.full(100, n * i + n * (n - 1) / 2, dtype=np.float32), f"threshold/{name}")
+        if record:
+            ringcc.stop_timeline()
+        if directory:
+            events = read_timeline(path)
+            if events is not None:
+                streams = timeline_streams(events)
+                big_events = streams.get("threshold/big", [])
+                runs = [e for e in big_events if e["name"] == "ALLREDUCE"]
+                expect(len(runs) == 1 and runs[0]["args"].get("tensors") == 1,
+                       f"threshold/big should run alone in one ALLREDUCE: {big_events}")
+                expect(not any(e["name"].startswith("MEMCPY") for e in big_events),
+                       f"threshold/big went through the fusion buffer: {big_events}")
+                batches = fused_batches(streams)
+                expect(any(all(nm.startswith("threshold/small/") for nm in names) for names in batches.values()),
+                       f"the small tensors around threshold/big were not fused: {sorted(batches.values())}")
+                for (fusion, _), names in batches.items():
+                    expect("threshold/big" not in names, f"threshold/big was fused with {names}")
+                    for event in streams[names[0]]:
+                        if event["name"] == "ALLREDUCE" and event["args"].get("fusion") == fusion:
+                            expect(event["args"].get("bytes", 0) <= threshold,
+                                   f"a fused batch of {event['args'].get('bytes')} B exceeds the threshold "
+                                   f"{threshold} B: {names}")
+    finally:
+        if directory:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+@CASES.case("allreduce/10000-small-tensors")
+def allreduce_10000(ctx):
+    """10,000 small named tensors, enqueued in a different order on every rank."""
+    n = ctx.size
+    count = 10_000
+    start = time.monotonic()
+    values = [np.full(4, (i % 97) + ctx.rank, dtype=np.float32) for i in range(count)]
+    handles: list[object | None] = [None] * count
+    for i in shuffled(ctx, count):
+        handles[i] = ringcc.allreduce_async_(values[i], name=f"many/{i}")
+    wrong = []
+    for i in range(count):
+        got = finish(handles[i], f"many/{i}")
+        if got is not None and not np.all(got == n * (i % 97) + n * (n - 1) / 2):
+            wrong.append(i)
+    seconds = time.monotonic() - start
+    ctx.note(f"seconds={seconds:.3f}")
+    expect(not wrong, f"{len(wrong)} of {count} tensors wrong, first {wrong[:5]}")
+    expect(seconds < 30.0, f"10,000 named allreduces took {seconds:.1f} s")
+
+
+# --------------------------------------------------------------------------
+# The other collectives by name
+
+
+def ragged_rows(r: int, i: int) -> int:
+    return (r + i) % 4  # zero rows included
+
+
+@CASES.case("allgather/shuffled-order")
+def allgather_shuffled(ctx):
+    count = 16
+    inputs = {}
+    for i in range(count):
+        dt = np.dtype(np.int64 if i % 2 else np.float32)
+        inputs[i] = [make_input(ctx, r, dt, ragged_rows(r, i) * 3, salt=i).reshape(-1, 3) for r in range(ctx.size)]
+    handles, outs = {}, {}
+    for i in shuffled(ctx, count):
+        if i % 3 == 0:
+            total = sum(x.shape[0] for x in inputs[i])
+            outs[i] = np.zeros((total, 3), dtype=inputs[i][0].dtype)
+            handles[i] = ringcc.allgather_async(inputs[i][ctx.rank], name=f"gather/{i}", out=outs[i])
+        else:
+            handles[i] = ringcc.allgather_async(inputs[i][ctx.rank], name=f"gather/{i}")
+    for i in shuffled(ctx, count, salt=1):
+        got = finish(handles[i], f"gather/{i}")
+        if got is None:
+            continue
+        if i in outs:
+            expect(got is outs[i], f"allgather_async(out=) of gather/{i} must return out")
+        check_equal(got, np.concatenate(inputs[i], axis=0), f"gather/{i}")
+
+
+@CASES.case("broadcast/shuffled-order")
+def broadcast_shuffled(ctx):
+    n = ctx.size
+    count = 16
+    dt = np.dtype(np.float64)
+    handles, buffers, wants = {}, {}, {}
+    for i in shuffled(ctx, count):
+        root = i % n
+        wants[i] = make_input(ctx, root, dt, 5 + i, salt=i).reshape(-1)
+        mine = wants[i].copy() if ctx.rank == root else np.full_like(wants[i], -1.0)
+        if i % 2:
+            buffers[i] = mine
+            handles[i] = ringcc.broadcast_async_(mine, root, name=f"bcast/{i}")
+        else:
+            handles[i] = ringcc.broadcast_async(mine, root=root, name=f"bcast/{i}")
+    for i in shuffled(ctx, count, salt=1):
+        got = finish(handles[i], f"bcast/{i}")
+        if got is None:
+            continue
+        if i in buffers:
+            expect(got is buffers[i], f"broadcast_async_ of bcast/{i} must return its argument")
+        check_equal(got, wants[i], f"bcast/{i} from root {i % n}")
+
+
+@CASES.case("reduce_scatter/shuffled-order")
+def reduce_scatter_shuffled(ctx):
+    n = ctx.size
+    count = 15
+    ops = ["Sum", "Max", "Average"]
+    inputs, handles = {}, {}
+    for i in range(count):
+        op = ops[i % 3]
+        rows = 2 * n + 1 + i
+        inputs[i] = [make_input(ctx, r, np.dtype(np.float32), rows * 2, value_kind(op), salt=i).reshape(rows, 2)
+                     for r in range(n)]
+    for i in shuffled(ctx, count):
+        handles[i] = ringcc.reduce_scatter_async(inputs[i][ctx.rank], getattr(ringcc, ops[i % 3]),
+                                                 name=f"rs/{i}")
+    for i in shuffled(ctx, count, salt=1):
+        got = finish(handles[i], f"rs/{i}")
+        first, rows = block(inputs[i][0].shape[0], n, ctx.rank)
+        check_allreduced(got, [x[first:first + rows] for x in inputs[i]], ops[i % 3], f"rs/{i} ({ops[i % 3]})")
+
+
+def alltoall_case_data(ctx, i: int, with_splits: bool):
+    """(my input, splits or None, expected output, expected received splits) of tensor i."""
+    n, me = ctx.size, ctx.rank
+
+    def splits_of(r):
+        return [(r + 2 * j + 1 + i) % 4 for j in range(n)] if with_splits else [2] * n
+
+    inputs = [make_input(ctx, r, np.dtype(np.int32), sum(splits_of(r)) * 2, salt=i).reshape(-1, 2) for r in range(n)]
+    pieces, received = [], []
+    for src in range(n):
+        splits = splits_of(src)
+        start = sum(splits[:me])
+        pieces.append(inputs[src][start:start + splits[me]])
+        received.append(splits[me])
+    return inputs[me], (splits_of(me) if with_splits else None), np.concatenate(pieces, axis=0), received
+
+
+@CASES.case("alltoall/shuffled-order")
+def alltoall_shuffled(ctx):
+    count = 12
+    data = {i: alltoall_case_data(ctx, i, with_splits=i % 2 == 0) for i in range(count)}
+    handles = {}
+    for i in shuffled(ctx, count):
+        mine, splits, _, _ = data[i]
+        handles[i] = ringcc.alltoall_async(mine, splits, name=f"a2a/{i}")
+    for i in shuffled(ctx, count, salt=1):
+        _, splits, want, want_received = data[i]
+        got = finish(handles[i], f"a2a/{i}")
+        if got is None:
+            continue
+        if splits is None:
+            check_equal(got, want, f"a2a/{i} (equal splits)")
+        else:
+            output, received = got
+            check_equal(output, want, f"a2a/{i}")
+            expect(list(received) == want_received, f"a2a/{i}: received splits {list(received)}, "
+                                                    f"expected {want_received}")
+
+
+def mixed_jobs(ctx, i: int):
+    """The five named collectives of round i: [(name, start(name) -> handle, expected result)]."""
+    n, me = ctx.size, ctx.rank
+    ar = [make_input(ctx, r, np.dtype(np.float64), 9 + i, salt=100 + i) for r in range(n)]
+    ag = [make_input(ctx, r, np.dtype(np.int32), ragged_rows(r, i), salt=200 + i) for r in range(n)]
+    root = (i + 1) % n
+    bc = make_input(ctx, root, np.dtype(np.uint8), 33, salt=300 + i)
+    bc_mine = bc.copy() if me == root else np.zeros_like(bc)
+    rows = n + i
+    rs = [make_input(ctx, r, np.dtype(np.int64), rows, salt=400 + i) for r in range(n)]
+    first, count = block(rows, n, me)
+    a2a_mine, _, a2a_want, _ = alltoall_case_data(ctx, 500 + i, with_splits=False)
+    return [
+        (f"mix/ar/{i}", lambda name: ringcc.allreduce_async(ar[me], name=name), ("Sum", ar)),
+        (f"mix/ag/{i}", lambda name: ringcc.allgather_async(ag[me], name=name), np.concatenate(ag)),
+        (f"mix/bc/{i}", lambda name: ringcc.broadcast_async_(bc_mine, root, name=name), bc),
+        (f"mix/rs/{i}", lambda name: ringcc.reduce_scatter_async(rs[me], name=name),
+         ("Sum", [x[first:first + count] for x in rs])),
+        (f"mix/a2a/{i}", lambda name: ringcc.alltoall_async(a2a_mine, name=name), a2a_want),
+    ]
+
+
+@CASES.case("mixed-kinds/shuffled-order")
+def mixed_kinds_shuffled(ctx):
+    """All five collectives by name, interleaved, in a different order on every rank."""
+    jobs = [job for i in range(6) for job in mixed_jobs(ctx, i)]
+    handles = {}
+    for k in shuffled(ctx, len(jobs)):
+        name, start, _ = jobs[k]
+        handles[k] = start(name)
+    for k in shuffled(ctx, len(jobs), salt=1):
+        name, _, want = jobs[k]
+        got = finish(handles[k], name)
+        if got is None:
+            continue
+        if isinstance(want, tuple):  # a reduction: (op, every rank's input)
+            check_reduction(got, want[1], want[0], name)
+        else:
+            check_equal(got, want, name)
+
+
+# --------------------------------------------------------------------------
+# Errors
+
+
+def still_works(ctx, name: str) -> None:
+    """The same name, used consistently, still works after an error."""
+    n = ctx.size
+    got = finish(ringcc.allreduce_async(np.full(4, ctx.rank + 1, dtype=np.float32), name=name), f"{name} again")
+    if got is not None:
+        check_equal(got, np.full(4, n * (n + 1) / 2, dtype=np.float32), f"{name} used again after the error")
+
+
+def expect_mismatch(ctx, name: str, start, fragments, others: dict | None = None) -> None:
+    """start() enqueues `name` (described differently on some rank); every rank must get
+    MismatchError naming the tensor and the fragments within MISMATCH_SECONDS, while the
+    tensors in `others` ({name: (handle, check)}) complete normally."""
+    t0 = time.monotonic()
+    handle = start()
+    error, _ = expect_error(ringcc.MismatchError, [name, *fragments], lambda: ringcc.synchronize(handle, WAIT_S),
+                            f"{name}")
+    seconds = time.monotonic() - t0
+    expect(seconds < MISMATCH_SECONDS,
+           f"{name}: the MismatchError took {seconds:.2f} s (limit {MISMATCH_SECONDS:g} s)")
+    expect(error is None or isinstance(error, ValueError), "MismatchError is a ValueError")
+    for other, (other_handle, check) in (others or {}).items():
+        got = finish(other_handle, f"{other} (enqueued with the mismatched {name})")
+        if got is not None:
+            check(got)
+
+
+@CASES.case("mismatch/shape")
+def mismatch_shape(ctx):
+    n = ctx.size
+    length = 4 if ctx.rank == 0 else 5
+    good = [np.full(6, ctx.rank + k, dtype=np.float32) for k in range(2)]
+    others = {}
+
+    def start():
+        h0 = ringcc.allreduce_async(good[0], name="mismatch/shape/before")
+        handle = ringcc.allreduce_async(np.ones(length, dtype=np.float32), name="mismatch/shape")
+        h1 = ringcc.allreduce_async(good[1], name="mismatch/shape/after")
+        for k, h in enumerate((h0, h1)):
+            want = np.full(6, n * k + n * (n - 1) / 2, dtype=np.float32)
+            name = f"mismatch/shape/{['before', 'after'][k]}"
+            others[name] = (h, lambda got, want=want, name=name: check_equal(got, want, name))
+        return handle
+
+    expect_mismatch(ctx, "mismatch/shape", start, ["shape", "rank 0: [4]", "rank 1: [5]"], others)
+    still_works(ctx, "mismatch/shape")
+
+
+@CASES.case("mismatch/dtype")
+def mismatch_dtype(ctx):
+    dt = np.float64 if ctx.rank == 0 else np.float32
+    expect_mismatch(ctx, "mismatch/dtype",
+                    lambda: ringcc.allreduce_async(np.ones(8, dtype=dt), name="mismatch/dtype"),
+                    ["dtype", "rank 0: float64", "rank 1: float32"])
+    still_works(ctx, "mismatch/dtype")
+
+
+@CASES.case("mismatch/reduction")
+def mismatch_reduction(ctx):
+    op = ringcc.Max if ctx.rank == ctx.size - 1 else ringcc.Sum
+    expect_mismatch(ctx, "mismatch/op",
+                    lambda: ringcc.allreduce_async(np.ones(8, dtype=np.int32), op, name="mismatch/op"),
+                    ["reduction"])
+    still_works(ctx, "mismatch/op")
+
+
+@CASES.case("mismatch/collective")
+def mismatch_collective(ctx):
+    x = np.ones(8, dtype=np.float32)
+
+    def start():
+        if ctx.rank == 0:
+            return ringcc.broadcast_async(x, 0, name="mismatch/kind")
+        return ringcc.allreduce_async(x, name="mismatch/kind")
+
+    expect_mismatch(ctx, "mismatch/kind", start, ["collective"])
+    still_works(ctx, "mismatch/kind")
+
+
+@CASES.case("mismatch/broadcast-root")
+def mismatch_root(ctx):
+    root = 0 if ctx.rank == 0 else 1
+    expect_mismatch(ctx, "mismatch/root",
+                    lambda: ringcc.broadcast_async(np.ones(8, dtype=np.float32), root, name="mismatch/root"),
+                    ["root"])
+
+
+@CASES.case("mismatch/cached-name")
+def mismatch_cached_name(ctx):
+    """A name the response cache knows, then described differently by one rank."""
+    for _ in range(3):
+        finish(ringcc.allreduce_async(np.ones((2, 3), dtype=np.float32), name="mismatch/cached"), "mismatch/cached")
+    shape = (3, 2) if ctx.rank == ctx.size - 1 else (2, 3)
+    expect_mismatch(ctx, "mismatch/cached",
+                    lambda: ringcc.allreduce_async(np.ones(shape, dtype=np.float32), name="mismatch/cached"),
+                    ["shape", "[2, 3]", "[3, 2]"])
+    still_works(ctx, "mismatch/cached-then-agreed")
+
+
+@CASES.case("duplicate-name/in-flight")
+def duplicate_in_flight(ctx):
+    """A name enqueued twice on one rank before it completed: the second gets InvalidArgumentError."""
+    n = ctx.size
+    x = np.full(4, ctx.rank + 1.0, dtype=np.float32)
+    y = np.zeros(4, dtype=np.float32)
+    if ctx.rank == 0:
+        first = ringcc.allreduce_async(x, name="dup/one")
+        second = ringcc.allreduce_async(y, name="dup/one")
+        error, seconds = expect_error(ringcc.InvalidArgumentError, ["dup/one", "already in flight"],
+                                      lambda: ringcc.synchronize(second, WAIT_S), "the second dup/one")
+        expect(seconds < MISMATCH_SECONDS, f"the duplicate's error took {seconds:.2f} s")
+        expect(error is None or isinstance(error, ValueError), "InvalidArgumentError is a ValueError")
+        ringcc.barrier()
+    else:
+        ringcc.barrier()
+        first = ringcc.allreduce_async(x, name="dup/one")
+    got = finish(first, "the first dup/one")
+    if got is not None:
+        check_equal(got, np.full(4, n * (n + 1) / 2, dtype=np.float32), "the first dup/one")
+    # Every rank at once, twice each.
+    first = ringcc.allreduce_async(x, name="dup/all")
+    second = ringcc.allreduce_async(x, name="dup/all")
+    expect_error(ringcc.InvalidArgumentError, ["dup/all", "already in flight"],
+                 lambda: ringcc.synchronize(second, WAIT_S), "the second dup/all")
+    got = finish(first, "the first dup/all")
+    if got is not None:
+        check_equal(got, np.full(4, n * (n + 1) / 2, dtype=np.float32), "the first dup/all")
+    # Once completed, the name is free again.
+    still_works(ctx, "dup/one")
+
+
+@CASES.case("name/invalid")
+def name_invalid(ctx):
+    x = np.ones(2, dtype=np.float32)
+    expect_error(ringcc.InvalidArgumentError, ["name"], lambda: ringcc.allreduce_async(x, name=""), "name=''")
+    expect_error(ringcc.InvalidArgumentError, ["name"], lambda: ringcc.allgather_async(x, name=7), "name=7")
+
+
+# --------------------------------------------------------------------------
+# join
+
+
+def join_batches(rank: int) -> int:
+    return 2 + 2 * rank  # every rank a different number; the last rank has the most
+
+
+@CASES.case("join/uneven-batches")
+def join_uneven(ctx):
+    """Ranks run out of batches at different times and join; the others' named collectives
+    go on with zeros from the joined ranks, and join() returns the last rank to join."""
+    n = ctx.size
+    start = time.monotonic()
+    for b in range(join_batches(ctx.rank)):
+        active = [r for r in range(n) if b < join_batches(r)]
+        handles = []
+        for k in shuffled(ctx, 3, salt=b):
+            x = np.arange(10, dtype=np.float32) + ctx.rank + b + k
+            handles.append((k, ringcc.allreduce_async(x, name=f"join/batch{b}/grad{k}")))
+        rows = np.full((ctx.rank + 1, 2), 100 * b + ctx.rank, dtype=np.int64)
+        gather = ringcc.allgather_async(rows, name=f"join/batch{b}/rows")
+        for k, handle in handles:
+            got = finish(handle, f"join/batch{b}/grad{k}")
+            want = sum(np.arange(10, dtype=np.float32) + r + b + k for r in active)
+            if got is not None:
+                check_equal(got, want.astype(np.float32), f"join/batch{b}/grad{k} (ranks {active} active)")
+        got = finish(gather, f"join/batch{b}/rows")
+        if got is not None:
+            want = np.concatenate([np.full((r + 1, 2), 100 * b + r, dtype=np.int64) for r in active])
+            check_equal(got, want, f"join/batch{b}/rows (ranks {active} active)")
+    last = ringcc.join()
+    expect(last == n - 1, f"join() returned {last}, expected the last rank to join, {n - 1}")
+    expect(time.monotonic() - start < WAIT_S, "join/uneven-batches took too long")
+    # After the join everything is back to normal.
+    got = finish(ringcc.allreduce_async(np.full(3, ctx.rank + 1, dtype=np.int32), name="join/after"), "join/after")
+    if got is not None:
+        check_equal(got, np.full(3, n * (n + 1) // 2, dtype=np.int32), "join/after")
+
+
+@CASES.case("join/nothing-pending")
+def join_nothing_pending(ctx):
+    """Every rank joins with nothing to do; all get the same valid rank back, twice in a row."""
+    for attempt in range(2):
+        last = ringcc.join()
+        everyone = ringcc.allgather(np.array([last], dtype=np.int64))
+        expect(0 <= last < ctx.size, f"join() returned {last}")
+        expect(len(set(everyone.tolist())) == 1,
+               f"join #{attempt + 1}: the ranks disagree on the last rank: {everyone}")
+
+
+# --------------------------------------------------------------------------
+# timeline
+
+
+@CASES.case("timeline/start-stop")
+def timeline_start_stop(ctx):
+    """start_timeline/stop_timeline: rank 0 writes a JSON array with one stream per tensor
+    name (a process_name event), the engine's phases, and the fusion of allreduces."""
+    n = ctx.size
+    if env_timeline():
+        raise Skip("RINGCC_TIMELINE is recording in this group")
+    directory = tempfile.mkdtemp(prefix="ringcc-timeline-") if ctx.rank == 0 else None
+    path = os.path.join(directory, "timeline.json") if directory else os.path.join(tempfile.gettempdir(), "unused")
+    try:
+        ringcc.start_timeline(path)
+        names = [f"tl/grad.{i}" for i in range(12)]
+        values = [np.full(64, i + ctx.rank, dtype=np.float32) for i in range(len(names))]
+        if ctx.rank == 0:
+            handles = [ringcc.allreduce_async_(v, name=nm) for v, nm in zip(values, names)]
+            ringcc.barrier()
+        else:
+            ringcc.barrier()
+            handles = [ringcc.allreduce_async_(v, name=nm) for v, nm in zip(values, names)]
+        gather = ringcc.allgather_async(np.full((1, 2), ctx.rank, dtype=np.int32), name="tl/gather")
+        bcast = ringcc.broadcast_async(np.full(3, ctx.rank, dtype=np.int32), 0, name="tl/bcast")
+        for i, h in enumerate(handles):
+            got = finish(h, names[i])
+            if got is not None:
+                check_equal(got, np.full(64, n * i + n * (n - 1) / 2, dtype=np.float32), names[i])
+        finish(gather, "tl/gather")
+        finish(bcast, "tl/bcast")
+        ringcc.stop_timeline()
+        # Not recorded: the timeline has stopped.
+        finish(ringcc.allreduce_async(np.ones(2, dtype=np.float32), name="tl/after-stop"), "tl/after-stop")
+        if directory is None:
+            return
+        events = read_timeline(path)
+        if events is None:
+            return
+        streams = timeline_streams(events)
+        expected = set(names) | {"tl/gather", "tl/bcast"}
+        expect(set(streams) == expected, f"timeline streams {sorted(streams)}, expected {sorted(expected)}")
+        kinds = {**{nm: "ALLREDUCE" for nm in names}, "tl/gather": "ALLGATHER", "tl/bcast": "BROADCAST"}
+        for name, phase in kinds.items():
+            phases = [e["name"] for e in streams.get(name, [])]
+            expect("NEGOTIATING" in phases and phase in phases, f"timeline of {name}: phases {phases}")
+        batches = fused_batches(streams)
+        expect(batches, "no fused allreduce on the timeline (12 allreduces of 256 B made ready together)")
+        for (fusion, ts), members in batches.items():
+            event = next(e for e in streams[members[0]] if e["name"] == "ALLREDUCE" and e["ts"] == ts)
+            expect(event["args"]["tensors"] == len(members),
+                   f"fused batch {fusion}: args say {event['args']['tensors']} tensors, {len(members)} streams show it")
+            for member in members:
+                phases = [e["name"] for e in streams[member]]
+                expect("MEMCPY_IN_FUSION_BUFFER" in phases and "MEMCPY_OUT_FUSION_BUFFER" in phases,
+                       f"fused {member}: phases {phases}")
+    finally:
+        if directory:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+@CASES.case("timeline/bad-path")
+def timeline_bad_path(ctx):
+    if env_timeline():
+        raise Skip("RINGCC_TIMELINE is recording in this group")
+    path = os.path.join(tempfile.gettempdir(), "ringcc-no-such-directory", "sub", "timeline.json")
+    if ctx.rank == 0:
+        expect_error(ringcc.InvalidArgumentError, ["timeline", path], lambda: ringcc.start_timeline(path),
+                     "start_timeline into a missing directory")
+    else:
+        ringcc.start_timeline(path)  # only rank 0 writes
+    ringcc.stop_timeline()
+    still_works(ctx, "timeline/after-bad-path")
+
+
+@CASES.case("timeline/restart", tags=("timeline-restart",))
+def timeline_restart(ctx):
+    """start_timeline() while RINGCC_TIMELINE records: the first file is closed as a
+    complete JSON array, and the new one records what follows."""
+    first = env_timeline()
+    if not first:
+        raise Skip("needs RINGCC_TIMELINE")
+    second = first + ".restarted.json"
+    still_works(ctx, "restart/before")
+    ringcc.start_timeline(second)
+    still_works(ctx, "restart/after")
+    ringcc.stop_timeline()
+    if ctx.rank != 0:
+        return
+    for path, name in ((first, "restart/before"), (second, "restart/after")):
+        events = read_timeline(path)
+        if events is not None:
+            streams = timeline_streams(events)
+            expect(name in streams, f"{path}: no stream for {name}: {sorted(streams)}")
+
+
+# --------------------------------------------------------------------------
+# Settings
+
+
+@CASES.case("engine/cycle-time")
+def engine_cycle_time(ctx):
+    """Idle cycles over IDLE_S right after some work: about IDLE_S / cycle time (noted)."""
+    idle_s = 0.4
+    still_works(ctx, "cycle/wake")  # work resets the engine's idle back-off
+    before = stats()["cycles"]
+    time.sleep(idle_s)
+    cycles = stats()["cycles"] - before
+    ctx.note(f"idle_cycles={cycles}")
+    ms = cycle_time_ms()
+    expect(cycles <= 1.25 * idle_s * 1000.0 / ms + 5, f"{cycles} cycles in {idle_s} s with a {ms:g} ms cycle time")
+    expect(cycles >= 1, f"no cycle in {idle_s} s")
+
+
+# --------------------------------------------------------------------------
+# Stalls (groups started with small RINGCC_STALL_CHECK_S / RINGCC_STALL_SHUTDOWN_S)
+
+
+@CASES.case("stall/warning", tags=("stall",), min_size=2)
+def stall_warning(ctx):
+    """The last rank withholds a tensor for a while: rank 0 logs a stall warning naming it
+    (checked by test_engine.py in the group's stderr), then the tensor completes."""
+    n = ctx.size
+    withhold_s = 2 * stall_check_s() + 0.5
+    if stall_shutdown_s() and withhold_s >= stall_shutdown_s():
+        raise Skip("the stall shutdown time is too short to withhold a tensor without failing it")
+    x = np.full(4, ctx.rank + 1, dtype=np.float32)
+    if ctx.rank == n - 1:
+        time.sleep(withhold_s)
+    got = finish(ringcc.allreduce_async(x, name="stall/withheld"), "stall/withheld", timeout=WAIT_S + withhold_s)
+    if got is not None:
+        check_equal(got, np.full(4, n * (n + 1) / 2, dtype=np.float32), "stall/withheld")
+
+
+@CASES.case("stall/shutdown", tags=("stall",), min_size=2)
+def stall_shutdown(ctx):
+    """A tensor the last rank never enqueues fails with TimeoutError, after the stall shutdown
+    time, on every rank that enqueued it; the name can be used again afterwards."""
+    n = ctx.size
+    limit = stall_shutdown_s()
+    if limit <= 0:
+        raise Skip("RINGCC_STALL_SHUTDOWN_S is not set in this group")
+    if ctx.rank < n - 1:
+        handle = ringcc.allreduce_async(np.ones(4, dtype=np.float32), name="stall/abandoned")
+        _, seconds = expect_error(ringcc.TimeoutError, ["stall/abandoned", f"[{n - 1}]"],
+                                  lambda: ringcc.synchronize(handle, limit + WAIT_S), "stall/abandoned")
+        ctx.note(f"failed_after_s={seconds:.2f}")
+        expect(limit - 0.5 <= seconds <= limit + 5.0,
+               f"stall/abandoned failed after {seconds:.2f} s; the stall shutdown time is {limit:g} s")
+    ringcc.barrier()
+    still_works(ctx, "stall/abandoned")
+
+
+# --------------------------------------------------------------------------
+
+
+def _bind(module) -> None:
+    global ringcc
+    ringcc = module
+
+
+def main(argv=None) -> int:
+    return run_cases(CASES, argv, on_import=_bind)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
