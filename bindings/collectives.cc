@@ -129,24 +129,30 @@ void fill_input(Prepared& p, const BufferView& in) {
   p.keep.push_back(in.owner);
 }
 
+// Input and output of a collective whose result has the input's shape
+// (allreduce, broadcast): in place, into `out`, or into a new array.
+void same_shape_output(Prepared& p, py::object tensor, py::object out, bool inplace) {
+  BufferView in = view_of(tensor, inplace, "tensor");
+  fill_input(p, in);
+  if (inplace) {
+    p.args.out = in.ptr;
+    p.args.out_count = in.count;
+    p.out = tensor;
+  } else {
+    p.out = output_for(out, in, in.shape, in.count, p.args);
+  }
+  p.keep.push_back(p.out);
+  p.result = default_result;
+}
+
 std::unique_ptr<Prepared> prep_allreduce(py::object tensor, py::object out, int op, double pre,
                                          double post, bool inplace) {
   auto p = std::make_unique<Prepared>();
   p->args.kind = CollectiveKind::kAllreduce;
-  BufferView in = view_of(tensor, inplace, "tensor");
-  fill_input(*p, in);
   p->args.op = static_cast<ringcc::ReduceOp>(op);
   p->args.prescale = pre;
   p->args.postscale = post;
-  if (inplace) {
-    p->args.out = in.ptr;
-    p->args.out_count = in.count;
-    p->out = tensor;
-  } else {
-    p->out = output_for(out, in, in.shape, in.count, p->args);
-  }
-  p->keep.push_back(p->out);
-  p->result = default_result;
+  same_shape_output(*p, tensor, out, inplace);
   return p;
 }
 
@@ -251,17 +257,7 @@ py::object do_broadcast(ringcc::Communicator& c, py::object tensor, py::object o
     auto p = std::make_unique<Prepared>();
     p->args.kind = CollectiveKind::kBroadcast;
     p->args.root = root;
-    BufferView in = view_of(tensor, inplace, "tensor");
-    fill_input(*p, in);
-    if (inplace) {
-      p->args.out = in.ptr;
-      p->args.out_count = in.count;
-      p->out = tensor;
-    } else {
-      p->out = output_for(out, in, in.shape, in.count, p->args);
-    }
-    p->keep.push_back(p->out);
-    p->result = default_result;
+    same_shape_output(*p, tensor, out, inplace);
     return p;
   }, async, name);
 }
