@@ -9,6 +9,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/fusion_buffer.h"
 #include "core/log.h"
 #include "core/reduction.h"
 #include "core/sha256.h"
@@ -363,34 +364,21 @@ void Communicator::execute_grouped(std::vector<CollectiveArgs>& list) {
       total += static_cast<size_t>(list[order[j]].count) * es;
       ++j;
     }
-    if (fusion_buffer_.size() < total) fusion_buffer_.resize(total);
-    uint8_t* fb = fusion_buffer_.data();
-    size_t off = 0;
-    for (size_t k = i; k < j; ++k) {
-      const CollectiveArgs& e = list[order[k]];
-      const size_t bytes = static_cast<size_t>(e.count) * es;
-      if (bytes) std::memcpy(fb + off, e.in, bytes);
-      off += bytes;
-    }
-    CollectiveArgs fused;
-    fused.kind = CollectiveKind::kAllreduce;
-    fused.dtype = head.dtype;
-    fused.op = head.op;
-    fused.prescale = head.prescale;
-    fused.postscale = head.postscale;
-    fused.in = fb;
-    fused.out = fb;
-    fused.count = static_cast<int64_t>(total / es);
-    fused.out_count = fused.count;
-    execute(fused);
-    off = 0;
+    std::vector<const void*> inputs;
+    std::vector<void*> outputs;
+    std::vector<size_t> sizes;
     for (size_t k = i; k < j; ++k) {
       CollectiveArgs& e = list[order[k]];
-      const size_t bytes = static_cast<size_t>(e.count) * es;
-      if (bytes) std::memcpy(e.out, fb + off, bytes);
+      inputs.push_back(e.in);
+      outputs.push_back(e.out);
+      sizes.push_back(static_cast<size_t>(e.count) * es);
       e.result_count = e.count;
-      off += bytes;
     }
+    fusion_.pack(inputs, sizes);
+    CollectiveArgs fused = fusion_.allreduce(static_cast<int64_t>(total / es), head.dtype, head.op,
+                                             head.prescale, head.postscale);
+    execute(fused);
+    fusion_.unpack(outputs, sizes);
     i = j;
   }
 }

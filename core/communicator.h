@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/collective_args.h"
+#include "core/fusion_buffer.h"
 #include "core/rendezvous.h"
 #include "core/ring_algorithms.h"
 #include "core/store.h"
@@ -97,7 +98,7 @@ class Communicator {
   PeerSet world_;
   RingScratch scratch_;
   int64_t fusion_threshold_;
-  std::vector<uint8_t> fusion_buffer_;
+  FusionBuffer fusion_;
 
   std::string abort_reason_;  // set once a peer failure broke the communicator
   bool shut_down_ = false;

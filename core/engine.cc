@@ -628,43 +628,24 @@ void Engine::execute_batch(const std::vector<std::string>& names, int64_t fusion
       }
     } else {
       int64_t total = 0;
-      for (const TensorMeta* m : metas) total += m->elements();
-      const size_t bytes = static_cast<size_t>(total) * es;
-      if (fusion_.size() < bytes) fusion_.resize(bytes);
-      uint8_t* fb = fusion_.data();
-      size_t off = 0;
+      std::vector<const void*> inputs;
+      std::vector<void*> outputs;
+      std::vector<size_t> sizes;
       for (size_t k = 0; k < names.size(); ++k) {
-        const size_t b = static_cast<size_t>(metas[k]->elements()) * es;
-        if (locals[k]) {
-          std::memcpy(fb + off, locals[k]->work->list()[0].in, b);
-        } else {
-          std::memset(fb + off, 0, b);
-        }
-        off += b;
+        total += metas[k]->elements();
+        CollectiveArgs* mine = locals[k] ? &locals[k]->work->list()[0] : nullptr;
+        inputs.push_back(mine ? mine->in : nullptr);  // joined: zeros
+        outputs.push_back(mine ? mine->out : nullptr);
+        sizes.push_back(static_cast<size_t>(metas[k]->elements()) * es);
+        if (mine) mine->result_count = metas[k]->elements();
       }
+      const size_t bytes = static_cast<size_t>(total) * es;
+      fusion_.pack(inputs, sizes);
       const int64_t t_packed = Timeline::now_us();
-      CollectiveArgs a;
-      a.kind = CollectiveKind::kAllreduce;
-      a.dtype = meta.dtype;
-      a.op = meta.op;
-      a.prescale = meta.prescale;
-      a.postscale = meta.postscale;
-      a.in = fb;
-      a.out = fb;
-      a.count = total;
-      a.out_count = total;
+      CollectiveArgs a = fusion_.allreduce(total, meta.dtype, meta.op, meta.prescale, meta.postscale);
       comm_->run(a);
       const int64_t t_reduced = Timeline::now_us();
-      off = 0;
-      for (size_t k = 0; k < names.size(); ++k) {
-        const size_t b = static_cast<size_t>(metas[k]->elements()) * es;
-        if (locals[k]) {
-          CollectiveArgs& mine = locals[k]->work->list()[0];
-          std::memcpy(mine.out, fb + off, b);
-          mine.result_count = metas[k]->elements();
-        }
-        off += b;
-      }
+      fusion_.unpack(outputs, sizes);
       const int64_t t_done = Timeline::now_us();
       if (timeline_.active()) {
         const std::string args = fusion_args + ", \"bytes\": " + std::to_string(bytes);

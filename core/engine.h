@@ -26,6 +26,7 @@
 
 #include "core/communicator.h"
 #include "core/error.h"
+#include "core/fusion_buffer.h"
 #include "core/tensor_request.h"
 #include "core/timeline.h"
 #include "core/work.h"
@@ -129,7 +130,7 @@ class Engine {
   int last_joined_ = -1;                                 // identical
   std::vector<std::string> pending_aborts_;              // rank 0: to announce
   std::vector<uint8_t> zeros_;
-  std::vector<uint8_t> fusion_;
+  FusionBuffer fusion_;
   int idle_cycles_ = 0;
   bool productive_ = false;  // the last cycle ran collectives
 

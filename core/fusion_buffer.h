@@ -1,0 +1,29 @@
+// The fusion buffer: small tensors packed back to back so that one
+// collective serves them all, then unpacked.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/collective_args.h"
+
+namespace ringcc {
+
+class FusionBuffer {
+ public:
+  // Copies inputs[k] (sizes[k] bytes; a null input packs zeros) back to back
+  // and returns the start of the packed bytes.
+  uint8_t* pack(const std::vector<const void*>& inputs, const std::vector<size_t>& sizes);
+  // Copies each packed piece to outputs[k] (a null output is skipped).
+  void unpack(const std::vector<void*>& outputs, const std::vector<size_t>& sizes) const;
+
+  // An in-place allreduce of `count` packed elements.
+  CollectiveArgs allreduce(int64_t count, DataType dtype, ReduceOp op, double prescale,
+                           double postscale);
+
+ private:
+  std::vector<uint8_t> data_;
+};
+
+}  // namespace ringcc
