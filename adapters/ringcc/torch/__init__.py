@@ -1,0 +1,22 @@
+"""ringcc for PyTorch.
+
+Importing this package registers the torch.distributed backend "ring" (an
+installed ringcc also registers it when torch is imported, through torch's
+`torch.backends` entry point):
+
+    import torch.distributed as dist
+    dist.init_process_group(backend="ring")
+
+See docs/torch.md.
+"""
+
+from ringcc.torch.backend import (  # noqa: F401  (re-exported)
+    BACKEND_NAME,
+    ProcessGroupRing,
+    create_process_group,
+    is_registered,
+    register_backend,
+)
+from ringcc.torch.work import RingWork  # noqa: F401
+
+register_backend()

@@ -1,0 +1,1191 @@
+"""torch.distributed backend "ring": a Python ProcessGroup over the ringcc core.
+
+    import torch.distributed as dist
+    dist.init_process_group(backend="ring")   # under torchrun or ringrun
+
+Installing ringcc registers the backend through torch's `torch.backends`
+entry point (ringcc/torch_entry_point.py); `import ringcc.torch` registers it
+too. No part of this is compiled against torch: the core takes CPU tensors
+through DLPack, so one ringcc build serves every torch from 2.4 on.
+
+How it fits c10d: `ProcessGroupRing` subclasses `dist.ProcessGroup`, and the
+creator that `Backend.register_backend` gets returns it, so c10d uses it as
+the group itself. Every collective is a method here (C++ callers such as DDP
+and the functional collectives reach them through the pybind11 trampoline);
+each returns a `RingWork` (never None: C++ would crash). Rendezvous goes
+through the store that c10d hands the creator, so there is no second store
+or port. Operations run on the core with the GIL released, in issue order.
+
+An operation issued with `opts.asyncOp == False` (torch's Python API with
+async_op=False, torch >= 2.6) runs synchronously and returns a completed
+work; everything else is submitted to the core's queue and returns at once.
+"""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures
+import datetime
+import logging
+import math
+import os
+import threading
+import time
+import weakref
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import torch
+import torch.distributed as dist
+
+from ringcc import _core
+from ringcc.torch.work import Completer, FutureWaitable, RingWork, profile_range
+
+BACKEND_NAME = "ring"
+DEVICES = ("cpu",)
+
+log = logging.getLogger("ringcc.torch")
+
+_RedOpType = dist.ReduceOp.RedOpType
+# torch's reduction -> the core's (Sum 0, Average 1, Min 2, Max 3, Product 4).
+_CORE_OPS = {
+    _RedOpType.SUM: 0,
+    _RedOpType.AVG: 1,
+    _RedOpType.MIN: 2,
+    _RedOpType.MAX: 3,
+    _RedOpType.PRODUCT: 4,
+    _RedOpType.PREMUL_SUM: 0,  # with the factor as prescale
+}
+# The reductions of the short path in allreduce() (no prescale factor).
+# Keyed by the enum's int value (hashing the pybind11 enum costs a microsecond).
+_FAST_OPS = {int(kind): op for kind, op in _CORE_OPS.items() if kind != _RedOpType.PREMUL_SUM}
+# dtypes the core moves and reduces itself; others move as bytes and reduce
+# through the gather-then-reduce fallback.
+_CORE_DTYPES = frozenset({
+    torch.float16, torch.bfloat16, torch.float32, torch.float64,
+    torch.int8, torch.uint8, torch.int32, torch.int64,
+})
+
+
+# --------------------------------------------------------------------------
+# Tensors as the core wants them
+
+
+def _plain(t: torch.Tensor) -> torch.Tensor:
+    """`t` without autograd (DLPack refuses tensors that require grad)."""
+    return t.detach() if t.requires_grad else t
+
+
+def _units(t: torch.Tensor) -> torch.Tensor:
+    """A 1-D view of contiguous `t` in a dtype the core moves: t itself, or
+    its bytes."""
+    flat = t.reshape(-1)
+    return flat if flat.dtype in _CORE_DTYPES else flat.view(torch.uint8)
+
+
+def _unit_dtype(dtype: torch.dtype) -> torch.dtype:
+    return dtype if dtype in _CORE_DTYPES else torch.uint8
+
+
+def _unit_count(t: torch.Tensor) -> int:
+    return t.numel() if t.dtype in _CORE_DTYPES else t.numel() * t.element_size()
+
+
+def _input_units(t: torch.Tensor) -> torch.Tensor:
+    """An input as 1-D core units, copied only when not contiguous."""
+    t = _plain(t)
+    if not t.is_contiguous():
+        t = t.contiguous()
+    return _units(t)
+
+
+def _output_units(t: torch.Tensor) -> Optional[torch.Tensor]:
+    """An output as 1-D core units sharing its memory, or None when it must
+    be staged (not contiguous)."""
+    t = _plain(t)
+    return _units(t) if t.is_contiguous() else None
+
+
+def _store_units(src: torch.Tensor, dst: torch.Tensor) -> None:
+    """Copies 1-D core units `src` into tensor `dst` (any layout)."""
+    if dst.dtype not in _CORE_DTYPES:
+        src = src.view(dst.dtype)
+    dst.copy_(src.view(dst.shape))
+
+
+def _rows_view(t: torch.Tensor) -> torch.Tensor:
+    """Contiguous `t` as (rows, elements per row) in core units, for the
+    collectives that split along dim 0 (all_to_all_single)."""
+    if t.dim() == 0:
+        t = t.reshape(1)
+    rows = t.shape[0]
+    per_row = math.prod(t.shape[1:])
+    t = t.reshape(rows, per_row)
+    return t if t.dtype in _CORE_DTYPES else t.view(torch.uint8)
+
+
+def _check_cpu(tensors: Sequence[torch.Tensor], what: str, sparse_ok: bool = False) -> None:
+    for t in tensors:
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{what}: expected tensors, got {type(t).__name__}")
+        if t.device.type != "cpu":
+            raise ValueError(f"{what}: backend 'ring' takes CPU tensors for now, got one on {t.device}")
+        if t.layout != torch.strided and not (sparse_ok and t.layout == torch.sparse_coo):
+            raise ValueError(f"{what}: backend 'ring' does not support {t.layout} tensors here")
+
+
+def _one(tensors: Sequence[torch.Tensor], what: str) -> torch.Tensor:
+    if len(tensors) != 1:
+        raise ValueError(f"{what}: backend 'ring' takes exactly one tensor per call "
+                         f"(one device per process), got {len(tensors)}")
+    return tensors[0]
+
+
+# --------------------------------------------------------------------------
+# Reductions
+
+
+def _reduction(opts) -> Tuple[object, float]:
+    """(RedOpType, prescale factor) of the options' reduceOp."""
+    op = getattr(opts, "reduceOp", dist.ReduceOp.SUM)
+    kind = op.op if hasattr(op, "op") else op
+    if kind == _RedOpType.PREMUL_SUM:
+        factor = op.factor
+        return kind, float(factor.item() if isinstance(factor, torch.Tensor) else factor)
+    return kind, 1.0
+
+
+def _core_reduces(kind, dtype: torch.dtype) -> bool:
+    return kind in _CORE_OPS and dtype in _CORE_DTYPES
+
+
+def _reduce_locally(stacked: torch.Tensor, kind, factor: float) -> torch.Tensor:
+    """Reduces `stacked` (ranks along dim 0) as `kind` does, keeping the dtype."""
+    dtype = stacked.dtype
+    work = stacked.to(torch.uint8) if dtype == torch.bool else stacked
+    n = stacked.shape[0]
+    if kind == _RedOpType.SUM:
+        result = work.sum(0) if dtype != torch.bool else work.amax(0)
+    elif kind == _RedOpType.PREMUL_SUM:
+        result = (work * factor).sum(0)
+    elif kind == _RedOpType.AVG:
+        if dtype.is_floating_point or dtype.is_complex:
+            result = work.sum(0) / n
+        else:
+            result = torch.div(work.sum(0), n, rounding_mode="trunc")
+    elif kind == _RedOpType.PRODUCT:
+        result = work.prod(0) if dtype != torch.bool else work.amin(0)
+    elif kind == _RedOpType.MIN:
+        result = work.amin(0)
+    elif kind == _RedOpType.MAX:
+        result = work.amax(0)
+    elif kind in (_RedOpType.BAND, _RedOpType.BOR, _RedOpType.BXOR):
+        if dtype.is_floating_point or dtype.is_complex:
+            raise ValueError(f"ReduceOp.{kind.name} needs an integer or bool tensor, got {dtype}")
+        fn = {_RedOpType.BAND: torch.bitwise_and, _RedOpType.BOR: torch.bitwise_or,
+              _RedOpType.BXOR: torch.bitwise_xor}[kind]
+        result = work[0].clone()
+        for i in range(1, n):
+            result = fn(result, work[i])
+    else:
+        raise ValueError(f"backend 'ring' does not support reduction {kind}")
+    return result.to(dtype)
+
+
+# --------------------------------------------------------------------------
+# The store
+
+
+class _PollingStore:
+    """torch's store as the core meets through it, with wait() polling
+    check() instead of blocking.
+
+    A TCPStore client runs one request at a time: a thread blocked in its
+    wait() would hold up every other store call of the process, such as a
+    second communicator's rendezvous on another thread (point-to-point
+    channels join concurrently, in whatever order the ranks use them) or a
+    sender's message count."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store) -> None:
+        self._store = store
+
+    def set(self, key, value):
+        self._store.set(key, value)
+
+    def get(self, key):
+        return self._store.get(key)
+
+    def add(self, key, delta):
+        return self._store.add(key, delta)
+
+    def check(self, keys):
+        return self._store.check(keys)
+
+    def wait(self, keys, timeout=None):
+        seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
+        deadline = None if seconds is None or seconds <= 0 else time.monotonic() + seconds
+        delay = 0.0002
+        while not self._store.check(list(keys)):
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"keys {list(keys)} were not set within {seconds:g} s")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.01)
+
+
+# --------------------------------------------------------------------------
+# Point-to-point
+
+
+class _Channel:
+    """Messages from rank `src` to rank `dst` of a group with one tag, in
+    order: a 2-rank communicator of their own (the sender is its rank 0),
+    created on first use, and a thread that runs the transfers (a transfer
+    is a 2-rank broadcast from the sender). A channel per direction lets
+    both ranks send before they receive, as batch_isend_irecv does."""
+
+    def __init__(self, group: "ProcessGroupRing", src: int, dst: int, tag: int) -> None:
+        self.key = (src, dst, tag)
+        self._me = 0 if group._rank == src else 1
+        self._store = dist.PrefixStore(f"ringcc-p2p/{src}-{dst}/{tag}/", group._store)
+        self._comm = None
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            1, thread_name_prefix=f"ringcc-p2p-{src}-{dst}-{tag}")
+
+    def submit(self, fn: Callable) -> concurrent.futures.Future:
+        """Runs fn(channel) on the channel's thread, after earlier transfers."""
+        return self._executor.submit(fn, self)
+
+    def comm(self):
+        """The channel's communicator (joined on first use: blocks until the
+        peer joins too)."""
+        if self._comm is None:
+            self._comm = _core.Communicator(self._me, 2, _PollingStore(self._store))
+        return self._comm
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False)
+        comm, self._comm = self._comm, None
+        if comm is not None:
+            comm.shutdown()
+
+
+# --------------------------------------------------------------------------
+# The process group
+
+
+_LIVE_GROUPS: "weakref.WeakSet[ProcessGroupRing]" = weakref.WeakSet()
+_TIMEOUT_ENV = "RINGCC_TIMEOUT_S"
+_timeout_env_lock = threading.Lock()
+
+
+def _adopt_timeout(seconds: float) -> None:
+    """Makes the core's own bound on waits the group's timeout when the
+    user did not set RINGCC_TIMEOUT_S (the core reads it per operation)."""
+    with _timeout_env_lock:
+        if _TIMEOUT_ENV not in os.environ:
+            os.environ[_TIMEOUT_ENV] = f"{seconds:g}"
+
+
+def _core_timeout_s() -> float:
+    try:
+        return float(os.environ.get(_TIMEOUT_ENV) or os.environ.get("HOROVOD_GLOO_TIMEOUT_SECONDS") or 60)
+    except ValueError:
+        return 60.0
+
+
+class ProcessGroupRing(dist.ProcessGroup):
+    """A torch.distributed process group whose operations run on ringcc."""
+
+    def __init__(self, store, rank: int, size: int, timeout: Optional[datetime.timedelta] = None) -> None:
+        super().__init__(rank, size)
+        self._store = store
+        self._rank = rank
+        self._size = size
+        if timeout is None:
+            timeout = datetime.timedelta(minutes=30)
+        self._timeout = timeout
+        self._timeout_s = max(timeout.total_seconds(), 0.001)
+        self._group_name = ""
+        self._group_desc = ""
+        self._completer = Completer(f"ringcc-completer-{rank}")
+        self._channels: Dict[Tuple[int, int, int], _Channel] = {}
+        self._p2p_lock = threading.Lock()
+        self._taken: Dict[Tuple[int, int], int] = {}  # (src, tag) -> messages received
+        self._anysource: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._coalescing: Optional[List[RingWork]] = None
+        self._closed = False
+        self._stuck = False
+        _adopt_timeout(self._timeout_s)
+        self._core_timeout_s = _core_timeout_s()
+        self._comm = _core.Communicator(rank, size, _PollingStore(store))
+        _LIVE_GROUPS.add(self)
+
+    def __repr__(self) -> str:
+        return f"ProcessGroupRing(rank={self._rank}, size={self._size}, name={self._group_name!r})"
+
+    # -- identity (c10d calls these; without them pg.group_name raises and
+    #    functional collectives, torch.compile and DTensor fail) -------------
+
+    def getBackendName(self) -> str:
+        return BACKEND_NAME
+
+    def setGroupName(self, name: str) -> None:
+        self._group_name = name
+
+    def getGroupName(self) -> str:
+        return self._group_name
+
+    def setGroupDesc(self, desc: str) -> None:
+        self._group_desc = desc
+
+    def getGroupDesc(self) -> str:
+        return self._group_desc
+
+    @property
+    def transport_name(self) -> str:
+        """What carries this group's data: "shm", "tcp" or "shm+tcp"."""
+        return self._comm.transport_name
+
+    @property
+    def timeout(self) -> datetime.timedelta:
+        return self._timeout
+
+    # -- the machinery every operation goes through -------------------------
+
+    def _issue(self, name: str, opts, outputs: Sequence[torch.Tensor],
+               start: Callable[[bool], Optional[list]],
+               finish: Optional[Callable[[], None]] = None) -> RingWork:
+        """Runs start(async_op): it issues the core call(s) and returns their
+        handles (async) or None (ran inline, done). Then a RingWork.
+
+        A synchronous request (opts.asyncOp False) runs inline on this
+        thread when the core's own bound on waits (RINGCC_TIMEOUT_S) is no
+        longer than the group's timeout; otherwise it is queued and waited
+        for with the group's timeout."""
+        if self._closed:
+            raise RuntimeError(f"{self!r} has been shut down")
+        sync = getattr(opts, "asyncOp", True) is False
+        timeout_s = self._op_timeout(opts)
+        inline = sync and self._inline_ok(opts)
+        profile = profile_range(f"{BACKEND_NAME}:{name}")
+        try:
+            handles = start(not inline)
+        except BaseException:
+            if profile is not None:
+                profile.close()
+            raise
+        if inline:
+            try:
+                if finish is not None:
+                    with torch.no_grad():
+                        finish()
+            finally:
+                if profile is not None:
+                    profile.close()
+            work = RingWork(outputs)
+        else:
+            work = RingWork(outputs, handles or [], finish, timeout_s=timeout_s,
+                            completer=self._completer, profile=profile,
+                            what=self._what(name), on_timeout=self._mark_stuck)
+            if sync:
+                work.wait()
+        if self._coalescing is not None:
+            self._coalescing.append(work)
+        return work
+
+    def _what(self, name: str) -> str:
+        return f"ring {name} on rank {self._rank} of group {self._group_name!r}"
+
+    def _mark_stuck(self) -> None:
+        # An operation outlived its wait: shutdown() must not wait for it.
+        self._stuck = True
+
+    def _inline_ok(self, opts) -> bool:
+        """Whether a synchronous request may run on the caller's thread: the
+        core bounds every wait by RINGCC_TIMEOUT_S, so when that is no longer
+        than the operation's timeout, the operation's timeout holds anyway."""
+        return self._op_timeout(opts) >= self._core_timeout_s
+
+    def _op_timeout(self, opts) -> float:
+        timeout = getattr(opts, "timeout", None)
+        if isinstance(timeout, datetime.timedelta) and timeout.total_seconds() > 0:
+            return timeout.total_seconds()
+        return self._timeout_s
+
+    def _checked(self, what: str, check: Callable[[], None]) -> None:
+        """Runs argument checks; when they fail, poisons the peers' current
+        collective so that they fail too instead of waiting for us."""
+        try:
+            check()
+        except Exception:
+            self._poison()
+            raise
+
+    def _poison(self) -> None:
+        # A collective no caller issues: peers waiting in a real one see a
+        # mismatch and raise; ranks that failed the same check meet here.
+        marker = torch.zeros(7, dtype=torch.int8)
+        try:
+            self._comm.allreduce(marker, op=4, inplace=True)
+        except Exception:
+            pass
+
+    # -- allreduce -----------------------------------------------------------
+
+    def allreduce(self, tensors, opts=None):
+        # The common case, kept short: one dense contiguous CPU tensor that
+        # the core reduces, asked for synchronously or not.
+        if len(tensors) == 1 and opts is not None:
+            t = tensors[0]
+            op = _FAST_OPS.get(opts.reduceOp.op.value)
+            if (op is not None and t.dtype in _CORE_DTYPES and t.is_cpu and t.layout == torch.strided
+                    and not t.requires_grad and t.is_contiguous() and not self._closed
+                    and self._coalescing is None and not torch.autograd._profiler_enabled()):
+                if getattr(opts, "asyncOp", True) is False and self._inline_ok(opts):
+                    self._comm.allreduce(t, None, op, 1.0, 1.0, True, False)
+                    return RingWork((t,))
+                handle = self._comm.allreduce(t, None, op, 1.0, 1.0, True, True)
+                work = RingWork((t,), (handle,), None, timeout_s=self._op_timeout(opts),
+                                completer=self._completer, what=self._what("all_reduce"),
+                                on_timeout=self._mark_stuck)
+                if getattr(opts, "asyncOp", True) is False:
+                    work.wait()
+                return work
+        _check_cpu(tensors, "allreduce", sparse_ok=True)
+        kind, factor = _reduction(opts)
+        if len(tensors) == 1 and tensors[0].is_sparse:
+            return self._sparse_allreduce(tensors[0], kind, opts)
+        if len(tensors) == 1:
+            return self._allreduce_one("all_reduce", tensors[0], kind, factor, opts)
+        return self._allreduce_many("all_reduce", list(tensors), kind, factor, opts)
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        _check_cpu(tensors, "allreduce_coalesced")
+        kind, factor = _reduction(opts)
+        return self._allreduce_many("allreduce_coalesced", list(tensors), kind, factor, opts)
+
+    def _allreduce_one(self, name, tensor, kind, factor, opts):
+        if not _core_reduces(kind, tensor.dtype):
+            return self._fallback_allreduce(name, [tensor], kind, factor, opts)
+        op = _CORE_OPS[kind]
+        comm = self._comm
+        t = _plain(tensor)
+        if t.is_contiguous():
+            def start(async_op):
+                h = comm.allreduce(t, op=op, prescale=factor, inplace=True, async_op=async_op)
+                return [h] if async_op else None
+            return self._issue(name, opts, [tensor], start)
+        staged = t.contiguous()
+
+        def start(async_op):
+            h = comm.allreduce(staged, op=op, prescale=factor, inplace=True, async_op=async_op)
+            return [h] if async_op else None
+        return self._issue(name, opts, [tensor], start, lambda: tensor.copy_(staged))
+
+    def _allreduce_many(self, name, tensors, kind, factor, opts):
+        """Fused: the core packs the list into its fusion buffer."""
+        if not tensors:
+            return self._issue(name, opts, [], lambda a: [] if a else None)
+        if not all(_core_reduces(kind, t.dtype) for t in tensors):
+            return self._fallback_allreduce(name, tensors, kind, factor, opts)
+        op = _CORE_OPS[kind]
+        comm = self._comm
+        staged = []
+        copies = []
+        for t in tensors:
+            p = _plain(t)
+            if p.is_contiguous():
+                staged.append(p)
+            else:
+                s = p.contiguous()
+                staged.append(s)
+                copies.append((t, s))
+
+        def start(async_op):
+            h = comm.grouped_allreduce(staged, op=op, prescale=factor, inplace=True, async_op=async_op)
+            return [h] if async_op else None
+
+        def finish():
+            for t, s in copies:
+                t.copy_(s)
+        return self._issue(name, opts, tensors, start, finish if copies else None)
+
+    def _sparse_allreduce(self, tensor, kind, opts):
+        """Sparse COO SUM (as gloo does it): every rank's indices and values
+        are gathered (their counts may differ), summed, and coalesced into
+        `tensor` in place."""
+        def check():
+            if kind != _RedOpType.SUM:
+                raise ValueError(f"sparse all_reduce supports SUM only, got {kind}")
+            if tensor.dtype not in _CORE_DTYPES:
+                raise TypeError(f"sparse all_reduce: unsupported dtype {tensor.dtype}")
+        self._checked("all_reduce", check)
+        local = _plain(tensor).coalesce()
+        indices = local._indices().t().contiguous()  # one row per non-zero
+        values = local._values().contiguous()
+        comm = self._comm
+        # How many non-zeros each rank has (a small blocking exchange), so
+        # that the gathers below write straight into tensors of the right size.
+        counts = torch.empty(self._size, dtype=torch.int64)
+        comm.allgather(torch.tensor([indices.shape[0]], dtype=torch.int64), out=counts)
+        total = int(counts.sum())
+        all_indices = torch.empty(total, local.sparse_dim(), dtype=torch.int64)
+        all_values = torch.empty((total,) + tuple(values.shape[1:]), dtype=values.dtype)
+
+        def start(async_op):
+            handles = [comm.allgather(indices, out=all_indices, async_op=async_op),
+                       comm.allgather(values, out=all_values, async_op=async_op)]
+            return handles if async_op else None
+
+        def finish():
+            summed = torch.sparse_coo_tensor(all_indices.t(), all_values, tensor.shape).coalesce()
+            tensor.copy_(summed)
+        return self._issue("all_reduce", opts, [tensor], start, finish)
+
+    def _fallback_allreduce(self, name, tensors, kind, factor, opts):
+        """Reductions the core lacks (bitwise ops, bool, int16, complex, ...):
+        gather every rank's bytes, reduce locally."""
+        def check():  # e.g. a bitwise reduction of floats
+            for t in tensors:
+                _reduce_locally(torch.zeros(1, 1, dtype=t.dtype), kind, factor)
+        self._checked(name, check)
+        n = self._size
+        packed = torch.cat([_input_units(t).view(torch.uint8) for t in tensors]) if tensors else \
+            torch.empty(0, dtype=torch.uint8)
+        gathered = torch.empty(n * packed.numel(), dtype=torch.uint8)
+        comm = self._comm
+
+        def start(async_op):
+            h = comm.allgather(packed, out=gathered, async_op=async_op)
+            return [h] if async_op else None
+
+        def finish():
+            per_rank = gathered.view(n, -1)
+            offset = 0
+            for t in tensors:
+                nbytes = t.numel() * t.element_size()
+                stacked = per_rank[:, offset:offset + nbytes].contiguous().view(t.dtype).view((n,) + tuple(t.shape))
+                t.copy_(_reduce_locally(stacked, kind, factor))
+                offset += nbytes
+        return self._issue(name, opts, tensors, start, finish)
+
+    # -- broadcast -------------------------------------------------------------
+
+    def broadcast(self, tensors, opts=None):
+        _check_cpu(tensors, "broadcast")
+        root = getattr(opts, "rootRank", 0)
+        tensor = _one(tensors, "broadcast")
+        self._checked("broadcast", lambda: self._check_rank(root, "root"))
+        comm = self._comm
+        t = _plain(tensor)
+        units = _output_units(t)
+        if units is not None:
+            def start(async_op):
+                h = comm.broadcast(units, root=root, inplace=True, async_op=async_op)
+                return [h] if async_op else None
+            return self._issue("broadcast", opts, [tensor], start)
+        staged = _input_units(t)
+
+        def start(async_op):
+            h = comm.broadcast(staged, root=root, inplace=True, async_op=async_op)
+            return [h] if async_op else None
+        return self._issue("broadcast", opts, [tensor], start, lambda: _store_units(staged, tensor))
+
+    def _check_rank(self, rank: int, what: str) -> None:
+        if not 0 <= rank < self._size:
+            raise ValueError(f"{what} rank {rank} is not in a group of {self._size}")
+
+    # -- reduce ----------------------------------------------------------------
+
+    def reduce(self, tensors, opts=None):
+        """Reduction to the root only: an allreduce whose non-root ranks
+        write into scratch, so their tensors stay as they were."""
+        _check_cpu(tensors, "reduce")
+        tensor = _one(tensors, "reduce")
+        root = getattr(opts, "rootRank", 0)
+        self._checked("reduce", lambda: self._check_rank(root, "root"))
+        kind, factor = _reduction(opts)
+        if self._rank == root:
+            return self._allreduce_one("reduce", tensor, kind, factor, opts)
+        scratch = _plain(tensor).clone(memory_format=torch.contiguous_format)
+        work = self._allreduce_one("reduce", scratch, kind, factor, opts)
+        work._outputs = [tensor]
+        return work
+
+    # -- allgather -------------------------------------------------------------
+
+    def allgather(self, output_tensors, input_tensors, opts=None):
+        """Every rank's input into output_tensors[0][r]; sizes may differ by
+        rank (all_gather_v) as long as each output matches its rank's input."""
+        inp = _one(input_tensors, "allgather")
+        outs = list(_one(output_tensors, "allgather"))
+        _check_cpu([inp, *outs], "allgather")
+        self._checked("allgather", lambda: self._check_list(outs, "allgather output list", inp))
+        units = _input_units(inp)
+        unit = units.dtype
+        total = sum(_unit_count(o) for o in outs)
+        gathered = torch.empty(total, dtype=unit)
+        comm = self._comm
+
+        def start(async_op):
+            h = comm.allgather(units, out=gathered, async_op=async_op)
+            return [h] if async_op else None
+
+        def finish():
+            offset = 0
+            for o in outs:
+                n = _unit_count(o)
+                _store_units(gathered[offset:offset + n], o)
+                offset += n
+        return self._issue("all_gather", opts, outs, start, finish)
+
+    def _check_list(self, tensors, what: str, like: Optional[torch.Tensor] = None) -> None:
+        if len(tensors) != self._size:
+            raise ValueError(f"{what} has {len(tensors)} tensors; the group has {self._size} ranks")
+        if like is not None:
+            for t in tensors:
+                if t.dtype != like.dtype:
+                    raise TypeError(f"{what}: dtype {t.dtype} differs from the input's {like.dtype}")
+
+    def all_gather_single(self, output_tensor, input_tensor, opts=None):
+        """all_gather_into_tensor: inputs concatenated in rank order."""
+        _check_cpu([output_tensor, input_tensor], "all_gather_into_tensor")
+        self._checked("all_gather_into_tensor", lambda: self._check_dtypes(output_tensor, input_tensor))
+        units = _input_units(input_tensor)
+        comm = self._comm
+        out = _output_units(output_tensor)
+        if out is not None:
+            def start(async_op):
+                h = comm.allgather(units, out=out, async_op=async_op)
+                return [h] if async_op else None
+            return self._issue("_allgather_base", opts, [output_tensor], start)
+        staged = torch.empty(_unit_count(output_tensor), dtype=units.dtype)
+
+        def start(async_op):
+            h = comm.allgather(units, out=staged, async_op=async_op)
+            return [h] if async_op else None
+        return self._issue("_allgather_base", opts, [output_tensor], start,
+                           lambda: _store_units(staged, output_tensor))
+
+    @staticmethod
+    def _check_dtypes(a: torch.Tensor, b: torch.Tensor) -> None:
+        if a.dtype != b.dtype:
+            raise TypeError(f"output dtype {a.dtype} differs from input dtype {b.dtype}")
+
+    def allgather_coalesced(self, output_lists, input_list, opts=None):
+        """Several allgathers in one: output_lists[r][i] gets rank r's
+        input_list[i]; the inputs' bytes are packed and gathered together."""
+        inputs = list(input_list)
+        outputs = [list(o) for o in output_lists]
+        _check_cpu(inputs + [t for o in outputs for t in o], "allgather_coalesced")
+
+        def check():
+            if len(outputs) != self._size:
+                raise ValueError(f"allgather_coalesced: {len(outputs)} output lists for a group of "
+                                 f"{self._size} ranks")
+            for o in outputs:
+                if len(o) != len(inputs):
+                    raise ValueError(f"allgather_coalesced: an output list holds {len(o)} tensors "
+                                     f"for {len(inputs)} inputs")
+                for out, inp in zip(o, inputs):
+                    self._check_dtypes(out, inp)
+        self._checked("allgather_coalesced", check)
+        packed = torch.cat([_input_units(t).view(torch.uint8) for t in inputs]) if inputs else \
+            torch.empty(0, dtype=torch.uint8)
+        sizes = [[t.numel() * t.element_size() for t in o] for o in outputs]
+        gathered = torch.empty(sum(map(sum, sizes)), dtype=torch.uint8)
+        comm = self._comm
+
+        def start(async_op):
+            h = comm.allgather(packed, out=gathered, async_op=async_op)
+            return [h] if async_op else None
+
+        def finish():
+            offset = 0
+            for r, o in enumerate(outputs):
+                for i, t in enumerate(o):
+                    nbytes = sizes[r][i]
+                    t.copy_(gathered[offset:offset + nbytes].view(t.dtype).view(t.shape))
+                    offset += nbytes
+        flat_outputs = [t for o in outputs for t in o]
+        return self._issue("all_gather_coalesced", opts, flat_outputs, start, finish)
+
+    def all_gather_single_coalesced(self, output_tensors, input_tensors, opts=None):
+        return self._each("all_gather_into_tensor_coalesced", opts,
+                          [(self.all_gather_single, (o, i)) for o, i in zip(output_tensors, input_tensors)])
+
+    def _each(self, name, opts, calls):
+        """Several operations as one work (each issued asynchronously)."""
+        sync = getattr(opts, "asyncOp", True) is False
+        works = [fn(*args, None) for fn, args in calls]  # opts None: async
+        outputs = [t for w in works for t in w._outputs]
+        waits = [_WorkWaitable(w) for w in works]
+        work = RingWork(outputs, waits, timeout_s=self._op_timeout(opts), completer=self._completer)
+        if sync:
+            work.wait()
+        return work
+
+    # -- reduce_scatter -------------------------------------------------------
+
+    def reduce_scatter(self, output_tensors, input_tensors, opts=None):
+        out = _one(output_tensors, "reduce_scatter")
+        pieces = list(_one(input_tensors, "reduce_scatter"))
+        _check_cpu([out, *pieces], "reduce_scatter")
+        self._checked("reduce_scatter", lambda: self._check_list(pieces, "reduce_scatter input list", out))
+        kind, factor = _reduction(opts)
+        sizes = [p.numel() for p in pieces]
+        if len(set(sizes)) == 1 and _core_reduces(kind, out.dtype):
+            stacked = torch.cat([_input_units(p) for p in pieces]).view(self._size, -1)
+            return self._reduce_scatter_rows("reduce_scatter", stacked, out, kind, factor, opts)
+        # Uneven pieces (reduce_scatter_v) or a reduction the core lacks:
+        # reduce everything, keep our piece.
+        whole = torch.cat([_input_units(p).view(torch.uint8) for p in pieces]).view(out.dtype)
+        return self._reduce_then_keep("reduce_scatter", whole, sizes, out, kind, factor, opts)
+
+    def reduce_scatter_single(self, output_tensor, input_tensor, opts=None):
+        """reduce_scatter_tensor: the input holds size x output elements."""
+        _check_cpu([output_tensor, input_tensor], "reduce_scatter_tensor")
+
+        def check():
+            self._check_dtypes(output_tensor, input_tensor)
+            if input_tensor.numel() != self._size * output_tensor.numel():
+                raise ValueError(f"reduce_scatter_tensor: input has {input_tensor.numel()} elements, "
+                                 f"expected {self._size} x {output_tensor.numel()}")
+        self._checked("reduce_scatter_tensor", check)
+        kind, factor = _reduction(opts)
+        if not _core_reduces(kind, output_tensor.dtype):
+            whole = _input_units(input_tensor).view(torch.uint8).view(output_tensor.dtype)
+            sizes = [output_tensor.numel()] * self._size
+            return self._reduce_then_keep("_reduce_scatter_base", whole, sizes, output_tensor, kind,
+                                          factor, opts)
+        stacked = _input_units(input_tensor).view(self._size, -1)
+        return self._reduce_scatter_rows("_reduce_scatter_base", stacked, output_tensor, kind, factor, opts)
+
+    def _reduce_scatter_rows(self, name, stacked, out, kind, factor, opts):
+        op = _CORE_OPS[kind]
+        comm = self._comm
+        direct = _output_units(out)
+        target = direct.view(1, -1) if direct is not None else torch.empty(1, stacked.shape[1], dtype=stacked.dtype)
+
+        def start(async_op):
+            h = comm.reduce_scatter(stacked, out=target, op=op, prescale=factor, async_op=async_op)
+            return [h] if async_op else None
+        finish = None if direct is not None else (lambda: _store_units(target.view(-1), out))
+        return self._issue(name, opts, [out], start, finish)
+
+    def _reduce_then_keep(self, name, whole, sizes, out, kind, factor, opts):
+        scratch = whole.clone()
+        work = self._allreduce_one(name, scratch, kind, factor, _AsyncOf(opts))
+        begin = sum(sizes[:self._rank])
+        piece = sizes[self._rank]
+
+        def finish():
+            out.copy_(scratch[begin:begin + piece].view(out.shape))
+        combined = RingWork([out], [_WorkWaitable(work)], finish, timeout_s=self._op_timeout(opts),
+                            completer=self._completer)
+        if getattr(opts, "asyncOp", True) is False:
+            combined.wait()
+        return combined
+
+    def reduce_scatter_single_coalesced(self, output_tensors, input_tensors, opts=None):
+        calls = [(self._reduce_scatter_single_with, (o, i, opts)) for o, i in zip(output_tensors, input_tensors)]
+        return self._each("reduce_scatter_tensor_coalesced", opts, calls)
+
+    def _reduce_scatter_single_with(self, out, inp, opts, _none=None):
+        return self.reduce_scatter_single(out, inp, _AsyncOf(opts))
+
+    # -- gather / scatter (alltoall with one non-zero row of splits) ----------
+
+    def gather(self, output_tensors, input_tensors, opts=None):
+        inp = _one(input_tensors, "gather")
+        root = getattr(opts, "rootRank", 0)
+        outs = list(output_tensors[0]) if self._rank == root and output_tensors else []
+        _check_cpu([inp, *outs], "gather")
+
+        def check():
+            self._check_rank(root, "root")
+            if self._rank == root:
+                if len(output_tensors) != 1:
+                    raise ValueError("gather: the root needs one list of output tensors")
+                self._check_list(outs, "gather output list", inp)
+            elif output_tensors and any(len(o) for o in output_tensors):
+                raise ValueError("gather: only the root takes output tensors")
+        self._checked("gather", check)
+        units = _input_units(inp)
+        splits = [0] * self._size
+        splits[root] = units.numel()
+        total = sum(_unit_count(o) for o in outs)
+        received = torch.empty(total, dtype=units.dtype)
+        comm = self._comm
+
+        def start(async_op):
+            h = comm.alltoall(units, splits=splits, out=received, async_op=async_op)
+            return [h] if async_op else None
+
+        def finish():
+            offset = 0
+            for o in outs:
+                n = _unit_count(o)
+                _store_units(received[offset:offset + n], o)
+                offset += n
+        return self._issue("gather", opts, outs, start, finish if outs else None)
+
+    def scatter(self, output_tensors, input_tensors, opts=None):
+        out = _one(output_tensors, "scatter")
+        root = getattr(opts, "rootRank", 0)
+        pieces = list(input_tensors[0]) if self._rank == root and input_tensors else []
+        _check_cpu([out, *pieces], "scatter")
+
+        def check():
+            self._check_rank(root, "root")
+            if self._rank == root:
+                if len(input_tensors) != 1:
+                    raise ValueError("scatter: the root needs one list of input tensors")
+                self._check_list(pieces, "scatter input list", out)
+            elif input_tensors and any(len(i) for i in input_tensors):
+                raise ValueError("scatter: only the root takes input tensors")
+        self._checked("scatter", check)
+        unit = _unit_dtype(out.dtype)
+        if pieces:
+            send = torch.cat([_input_units(p) for p in pieces])
+            splits = [_unit_count(p) for p in pieces]
+        else:
+            send = torch.empty(0, dtype=unit)
+            splits = [0] * self._size
+        comm = self._comm
+        direct = _output_units(out)
+        target = direct if direct is not None else torch.empty(_unit_count(out), dtype=unit)
+
+        def start(async_op):
+            h = comm.alltoall(send, splits=splits, out=target, async_op=async_op)
+            return [h] if async_op else None
+        finish = None if direct is not None else (lambda: _store_units(target, out))
+        return self._issue("scatter", opts, [out], start, finish)
+
+    # -- alltoall ----------------------------------------------------------
+
+    def alltoall(self, output_tensors, input_tensors, opts=None):
+        outs, ins = list(output_tensors), list(input_tensors)
+        _check_cpu(outs + ins, "alltoall")
+
+        def check():
+            self._check_list(outs, "alltoall output list")
+            self._check_list(ins, "alltoall input list")
+            for o, i in zip(outs, ins):
+                self._check_dtypes(o, i)
+        self._checked("alltoall", check)
+        send = torch.cat([_input_units(t) for t in ins])
+        splits = [_unit_count(t) for t in ins]
+        received = torch.empty(sum(_unit_count(o) for o in outs), dtype=send.dtype)
+        comm = self._comm
+
+        def start(async_op):
+            h = comm.alltoall(send, splits=splits, out=received, async_op=async_op)
+            return [h] if async_op else None
+
+        def finish():
+            offset = 0
+            for o in outs:
+                n = _unit_count(o)
+                _store_units(received[offset:offset + n], o)
+                offset += n
+        return self._issue("all_to_all", opts, outs, start, finish)
+
+    def all_to_all_single(self, output_tensor, input_tensor, output_split_sizes, input_split_sizes,
+                          opts=None):
+        """all_to_all_single: splits count rows of dim 0 (equal when empty)."""
+        _check_cpu([output_tensor, input_tensor], "all_to_all_single")
+        in_splits = [int(s) for s in input_split_sizes] if input_split_sizes else None
+        out_splits = [int(s) for s in output_split_sizes] if output_split_sizes else None
+
+        def check():
+            self._check_dtypes(output_tensor, input_tensor)
+            rows = input_tensor.shape[0] if input_tensor.dim() else 1
+            if in_splits is not None and (len(in_splits) != self._size or sum(in_splits) != rows):
+                raise ValueError(f"all_to_all_single: input_split_sizes {in_splits} do not split "
+                                 f"{rows} rows over {self._size} ranks")
+            if in_splits is None and rows % self._size:
+                raise ValueError(f"all_to_all_single: {rows} rows do not split evenly over "
+                                 f"{self._size} ranks; pass input_split_sizes")
+            out_rows = output_tensor.shape[0] if output_tensor.dim() else 1
+            if out_splits is not None and (len(out_splits) != self._size or sum(out_splits) != out_rows):
+                raise ValueError(f"all_to_all_single: output_split_sizes {out_splits} do not split "
+                                 f"{out_rows} rows over {self._size} ranks")
+        self._checked("all_to_all_single", check)
+        rows = input_tensor.shape[0] if input_tensor.dim() else 1
+        splits = in_splits if in_splits is not None else [rows // self._size] * self._size
+        send = _rows_view(_plain(input_tensor).contiguous())
+        direct = _plain(output_tensor)
+        direct = _units(direct) if direct.is_contiguous() else None
+        target = direct if direct is not None else torch.empty(_unit_count(output_tensor),
+                                                                dtype=_unit_dtype(output_tensor.dtype))
+        comm = self._comm
+        result = {}
+
+        def start(async_op):
+            h = comm.alltoall(send, splits=splits, out=target, async_op=async_op)
+            if async_op:
+                result["handle"] = h
+                return [h]
+            result["received"] = h[1]
+            return None
+
+        def finish():
+            received = result["received"] if "received" in result else result["handle"].wait()[1]
+            if out_splits is not None and list(received) != out_splits:
+                raise _core.MismatchError(
+                    f"all_to_all_single: rank {self._rank} received rows {list(received)} from the "
+                    f"ranks but output_split_sizes is {out_splits}")
+            if direct is None:
+                _store_units(target, output_tensor)
+        return self._issue("all_to_all_single", opts, [output_tensor], start, finish)
+
+    # -- barrier -------------------------------------------------------------
+
+    def barrier(self, opts=None):
+        comm = self._comm
+
+        def start(async_op):
+            h = comm.barrier(async_op=async_op)
+            return [h] if async_op else None
+        return self._issue("barrier", opts, [], start)
+
+    # -- point-to-point ------------------------------------------------------
+
+    def _channel(self, src: int, dst: int, tag: int) -> _Channel:
+        key = (src, dst, tag)
+        channel = self._channels.get(key)
+        if channel is None:
+            with self._p2p_lock:
+                channel = self._channels.get(key)
+                if channel is None:
+                    channel = self._channels[key] = _Channel(self, src, dst, tag)
+        return channel
+
+    def _count_key(self, dst: int, src: int, tag: int) -> str:
+        return f"ringcc-p2p-sent/{dst}/{src}/{tag}"
+
+    def send(self, tensors, dstRank, tag=0):
+        tensor = _one(tensors, "send")
+        _check_cpu([tensor], "send")
+        if dstRank == self._rank or not 0 <= dstRank < self._size:
+            raise ValueError(f"send: invalid destination rank {dstRank} (this is rank {self._rank} "
+                             f"of {self._size})")
+        units = _input_units(tensor)
+        store, key = self._store, self._count_key(dstRank, self._rank, tag)
+
+        def transfer(channel):
+            store.add(key, 1)  # lets recv_anysource find us (before we wait for the peer)
+            channel.comm().broadcast(units, root=0, inplace=True)
+        profile = profile_range(f"{BACKEND_NAME}:send")
+        future = self._channel(self._rank, dstRank, tag).submit(transfer)
+        return RingWork([tensor], [FutureWaitable(future)], timeout_s=self._timeout_s, profile=profile)
+
+    def recv(self, tensors, srcRank, tag=0):
+        tensor = _one(tensors, "recv")
+        _check_cpu([tensor], "recv")
+        if srcRank == self._rank or not 0 <= srcRank < self._size:
+            raise ValueError(f"recv: invalid source rank {srcRank} (this is rank {self._rank} "
+                             f"of {self._size})")
+        profile = profile_range(f"{BACKEND_NAME}:recv")
+        with self._p2p_lock:
+            self._taken[(srcRank, tag)] = self._taken.get((srcRank, tag), 0) + 1
+            future = self._submit_recv(tensor, srcRank, tag)
+        return RingWork([tensor], [FutureWaitable(future)], timeout_s=self._timeout_s, profile=profile,
+                        source_rank=srcRank)
+
+    def _submit_recv(self, tensor, src, tag):
+        direct = _output_units(tensor)
+        target = direct if direct is not None else torch.empty(_unit_count(tensor),
+                                                                dtype=_unit_dtype(tensor.dtype))
+
+        def transfer(channel):
+            channel.comm().broadcast(target, root=0, inplace=True)
+            if direct is None:
+                with torch.no_grad():
+                    _store_units(target, tensor)
+            return src
+        # The channel's lock-free dict read is safe: _p2p_lock is held (RLock not needed:
+        # _channel only takes it when creating, and callers hold it here).
+        key = (src, self._rank, tag)
+        channel = self._channels.get(key)
+        if channel is None:
+            channel = self._channels[key] = _Channel(self, src, self._rank, tag)
+        return channel.submit(transfer)
+
+    def recv_anysource(self, tensors, tag=0):
+        """Receives from whichever rank has sent this rank a message with
+        `tag` that no receive took yet (senders count their messages in the
+        store); work.source_rank() tells which."""
+        tensor = _one(tensors, "recv_anysource")
+        _check_cpu([tensor], "recv_anysource")
+        profile = profile_range(f"{BACKEND_NAME}:recvAnySource")
+        if self._anysource is None:
+            with self._p2p_lock:
+                if self._anysource is None:
+                    self._anysource = concurrent.futures.ThreadPoolExecutor(
+                        1, thread_name_prefix="ringcc-anysource")
+        deadline = time.monotonic() + self._timeout_s
+
+        def resolve():
+            delay = 0.0005
+            while True:
+                for src in range(self._size):
+                    if src == self._rank:
+                        continue
+                    sent = self._store.add(self._count_key(self._rank, src, tag), 0)
+                    with self._p2p_lock:
+                        if sent > self._taken.get((src, tag), 0):
+                            self._taken[(src, tag)] = self._taken.get((src, tag), 0) + 1
+                            future = self._submit_recv(tensor, src, tag)
+                            break
+                else:
+                    if time.monotonic() > deadline:
+                        raise _core.TimeoutError(
+                            f"recv_anysource: no message with tag {tag} arrived within "
+                            f"{self._timeout_s:g} s")
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.01)
+                    continue
+                return future.result()
+
+        outer = self._anysource.submit(resolve)
+        work = RingWork([tensor], [FutureWaitable(outer)], timeout_s=self._timeout_s, profile=profile)
+
+        def finish():
+            work._src_rank = outer.result()
+        work._finish = finish
+        return work
+
+    # -- coalescing (torch's C++ startCoalescing/endCoalescing) ---------------
+
+    def start_coalescing(self, device=None) -> None:
+        self._coalescing = []
+
+    def end_coalescing(self, device=None):
+        works, self._coalescing = self._coalescing or [], None
+        outputs = [t for w in works for t in w._outputs]
+        return RingWork(outputs, [_WorkWaitable(w) for w in works], timeout_s=self._timeout_s,
+                        completer=self._completer)
+
+    # -- names torch used before 2.6 (and still accepts) ---------------------
+
+    def _allgather_base(self, output_tensor, input_tensor, opts=None):
+        return self.all_gather_single(output_tensor, input_tensor, opts)
+
+    def _reduce_scatter_base(self, output_tensor, input_tensor, opts=None):
+        return self.reduce_scatter_single(output_tensor, input_tensor, opts)
+
+    def alltoall_base(self, output_tensor, input_tensor, output_split_sizes, input_split_sizes, opts=None):
+        return self.all_to_all_single(output_tensor, input_tensor, output_split_sizes, input_split_sizes, opts)
+
+    def allgather_into_tensor_coalesced(self, output_tensors, input_tensors, opts=None):
+        return self.all_gather_single_coalesced(output_tensors, input_tensors, opts)
+
+    def reduce_scatter_tensor_coalesced(self, output_tensors, input_tensors, opts=None):
+        return self.reduce_scatter_single_coalesced(output_tensors, input_tensors, opts)
+
+    # -- lifetime ------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Leaves the group (destroy_process_group calls this); idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        _LIVE_GROUPS.discard(self)
+        self._completer.stop()
+        with self._p2p_lock:
+            channels = [self._channels[k] for k in sorted(self._channels)]
+            self._channels.clear()
+            anysource, self._anysource = self._anysource, None
+        if anysource is not None:
+            anysource.shutdown(wait=False)
+        if channels:
+            # In a thread of their own, in the same order on every rank; a
+            # transfer the peer never matched would hold it up until the
+            # core's timeout, so this waits only a little.
+            closer = threading.Thread(target=_close_channels, args=(channels,),
+                                      name="ringcc-p2p-close", daemon=True)
+            closer.start()
+            closer.join(_CHANNEL_CLOSE_WAIT_S)
+        if self._stuck:
+            # The core would wait for the stuck operation (until its own
+            # timeout); leave it to a background thread.
+            threading.Thread(target=self._comm.shutdown, name="ringcc-shutdown", daemon=True).start()
+        else:
+            self._comm.shutdown()
+
+    def abort(self) -> None:
+        self.shutdown()
+
+
+_CHANNEL_CLOSE_WAIT_S = 5.0
+
+
+def _close_channels(channels: List[_Channel]) -> None:
+    for channel in channels:
+        try:
+            channel.close()
+        except Exception as error:  # noqa: BLE001 - leaving anyway
+            log.debug("closing a point-to-point channel: %s", error)
+
+
+class _AsyncOf:
+    """Options that read like `opts` but always ask for an asynchronous op."""
+
+    def __init__(self, opts) -> None:
+        self._opts = opts
+
+    def __getattr__(self, name):
+        if name == "asyncOp":
+            return True
+        return getattr(self._opts, name)
+
+
+class _WorkWaitable:
+    """A RingWork seen as a waitable (for works made of works)."""
+
+    __slots__ = ("work",)
+
+    def __init__(self, work: RingWork) -> None:
+        self.work = work
+
+    def wait(self, timeout=None):
+        return self.work.wait(timeout)
+
+    def done(self) -> bool:
+        return self.work.is_completed()
+
+
+# --------------------------------------------------------------------------
+# Registration
+
+
+def create_process_group(store, rank: int, size: int, timeout) -> ProcessGroupRing:
+    """The creator that Backend.register_backend gets: c10d passes the
+    group's prefixed store, this rank within the group, the group's size and
+    its timeout."""
+    return ProcessGroupRing(store, rank, size, timeout)
+
+
+def is_registered() -> bool:
+    return BACKEND_NAME.upper() in getattr(dist.Backend, "_plugins", {})
+
+
+def register_backend() -> None:
+    """Registers backend "ring" with torch.distributed (idempotent)."""
+    if is_registered():
+        return
+    dist.Backend.register_backend(BACKEND_NAME, create_process_group, devices=list(DEVICES))
+
+
+def _shutdown_live_groups() -> None:
+    for group in list(_LIVE_GROUPS):
+        try:
+            group.shutdown()
+        except Exception:  # the process is ending
+            pass
+
+
+atexit.register(_shutdown_live_groups)

@@ -1,0 +1,231 @@
+"""torch.distributed with backend "ring" against gloo, in the same processes.
+
+    ringrun -np 2 python -m bench.torch_allreduce [--sizes 4,4K,1M,64M] [--repeats 3]
+        [--ddp-params 25M] [--ddp-batch 32] [--ddp-steps 8] [--threads 1] [--json PATH]
+    torchrun --nproc-per-node 2 -m bench.torch_allreduce ...
+
+Rank 0 prints two tables:
+
+* `dist.all_reduce` (float32, SUM, in place, async_op=False) per size: time
+  per call and busbw for "ring" and for gloo, and ring/gloo (speed-up: gloo's
+  time over ring's). Each point is a loop of `dist.all_reduce(t, group=g)`;
+  time per call is (t_end - t_start) / iters, the maximum over ranks; busbw
+  is bytes / time * 2 (n - 1) / n, as nccl-tests define it.
+* one DDP training step (forward, backward with DDP's bucketed allreduce
+  overlapping it, SGD step) of an MLP of about --ddp-params parameters, per
+  backend: median seconds per step (the slowest rank's), and gloo's time
+  over ring's. The steps alternate between the backends two at a time.
+
+Both backends get their own process group in the same processes (the default
+group is gloo, "ring" comes from dist.new_group(backend="ring")), and the
+measurements alternate between them over --repeats, so that slow drifts of a
+shared machine hit both alike; tables show medians over the repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    text = text.strip().upper().rstrip("B").rstrip("I")
+    for suffix in ("G", "M", "K"):
+        if text.endswith(suffix):
+            return int(float(text[:-1]) * UNITS[suffix])
+    return int(text)
+
+
+def format_size(n: int) -> str:
+    for suffix in ("G", "M", "K"):
+        if n >= UNITS[suffix] and n % UNITS[suffix] == 0:
+            return f"{n // UNITS[suffix]}{suffix}"
+    return str(n)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="4,4K,1M,64M", help="message sizes in bytes (default: %(default)s)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--min-time", type=float, default=0.3,
+                        help="seconds each point runs at least (sets the iteration count)")
+    parser.add_argument("--ddp-params", default="25M", help="parameters of the DDP model (0: no DDP table)")
+    parser.add_argument("--ddp-batch", type=int, default=32)
+    parser.add_argument("--ddp-steps", type=int, default=8, help="timed DDP steps per backend and repeat")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="torch intra-op threads per rank (default: cores / local ranks)")
+    parser.add_argument("--json", help="write every measurement here (rank 0)")
+    return parser.parse_args(argv)
+
+
+class Bench:
+    def __init__(self, args):
+        import ringcc.torch  # noqa: F401  (registers "ring" when no entry point did)
+        import torch
+        import torch.distributed as dist
+
+        self.torch, self.dist, self.args = torch, dist, args
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("RINGCC_LOCAL_SIZE", "1")))
+        threads = args.threads or max(1, (os.cpu_count() or 1) // max(local, 1))
+        torch.set_num_threads(threads)
+        self.threads = threads
+        dist.init_process_group("gloo", timeout=datetime.timedelta(minutes=5))
+        self.rank, self.size = dist.get_rank(), dist.get_world_size()
+        self.groups = {"ring": dist.new_group(backend="ring"), "gloo": dist.new_group(backend="gloo")}
+
+    def max_over_ranks(self, value: float) -> float:
+        t = self.torch.tensor([value], dtype=self.torch.float64)
+        self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX)
+        return float(t[0])
+
+    def check(self):
+        """Both backends give the same all_reduce (the figures compare like with like)."""
+        torch, dist = self.torch, self.dist
+        base = torch.arange(1000, dtype=torch.float32) * (self.rank + 1)
+        a, b = base.clone(), base.clone()
+        dist.all_reduce(a, group=self.groups["ring"])
+        dist.all_reduce(b, group=self.groups["gloo"])
+        if not torch.equal(a, b):
+            raise SystemExit("ring and gloo disagree on all_reduce; not benchmarking")
+
+    def time_allreduce(self, name: str, nbytes: int, iters: int) -> float:
+        torch, dist = self.torch, self.dist
+        group = self.groups[name]
+        t = torch.ones(max(nbytes // 4, 1), dtype=torch.float32)
+        for _ in range(min(iters, 5)):
+            dist.all_reduce(t, group=group)
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(iters):
+            dist.all_reduce(t, group=group)
+        elapsed = (time.perf_counter() - start) / iters
+        return self.max_over_ranks(elapsed)
+
+    def iterations(self, nbytes: int) -> int:
+        """Iterations so that the slower backend runs about --min-time."""
+        probe = max(self.time_allreduce(name, nbytes, 3) for name in self.groups)
+        return max(3, min(20000, int(self.args.min_time / max(probe, 1e-7))))
+
+    def allreduce_table(self):
+        results = []
+        for nbytes in [parse_size(s) for s in self.args.sizes.split(",") if s]:
+            iters = self.iterations(nbytes)
+            times = {name: [] for name in self.groups}
+            for _ in range(self.args.repeats):
+                for name in self.groups:
+                    times[name].append(self.time_allreduce(name, nbytes, iters))
+            results.append({"nbytes": nbytes, "iters": iters, "times_s": times})
+        return results
+
+    def ddp_model(self, params: int):
+        nn = self.torch.nn
+        # Three layers width w: 2*1024*w + w*w (+ biases) parameters.
+        width = 1024
+        while 2 * 1024 * width + width * width < params:
+            width += 64
+        self.torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(1024, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
+                              nn.Linear(width, 1024))
+        return model, sum(p.numel() for p in model.parameters())
+
+    def ddp_table(self):
+        torch = self.torch
+        params = parse_size(self.args.ddp_params)
+        if params <= 0:
+            return None
+        runs = {}
+        for name, group in self.groups.items():
+            model, count = self.ddp_model(params)
+            ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=group)
+            opt = torch.optim.SGD(ddp.parameters(), lr=1e-4)
+            g = torch.Generator().manual_seed(1 + self.rank)
+            x = torch.randn(self.args.ddp_batch, 1024, generator=g)
+            y = torch.randn(self.args.ddp_batch, 1024, generator=g)
+            runs[name] = (ddp, opt, x, y)
+
+        def step(name):
+            ddp, opt, x, y = runs[name]
+            loss = torch.nn.functional.mse_loss(ddp(x), y)
+            opt.zero_grad(set_to_none=False)
+            loss.backward()
+            opt.step()
+
+        for name in runs:  # warm-up (and DDP's bucket rebuild after the first step)
+            for _ in range(2):
+                step(name)
+        # Alternate a few steps of each backend, --repeats x --ddp-steps
+        # steps each in all, so that the load of a shared host hits both.
+        times = {name: [] for name in runs}
+        rounds = max(1, self.args.ddp_steps // 2)
+        for _ in range(self.args.repeats):
+            for _ in range(rounds):
+                for name in runs:
+                    self.dist.barrier()
+                    for _ in range(2):
+                        start = time.perf_counter()
+                        step(name)
+                        times[name].append(self.max_over_ranks(time.perf_counter() - start))
+        # Same seed, same data: the two models must have trained alike.
+        ring_p = torch.cat([p.detach().reshape(-1) for p in runs["ring"][0].parameters()])
+        gloo_p = torch.cat([p.detach().reshape(-1) for p in runs["gloo"][0].parameters()])
+        max_diff = float((ring_p - gloo_p).abs().max())
+        return {"params": count, "batch": self.args.ddp_batch, "steps": self.args.ddp_steps,
+                "times_s": times, "max_param_diff": max_diff}
+
+
+def busbw(nbytes: int, seconds: float, size: int) -> float:
+    return nbytes / seconds / 1e9 * (2 * (size - 1) / size)
+
+
+def report(bench, allreduce, ddp) -> str:
+    size = bench.size
+    lines = [f"# torch {bench.torch.__version__}, {size} ranks, {bench.threads} torch threads per rank, "
+             f"{platform.machine()}, {os.cpu_count()} cores, ring transport "
+             f"{bench.groups['ring'].transport_name}",
+             "# dist.all_reduce, float32, SUM, in place (medians over repeats)",
+             f"# {'size':>8} {'count':>10} {'ring us':>10} {'ring GB/s':>10} {'gloo us':>10} "
+             f"{'gloo GB/s':>10} {'gloo/ring':>10}"]
+    for entry in allreduce:
+        n = entry["nbytes"]
+        ring = statistics.median(entry["times_s"]["ring"])
+        gloo = statistics.median(entry["times_s"]["gloo"])
+        lines.append(f"  {format_size(n):>8} {max(n // 4, 1):>10} {ring * 1e6:10.1f} {busbw(n, ring, size):10.3f} "
+                     f"{gloo * 1e6:10.1f} {busbw(n, gloo, size):10.3f} {gloo / ring:10.2f}")
+    if ddp is not None:
+        ring = statistics.median(ddp["times_s"]["ring"])
+        gloo = statistics.median(ddp["times_s"]["gloo"])
+        lines += ["",
+                  f"# DDP training step, MLP of {ddp['params'] / 1e6:.1f}M parameters, batch {ddp['batch']} "
+                  f"(median of {len(ddp['times_s']['ring'])} steps each, alternating in pairs)",
+                  f"# {'ring s':>10} {'gloo s':>10} {'gloo/ring':>10}   max |param diff| ring vs gloo",
+                  f"  {ring:10.4f} {gloo:10.4f} {gloo / ring:10.2f}   {ddp['max_param_diff']:.3g}"]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    bench = Bench(args)
+    bench.check()
+    allreduce = bench.allreduce_table()
+    ddp = bench.ddp_table()
+    if bench.rank == 0:
+        print(report(bench, allreduce, ddp), flush=True)
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as file:
+                json.dump({"size": bench.size, "threads": bench.threads, "torch": bench.torch.__version__,
+                           "allreduce": allreduce, "ddp": ddp}, file, indent=1)
+    bench.dist.barrier()
+    bench.dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
