@@ -123,11 +123,7 @@ BufferView from_dlpack(py::handle obj, const char* what) {
   }
   v.ptr = static_cast<uint8_t*>(t.data) + t.byte_offset;
   v.owner = capsule;  // the producer frees the memory reference when this dies
-  try {
-    v.numpy_dtype = numpy_dtype_for(v.dtype);
-  } catch (...) {
-    v.numpy_dtype = py::none();
-  }
+  v.numpy_dtype = py::none();  // found only if an output must be allocated
   return v;
 }
 

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <memory>
+#include <thread>
 #include <mutex>
 
 #include "bindings/buffer_view.h"
@@ -390,17 +391,26 @@ class PythonStore : public ringcc::Store {
     py::gil_scoped_acquire gil;
     store_.attr("set")(key, py::bytes(value));
   }
+  // Polls check() rather than blocking in the store's wait(): a store
+  // client that serves one request at a time (torch's TCPStore) would
+  // otherwise hold up every other thread's requests while we wait.
   std::string get(const std::string& key, std::chrono::milliseconds timeout) override {
-    py::gil_scoped_acquire gil;
-    try {
-      py::object timedelta = py::module_::import("datetime").attr("timedelta");
-      store_.attr("wait")(py::list(py::make_tuple(key)),
-                          timedelta(py::arg("milliseconds") = timeout.count()));
-    } catch (py::error_already_set& e) {
-      ringcc::raise(ErrorKind::kTimeout, "timed out after ", timeout.count() / 1000.0,
-                    " s waiting for key '", key, "' in the rendezvous store (", e.what(), ")");
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    auto pause = std::chrono::microseconds(200);
+    for (;;) {
+      {
+        py::gil_scoped_acquire gil;
+        if (py::cast<bool>(store_.attr("check")(py::list(py::make_tuple(key))))) {
+          return py::cast<std::string>(store_.attr("get")(key));
+        }
+      }
+      if (std::chrono::steady_clock::now() >= deadline) {
+        ringcc::raise(ErrorKind::kTimeout, "timed out after ", timeout.count() / 1000.0,
+                      " s waiting for key '", key, "' in the rendezvous store");
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(20000));
     }
-    return py::cast<std::string>(store_.attr("get")(key));
   }
   bool try_get(const std::string& key, std::string* value) override {
     py::gil_scoped_acquire gil;
@@ -432,10 +442,11 @@ void bind_collectives(py::module_& m) {
   // A communicator of its own, for adapters that run several process
   // groups: rank and size within the group, and a Python store to meet in.
   py::class_<ringcc::Communicator, CommPtr>(m, "Communicator")
-      .def(py::init([](int rank, int size, py::object store) {
+      .def(py::init([](int rank, int size, py::object store, double timeout_s) {
              ringcc::RendezvousInfo info;
              info.rank = rank;
              info.size = size;
+             info.timeout_s = timeout_s;
              info.source = "an adapter's store";
              if (rank < 0 || size < 1 || rank >= size) {
                ringcc::raise(ErrorKind::kInvalidArgument, "invalid rank ", rank, " for size ", size);
@@ -444,7 +455,28 @@ void bind_collectives(py::module_& m) {
              py::gil_scoped_release release;
              return std::make_shared<ringcc::Communicator>(info, bridge);
            }),
-           py::arg("rank"), py::arg("size"), py::arg("store"))
+           py::arg("rank"), py::arg("size"), py::arg("store"), py::arg("timeout_s") = 0.0,
+           "Joins a group of `size` ranks through `store` (set/get/add/check). timeout_s bounds\n"
+           "every wait of this communicator (0: RINGCC_TIMEOUT_S).")
+      .def("abort", [](CommPtr c, const std::string& reason) { c->abort(reason); },
+           py::arg("reason"),
+           "Fails any collective blocked on this rank, here and on its peers; the communicator\n"
+           "is unusable afterwards. Safe from any thread.")
+      .def("report_error", [](CommPtr c, const std::string& message) {
+             CollectiveArgs failed;
+             failed.kind = CollectiveKind::kLocalError;
+             failed.failed_kind = CollectiveKind::kAllreduce;
+             failed.local_error = message;
+             py::gil_scoped_release release;
+             try {
+               c->run(failed);
+             } catch (const ringcc::Error& e) {
+               if (e.kind() != ErrorKind::kInvalidArgument) throw;
+             }
+           }, py::arg("message"),
+           "Takes part in the peers' current collective as a failed participant, so that they\n"
+           "raise MismatchError naming this rank and `message` instead of waiting.")
+      .def_property_readonly("timeout_s", &ringcc::Communicator::timeout_s)
       .def_property_readonly("rank", &ringcc::Communicator::rank)
       .def_property_readonly("size", &ringcc::Communicator::size)
       .def_property_readonly("local_rank", &ringcc::Communicator::local_rank)

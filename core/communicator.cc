@@ -50,12 +50,13 @@ Communicator::Communicator(const RendezvousInfo& info, std::shared_ptr<Store> st
     : rank_(info.rank),
       size_(info.size),
       store_(std::move(store)),
-      fusion_threshold_(env_int("RINGCC_FUSION_THRESHOLD", 64 << 20, "HOROVOD_FUSION_THRESHOLD")) {
+      fusion_threshold_(env_int("RINGCC_FUSION_THRESHOLD", 64 << 20, "HOROVOD_FUSION_THRESHOLD")),
+      timeout_s_(info.timeout_s > 0 ? info.timeout_s : timeout_seconds()) {
   set_log_rank(rank_);
   world_.me = rank_;
   for (int r = 0; r < size_; ++r) world_.ranks.push_back(r);
   world_.links.assign(static_cast<size_t>(size_), nullptr);
-  if (size_ > 1) join_job(info, deadline_after(timeout_seconds()));
+  if (size_ > 1) join_job(info, deadline_after(timeout_s_));
   worker_ = std::thread([this] { worker_loop(); });
 }
 
@@ -295,7 +296,7 @@ void Communicator::execute(CollectiveArgs& a) {
   if (todo->kind == CollectiveKind::kAlltoall && todo->send_counts.empty()) {
     todo->send_counts.assign(static_cast<size_t>(size_), 0);
   }
-  const Deadline deadline = deadline_after(timeout_seconds());
+  const Deadline deadline = deadline_after(timeout_s_);
   try {
     if (shm_) {
       shm_->run(*todo, deadline);
@@ -338,6 +339,21 @@ void Communicator::fail(const std::exception& e, bool) {
   abort_reason_ = message;
   RINGCC_LOG(kError, message);
   throw Error(err ? err->kind() : ErrorKind::kPeerFailure, message);
+}
+
+void Communicator::abort(const std::string& reason) {
+  // Recorded first, so that peers that only see a closed socket can tell why.
+  if (store_) {
+    try {
+      if (store_->add("ringcc/abort/count", 1) == 1) {
+        store_->set("ringcc/abort/reason", "rank " + std::to_string(rank_) + " aborted: " + reason);
+      }
+    } catch (...) {
+    }
+  }
+  if (shm_) shm_->abort(reason);
+  if (local_shm_) local_shm_->abort(reason);
+  if (tcp_) tcp_->abort(reason);
 }
 
 void Communicator::execute_grouped(std::vector<CollectiveArgs>& list) {
@@ -499,7 +515,7 @@ void Communicator::shutdown() {
     // Leave in step: rank 0 keeps serving the store until every rank has
     // checked out, the others wait until it stops serving.
     try {
-      const Deadline deadline = deadline_after(std::min(timeout_seconds(), 30.0));
+      const Deadline deadline = deadline_after(std::min(timeout_s_, 30.0));
       store_->add("ringcc/shutdown", 1);
       if (store_server_) {
         while (store_->add("ringcc/shutdown", 0) < size_ && Clock::now() < deadline) {

@@ -58,6 +58,14 @@ class Communicator {
   // the other ranks. Idempotent.
   void shutdown();
 
+  // Gives up at once: a collective blocked on this rank (here or on a
+  // peer) fails with PeerFailure naming `reason`; the communicator is
+  // unusable afterwards. Safe to call from any thread.
+  void abort(const std::string& reason);
+
+  // The bound on every wait of this communicator, in seconds.
+  double timeout_s() const { return timeout_s_; }
+
   // The rendezvous store this communicator met through (another
   // communicator of the same ranks can meet through a PrefixStore of it).
   std::shared_ptr<Store> store() const { return store_; }
@@ -101,6 +109,7 @@ class Communicator {
   FusionBuffer fusion_;
 
   std::string abort_reason_;  // set once a peer failure broke the communicator
+  double timeout_s_;
   bool shut_down_ = false;
 
   // Issue order: each collective takes a ticket and runs when its turn comes.

@@ -14,6 +14,7 @@ struct RendezvousInfo {
   std::string secret;       // the job secret (RINGCC_SECRET); empty: rank 0 makes one
   std::string source;       // which launcher's variables were used, for messages
   std::string advertise_address;  // where peers reach us; empty: found from the store
+  double timeout_s = 0;           // bound on every wait; 0: RINGCC_TIMEOUT_S
 };
 
 // Reads, in order: ringrun (RINGCC_RANK/RINGCC_SIZE), Open MPI

@@ -110,16 +110,25 @@ uint8_t* ShmCollectives::area(int i, int parity) const {
 
 void ShmCollectives::abort(const std::string& reason) {
   ShmControl* ctl = control(me_);
+  if (ctl->aborted.load()) return;
   std::snprintf(ctl->reason, sizeof(ctl->reason), "%s", reason.c_str());
   ctl->aborted.store(1);
   futex_wake_all(&ctl->phase);  // sleepers re-check and see the flag
+  // Our own waits sleep on the peers' words: wake them too.
+  for (int i = 0; i < size(); ++i) {
+    if (i != me_) futex_wake_all(&control(i)->phase);
+  }
 }
 
 void ShmCollectives::wait_for_peer(int peer, uint32_t phase, Deadline dl, const char* what) {
   ShmControl* ctl = control(peer);
   // A peer that aborted never arrives: its flag is checked before every
   // return, so nobody reads an area its owner gave up on.
+  ShmControl* self = control(me_);
   auto arrived = [&] {
+    if (self->aborted.load(std::memory_order_relaxed)) {
+      raise(ErrorKind::kPeerFailure, "this rank aborted: ", self->reason);
+    }
     if (ctl->aborted.load(std::memory_order_acquire)) {
       raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)],
             " aborted: ", ctl->reason);

@@ -2,31 +2,36 @@
 over shared memory and TCP, for NumPy arrays and anything exposing DLPack or
 the buffer protocol. See docs/api.md for the whole API."""
 
-from ringcc import _core
-from ringcc._core import (  # noqa: F401  (re-exported)
-    Handle,
-    InternalError,
-    InvalidArgumentError,
-    MismatchError,
-    NotInitializedError,
-    PeerFailureError,
-    RingccError,
-    TimeoutError,
-    UnsupportedTypeError,
-    build_info,
-    cross_rank,
-    cross_size,
-    init,
-    is_initialized,
-    local_rank,
-    local_size,
-    rank,
-    shutdown,
-    size,
-    transport_name,
+_EXPORTS = (
+    "Handle", "InternalError", "InvalidArgumentError", "MismatchError", "NotInitializedError",
+    "PeerFailureError", "RingccError", "TimeoutError", "UnsupportedTypeError", "build_info",
+    "cross_rank", "cross_size", "init", "is_initialized", "local_rank", "local_size", "rank",
+    "shutdown", "size", "transport_name",
 )
 
-__version__ = build_info()["version"]
+try:
+    from ringcc import _core
+except ImportError as _error:  # a missing or broken build: say so when used, not at import
+    class _MissingCore:
+        def __init__(self, error):
+            self._error = error
+
+        def __getattr__(self, name):
+            raise ImportError(
+                f"ringcc's compiled core (ringcc._core) could not be loaded: {self._error}; "
+                "reinstall ringcc (pip install .) for this Python")
+
+    _core = _MissingCore(_error)
+
+    def __getattr__(name):
+        if name in _EXPORTS:
+            return getattr(_core, name)  # raises the ImportError above
+        raise AttributeError(f"module 'ringcc' has no attribute {name!r}")
+
+    __version__ = "unknown"
+else:
+    globals().update({_name_: getattr(_core, _name_) for _name_ in _EXPORTS})
+    __version__ = _core.build_info()["version"]
 
 # Reduction operators (the values the core uses).
 Sum = 0
