@@ -30,6 +30,7 @@ namespace ringcc_py {
 namespace {
 
 std::shared_ptr<ringcc::Communicator> g_comm;
+std::mutex g_comm_mu;  // guards g_comm against threads without the GIL (XLA's)
 std::unique_ptr<ringcc::Engine> g_engine;  // named collectives of g_comm's ranks
 
 ringcc::Engine& engine() {
@@ -431,7 +432,14 @@ using CommPtr = std::shared_ptr<ringcc::Communicator>;
 
 }  // namespace
 
-ringcc::Communicator& global_communicator() { return comm(); }
+std::shared_ptr<ringcc::Communicator> global_communicator() {
+  std::lock_guard<std::mutex> lock(g_comm_mu);
+  if (!g_comm) {
+    ringcc::raise(ErrorKind::kNotInitialized,
+                  "ringcc is not initialized: call ringcc.init() first");
+  }
+  return g_comm;
+}
 
 void bind_collectives(py::module_& m) {
   py::class_<Handle, std::shared_ptr<Handle>>(m, "Handle", "A collective in flight: wait() for its result, done() to poll.")
@@ -535,13 +543,19 @@ void bind_collectives(py::module_& m) {
       auto ec = std::make_shared<ringcc::Communicator>(engine_info, store);
       e = std::make_unique<ringcc::Engine>(ec, ringcc::EngineOptions::from_env());
     }
-    g_comm = c;
+    {
+      std::lock_guard<std::mutex> lock(g_comm_mu);
+      g_comm = c;
+    }
     g_engine = std::move(e);
   });
   m.def("shutdown", [] {
     if (!g_comm) return;
-    auto c = g_comm;
-    g_comm.reset();
+    std::shared_ptr<ringcc::Communicator> c;
+    {
+      std::lock_guard<std::mutex> lock(g_comm_mu);
+      c.swap(g_comm);
+    }
     std::unique_ptr<ringcc::Engine> e = std::move(g_engine);
     py::gil_scoped_release release;
     if (e) e->shutdown();

@@ -8,7 +8,9 @@
 
 namespace ringcc_py {
 
-// The initialized communicator; raises Error(kNotInitialized) before init().
-ringcc::Communicator& global_communicator();
+// The initialized communicator, shared so that it outlives a concurrent
+// shutdown(); raises Error(kNotInitialized) before init(). Safe to call
+// without the GIL, from any thread.
+std::shared_ptr<ringcc::Communicator> global_communicator();
 
 }  // namespace ringcc_py

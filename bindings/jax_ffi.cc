@@ -92,7 +92,7 @@ int64_t row_elems(const ffi::AnyBuffer& b) {
 // communicator's ticket keeps it in issue order with any other caller.
 ffi::Error run(CollectiveArgs& args) {
   try {
-    ringcc_py::global_communicator().run(args);
+    ringcc_py::global_communicator()->run(args);
   } catch (const ringcc::Error& e) {
     return to_ffi_error(e);
   } catch (const std::exception& e) {

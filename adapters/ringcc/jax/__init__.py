@@ -1,0 +1,184 @@
+"""ringcc collectives for JAX: eager, inside jax.jit, differentiable.
+
+    import jax, jax.numpy as jnp
+    import ringcc, ringcc.jax as rj
+
+    ringcc.init()                      # each process is one rank (ringrun, mpirun, SLURM)
+
+    @jax.jit
+    def step(g):
+        return rj.allreduce(g, op="average")
+
+Each collective lowers to an XLA FFI custom call whose handler, compiled into
+ringcc._core, runs the C++ core directly on XLA's buffers (CPU platform): no
+Python callback and no copy through NumPy. Collectives run in program order on
+every rank: they carry an ordered JAX effect, so XLA threads a token through
+them (see docs/jax.md). Shapes must match across ranks where the NumPy API
+would require it; all ranks run the same program.
+
+allreduce, broadcast, allgather, reduce_scatter and alltoall (sum/average for
+the reductions) can be differentiated (jax.grad, jax.jvp) and vmapped.
+"""
+
+try:
+    import jax as _jax
+except ImportError as _e:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "ringcc.jax needs JAX: install it with `pip install jax` (CPU wheels). "
+        "ringcc's other APIs work without it.") from _e
+
+import ringcc as _ringcc
+from ringcc import _core
+
+_HOW_TO_BUILD = (
+    "this build of ringcc has no XLA FFI handlers, so ringcc.jax is unavailable. "
+    "They are compiled against the XLA FFI headers that jaxlib ships and are part of "
+    "every normal `pip install` where a jaxlib wheel exists (jaxlib is a build-time "
+    "requirement). To get them: reinstall ringcc with jaxlib available to the build, "
+    "e.g. `pip install --no-cache-dir --force-reinstall ringcc` (or `pip install .` in a "
+    "checkout), or for a build without isolation `pip install jaxlib` first and build "
+    "with -DRINGCC_JAX_FFI=ON (or point RINGCC_XLA_FFI_INCLUDE_DIR at a directory "
+    "holding xla/ffi/api/ffi.h). See docs/jax.md.")
+
+if not getattr(_core, "jax_ffi_targets", dict)():
+    raise ImportError(_HOW_TO_BUILD)
+
+import jax.numpy as _jnp
+
+from ringcc import (
+    Average,
+    Max,
+    Min,
+    Product,
+    Sum,
+    init,
+    is_initialized,
+    rank,
+    shutdown,
+    size,
+)
+from ringcc.jax import _primitives as _p
+
+__all__ = [
+    "Average",
+    "Max",
+    "Min",
+    "Product",
+    "Sum",
+    "allgather",
+    "allreduce",
+    "alltoall",
+    "barrier",
+    "broadcast",
+    "ffi_api_version",
+    "init",
+    "is_initialized",
+    "rank",
+    "reduce_scatter",
+    "shutdown",
+    "size",
+]
+
+
+def _array(x):
+    return x if isinstance(x, _jax.Array) else _jnp.asarray(x)
+
+
+def _tracing():
+    from jax._src import core as _jcore
+    clean = getattr(_jcore, "trace_state_clean", None)
+    return clean is not None and not clean()
+
+
+def allreduce(x, op="sum", *, prescale_factor=1.0, postscale_factor=1.0, alias=True):
+    """Reduces `x` over all ranks; returns an array of x's shape and dtype.
+
+    op: "sum" (default), "average", "min", "max", "product" or ringcc.Sum, ...
+    Result = postscale_factor * reduce(prescale_factor * x over ranks).
+
+    alias=True lets XLA write the result into x's buffer (input_output_aliases):
+    no copy and no new buffer when x is dead afterwards - an intermediate of the
+    jitted function, or an argument donated with jax.jit(..., donate_argnums=...).
+    When XLA cannot reuse x (a non-donated argument, or x used later) it copies x
+    first; pass alias=False to reduce out of place instead (no copy, a new
+    output buffer). Differentiable for sum and average: the transpose of a
+    sum-allreduce is a sum-allreduce.
+    """
+    x = _array(x)
+    _p.comm_size_rank()
+    return _p.allreduce_p.bind(x, op=_ringcc._op(op), prescale=float(prescale_factor),
+                               postscale=float(postscale_factor), alias=bool(alias))
+
+
+def broadcast(x, root=0, *, alias=True):
+    """root's `x` on every rank (every rank passes an array of the same shape
+    and dtype). alias as in allreduce."""
+    x = _array(x)
+    n, _ = _p.comm_size_rank()
+    root = int(root)
+    if not 0 <= root < n:
+        raise _ringcc.InvalidArgumentError(f"broadcast: root rank {root} is out of range for {n} ranks")
+    return _p.broadcast_p.bind(x, root=root, alias=bool(alias))
+
+
+def allgather(x):
+    """Every rank's `x` concatenated along axis 0 in rank order: shape
+    (size * x.shape[0], *x.shape[1:]); a scalar counts as one row. Every rank
+    must pass the same shape (JAX shapes are static)."""
+    x = _array(x)
+    n, _ = _p.comm_size_rank()
+    return _p.allgather_p.bind(x, size=n)
+
+
+def reduce_scatter(x, op="sum", *, prescale_factor=1.0, postscale_factor=1.0):
+    """Reduces `x` over ranks, then rank r keeps its block of axis 0: blocks are
+    as even as possible, lower ranks get one more row (as ringcc.reduce_scatter),
+    so the result's shape depends on the rank."""
+    x = _array(x)
+    n, r = _p.comm_size_rank()
+    return _p.reduce_scatter_p.bind(x, op=_ringcc._op(op), prescale=float(prescale_factor),
+                                    postscale=float(postscale_factor), size=n, rank=r)
+
+
+def alltoall(x):
+    """Rank r sends block j of axis 0 (x.shape[0] // size rows) to rank j and
+    returns the blocks it received, in rank order; x.shape[0] must divide
+    evenly over the ranks."""
+    x = _array(x)
+    n, _ = _p.comm_size_rank()
+    rows, _ = _p.rows_of(x.shape)
+    if x.ndim == 0 or rows % n != 0:
+        raise _ringcc.InvalidArgumentError(
+            f"alltoall: the first dimension ({rows if x.ndim else 'a scalar'}) does not divide "
+            f"evenly over {n} ranks")
+    return _p.alltoall_p.bind(x, size=n)
+
+
+def barrier():
+    """Returns once every rank has reached it. Eagerly it blocks (after
+    every earlier ringcc.jax collective of this process); inside jit it orders
+    like any other collective."""
+    _p.comm_size_rank()
+    _p.barrier_p.bind()
+    if not _tracing():
+        _jax.effects_barrier()
+
+
+def ffi_api_version():
+    """(major, minor) XLA FFI API version of the headers the handlers were built with."""
+    return _core.jax_ffi_api_version()
+
+
+def _drain_at_exit():
+    # Runs before ringcc's own atexit shutdown (registered earlier, so later):
+    # collectives JAX dispatched but has not run yet finish first.
+    try:
+        if _ringcc.is_initialized():
+            _jax.effects_barrier()
+    except Exception:  # the process is ending; nothing useful to report
+        pass
+
+
+import atexit as _atexit
+
+_atexit.register(_drain_at_exit)

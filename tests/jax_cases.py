@@ -1,0 +1,519 @@
+"""The ringcc.jax cases, run inside one group of ranks:
+
+    ringrun -np N python tests/jax_cases.py --out DIR [--cases PATTERNS]
+
+Every collective is checked against NumPy, eagerly and inside jax.jit; then
+several collectives in one jitted function, asynchronous dispatch, grad, jvp,
+vmap, donation (in-place), errors. Inputs come from a per-case seed, so every
+rank can rebuild any rank's input and the expected result.
+tests/test_jax.py parametrizes its tests from CASES.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+from rank_harness import (
+    CaseList,
+    check_close,
+    check_equal,
+    expect,
+    expect_error,
+    fail,
+    run_cases,
+)
+
+jax = jnp = rj = ringcc = None  # imported by main(), so that pytest can read CASES without jax
+
+CASES = CaseList()
+
+
+def _add(name, fn, **options):
+    """Adds a case that ends once this rank's ringcc.jax collectives have run
+    (JAX dispatches asynchronously; the harness's own NumPy collectives follow)."""
+    def run(ctx):
+        try:
+            fn(ctx)
+        finally:
+            try:
+                jax.effects_barrier()
+            except Exception:  # a failed computation: already recorded by the case
+                pass
+    CASES.add(name, run, **options)
+
+
+def case(name, **options):
+    def register(fn):
+        _add(name, fn, **options)
+        return fn
+    return register
+
+DTYPES = ["float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64"]
+OPS = ["sum", "average", "min", "max", "product"]
+RTOL = {"float16": 4e-3, "bfloat16": 3e-2, "float32": 1e-6, "float64": 1e-14}
+MODES = ["eager", "jit"]
+
+
+def np_dtype(name):
+    return np.dtype(jnp.dtype(name))
+
+
+def data(ctx, rank, shape, dtype, salt=0, op="sum"):
+    """Rank `rank`'s input: small integers (exact in every dtype and for every op)."""
+    rng = ctx.rng(rank, salt)
+    dt = np_dtype(dtype)
+    if op == "product":
+        values = rng.integers(1, 3, size=shape)
+        if dt.kind == "i" or dt.kind == "f":
+            values = values * rng.choice([-1, 1], size=shape)
+    elif dt.kind == "u":
+        values = rng.integers(0, 256 // (2 * ctx.size), size=shape)
+    elif dt.itemsize == 1:
+        values = rng.integers(-128 // (2 * ctx.size), 128 // (2 * ctx.size), size=shape)
+    else:
+        values = rng.integers(-50, 50, size=shape)
+    return np.asarray(values).astype(dt)
+
+
+def all_inputs(ctx, shape, dtype, salt=0, op="sum"):
+    return [data(ctx, r, shape, dtype, salt, op) for r in range(ctx.size)]
+
+
+def reference_reduce(arrays, op, dtype):
+    stack = np.stack([a.astype(np.float64) for a in arrays])
+    if op in ("sum", "average"):
+        out = stack.sum(0)
+        if op == "average":
+            out = out / len(arrays)
+    elif op == "min":
+        out = stack.min(0)
+    elif op == "max":
+        out = stack.max(0)
+    else:
+        out = stack.prod(0)
+    return out
+
+
+def run_mode(mode, fn, x, *args, **kwargs):
+    """fn(x, *args, **kwargs), eagerly or jitted over x (the rest static)."""
+    if mode == "jit":
+        return jax.jit(lambda v: fn(v, *args, **kwargs))(x)
+    return fn(x, *args, **kwargs)
+
+
+def host(x):
+    return np.asarray(jax.device_get(x))
+
+
+def check_reduced(got, arrays, op, dtype, what):
+    dt = np_dtype(dtype)
+    want = reference_reduce(arrays, op, dtype)
+    if dt.kind in "iu":
+        if op == "average":
+            want = np.trunc(want)  # the core truncates integer averages
+            return check_close(host(got), want, np.ones_like(want), 1.0, what, dt)
+        return check_equal(host(got), want.astype(dt), what)
+    scale = np.stack([np.abs(a.astype(np.float64)) for a in arrays]).sum(0) + 1.0
+    return check_close(host(got), want, scale, RTOL[dtype], what, dt)
+
+
+# ----------------------------------------------------------------- allreduce
+
+for _dtype in DTYPES:
+    for _mode in MODES:
+        def _case(ctx, dtype=_dtype, mode=_mode):
+            xs = all_inputs(ctx, (3, 5), dtype)
+            got = run_mode(mode, rj.allreduce, jnp.asarray(xs[ctx.rank]))
+            check_reduced(got, xs, "sum", dtype, f"allreduce {dtype} {mode}")
+        _add(f"allreduce/{_dtype}/sum/{_mode}", _case)
+
+for _op in OPS[1:]:  # sum: above
+    for _dtype in ("float32", "int32"):
+        for _mode in MODES:
+            def _case(ctx, op=_op, dtype=_dtype, mode=_mode):
+                xs = all_inputs(ctx, (7,), dtype, op=op)
+                got = run_mode(mode, rj.allreduce, jnp.asarray(xs[ctx.rank]), op)
+                check_reduced(got, xs, op, dtype, f"allreduce {dtype} {op} {mode}")
+            _add(f"allreduce/{_dtype}/{_op}/{_mode}", _case)
+
+
+@case("allreduce/scalar-and-empty")
+def _(ctx):
+    s = rj.allreduce(jnp.float32(ctx.rank + 1))
+    expect(host(s).shape == () and float(s) == ctx.size * (ctx.size + 1) / 2, f"scalar allreduce: {s}")
+    e = jax.jit(rj.allreduce)(jnp.zeros((0, 3), jnp.float32))
+    expect(e.shape == (0, 3), f"empty allreduce shape {e.shape}")
+
+
+@case("allreduce/scale-factors")
+def _(ctx):
+    xs = all_inputs(ctx, (4,), "float32")
+    got = jax.jit(lambda v: rj.allreduce(v, prescale_factor=0.5, postscale_factor=3.0))(xs[ctx.rank])
+    want = 3.0 * 0.5 * np.sum(np.stack(xs).astype(np.float64), 0)
+    check_close(host(got), want, np.abs(want) + 1, 1e-6, "prescale/postscale")
+
+
+@case("allreduce/large-4MiB")
+def _(ctx):
+    n = 1 << 20  # 4 MiB of float32: more than one shared-memory piece
+    x = jnp.full((n,), float(ctx.rank + 1), jnp.float32)
+    got = jax.jit(rj.allreduce)(x)
+    expect(bool(np.all(host(got) == ctx.size * (ctx.size + 1) / 2)), "large allreduce")
+
+
+# ----------------------------------------------------------------- allgather
+
+for _shape in [(), (3,), (2, 3), (0, 2)]:
+    for _mode in MODES:
+        def _case(ctx, shape=_shape, mode=_mode):
+            xs = all_inputs(ctx, shape, "float32")
+            got = run_mode(mode, rj.allgather, jnp.asarray(xs[ctx.rank]))
+            want = np.concatenate([np.atleast_1d(x) for x in xs], axis=0)
+            check_equal(host(got), want, f"allgather {shape} {mode}")
+        _add(f"allgather/{'x'.join(map(str, _shape)) or 'scalar'}/{_mode}", _case)
+
+
+@case("allgather/int8-and-bfloat16")
+def _(ctx):
+    for dtype in ("int8", "bfloat16", "int64"):
+        xs = all_inputs(ctx, (2, 2), dtype)
+        got = jax.jit(rj.allgather)(jnp.asarray(xs[ctx.rank]))
+        check_equal(host(got), np.concatenate(xs), f"allgather {dtype}")
+
+
+# ----------------------------------------------------------------- broadcast
+
+for _mode in MODES:
+    def _case(ctx, mode=_mode):
+        for root in range(ctx.size):
+            xs = all_inputs(ctx, (2, 4), "float64", salt=root)
+            got = run_mode(mode, rj.broadcast, jnp.asarray(xs[ctx.rank]), root)
+            check_equal(host(got), xs[root], f"broadcast root {root} {mode}")
+    _add(f"broadcast/{_mode}", _case)
+
+
+@case("broadcast/bad-root")
+def _(ctx):
+    expect_error(ringcc.InvalidArgumentError, ["out of range"],
+                 lambda: rj.broadcast(jnp.zeros(2), ctx.size), "broadcast root == size")
+
+
+# ----------------------------------------------------------------- reduce_scatter
+
+def block(rows, n, r):
+    base, extra = divmod(rows, n)
+    first = r * base + min(r, extra)
+    return first, base + (1 if r < extra else 0)
+
+
+for _rows in (8, 5, 1):
+    for _op in ("sum", "average", "max"):
+        for _mode in MODES:
+            def _case(ctx, rows=_rows, op=_op, mode=_mode):
+                dtype = "float32"
+                xs = all_inputs(ctx, (rows, 3), dtype)
+                got = run_mode(mode, rj.reduce_scatter, jnp.asarray(xs[ctx.rank]), op)
+                first, count = block(rows, ctx.size, ctx.rank)
+                want_all = reference_reduce(xs, op, dtype)
+                want = want_all[first:first + count]
+                scale = np.stack([np.abs(a) for a in xs]).sum(0)[first:first + count] + 1
+                check_close(host(got), want, scale, 1e-6, f"reduce_scatter rows {rows} {op} {mode}",
+                            np.float32)
+            _add(f"reduce_scatter/rows{_rows}/{_op}/{_mode}", _case)
+
+
+# ----------------------------------------------------------------- alltoall
+
+for _mode in MODES:
+    def _case(ctx, mode=_mode):
+        n = ctx.size
+        xs = all_inputs(ctx, (2 * n, 3), "int32")
+        got = run_mode(mode, rj.alltoall, jnp.asarray(xs[ctx.rank]))
+        want = np.concatenate([xs[src][2 * ctx.rank:2 * ctx.rank + 2] for src in range(n)])
+        check_equal(host(got), want, f"alltoall {mode}")
+    _add(f"alltoall/{_mode}", _case)
+
+
+@case("alltoall/uneven-rows", min_size=2)
+def _(ctx):
+    expect_error(ringcc.InvalidArgumentError, ["divide evenly"],
+                 lambda: rj.alltoall(jnp.zeros((ctx.size + 1, 2))), "alltoall uneven")
+
+
+# ----------------------------------------------------------------- barrier
+
+@case("barrier/eager-and-jit")
+def _(ctx):
+    rj.barrier()
+
+    @jax.jit
+    def f(x):
+        rj.barrier()  # result unused: kept by has_side_effect and the token
+        return x + 1
+
+    expect(float(f(jnp.float32(1))) == 2.0, "jit with barrier")
+    rj.barrier()
+
+
+# ----------------------------------------------------------------- ordering
+
+@case("ordering/several-in-one-jit")
+def _(ctx):
+    n, r = ctx.size, ctx.rank
+    a = all_inputs(ctx, (4,), "float32", salt=1)
+    b = all_inputs(ctx, (2, 2), "int32", salt=2)
+    c = all_inputs(ctx, (3,), "float64", salt=3)
+    d = all_inputs(ctx, (5, 2), "float32", salt=4)
+    e = all_inputs(ctx, (n, 2), "int64", salt=5)
+
+    @jax.jit
+    def f(a, b, c, d, e):
+        # Independent collectives of different sizes and kinds: XLA could run
+        # them in any order, the token keeps program order on every rank.
+        ra = rj.allreduce(a)
+        rb = rj.allgather(b)
+        rc = rj.broadcast(c, root=n - 1)
+        rd = rj.reduce_scatter(d, "sum")
+        rj.barrier()
+        re = rj.alltoall(e)
+        rm = rj.allreduce(a, "max")
+        return ra, rb, rc, rd, re, rm
+
+    ra, rb, rc, rd, re, rm = f(a[r], b[r], c[r], d[r], e[r])
+    check_close(host(ra), reference_reduce(a, "sum", "float32"), np.ones(4) * 200, 1e-6, "allreduce")
+    check_equal(host(rb), np.concatenate(b), "allgather")
+    check_equal(host(rc), c[n - 1], "broadcast")
+    first, count = block(5, n, r)
+    check_close(host(rd), reference_reduce(d, "sum", "float32")[first:first + count],
+                np.ones((count, 2)) * 200, 1e-6, "reduce_scatter")
+    check_equal(host(re), np.concatenate([e[s][r:r + 1] for s in range(n)]), "alltoall")
+    check_equal(host(rm), np.max(np.stack(a), 0), "allreduce max")
+
+
+@case("ordering/many-independent-allreduces")
+def _(ctx):
+    # 24 independent allreduces of different sizes: any reordering between
+    # ranks would pair different sizes and raise a mismatch (or deadlock).
+    sizes = [1 + (7 * i) % 23 for i in range(24)]
+    xs = [np.full((s,), float(ctx.rank + i), np.float32) for i, s in enumerate(sizes)]
+
+    @jax.jit
+    def f(*args):
+        return [rj.allreduce(x) for x in args]
+
+    outs = f(*xs)
+    for i, (s, o) in enumerate(zip(sizes, outs)):
+        want = sum(float(rank + i) for rank in range(ctx.size))
+        expect(host(o).shape == (s,) and bool(np.all(host(o) == want)), f"allreduce #{i}")
+
+
+@case("ordering/async-dispatch")
+def _(ctx):
+    # Several jitted and eager calls dispatched without waiting: the runtime
+    # token of the ordered effect chains them in issue order.
+    f = jax.jit(lambda v: rj.allreduce(v) + 0)
+    g = jax.jit(lambda v: rj.allgather(v))
+    pending = []
+    for i in range(10):
+        x = jnp.full((1 + i,), float(ctx.rank + i), jnp.float32)
+        pending.append((i, "ar", f(x)))
+        pending.append((i, "ag", g(x)))
+        pending.append((i, "eager", rj.allreduce(x, "max")))
+    for i, kind, y in pending:
+        y = host(y)
+        if kind == "ar":
+            expect(bool(np.all(y == sum(rank + i for rank in range(ctx.size)))), f"#{i} allreduce")
+        elif kind == "ag":
+            expect(y.shape == ((1 + i) * ctx.size,), f"#{i} allgather shape {y.shape}")
+        else:
+            expect(bool(np.all(y == ctx.size - 1 + i)), f"#{i} eager max")
+
+
+@case("ordering/scan-and-cond")
+def _(ctx):
+    @jax.jit
+    def f(x):
+        def body(carry, _):
+            carry = rj.allreduce(carry, "average") + 1.0
+            return carry, rj.allgather(carry[:1])
+        return jax.lax.scan(body, x, None, length=4)
+
+    carry, ys = f(jnp.full((3,), float(ctx.rank), jnp.float32))
+    mean0 = (ctx.size - 1) / 2
+    expect(np.allclose(host(carry), mean0 + 4), f"scan carry {host(carry)}")
+    expect(host(ys).shape == (4, ctx.size), f"scan ys shape {host(ys).shape}")
+
+
+# ----------------------------------------------------------------- autodiff
+
+@case("grad/allreduce-sum")
+def _(ctx):
+    n = ctx.size
+    xs = [np.linspace(-1, 1, 6).astype(np.float32) * (r + 1) for r in range(n)]
+    s = np.sum(xs, 0)
+
+    def loss(x):
+        return jnp.sum(rj.allreduce(x) ** 2)
+
+    for mode in MODES:
+        g = (jax.jit(jax.grad(loss)) if mode == "jit" else jax.grad(loss))(xs[ctx.rank])
+        # Every rank's loss is sum(S^2); d/dx_r of the sum over ranks' losses = n * 2S.
+        check_close(host(g), n * 2 * s, np.abs(n * 2 * s) + 1, 1e-6, f"grad {mode}")
+
+
+@case("grad/allreduce-average-and-value")
+def _(ctx):
+    n = ctx.size
+    x = jnp.full((3,), float(ctx.rank + 1), jnp.float32)
+    w = jnp.asarray([1.0, 2.0, 3.0], jnp.float32) * (ctx.rank + 1)
+
+    def loss(v):
+        return jnp.sum(w * rj.allreduce(v, "average"))
+
+    value, g = jax.jit(jax.value_and_grad(loss))(x)
+    mean = (n + 1) / 2
+    expect(abs(float(value) - mean * 6 * (ctx.rank + 1)) < 1e-4, f"value {float(value)}")
+    # cotangent w_r reaches x_q through the average: sum_r w_r / n
+    want = np.array([1.0, 2.0, 3.0]) * (n * (n + 1) / 2) / n
+    check_close(host(g), want, want + 1, 1e-6, "average grad")
+
+
+@case("grad/jvp-allreduce")
+def _(ctx):
+    x = jnp.ones((4,), jnp.float32) * ctx.rank
+    t = jnp.ones((4,), jnp.float32)
+    y, ty = jax.jit(lambda a, b: jax.jvp(rj.allreduce, (a,), (b,)))(x, t)
+    expect(bool(np.all(host(ty) == ctx.size)), f"jvp tangent {host(ty)}")
+    expect(bool(np.all(host(y) == ctx.size * (ctx.size - 1) / 2)), f"jvp primal {host(y)}")
+
+
+@case("grad/allgather-reduce_scatter-alltoall-broadcast")
+def _(ctx):
+    n, r = ctx.size, ctx.rank
+    rows = 2
+    ws = [np.arange(n * rows * 3, dtype=np.float32).reshape(n * rows, 3) * (q + 1) for q in range(n)]
+    x = jnp.ones((rows, 3), jnp.float32)
+    g = jax.grad(lambda v: jnp.sum(jnp.asarray(ws[r]) * rj.allgather(v)))(x)
+    want = sum(w[r * rows:(r + 1) * rows] for w in ws)  # transpose of allgather: reduce_scatter
+    check_close(host(g), want, np.abs(want) + 1, 1e-6, "allgather grad")
+
+    big = jnp.ones((n * rows, 3), jnp.float32)
+    v = [np.arange(rows * 3, dtype=np.float32).reshape(rows, 3) + q for q in range(n)]
+    g = jax.jit(jax.grad(lambda u: jnp.sum(jnp.asarray(v[r]) * rj.reduce_scatter(u))))(big)
+    check_equal(host(g), np.concatenate(v), "reduce_scatter grad (allgather)")
+
+    g = jax.grad(lambda u: jnp.sum(jnp.asarray(ws[r]) * rj.alltoall(u)))(big)
+    want = np.concatenate([ws[q][r * rows:(r + 1) * rows] for q in range(n)])
+    check_equal(host(g), want, "alltoall grad (alltoall)")
+
+    root = n - 1
+    g = jax.grad(lambda u: jnp.sum(jnp.asarray(v[r]) * rj.broadcast(u, root)))(x)
+    want = sum(v) if r == root else np.zeros_like(v[0])
+    check_equal(host(g), want, "broadcast grad")
+
+
+@case("grad/max-raises")
+def _(ctx):
+    expect_error(NotImplementedError, ["cannot be differentiated"],
+                 lambda: jax.grad(lambda v: jnp.sum(rj.allreduce(v, "max")))(jnp.ones(3)),
+                 "grad of max")
+
+
+# ----------------------------------------------------------------- vmap
+
+@case("vmap/allreduce-allgather")
+def _(ctx):
+    r = ctx.rank
+    xs = all_inputs(ctx, (4, 3), "float32")  # batch 4 of 3-vectors
+    got = jax.jit(jax.vmap(rj.allreduce))(xs[r])
+    check_equal(host(got), np.sum(np.stack(xs), 0), "vmap allreduce")
+    got = jax.vmap(rj.allgather)(xs[r])  # per example: (3,) -> (3n,)
+    want = np.concatenate(xs, axis=1)
+    check_equal(host(got), want, "vmap allgather")
+    got = jax.jit(jax.vmap(rj.allgather, in_axes=1, out_axes=1))(xs[r])  # batch of 3 4-vectors
+    check_equal(host(got), np.concatenate(xs, axis=0), "vmap allgather in_axes=1")
+    got = jax.vmap(rj.allgather)(xs[r][:, 0])  # scalar examples
+    check_equal(host(got), np.stack([x[:, 0] for x in xs], axis=1), "vmap allgather of scalars")
+
+
+@case("vmap/reduce_scatter-alltoall-broadcast")
+def _(ctx):
+    n, r = ctx.size, ctx.rank
+    xs = all_inputs(ctx, (2, n * 2), "int32")  # batch 2 of (2n,) rows
+    got = jax.vmap(rj.reduce_scatter)(xs[r])
+    total = np.sum(np.stack(xs), 0).astype(np.int32)
+    check_equal(host(got), total[:, 2 * r:2 * r + 2], "vmap reduce_scatter")
+    got = jax.jit(jax.vmap(rj.alltoall))(xs[r])
+    want = np.concatenate([xs[s][:, 2 * r:2 * r + 2] for s in range(n)], axis=1)
+    check_equal(host(got), want, "vmap alltoall")
+    got = jax.vmap(lambda v: rj.broadcast(v, 0))(xs[r])
+    check_equal(host(got), xs[0], "vmap broadcast")
+
+
+# ----------------------------------------------------------------- donation
+
+@case("donation/in-place")
+def _(ctx):
+    x = jnp.full((1 << 16,), float(ctx.rank + 1), jnp.float32)
+    before = x.unsafe_buffer_pointer()
+    f = jax.jit(rj.allreduce, donate_argnums=0)
+    y = f(x)
+    expect(bool(np.all(host(y) == ctx.size * (ctx.size + 1) / 2)), "donated allreduce value")
+    expect(y.unsafe_buffer_pointer() == before,
+           "the result of a donated allreduce should reuse the input's buffer")
+    expect(x.is_deleted(), "the donated input should be deleted")
+    g = jax.jit(lambda v: rj.broadcast(v, 0), donate_argnums=0)
+    z = jnp.full((8,), float(ctx.rank), jnp.float32)
+    ptr = z.unsafe_buffer_pointer()
+    w = g(z)
+    expect(w.unsafe_buffer_pointer() == ptr and bool(np.all(host(w) == 0)), "donated broadcast")
+    # Without donation the input stays intact.
+    a = jnp.full((4,), 1.0, jnp.float32)
+    b = jax.jit(rj.allreduce)(a)
+    expect(bool(np.all(host(a) == 1.0)) and bool(np.all(host(b) == ctx.size)), "non-donated input intact")
+    c = jax.jit(lambda v: rj.allreduce(v, alias=False))(a)
+    expect(bool(np.all(host(c) == ctx.size)), "alias=False")
+
+
+# ----------------------------------------------------------------- errors
+
+@case("errors/unsupported-dtype")
+def _(ctx):
+    expect_error(ringcc.UnsupportedTypeError, ["bool"],
+                 lambda: rj.allreduce(jnp.zeros(3, bool)), "bool allreduce")
+    expect_error(ringcc.UnsupportedTypeError, ["complex64"],
+                 lambda: jax.jit(rj.allgather)(jnp.zeros(3, jnp.complex64)), "complex allgather")
+
+
+@case("errors/mismatch-then-usable", min_size=2)
+def _(ctx):
+    # Rank 0 passes a different shape: every rank gets the core's MismatchError
+    # through XLA, and the communicator stays usable.
+    x = jnp.ones((3 if ctx.rank == 0 else 4,), jnp.float32)
+    try:
+        host(jax.jit(rj.allreduce)(x))
+        fail("a mismatched allreduce returned")
+    except Exception as error:  # jax's runtime error type varies between releases
+        expect("ringcc.MismatchError" in str(error), f"mismatch message: {error}")
+    y = jax.jit(rj.allreduce)(jnp.ones((2,), jnp.float32))
+    expect(bool(np.all(host(y) == ctx.size)), "usable after a mismatch")
+
+
+def on_import(rc):
+    """Imports jax (64-bit types on) and ringcc.jax once ringcc is imported, before init()."""
+    global jax, jnp, rj, ringcc
+    ringcc = rc
+    import jax as _jax
+    _jax.config.update("jax_enable_x64", True)  # float64 and int64 stay 64-bit
+    import jax.numpy as _jnp
+    jax, jnp = _jax, _jnp
+    try:
+        import ringcc.jax as _rj
+    except ImportError as error:
+        raise SystemExit(f"ringcc.jax unavailable: {error}")
+    rj = _rj
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases(CASES, on_import=on_import))
