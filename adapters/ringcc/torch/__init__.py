@@ -7,6 +7,12 @@ installed ringcc also registers it when torch is imported, through torch's
     import torch.distributed as dist
     dist.init_process_group(backend="ring")
 
+It is also Horovod's PyTorch API over ringcc's engine, so a Horovod script
+changes one import (docs/torch.md, "Horovod API"):
+
+    import ringcc.torch as hvd            # was: import horovod.torch as hvd
+    hvd.init()
+
 See docs/torch.md.
 """
 
@@ -20,3 +26,6 @@ from ringcc.torch.backend import (  # noqa: F401  (re-exported)
 from ringcc.torch.work import RingWork  # noqa: F401
 
 register_backend()
+
+# Horovod's torch API (hvd.init, hvd.allreduce, hvd.DistributedOptimizer, ...).
+from ringcc.torch.horovod import *  # noqa: E402,F401,F403

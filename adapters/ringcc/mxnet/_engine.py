@@ -1,0 +1,416 @@
+"""Runs ringcc collectives inside MXNet's dependency engine.
+
+MXNet executes NDArray operations asynchronously: a Python call only pushes
+an operation onto the engine, which runs it once the operations it depends
+on have written their outputs. A collective on an NDArray must take part in
+that order, or it would read a gradient that backward() has not produced yet,
+or a later operation would read the result before the collective wrote it.
+
+push() hands MXNet an asynchronous operation (MXEnginePushAsyncND) that
+reads the `const` arrays and writes the `mutable` ones. When the engine runs
+it (on one of its worker threads, once those arrays are ready) it starts the
+ringcc collectives on zero-copy NumPy views of the arrays' memory
+(MXNDArrayGetData) as *named* collectives: ringcc's background engine matches
+them across ranks by name, whatever order the MXNet engines of the ranks run
+them in, and fuses those that are ready together. A completion thread waits
+for them and then tells MXNet that the operation has finished, which releases
+the operations waiting on its outputs. The Python thread that pushed never
+blocks.
+
+A collective that fails does so asynchronously: its error is kept and raised
+by the next ringcc.mxnet call on this process (or by check_errors()), and it
+is printed to stderr when it happens.
+
+RINGCC_MXNET_ASYNC=0 runs every collective synchronously instead: the caller
+waits for the arrays (wait_to_read / wait_to_write), runs the collective and
+returns when it has finished (simpler to debug, no overlap). MXNet's
+NaiveEngine (MXNET_ENGINE_TYPE=NaiveEngine) runs operations inline; there the
+operation waits for its collectives before it returns.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import itertools
+import os
+import queue
+import sys
+import threading
+from typing import Callable, List, Optional, Sequence
+
+import numpy as np
+import mxnet as mx
+from mxnet.base import check_call
+
+import ringcc
+
+# ---------------------------------------------------------------------------
+# MXNet's C API (include/mxnet/c_api.h, include/mxnet/engine.h of MXNet 1.9)
+
+# typedef void (*EngineAsyncFunc)(void* rctx, void* on_complete, void* param);
+_ASYNC_FUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+# CallbackOnComplete::callback_: void (*)(Engine*, void* param, const dmlc::Error*)
+_COMPLETE_FUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+
+class _CallbackOnComplete(ctypes.Structure):
+    """mxnet::engine::CallbackOnComplete: three pointers, in this order."""
+    _fields_ = [("callback", ctypes.c_void_p), ("engine", ctypes.c_void_p),
+                ("param", ctypes.c_void_p)]
+
+
+class _Context(ctypes.Structure):
+    """mxnet::Context: {DeviceType dev_type; int32_t dev_id;} (kCPU = 1)."""
+    _fields_ = [("dev_type", ctypes.c_int), ("dev_id", ctypes.c_int)]
+
+
+# A private handle on libmxnet, so that setting argtypes does not touch MXNet's own.
+_LIB = ctypes.CDLL(mx.base._LIB._name)
+_PUSH = _LIB.MXEnginePushAsyncND
+_PUSH.restype = ctypes.c_int
+_PUSH.argtypes = [_ASYNC_FUNC, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                  ctypes.POINTER(ctypes.c_void_p), ctypes.c_int,
+                  ctypes.POINTER(ctypes.c_void_p), ctypes.c_int,
+                  ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_bool]
+_GET_DATA = _LIB.MXNDArrayGetData
+_GET_DATA.restype = ctypes.c_int
+_GET_DATA.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
+_WAIT_TO_READ = _LIB.MXNDArrayWaitToRead
+_WAIT_TO_READ.argtypes = [ctypes.c_void_p]
+_WAIT_TO_WRITE = _LIB.MXNDArrayWaitToWrite
+_WAIT_TO_WRITE.argtypes = [ctypes.c_void_p]
+
+_CPU = _Context(1, 0)
+_CPU_TYPES = ("cpu", "cpu_pinned", "cpu_shared")
+
+# ---------------------------------------------------------------------------
+# dtypes
+
+_BFLOAT16_MX = np.dtype([("bfloat16", np.uint16)])  # how MXNet 1.9 spells bfloat16
+_SUPPORTED = {np.dtype(n) for n in ("float16", "float32", "float64", "int8", "uint8", "int32", "int64")}
+
+
+def numpy_dtype(array) -> np.dtype:
+    """The NumPy dtype whose view ringcc reduces for an NDArray (raises for others)."""
+    dt = np.dtype(array.dtype)
+    if dt in _SUPPORTED:
+        return dt
+    if dt == _BFLOAT16_MX:
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise ringcc.UnsupportedTypeError(
+                "bfloat16 NDArrays need the ml_dtypes package (pip install ml_dtypes)") from None
+        return np.dtype(ml_dtypes.bfloat16)
+    raise ringcc.UnsupportedTypeError(
+        f"ringcc.mxnet does not support NDArrays of dtype {dt}; supported: float16, bfloat16, "
+        "float32, float64, int8, uint8, int32, int64")
+
+
+def check_array(array, what: str = "tensor") -> None:
+    """Raises for what ringcc cannot run on: not an NDArray, sparse, unsupported dtype."""
+    if not isinstance(array, mx.nd.NDArray):
+        raise ringcc.UnsupportedTypeError(
+            f"{what} must be an mxnet NDArray, got {type(array).__name__}")
+    if array.stype != "default":
+        raise ringcc.UnsupportedTypeError(
+            f"{what} is a sparse NDArray ({array.stype}); ringcc.mxnet reduces dense arrays "
+            "only: convert with .tostype('default')")
+    numpy_dtype(array)
+
+
+def host_view(array) -> np.ndarray:
+    """A NumPy array over the NDArray's own memory (no copy, no wait: the
+    caller knows the array is ready, e.g. inside an engine operation)."""
+    dt = numpy_dtype(array)
+    shape = tuple(array.shape)
+    count = int(np.prod(shape, dtype=np.int64))
+    if count == 0:
+        return np.empty(shape, dtype=dt)
+    ptr = ctypes.c_void_p()
+    check_call(_GET_DATA(array.handle, ctypes.byref(ptr)))
+    if not ptr.value:
+        raise ringcc.InternalError("MXNDArrayGetData returned no memory for a non-empty NDArray")
+    raw = (ctypes.c_uint8 * (count * dt.itemsize)).from_address(ptr.value)
+    return np.frombuffer(raw, dtype=dt).reshape(shape)
+
+
+def on_host(array) -> bool:
+    return array.context.device_type in _CPU_TYPES
+
+
+# ---------------------------------------------------------------------------
+# Asynchronous errors
+
+_errors: List[BaseException] = []
+_errors_lock = threading.Lock()
+
+
+def _record(op: "_Op", error: BaseException) -> None:
+    try:
+        error.add_note(f"(raised asynchronously by the ringcc.mxnet operation {op.label!r})")
+    except AttributeError:  # Python < 3.11
+        pass
+    with _errors_lock:
+        _errors.append(error)
+    print(f"ringcc.mxnet: the operation {op.label!r} failed: {type(error).__name__}: {error}",
+          file=sys.stderr, flush=True)
+
+
+def check_errors() -> None:
+    """Raises the first error of an asynchronous ringcc.mxnet operation that
+    failed since the last check (and forgets the others)."""
+    with _errors_lock:
+        if not _errors:
+            return
+        first = _errors[0]
+        _errors.clear()
+    raise first
+
+
+# ---------------------------------------------------------------------------
+# Operations
+
+
+class _Op:
+    """One operation pushed to MXNet's engine.
+
+    start(views, handles) runs on an engine worker thread with NumPy views
+    of `arrays` (same order) and appends to `handles` the ringcc handles to
+    wait for (those appended before an error are still waited for)."""
+
+    __slots__ = ("label", "arrays", "start", "done", "handles")
+    # done: (callback, engine, param) of the engine's CallbackOnComplete until fired
+
+    def __init__(self, label: str, arrays: Sequence, start: Callable[[List[np.ndarray], list], None]):
+        self.label = label
+        self.arrays = list(arrays)  # keeps the NDArrays alive until the operation completes
+        self.start = start
+        self.done = None  # (callback, engine, param) of the engine's CallbackOnComplete
+        self.handles: list = []
+
+
+_ops = {}  # id -> _Op, while MXNet holds the operation
+_ids = itertools.count(1)
+_ops_lock = threading.Lock()
+
+
+def _fire(op: _Op) -> None:
+    """Tells MXNet's engine that the operation has completed (once)."""
+    if op.done is None:
+        return
+    callback, engine, param = op.done
+    op.done = None
+    op.arrays = []
+    _COMPLETE_FUNC(callback)(engine, param, None)
+
+
+@_ASYNC_FUNC
+def _run(_rctx, on_complete, param):  # called by an MXNet engine thread
+    cb = _CallbackOnComplete.from_address(on_complete)
+    done = (cb.callback, cb.engine, cb.param)  # a copy: *on_complete lives on the caller's stack
+    op = None
+    try:
+        with _ops_lock:
+            op = _ops.pop(param)
+        op.done = done
+        try:
+            op.start([host_view(a) for a in op.arrays], op.handles)
+        except BaseException as error:  # noqa: BLE001 - reported, and the operation must complete
+            _record(op, error)
+        if _inline_engine():
+            _wait_all(op)
+            _fire(op)
+        elif not op.handles:
+            _fire(op)
+        else:
+            _completer.submit(op)
+    except BaseException as error:  # noqa: BLE001 - never leave MXNet waiting
+        print(f"ringcc.mxnet: internal error in an engine operation: {type(error).__name__}: {error}",
+              file=sys.stderr, flush=True)
+        if op is None or op.done is not None:
+            if op is not None:
+                op.done = None
+            _COMPLETE_FUNC(done[0])(done[1], done[2], None)
+
+
+def _wait_all(op: _Op) -> None:
+    for handle in op.handles:
+        try:
+            handle.wait()
+        except BaseException as error:  # noqa: BLE001
+            _record(op, error)
+
+
+def _inline_engine() -> bool:
+    return os.environ.get("MXNET_ENGINE_TYPE", "") == "NaiveEngine"
+
+
+class _Completer:
+    """A thread that waits for the ringcc handles of started operations and
+    completes each operation in MXNet's engine as soon as all of its
+    collectives have finished (in any order: named collectives may finish
+    out of the order they started in)."""
+
+    POLL_S = 0.002
+
+    def __init__(self):
+        self._queue: "queue.SimpleQueue[Optional[_Op]]" = queue.SimpleQueue()
+        self._thread: Optional[threading.Thread] = None
+        self._lock = threading.Lock()
+
+    def submit(self, op: _Op) -> None:
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._loop, name="ringcc-mxnet-completer",
+                                                    daemon=True)
+                    self._thread.start()
+        self._queue.put(op)
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    @staticmethod
+    def _finished(op: _Op) -> bool:
+        """Collects the results of the finished handles; True once all are."""
+        remaining = []
+        for handle in op.handles:
+            if handle.done():
+                try:
+                    handle.wait()
+                except BaseException as error:  # noqa: BLE001
+                    _record(op, error)
+            else:
+                remaining.append(handle)
+        op.handles = remaining
+        return not remaining
+
+    def _loop(self) -> None:
+        pending: List[_Op] = []
+        stopping = False
+        while True:
+            try:
+                # Take what was started, blocking only when nothing is pending.
+                try:
+                    while True:
+                        item = self._queue.get(block=not pending and not stopping)
+                        if item is None:
+                            stopping = True
+                        else:
+                            pending.append(item)
+                        if not pending and stopping:
+                            return
+                except queue.Empty:
+                    pass
+                still = []
+                for op in pending:
+                    if self._finished(op):
+                        _fire(op)
+                    else:
+                        still.append(op)
+                pending = still
+                if stopping and not pending:
+                    return
+                if pending:
+                    # Sleep in ringcc (GIL released) until the oldest one finishes, or briefly.
+                    try:
+                        pending[0].handles[0].wait(self.POLL_S)
+                    except BaseException:  # noqa: BLE001 - a timeout; _finished reports errors
+                        pass
+            except BaseException as error:  # noqa: BLE001 - the thread must go on
+                print(f"ringcc.mxnet: internal error in the completion thread: {type(error).__name__}: "
+                      f"{error}", file=sys.stderr, flush=True)
+
+
+_completer = _Completer()
+
+
+def synchronous() -> bool:
+    return os.environ.get("RINGCC_MXNET_ASYNC", "1").strip().lower() in ("0", "false", "no", "off")
+
+
+def _dedupe(arrays) -> list:
+    seen, out = set(), []
+    for a in arrays:
+        key = a.handle.value
+        if key not in seen:
+            seen.add(key)
+            out.append(a)
+    return out
+
+
+def push(label: str, const: Sequence, mutable: Sequence, arrays: Sequence,
+         start: Callable[[List[np.ndarray], list], None], priority: int = 0) -> None:
+    """Runs start(views of `arrays`, handles) once `const` are ready to read and
+    `mutable` to write (every array in `arrays` must be in one of them;
+    all on the host). Returns at once; later MXNet operations on `mutable`
+    wait for the collectives that start() began."""
+    check_errors()
+    mutable = _dedupe(mutable)
+    writes = {a.handle.value for a in mutable}
+    const = [a for a in _dedupe(const) if a.handle.value not in writes]
+    op = _Op(label, arrays, start)
+    if synchronous():
+        for a in const:
+            check_call(_WAIT_TO_READ(a.handle))
+        for a in mutable:
+            check_call(_WAIT_TO_WRITE(a.handle))
+        handles: list = []
+        first = None
+        try:
+            start([host_view(a) for a in arrays], handles)
+        except BaseException as error:  # noqa: BLE001 - raised once the started ones finish
+            first = error
+        for handle in handles:
+            try:
+                handle.wait()
+            except BaseException as error:  # noqa: BLE001
+                first = first or error
+        if first is not None:
+            raise first
+        return
+    c_const = (ctypes.c_void_p * max(len(const), 1))(*[a.handle.value for a in const])
+    c_mut = (ctypes.c_void_p * max(len(mutable), 1))(*[a.handle.value for a in mutable])
+    op_id = next(_ids)
+    with _ops_lock:
+        _ops[op_id] = op
+    try:
+        check_call(_PUSH(_run, ctypes.c_void_p(op_id), None, ctypes.addressof(_CPU),
+                         c_const, len(const), c_mut, len(mutable), None, int(priority),
+                         ("ringcc:" + label).encode(), False))
+    except BaseException:
+        with _ops_lock:
+            _ops.pop(op_id, None)
+        raise
+
+
+def wait_all() -> None:
+    """Waits for every pending MXNet operation (ours included), then raises
+    the first asynchronous ringcc.mxnet error, if any."""
+    mx.nd.waitall()
+    check_errors()
+
+
+def _drain_at_exit() -> None:
+    # Runs before ringcc's own exit handler (registered earlier): lets the
+    # collectives still in MXNet's engine finish while ringcc is up.
+    try:
+        if ringcc.is_initialized():
+            mx.nd.waitall()
+    except Exception:  # noqa: BLE001 - the process is ending
+        pass
+    _completer.stop()
+    with _errors_lock:
+        pending = list(_errors)
+        _errors.clear()
+    for error in pending:
+        print(f"ringcc.mxnet: unreported asynchronous error: {type(error).__name__}: {error}",
+              file=sys.stderr)
+
+
+atexit.register(_drain_at_exit)

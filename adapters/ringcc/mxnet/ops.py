@@ -1,0 +1,248 @@
+"""Horovod-style collectives on MXNet NDArrays (ringcc.mxnet.allreduce, ...).
+
+allreduce, grouped_allreduce and broadcast (and their in-place forms) are
+asynchronous like every MXNet operation: they return at once and run inside
+MXNet's engine once their inputs are ready; reading the result
+(asnumpy(), wait_to_read(), a later operation) waits for them.
+allgather blocks until the result is known (its shape depends on the other
+ranks). Every rank must make the same calls: collectives are matched across
+ranks by name (`name=`, or a name from a per-process counter of unnamed calls).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import List, Optional, Sequence
+
+import mxnet as mx
+
+import ringcc
+from ringcc.mxnet import _engine
+
+__all__ = ["allreduce", "allreduce_", "grouped_allreduce", "grouped_allreduce_",
+           "allgather", "broadcast", "broadcast_"]
+
+_unnamed = itertools.count()
+
+
+def _name(name: Optional[str], kind: str) -> str:
+    if name is None:
+        return f"mx.{kind}.noname.{next(_unnamed)}"
+    if not isinstance(name, str) or not name:
+        raise ringcc.InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
+    return name
+
+
+def _reduce_op(average, op):
+    """Horovod's convention: op=None and average=None mean Average."""
+    if op is not None and average is not None:
+        raise ringcc.InvalidArgumentError("give either op= or the deprecated average=, not both")
+    if op is None:
+        op = ringcc.Average if (average is None or average) else ringcc.Sum
+    return ringcc._op(op)
+
+
+class _Staged:
+    """Host (CPU) NDArrays standing in for the given ones: device arrays are
+    copied to the host before the collective and written ones back after it
+    (MXNet operations, ordered by its engine); host arrays are used as they
+    are. (The MXNet 1.9.1 wheels on PyPI are CPU-only: this path is untested.)"""
+
+    def __init__(self):
+        self._host = {}
+        self._back = []
+
+    def read(self, array):
+        key = id(array)
+        if key not in self._host:
+            self._host[key] = array if _engine.on_host(array) else array.copyto(mx.cpu())
+        return self._host[key]
+
+    def write(self, array):
+        # A device array's contents are copied too: in-place collectives read them.
+        host = self.read(array)
+        if host is not array:
+            self._back.append((host, array))
+        return host
+
+    def finish(self):
+        for host, array in self._back:
+            host.copyto(array)
+
+
+def run(label: str, reads: Sequence, writes: Sequence, start, priority: int = 0) -> None:
+    """Pushes one engine operation over `reads` + `writes` (NDArrays on any
+    context); start(views, handles) gets views in that order."""
+    staged = _Staged()
+    host_reads = [staged.read(a) for a in reads]
+    host_writes = [staged.write(a) for a in writes]
+    _engine.push(label, host_reads, host_writes, host_reads + host_writes, start, priority)
+    staged.finish()
+
+
+def reduce_lists(label: str, entries, *, op=ringcc.Sum, prescale_factor: float = 1.0,
+                 postscale_factor: float = 1.0, priority: int = 0, extra_writes=()) -> None:
+    """Allreduces several values in one engine operation (fused by ringcc).
+
+    entries: (name, values, outs): the values (NDArrays, one per local
+    device) are summed locally, reduced over the ranks, and the result is
+    written to every array of outs (None: back into the values).
+    extra_writes: more NDArrays the operation holds for writing (engine
+    variables that order it after earlier operations on them)."""
+    reads, writes, plan, copies = [], [], [], []
+    for name, values, outs in entries:
+        if not values:
+            raise ringcc.InvalidArgumentError(f"{name}: no value to reduce")
+        for v in values:
+            _engine.check_array(v, "value")
+        targets = list(values) if outs is None else list(outs)
+        for t in targets:
+            _engine.check_array(t, "out")
+            if tuple(t.shape) != tuple(values[0].shape):
+                raise ringcc.InvalidArgumentError(
+                    f"{name}: out has shape {t.shape}, the value {values[0].shape}")
+        if len(values) > 1:
+            ctx = values[0].context
+            source = mx.nd.add_n(*[v.as_in_context(ctx) for v in values])
+            first = source  # reduced in place, then copied to every target
+            rest = targets
+        else:
+            source = values[0]
+            first = targets[0] if targets else source
+            rest = targets[1:]
+        if first is source:
+            plan.append((name, len(writes), None))
+            writes.append(source)
+        else:
+            plan.append((name, len(writes), len(reads)))
+            writes.append(first)
+            reads.append(source)
+        copies.extend((first, t) for t in rest if t is not first)
+    nreads = len(reads)
+
+    def start(views, handles):
+        for name, w, r in plan:
+            if r is None:
+                handles.append(ringcc.allreduce_async_(
+                    views[nreads + w], op, name=name, prescale_factor=prescale_factor,
+                    postscale_factor=postscale_factor))
+            else:
+                handles.append(ringcc.allreduce_async(
+                    views[r], op, name=name, prescale_factor=prescale_factor,
+                    postscale_factor=postscale_factor, out=views[nreads + w]))
+
+    run(label, reads, writes + list(extra_writes), start, priority)
+    for source, target in copies:
+        source.copyto(target)
+
+
+# ---------------------------------------------------------------------------
+# The Horovod-style functions
+
+
+def allreduce(tensor, average=None, name=None, priority=0, prescale_factor=1.0,
+              postscale_factor=1.0, op=None):
+    """Returns a new NDArray: `tensor` reduced over all ranks (op: ringcc.Sum,
+    Average (the default, as in Horovod), Min, Max, Product or their names;
+    `average=False` is Horovod's older spelling of op=Sum)."""
+    _engine.check_array(tensor)
+    rop = _reduce_op(average, op)
+    n = _name(name, "allreduce")
+    out = mx.nd.empty(tensor.shape, ctx=tensor.context, dtype=tensor.dtype)
+
+    def start(views, handles):
+        handles.append(ringcc.allreduce_async(views[0], rop, name=n, prescale_factor=prescale_factor,
+                                              postscale_factor=postscale_factor, out=views[1]))
+
+    run(n, [tensor], [out], start, priority)
+    return out
+
+
+def allreduce_(tensor, average=None, name=None, priority=0, prescale_factor=1.0,
+               postscale_factor=1.0, op=None):
+    """allreduce in place; returns `tensor`."""
+    _engine.check_array(tensor)
+    rop = _reduce_op(average, op)
+    n = _name(name, "allreduce")
+
+    def start(views, handles):
+        handles.append(ringcc.allreduce_async_(views[0], rop, name=n, prescale_factor=prescale_factor,
+                                               postscale_factor=postscale_factor))
+
+    run(n, [], [tensor], start, priority)
+    return tensor
+
+
+def _grouped(tensors, average, name, priority, prescale_factor, postscale_factor, op, inplace):
+    tensors = list(tensors)
+    for t in tensors:
+        _engine.check_array(t)
+    rop = _reduce_op(average, op)
+    base = _name(name, "grouped_allreduce")
+    names = [f"{base}.{i}" for i in range(len(tensors))]
+    outs = tensors if inplace else [mx.nd.empty(t.shape, ctx=t.context, dtype=t.dtype) for t in tensors]
+    reduce_lists(base, [(n, [t], None if inplace else [o]) for n, t, o in zip(names, tensors, outs)],
+                 op=rop, prescale_factor=prescale_factor, postscale_factor=postscale_factor,
+                 priority=priority)
+    return outs
+
+
+def grouped_allreduce(tensors, average=None, name=None, priority=0, prescale_factor=1.0,
+                      postscale_factor=1.0, op=None) -> List:
+    """allreduce of a list in one operation (ringcc fuses the tensors); returns new NDArrays."""
+    return _grouped(tensors, average, name, priority, prescale_factor, postscale_factor, op, False)
+
+
+def grouped_allreduce_(tensors, average=None, name=None, priority=0, prescale_factor=1.0,
+                       postscale_factor=1.0, op=None) -> List:
+    """grouped_allreduce in place; returns the list."""
+    return _grouped(tensors, average, name, priority, prescale_factor, postscale_factor, op, True)
+
+
+def _check_root(root_rank):
+    # Checked here, before the collective is queued: every rank raises at once.
+    size = ringcc.size()
+    if isinstance(root_rank, bool) or not isinstance(root_rank, int) or not 0 <= root_rank < size:
+        raise ringcc.InvalidArgumentError(
+            f"broadcast: root rank {root_rank!r} is out of range for {size} ranks")
+    return root_rank
+
+
+def broadcast(tensor, root_rank=0, name=None, priority=0):
+    """Returns a new NDArray holding root_rank's `tensor`."""
+    _engine.check_array(tensor)
+    _check_root(root_rank)
+    n = _name(name, "broadcast")
+    out = mx.nd.empty(tensor.shape, ctx=tensor.context, dtype=tensor.dtype)
+
+    def start(views, handles):
+        handles.append(ringcc.broadcast_async(views[0], root_rank, name=n, out=views[1]))
+
+    run(n, [tensor], [out], start, priority)
+    return out
+
+
+def broadcast_(tensor, root_rank=0, name=None, priority=0):
+    """Overwrites `tensor` with root_rank's, in place; returns `tensor`."""
+    _engine.check_array(tensor)
+    _check_root(root_rank)
+    n = _name(name, "broadcast")
+
+    def start(views, handles):
+        handles.append(ringcc.broadcast_async_(views[0], root_rank, name=n))
+
+    run(n, [], [tensor], start, priority)
+    return tensor
+
+
+def allgather(tensor, name=None, priority=0):
+    """Returns the ranks' tensors concatenated along axis 0 (in rank order;
+    the first dimension may differ between ranks). Blocks until done."""
+    del priority  # runs at once
+    _engine.check_array(tensor)
+    n = _name(name, "allgather")
+    host = tensor if _engine.on_host(tensor) else tensor.copyto(mx.cpu())
+    host.wait_to_read()
+    _engine.check_errors()
+    gathered = ringcc.allgather_async(_engine.host_view(host), name=n).wait()
+    return mx.nd.array(gathered, ctx=tensor.context, dtype=tensor.dtype)

@@ -1,0 +1,116 @@
+"""Horovod's higher-level helpers for `ringcc.torch`: broadcasting a model's
+parameters and an optimizer's state, and moving arbitrary Python objects.
+
+Objects are serialised with cloudpickle when it is installed, else pickle
+(torch tensors inside them travel too, as pickle stores them).
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+
+import numpy as np
+import torch
+
+from ringcc.torch import horovod as _hvd
+from ringcc.torch.process_sets import global_process_set
+
+try:  # what Horovod uses: it also pickles lambdas and local classes
+    import cloudpickle as _pickler
+except ImportError:  # pragma: no cover - depends on the environment
+    _pickler = pickle
+
+__all__ = ["broadcast_parameters", "broadcast_optimizer_state", "broadcast_object",
+           "allgather_object"]
+
+
+def broadcast_parameters(params, root_rank, prefix="Parameter.", process_set=global_process_set):
+    """Overwrites every tensor of `params` with root_rank's, in place.
+
+    `params`: a dict (`model.state_dict()`, `dict(model.named_parameters())`)
+    or a list of tensors or of (name, tensor) pairs (`model.parameters()`,
+    `model.named_parameters()`). Dict entries are taken in sorted key order;
+    entries that are not tensors (e.g. a module's extra state) are skipped.
+    The broadcasts are named `prefix + name` and all run at once."""
+    if isinstance(params, dict):
+        items = sorted(params.items())
+    elif isinstance(params, (list, tuple)) or hasattr(params, "__iter__"):
+        items = [p if isinstance(p, tuple) else (None, p) for p in params]
+    else:
+        raise ValueError(f"invalid params of type: {type(params)}")
+    handles = []
+    for name, p in items:
+        if not isinstance(p, torch.Tensor):
+            continue
+        full = None if name is None else f"{prefix or ''}{name}"
+        handles.append(_hvd.broadcast_async_(p, root_rank, name=full, process_set=process_set))
+    for handle in handles:
+        _hvd.synchronize(handle)
+
+
+def broadcast_optimizer_state(optimizer, root_rank, model=None, prefix="Parameter.",
+                              process_set=global_process_set):
+    """Makes every rank's optimizer state (per-parameter state such as
+    momentum buffers and step counts, and the hyper-parameters of its
+    param_groups) root_rank's.
+
+    Differs from Horovod in how: Horovod first runs a zero-gradient step on
+    an optimizer with no state yet (which creates its state, and moves
+    parameters when weight decay is set), then broadcasts tensor by tensor.
+    Here root_rank's `state_dict()` is broadcast as one object and loaded
+    with `load_state_dict()` on the other ranks, so nothing steps, and any
+    optimizer whose state_dict round-trips works, torch.optim.LBFGS included.
+    `model` and `prefix` are accepted for compatibility and not used."""
+    if root_rank == _hvd.rank():
+        state = optimizer.state_dict()
+    else:
+        state = None
+    state = broadcast_object(state, root_rank, name="optimizer_state", process_set=process_set)
+    if root_rank != _hvd.rank():
+        optimizer.load_state_dict(state)
+
+
+def _dumps(obj) -> bytes:
+    buffer = io.BytesIO()
+    _pickler.dump(obj, buffer)
+    return buffer.getvalue()
+
+
+def _loads(data: bytes):
+    return pickle.loads(data)  # cloudpickle's output loads with pickle
+
+
+def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
+    """Returns root_rank's `obj` on every rank (the root gets its own object
+    back). Two broadcasts: the pickled size, then the bytes."""
+    # Unnamed: generated names, the same on every rank that calls in the same
+    # order (Horovod names it after type(obj), which differs between a root
+    # holding an object and ranks passing None).
+    sz_name = None if name is None else f"{name}.sz"
+    t_name = None if name is None else f"{name}.t"
+    if _hvd.rank() == root_rank:
+        payload = torch.from_numpy(np.frombuffer(bytearray(_dumps(obj)), dtype=np.uint8))
+        length = torch.tensor([payload.numel()], dtype=torch.int64)
+        _hvd.broadcast_(length, root_rank, name=sz_name, process_set=process_set)
+        _hvd.broadcast_(payload, root_rank, name=t_name, process_set=process_set)
+        return obj
+    length = torch.zeros(1, dtype=torch.int64)
+    _hvd.broadcast_(length, root_rank, name=sz_name, process_set=process_set)
+    payload = torch.empty(int(length.item()), dtype=torch.uint8)
+    _hvd.broadcast_(payload, root_rank, name=t_name, process_set=process_set)
+    return _loads(payload.numpy().tobytes())
+
+
+def allgather_object(obj, name=None, process_set=global_process_set):
+    """Returns the list of every rank's `obj`, in rank order (of the set)."""
+    payload = torch.from_numpy(np.frombuffer(bytearray(_dumps(obj)), dtype=np.uint8))
+    sizes = _hvd.allgather(torch.tensor([payload.numel()], dtype=torch.int64),
+                           name=None if name is None else f"{name}.sz", process_set=process_set)
+    gathered = _hvd.allgather(payload, name=None if name is None else f"{name}.t", process_set=process_set)
+    objects, offset = [], 0
+    data = gathered.numpy().tobytes()
+    for n in sizes.tolist():
+        objects.append(_loads(data[offset:offset + n]))
+        offset += n
+    return objects

@@ -1,0 +1,1164 @@
+"""Horovod's PyTorch API over ringcc: a Horovod script changes one import.
+
+    import ringcc.torch as hvd            # was: import horovod.torch as hvd
+
+    hvd.init()
+    sampler = DistributedSampler(dataset, num_replicas=hvd.size(), rank=hvd.rank())
+    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+
+Launch with `ringrun -np N python train.py` (or torchrun, mpirun, srun:
+`ringcc.init()` reads their variables). See docs/torch.md, "Horovod API".
+
+How it runs. Collectives on the global process set go through ringcc's
+background engine as named collectives, as Horovod's do: a tensor is matched
+across ranks by its name (any enqueue order), ready allreduces are fused, and
+`join()` lets finished ranks stand in with zeros. A call without a name gets
+`<op>.noname.<n>` from a per-process counter, so unnamed calls must be issued
+in the same order on every rank (as in Horovod). Blocking calls are the
+asynchronous ones followed by `synchronize()`. Collectives on other process
+sets run on the set's own communicator in issue order (see process_sets.py).
+
+Tensors reach the core through DLPack, zero-copy when they are CPU,
+contiguous and of a dtype the core handles (float16, bfloat16, float32,
+float64, int8, uint8, int32, int64); in-place calls then write into the
+tensor's own memory. Anything else is staged through a CPU contiguous copy:
+non-contiguous tensors, tensors on another device (copied to the CPU and
+back), int16 reductions (in int32), complex Sum/Average (as real pairs), and
+other dtypes for broadcast/allgather/alltoall (moved as bytes).
+
+Errors raised from `synchronize()`/`Handle.wait()` (peer failure, ranks that
+disagree on a tensor's shape or dtype, internal errors) are both
+`HorovodInternalError` (a RuntimeError) and the ringcc error they come from
+(`ringcc.PeerFailureError`, `ringcc.MismatchError`, ...). A wait that ran out
+(`RINGCC_TIMEOUT_S`, `RINGCC_STALL_SHUTDOWN_S`) stays `ringcc.TimeoutError`
+(a TimeoutError: Python cannot make one class both that and a RuntimeError).
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from typing import Callable, List, Optional, Sequence
+
+import numpy as np
+import torch
+
+import ringcc
+from ringcc import _core
+from ringcc.torch import process_sets as _process_sets
+from ringcc.torch.compression import (  # noqa: F401  (re-exported)
+    BF16Compressor,
+    Compression,
+    Compressor,
+    FP16Compressor,
+    NoneCompressor,
+)
+from ringcc.torch.process_sets import (  # noqa: F401  (re-exported)
+    ProcessSet,
+    add_process_set,
+    global_process_set,
+    remove_process_set,
+)
+
+# --------------------------------------------------------------------------
+# Reduction operators (ringcc's values; Horovod scripts only compare them)
+
+Sum = ringcc.Sum
+Average = ringcc.Average
+Min = ringcc.Min
+Max = ringcc.Max
+Product = ringcc.Product
+# Horovod's Adasum is not implemented by ringcc: the name exists so that
+# scripts which mention it import, and using it raises NotImplementedError.
+Adasum = 5
+
+_OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product",
+             Adasum: "Adasum"}
+
+
+def handle_average_backwards_compatibility(op, average):
+    """Horovod's rule for the deprecated `average=` argument: None and None
+    mean Average; `average` alone picks Average or Sum (with a warning)."""
+    if op is not None:
+        if average is not None:
+            raise ValueError("The op parameter supersedes average. Please provide only one of them.")
+        return op
+    if average is not None:
+        warnings.warn("Parameter `average` has been replaced with `op` and will be removed",
+                      DeprecationWarning, stacklevel=3)
+        return Average if average else Sum
+    return Average
+
+
+def _core_op(op) -> int:
+    if op == Adasum:
+        raise NotImplementedError("ringcc does not implement Adasum; use hvd.Average or hvd.Sum")
+    if isinstance(op, str):
+        return ringcc._op(op)
+    if op not in (Sum, Average, Min, Max, Product):
+        raise ValueError(f"unknown reduction op {op!r}; use hvd.Sum, hvd.Average, hvd.Min, hvd.Max "
+                         "or hvd.Product")
+    return int(op)
+
+
+# --------------------------------------------------------------------------
+# Errors
+
+
+class HorovodInternalError(RuntimeError):
+    """A collective failed: a peer died or aborted, the ranks disagreed on a
+    tensor (shape, dtype, op, root), or the core failed. Errors raised from
+    `synchronize()` are this class and the ringcc error at once, e.g.
+    `except ringcc.PeerFailureError` and `except hvd.HorovodInternalError`
+    both catch a dead peer."""
+
+
+class HostsUpdatedInterrupt(RuntimeError):
+    """Horovod's elastic signal that the hosts changed. ringcc has no elastic
+    mode, so it is never raised; it exists for scripts that catch it."""
+
+    def __init__(self, skip_sync=False):
+        super().__init__()
+        self.skip_sync = skip_sync
+
+
+_mapped_errors = {}
+
+
+def _internal_error(error: BaseException) -> BaseException:
+    """`error` as an instance of a class that is also HorovodInternalError
+    (when Python allows combining the two classes)."""
+    if isinstance(error, HorovodInternalError) or not isinstance(error, ringcc.RingccError):
+        return error
+    if isinstance(error, ringcc.NotInitializedError) and _core.is_initialized():
+        # The engine stopped on a failure while ringcc is still initialized:
+        # the core reports collectives enqueued after that as "shut down"
+        # (NotInitializedError) instead of the failure itself. Say what it is.
+        error = ringcc.PeerFailureError(
+            f"ringcc's engine stopped after a failure of the job (a peer died or aborted; "
+            f"ringcc's log names the rank), so this collective cannot run: {error}")
+    cls = type(error)
+    combined = _mapped_errors.get(cls, False)
+    if combined is False:
+        try:
+            combined = type(cls.__name__, (HorovodInternalError, cls),
+                            {"__module__": "ringcc.torch", "__doc__": cls.__doc__})
+        except TypeError:  # e.g. ringcc.TimeoutError: an OSError's layout
+            combined = None
+        _mapped_errors[cls] = combined
+    if combined is None:
+        return error
+    mapped = combined(*error.args)
+    mapped.__cause__ = error
+    return mapped
+
+
+class NotInitializedError(ringcc.NotInitializedError, ValueError):
+    """Raised by calls that need `hvd.init()` first (a ValueError as in
+    Horovod, and a ringcc.NotInitializedError)."""
+
+
+def _require_init() -> None:
+    if not _core.is_initialized():
+        raise NotInitializedError("Horovod (ringcc.torch) has not been initialized; use hvd.init().")
+
+
+# --------------------------------------------------------------------------
+# Lifetime and topology
+
+_names = itertools.count()
+
+
+def _reset_names(start: int = 0) -> None:
+    """Restarts the counter of generated names (tests use it to realign ranks)."""
+    global _names
+    _names = itertools.count(start)
+
+
+def init(comm=None, process_sets=None):
+    """Joins the job (`ringcc.init()`: ringrun, torchrun, Open MPI, PMI or
+    SLURM variables; a lone process is rank 0 of 1). Calling it again is a
+    no-op.
+
+    `comm`: only None, or a list of every rank, is accepted (ringcc has no
+    MPI, and cannot run Horovod on a subset of the job). `process_sets`: a
+    list of ProcessSet to register (every rank passes the same list), or
+    "dynamic" (accepted; ringcc always allows add_process_set)."""
+    if comm is not None:
+        try:
+            ranks = sorted(int(r) for r in comm)
+        except TypeError:
+            raise ValueError("ringcc.torch.init: comm must be None or a list of ranks "
+                             "(ringcc has no MPI communicators)") from None
+    else:
+        ranks = None
+    first = not _core.is_initialized()
+    ringcc.init()
+    if ranks is not None and ranks != list(range(ringcc.size())):
+        raise ValueError(f"ringcc.torch.init: comm={ranks} must list every rank of the job "
+                         f"(0..{ringcc.size() - 1}); use process sets for subsets")
+    _process_sets._on_init(ringcc.size())
+    if first:
+        _reset_names()
+    if process_sets is not None and process_sets != "dynamic":
+        for ps in process_sets:
+            if isinstance(ps, ProcessSet) and ps.process_set_id is not None:
+                continue
+            add_process_set(ps)
+
+
+def shutdown():
+    """Leaves the job (process sets first); `init()` may be called again."""
+    _process_sets._on_shutdown()
+    ringcc.shutdown()
+
+
+def is_initialized() -> bool:
+    return bool(_core.is_initialized())
+
+
+def rank() -> int:
+    _require_init()
+    return ringcc.rank()
+
+
+def size() -> int:
+    _require_init()
+    return ringcc.size()
+
+
+def local_rank() -> int:
+    _require_init()
+    return ringcc.local_rank()
+
+
+def local_size() -> int:
+    _require_init()
+    return ringcc.local_size()
+
+
+def cross_rank() -> int:
+    _require_init()
+    return ringcc.cross_rank()
+
+
+def cross_size() -> int:
+    _require_init()
+    return ringcc.cross_size()
+
+
+def is_homogeneous() -> bool:
+    """True when every host runs the same number of ranks."""
+    _require_init()
+    return ringcc.local_size() * ringcc.cross_size() == ringcc.size()
+
+
+# What this build has, answered truthfully for ringcc: its transports are its
+# own shared memory and TCP; it has no MPI, Gloo, NCCL, oneCCL, DDL, CUDA or
+# ROCm code, so every one of these is False.
+def mpi_built() -> bool:
+    return False
+
+
+def mpi_enabled() -> bool:
+    return False
+
+
+def mpi_threads_supported() -> bool:
+    """False: there is no MPI. (Horovod raises ValueError when MPI is not
+    enabled; ringcc answers False so that scripts branching on it go on.)"""
+    return False
+
+
+def gloo_built() -> bool:
+    return False
+
+
+def gloo_enabled() -> bool:
+    return False
+
+
+def nccl_built() -> bool:
+    return False
+
+
+def ddl_built() -> bool:
+    return False
+
+
+def ccl_built() -> bool:
+    return False
+
+
+def cuda_built() -> bool:
+    return False
+
+
+def rocm_built() -> bool:
+    return False
+
+
+def start_timeline(file_path, mark_cycles=False):
+    """Writes a Chrome-trace timeline of the engine's named collectives to
+    `file_path` (rank 0). `mark_cycles` is accepted and ignored."""
+    _require_init()
+    ringcc.start_timeline(str(file_path))
+
+
+def stop_timeline():
+    _require_init()
+    ringcc.stop_timeline()
+
+
+# --------------------------------------------------------------------------
+# Handles
+
+
+class Handle:
+    """What the `*_async` calls return: pass it to `poll()` and
+    `synchronize()`. (Horovod's handles are ints; this is an object with
+    `done()`, `wait()`, and calling it waits too.)"""
+
+    __slots__ = ("_waits", "_finish", "_finished", "_result", "_error", "__weakref__")
+
+    def __init__(self, waits: Sequence, finish: Optional[Callable[[list], object]] = None) -> None:
+        self._waits = list(waits)
+        self._finish = finish
+        self._finished = False
+        self._result = None
+        self._error = None
+
+    def done(self) -> bool:
+        return self._finished or all(w.done() for w in self._waits)
+
+    def wait(self):
+        if not self._finished:
+            try:
+                results = [w.wait() for w in self._waits]
+                self._result = self._finish(results) if self._finish is not None else (
+                    results[0] if results else None)
+            except ringcc.RingccError as error:
+                self._error = _internal_error(error)
+            except HorovodInternalError as error:
+                self._error = error
+            self._finished = True
+            self._waits = []
+            self._finish = None
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    __call__ = wait
+
+
+def poll(handle) -> bool:
+    """True once the operation behind `handle` has completed;
+    `synchronize(handle)` then returns without blocking."""
+    return bool(handle.done())
+
+
+def synchronize(handle):
+    """Waits for an asynchronous operation and returns its result (the output
+    tensor, a list for grouped ops, (output, received_splits) for alltoall
+    with splits). Raises the operation's error (see HorovodInternalError)."""
+    if handle is None:
+        return None
+    if isinstance(handle, Handle):
+        return handle.wait()
+    if callable(handle):  # e.g. a closure made by Horovod-style code
+        return handle()
+    return handle.wait()
+
+
+def _name(kind: str, name: Optional[str]) -> str:
+    if name is None:
+        return f"{kind}.noname.{next(_names)}"
+    return f"{kind}.{name}"
+
+
+def _is_global(process_set) -> bool:
+    if process_set is global_process_set or process_set is None:
+        return True
+    if not isinstance(process_set, ProcessSet):
+        raise ValueError(f"process_set must be a ProcessSet, got {type(process_set).__name__}")
+    if process_set.process_set_id == 0:
+        return True
+    return False
+
+
+def _enqueue(call: Callable[[], object]):
+    """Runs a core enqueue; a failure of the job is a HorovodInternalError."""
+    _require_init()
+    try:
+        return call()
+    except (ringcc.PeerFailureError, ringcc.InternalError) as error:
+        raise _internal_error(error) from None
+
+
+# --------------------------------------------------------------------------
+# Tensors as the core takes them
+
+_CORE_DTYPES = frozenset({torch.float16, torch.bfloat16, torch.float32, torch.float64,
+                          torch.int8, torch.uint8, torch.int32, torch.int64})
+# dtypes whose late-allocated outputs (NumPy arrays) torch can wrap
+_NUMPY_DTYPES = _CORE_DTYPES - {torch.bfloat16}
+
+
+def _check_tensor(tensor, what: str) -> torch.Tensor:
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"{what}: expected a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.layout != torch.strided:
+        raise ValueError(f"{what}: {tensor.layout} tensors are not supported here "
+                         "(use sparse_allreduce_async for sparse COO tensors)")
+    return tensor.detach()
+
+
+def _plain_cpu(t: torch.Tensor) -> torch.Tensor:
+    """`t` (detached) on the CPU and contiguous: t itself when it already is."""
+    if t.device.type != "cpu":
+        t = t.cpu()
+    return t.contiguous()
+
+
+def _reduce_wire(t: torch.Tensor, op: int, what: str) -> torch.Tensor:
+    """A CPU contiguous tensor of a core dtype carrying `t` for a reduction
+    (t's own memory when possible)."""
+    dtype = t.dtype
+    if dtype in _CORE_DTYPES:
+        return _plain_cpu(t)
+    if dtype == torch.int16:
+        return _plain_cpu(t).to(torch.int32)
+    if dtype.is_complex:
+        if op not in (Sum, Average):
+            raise TypeError(f"{what}: complex tensors support Sum and Average only")
+        return torch.view_as_real(_plain_cpu(t))
+    raise TypeError(f"{what}: dtype {dtype} is not supported for reductions (supported: "
+                    "float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64, "
+                    "complex64/128 with Sum or Average)")
+
+
+def _from_reduce_wire(w: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    if like.dtype.is_complex:
+        w = torch.view_as_complex(w)
+    elif w.dtype != like.dtype:
+        w = w.to(like.dtype)
+    w = w.view(like.shape)
+    if like.device.type != "cpu":
+        w = w.to(like.device)
+    return w
+
+
+def _rows(t: torch.Tensor):
+    """(rows, elements per row) of t along dim 0 (a scalar is one row)."""
+    if t.dim() == 0:
+        return 1, 1
+    per_row = 1
+    for d in t.shape[1:]:
+        per_row *= int(d)
+    return int(t.shape[0]), per_row
+
+
+def _move_wire(t: torch.Tensor) -> torch.Tensor:
+    """A CPU contiguous tensor that carries `t` for broadcast, allgather or
+    alltoall: t itself (as rows) for dtypes torch and NumPy share, else its
+    bytes as (rows, bytes per row) uint8, sharing t's memory when possible."""
+    t = _plain_cpu(t)
+    if t.dtype in _NUMPY_DTYPES:
+        return t if t.dim() else t.reshape(1)
+    rows, per_row = _rows(t)
+    return t.reshape(rows, per_row).view(torch.uint8)
+
+
+def _from_move_wire(w: torch.Tensor, like: torch.Tensor, first_dim: Optional[int] = None) -> torch.Tensor:
+    """The inverse of _move_wire for an output of `first_dim` rows (default: like's)."""
+    tail = tuple(like.shape[1:]) if like.dim() else ()
+    if w.dtype != like.dtype:
+        w = w.view(like.dtype)
+    if first_dim is None:
+        shape = tuple(like.shape)
+    else:
+        shape = (first_dim,) + tail
+    w = w.reshape(shape)
+    if like.device.type != "cpu":
+        w = w.to(like.device)
+    return w
+
+
+def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.device.type == "cpu" and b.device.type == "cpu" and a.data_ptr() == b.data_ptr() \
+        and a.is_contiguous() and b.is_contiguous()
+
+
+def _set_rank(process_set, global_rank: int, what: str) -> int:
+    """A global rank as its position in a non-global process set."""
+    try:
+        return process_set.ranks.index(int(global_rank))
+    except ValueError:
+        raise ValueError(f"{what}: rank {global_rank} is not in {process_set}") from None
+
+
+# --------------------------------------------------------------------------
+# allreduce
+
+
+def _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set,
+                     inplace: bool, what: str) -> Handle:
+    t = _check_tensor(tensor, what)
+    op = _core_op(op)
+    wire = _reduce_wire(t, op, what)
+    pre, post = float(prescale_factor), float(postscale_factor)
+    if inplace:
+        direct = _shares_memory(wire, t) and t.dtype == wire.dtype or (
+            t.dtype.is_complex and t.device.type == "cpu" and t.is_contiguous())
+        out = None
+    else:
+        direct = False
+        out = torch.empty(wire.shape, dtype=wire.dtype)
+    if _is_global(process_set):
+        full = _name("allreduce", name)
+        h = _enqueue(lambda: _core._allreduce(wire, out, op, pre, post, inplace, True, full))
+    else:
+        comm = process_set._communicator()
+        h = _enqueue(lambda: comm.allreduce(wire, out, op, pre, post, inplace, True))
+
+    if inplace:
+        def finish(_):
+            if not direct:
+                with torch.no_grad():
+                    tensor.copy_(_from_reduce_wire(wire, t))
+            return tensor
+    else:
+        def finish(_):
+            return _from_reduce_wire(out, t)
+    return Handle([h], finish)
+
+
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                    postscale_factor=1.0, process_set=global_process_set) -> Handle:
+    """Starts an allreduce of `tensor` (not modified); returns a Handle whose
+    result is a new tensor. op defaults to Average. The operation is keyed
+    by `name` (generated when None); shape and dtype must match across ranks."""
+    op = handle_average_backwards_compatibility(op, average)
+    return _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set,
+                            False, "allreduce_async")
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                     postscale_factor=1.0, process_set=global_process_set) -> Handle:
+    """Starts an in-place allreduce: the result is written into `tensor`'s
+    own memory, and the Handle's result is `tensor`."""
+    op = handle_average_backwards_compatibility(op, average)
+    return _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set,
+                            True, "allreduce_async_")
+
+
+class HorovodAllreduce(torch.autograd.Function):
+    """allreduce with a gradient: the gradient is allreduced with the same op
+    and factors (as in Horovod)."""
+
+    @staticmethod
+    def forward(ctx, tensor, average, name, op, prescale_factor, postscale_factor, process_set):
+        ctx.op = op
+        ctx.factors = (prescale_factor, postscale_factor)
+        ctx.process_set = process_set
+        return synchronize(allreduce_async(tensor, average, name, op, prescale_factor,
+                                           postscale_factor, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        pre, post = ctx.factors
+        grad = allreduce(grad_output, op=ctx.op, prescale_factor=pre, postscale_factor=post,
+                         process_set=ctx.process_set)
+        return grad, None, None, None, None, None, None
+
+
+def _needs_grad(*tensors) -> bool:
+    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
+                                           for t in tensors)
+
+
+def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
+              prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """Reduces `tensor` over the ranks (Average unless `op` says otherwise)
+    and returns a new tensor; `tensor` is not modified. Differentiable."""
+    op = handle_average_backwards_compatibility(op, average)
+    compressed, ctx = compression.compress(tensor)
+    if _needs_grad(compressed):
+        reduced = HorovodAllreduce.apply(compressed, None, name, op, prescale_factor,
+                                         postscale_factor, process_set)
+    else:
+        reduced = synchronize(allreduce_async(compressed, None, name, op, prescale_factor,
+                                              postscale_factor, process_set))
+    return compression.decompress(reduced, ctx)
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+               postscale_factor=1.0, process_set=global_process_set):
+    """In-place allreduce; returns `tensor`."""
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
+                                        postscale_factor, process_set))
+
+
+# -- grouped allreduce -------------------------------------------------------
+
+
+def _grouped_allreduce_start(tensors, name, op, prescale_factor, postscale_factor, process_set,
+                             inplace: bool, what: str) -> Handle:
+    tensors = list(tensors)
+    if not tensors:
+        return Handle([], lambda _: [])
+    if _is_global(process_set):
+        # Named tensors of one group: the engine fuses what is ready.
+        base = _name("grouped_allreduce", name)
+        handles = [_allreduce_start(t, f"{base}.{i}", op, prescale_factor, postscale_factor,
+                                    process_set, inplace, what) for i, t in enumerate(tensors)]
+        return Handle(handles, lambda results: list(results))
+    comm = process_set._communicator()
+    op = _core_op(op)
+    plain = [_check_tensor(t, what) for t in tensors]
+    wires = [_reduce_wire(t, op, what) for t in plain]
+    if not inplace:
+        # The communicator reduces in place: never into the caller's inputs.
+        wires = [w.clone() if w.data_ptr() == p.data_ptr() else w for w, p in zip(wires, plain)]
+    h = _enqueue(lambda: comm.grouped_allreduce(wires, op, float(prescale_factor),
+                                                float(postscale_factor), True, True))
+
+    def finish(_):
+        results = []
+        for t, p, w in zip(tensors, plain, wires):
+            if not inplace:
+                results.append(_from_reduce_wire(w, p))
+                continue
+            if not (p.device.type == "cpu" and p.is_contiguous() and w.data_ptr() == p.data_ptr()):
+                with torch.no_grad():
+                    t.copy_(_from_reduce_wire(w, p))
+            results.append(t)
+        return results
+    return Handle([h], finish)
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                            postscale_factor=1.0, process_set=global_process_set) -> Handle:
+    """Starts an allreduce of a list of tensors (not modified), reduced
+    together; the Handle's result is a list of new tensors."""
+    op = handle_average_backwards_compatibility(op, average)
+    return _grouped_allreduce_start(tensors, name, op, prescale_factor, postscale_factor,
+                                    process_set, False, "grouped_allreduce_async")
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0, process_set=global_process_set) -> Handle:
+    """In-place form of grouped_allreduce_async."""
+    op = handle_average_backwards_compatibility(op, average)
+    return _grouped_allreduce_start(tensors, name, op, prescale_factor, postscale_factor,
+                                    process_set, True, "grouped_allreduce_async_")
+
+
+class HorovodGroupedAllreduce(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, average, name, op, prescale_factor, postscale_factor, process_set, *tensors):
+        ctx.op = op
+        ctx.factors = (prescale_factor, postscale_factor)
+        ctx.process_set = process_set
+        return tuple(synchronize(grouped_allreduce_async(list(tensors), average, name, op,
+                                                         prescale_factor, postscale_factor,
+                                                         process_set)))
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        pre, post = ctx.factors
+        grads = grouped_allreduce(list(grad_outputs), op=ctx.op, prescale_factor=pre,
+                                  postscale_factor=post, process_set=ctx.process_set)
+        return (None, None, None, None, None, None, *grads)
+
+
+def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
+                      prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """Reduces a list of tensors together; returns a list of new tensors.
+    Differentiable."""
+    op = handle_average_backwards_compatibility(op, average)
+    tensors = list(tensors)
+    if not tensors:
+        return []
+    compressed, ctxs = zip(*[compression.compress(t) for t in tensors])
+    if _needs_grad(*compressed):
+        reduced = HorovodGroupedAllreduce.apply(None, name, op, prescale_factor, postscale_factor,
+                                                process_set, *compressed)
+    else:
+        reduced = synchronize(grouped_allreduce_async(list(compressed), None, name, op,
+                                                      prescale_factor, postscale_factor,
+                                                      process_set))
+    return [compression.decompress(t, c) for t, c in zip(reduced, ctxs)]
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                       postscale_factor=1.0, process_set=global_process_set):
+    """In-place grouped allreduce; returns the list."""
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
+                                                postscale_factor, process_set))
+
+
+# -- sparse ----------------------------------------------------------------
+
+
+def sparse_allreduce_async(tensor, name, op, process_set=global_process_set) -> Handle:
+    """Starts a Sum or Average of a sparse COO tensor: every rank's indices
+    and values are allgathered (their counts may differ). The Handle's result
+    (synchronize(handle), or handle()) is an uncoalesced sparse tensor."""
+    if not tensor.is_sparse:
+        raise ValueError("sparse_allreduce_async takes a sparse COO tensor")
+    op = _core_op(op if op is not None else Average)
+    if op not in (Sum, Average):
+        raise ValueError("sparse_allreduce_async supports Sum and Average only")
+    t = tensor.detach()
+    # Generated names only on the global set (the counter must move alike on
+    # every rank; other sets' collectives are not matched by name).
+    base = _name("sparse_allreduce", name) if _is_global(process_set) else None
+    indices = t._indices().transpose(0, 1).contiguous()  # one row per non-zero
+    values = t._values().contiguous()
+    hi = allgather_async(indices, name=base and f"{base}.indices", process_set=process_set)
+    hv = allgather_async(values, name=base and f"{base}.values", process_set=process_set)
+    n = size() if _is_global(process_set) else process_set.size()
+
+    def finish(results):
+        all_indices, all_values = results
+        if op == Average:
+            all_values = all_values / n
+        return torch.sparse_coo_tensor(all_indices.transpose(0, 1), all_values, t.size(),
+                                       device=t.device, check_invariants=False)
+    return Handle([hi, hv], finish)
+
+
+# --------------------------------------------------------------------------
+# allgather
+
+
+def _allgather_start(tensor, name, process_set, what: str) -> Handle:
+    t = _check_tensor(tensor, what)
+    wire = _move_wire(t)
+    if _is_global(process_set):
+        full = _name("allgather", name)
+        h = _enqueue(lambda: _core._allgather(wire, None, True, full))
+    else:
+        comm = process_set._communicator()
+        h = _enqueue(lambda: comm.allgather(wire, None, True))
+
+    def finish_rows(results):
+        out = torch.from_numpy(results[0])
+        total_rows = out.shape[0]
+        if t.dim() == 0:
+            return _from_move_wire(out, t.reshape(1), total_rows)
+        return _from_move_wire(out, t, total_rows)
+    return Handle([h], finish_rows)
+
+
+def allgather_async(tensor, name=None, process_set=global_process_set) -> Handle:
+    """Starts an allgather: every rank's `tensor` concatenated along dim 0 in
+    rank order (first dimensions may differ). A 0-dim tensor counts as one row."""
+    return _allgather_start(tensor, name, process_set, "allgather_async")
+
+
+class HorovodAllgather(torch.autograd.Function):
+    """allgather with a gradient: as in Horovod, the incoming gradient is
+    averaged over the ranks and this rank's rows are kept."""
+
+    @staticmethod
+    def forward(ctx, tensor, name, process_set):
+        ctx.dim = int(tensor.shape[0]) if tensor.dim() else 1
+        ctx.scalar = tensor.dim() == 0
+        ctx.process_set = process_set
+        return synchronize(allgather_async(tensor, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        ps = ctx.process_set
+        grad_reduced = allreduce(grad_output, op=Average, process_set=ps)
+        dims = allgather(torch.tensor([ctx.dim], dtype=torch.int64), process_set=ps)
+        r = rank() if _is_global(ps) else ps.rank()
+        offset = int(dims[:r].sum()) if r else 0
+        grad = grad_reduced.narrow(0, offset, ctx.dim)
+        if ctx.scalar:
+            grad = grad.reshape(())
+        return grad, None, None
+
+
+def allgather(tensor, name=None, process_set=global_process_set):
+    """Concatenates every rank's `tensor` along dim 0; returns a new tensor.
+    Differentiable."""
+    if _needs_grad(tensor):
+        return HorovodAllgather.apply(tensor, name, process_set)
+    return synchronize(allgather_async(tensor, name, process_set))
+
+
+def grouped_allgather_async(tensors, name=None, process_set=global_process_set) -> Handle:
+    """Starts an allgather of each tensor of a list; the result is a list."""
+    tensors = list(tensors)
+    if _is_global(process_set):
+        base = _name("grouped_allgather", name)
+        handles = [_allgather_start(t, f"{base}.{i}", process_set, "grouped_allgather_async")
+                   for i, t in enumerate(tensors)]
+    else:
+        handles = [_allgather_start(t, None, process_set, "grouped_allgather_async")
+                   for t in tensors]
+    return Handle(handles, lambda results: list(results))
+
+
+def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    """Allgathers each tensor of a list; returns a list of new tensors.
+    Differentiable (tensor by tensor)."""
+    tensors = list(tensors)
+    if _needs_grad(*tensors):
+        if not _is_global(process_set):
+            return [HorovodAllgather.apply(t, None, process_set) for t in tensors]
+        base = _name("grouped_allgather", name)
+        return [HorovodAllgather.apply(t, f"{base}.{i}", process_set) for i, t in enumerate(tensors)]
+    return synchronize(grouped_allgather_async(tensors, name, process_set))
+
+
+# --------------------------------------------------------------------------
+# broadcast
+
+
+def _broadcast_start(tensor, root_rank, name, process_set, inplace: bool, what: str) -> Handle:
+    t = _check_tensor(tensor, what)
+    root = int(root_rank)
+    wire = _move_wire(t)
+    if inplace:
+        direct = _shares_memory(wire, t)
+        out = None
+    else:
+        direct = False
+        out = torch.empty_like(wire)
+    if _is_global(process_set):
+        full = _name("broadcast", name)
+        h = _enqueue(lambda: _core._broadcast(wire, out, root, inplace, True, full))
+    else:
+        comm = process_set._communicator()
+        set_root = _set_rank(process_set, root, what)
+        h = _enqueue(lambda: comm.broadcast(wire, out, set_root, inplace, True))
+    if inplace:
+        def finish(_):
+            if not direct:
+                with torch.no_grad():
+                    tensor.copy_(_from_move_wire(wire, t))
+            return tensor
+    else:
+        def finish(_):
+            return _from_move_wire(out, t)
+    return Handle([h], finish)
+
+
+def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set) -> Handle:
+    """Starts a broadcast of root_rank's `tensor` (a global rank, also for
+    process sets); the Handle's result is a new tensor."""
+    return _broadcast_start(tensor, root_rank, name, process_set, False, "broadcast_async")
+
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set) -> Handle:
+    """Starts an in-place broadcast into `tensor`."""
+    return _broadcast_start(tensor, root_rank, name, process_set, True, "broadcast_async_")
+
+
+class HorovodBroadcast(torch.autograd.Function):
+    """broadcast with a gradient: as in Horovod, the gradient is averaged over
+    the ranks and kept on the root only (zeros elsewhere)."""
+
+    @staticmethod
+    def forward(ctx, tensor, root_rank, name, process_set):
+        ctx.root_rank = int(root_rank)
+        ctx.process_set = process_set
+        return synchronize(broadcast_async(tensor, root_rank, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad_reduced = allreduce(grad_output, op=Average, process_set=ctx.process_set)
+        if rank() != ctx.root_rank:
+            grad_reduced = grad_reduced * 0
+        return grad_reduced, None, None, None
+
+
+def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
+    """Returns root_rank's `tensor` on every rank (a new tensor). Differentiable."""
+    if _needs_grad(tensor):
+        return HorovodBroadcast.apply(tensor, root_rank, name, process_set)
+    return synchronize(broadcast_async(tensor, root_rank, name, process_set))
+
+
+def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
+    """Overwrites `tensor` with root_rank's; returns `tensor`."""
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
+
+
+# --------------------------------------------------------------------------
+# alltoall
+
+
+def _splits_list(splits) -> Optional[List[int]]:
+    if splits is None:
+        return None
+    if isinstance(splits, torch.Tensor):
+        return [int(s) for s in splits.reshape(-1).tolist()]
+    return [int(s) for s in splits]
+
+
+def _alltoall_start(tensor, splits, name, process_set, what: str) -> Handle:
+    """The Handle's result is always (output, received_splits as int32 tensor)."""
+    t = _check_tensor(tensor, what)
+    wire = _move_wire(t if t.dim() else t.reshape(1))
+    split_list = _splits_list(splits)
+    if _is_global(process_set):
+        full = _name("alltoall", name)
+        h = _enqueue(lambda: _core._alltoall(wire, split_list, None, True, full))
+    else:
+        comm = process_set._communicator()
+        h = _enqueue(lambda: comm.alltoall(wire, split_list, None, True))
+    split_dtype = splits.dtype if isinstance(splits, torch.Tensor) else torch.int32
+
+    def finish(results):
+        output, received = results[0]
+        out = torch.from_numpy(output)
+        like = t if t.dim() else t.reshape(1)
+        return (_from_move_wire(out, like, int(out.shape[0])),
+                torch.tensor(list(received), dtype=split_dtype))
+    return Handle([h], finish)
+
+
+def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set) -> Handle:
+    """Starts an alltoall: rank r sends splits[j] rows (dim 0) of `tensor` to
+    rank j (equal splits when None). The result is the received rows in rank
+    order, and with `splits` given, (output, received_splits)."""
+    inner = _alltoall_start(tensor, splits, name, process_set, "alltoall_async")
+    if splits is not None:
+        return inner
+    return Handle([inner], lambda results: results[0][0])
+
+
+class HorovodAlltoall(torch.autograd.Function):
+    """alltoall with a gradient: the gradient goes back the way the rows came."""
+
+    @staticmethod
+    def forward(ctx, tensor, splits, name, process_set):
+        output, received = synchronize(_alltoall_start(tensor, splits, name, process_set, "alltoall"))
+        ctx.process_set = process_set
+        ctx.received = received
+        if splits is None:
+            return output
+        ctx.mark_non_differentiable(received)
+        return output, received
+
+    @staticmethod
+    def backward(ctx, grad_output, *unused):
+        grad, _ = synchronize(_alltoall_start(grad_output, ctx.received, None, ctx.process_set,
+                                              "alltoall (backward)"))
+        return grad, None, None, None
+
+
+def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
+    """Synchronous alltoall (see alltoall_async). Differentiable."""
+    if _needs_grad(tensor):
+        return HorovodAlltoall.apply(tensor, splits, name, process_set)
+    return synchronize(alltoall_async(tensor, splits, name, process_set))
+
+
+# --------------------------------------------------------------------------
+# reducescatter
+
+
+def _block_rows(rows: int, n: int, r: int) -> int:
+    return rows // n + (1 if r < rows % n else 0)
+
+
+def _reducescatter_start(tensor, name, op, process_set, prescale_factor, postscale_factor,
+                         what: str) -> Handle:
+    t = _check_tensor(tensor, what)
+    op = _core_op(op)
+    wire = _reduce_wire(t if t.dim() else t.reshape(1), op, what)
+    if _is_global(process_set):
+        n, r = ringcc.size(), ringcc.rank()
+    else:
+        n, r = process_set.size(), process_set.rank()
+    rows = _block_rows(int(wire.shape[0]), n, r)
+    out = torch.empty((rows,) + tuple(wire.shape[1:]), dtype=wire.dtype)
+    pre, post = float(prescale_factor), float(postscale_factor)
+    if _is_global(process_set):
+        full = _name("reducescatter", name)
+        h = _enqueue(lambda: _core._reduce_scatter(wire, out, op, pre, post, True, full))
+    else:
+        comm = process_set._communicator()
+        h = _enqueue(lambda: comm.reduce_scatter(wire, out, op, pre, post, True))
+    like_shape = (rows,) + (tuple(t.shape[1:]) if t.dim() else ())
+
+    def finish(_):
+        res = out
+        if t.dtype.is_complex:
+            res = torch.view_as_complex(res)
+        elif res.dtype != t.dtype:
+            res = res.to(t.dtype)
+        res = res.reshape(like_shape)
+        if t.device.type != "cpu":
+            res = res.to(t.device)
+        return res
+    return Handle([h], finish)
+
+
+def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
+                        prescale_factor=1.0, postscale_factor=1.0) -> Handle:
+    """Starts a reduce-scatter: the reduction over the ranks, of which rank r
+    keeps its block of dim 0 (blocks as even as possible, lower ranks take
+    one more row)."""
+    return _reducescatter_start(tensor, name, op, process_set, prescale_factor, postscale_factor,
+                                "reducescatter_async")
+
+
+class HorovodReducescatter(torch.autograd.Function):
+    """reducescatter with a gradient: the blocks' gradients are allgathered
+    (divided by the set's size for Average, times the scale factors). This is
+    the exact gradient of sum over ranks of each rank's loss."""
+
+    @staticmethod
+    def forward(ctx, tensor, name, op, process_set, prescale_factor, postscale_factor):
+        ctx.op = op
+        ctx.process_set = process_set
+        ctx.scale = float(prescale_factor) * float(postscale_factor)
+        ctx.scalar = tensor.dim() == 0
+        return synchronize(reducescatter_async(tensor, name, op, process_set, prescale_factor,
+                                               postscale_factor))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        if ctx.op not in (Sum, Average):
+            raise NotImplementedError("the gradient of reducescatter is defined for Sum and Average")
+        grad = allgather(grad_output, process_set=ctx.process_set)
+        scale = ctx.scale
+        if ctx.op == Average:
+            n = size() if _is_global(ctx.process_set) else ctx.process_set.size()
+            scale /= n
+        if scale != 1.0:
+            grad = grad * scale
+        if ctx.scalar:
+            grad = grad.reshape(())
+        return grad, None, None, None, None, None
+
+
+def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
+                  process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
+    """Synchronous reduce-scatter (see reducescatter_async). Differentiable."""
+    compressed, ctx = compression.compress(tensor)
+    if _needs_grad(compressed):
+        result = HorovodReducescatter.apply(compressed, name, op, process_set, prescale_factor,
+                                            postscale_factor)
+    else:
+        result = synchronize(reducescatter_async(compressed, name, op, process_set,
+                                                 prescale_factor, postscale_factor))
+    return compression.decompress(result, ctx)
+
+
+def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
+                                prescale_factor=1.0, postscale_factor=1.0) -> Handle:
+    """Starts a reduce-scatter of each tensor of a list; the result is a list."""
+    tensors = list(tensors)
+    if _is_global(process_set):
+        base = _name("grouped_reducescatter", name)
+        handles = [_reducescatter_start(t, f"{base}.{i}", op, process_set, prescale_factor,
+                                        postscale_factor, "grouped_reducescatter_async")
+                   for i, t in enumerate(tensors)]
+    else:
+        handles = [_reducescatter_start(t, None, op, process_set, prescale_factor,
+                                        postscale_factor, "grouped_reducescatter_async")
+                   for t in tensors]
+    return Handle(handles, lambda results: list(results))
+
+
+def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
+                          process_set=global_process_set, prescale_factor=1.0,
+                          postscale_factor=1.0):
+    """Reduce-scatters each tensor of a list; returns a list. Differentiable
+    (tensor by tensor)."""
+    tensors = list(tensors)
+    compressed, ctxs = zip(*[compression.compress(t) for t in tensors]) if tensors else ((), ())
+    if _needs_grad(*compressed):
+        base = _name("grouped_reducescatter", name) if _is_global(process_set) else None
+        results = [HorovodReducescatter.apply(t, base and f"{base}.{i}", op, process_set,
+                                              prescale_factor, postscale_factor)
+                   for i, t in enumerate(compressed)]
+    else:
+        results = synchronize(grouped_reducescatter_async(list(compressed), name, op, process_set,
+                                                          prescale_factor, postscale_factor))
+    return [compression.decompress(r, c) for r, c in zip(results, ctxs)]
+
+
+# --------------------------------------------------------------------------
+# barrier and join
+
+
+def barrier(process_set=global_process_set):
+    """Returns once every rank of the set has called barrier(). On the global
+    set this is a named engine collective (issued in order like the others)."""
+    if _is_global(process_set):
+        flag = np.zeros(1, dtype=np.int32)
+        full = _name("barrier", None)
+        h = _enqueue(lambda: _core._allreduce(flag, None, Sum, 1.0, 1.0, True, True, full))
+    else:
+        comm = process_set._communicator()
+        h = _enqueue(lambda: comm.barrier(True))
+    Handle([h]).wait()
+
+
+def join(device=-1) -> int:
+    """Declares that this rank has no more data: until every rank has joined,
+    it takes part in the others' named collectives on the global set with
+    zeros (allreduce) so they can go on. Returns the last rank to join.
+    `device` is accepted and ignored (CPU tensors only). Process sets other
+    than the global one are not covered."""
+    _require_init()
+    try:
+        return int(ringcc.join())
+    except ringcc.RingccError as error:
+        raise _internal_error(error) from None
+
+
+# --------------------------------------------------------------------------
+# The rest of the API lives in modules of its own.
+
+from ringcc.torch.functions import (  # noqa: E402,F401
+    allgather_object,
+    broadcast_object,
+    broadcast_optimizer_state,
+    broadcast_parameters,
+)
+from ringcc.torch.optimizer import DistributedOptimizer  # noqa: E402,F401
+from ringcc.torch.sync_batch_norm import SyncBatchNorm  # noqa: E402,F401
+
+__all__ = [
+    # lifetime and topology
+    "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
+    "cross_rank", "cross_size", "is_homogeneous",
+    # build queries
+    "mpi_built", "mpi_enabled", "mpi_threads_supported", "gloo_built", "gloo_enabled",
+    "nccl_built", "ddl_built", "ccl_built", "cuda_built", "rocm_built",
+    # ops and compression
+    "Sum", "Average", "Min", "Max", "Product", "Adasum", "Compression", "Compressor",
+    "NoneCompressor", "FP16Compressor", "BF16Compressor",
+    "handle_average_backwards_compatibility",
+    # collectives
+    "Handle", "poll", "synchronize",
+    "allreduce", "allreduce_", "allreduce_async", "allreduce_async_",
+    "grouped_allreduce", "grouped_allreduce_", "grouped_allreduce_async", "grouped_allreduce_async_",
+    "sparse_allreduce_async",
+    "allgather", "allgather_async", "grouped_allgather", "grouped_allgather_async",
+    "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
+    "alltoall", "alltoall_async",
+    "reducescatter", "reducescatter_async", "grouped_reducescatter", "grouped_reducescatter_async",
+    "barrier", "join",
+    "HorovodAllreduce", "HorovodGroupedAllreduce", "HorovodAllgather", "HorovodBroadcast",
+    "HorovodAlltoall", "HorovodReducescatter",
+    # process sets
+    "ProcessSet", "global_process_set", "add_process_set", "remove_process_set",
+    # higher level
+    "DistributedOptimizer", "broadcast_parameters", "broadcast_optimizer_state",
+    "broadcast_object", "allgather_object", "SyncBatchNorm",
+    # timeline and errors
+    "start_timeline", "stop_timeline", "HorovodInternalError", "HostsUpdatedInterrupt",
+    "NotInitializedError",
+]

@@ -1,0 +1,674 @@
+"""The ringcc.mxnet cases, run inside one group of ranks, in the MXNet venv:
+
+    $V/bin/python -m ringcc.launcher -np 2 $V/bin/python tests/mxnet_cases.py --out DIR
+
+The kvstore "ring" (registration, broadcast, pushpull of one key, of several
+keys, over several devices), gluon.Trainer with it (instance and string form)
+against a single-process run on the concatenated batch, DistributedTrainer,
+DistributedOptimizer, broadcast_parameters (deferred initialisation too), the
+Horovod-style collectives against NumPy, the synchronous mode, and errors.
+Inputs come from per-case seeds, so every rank can rebuild every rank's data.
+tests/test_mxnet.py parametrizes its tests from CASES (without importing MXNet).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+from rank_harness import CaseList, check_close, check_equal, expect, expect_error, fail, run_cases
+
+mx = gluon = autograd = rmx = ringcc = None  # imported by main(): pytest reads CASES without MXNet
+
+CASES = CaseList()
+
+
+def case(name, **options):
+    """A case that ends once MXNet's engine has run everything it pushed
+    (ringcc.mxnet collectives included): the harness's own collectives follow."""
+    def register(fn):
+        def run(ctx):
+            try:
+                fn(ctx)
+            finally:
+                try:
+                    mx.nd.waitall()
+                    rmx.check_errors()
+                except Exception as error:  # noqa: BLE001 - recorded here
+                    fail(f"after the case: {type(error).__name__}: {error}")
+        CASES.add(name, run, **options)
+        return fn
+    return register
+
+
+DTYPES = ["float16", "float32", "float64", "int8", "uint8", "int32", "int64"]
+RTOL = {"float16": 1e-3, "float32": 1e-6, "float64": 1e-14}
+
+
+def data(ctx, rank, shape, dtype, salt=0, op="sum"):
+    """Rank `rank`'s input: small integers, exact in every dtype and for every op."""
+    rng = ctx.rng(rank, salt)
+    dt = np.dtype(dtype)
+    if op == "product":
+        values = rng.integers(1, 3, size=shape) * (rng.choice([-1, 1], size=shape) if dt.kind != "u" else 1)
+    elif dt.kind == "u":
+        values = rng.integers(0, 256 // (2 * ctx.size), size=shape)
+    elif dt.itemsize == 1:
+        values = rng.integers(-128 // (2 * ctx.size), 128 // (2 * ctx.size), size=shape)
+    else:
+        values = rng.integers(-50, 50, size=shape)
+    return np.asarray(values).astype(dt)
+
+
+def all_inputs(ctx, shape, dtype, salt=0, op="sum"):
+    return [data(ctx, r, shape, dtype, salt, op) for r in range(ctx.size)]
+
+
+def reduce_np(arrays, op):
+    stack = np.stack([a.astype(np.float64) for a in arrays])
+    if op == "sum":
+        return stack.sum(0)
+    if op == "average":
+        return stack.sum(0) / len(arrays)
+    return {"min": stack.min, "max": stack.max, "product": stack.prod}[op](0)
+
+
+def check_reduced(got, arrays, op, what):
+    """got: an NDArray; arrays: the ranks' NumPy inputs."""
+    dt = arrays[0].dtype
+    want = reduce_np(arrays, op)
+    got = got.asnumpy()
+    if dt.kind in "iu":
+        if op == "average":
+            return check_close(got, np.trunc(want), np.ones_like(want), 1.0, what, dt)
+        return check_equal(got, want.astype(dt), what)
+    if op == "average":  # a division: rounded
+        return check_close(got, want, np.abs(want) + 1e-3, RTOL[dt.name], what, dt)
+    return check_equal(got, want.astype(dt), what)  # small integers: exact in floats too
+
+
+def nd(array, ctx=None):
+    return mx.nd.array(array, ctx=ctx or mx.cpu(), dtype=array.dtype)
+
+
+# ----------------------------------------------------------------- the kvstore
+
+
+@case("kvstore/registered")
+def _(ctx):
+    kv = mx.kv.create("ring")
+    expect(isinstance(kv, rmx.RingKVStore), f"mx.kv.create('ring') gave {type(kv)}, not ringcc's kvstore")
+    expect(mx.kvstore.KVStoreBase.kv_registry.get("ring") is rmx.Ring, "registry entry 'ring'")
+    expect(isinstance(mx.kv.create("Ring"), rmx.RingKVStore), "the name is not case sensitive")
+    expect(kv.type == "ring", f"type {kv.type!r}")
+    expect(kv.rank == ctx.rank and kv.num_workers == ctx.size, f"rank {kv.rank} of {kv.num_workers}")
+    expect(kv.rank == rmx.rank() and kv.num_workers == rmx.size(), "rank/size of ringcc.mxnet")
+    expect(kv.local_rank == ringcc.local_rank(), "local_rank")
+    expect(kv.is_capable("optimizer") is False and kv.is_capable("OPTIMIZER") is False,
+           "is_capable('optimizer') must be False")
+    expect_error(ValueError, ["Unknown capability"], lambda: kv.is_capable("telepathy"), "unknown capability")
+    expect_error(NotImplementedError, ["update_on_kvstore"],
+                 lambda: kv.set_optimizer(mx.optimizer.SGD()), "set_optimizer")
+    expect_error(NotImplementedError, ["save_states"],
+                 lambda: kv.save_optimizer_states("/nonexistent"), "save_optimizer_states")
+    # MXNet falls back to a native kvstore for names it does not know: "ring"
+    # must not be one of them (that is what the registration is for).
+    expect(not isinstance(kv, mx.kvstore.KVStore), "a native kvstore came back")
+
+
+for _dtype in DTYPES:
+    @case(f"kvstore/pushpull/{_dtype}")
+    def _(ctx, dtype=_dtype):
+        kv = mx.kv.create("ring")
+        xs = all_inputs(ctx, (3, 4), dtype)
+        value = nd(xs[ctx.rank])
+        kv.pushpull(7, value)
+        check_reduced(value, xs, "sum", f"pushpull {dtype} in place")
+        # with out=: the value stays, out gets the sum
+        ys = all_inputs(ctx, (5,), dtype, salt=1)
+        value, out = nd(ys[ctx.rank]), mx.nd.zeros((5,), dtype=dtype)
+        kv.pushpull("w", value, out=out)
+        check_reduced(out, ys, "sum", f"pushpull {dtype} out=")
+        check_equal(value.asnumpy(), ys[ctx.rank], f"pushpull {dtype}: value unchanged with out=")
+
+
+@case("kvstore/pushpull/several-devices")
+def _(ctx):
+    """One key with a value per local device (cpu(0), cpu(1)): summed locally and over ranks."""
+    kv = mx.kv.create("ring")
+    xs = [all_inputs(ctx, (6,), "float32", salt=s) for s in range(2)]
+    values = [nd(xs[0][ctx.rank], mx.cpu(0)), nd(xs[1][ctx.rank], mx.cpu(1))]
+    kv.pushpull(0, values)
+    want = reduce_np(xs[0] + xs[1], "sum").astype(np.float32)
+    for i, v in enumerate(values):
+        check_equal(v.asnumpy(), want, f"device {i}")
+        expect(v.context == mx.cpu(i), f"device {i}: context {v.context}")
+    outs = [mx.nd.zeros((6,), ctx=mx.cpu(0)), mx.nd.zeros((6,), ctx=mx.cpu(1))]
+    values = [nd(xs[0][ctx.rank], mx.cpu(0)), nd(xs[1][ctx.rank], mx.cpu(1))]
+    kv.pushpull(0, values, out=outs)
+    for i, o in enumerate(outs):
+        check_equal(o.asnumpy(), want, f"out {i}")
+    check_equal(values[0].asnumpy(), xs[0][ctx.rank], "values unchanged with out=")
+
+
+@case("kvstore/pushpull/key-list-fused")
+def _(ctx):
+    """A list of keys is one operation: its tensors are negotiated together and fused."""
+    kv = mx.kv.create("ring")
+    shapes = [(4,), (2, 3), (5,), (1,), (3, 3)]
+    xs = [all_inputs(ctx, s, "float32", salt=i) for i, s in enumerate(shapes)]
+    values = [nd(x[ctx.rank]) for x in xs]
+    before = ringcc.engine_stats()["fused_collectives"]
+    kv.pushpull(list(range(10, 15)), values)
+    for i, v in enumerate(values):
+        check_reduced(v, xs[i], "sum", f"key {10 + i}")
+    fused = ringcc.engine_stats()["fused_collectives"] - before
+    expect(fused >= 1, f"5 keys in one pushpull: {fused} fused collectives")
+    ctx.note(f"5 keys in one pushpull: {fused} fused collective(s)")
+    # with outs, and a list of devices per key
+    outs = [mx.nd.zeros(s) for s in shapes]
+    values = [nd(x[ctx.rank]) for x in xs]
+    kv.pushpull(list(range(10, 15)), [[v] for v in values], out=[[o] for o in outs])
+    for i, o in enumerate(outs):
+        check_reduced(o, xs[i], "sum", f"key {10 + i} out=")
+    expect_error(ringcc.InvalidArgumentError, ["same key twice"],
+                 lambda: kv.pushpull([1, 1], [mx.nd.ones(1), mx.nd.ones(1)]), "duplicate keys")
+    expect_error(ringcc.InvalidArgumentError, ["one per key"],
+                 lambda: kv.pushpull([1, 2], [mx.nd.ones(1)]), "too few values")
+
+
+@case("kvstore/pushpull/many-keys-per-key-calls-fuse")
+def _(ctx):
+    """What Trainer does: one pushpull call per key; ringcc still fuses the ready ones."""
+    kv = mx.kv.create("ring")
+    before = ringcc.engine_stats()
+    xs = [all_inputs(ctx, (64,), "float32", salt=i) for i in range(40)]
+    values = [nd(x[ctx.rank]) for x in xs]
+    for i, v in enumerate(values):
+        kv.pushpull(100 + i, v, priority=-i)
+    for i, v in enumerate(values):
+        check_reduced(v, xs[i], "sum", f"key {100 + i}")
+    after = ringcc.engine_stats()
+    ctx.note(f"40 per-key pushpull calls: {after['tensors'] - before['tensors']} tensors in "
+             f"{after['fused_collectives'] - before['fused_collectives']} fused collectives")
+
+
+@case("kvstore/two-trainers-same-keys")
+def _(ctx):
+    """Two kvstores (as two Trainers have) use the same keys at once, without waiting in between."""
+    kvs = [mx.kv.create("ring"), mx.kv.create("ring")]
+    xs = [all_inputs(ctx, (1000,), "float32", salt=s) for s in range(4)]
+    values = [nd(x[ctx.rank]) for x in xs]
+    for i, v in enumerate(values):
+        kvs[i % 2].pushpull(i // 2, v)  # keys 0, 0, 1, 1 on alternating kvstores
+    for i, v in enumerate(values):
+        check_reduced(v, xs[i], "sum", f"value {i}")
+
+
+@case("kvstore/pushpull/ordered-with-mxnet-ops")
+def _(ctx):
+    """The engine orders pushpull after the ops that write its input and
+    before those that read its output, without any explicit wait."""
+    kv = mx.kv.create("ring")
+    n = 1 << 18
+    a = mx.nd.ones((n,)) * (ctx.rank + 1)
+    for _ in range(3):
+        a = a * 2          # pending MXNet work
+        kv.pushpull(0, a)  # reads a once ready, writes it
+        a = a + 1          # must see the sum
+    # each round: every rank doubles, the ranks sum, every rank adds 1
+    x = [float(r + 1) for r in range(ctx.size)]
+    for _ in range(3):
+        x = [sum(2 * v for v in x) + 1] * ctx.size
+    got = a.asnumpy()
+    expect(bool(np.all(got == x[0])), f"chained result {got[:3]}..., expected {x[0]}")
+
+
+@case("kvstore/broadcast")
+def _(ctx):
+    kv = mx.kv.create("ring")
+    xs = all_inputs(ctx, (2, 5), "float64")
+    value = nd(xs[ctx.rank])
+    outs = [value, mx.nd.zeros((2, 5), dtype="float64", ctx=mx.cpu(1))]
+    kv.broadcast("b", value, outs)  # value among outs, as Trainer passes it
+    for i, o in enumerate(outs):
+        check_equal(o.asnumpy(), xs[0], f"broadcast out {i}")
+    value = nd(xs[ctx.rank])
+    out = mx.nd.zeros((2, 5), dtype="float64")
+    kv.broadcast(3, value, out)
+    check_equal(out.asnumpy(), xs[0], "broadcast into another array")
+    check_equal(value.asnumpy(), xs[ctx.rank], "broadcast: value unchanged when not among outs")
+    v = nd(xs[ctx.rank])
+    kv.init("init-key", v)
+    check_equal(v.asnumpy(), xs[0], "init: rank 0's value in place")
+
+
+# ----------------------------------------------------------------- training
+
+
+IN, HIDDEN, OUT, BATCH, STEPS = 6, 10, 3, 4, 6
+OPT = ("sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-3})
+
+
+def make_net(ctx_list=None):
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Dense(HIDDEN, in_units=IN, activation="tanh"), gluon.nn.Dense(OUT, in_units=HIDDEN))
+    net.initialize(mx.init.Zero(), ctx=ctx_list or [mx.cpu()])
+    return net
+
+
+def initial_values(ctx, rank):
+    """Rank `rank`'s initial parameters (they differ between ranks)."""
+    rng = ctx.rng(rank, salt=99)
+    shapes = [(HIDDEN, IN), (HIDDEN,), (OUT, HIDDEN), (OUT,)]
+    return [rng.normal(scale=0.5, size=s).astype(np.float32) for s in shapes]
+
+
+def set_params(net, values):
+    for p, v in zip(net.collect_params().values(), values):
+        p.set_data(mx.nd.array(v))
+
+
+def params_of(net):
+    return [p.data().asnumpy() for p in net.collect_params().values()]
+
+
+def batches(ctx):
+    """STEPS global batches of BATCH rows per rank (identical on every rank)."""
+    rng = ctx.rng(0, salt=7)
+    return [(rng.normal(size=(BATCH * ctx.size, IN)).astype(np.float32),
+             rng.integers(0, OUT, size=BATCH * ctx.size).astype(np.float32)) for _ in range(STEPS)]
+
+
+def train(net, trainer, data_batches, rows, step_size, ctx_list=None):
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    ctx_list = ctx_list or [mx.cpu()]
+    losses = []
+    for x, y in data_batches:
+        xs = np.array_split(x[rows], len(ctx_list))
+        ys = np.array_split(y[rows], len(ctx_list))
+        with autograd.record():
+            ls = [loss_fn(net(mx.nd.array(a, ctx=c)), mx.nd.array(b, ctx=c)) for a, b, c in zip(xs, ys, ctx_list)]
+        for loss in ls:
+            loss.backward()
+        trainer.step(step_size)
+        losses.append(float(sum(loss.sum().asscalar() for loss in ls)))
+    return losses
+
+
+def reference(ctx, init_rank=0):
+    """Single process, no kvstore, on the concatenated batches."""
+    net = make_net()
+    set_params(net, initial_values(ctx, init_rank))
+    trainer = gluon.Trainer(net.collect_params(), OPT[0], dict(OPT[1]), kvstore=None)
+    train(net, trainer, batches(ctx), slice(None), BATCH * ctx.size)
+    return params_of(net)
+
+
+def check_trained(ctx, net, what):
+    got = params_of(net)
+    # identical on every rank, bit for bit
+    flat = np.concatenate([g.ravel() for g in got])[None]
+    gathered = ringcc.allgather(flat)
+    for r in range(ctx.size):
+        check_equal(gathered[r], flat[0], f"{what}: parameters of rank {r} vs rank {ctx.rank}")
+    # the same as one process training on the concatenated batch
+    for i, (g, w) in enumerate(zip(got, reference(ctx))):
+        check_close(g, w.astype(np.float64), np.abs(w.astype(np.float64)) + 1e-3, 2e-5,
+                    f"{what}: parameter {i} vs the single-process run", np.float32)
+
+
+def my_rows(ctx):
+    return slice(ctx.rank * BATCH, (ctx.rank + 1) * BATCH)
+
+
+@case("trainer/kvstore-instance")
+def _(ctx):
+    net = make_net()
+    set_params(net, initial_values(ctx, 0))
+    kv = mx.kv.create("ring")
+    trainer = gluon.Trainer(net.collect_params(), OPT[0], dict(OPT[1]), kvstore=kv)
+    train(net, trainer, batches(ctx), my_rows(ctx), BATCH * ctx.size)
+    expect(trainer._kvstore is kv, f"the Trainer's kvstore is {trainer._kvstore!r}")
+    expect(trainer._update_on_kvstore is False, "update_on_kvstore")
+    check_trained(ctx, net, "Trainer(kvstore=mx.kv.create('ring'))")
+
+
+@case("trainer/kvstore-string")
+def _(ctx):
+    """kvstore="ring" with one device: MXNet would drop a kvstore given by name; ours stays."""
+    net = make_net()
+    set_params(net, initial_values(ctx, 0))
+    trainer = gluon.Trainer(net.collect_params(), OPT[0], dict(OPT[1]), kvstore="ring")
+    train(net, trainer, batches(ctx), my_rows(ctx), BATCH * ctx.size)
+    expect(isinstance(trainer._kvstore, rmx.RingKVStore),
+           f"Trainer(kvstore='ring') runs with kvstore {trainer._kvstore!r}")
+    check_trained(ctx, net, "Trainer(kvstore='ring')")
+
+
+@case("trainer/broadcasts-initial-parameters")
+def _(ctx):
+    """Different initial parameters per rank: the Trainer's first step
+    broadcasts rank 0's (learning rate 0: nothing else changes them)."""
+    net = make_net()
+    set_params(net, initial_values(ctx, ctx.rank))
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.0}, kvstore=mx.kv.create("ring"))
+    train(net, trainer, batches(ctx)[:1], my_rows(ctx), BATCH * ctx.size)
+    for i, (g, w) in enumerate(zip(params_of(net), initial_values(ctx, 0))):
+        check_equal(g, w, f"parameter {i} after the first step")
+
+
+@case("trainer/two-devices-per-rank")
+def _(ctx):
+    devices = [mx.cpu(0), mx.cpu(1)]
+    net = make_net(devices)
+    for p, v in zip(net.collect_params().values(), initial_values(ctx, 0)):
+        p.set_data(mx.nd.array(v))
+    trainer = gluon.Trainer(net.collect_params(), OPT[0], dict(OPT[1]), kvstore=mx.kv.create("ring"))
+    train(net, trainer, batches(ctx), my_rows(ctx), BATCH * ctx.size, devices)
+    for p in net.collect_params().values():
+        a, b = (d.asnumpy() for d in p.list_data())
+        check_equal(a, b, f"{p.name}: the two devices")
+    check_trained(ctx, net, "two devices per rank")
+
+
+@case("trainer/update-on-kvstore-refused")
+def _(ctx):
+    net = make_net()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1},
+                            kvstore=mx.kv.create("ring"), update_on_kvstore=True)
+    expect_error(ValueError, ["update_on_kvstore=False"],
+                 lambda: train(net, trainer, batches(ctx)[:1], my_rows(ctx), BATCH), "update_on_kvstore=True")
+
+
+@case("trainer/distributed-trainer")
+def _(ctx):
+    net = make_net()
+    set_params(net, initial_values(ctx, ctx.rank))
+    rmx.broadcast_parameters(net.collect_params(), root_rank=0)
+    trainer = rmx.DistributedTrainer(net.collect_params(), OPT[0], dict(OPT[1]))
+    train(net, trainer, batches(ctx), my_rows(ctx), BATCH)  # the local batch size
+    check_trained(ctx, net, "DistributedTrainer")
+
+
+@case("trainer/distributed-trainer-groups")
+def _(ctx):
+    net = make_net()
+    set_params(net, initial_values(ctx, 0))
+    trainer = rmx.DistributedTrainer(net.collect_params(), OPT[0], dict(OPT[1]), num_groups=2,
+                                     gradient_predivide_factor=2.0, prefix="g")
+    train(net, trainer, batches(ctx), my_rows(ctx), BATCH)
+    check_trained(ctx, net, "DistributedTrainer(num_groups=2, gradient_predivide_factor=2)")
+
+
+@case("trainer/distributed-optimizer")
+def _(ctx):
+    net = make_net()
+    set_params(net, initial_values(ctx, 0))
+    opt = rmx.DistributedOptimizer(mx.optimizer.create(OPT[0], **OPT[1]))
+    trainer = gluon.Trainer(net.collect_params(), opt, kvstore=None)
+    train(net, trainer, batches(ctx), my_rows(ctx), BATCH)
+    check_trained(ctx, net, "Trainer(DistributedOptimizer(sgd), kvstore=None)")
+    expect(abs(opt.learning_rate - 0.1) < 1e-12, f"learning_rate through the wrapper: {opt.learning_rate}")
+    opt.set_learning_rate(0.05)
+    expect(opt._optimizer.lr == 0.05, "set_learning_rate reaches the wrapped optimizer")
+    # Trainer.save_states pickles the optimizer with its states; load them into a new trainer
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"ringcc-mxnet-states-{os.getpid()}")
+    try:
+        trainer.save_states(path)
+        fresh = gluon.Trainer(net.collect_params(), rmx.DistributedOptimizer(mx.optimizer.SGD()), kvstore=None)
+        fresh.load_states(path)
+        loaded = fresh._optimizer
+        expect(isinstance(loaded, rmx.DistributedOptimizer), f"loaded optimizer: {type(loaded).__name__}")
+        expect(abs(loaded.learning_rate - 0.05) < 1e-12 and loaded.momentum == 0.9,
+               f"loaded lr {loaded.learning_rate}, momentum {loaded.momentum}")
+        expect(abs(loaded.rescale_grad - opt.rescale_grad) < 1e-12, "rescale_grad kept as saved")
+    finally:
+        if os.path.exists(path):
+            os.remove(path)
+
+
+@case("trainer/two-distributed-trainers")
+def _(ctx):
+    """Two DistributedTrainers (a GAN's) on one net's two layers, stepped back to back."""
+    net = make_net()
+    set_params(net, initial_values(ctx, 0))
+    params = list(net.collect_params().values())
+    first = rmx.DistributedTrainer(params[:2], OPT[0], dict(OPT[1]))
+    second = rmx.DistributedTrainer(params[2:], OPT[0], dict(OPT[1]))
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    for x, y in batches(ctx):
+        with autograd.record():
+            loss = loss_fn(net(mx.nd.array(x[my_rows(ctx)])), mx.nd.array(y[my_rows(ctx)]))
+        loss.backward()
+        first.step(BATCH)
+        second.step(BATCH)
+    check_trained(ctx, net, "two DistributedTrainers")
+
+
+@case("broadcast-parameters/deferred-init")
+def _(ctx):
+    """A Parameter whose shape is known only at the first forward is broadcast when initialised."""
+    mx.random.seed(1000 + ctx.rank)  # different initial values per rank
+    net = gluon.nn.Dense(4)
+    net.initialize(mx.init.Uniform())
+    rmx.broadcast_parameters(net.collect_params(), prefix="deferred.")
+    net(mx.nd.ones((2, 3)))
+    for p in net.collect_params().values():
+        mine = p.data().asnumpy()[None]
+        gathered = ringcc.allgather(mine)
+        check_equal(gathered[0], gathered[-1], f"{p.name} on rank 0 and rank {ctx.size - 1}")
+    plain = {"a": mx.nd.ones((3,)) * ctx.rank, "b": mx.nd.ones((2, 2)) * (ctx.rank + 5)}
+    rmx.broadcast_parameters(plain, root_rank=ctx.size - 1)
+    check_equal(plain["a"].asnumpy(), np.full(3, ctx.size - 1, np.float32), "dict of NDArrays: a")
+    check_equal(plain["b"].asnumpy(), np.full((2, 2), ctx.size + 4, np.float32), "dict of NDArrays: b")
+    expect_error(ValueError, ["invalid params"], lambda: rmx.broadcast_parameters([1]), "a list")
+
+
+@case("trainer/convolution")
+def _(ctx):
+    """Convolution (oneDNN layouts inside MXNet) with the kvstore: ranks stay identical."""
+    mx.random.seed(5)
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Conv2D(4, 3, in_channels=1, activation="relu"), gluon.nn.Flatten(),
+            gluon.nn.Dense(OUT, in_units=4 * 4 * 4))
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": 0.01}, kvstore=mx.kv.create("ring"))
+    rng = ctx.rng(ctx.rank, salt=3)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    for _ in range(3):
+        x = mx.nd.array(rng.normal(size=(4, 1, 6, 6)))
+        y = mx.nd.array(rng.integers(0, OUT, size=4))
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(4 * ctx.size)
+    flat = np.concatenate([p.data().asnumpy().ravel() for p in net.collect_params().values()])[None]
+    gathered = ringcc.allgather(flat)
+    check_equal(gathered[0], gathered[-1], "convolution net parameters on rank 0 and the last rank")
+
+
+@case("module/fit-with-kvstore")
+def _(ctx):
+    """The Module API with the kvstore, as an instance and by name: ranks stay identical."""
+    data = mx.sym.Variable("data")
+    out = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(data, num_hidden=OUT, name="fc"), name="softmax")
+    rng = ctx.rng(ctx.rank, salt=11)
+    x = rng.normal(size=(16, IN)).astype(np.float32)
+    y = rng.integers(0, OUT, size=16).astype(np.float32)
+    for kvstore in (mx.kv.create("ring"), "ring"):
+        mx.random.seed(3)  # the same initial parameters on every rank (see docs/mxnet.md)
+        mod = mx.mod.Module(out, context=mx.cpu())
+        mod.fit(mx.io.NDArrayIter(x, y, batch_size=4), num_epoch=2, kvstore=kvstore, optimizer="sgd",
+                optimizer_params={"learning_rate": 0.1})
+        expect(isinstance(mod._kvstore, rmx.RingKVStore), f"kvstore={kvstore!r}: Module used {mod._kvstore!r}")
+        weight = mod.get_params()[0]["fc_weight"].asnumpy().ravel()[None]
+        gathered = ringcc.allgather(weight)
+        check_equal(gathered[0], gathered[-1], f"kvstore={kvstore!r}: fc_weight on rank 0 and the last rank")
+
+
+# ----------------------------------------------------------------- Horovod-style ops
+
+for _dtype in DTYPES:
+    @case(f"ops/allreduce/{_dtype}")
+    def _(ctx, dtype=_dtype):
+        xs = all_inputs(ctx, (2, 3), dtype)
+        x = nd(xs[ctx.rank])
+        got = rmx.allreduce(x, op="sum")
+        check_reduced(got, xs, "sum", f"allreduce sum {dtype}")
+        check_equal(x.asnumpy(), xs[ctx.rank], "input unchanged")
+        expect(got.dtype == np.dtype(dtype) and got.context == x.context, f"dtype {got.dtype}, context {got.context}")
+        if np.dtype(dtype).kind == "f":
+            check_reduced(rmx.allreduce(x), xs, "average", f"allreduce default (average) {dtype}")
+        y = nd(xs[ctx.rank])
+        out = rmx.allreduce_(y, average=False, name=f"inplace.{dtype}")
+        expect(out is y, "allreduce_ returns its argument")
+        check_reduced(y, xs, "sum", f"allreduce_ {dtype}")
+
+for _op in ("average", "min", "max", "product"):
+    @case(f"ops/allreduce/op-{_op}")
+    def _(ctx, op=_op):
+        for dtype in ("float32", "int32"):
+            xs = all_inputs(ctx, (7,), dtype, op=op)
+            check_reduced(rmx.allreduce(nd(xs[ctx.rank]), op=op), xs, op, f"{op} {dtype}")
+
+
+@case("ops/allreduce/scale-factors-and-names")
+def _(ctx):
+    xs = all_inputs(ctx, (4,), "float64")
+    got = rmx.allreduce(nd(xs[ctx.rank]), op=rmx.Sum, prescale_factor=0.5, postscale_factor=3.0, name="scaled")
+    check_equal(got.asnumpy(), 1.5 * reduce_np(xs, "sum"), "prescale 0.5, postscale 3")
+    expect_error(ringcc.InvalidArgumentError, ["not both"],
+                 lambda: rmx.allreduce(nd(xs[0]), average=True, op="sum"), "average= and op=")
+    # many in flight at once, unnamed and named, read afterwards
+    outs = [rmx.allreduce(nd(xs[ctx.rank]) * i, op="sum") for i in range(20)]
+    outs += [rmx.allreduce(nd(xs[ctx.rank]) * i, op="sum", name=f"n{i}") for i in range(20)]
+    for i, o in enumerate(outs):
+        check_equal(o.asnumpy(), (i % 20) * reduce_np(xs, "sum"), f"in flight #{i}")
+
+
+@case("ops/allreduce/large")
+def _(ctx):
+    n = 1 << 20
+    x = mx.nd.ones((n,)) * (ctx.rank + 1)
+    rmx.allreduce_(x, op="sum")
+    expect(bool(np.all(x.asnumpy() == ctx.size * (ctx.size + 1) / 2)), "4 MiB allreduce_")
+
+
+@case("ops/grouped-allreduce")
+def _(ctx):
+    shapes = [(3,), (2, 2), (1,), (4, 1)]
+    xs = [all_inputs(ctx, s, "float32", salt=i) for i, s in enumerate(shapes)]
+    got = rmx.grouped_allreduce([nd(x[ctx.rank]) for x in xs], op="sum")
+    for i, g in enumerate(got):
+        check_reduced(g, xs[i], "sum", f"grouped_allreduce #{i}")
+    ins = [nd(x[ctx.rank]) for x in xs]
+    out = rmx.grouped_allreduce_(ins, name="grp")
+    expect(all(a is b for a, b in zip(out, ins)), "grouped_allreduce_ returns its arguments")
+    for i, g in enumerate(ins):
+        check_reduced(g, xs[i], "average", f"grouped_allreduce_ (average) #{i}")
+
+
+@case("ops/broadcast")
+def _(ctx):
+    for root in range(ctx.size):
+        xs = all_inputs(ctx, (2, 3), "int64", salt=root)
+        x = nd(xs[ctx.rank])
+        got = rmx.broadcast(x, root_rank=root)
+        check_equal(got.asnumpy(), xs[root], f"broadcast root {root}")
+        check_equal(x.asnumpy(), xs[ctx.rank], "input unchanged")
+        y = nd(xs[ctx.rank])
+        expect(rmx.broadcast_(y, root, name=f"b{root}") is y, "broadcast_ returns its argument")
+        check_equal(y.asnumpy(), xs[root], f"broadcast_ root {root}")
+    expect_error(ringcc.InvalidArgumentError, ["out of range"],
+                 lambda: rmx.broadcast(mx.nd.ones(2), root_rank=ctx.size), "bad root")
+
+
+@case("ops/allgather")
+def _(ctx):
+    xs = [data(ctx, r, (r + 1, 3), "float32") for r in range(ctx.size)]
+    got = rmx.allgather(nd(xs[ctx.rank]))
+    check_equal(got.asnumpy(), np.concatenate(xs), "allgather of different lengths")
+    ys = [data(ctx, r, (2,), "int8", salt=1) for r in range(ctx.size)]
+    got = rmx.allgather(nd(ys[ctx.rank]), name="g8")
+    check_equal(got.asnumpy(), np.concatenate(ys), "allgather int8")
+    pending = mx.nd.ones((3,)) * 2  # an allgather after pending work reads the finished input
+    check_equal(rmx.allgather(pending * (ctx.rank + 1)).asnumpy(),
+                np.concatenate([np.full(3, 2.0 * (r + 1), np.float32) for r in range(ctx.size)]),
+                "allgather of a pending result")
+
+
+@case("ops/synchronous-mode")
+def _(ctx):
+    """RINGCC_MXNET_ASYNC=0: the calls wait for their inputs and finish before returning."""
+    os.environ["RINGCC_MXNET_ASYNC"] = "0"
+    try:
+        xs = all_inputs(ctx, (5,), "float32")
+        check_reduced(rmx.allreduce(nd(xs[ctx.rank]), op="sum"), xs, "sum", "sync allreduce")
+        kv = mx.kv.create("ring")
+        v = nd(xs[ctx.rank]) * 2
+        kv.pushpull(1, v)
+        check_equal(v.asnumpy(), 2 * reduce_np(xs, "sum").astype(np.float32), "sync pushpull")
+        b = nd(xs[ctx.rank])
+        kv.broadcast(1, b, b)
+        check_equal(b.asnumpy(), xs[0], "sync broadcast")
+    finally:
+        del os.environ["RINGCC_MXNET_ASYNC"]
+
+
+@case("ops/synchronous-mode-mismatch", min_size=2)
+def _(ctx):
+    os.environ["RINGCC_MXNET_ASYNC"] = "0"
+    try:
+        expect_error(ringcc.MismatchError, ["sync-mismatch"],
+                     lambda: rmx.allreduce(mx.nd.ones((2 + ctx.rank,)), name="sync-mismatch"),
+                     "a mismatch raises at the call")
+    finally:
+        del os.environ["RINGCC_MXNET_ASYNC"]
+
+
+@case("ops/errors")
+def _(ctx):
+    expect_error(ringcc.UnsupportedTypeError, ["sparse"],
+                 lambda: rmx.allreduce(mx.nd.sparse.zeros("row_sparse", (4, 2))), "sparse NDArray")
+    expect_error(ringcc.UnsupportedTypeError, ["NDArray"], lambda: rmx.allreduce(np.ones(3)), "a NumPy array")
+    try:
+        odd = mx.nd.ones((2,), dtype="int16")
+    except Exception:  # noqa: BLE001 - this MXNet has no int16 NDArrays
+        odd = None
+    if odd is not None:
+        expect_error(ringcc.UnsupportedTypeError, ["int16"], lambda: rmx.allreduce(odd), "int16")
+    expect_error(ringcc.InvalidArgumentError, ["name"], lambda: rmx.allreduce(mx.nd.ones(2), name=""), "empty name")
+    kv = mx.kv.create("ring")
+    expect_error(ringcc.InvalidArgumentError, ["keys are ints or strings"],
+                 lambda: kv.pushpull(1.5, mx.nd.ones(2)), "float key")
+
+
+@case("ops/mismatch-raised-later", min_size=2)
+def _(ctx):
+    """A mismatch between ranks fails asynchronously on every rank: the next
+    call (here wait_all) raises it, and the job stays usable."""
+    rmx.allreduce_(mx.nd.ones((3 + ctx.rank,)), name="mismatch", op="sum")
+    expect_error(ringcc.MismatchError, ["mismatch"], rmx.wait_all, "shape mismatch")
+    x = mx.nd.ones((2,))
+    rmx.allreduce_(x, op="sum")
+    check_equal(x.asnumpy(), np.full(2, ctx.size, np.float32), "an allreduce after the mismatch")
+
+
+# ----------------------------------------------------------------- main
+
+
+def on_import(ringcc_module):
+    global mx, gluon, autograd, rmx, ringcc
+    import mxnet
+    import ringcc.mxnet
+    mx, gluon, autograd = mxnet, mxnet.gluon, mxnet.autograd
+    rmx, ringcc = ringcc.mxnet, ringcc_module
+    mx.random.seed(0)
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases(CASES, on_import=on_import))

@@ -1,0 +1,272 @@
+"""`import ringcc.torch as hvd`: Horovod's torch API, under ringrun and torchrun.
+
+Each group in GROUPS starts once (tests/torch_hvd_cases.py) and runs every
+case that suits its size; each test below asserts on what the ranks recorded
+for one case in one group. Separate short runs check a dead peer
+(tests/torch_hvd_deadpeer.py) under both launchers, and the Horovod recipe of
+examples/pytorch_mnist_style.py: as shipped under ringrun, and as a Horovod
+user has it (`import horovod.torch as hvd`, the only difference, served by a
+two-line `horovod` stand-in package) under torchrun with fp16 compression;
+both against the same training replayed in this process.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from conftest import (  # noqa: E402
+    HARD_TIMEOUT_MARGIN_S,
+    GroupRun,
+    rank_environment,
+    read_results,
+    ringrun_command,
+    run_command,
+)
+from torch_hvd_cases import CASES  # noqa: E402
+
+TESTS_DIR = Path(__file__).resolve().parent
+EXAMPLE = TESTS_DIR.parent / "examples" / "pytorch_mnist_style.py"
+GROUP_TIMEOUT_S = 150
+GROUP_ENV = {"RINGCC_TIMEOUT_S": "20", "OMP_NUM_THREADS": "1"}
+
+
+@dataclass(frozen=True)
+class Group:
+    launcher: str  # "ringrun" or "torchrun"
+    size: int
+
+
+GROUPS: Dict[str, Group] = {
+    "ringrun-2": Group("ringrun", 2),
+    "torchrun-3": Group("torchrun", 3),
+    "ringrun-4": Group("ringrun", 4),
+}
+
+
+def torchrun_command(size: int, script, args) -> list:
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(size),
+            "--max-restarts", "0", str(script), *args]
+
+
+def launch(launcher: str, size: int, script, args, timeout: float = GROUP_TIMEOUT_S, env=None):
+    if launcher == "ringrun":
+        command = ringrun_command(size, [str(script), *args], ["--timeout", str(timeout)])
+    else:
+        command = torchrun_command(size, script, args)
+    return run_command(command, env or rank_environment(GROUP_ENV), timeout + HARD_TIMEOUT_MARGIN_S)
+
+
+_runs: Dict[str, GroupRun] = {}
+
+
+def group_run(tmp_path_factory, name: str) -> GroupRun:
+    if name not in _runs:
+        spec = GROUPS[name]
+        out = tmp_path_factory.mktemp(f"hvd-{name}")
+        completed = launch(spec.launcher, spec.size, TESTS_DIR / "torch_hvd_cases.py", ["--out", str(out)])
+        _runs[name] = GroupRun(name, spec.size, str(out), completed, read_results(str(out), spec.size))
+    return _runs[name]
+
+
+CASE_PARAMS = [
+    pytest.param(name, case.name, id=f"{name}:{case.name}")
+    for name, spec in GROUPS.items()
+    for case in CASES.select(spec.size, ())
+]
+
+
+@pytest.mark.parametrize("group_name,case_name", CASE_PARAMS)
+def test_case(tmp_path_factory, group_name, case_name):
+    group_run(tmp_path_factory, group_name).assert_case(case_name)
+
+
+@pytest.mark.parametrize("group_name", list(GROUPS))
+def test_group_finished_cleanly(tmp_path_factory, group_name):
+    """Every rank ran every case, under the launcher asked for."""
+    run = group_run(tmp_path_factory, group_name)
+    run.assert_clean_exit()
+    spec = GROUPS[group_name]
+    assert run.completed.returncode == 0, run.completed.describe()
+    for rank in range(spec.size):
+        start = run.start_record(rank)
+        assert start["size"] == spec.size
+        assert start["cases"] == len(CASES.select(spec.size, ()))
+
+
+@pytest.mark.parametrize("launcher", ["ringrun", "torchrun"])
+def test_dead_peer_raises_from_synchronize(tmp_path, launcher):
+    """The last rank exits while the others wait on an allreduce: their
+    synchronize() raises HorovodInternalError (also a PeerFailureError)
+    naming it, quickly; later calls and an optimizer step raise too."""
+    size = 3
+    completed = launch(launcher, size, TESTS_DIR / "torch_hvd_deadpeer.py", ["--out", str(tmp_path)], 60)
+    for rank in range(size - 1):
+        path = tmp_path / f"rank{rank}.json"
+        assert path.exists(), f"rank {rank} wrote nothing\n{completed.describe()}"
+        record = json.loads(path.read_text())
+        inflight = record["inflight"]
+        assert inflight["raised"] == "PeerFailureError", record
+        assert "HorovodInternalError" in inflight["bases"] and "RuntimeError" in inflight["bases"], record
+        assert f"rank {size - 1}" in inflight["message"], record
+        assert inflight["seconds"] < 15, record
+        for key in ("synchronize", "blocking", "optimizer_step"):
+            assert "HorovodInternalError" in record[key]["bases"], (key, record)
+            assert record[key]["seconds"] < 15, (key, record)
+
+
+# --------------------------------------------------------------------------
+# The recipe (examples/pytorch_mnist_style.py)
+
+RECIPE_ARGS = ["--epochs", "1", "--samples", "192", "--batch-size", "16", "--seed", "3"]
+
+
+def _example_module():
+    spec = importlib.util.spec_from_file_location("pytorch_mnist_style", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _replay(size: int, fp16: bool):
+    """The recipe's training for `size` ranks, in this process: every rank's
+    batches (from its DistributedSampler), gradients averaged (through
+    float16 when `fp16`), SGD with the learning rate times size."""
+    ex = _example_module()
+    args = ex.parser.parse_args(RECIPE_ARGS)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(args.seed)
+        dataset = ex.synthetic_mnist(args.samples, args.seed)
+        model = ex.Net()
+        opt = torch.optim.SGD(model.parameters(), lr=args.lr * size, momentum=args.momentum)
+        samplers = [torch.utils.data.distributed.DistributedSampler(dataset, num_replicas=size, rank=r)
+                    for r in range(size)]
+        for epoch in range(1, args.epochs + 1):
+            for s in samplers:
+                s.set_epoch(epoch)
+            loaders = [torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sampler=s)
+                       for s in samplers]
+            for batches in zip(*loaders):
+                grads = []
+                for data, target in batches:
+                    model.zero_grad()
+                    torch.nn.functional.nll_loss(model(data), target).backward()
+                    grads.append([p.grad.clone() for p in model.parameters()])
+                for i, p in enumerate(model.parameters()):
+                    parts = [g[i].half().float() if fp16 else g[i] for g in grads]
+                    avg = sum(parts) / size
+                    p.grad = avg.half().float() if fp16 else avg
+                opt.step()
+    finally:
+        torch.set_num_threads(threads)
+    return model.state_dict()
+
+
+def _check_checkpoint(path: Path, size: int, fp16: bool, completed) -> None:
+    assert completed.returncode == 0, completed.describe()
+    assert path.exists(), f"rank 0 saved no checkpoint\n{completed.describe()}"
+    saved = torch.load(path)
+    assert saved["size"] == size
+    assert 0.0 <= saved["test_accuracy"] <= 1.0 and saved["test_loss"] > 0
+    want = _replay(size, fp16)
+    tol = 2e-3 if fp16 else 1e-4
+    for key, value in want.items():
+        assert torch.allclose(saved["model"][key], value, rtol=tol, atol=tol), \
+            f"{key}: max difference {(saved['model'][key] - value).abs().max().item():g}"
+    assert "Test set: Average loss" in completed.stdout
+
+
+def test_recipe_example_under_ringrun(tmp_path):
+    """examples/pytorch_mnist_style.py as shipped, 2 ranks under ringrun."""
+    checkpoint = tmp_path / "checkpoint.pth"
+    completed = launch("ringrun", 2, EXAMPLE, [*RECIPE_ARGS, "--checkpoint", str(checkpoint)], 120)
+    _check_checkpoint(checkpoint, 2, False, completed)
+
+
+def test_recipe_with_horovod_import_under_torchrun(tmp_path):
+    """The same script as a Horovod user has it (`import horovod.torch as
+    hvd`, nothing else differs) against a stand-in `horovod` package that
+    re-exports ringcc.torch; 2 ranks under torchrun, fp16 compression."""
+    lines = EXAMPLE.read_text().splitlines(keepends=True)
+    imports = [i for i, line in enumerate(lines) if line.rstrip("\n") == "import ringcc.torch as hvd"]
+    assert len(imports) == 1, "the example imports ringcc.torch as hvd once"
+    assert "ringcc" not in "".join(lines[imports[0] + 1:]), "the script body mentions ringcc"
+    lines[imports[0]] = "import horovod.torch as hvd\n"
+    horovod_script = "".join(lines)
+    script = tmp_path / "pytorch_mnist.py"
+    script.write_text(horovod_script)
+    shim = tmp_path / "shim" / "horovod"
+    shim.mkdir(parents=True)
+    (shim / "__init__.py").write_text("")
+    (shim / "torch.py").write_text("from ringcc.torch.horovod import *  # noqa: F401,F403\n")
+    env = rank_environment(GROUP_ENV)
+    env["PYTHONPATH"] = f"{tmp_path / 'shim'}:{env['PYTHONPATH']}"
+    checkpoint = tmp_path / "checkpoint.pth"
+    completed = launch("torchrun", 2, script, [*RECIPE_ARGS, "--fp16-allreduce", "--checkpoint", str(checkpoint)],
+                       120, env=env)
+    _check_checkpoint(checkpoint, 2, True, completed)
+
+
+SINGLE_PROCESS = r"""
+import sys
+import torch
+import ringcc.torch as hvd
+
+# importing starts nothing
+assert not hvd.is_initialized() and "torchvision" not in sys.modules
+
+try:
+    hvd.rank()
+    raise SystemExit("rank() before init() should raise")
+except ValueError as error:
+    assert isinstance(error, hvd.NotInitializedError), type(error)
+for cycle in range(2):
+    hvd.init()
+    assert hvd.is_initialized() and hvd.size() == 1 and hvd.rank() == 0
+    x = torch.arange(4.0)
+    assert torch.equal(hvd.allreduce(x), x) and torch.equal(hvd.allgather(x), x)
+    assert torch.equal(hvd.broadcast(x, 0), x) and torch.equal(hvd.reducescatter(x), x)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3), hvd.SyncBatchNorm(3))
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters())
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    hvd.broadcast_optimizer_state(opt, root_rank=0)
+    model(torch.randn(4, 3)).sum().backward()
+    opt.step()
+    try:
+        hvd.add_process_set([0])
+        raise SystemExit("a set equal to the global one should be refused")
+    except ValueError:
+        pass
+    assert hvd.join() == 0
+    hvd.shutdown()
+    assert not hvd.is_initialized()
+    try:
+        hvd.allreduce(x)
+        raise SystemExit("allreduce after shutdown() should raise")
+    except hvd.NotInitializedError:
+        pass
+print("single-process OK")
+"""
+
+
+def test_single_process_lifecycle():
+    """`import ringcc.torch` starts nothing; a lone process is rank 0 of 1:
+    every call works, init/shutdown/init cycles, calls outside init raise
+    NotInitializedError (a ValueError)."""
+    import subprocess
+
+    result = subprocess.run([sys.executable, "-c", SINGLE_PROCESS], env=rank_environment(GROUP_ENV),
+                            capture_output=True, text=True, timeout=90)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "single-process OK" in result.stdout

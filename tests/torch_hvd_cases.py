@@ -1,0 +1,926 @@
+"""`import ringcc.torch as hvd` (Horovod's torch API), checked from inside a
+group of ranks.
+
+    ringrun -np 2 python tests/torch_hvd_cases.py --out DIR [--cases 'allreduce*']
+    torchrun --nproc-per-node 3 tests/torch_hvd_cases.py --out DIR
+
+rank_harness.run_cases starts ringcc (hvd.init() then finds it started),
+lines the ranks up before each case and records the results; every case
+checks what hvd returns against a reference computed locally from every
+rank's data (which every rank can recreate). tests/test_torch_horovod.py
+starts the groups and asserts on the records.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from rank_harness import CaseList, expect, run_cases  # noqa: E402
+
+import ringcc  # noqa: E402
+import ringcc.torch as hvd  # noqa: E402
+from ringcc.torch import horovod as _hvd_module  # noqa: E402
+
+CASES = CaseList()
+OPS = {"Sum": hvd.Sum, "Average": hvd.Average, "Min": hvd.Min, "Max": hvd.Max,
+       "Product": hvd.Product}
+
+
+# --------------------------------------------------------------------------
+# Helpers
+
+
+def gen(ctx, rank, salt=0) -> torch.Generator:
+    g = torch.Generator()
+    g.manual_seed((ctx.seed * 1000003 + rank * 7919 + salt * 104729) % (2 ** 62))
+    return g
+
+
+def data(ctx, rank, shape, dtype=torch.float32, salt=0):
+    """Rank `rank`'s data: small integers, so sums and products are exact in
+    every dtype (floats too)."""
+    g = gen(ctx, rank, salt)
+    shape = tuple(shape)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=g).bool()
+    if dtype.is_complex:
+        return torch.view_as_complex(torch.randint(-3, 4, shape + (2,), generator=g).float()).to(dtype)
+    low, high = (0, 4) if dtype == torch.uint8 else (-3, 4)
+    return torch.randint(low, high, shape, generator=g).to(dtype)
+
+
+def everyone(ctx, shape, dtype=torch.float32, salt=0):
+    return [data(ctx, r, shape, dtype, salt) for r in range(ctx.size)]
+
+
+def reduce_ref(tensors, op):
+    s = torch.stack([t.to(torch.complex128 if t.dtype.is_complex else
+                          (torch.float64 if t.dtype.is_floating_point else torch.int64))
+                     for t in tensors])
+    if op == hvd.Sum:
+        r = s.sum(0)
+    elif op == hvd.Average:
+        r = s.sum(0) / len(tensors) if (s.dtype.is_floating_point or s.dtype.is_complex) else \
+            torch.div(s.sum(0), len(tensors), rounding_mode="trunc")
+    elif op == hvd.Min:
+        r = s.amin(0)
+    elif op == hvd.Max:
+        r = s.amax(0)
+    else:
+        r = s.prod(0)
+    return r.to(tensors[0].dtype)
+
+
+def same(got, want, what) -> bool:
+    if not expect(isinstance(got, torch.Tensor), f"{what}: expected a tensor, got {type(got).__name__}"):
+        return False
+    if not expect(got.dtype == want.dtype, f"{what}: dtype {got.dtype}, expected {want.dtype}"):
+        return False
+    if not expect(tuple(got.shape) == tuple(want.shape),
+                  f"{what}: shape {tuple(got.shape)}, expected {tuple(want.shape)}"):
+        return False
+    ok = torch.equal(got, want)
+    return expect(ok, f"{what}: values differ: got {got.flatten()[:8].tolist()}, "
+                      f"expected {want.flatten()[:8].tolist()}")
+
+
+def close(got, want, what, rtol=1e-5, atol=1e-6) -> bool:
+    if not expect(tuple(got.shape) == tuple(want.shape),
+                  f"{what}: shape {tuple(got.shape)}, expected {tuple(want.shape)}"):
+        return False
+    g, w = got.detach(), want.detach()
+    if g.is_complex() or w.is_complex():
+        g, w = torch.view_as_real(g.to(torch.complex128)), torch.view_as_real(w.to(torch.complex128))
+    g, w = g.double(), w.double()
+    ok = torch.allclose(g, w, rtol=rtol, atol=atol)
+    if not ok:
+        worst = (g - w).abs().max().item()
+        expect(False, f"{what}: max abs difference {worst:g} (rtol {rtol:g}, atol {atol:g})")
+    return ok
+
+
+def check(got, want, what, op) -> bool:
+    """Exact, except a floating-point Average (the core multiplies by 1/n)."""
+    if op == hvd.Average and (want.dtype.is_floating_point or want.dtype.is_complex):
+        rtol = {torch.float16: 1e-3, torch.bfloat16: 8e-3}.get(want.dtype, 1e-6)
+        return expect(got.dtype == want.dtype, f"{what}: dtype {got.dtype}") and \
+            close(got, want, what, rtol=rtol, atol=rtol)
+    return same(got, want, what)
+
+
+def raises(error_class, call, what, fragment=None):
+    try:
+        call()
+    except error_class as error:
+        if fragment is not None:
+            expect(fragment in str(error), f"{what}: message lacks {fragment!r}: {error}")
+        return error
+    except Exception as error:  # noqa: BLE001
+        expect(False, f"{what}: expected {error_class.__name__}, got {type(error).__name__}: {error}")
+        return None
+    expect(False, f"{what}: expected {error_class.__name__}, nothing was raised")
+    return None
+
+
+def case(name, **options):
+    """Registers a case whose generated names start at a value of its own
+    (so a case that failed half-way leaves no offset in the next one)."""
+    index = len(CASES)
+
+    def register(fn):
+        def run(ctx):
+            hvd.init()
+            _hvd_module._reset_names(1_000_000 * (index + 1))
+            fn(ctx)
+        CASES.add(name, run, **options)
+        return fn
+    return register
+
+
+# --------------------------------------------------------------------------
+# Basics
+
+
+@case("basics/topology_and_build_queries")
+def _(ctx):
+    expect(hvd.is_initialized(), "is_initialized")
+    expect(hvd.rank() == ctx.rank and hvd.size() == ctx.size, "rank/size")
+    expect(hvd.local_rank() == ctx.rank and hvd.local_size() == ctx.size, "one host: local = global")
+    expect(hvd.cross_rank() == 0 and hvd.cross_size() == 1, "one host: cross_rank 0 of 1")
+    expect(hvd.is_homogeneous(), "is_homogeneous")
+    for query in ("nccl_built", "mpi_built", "gloo_built", "ccl_built", "cuda_built", "rocm_built",
+                  "mpi_enabled", "mpi_threads_supported", "gloo_enabled", "ddl_built"):
+        expect(getattr(hvd, query)() is False, f"{query}() should be False for ringcc")
+    expect(issubclass(hvd.HorovodInternalError, RuntimeError), "HorovodInternalError is a RuntimeError")
+    expect(hvd.global_process_set.ranks == list(range(ctx.size)), "global_process_set.ranks")
+    expect(hvd.global_process_set.size() == ctx.size and hvd.global_process_set.rank() == ctx.rank,
+           "global_process_set size/rank")
+    for name in ("Sum", "Average", "Min", "Max", "Product", "Adasum"):
+        expect(hasattr(hvd, name), f"hvd.{name}")
+    expect(hvd.Compression.none.compress(torch.ones(2))[0].dtype == torch.float32, "Compression.none")
+    hvd.init()  # a second init is a no-op
+    expect(hvd.size() == ctx.size, "init twice")
+
+
+# --------------------------------------------------------------------------
+# allreduce
+
+
+@case("allreduce/ops_and_dtypes")
+def _(ctx):
+    dtypes = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64,
+              torch.int8, torch.uint8, torch.int16]
+    for di, dtype in enumerate(dtypes):
+        for oi, (op_name, op) in enumerate(OPS.items()):
+            inputs = everyone(ctx, (3, 5), dtype, salt=di * 10 + oi)
+            mine = inputs[ctx.rank].clone()
+            got = hvd.allreduce(mine, op=op)
+            check(got, reduce_ref(inputs, op), f"allreduce {op_name} {dtype}", op)
+            same(mine, inputs[ctx.rank], f"allreduce {op_name} {dtype}: input unchanged")
+
+
+@case("allreduce/default_average_and_deprecated_average_flag")
+def _(ctx):
+    inputs = everyone(ctx, (4,), torch.float64)
+    check(hvd.allreduce(inputs[ctx.rank]), reduce_ref(inputs, hvd.Average), "default op is Average", hvd.Average)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        same(hvd.allreduce(inputs[ctx.rank], average=False), reduce_ref(inputs, hvd.Sum), "average=False")
+        check(hvd.allreduce(inputs[ctx.rank], average=True), reduce_ref(inputs, hvd.Average), "average=True",
+              hvd.Average)
+    raises(ValueError, lambda: hvd.allreduce(inputs[ctx.rank], average=True, op=hvd.Sum),
+           "average and op together")
+    raises(NotImplementedError, lambda: hvd.allreduce(inputs[ctx.rank], op=hvd.Adasum), "Adasum")
+
+
+@case("allreduce/inplace_async_poll_scale_complex_noncontiguous")
+def _(ctx):
+    inputs = everyone(ctx, (6, 4), torch.float32)
+    t = inputs[ctx.rank].clone()
+    ptr = t.data_ptr()
+    out = hvd.allreduce_(t, op=hvd.Sum)
+    expect(out is t and t.data_ptr() == ptr, "allreduce_ returns the tensor, same memory")
+    same(t, reduce_ref(inputs, hvd.Sum), "allreduce_ Sum")
+    # async in place and out of place, poll, synchronize
+    a = inputs[ctx.rank].clone()
+    h1 = hvd.allreduce_async_(a, name="inplace", op=hvd.Max)
+    h2 = hvd.allreduce_async(inputs[ctx.rank], name="outplace", op=hvd.Min)
+    deadline = time.monotonic() + 20
+    while not (hvd.poll(h1) and hvd.poll(h2)) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    expect(hvd.poll(h1) and hvd.poll(h2), "poll() becomes True")
+    expect(hvd.synchronize(h1) is a, "synchronize(allreduce_async_) returns the tensor")
+    same(a, reduce_ref(inputs, hvd.Max), "allreduce_async_ Max")
+    same(hvd.synchronize(h2), reduce_ref(inputs, hvd.Min), "allreduce_async Min")
+    # prescale/postscale
+    got = hvd.allreduce(inputs[ctx.rank], op=hvd.Average, prescale_factor=2.0, postscale_factor=0.5)
+    close(got, reduce_ref(inputs, hvd.Average), "Average with prescale 2, postscale 0.5")
+    got = hvd.allreduce(inputs[ctx.rank], op=hvd.Sum, prescale_factor=3.0)
+    close(got, reduce_ref(inputs, hvd.Sum) * 3, "Sum with prescale 3")
+    # complex (Sum and Average as real pairs), in place too
+    cin = everyone(ctx, (5,), torch.complex64, salt=1)
+    same(hvd.allreduce(cin[ctx.rank], op=hvd.Sum), reduce_ref(cin, hvd.Sum), "complex Sum")
+    c = cin[ctx.rank].clone()
+    hvd.allreduce_(c, op=hvd.Average)
+    close(c, reduce_ref(cin, hvd.Average), "complex Average in place")
+    # non-contiguous: in place writes back into the strided view
+    big = everyone(ctx, (4, 6), torch.float64, salt=2)
+    mine = big[ctx.rank].clone()
+    view = mine.t()
+    expect(not view.is_contiguous(), "the view is strided")
+    hvd.allreduce_(view, op=hvd.Sum)
+    same(mine, reduce_ref(big, hvd.Sum), "allreduce_ of a transposed view")
+    same(hvd.allreduce(big[ctx.rank].t(), op=hvd.Sum), reduce_ref(big, hvd.Sum).t().contiguous(),
+         "allreduce of a transposed view")
+    # 0-dim and empty
+    s = torch.tensor(float(ctx.rank + 1))
+    same(hvd.allreduce(s, op=hvd.Sum), torch.tensor(float(ctx.size * (ctx.size + 1) // 2)), "0-dim")
+    e = torch.empty(0, 3)
+    same(hvd.allreduce(e, op=hvd.Sum), torch.empty(0, 3), "empty tensor")
+
+
+@case("allreduce/named_out_of_order")
+def _(ctx):
+    """Names match tensors across ranks whatever the enqueue order."""
+    names = [f"t{i}" for i in range(6)]
+    order = names if ctx.rank % 2 == 0 else list(reversed(names))
+    inputs = {n: everyone(ctx, (3 + i,), torch.float32, salt=i) for i, n in enumerate(names)}
+    handles = {n: hvd.allreduce_async(inputs[n][ctx.rank], name=n, op=hvd.Sum) for n in order}
+    for n in names:
+        same(hvd.synchronize(handles[n]), reduce_ref(inputs[n], hvd.Sum), f"named {n}")
+
+
+@case("allreduce/grouped")
+def _(ctx):
+    shapes = [(3,), (2, 2), (5,), ()]
+    inputs = [everyone(ctx, s, torch.float32, salt=i) for i, s in enumerate(shapes)]
+    mine = [x[ctx.rank].clone() for x in inputs]
+    got = hvd.grouped_allreduce(mine, op=hvd.Sum)
+    for i, g in enumerate(got):
+        same(g, reduce_ref(inputs[i], hvd.Sum), f"grouped_allreduce [{i}]")
+    h = hvd.grouped_allreduce_async(mine, name="grp", op=hvd.Max)
+    for i, g in enumerate(hvd.synchronize(h)):
+        same(g, reduce_ref(inputs[i], hvd.Max), f"grouped_allreduce_async [{i}]")
+    res = hvd.grouped_allreduce_(mine)
+    for i, g in enumerate(res):
+        expect(g is mine[i], f"grouped_allreduce_ returns the tensors [{i}]")
+        check(mine[i], reduce_ref(inputs[i], hvd.Average), f"grouped_allreduce_ [{i}]", hvd.Average)
+    again = [x[ctx.rank].clone() for x in inputs]
+    hvd.synchronize(hvd.grouped_allreduce_async_(again, op=hvd.Sum))
+    for i in range(len(shapes)):
+        same(again[i], reduce_ref(inputs[i], hvd.Sum), f"grouped_allreduce_async_ [{i}]")
+
+
+@case("allreduce/compression_fp16_bf16")
+def _(ctx):
+    g = gen(ctx, ctx.rank, 5)
+    x = torch.randn(64, generator=g)
+    everyone_x = [torch.randn(64, generator=gen(ctx, r, 5)) for r in range(ctx.size)]
+    for comp, wire, rtol in ((hvd.Compression.fp16, torch.float16, 2e-3),
+                             (hvd.Compression.bf16, torch.bfloat16, 1.6e-2)):
+        got = hvd.allreduce(x, op=hvd.Average, compression=comp)
+        expect(got.dtype == torch.float32, f"{wire}: decompressed back to float32")
+        want = (torch.stack([v.to(wire).double() for v in everyone_x]).mean(0)).to(wire).float()
+        scale = torch.stack([v.abs() for v in everyone_x]).max(0).values
+        expect(bool(((got - want).abs() <= rtol * scale + 1e-6).all()),
+               f"{wire} compressed Average: max error {(got - want).abs().max().item():g}")
+
+
+# --------------------------------------------------------------------------
+# allgather, broadcast, alltoall, reducescatter
+
+
+@case("allgather/uneven_rows_and_dtypes")
+def _(ctx):
+    for di, dtype in enumerate([torch.float32, torch.float16, torch.bfloat16, torch.int64,
+                                torch.int16, torch.bool, torch.uint8, torch.complex64]):
+        inputs = [data(ctx, r, (r + 1, 3), dtype, salt=di) for r in range(ctx.size)]
+        same(hvd.allgather(inputs[ctx.rank]), torch.cat(inputs), f"allgather {dtype}")
+    scalars = [torch.tensor(float(r)) for r in range(ctx.size)]
+    same(hvd.allgather(scalars[ctx.rank]), torch.stack(scalars), "allgather of 0-dim tensors")
+    empty = [torch.zeros(0, 2) if r % 2 else torch.ones(2, 2) * r for r in range(ctx.size)]
+    same(hvd.allgather(empty[ctx.rank]), torch.cat(empty), "allgather with empty contributions")
+    h = hvd.allgather_async(inputs[ctx.rank], name="ag")
+    same(hvd.synchronize(h), torch.cat(inputs), "allgather_async")
+    group = [[data(ctx, r, (r + 2,), torch.int32, salt=9), data(ctx, r, (1, 2), torch.float64, salt=8)]
+             for r in range(ctx.size)]
+    got = hvd.grouped_allgather(group[ctx.rank])
+    for i in range(2):
+        same(got[i], torch.cat([g[i] for g in group]), f"grouped_allgather [{i}]")
+    got = hvd.synchronize(hvd.grouped_allgather_async(group[ctx.rank], name="gag"))
+    same(got[1], torch.cat([g[1] for g in group]), "grouped_allgather_async")
+
+
+@case("broadcast/roots_inplace_async_dtypes")
+def _(ctx):
+    for root in range(ctx.size):
+        for di, dtype in enumerate([torch.float32, torch.bfloat16, torch.bool, torch.int16]):
+            inputs = everyone(ctx, (2, 3), dtype, salt=root * 10 + di)
+            got = hvd.broadcast(inputs[ctx.rank], root_rank=root)
+            same(got, inputs[root], f"broadcast root {root} {dtype}")
+            t = inputs[ctx.rank].clone()
+            expect(hvd.broadcast_(t, root) is t, "broadcast_ returns the tensor")
+            same(t, inputs[root], f"broadcast_ root {root} {dtype}")
+    inputs = everyone(ctx, (3, 4), torch.float64, salt=77)
+    t = inputs[ctx.rank].clone()
+    view = t.t()
+    hvd.broadcast_(view, 0)
+    same(t, inputs[0], "broadcast_ into a transposed view")
+    h1 = hvd.broadcast_async(inputs[ctx.rank], ctx.size - 1, name="b1")
+    b = inputs[ctx.rank].clone()
+    h2 = hvd.broadcast_async_(b, 0, name="b2")
+    same(hvd.synchronize(h1), inputs[ctx.size - 1], "broadcast_async")
+    hvd.synchronize(h2)
+    same(b, inputs[0], "broadcast_async_")
+
+
+@case("alltoall/equal_and_given_splits")
+def _(ctx):
+    n = ctx.size
+    inputs = everyone(ctx, (2 * n, 3), torch.float32)
+    got = hvd.alltoall(inputs[ctx.rank])
+    want = torch.cat([inputs[s][2 * ctx.rank:2 * ctx.rank + 2] for s in range(n)])
+    same(got, want, "alltoall, equal splits")
+    # rank s sends (s + j) % 3 rows to rank j
+    splits = [[(s + j) % 3 for j in range(n)] for s in range(n)]
+    rows = [data(ctx, s, (sum(splits[s]), 2), torch.int64, salt=3) for s in range(n)]
+
+    def piece(s, j):
+        start = sum(splits[s][:j])
+        return rows[s][start:start + splits[s][j]]
+    want = torch.cat([piece(s, ctx.rank) for s in range(n)])
+    for form, sp in (("list", splits[ctx.rank]), ("tensor", torch.tensor(splits[ctx.rank], dtype=torch.int32))):
+        out, received = hvd.alltoall(rows[ctx.rank], splits=sp)
+        same(out, want, f"alltoall with splits ({form})")
+        same(received, torch.tensor([splits[s][ctx.rank] for s in range(n)], dtype=torch.int32),
+             f"received splits ({form})")
+    h = hvd.alltoall_async(inputs[ctx.rank], name="a2a")
+    same(hvd.synchronize(h), torch.cat([inputs[s][2 * ctx.rank:2 * ctx.rank + 2] for s in range(n)]),
+         "alltoall_async")
+
+
+@case("reducescatter/even_uneven_ops_grouped")
+def _(ctx):
+    n = ctx.size
+    for rows in (2 * n, 2 * n + 1, 1):
+        inputs = everyone(ctx, (rows, 3), torch.float32, salt=rows)
+        counts = [rows // n + (1 if r < rows % n else 0) for r in range(n)]
+        start = sum(counts[:ctx.rank])
+        for op_name in ("Sum", "Average", "Max"):
+            op = OPS[op_name]
+            got = hvd.reducescatter(inputs[ctx.rank], op=op)
+            want = reduce_ref(inputs, op)[start:start + counts[ctx.rank]]
+            check(got, want, f"reducescatter {op_name} of {rows} rows", op)
+    inputs = everyone(ctx, (2 * n, 2), torch.float64, salt=1)
+    check(hvd.reducescatter(inputs[ctx.rank]), reduce_ref(inputs, hvd.Average)[2 * ctx.rank:2 * ctx.rank + 2],
+          "reducescatter default op is Average", hvd.Average)
+    got = hvd.synchronize(hvd.reducescatter_async(inputs[ctx.rank], name="rs", op=hvd.Sum,
+                                                  prescale_factor=0.5))
+    close(got, reduce_ref(inputs, hvd.Sum)[2 * ctx.rank:2 * ctx.rank + 2] * 0.5, "reducescatter_async, prescale")
+    second = everyone(ctx, (n, 4), torch.int32, salt=2)
+    got = hvd.grouped_reducescatter([inputs[ctx.rank], second[ctx.rank]], op=hvd.Sum)
+    same(got[0], reduce_ref(inputs, hvd.Sum)[2 * ctx.rank:2 * ctx.rank + 2], "grouped_reducescatter [0]")
+    same(got[1], reduce_ref(second, hvd.Sum)[ctx.rank:ctx.rank + 1], "grouped_reducescatter [1]")
+    got = hvd.synchronize(hvd.grouped_reducescatter_async([second[ctx.rank]], op=hvd.Sum))
+    same(got[0], reduce_ref(second, hvd.Sum)[ctx.rank:ctx.rank + 1], "grouped_reducescatter_async")
+    x = torch.randn(2 * n, 8, generator=gen(ctx, ctx.rank, 4))
+    xs = [torch.randn(2 * n, 8, generator=gen(ctx, r, 4)) for r in range(n)]
+    got = hvd.reducescatter(x, op=hvd.Sum, compression=hvd.Compression.fp16)
+    want = torch.stack([v.half().double() for v in xs]).sum(0)[2 * ctx.rank:2 * ctx.rank + 2]
+    close(got, want.float(), "reducescatter with fp16 compression", rtol=2e-3, atol=2e-3)
+
+
+@case("sparse_allreduce_async")
+def _(ctx):
+    dense = []
+    for r in range(ctx.size):
+        d = torch.zeros(6, 3)
+        d[r % 6] = float(r + 1)
+        d[(r + 2) % 6, 1] = 2.0
+        dense.append(d)
+    for op in (hvd.Sum, hvd.Average):
+        h = hvd.sparse_allreduce_async(dense[ctx.rank].to_sparse(), name=f"sp{op}", op=op)
+        result = hvd.synchronize(h)
+        expect(result.is_sparse, "sparse result")
+        close(result.to_dense(), reduce_ref(dense, op), f"sparse allreduce op {op}")
+
+
+# --------------------------------------------------------------------------
+# autograd
+
+
+@case("autograd/allreduce_allgather_broadcast_alltoall_reducescatter")
+def _(ctx):
+    n, r = ctx.size, ctx.rank
+    w = [torch.randn(4, 3, generator=gen(ctx, k, 1)) for k in range(n)]  # every rank's upstream weights
+    # allreduce: y = allreduce(x) (Average); loss_r = (w_r * y).sum(); dx = allreduce(w_r) Average
+    x = data(ctx, r, (4, 3), salt=2).requires_grad_()
+    y = hvd.allreduce(x, op=hvd.Average)
+    (w[r] * y).sum().backward()
+    close(x.grad, torch.stack(w).mean(0), "allreduce gradient (Average of the upstream gradients)")
+    x.grad = None
+    y = hvd.allreduce(x, op=hvd.Sum)
+    (w[r] * y).sum().backward()
+    close(x.grad, torch.stack(w).sum(0), "allreduce Sum gradient")
+    # allgather: Horovod's gradient averages the upstream gradient, keeps our rows
+    rows = [k + 1 for k in range(n)]
+    xg = torch.randn(rows[r], 2, generator=gen(ctx, r, 3)).requires_grad_()
+    out = hvd.allgather(xg)
+    up = [torch.randn(sum(rows), 2, generator=gen(ctx, k, 4)) for k in range(n)]
+    (out * up[r]).sum().backward()
+    start = sum(rows[:r])
+    close(xg.grad, torch.stack(up).mean(0)[start:start + rows[r]], "allgather gradient")
+    # broadcast: gradient averaged, kept on the root
+    xb = torch.randn(3, generator=gen(ctx, r, 5)).requires_grad_()
+    ups = [torch.randn(3, generator=gen(ctx, k, 6)) for k in range(n)]
+    (hvd.broadcast(xb, root_rank=0) * ups[r]).sum().backward()
+    want = torch.stack(ups).mean(0) if r == 0 else torch.zeros(3)
+    close(xb.grad, want, "broadcast gradient")
+    # alltoall: the gradient comes back the way the rows went
+    xa = torch.randn(2 * n, 2, generator=gen(ctx, r, 7)).requires_grad_()
+    ua = [torch.randn(2 * n, 2, generator=gen(ctx, k, 8)) for k in range(n)]
+    (hvd.alltoall(xa) * ua[r]).sum().backward()
+    # rank r's rows [2j, 2j+2) went to rank j, at rows [2r, 2r+2) of j's output
+    want = torch.cat([ua[j][2 * r:2 * r + 2] for j in range(n)])
+    close(xa.grad, want, "alltoall gradient")
+    # reducescatter (Sum): gradient = every rank's upstream block, allgathered
+    xr = torch.randn(2 * n, 3, generator=gen(ctx, r, 9)).requires_grad_()
+    ur = [torch.randn(2, 3, generator=gen(ctx, k, 10)) for k in range(n)]
+    (hvd.reducescatter(xr, op=hvd.Sum) * ur[r]).sum().backward()
+    close(xr.grad, torch.cat(ur), "reducescatter Sum gradient")
+    xr.grad = None
+    (hvd.reducescatter(xr, op=hvd.Average) * ur[r]).sum().backward()
+    close(xr.grad, torch.cat(ur) / n, "reducescatter Average gradient")
+    # grouped allreduce
+    a = torch.ones(2, requires_grad=True)
+    b = torch.ones(3, requires_grad=True)
+    ya, yb = hvd.grouped_allreduce([a, b], op=hvd.Sum)
+    ((ya * (r + 1)).sum() + (yb * 2).sum()).backward()
+    close(a.grad, torch.full((2,), float(n * (n + 1) // 2)), "grouped_allreduce gradient [0]")
+    close(b.grad, torch.full((3,), 2.0 * n), "grouped_allreduce gradient [1]")
+
+
+# --------------------------------------------------------------------------
+# barrier, join, timeline
+
+
+@case("barrier_and_join")
+def _(ctx):
+    hvd.barrier()
+    n, r = ctx.size, ctx.rank
+    # rank r has r + 1 batches; after its last it joins and stands in with zeros
+    results = []
+    for i in range(r + 1):
+        results.append(hvd.allreduce(torch.ones(3), name=f"join.{i}", op=hvd.Sum))
+    last = hvd.join()
+    for i, got in enumerate(results):
+        same(got, torch.full((3,), float(n - i)), f"allreduce {i} while ranks < {i} had joined")
+    expect(last == n - 1, f"join() returned {last}, expected the last rank to join ({n - 1})")
+    hvd.barrier()
+
+
+@case("timeline")
+def _(ctx):
+    path = os.path.join(tempfile.gettempdir(), f"ringcc-hvd-timeline-{os.getpid()}.json")
+    hvd.start_timeline(path, mark_cycles=True)
+    hvd.allreduce(torch.ones(4), name="timeline.tensor")
+    hvd.stop_timeline()
+    if ctx.rank == 0:
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+        expect("timeline.tensor" in text, f"the timeline names the tensor: {text[:200]!r}")
+        os.remove(path)
+
+
+# --------------------------------------------------------------------------
+# Process sets
+
+
+@case("process_sets/ops_on_subsets", min_size=2)
+def _(ctx):
+    n, r = ctx.size, ctx.rank
+    # two ranks (the first and the last) when the job has more, else the last alone
+    members = [0, n - 1] if n >= 3 else [n - 1]
+    subset = hvd.add_process_set(list(reversed(members)))  # ranks are sorted
+    evens = [k for k in range(n) if k % 2 == 0]
+    evens = hvd.add_process_set(hvd.ProcessSet(evens)) if len(evens) < n and evens != members else None
+    expect(subset.ranks == members and subset.process_set_id not in (None, 0), f"subset: {subset}")
+    expect(subset.included() == (r in members), "included()")
+    if r in members:
+        k, me = len(members), members.index(r)
+        expect(subset.size() == k and subset.rank() == me, "set size/rank")
+        inputs = {m: data(ctx, m, (2, 3), torch.float32, salt=m) for m in members}
+        mine = inputs[r]
+        total = sum(inputs[m] for m in members)
+        same(hvd.allreduce(mine, op=hvd.Sum, process_set=subset), total, "set allreduce")
+        check(hvd.allreduce(mine, process_set=subset), total / k, "set allreduce Average", hvd.Average)
+        t = mine.clone()
+        hvd.allreduce_(t, op=hvd.Max, process_set=subset)
+        same(t, torch.stack([inputs[m] for m in members]).amax(0), "set allreduce_")
+        same(hvd.allgather(mine, process_set=subset), torch.cat([inputs[m] for m in members]),
+             "set allgather")
+        # broadcast roots are global ranks
+        last = members[-1]
+        same(hvd.broadcast(mine, root_rank=last, process_set=subset), inputs[last], "set broadcast")
+        b = mine.clone()
+        hvd.broadcast_(b, members[0], process_set=subset)
+        same(b, inputs[members[0]], "set broadcast_")
+        outsider = next(j for j in range(n) if j not in members)
+        raises(ValueError, lambda: hvd.broadcast(mine, root_rank=outsider, process_set=subset),
+               "a root outside the set")
+        out = hvd.alltoall(torch.cat([mine + j for j in range(k)]), process_set=subset)
+        same(out, torch.cat([inputs[m] + me for m in members]), "set alltoall")
+        rs = hvd.reducescatter(torch.cat([mine] * k), op=hvd.Sum, process_set=subset)
+        same(rs, total, "set reducescatter")
+        g = hvd.grouped_allreduce([mine, mine * 2], op=hvd.Sum, process_set=subset)
+        same(g[1], total * 2, "set grouped_allreduce")
+        gg = hvd.grouped_allreduce_([mine.clone()], op=hvd.Sum, process_set=subset)
+        same(gg[0], total, "set grouped_allreduce_")
+        h = hvd.allreduce_async(mine, op=hvd.Sum, process_set=subset)
+        same(hvd.synchronize(h), total, "set allreduce_async")
+        obj = hvd.broadcast_object({"from": r}, root_rank=last, process_set=subset)
+        expect(obj == {"from": last}, f"set broadcast_object: {obj}")
+        objs = hvd.allgather_object(r, process_set=subset)
+        expect(objs == members, f"set allgather_object: {objs}")
+        hvd.barrier(process_set=subset)
+        if k > 1:  # members that disagree on a shape all raise, and the set goes on
+            h = hvd.allreduce_async(torch.ones(me + 1), process_set=subset)
+            error = raises(hvd.HorovodInternalError, lambda: hvd.synchronize(h), "set: mismatched shapes")
+            expect(error is None or isinstance(error, ringcc.MismatchError), f"set mismatch: {error!r}")
+            same(hvd.allreduce(torch.ones(2), op=hvd.Sum, process_set=subset), torch.full((2,), float(k)),
+                 "set usable after a mismatch")
+    else:
+        raises(ValueError, lambda: hvd.allreduce(torch.ones(1), process_set=subset), "non-member allreduce")
+        raises(ValueError, lambda: subset.rank(), "non-member rank()")
+    if evens is not None and r % 2 == 0:
+        same(hvd.allreduce(torch.ones(2), op=hvd.Sum, process_set=evens),
+             torch.full((2,), float(len(evens.ranks))), "evens allreduce")
+    # the global set still works alongside
+    same(hvd.allreduce(torch.ones(1), op=hvd.Sum), torch.full((1,), float(n)), "global after sets")
+    raises(ValueError, lambda: hvd.add_process_set(members), "duplicate set")
+    raises(ValueError, lambda: hvd.add_process_set(list(range(n))), "a set equal to the global one")
+    expect(hvd.remove_process_set(subset) is True, "remove_process_set")
+    expect(subset.process_set_id is None and subset.size() is None, "a removed set is invalidated")
+    if evens is not None:
+        expect(hvd.remove_process_set(evens) is True, "remove evens")
+    expect(hvd.remove_process_set(hvd.global_process_set) is False, "the global set stays")
+    expect(len(ringcc.torch.process_sets.process_sets()) == 1, "only the global set is left")
+    # a set given to init() (init again: registers it)
+    ps = hvd.ProcessSet([0])
+    hvd.init(process_sets=[ps])
+    expect(ps.process_set_id is not None, "init(process_sets=[...]) registers the set")
+    if r == 0:
+        same(hvd.allreduce(torch.ones(1) * 5, op=hvd.Sum, process_set=ps), torch.tensor([5.0]),
+             "set from init()")
+    hvd.remove_process_set(ps)
+    raises(ValueError, lambda: hvd.allreduce(torch.ones(1), process_set=ps), "a removed set")
+
+
+# --------------------------------------------------------------------------
+# Objects, parameters, optimizer state
+
+
+@case("functions/objects_parameters_optimizer_state")
+def _(ctx):
+    r = ctx.rank
+    obj = {"rank": r, "list": list(range(r + 2)), "t": torch.arange(3) * r} if r == 1 % ctx.size else None
+    got = hvd.broadcast_object(obj, root_rank=1 % ctx.size)
+    expect(got["rank"] == 1 % ctx.size and torch.equal(got["t"], torch.arange(3) * (1 % ctx.size)),
+           f"broadcast_object: {got}")
+    objs = hvd.allgather_object({"r": r, "pad": "x" * r})
+    expect(objs == [{"r": k, "pad": "x" * k} for k in range(ctx.size)], f"allgather_object: {objs}")
+    expect(hvd.broadcast_object("named", 0, name="nm") == "named", "broadcast_object with a name")
+    # parameters: state_dict (dict) and named_parameters (list of pairs)
+    torch.manual_seed(100 + r)
+    model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3), nn.Linear(3, 2))
+    torch.manual_seed(100)
+    root_model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3), nn.Linear(3, 2))
+    root_model[1].running_mean.fill_(0.5)
+    if r == 0:
+        model[1].running_mean.fill_(0.5)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    for (k, v), (_, w) in zip(sorted(model.state_dict().items()), sorted(root_model.state_dict().items())):
+        same(v, w, f"broadcast_parameters(state_dict) {k}")
+    torch.manual_seed(7 + r)
+    other = nn.Linear(3, 3)
+    hvd.broadcast_parameters(other.named_parameters(), root_rank=ctx.size - 1)
+    torch.manual_seed(7 + ctx.size - 1)
+    want = nn.Linear(3, 3)
+    same(other.weight.detach(), want.weight.detach(), "broadcast_parameters(named_parameters)")
+    expect(other.weight.requires_grad, "parameters still require grad")
+    # optimizer state: rank 0 has stepped (momentum buffers, Adam moments), the others not
+    for opt_cls, kwargs in ((torch.optim.SGD, {"lr": 0.1 * (r + 1), "momentum": 0.9}),
+                            (torch.optim.Adam, {"lr": 0.01 * (r + 1)})):
+        torch.manual_seed(5)
+        m = nn.Linear(3, 2)
+        opt = opt_cls(m.parameters(), **kwargs)
+        if r == 0:
+            m(torch.ones(1, 3)).sum().backward()
+            opt.step()
+        hvd.broadcast_optimizer_state(opt, root_rank=0)
+        state = opt.state_dict()
+        root_state = hvd.broadcast_object(state if r == 0 else None, 0)
+        expect(state["param_groups"][0]["lr"] == root_state["param_groups"][0]["lr"],
+               f"{opt_cls.__name__}: lr {state['param_groups'][0]['lr']}")
+        expect(len(state["state"]) == 2, f"{opt_cls.__name__}: state of both parameters")
+        for pid, st in root_state["state"].items():
+            for key, value in st.items():
+                if isinstance(value, torch.Tensor):
+                    same(state["state"][pid][key], value, f"{opt_cls.__name__} state {pid}.{key}")
+
+
+# --------------------------------------------------------------------------
+# DistributedOptimizer
+
+
+def _toy_model(seed=0):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 3))
+
+
+def _batch(ctx, rank, step):
+    g = gen(ctx, rank, 1000 + step)
+    return torch.randn(4, 5, generator=g), torch.randn(4, 3, generator=g)
+
+
+def _local_grads(model, x, y):
+    model.zero_grad()
+    F.mse_loss(model(x), y).backward()
+    return [p.grad.clone() for p in model.parameters()]
+
+
+def _reference_training(ctx, steps, passes=1, lr=0.1, op="avg", compress=None, predivide=1.0,
+                        momentum=0.0):
+    """What every rank's model must be after `steps` steps: one model
+    trained on the average (or sum) of every rank's gradients."""
+    model = _toy_model()
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    for step in range(steps):
+        per_rank = []
+        for k in range(ctx.size):
+            acc = None
+            for p in range(passes):
+                x, y = _batch(ctx, k, step * passes + p)
+                g = _local_grads(model, x, y)
+                acc = g if acc is None else [a + b for a, b in zip(acc, g)]
+            if compress is not None:
+                acc = [a.to(compress).double() for a in acc]
+            per_rank.append(acc)
+        for i, p in enumerate(model.parameters()):
+            total = sum(pr[i].double() for pr in per_rank)
+            p.grad = (total / ctx.size if op == "avg" else total).to(p.dtype)
+        opt.step()
+    return model
+
+
+def _train(ctx, steps, passes=1, lr=0.1, momentum=0.0, **dopt):
+    model = _toy_model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum),
+                                   named_parameters=model.named_parameters(),
+                                   backward_passes_per_step=passes, **dopt)
+    for step in range(steps):
+        opt.zero_grad()
+        for p in range(passes):
+            x, y = _batch(ctx, ctx.rank, step * passes + p)
+            F.mse_loss(model(x), y).backward()
+        opt.step()
+    return model, opt
+
+
+@case("optimizer/average_matches_reference")
+def _(ctx):
+    model, opt = _train(ctx, 3, momentum=0.9)
+    ref = _reference_training(ctx, 3, momentum=0.9)
+    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+        close(p, q, f"Average: {name}", rtol=1e-5, atol=1e-6)
+    expect(isinstance(opt, torch.optim.SGD) and type(opt).__name__ == "SGD",
+           "the wrapped optimizer is still an SGD")
+
+
+@case("optimizer/backward_passes_per_step_2")
+def _(ctx):
+    model, _ = _train(ctx, 2, passes=2)
+    ref = _reference_training(ctx, 2, passes=2)
+    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+        close(p, q, f"backward_passes_per_step=2: {name}", rtol=1e-5, atol=1e-6)
+
+
+@case("optimizer/fp16_compression")
+def _(ctx):
+    model, _ = _train(ctx, 2, compression=hvd.Compression.fp16)
+    ref = _reference_training(ctx, 2, compress=torch.float16)
+    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+        close(p, q, f"fp16 compression: {name}", rtol=1e-3, atol=1e-3)
+    # and the gradients really went as float16: they are float16-representable
+    model2 = _toy_model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model2.parameters(), lr=0.0),
+                                   named_parameters=model2.named_parameters(),
+                                   compression=hvd.Compression.fp16, op=hvd.Sum)
+    x, y = _batch(ctx, ctx.rank, 99)
+    F.mse_loss(model2(x), y).backward()
+    opt.synchronize()
+    for name, p in model2.named_parameters():
+        expect(p.grad.dtype == torch.float32, f"{name}: grad back in float32")
+        same(p.grad, p.grad.half().float(), f"{name}: reduced in float16")
+    with opt.skip_synchronize():
+        opt.step()
+
+
+@case("optimizer/sum_groups_predivide_clip_unused")
+def _(ctx):
+    model, _ = _train(ctx, 2, op=hvd.Sum)
+    ref = _reference_training(ctx, 2, op="sum")
+    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+        close(p, q, f"op=Sum: {name}", rtol=1e-5, atol=1e-6)
+    for groups in (2, "list"):
+        m = _toy_model()
+        params = list(m.parameters())
+        g = [[params[0], params[3]], [params[1]]] if groups == "list" else groups
+        opt = hvd.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.1),
+                                       named_parameters=m.named_parameters(), groups=g)
+        for step in range(2):
+            opt.zero_grad()
+            x, y = _batch(ctx, ctx.rank, step)
+            F.mse_loss(m(x), y).backward()
+            opt.step()
+        ref = _reference_training(ctx, 2)
+        for (name, p), q in zip(m.named_parameters(), ref.parameters()):
+            close(p, q, f"groups={groups}: {name}", rtol=1e-5, atol=1e-6)
+    model, _ = _train(ctx, 2, gradient_predivide_factor=2.0)
+    ref = _reference_training(ctx, 2)
+    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+        close(p, q, f"gradient_predivide_factor=2: {name}", rtol=1e-5, atol=1e-6)
+    # synchronize, clip, step under skip_synchronize; a parameter only rank 0 uses
+    torch.manual_seed(3)
+    lin, extra = nn.Linear(3, 1), nn.Linear(3, 1)
+    params = list(lin.parameters()) + list(extra.parameters())
+    named = [(f"lin.{k}", v) for k, v in lin.named_parameters()] + \
+            [(f"extra.{k}", v) for k, v in extra.named_parameters()]
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(params, lr=1.0), named_parameters=named, op=hvd.Sum)
+    out = lin(torch.ones(1, 3))
+    if ctx.rank == 0:
+        out = out + extra(torch.ones(1, 3))
+    out.sum().backward()
+    raises(AssertionError, lambda: opt.zero_grad(), "zero_grad between backward and step")
+    opt.synchronize()
+    same(extra.bias.grad, torch.ones(1), "unused on most ranks: summed with zeros")
+    same(lin.bias.grad, torch.full((1,), float(ctx.size)), "used everywhere: summed")
+    torch.nn.utils.clip_grad_norm_(params, 1e9)
+    with opt.skip_synchronize():
+        opt.step()
+    raises(NotImplementedError, lambda: hvd.DistributedOptimizer(torch.optim.SGD(lin.parameters(), lr=1),
+                                                                 op=hvd.Adasum), "Adasum optimizer")
+    raises(ValueError, lambda: hvd.DistributedOptimizer(torch.optim.SGD(lin.parameters(), lr=1),
+                                                        named_parameters=[("a", lin.weight)]),
+           "named_parameters missing one")
+
+
+@case("sync_batch_norm")
+def _(ctx):
+    n, r = ctx.size, ctx.rank
+    batches = [torch.randn(2 + k, 4, 3, generator=gen(ctx, k, 11)) * (k + 1) + k for k in range(n)]
+    ups = [torch.randn(2 + k, 4, 3, generator=gen(ctx, k, 12)) for k in range(n)]
+    torch.manual_seed(0)
+    sbn = hvd.SyncBatchNorm(4, momentum=0.2)
+    with torch.no_grad():
+        sbn.weight.copy_(torch.arange(1.0, 5.0))
+        sbn.bias.copy_(torch.arange(4.0))
+    ref = nn.BatchNorm1d(4, momentum=0.2)
+    ref.load_state_dict(sbn.state_dict())
+    x = batches[r].clone().requires_grad_()
+    y = sbn(x)
+    (y * ups[r]).sum().backward()
+    xs = torch.cat(batches).requires_grad_()
+    yr = ref(xs)
+    (yr * torch.cat(ups)).sum().backward()
+    start = sum(2 + k for k in range(r))
+    rows = slice(start, start + 2 + r)
+    close(y, yr[rows], "SyncBatchNorm output = BatchNorm over the global batch", rtol=1e-4, atol=1e-5)
+    close(x.grad, xs.grad[rows], "input gradient", rtol=1e-4, atol=1e-5)
+    close(sbn.running_mean, ref.running_mean, "running_mean", rtol=1e-5, atol=1e-6)
+    close(sbn.running_var, ref.running_var, "running_var", rtol=1e-5, atol=1e-6)
+    # weight/bias gradients are local; their allreduce (Sum) is the global one
+    close(hvd.allreduce(sbn.weight.grad, op=hvd.Sum), ref.weight.grad, "weight gradient (summed)",
+          rtol=1e-4, atol=1e-5)
+    close(hvd.allreduce(sbn.bias.grad, op=hvd.Sum), ref.bias.grad, "bias gradient (summed)",
+          rtol=1e-4, atol=1e-5)
+    sbn.eval()
+    ref.eval()
+    close(sbn(batches[r]), ref(batches[r]), "eval mode uses the running statistics", rtol=1e-4, atol=1e-5)
+
+
+# --------------------------------------------------------------------------
+# Seed recipe (Horovod's PyTorch recipe, as in the articles users follow)
+
+
+@case("seed_recipe/linear_regression")
+def _(ctx):
+    """The recipe of shared/seeds (000): hvd.init, DistributedOptimizer with
+    op=hvd.Average, broadcast_parameters, DistributedSampler(num_replicas=
+    hvd.size(), rank=hvd.rank()), sampler.set_epoch, rank-0 checkpoint. The
+    `.cuda()` calls run only with CUDA; the dataset is seeded (the recipe's
+    torch.randn differs per rank otherwise)."""
+    out_dir = tempfile.mkdtemp(prefix="ringcc-hvd-seed-") if ctx.rank == 0 else None
+    out_dir = hvd.broadcast_object(out_dir, root_rank=0)
+
+    def recipe(hvd, checkpoint):
+        hvd.init()
+        if torch.cuda.is_available():
+            torch.cuda.set_device(hvd.local_rank())
+        torch.manual_seed(1234 + hvd.rank())  # a different init on every rank: broadcast fixes it
+        model = torch.nn.Linear(20, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
+                                             op=hvd.Average)
+        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+        g = torch.Generator().manual_seed(0)
+        dataset = torch.utils.data.TensorDataset(torch.randn(200, 20, generator=g),
+                                                 torch.randn(200, 1, generator=g))
+        sampler = torch.utils.data.distributed.DistributedSampler(dataset, num_replicas=hvd.size(),
+                                                                  rank=hvd.rank())
+        dataloader = torch.utils.data.DataLoader(dataset, batch_size=32, sampler=sampler)
+        for epoch in range(2):
+            sampler.set_epoch(epoch)
+            for batch_x, batch_y in dataloader:
+                optimizer.zero_grad()
+                outputs = model(batch_x)
+                loss = torch.nn.functional.mse_loss(outputs, batch_y)
+                loss.backward()
+                optimizer.step()
+        if hvd.rank() == 0:
+            torch.save(model.state_dict(), checkpoint)
+        return model
+
+    checkpoint = os.path.join(out_dir, "model.pth")
+    model = recipe(hvd, checkpoint)
+    # Reference: one process replays every rank's batches, averaging gradients.
+    torch.manual_seed(1234)
+    ref = torch.nn.Linear(20, 1)
+    opt = torch.optim.SGD(ref.parameters(), lr=0.01)
+    g = torch.Generator().manual_seed(0)
+    dataset = torch.utils.data.TensorDataset(torch.randn(200, 20, generator=g), torch.randn(200, 1, generator=g))
+    samplers = [torch.utils.data.distributed.DistributedSampler(dataset, num_replicas=ctx.size, rank=k)
+                for k in range(ctx.size)]
+    for epoch in range(2):
+        for s in samplers:
+            s.set_epoch(epoch)
+        loaders = [iter(torch.utils.data.DataLoader(dataset, batch_size=32, sampler=s)) for s in samplers]
+        for batches in zip(*loaders):
+            grads = []
+            for bx, by in batches:
+                ref.zero_grad()
+                F.mse_loss(ref(bx), by).backward()
+                grads.append([p.grad.clone() for p in ref.parameters()])
+            for i, p in enumerate(ref.parameters()):
+                p.grad = sum(gr[i] for gr in grads) / ctx.size
+            opt.step()
+    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+        close(p, q, f"recipe model {name} = reference", rtol=1e-5, atol=1e-6)
+    hvd.barrier()
+    if ctx.rank == 0:
+        saved = torch.load(checkpoint)
+        close(saved["weight"], model.weight, "rank 0's checkpoint")
+        os.remove(checkpoint)
+        os.rmdir(out_dir)
+    else:
+        expect(not os.path.exists(os.path.join(out_dir, f"rank{ctx.rank}.pth")), "only rank 0 saves")
+
+
+# --------------------------------------------------------------------------
+# Errors
+
+
+@case("errors/mismatch_raises_from_synchronize_and_job_goes_on")
+def _(ctx):
+    r = ctx.rank
+    h = hvd.allreduce_async(torch.ones(r + 2), name="mismatch.shape")
+    error = raises(hvd.HorovodInternalError, lambda: hvd.synchronize(h), "mismatched shapes",
+                   fragment="mismatch.shape")
+    expect(isinstance(error, ringcc.MismatchError), f"also a ringcc.MismatchError: {type(error).__mro__}")
+    dtype = torch.float32 if r == 0 else torch.float64
+    raises(hvd.HorovodInternalError, lambda: hvd.allreduce(torch.ones(3, dtype=dtype), name="mismatch.dtype"),
+           "mismatched dtypes (blocking allreduce)")
+    raises(ringcc.MismatchError, lambda: hvd.allgather(torch.ones(2, r + 1), name="mismatch.rows"),
+           "allgather with different row shapes")
+    if ctx.size > 1:
+        raises(ringcc.MismatchError, lambda: hvd.broadcast(torch.ones(2), root_rank=r, name="mismatch.root"),
+               "broadcast with different roots")
+    same(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), float(ctx.size)), "the job goes on")
+    raises(TypeError, lambda: hvd.allreduce([1.0, 2.0]), "a list is not a tensor")
+    raises(TypeError, lambda: hvd.allreduce(torch.ones(2, dtype=torch.bool)), "bool allreduce")
+    raises(ValueError, lambda: hvd.allreduce(torch.ones(1), process_set=hvd.ProcessSet([0])),
+           "an unregistered process set")
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases(CASES))
