@@ -51,12 +51,12 @@ Communicator::Communicator(const RendezvousInfo& info, std::shared_ptr<Store> st
       size_(info.size),
       store_(std::move(store)),
       fusion_threshold_(env_int("RINGCC_FUSION_THRESHOLD", 64 << 20, "HOROVOD_FUSION_THRESHOLD")),
-      timeout_s_(info.timeout_s > 0 ? info.timeout_s : timeout_seconds()) {
+      fixed_timeout_s_(info.timeout_s) {
   set_log_rank(rank_);
   world_.me = rank_;
   for (int r = 0; r < size_; ++r) world_.ranks.push_back(r);
   world_.links.assign(static_cast<size_t>(size_), nullptr);
-  if (size_ > 1) join_job(info, deadline_after(timeout_s_));
+  if (size_ > 1) join_job(info, deadline_after(timeout_s()));
   worker_ = std::thread([this] { worker_loop(); });
 }
 
@@ -296,7 +296,7 @@ void Communicator::execute(CollectiveArgs& a) {
   if (todo->kind == CollectiveKind::kAlltoall && todo->send_counts.empty()) {
     todo->send_counts.assign(static_cast<size_t>(size_), 0);
   }
-  const Deadline deadline = deadline_after(timeout_s_);
+  const Deadline deadline = deadline_after(timeout_s());
   try {
     if (shm_) {
       shm_->run(*todo, deadline);
@@ -515,7 +515,7 @@ void Communicator::shutdown() {
     // Leave in step: rank 0 keeps serving the store until every rank has
     // checked out, the others wait until it stops serving.
     try {
-      const Deadline deadline = deadline_after(std::min(timeout_s_, 30.0));
+      const Deadline deadline = deadline_after(std::min(timeout_s(), 30.0));
       store_->add("ringcc/shutdown", 1);
       if (store_server_) {
         while (store_->add("ringcc/shutdown", 0) < size_ && Clock::now() < deadline) {

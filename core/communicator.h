@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/collective_args.h"
+#include "core/env.h"
 #include "core/fusion_buffer.h"
 #include "core/rendezvous.h"
 #include "core/ring_algorithms.h"
@@ -64,7 +65,8 @@ class Communicator {
   void abort(const std::string& reason);
 
   // The bound on every wait of this communicator, in seconds.
-  double timeout_s() const { return timeout_s_; }
+  // Without a timeout of its own, RINGCC_TIMEOUT_S as set now.
+  double timeout_s() const { return fixed_timeout_s_ > 0 ? fixed_timeout_s_ : timeout_seconds(); }
 
   // The rendezvous store this communicator met through (another
   // communicator of the same ranks can meet through a PrefixStore of it).
@@ -109,7 +111,7 @@ class Communicator {
   FusionBuffer fusion_;
 
   std::string abort_reason_;  // set once a peer failure broke the communicator
-  double timeout_s_;
+  double fixed_timeout_s_;  // 0: follow RINGCC_TIMEOUT_S
   bool shut_down_ = false;
 
   // Issue order: each collective takes a ticket and runs when its turn comes.

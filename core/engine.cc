@@ -97,15 +97,15 @@ std::shared_ptr<Work> Engine::enqueue(const std::string& name, CollectiveArgs ar
   list.push_back(std::move(args));
   auto work = std::make_shared<Work>(std::move(list), false);
   std::unique_lock<std::mutex> lock(mu_);
+  if (!broken_.empty()) {
+    lock.unlock();
+    work->finish(std::make_exception_ptr(Error(ErrorKind::kPeerFailure, broken_)));
+    return work;
+  }
   if (stopped_ || shutdown_requested_) {
     lock.unlock();
     work->finish(std::make_exception_ptr(
         Error(ErrorKind::kNotInitialized, "ringcc has been shut down")));
-    return work;
-  }
-  if (!broken_.empty()) {
-    lock.unlock();
-    work->finish(std::make_exception_ptr(Error(ErrorKind::kPeerFailure, broken_)));
     return work;
   }
   incoming_.emplace_back(name, work);
@@ -119,9 +119,8 @@ std::shared_ptr<Work> Engine::join() {
   if (join_work_) {
     raise(ErrorKind::kInvalidArgument, "join() is already in progress on this rank");
   }
-  if (stopped_ || !broken_.empty()) {
-    raise(ErrorKind::kNotInitialized, broken_.empty() ? "ringcc has been shut down" : broken_);
-  }
+  if (!broken_.empty()) raise(ErrorKind::kPeerFailure, broken_);
+  if (stopped_) raise(ErrorKind::kNotInitialized, "ringcc has been shut down");
   join_work_ = work;
   cv_.notify_all();
   return work;
@@ -673,7 +672,18 @@ void Engine::execute_batch(const std::vector<std::string>& names, int64_t fusion
     local_.erase(names[k]);
     work->finish(error);
   }
-  if (error) std::rethrow_exception(error);
+  // Only a broken communicator stops the engine; a bad argument on one
+  // tensor failed that tensor alone.
+  if (error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kPeerFailure || e.kind() == ErrorKind::kTimeout ||
+          e.kind() == ErrorKind::kInternal) {
+        throw;
+      }
+    }
+  }
 }
 
 void Engine::inspect_stalls() {
