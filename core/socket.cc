@@ -209,7 +209,13 @@ Socket Socket::listen(const std::string& host, int port, int backlog) {
 }
 
 Socket Socket::connect(const std::string& host, int port, Deadline deadline) {
+  return connect(host, port, deadline, std::chrono::milliseconds::max());
+}
+
+Socket Socket::connect(const std::string& host, int port, Deadline deadline,
+                       std::chrono::milliseconds refused_limit) {
   const auto start = Clock::now();
+  Deadline refused_since = Deadline::max();
   sockaddr_in addr = resolve(host, port, /*passive=*/false);
   auto backoff = std::chrono::milliseconds(10);
   int last_error = 0;
@@ -227,6 +233,16 @@ Socket Socket::connect(const std::string& host, int port, Deadline deadline) {
             errno_text(last_error));
     }
     auto now = Clock::now();
+    if (last_error == ECONNREFUSED && refused_limit != std::chrono::milliseconds::max()) {
+      if (refused_since == Deadline::max()) refused_since = now;
+      if (std::chrono::duration_cast<std::chrono::milliseconds>(now - refused_since) >=
+          refused_limit) {
+        raise(ErrorKind::kPeerFailure, "nothing listens at ", host, ":", port,
+              " any more (connection refused): the process serving it has exited");
+      }
+    } else {
+      refused_since = Deadline::max();
+    }
     if (now >= deadline) break;
     std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline - now));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(50));

@@ -38,6 +38,12 @@ class Socket {
   // (the server may not be up yet). Raises Error(kTimeout) naming the
   // address when the deadline passes.
   static Socket connect(const std::string& host, int port, Deadline deadline);
+  // Like connect(), but a listener that keeps refusing for refused_limit is
+  // taken to be gone: raises Error(kPeerFailure) then instead of waiting for
+  // the deadline. For servers that were reached before (a refusal means the
+  // process behind the port has exited).
+  static Socket connect(const std::string& host, int port, Deadline deadline,
+                        std::chrono::milliseconds refused_limit);
   // Accepts one connection, waiting at most until deadline; returns an
   // invalid Socket on timeout.
   Socket accept(Deadline deadline, std::string* peer_addr = nullptr) const;

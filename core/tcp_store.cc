@@ -46,6 +46,9 @@ constexpr auto kHandshakeTimeout = std::chrono::seconds(5);
 // How long past a get's own timeout a client waits for the server to report
 // that timeout before deciding the server is stuck.
 constexpr auto kGetReplyGrace = std::chrono::seconds(5);
+// How long a store that was reached before may refuse connections before the
+// client decides that it has exited.
+constexpr auto kRefusedMeansGone = std::chrono::milliseconds(500);
 
 enum Op : uint8_t { kSet = 1, kGet = 2, kTryGet = 3, kAdd = 4 };
 enum Status : uint8_t { kOk = 0, kNotFound = 1, kTimedOut = 2, kFailed = 3 };
@@ -666,8 +669,9 @@ TcpStore::~TcpStore() = default;
 
 std::string TcpStore::address() const { return host_ + ":" + std::to_string(port_); }
 
-Socket TcpStore::open_connection(Deadline deadline, bool* greeted) const {
-  Socket conn = Socket::connect(host_, port_, deadline);
+Socket TcpStore::open_connection(Deadline deadline, bool* greeted,
+                                 std::chrono::milliseconds refused_limit) const {
+  Socket conn = Socket::connect(host_, port_, deadline, refused_limit);
   conn.set_nodelay(true);
   // The handshake gets its own few seconds even if connecting took until
   // the deadline.
@@ -716,8 +720,10 @@ Socket TcpStore::checkout() {
     }
   }
   // Every connection is busy (another thread waits in get()): open one more.
+  // The store was reached before, so a port that keeps refusing means rank 0
+  // has exited: fail within a moment rather than at the timeout.
   try {
-    return open_connection(deadline_after(io_timeout_s_));
+    return open_connection(deadline_after(io_timeout_s_), nullptr, kRefusedMeansGone);
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kPeerFailure) {
       std::lock_guard<std::mutex> lock(mutex_);

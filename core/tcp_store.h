@@ -77,7 +77,10 @@ class TcpStore : public Store {
   };
 
   // greeted (optional) is set once the server's greeting arrived.
-  Socket open_connection(Deadline deadline, bool* greeted = nullptr) const;
+  // refused_limit: see Socket::connect.
+  Socket open_connection(Deadline deadline, bool* greeted = nullptr,
+                         std::chrono::milliseconds refused_limit =
+                             std::chrono::milliseconds::max()) const;
   Socket checkout();
   void checkin(Socket conn);
   Reply request(uint8_t op, const std::string& key, const std::string& value, Deadline deadline);

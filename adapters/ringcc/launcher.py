@@ -406,7 +406,7 @@ class _Console:
 def _forward_output(pipe, prefix: bytes, stream_name: str, console: _Console) -> None:
     with pipe:
         for line in iter(pipe.readline, b""):
-            if not line.endswith(b"\n"):
+            if prefix and not line.endswith(b"\n"):
                 line += b"\n"
             console.write_line(stream_name, prefix + line)
 
@@ -473,7 +473,9 @@ class JobRunner:
         return status
 
     def _start(self, launches: Sequence[RankLaunch]) -> Optional[int]:
-        output = None if not self._prefix_output else subprocess.PIPE
+        # Output always goes through ringrun, a whole line at a time, so that
+        # lines from different ranks never interleave mid-line.
+        output = subprocess.PIPE
         for launch in launches:
             if self._received_signals:
                 return self._interrupted()
@@ -492,16 +494,16 @@ class JobRunner:
                 self._stop_all(interrupted=False)
                 return EXIT_CANNOT_START
             self._ranks.append((rank, process))
-            if self._prefix_output:
-                for pipe, stream_name in ((process.stdout, "stdout"), (process.stderr, "stderr")):
-                    reader = threading.Thread(
-                        target=_forward_output,
-                        args=(pipe, f"[{rank}]<{stream_name}>: ".encode(), stream_name, self._console),
-                        name=f"ringrun-rank{rank}-{stream_name}",
-                        daemon=True,
-                    )
-                    reader.start()
-                    self._readers.append(reader)
+            for pipe, stream_name in ((process.stdout, "stdout"), (process.stderr, "stderr")):
+                prefix = f"[{rank}]<{stream_name}>: ".encode() if self._prefix_output else b""
+                reader = threading.Thread(
+                    target=_forward_output,
+                    args=(pipe, prefix, stream_name, self._console),
+                    name=f"ringrun-rank{rank}-{stream_name}",
+                    daemon=True,
+                )
+                reader.start()
+                self._readers.append(reader)
         return None
 
     def _supervise(self, timeout: Optional[float]) -> int:
