@@ -415,15 +415,29 @@ uint64_t Communicator::take_ticket() {
 
 void Communicator::await_turn(uint64_t ticket) {
   std::unique_lock<std::mutex> lock(order_mu_);
+  if (finished_tickets_ == ticket) return;
+  ++turn_waiters_;
   order_cv_.wait(lock, [&] { return finished_tickets_ == ticket; });
+  --turn_waiters_;
 }
 
 void Communicator::finish_turn() {
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(order_mu_);
     ++finished_tickets_;
+    wake = turn_waiters_ > 0;
   }
-  order_cv_.notify_all();
+  if (wake) order_cv_.notify_all();
+}
+
+void Communicator::wake_worker() {
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(order_mu_);
+    wake = worker_idle_;
+  }
+  if (wake) work_cv_.notify_one();
 }
 
 void Communicator::run(CollectiveArgs& args) {
@@ -459,7 +473,7 @@ std::shared_ptr<Work> Communicator::submit(CollectiveArgs args) {
     if (stopping_) raise(ErrorKind::kNotInitialized, "ringcc has been shut down");
     queue_.emplace_back(next_ticket_++, work);
   }
-  order_cv_.notify_all();
+  wake_worker();
   return work;
 }
 
@@ -470,7 +484,7 @@ std::shared_ptr<Work> Communicator::submit_grouped(std::vector<CollectiveArgs> l
     if (stopping_) raise(ErrorKind::kNotInitialized, "ringcc has been shut down");
     queue_.emplace_back(next_ticket_++, work);
   }
-  order_cv_.notify_all();
+  wake_worker();
   return work;
 }
 
@@ -479,11 +493,16 @@ void Communicator::worker_loop() {
     std::shared_ptr<Work> work;
     {
       std::unique_lock<std::mutex> lock(order_mu_);
-      order_cv_.wait(lock, [&] {
-        return (!queue_.empty() && finished_tickets_ == queue_.front().first) ||
-               (stopping_ && queue_.empty());
-      });
+      worker_idle_ = true;
+      work_cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+      worker_idle_ = false;
       if (queue_.empty()) return;
+      const uint64_t ticket = queue_.front().first;
+      if (finished_tickets_ != ticket) {
+        ++turn_waiters_;
+        order_cv_.wait(lock, [&] { return finished_tickets_ == ticket; });
+        --turn_waiters_;
+      }
       work = queue_.front().second;
       queue_.pop_front();
     }
@@ -504,12 +523,14 @@ void Communicator::shutdown() {
     if (stopping_) return;
     stopping_ = true;
   }
-  order_cv_.notify_all();
+  work_cv_.notify_all();
   if (worker_.joinable()) worker_.join();
   // Wait for any blocking collective still running on another thread.
   {
     std::unique_lock<std::mutex> lock(order_mu_);
+    ++turn_waiters_;
     order_cv_.wait(lock, [&] { return finished_tickets_ == next_ticket_; });
+    --turn_waiters_;
   }
   if (size_ > 1 && abort_reason_.empty() && store_) {
     // Leave in step: rank 0 keeps serving the store until every rank has

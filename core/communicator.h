@@ -88,6 +88,7 @@ class Communicator {
   void worker_loop();
   uint64_t take_ticket();
   void await_turn(uint64_t ticket);
+  void wake_worker();
   void finish_turn();
 
   int rank_ = 0, size_ = 1;
@@ -115,8 +116,14 @@ class Communicator {
   bool shut_down_ = false;
 
   // Issue order: each collective takes a ticket and runs when its turn comes.
+  // order_cv_ wakes threads waiting for their turn, work_cv_ the idle
+  // worker; each is notified only when someone waits on it, so the common
+  // case (one caller, idle worker) makes no wake-up system call.
   std::mutex order_mu_;
   std::condition_variable order_cv_;
+  std::condition_variable work_cv_;
+  int turn_waiters_ = 0;
+  bool worker_idle_ = false;
   uint64_t next_ticket_ = 0;
   uint64_t finished_tickets_ = 0;
   std::deque<std::pair<uint64_t, std::shared_ptr<Work>>> queue_;

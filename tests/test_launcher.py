@@ -159,7 +159,7 @@ def launcher():
 
 def test_local_ranks_get_the_job_environment():
     result = ringrun("-np", 3, sys.executable, "-c", PRINT_ENVIRONMENT,
-                     RINGRUN_TEST_MARKER="forwarded", PYTHONUNBUFFERED=None)
+                     RINGRUN_TEST_MARKER="forwarded", PYTHONUNBUFFERED=None, OMP_NUM_THREADS=None)
     envs = rank_environments(result)
     assert sorted(envs) == [0, 1, 2]
     hostname = socket.gethostname()
@@ -172,7 +172,7 @@ def test_local_ranks_get_the_job_environment():
             "MASTER_ADDR": "127.0.0.1",
             "HOROVOD_RANK": rank, "HOROVOD_SIZE": 3, "HOROVOD_LOCAL_RANK": rank, "HOROVOD_LOCAL_SIZE": 3,
             "HOROVOD_CROSS_RANK": 0, "HOROVOD_CROSS_SIZE": 1,
-            "PYTHONUNBUFFERED": 1, "RINGRUN_TEST_MARKER": "forwarded",
+            "PYTHONUNBUFFERED": 1, "RINGRUN_TEST_MARKER": "forwarded", "OMP_NUM_THREADS": 1,
         }
         assert set(JOB_VARIABLES) <= set(env)
         assert {name: env.get(name) for name in expected} == {k: str(v) for k, v in expected.items()}
@@ -180,6 +180,13 @@ def test_local_ranks_get_the_job_environment():
         assert int(env["RINGCC_MASTER_PORT"]) != int(env["MASTER_PORT"])
     for name in ("RINGCC_SECRET", "RINGCC_MASTER_PORT", "MASTER_PORT"):
         assert len({env[name] for env in envs.values()}) == 1, name
+
+
+def test_omp_threads_follow_the_user_or_the_ranks_per_host():
+    kept = rank_environments(ringrun("-np", 2, sys.executable, "-c", PRINT_ENVIRONMENT, OMP_NUM_THREADS="3"))
+    assert {env["OMP_NUM_THREADS"] for env in kept.values()} == {"3"}
+    alone = rank_environments(ringrun("-np", 1, sys.executable, "-c", PRINT_ENVIRONMENT, OMP_NUM_THREADS=None))
+    assert "OMP_NUM_THREADS" not in alone[0]
 
 
 def test_each_job_gets_a_new_secret_and_chosen_port_is_used():

@@ -364,15 +364,26 @@ def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[
         if through_agent(placement.host):
             rank_env = {**forwarded_to_agent_ranks}
             rank_env.setdefault("PYTHONUNBUFFERED", environ.get("PYTHONUNBUFFERED", "1"))
+            _one_thread_per_rank(rank_env, environ, placement)
             rank_env.update(variables)
             argv = agent_command(agent, placement.host, rank_env, command, cwd)
             launches.append(RankLaunch(placement, argv, dict(environ), through_agent=True))
         else:
             rank_env = {**local_base}
             rank_env.setdefault("PYTHONUNBUFFERED", "1")
+            _one_thread_per_rank(rank_env, environ, placement)
             rank_env.update(variables)
             launches.append(RankLaunch(placement, list(command), rank_env, through_agent=False))
     return launches
+
+
+def _one_thread_per_rank(rank_env, environ, placement) -> None:
+    """OMP_NUM_THREADS=1 for ranks that share a host, unless the user set it
+    (as torchrun does): thread pools of OpenMP/OpenBLAS in every rank would
+    otherwise compete for the same cores, and their idle spinning slows
+    communication."""
+    if placement.local_size > 1 and "OMP_NUM_THREADS" not in environ:
+        rank_env["OMP_NUM_THREADS"] = "1"
 
 
 # --------------------------------------------------------------------------
@@ -691,7 +702,8 @@ environment of each rank:
   LOCAL_WORLD_SIZE, GROUP_RANK (the host's index), MASTER_ADDR and
   MASTER_PORT (a second port, for torch's own store); for Horovod scripts:
   HOROVOD_RANK, HOROVOD_SIZE, HOROVOD_LOCAL_RANK, HOROVOD_LOCAL_SIZE,
-  HOROVOD_CROSS_RANK, HOROVOD_CROSS_SIZE. PYTHONUNBUFFERED=1 unless set.
+  HOROVOD_CROSS_RANK, HOROVOD_CROSS_SIZE. PYTHONUNBUFFERED=1 unless set;
+  OMP_NUM_THREADS=1 unless set when a host runs several ranks (as torchrun).
   The master address is 127.0.0.1 when every rank runs here, else the first
   host's name (or --master-addr).
 
