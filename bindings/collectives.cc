@@ -173,7 +173,9 @@ class Handle {
     if (!finished_) {
       double t = timeout.is_none() ? -1.0 : timeout.cast<double>();
       bool ok;
-      {
+      if (work_->done()) {
+        ok = work_->wait(t);  // already complete: no need to let go of the GIL
+      } else {
         py::gil_scoped_release release;
         ok = work_->wait(t);
       }

@@ -67,6 +67,15 @@ struct Engine::LocalEntry {
   int64_t negotiating_us = 0;
 };
 
+// A tensor that is ready on every rank, about to run (same on all ranks).
+struct Engine::ReadyItem {
+  std::string name;
+  const TensorMeta* meta = nullptr;  // the agreed description
+  LocalEntry* local = nullptr;       // null: this rank joined and sends zeros
+  int bit = -1;                      // >= 0: ready through the cache bit alone
+  TableEntry* entry = nullptr;       // otherwise: its table entry
+};
+
 // A tensor some rank enqueued and that has not run yet (same on all ranks).
 struct Engine::TableEntry {
   uint64_t seq = 0;
@@ -201,6 +210,8 @@ void Engine::fail_all(const std::string& why, ErrorKind kind) {
   auto error = std::make_exception_ptr(Error(kind, why));
   for (auto& entry : local_) entry.second->work->finish(error);
   local_.clear();
+  std::fill(my_bits_.begin(), my_bits_.end(), '\0');
+  std::fill(local_by_bit_.begin(), local_by_bit_.end(), nullptr);
   for (auto& entry : incoming) entry.second->finish(error);
   if (join_work) join_work->finish(error);
 }
@@ -217,7 +228,8 @@ void Engine::take_incoming() {
   const int64_t now = Timeline::now_us();
   for (size_t i = 0; i < incoming.size(); ++i) {
     auto& [name, work] = incoming[i];
-    if (local_.count(name)) {
+    auto [slot, inserted] = local_.try_emplace(name);
+    if (!inserted) {
       work->finish(std::make_exception_ptr(Error(
           ErrorKind::kInvalidArgument, "a collective named '" + name +
                                            "' is already in flight on this rank; names must be unique until they complete")));
@@ -236,10 +248,14 @@ void Engine::take_incoming() {
     entry->enqueued_us = now;
     entry->negotiating_us = now;
     auto cached = cache_index_.find(name);
-    if (cached != cache_index_.end() && *cache_metas_[static_cast<size_t>(cached->second)] == entry->meta) {
-      entry->cache_bit = cached->second;
+    if (cached != cache_index_.end() &&
+        *cache_metas_[static_cast<size_t>(cached->second)] == entry->meta) {
+      const int b = cached->second;
+      entry->cache_bit = b;
+      my_bits_[static_cast<size_t>(b / 8)] |= static_cast<char>(1 << (b % 8));
+      local_by_bit_[static_cast<size_t>(b)] = entry.get();
     }
-    local_.emplace(name, std::move(entry));
+    slot->second = std::move(entry);
   }
 }
 
@@ -252,22 +268,19 @@ std::string Engine::build_message() {
     if (shutdown_requested_) flags |= kFlagShutdown;
   }
   msg.push_back(static_cast<char>(flags));
-  // Cached names: one bit each. Others: in full, once.
-  std::string bits((cache_names_.size() + 7) / 8, '\0');
+  // Cached names: one bit each, every cycle until they run. Others: in
+  // full, once.
   std::string announced;
   uint32_t count = 0;
   for (auto& [name, entry] : local_) {
-    const int b = entry->cache_bit;
-    if (b >= 0) {
-      bits[static_cast<size_t>(b / 8)] |= static_cast<char>(1 << (b % 8));
-    } else if (!entry->announced) {
+    if (entry->cache_bit < 0 && !entry->announced) {
       entry->announced = true;
       put_string(&announced, name);
       entry->meta.serialize(&announced);
       ++count;
     }
   }
-  put_string(&msg, bits);
+  put_string(&msg, my_bits_);
   put_u32(&msg, count);
   msg.append(announced);
   put_u32(&msg, static_cast<uint32_t>(pending_aborts_.size()));
@@ -293,6 +306,8 @@ void Engine::apply_messages(const std::vector<std::string>& messages, std::vecto
     }
     return *slot;
   };
+  const size_t nbytes = my_bits_.size();
+  std::fill(any_bits_.begin(), any_bits_.end(), '\0');
   for (int r = 0; r < size_; ++r) {
     const std::string& m = messages[static_cast<size_t>(r)];
     size_t pos = 0;
@@ -300,24 +315,44 @@ void Engine::apply_messages(const std::vector<std::string>& messages, std::vecto
     const auto flags = static_cast<uint8_t>(m[pos++]);
     (*joined)[static_cast<size_t>(r)] = flags & kFlagJoined;
     if (!(flags & kFlagShutdown)) *all_shutdown = false;
-    const std::string bits = get_string(m, &pos);
-    for (size_t b = 0; b < bits.size() * 8 && b < cache_names_.size(); ++b) {
-      if (!(bits[b / 8] & (1 << (b % 8)))) continue;
-      TableEntry& e = entry_for(cache_names_[b]);
-      e.submitted[static_cast<size_t>(r)] = 1;
-      e.metas[static_cast<size_t>(r)] = cache_metas_[b];
+    std::string& bits = rank_bits_[static_cast<size_t>(r)];
+    bits = get_string(m, &pos);
+    if (bits.size() != nbytes) {
+      raise(ErrorKind::kInternal, "negotiation message from rank ", r, " has ", bits.size(),
+            " bytes of cache bits, expected ", nbytes);
     }
+    for (size_t k = 0; k < nbytes; ++k) any_bits_[k] |= bits[k];
     const uint32_t n_new = get_u32(m, &pos);
     if (n_new) *any_new = true;
     for (uint32_t i = 0; i < n_new; ++i) {
       std::string name = get_string(m, &pos);
       TensorMeta meta = TensorMeta::parse(m, &pos);
+      // A cached name announced in full (its description changed on that
+      // rank): from now on its bits count in the table, where the
+      // descriptions are compared.
+      auto cached = cache_index_.find(name);
+      if (cached != cache_index_.end()) bit_in_table_[static_cast<size_t>(cached->second)] = 1;
       TableEntry& e = entry_for(name);
       e.submitted[static_cast<size_t>(r)] = 1;
       e.metas[static_cast<size_t>(r)] = std::make_shared<const TensorMeta>(std::move(meta));
     }
     const uint32_t n_abort = get_u32(m, &pos);
     for (uint32_t i = 0; i < n_abort; ++i) aborts->push_back(get_string(m, &pos));
+  }
+  // Bits of names that have a table entry join it.
+  for (size_t b = 0; b < bit_in_table_.size(); ++b) {
+    if (!bit_in_table_[b]) continue;
+    if (!table_.count(cache_names_[b])) {
+      bit_in_table_[b] = 0;
+      continue;
+    }
+    TableEntry& e = entry_for(cache_names_[b]);
+    for (int r = 0; r < size_; ++r) {
+      if (rank_bits_[static_cast<size_t>(r)][b / 8] & (1 << (b % 8))) {
+        e.submitted[static_cast<size_t>(r)] = 1;
+        if (!e.metas[static_cast<size_t>(r)]) e.metas[static_cast<size_t>(r)] = cache_metas_[b];
+      }
+    }
   }
 }
 
@@ -329,8 +364,38 @@ std::vector<int> Engine::missing_ranks(const TableEntry& e) const {
   return out;
 }
 
+std::vector<int> Engine::missing_ranks(size_t bit) const {
+  std::vector<int> out;
+  for (int r = 0; r < size_; ++r) {
+    const bool has = rank_bits_[static_cast<size_t>(r)][bit / 8] & (1 << (bit % 8));
+    if (!has && !was_joined_[static_cast<size_t>(r)]) out.push_back(r);
+  }
+  return out;
+}
+
+void Engine::drop_local(const std::string& name) {
+  auto local = local_.find(name);
+  if (local == local_.end()) return;
+  const int b = local->second->cache_bit;
+  if (b >= 0) {
+    my_bits_[static_cast<size_t>(b / 8)] &= static_cast<char>(~(1 << (b % 8)));
+    local_by_bit_[static_cast<size_t>(b)] = nullptr;
+  }
+  local_.erase(local);
+}
+
 void Engine::cycle() {
   const auto start = std::chrono::steady_clock::now();
+  // Room for every bit the cache may hand out (identical on all ranks).
+  const size_t cap = static_cast<size_t>(std::max(opt_.cache_capacity, 0));
+  if (my_bits_.size() != (cap + 7) / 8) {
+    my_bits_.assign((cap + 7) / 8, '\0');
+    any_bits_.assign((cap + 7) / 8, '\0');
+    local_by_bit_.assign(cap, nullptr);
+    bit_in_table_.assign(cap, 0);
+    bit_first_seen_.assign(cap, 0.0);
+    rank_bits_.assign(static_cast<size_t>(size_), std::string());
+  }
   take_incoming();
   const std::string msg = build_message();
 
@@ -368,32 +433,86 @@ void Engine::cycle() {
 
   // Stalled tensors rank 0 gave up on: fail them everywhere.
   for (const auto& name : aborts) {
+    std::vector<int> missing;
     auto it = table_.find(name);
-    if (it == table_.end()) continue;
+    auto cached = cache_index_.find(name);
+    if (it != table_.end()) {
+      missing = missing_ranks(*it->second);
+      table_.erase(it);
+    } else if (cached != cache_index_.end() &&
+               (any_bits_[static_cast<size_t>(cached->second / 8)] & (1 << (cached->second % 8)))) {
+      missing = missing_ranks(static_cast<size_t>(cached->second));
+      bit_first_seen_[static_cast<size_t>(cached->second)] = 0;
+    } else {
+      continue;
+    }
     const std::string why = "tensor '" + name + "' stalled for more than " +
                             std::to_string(static_cast<int>(opt_.stall_shutdown_s)) +
-                            " s waiting on rank(s) " + rank_list(missing_ranks(*it->second)) +
+                            " s waiting on rank(s) " + rank_list(missing) +
                             " (RINGCC_STALL_SHUTDOWN_S)";
-    table_.erase(it);
     auto local = local_.find(name);
     if (local != local_.end()) {
-      local->second->work->finish(std::make_exception_ptr(Error(ErrorKind::kTimeout, why)));
-      local_.erase(local);
+      auto work = local->second->work;
+      drop_local(name);
+      work->finish(std::make_exception_ptr(Error(ErrorKind::kTimeout, why)));
     }
   }
 
-  // Ready on every rank (joined ranks count as ready), in table order.
-  std::vector<std::pair<uint64_t, std::string>> ready;
+  // Ready on every rank (joined ranks count as ready): first the cache
+  // hits in bit order, then table entries in the order they appeared.
+  std::vector<ReadyItem> ready;
+  const double now = now_s();
+  for (size_t k = 0; k < my_bits_.size(); ++k) {
+    const auto any = static_cast<uint8_t>(any_bits_[k]);
+    for (int j = 0; j < 8; ++j) {
+      // Not pending anywhere (any more): no stall clock runs for it.
+      if (!(any & (1 << j)) && k * 8 + static_cast<size_t>(j) < bit_first_seen_.size()) {
+        bit_first_seen_[k * 8 + static_cast<size_t>(j)] = 0;
+      }
+    }
+    if (!any) continue;
+    uint8_t all = any;
+    for (int r = 0; r < size_; ++r) {
+      if (!was_joined_[static_cast<size_t>(r)]) all &= static_cast<uint8_t>(rank_bits_[static_cast<size_t>(r)][k]);
+    }
+    for (int j = 0; j < 8; ++j) {
+      if (!(any & (1 << j))) continue;
+      const size_t b = k * 8 + static_cast<size_t>(j);
+      if (b >= cache_names_.size() || bit_in_table_[b]) continue;
+      if (!(all & (1 << j))) {
+        if (bit_first_seen_[b] == 0) bit_first_seen_[b] = now;
+        continue;
+      }
+      ReadyItem item;
+      item.name = cache_names_[b];
+      item.meta = cache_metas_[b].get();
+      item.local = local_by_bit_[b];
+      item.bit = static_cast<int>(b);
+      ready.push_back(std::move(item));
+    }
+  }
+  std::vector<std::pair<uint64_t, TableEntry*>> ready_entries;
+  std::unordered_map<TableEntry*, const std::string*> entry_names;
   for (const auto& [name, e] : table_) {
     bool everyone = true;
     for (int r = 0; r < size_ && everyone; ++r) {
       everyone = e->submitted[static_cast<size_t>(r)] || was_joined_[static_cast<size_t>(r)];
     }
-    if (everyone) ready.emplace_back(e->seq, name);
+    if (everyone) {
+      ready_entries.emplace_back(e->seq, e.get());
+      entry_names[e.get()] = &name;
+    }
   }
-  std::sort(ready.begin(), ready.end());
-  std::vector<std::string> ready_names;
-  for (auto& r : ready) ready_names.push_back(std::move(r.second));
+  std::sort(ready_entries.begin(), ready_entries.end());
+  for (auto& [seq, e] : ready_entries) {
+    ReadyItem item;
+    item.name = *entry_names[e];
+    item.entry = e;
+    item.meta = &first_meta(*e);
+    auto local = local_.find(item.name);
+    item.local = local == local_.end() ? nullptr : local->second.get();
+    ready.push_back(std::move(item));
+  }
 
   const double negotiation_us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
@@ -401,7 +520,7 @@ void Engine::cycle() {
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.cycles++;
     stats_.negotiation_us += (negotiation_us - stats_.negotiation_us) / static_cast<double>(stats_.cycles);
-    if (!any_new && !ready_names.empty()) {
+    if (!any_new && !ready.empty()) {
       stats_.cached_cycles++;
       const double k = static_cast<double>(stats_.cached_cycles);
       stats_.cached_negotiation_us += (negotiation_us - stats_.cached_negotiation_us) / k;
@@ -411,11 +530,13 @@ void Engine::cycle() {
     }
   }
 
-  const bool idle = ready_names.empty() && table_.empty() && local_.empty() && !any_new;
+  bool any_pending = false;
+  for (char c : any_bits_) any_pending = any_pending || c;
+  const bool idle = ready.empty() && table_.empty() && local_.empty() && !any_new && !any_pending;
   idle_cycles_ = idle ? idle_cycles_ + 1 : 0;
 
-  productive_ = !ready_names.empty();
-  run_ready(ready_names);
+  productive_ = !ready.empty();
+  run_ready(ready);
   if (rank_ == 0) inspect_stalls();
 
   // Join completes once every rank has joined.
@@ -488,7 +609,8 @@ void Engine::remember(const std::string& name, const TableEntry& e) {
     // (the same choice on every rank, as the inputs are the same).
     bool found = false;
     for (size_t b = 0; b < cache_names_.size(); ++b) {
-      if (table_.count(cache_names_[b])) continue;
+      if (table_.count(cache_names_[b]) || bit_in_table_[b]) continue;
+      if (any_bits_[b / 8] & (1 << (b % 8))) continue;  // pending on some rank
       if (!found || cache_used_[b] < cache_used_[bit]) {
         bit = b;
         found = true;
@@ -498,12 +620,13 @@ void Engine::remember(const std::string& name, const TableEntry& e) {
     cache_index_.erase(cache_names_[bit]);
     // A local tensor still announced through the evicted bit is announced
     // in full from the next cycle on.
-    for (auto& [local_name, entry] : local_) {
-      if (entry->cache_bit == static_cast<int>(bit)) {
-        entry->cache_bit = -1;
-        entry->announced = false;
-      }
+    if (LocalEntry* entry = local_by_bit_[bit]) {
+      entry->cache_bit = -1;
+      entry->announced = false;
+      my_bits_[bit / 8] &= static_cast<char>(~(1 << (bit % 8)));
+      local_by_bit_[bit] = nullptr;
     }
+    bit_first_seen_[bit] = 0;
     cache_names_[bit] = name;
     cache_metas_[bit] = meta;
     cache_used_[bit] = stamp;
@@ -515,77 +638,90 @@ void Engine::remember(const std::string& name, const TableEntry& e) {
   cache_index_[name] = static_cast<int>(bit);
 }
 
-void Engine::run_ready(std::vector<std::string>& names) {
+void Engine::run_ready(std::vector<ReadyItem>& ready) {
   size_t i = 0;
   int64_t fusion_id = 0;
-  while (i < names.size()) {
-    TableEntry& head = *table_.at(names[i]);
-    std::string why;
-    if (!agree(names[i], head, &why)) {
-      auto local = local_.find(names[i]);
-      if (local != local_.end()) {
-        local->second->work->finish(std::make_exception_ptr(Error(ErrorKind::kMismatch, why)));
-        local_.erase(local);
+  while (i < ready.size()) {
+    ReadyItem& head = ready[i];
+    if (head.entry) {
+      std::string why;
+      if (!agree(head.name, *head.entry, &why)) {
+        if (head.local) {
+          auto work = head.local->work;
+          drop_local(head.name);
+          work->finish(std::make_exception_ptr(Error(ErrorKind::kMismatch, why)));
+        }
+        table_.erase(head.name);
+        ++i;
+        continue;
       }
-      table_.erase(names[i]);
-      ++i;
-      continue;
+      remember(head.name, *head.entry);
+    } else {
+      cache_used_[static_cast<size_t>(head.bit)] = ++cache_clock_;
     }
-    remember(names[i], head);
-    const TensorMeta& meta = first_meta(head);
+    const TensorMeta& meta = *head.meta;
     // Fuse the following ready allreduces of the same kind.
-    std::vector<std::string> batch{names[i]};
     size_t j = i + 1;
     if (meta.kind == CollectiveKind::kAllreduce) {
       int64_t bytes = meta.elements() * static_cast<int64_t>(dtype_size(meta.dtype));
-      while (j < names.size()) {
-        const TableEntry& e = *table_.at(names[j]);
-        const TensorMeta& m = first_meta(e);
+      while (j < ready.size()) {
+        const ReadyItem& next = ready[j];
+        const TensorMeta& m = *next.meta;
         const int64_t b = m.elements() * static_cast<int64_t>(dtype_size(m.dtype));
         std::string ignored;
         if (m.kind != meta.kind || m.dtype != meta.dtype || m.op != meta.op ||
             m.prescale != meta.prescale || m.postscale != meta.postscale ||
-            bytes + b > opt_.fusion_threshold || !agree(names[j], e, &ignored)) {
+            bytes + b > opt_.fusion_threshold ||
+            (next.entry && !agree(next.name, *next.entry, &ignored))) {
           break;
         }
-        remember(names[j], e);
+        if (next.entry) {
+          remember(next.name, *next.entry);
+        } else {
+          cache_used_[static_cast<size_t>(next.bit)] = ++cache_clock_;
+        }
         bytes += b;
-        batch.push_back(names[j]);
         ++j;
       }
     }
+    std::vector<ReadyItem> batch(std::make_move_iterator(ready.begin() + static_cast<std::ptrdiff_t>(i)),
+                                 std::make_move_iterator(ready.begin() + static_cast<std::ptrdiff_t>(j)));
     execute_batch(batch, ++fusion_id);
     i = j;
   }
 }
 
-void Engine::execute_batch(const std::vector<std::string>& names, int64_t fusion_id) {
-  // Buffers: ours if we enqueued the tensor, zeros if we joined.
-  const TensorMeta meta = first_meta(*table_.at(names[0]));
-  const size_t es = dtype_size(meta.dtype);
-  std::vector<LocalEntry*> locals;
-  std::vector<const TensorMeta*> metas;
-  for (const auto& name : names) {
-    auto it = local_.find(name);
-    locals.push_back(it == local_.end() ? nullptr : it->second.get());
-    metas.push_back(&first_meta(*table_.at(name)));
+void Engine::retire(const ReadyItem& item) {
+  if (item.entry) {
+    table_.erase(item.name);
+  } else {
+    bit_first_seen_[static_cast<size_t>(item.bit)] = 0;
   }
+  if (item.local) drop_local(item.name);
+}
+
+void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_id) {
+  // Buffers: ours if we enqueued the tensor, zeros if we joined.
+  const TensorMeta meta = *items[0].meta;
+  const size_t es = dtype_size(meta.dtype);
   const int64_t t_ready = Timeline::now_us();
   if (timeline_.active()) {
-    for (size_t k = 0; k < names.size(); ++k) {
-      if (!locals[k]) continue;
-      timeline_.phase(names[k], "NEGOTIATING", locals[k]->negotiating_us, t_ready);
+    for (const auto& item : items) {
+      if (item.local) timeline_.phase(item.name, "NEGOTIATING", item.local->negotiating_us, t_ready);
     }
   }
 
   std::exception_ptr error;
-  const std::string fusion_args = "\"fusion\": " + std::to_string(fusion_id) +
-                                  ", \"tensors\": " + std::to_string(names.size());
+  const std::string fusion_args = timeline_.active()
+                                      ? "\"fusion\": " + std::to_string(fusion_id) +
+                                            ", \"tensors\": " + std::to_string(items.size())
+                                      : std::string();
   try {
-    if (names.size() == 1) {
+    if (items.size() == 1) {
+      LocalEntry* local = items[0].local;
       CollectiveArgs a;
-      if (locals[0]) {
-        a = locals[0]->work->list()[0];
+      if (local) {
+        a = local->work->list()[0];
       } else {
         // A joined rank takes part with zeros and throws the result away.
         a.kind = meta.kind;
@@ -616,27 +752,31 @@ void Engine::execute_batch(const std::vector<std::string>& names, int64_t fusion
         };
       }
       comm_->run(a);
-      if (locals[0]) {
-        CollectiveArgs& mine = locals[0]->work->list()[0];
+      if (local) {
+        CollectiveArgs& mine = local->work->list()[0];
         mine.result_count = a.result_count;
         mine.recv_counts = a.recv_counts;
         mine.out = a.out;
       }
-      if (timeline_.active() && locals[0]) {
-        timeline_.phase(names[0], phase_name(meta.kind), t_ready, Timeline::now_us(), fusion_args);
+      if (timeline_.active() && local) {
+        timeline_.phase(items[0].name, phase_name(meta.kind), t_ready, Timeline::now_us(), fusion_args);
       }
     } else {
       int64_t total = 0;
       std::vector<const void*> inputs;
       std::vector<void*> outputs;
       std::vector<size_t> sizes;
-      for (size_t k = 0; k < names.size(); ++k) {
-        total += metas[k]->elements();
-        CollectiveArgs* mine = locals[k] ? &locals[k]->work->list()[0] : nullptr;
+      inputs.reserve(items.size());
+      outputs.reserve(items.size());
+      sizes.reserve(items.size());
+      for (const auto& item : items) {
+        const int64_t n = item.meta->elements();
+        total += n;
+        CollectiveArgs* mine = item.local ? &item.local->work->list()[0] : nullptr;
         inputs.push_back(mine ? mine->in : nullptr);  // joined: zeros
         outputs.push_back(mine ? mine->out : nullptr);
-        sizes.push_back(static_cast<size_t>(metas[k]->elements()) * es);
-        if (mine) mine->result_count = metas[k]->elements();
+        sizes.push_back(static_cast<size_t>(n) * es);
+        if (mine) mine->result_count = n;
       }
       const size_t bytes = static_cast<size_t>(total) * es;
       fusion_.pack(inputs, sizes);
@@ -648,11 +788,11 @@ void Engine::execute_batch(const std::vector<std::string>& names, int64_t fusion
       const int64_t t_done = Timeline::now_us();
       if (timeline_.active()) {
         const std::string args = fusion_args + ", \"bytes\": " + std::to_string(bytes);
-        for (size_t k = 0; k < names.size(); ++k) {
-          if (!locals[k]) continue;
-          timeline_.phase(names[k], "MEMCPY_IN_FUSION_BUFFER", t_ready, t_packed, args);
-          timeline_.phase(names[k], "ALLREDUCE", t_packed, t_reduced, args);
-          timeline_.phase(names[k], "MEMCPY_OUT_FUSION_BUFFER", t_reduced, t_done, args);
+        for (const auto& item : items) {
+          if (!item.local) continue;
+          timeline_.phase(item.name, "MEMCPY_IN_FUSION_BUFFER", t_ready, t_packed, args);
+          timeline_.phase(item.name, "ALLREDUCE", t_packed, t_reduced, args);
+          timeline_.phase(item.name, "MEMCPY_OUT_FUSION_BUFFER", t_reduced, t_done, args);
         }
       }
       std::lock_guard<std::mutex> lock(stats_mu_);
@@ -663,14 +803,12 @@ void Engine::execute_batch(const std::vector<std::string>& names, int64_t fusion
   }
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
-    stats_.tensors += names.size();
+    stats_.tensors += items.size();
   }
-  for (size_t k = 0; k < names.size(); ++k) {
-    table_.erase(names[k]);
-    if (!locals[k]) continue;
-    auto work = locals[k]->work;
-    local_.erase(names[k]);
-    work->finish(error);
+  for (const auto& item : items) {
+    std::shared_ptr<Work> work = item.local ? item.local->work : nullptr;
+    retire(item);
+    if (work) work->finish(error);
   }
   // Only a broken communicator stops the engine; a bad argument on one
   // tensor failed that tensor alone.
@@ -690,18 +828,30 @@ void Engine::inspect_stalls() {
   const double now = now_s();
   std::ostringstream report;
   int stalled = 0;
-  for (auto& [name, e] : table_) {
-    const double age = now - e->first_seen;
+  auto consider = [&](const std::string& name, double first_seen, double* last_warned,
+                      const std::function<std::vector<int>()>& missing) {
+    const double age = now - first_seen;
     if (opt_.stall_shutdown_s > 0 && age > opt_.stall_shutdown_s) {
       pending_aborts_.push_back(name);
-      continue;
+      return;
     }
-    if (opt_.stall_check_s > 0 && age > opt_.stall_check_s && now - e->last_warned >= opt_.stall_check_s) {
-      e->last_warned = now;
-      report << "\n  " << name << ": waiting on rank(s) " << rank_list(missing_ranks(*e))
-             << " for " << static_cast<int>(age) << " s";
+    if (opt_.stall_check_s > 0 && age > opt_.stall_check_s && now - *last_warned >= opt_.stall_check_s) {
+      *last_warned = now;
+      report << "\n  " << name << ": waiting on rank(s) " << rank_list(missing()) << " for "
+             << static_cast<int>(age) << " s";
       ++stalled;
     }
+  };
+  for (auto& [name, e] : table_) {
+    TableEntry* entry = e.get();
+    consider(name, entry->first_seen, &entry->last_warned, [&] { return missing_ranks(*entry); });
+  }
+  if (bit_last_warned_.size() != bit_first_seen_.size()) bit_last_warned_.assign(bit_first_seen_.size(), 0);
+  for (size_t b = 0; b < bit_first_seen_.size(); ++b) {
+    if (bit_first_seen_[b] == 0) continue;
+    if (!(any_bits_[b / 8] & (1 << (b % 8)))) continue;
+    if (bit_last_warned_[b] < bit_first_seen_[b]) bit_last_warned_[b] = bit_first_seen_[b];
+    consider(cache_names_[b], bit_first_seen_[b], &bit_last_warned_[b], [&] { return missing_ranks(b); });
   }
   if (stalled) {
     RINGCC_LOG(kWarning, "stall: ", stalled,

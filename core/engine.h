@@ -16,6 +16,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -91,8 +92,13 @@ class Engine {
   std::string build_message();
   void apply_messages(const std::vector<std::string>& messages, std::vector<bool>* joined,
                       std::vector<std::string>* aborts, bool* all_shutdown, bool* any_new);
-  void run_ready(std::vector<std::string>& ready_names);
-  void execute_batch(const std::vector<std::string>& names, int64_t fusion_id);
+  struct ReadyItem;
+  void run_ready(std::vector<ReadyItem>& ready);
+  void execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_id);
+  // Forgets a tensor that ran or failed: its table entry or cache-bit
+  // state, and (when this rank enqueued it) its local entry.
+  void retire(const ReadyItem& item);
+  void drop_local(const std::string& name);
   void inspect_stalls();
   // The first submitted description of e; "" in *why when all agree.
   const TensorMeta& first_meta(const TableEntry& e) const;
@@ -100,6 +106,7 @@ class Engine {
   void remember(const std::string& name, const TableEntry& e);
   void fail_all(const std::string& why, ErrorKind kind);
   std::vector<int> missing_ranks(const TableEntry& e) const;
+  std::vector<int> missing_ranks(size_t bit) const;
 
   std::shared_ptr<Communicator> comm_;
   EngineOptions opt_;
@@ -124,6 +131,16 @@ class Engine {
   std::vector<uint64_t> cache_used_;                     // identical: last use, for LRU
   uint64_t cache_clock_ = 0;                             // identical
   std::unordered_map<std::string, std::unique_ptr<TableEntry>> table_;  // identical
+  // The cache-hit path: a tensor announced by its bit is ready when every
+  // rank that has not joined sets the bit; it needs no table entry unless
+  // some rank announced the same name in full (bit_in_table_).
+  std::string my_bits_;                       // bits of my pending cached tensors
+  std::vector<LocalEntry*> local_by_bit_;     // my pending tensor of each bit
+  std::vector<std::string> rank_bits_;        // identical: each rank's bits, last cycle
+  std::string any_bits_;                      // identical: OR of rank_bits_
+  std::vector<char> bit_in_table_;            // identical
+  std::vector<double> bit_first_seen_;        // identical: pending since (0: not pending)
+  std::vector<double> bit_last_warned_;       // rank 0: last stall warning per bit
   uint64_t table_seq_ = 0;                               // identical
   std::vector<bool> was_joined_;                         // identical
   bool joined_ = false;

@@ -141,7 +141,7 @@ def test_stall_warning_names_tensor_and_ranks(ranks, group):
     last = GROUPS[group].size - 1
     lines = stderr_lines(run, 0)
     assert any("WARNING" in line and "stall:" in line for line in lines), run.completed.describe()
-    for tensor in ("stall/withheld", "stall/abandoned"):
+    for tensor in ("stall/withheld", "stall/abandoned", "stall/withheld-cached", "stall/abandoned-cached"):
         assert any(f"{tensor}: waiting on rank(s) [{last}]" in line for line in lines), \
             f"no stall warning for {tensor}\n{run.completed.describe()}"
     for rank in range(1, GROUPS[group].size):

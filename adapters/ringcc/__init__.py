@@ -79,8 +79,13 @@ def allreduce_async(tensor, op=Sum, *, name=None, prescale_factor=1.0, postscale
 
 
 def allreduce_async_(tensor, op=Sum, *, name=None, prescale_factor=1.0, postscale_factor=1.0):
-    return _core._allreduce(tensor, None, _op(op), prescale_factor, postscale_factor, True, True,
-                            _name(name))
+    # The per-tensor path of training loops: the common arguments skip the
+    # validating helpers.
+    if op.__class__ is not int or not Sum <= op <= Product:
+        op = _op(op)
+    if name.__class__ is not str or not name:
+        name = _name(name)
+    return _core._allreduce(tensor, None, op, prescale_factor, postscale_factor, True, True, name)
 
 
 def grouped_allreduce(tensors, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0):
