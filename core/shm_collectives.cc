@@ -1,5 +1,6 @@
 #include "core/shm_collectives.h"
 
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,8 +19,15 @@ struct alignas(64) ShmControl {
   std::atomic<uint32_t> sleepers;  // peers sleeping on `phase`
   std::atomic<uint32_t> aborted;
   int32_t pid;
+  // A word peers read through process_vm_readv(2) to learn whether this
+  // host lets them read our memory directly (cross-memory attach), and its
+  // address in our own address space.
+  uint64_t probe;
+  uint64_t probe_addr;
   char reason[512];
 };
+
+constexpr uint64_t kProbeValue = 0x72696e6763636d61ULL;
 
 namespace {
 
@@ -70,6 +78,8 @@ ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix,
   ctl->sleepers.store(0);
   ctl->aborted.store(0);
   ctl->pid = static_cast<int32_t>(getpid());
+  ctl->probe = kProbeValue;
+  ctl->probe_addr = reinterpret_cast<uint64_t>(&ctl->probe);
 
   auto wait_ms = [&] {
     return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -80,11 +90,23 @@ ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix,
     store.get(key_prefix + "/created/" + std::to_string(ranks_[i]), wait_ms());
     segments_[i] = ShmSegment::open(name_of(i), segment_bytes_);
   }
-  store.set(key_prefix + "/mapped/" + std::to_string(ranks_[static_cast<size_t>(me_)]), "1");
+  // Can we read the peers' memory directly? Every rank tries on every
+  // peer and tells the others with its "mapped" mark, so all decide alike.
+  bool cma = env_int("RINGCC_SHM_CMA", 1) != 0;
+  for (size_t i = 0; i < n && cma; ++i) {
+    if (static_cast<int>(i) == me_) continue;
+    uint64_t value = 0;
+    const ShmControl* peer = control(static_cast<int>(i));
+    cma = read_peer(static_cast<int>(i), &value, peer->probe_addr, sizeof(value)) &&
+          value == kProbeValue;
+  }
+  store.set(key_prefix + "/mapped/" + std::to_string(ranks_[static_cast<size_t>(me_)]),
+            cma ? "cma" : "1");
   for (size_t i = 0; i < n; ++i) {
     if (static_cast<int>(i) == me_) continue;
-    store.get(key_prefix + "/mapped/" + std::to_string(ranks_[i]), wait_ms());
+    cma = store.get(key_prefix + "/mapped/" + std::to_string(ranks_[i]), wait_ms()) == "cma" && cma;
   }
+  cma_ = cma;
   // Everyone has mapped every segment: the names can go, so nothing is left
   // behind in /dev/shm even if a rank is killed later.
   ShmSegment::unlink(mine);
@@ -92,6 +114,25 @@ ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix,
 }
 
 ShmCollectives::~ShmCollectives() = default;
+
+bool ShmCollectives::read_peer(int peer, void* dst, uint64_t remote_addr, size_t bytes) const {
+  const pid_t pid = control(peer)->pid;
+  auto* out = static_cast<uint8_t*>(dst);
+  size_t done = 0;
+  while (done < bytes) {
+    // At most 1 GiB per call: the kernel may stop short anyway.
+    const size_t want = std::min<size_t>(bytes - done, size_t{1} << 30);
+    iovec local{out + done, want};
+    iovec remote{reinterpret_cast<void*>(remote_addr + done), want};
+    const ssize_t got = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    if (got <= 0) {
+      if (got < 0 && errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<size_t>(got);
+  }
+  return true;
+}
 
 ShmControl* ShmCollectives::control(int i) const {
   return reinterpret_cast<ShmControl*>(segments_[static_cast<size_t>(i)].data());
@@ -327,11 +368,25 @@ void ShmCollectives::allgather(CollectiveArgs& a, Deadline dl) {
   uint8_t* out = nullptr;
   for (int64_t off = 0, first = 1; first || off < longest; off += piece_elems, first = 0) {
     int p = next_parity();
-    if (first) put_header(p, a);
-    copy_scaled(area(me_, p), in + off * static_cast<int64_t>(es),
-                std::clamp<int64_t>(a.count - off, 0, piece_elems), a.dtype, 1.0);
+    if (first) {
+      put_header(p, a);
+      // Where our input lives, for peers that read it directly.
+      const uint64_t addr = reinterpret_cast<uint64_t>(in);
+      std::memcpy(header_slot(me_, p) + sizeof(OpHeader), &addr, sizeof(addr));
+    }
+    // A contribution longer than one piece goes through cross-memory
+    // attach when the host allows it (decided below, alike on every rank):
+    // no need to stage it.
+    if (!(first && cma_ && a.count > piece_elems)) {
+      copy_scaled(area(me_, p), in + off * static_cast<int64_t>(es),
+                  std::clamp<int64_t>(a.count - off, 0, piece_elems), a.dtype, 1.0);
+    }
     sync(dl, "allgather");
     if (first) {
+      std::vector<uint64_t> addrs(static_cast<size_t>(n));
+      for (int r = 0; r < n; ++r) {
+        std::memcpy(&addrs[static_cast<size_t>(r)], header_slot(r, p) + sizeof(OpHeader), sizeof(uint64_t));
+      }
       check_headers(p, a);
       displ.assign(static_cast<size_t>(n) + 1, 0);
       for (int r = 0; r < n; ++r) {
@@ -341,6 +396,29 @@ void ShmCollectives::allgather(CollectiveArgs& a, Deadline dl) {
       a.result_count = displ.back();
       out = static_cast<uint8_t*>(a.out_count >= 0 ? a.out : a.allocate(a.result_count));
       a.out = out;
+      if (cma_ && longest > piece_elems) {
+        // One copy per byte: every rank reads every peer's input straight
+        // into its output, then waits until all are done reading its own.
+        bool ok = true;
+        int read_errno = 0;
+        for (int k = 1; k <= n; ++k) {
+          const int r = (me_ + k) % n;  // peers in a staggered order, then ourselves
+          const int64_t bytes = a.recv_counts[static_cast<size_t>(r)] * static_cast<int64_t>(es);
+          uint8_t* dst = out + displ[static_cast<size_t>(r)] * static_cast<int64_t>(es);
+          if (r == me_) {
+            if (bytes > 0 && dst != in) std::memmove(dst, in, static_cast<size_t>(bytes));
+          } else if (bytes > 0 && ok) {
+            ok = read_peer(r, dst, addrs[static_cast<size_t>(r)], static_cast<size_t>(bytes));
+            if (!ok) read_errno = errno;
+          }
+        }
+        sync(dl, "allgather");
+        if (!ok) {
+          raise(ErrorKind::kInternal, "reading a peer's allgather input through process_vm_readv failed: ",
+                std::strerror(read_errno), " (RINGCC_SHM_CMA=0 turns direct reads off)");
+        }
+        return;
+      }
     }
     for (int r = 0; r < n; ++r) {
       const int64_t m = std::clamp<int64_t>(a.recv_counts[static_cast<size_t>(r)] - off, 0, piece_elems);

@@ -58,6 +58,9 @@ class ShmCollectives {
   void wait_for_peer(int peer, uint32_t phase, Deadline dl, const char* what);
 
   ShmControl* control(int i) const;
+  // Copies bytes at remote_addr in local peer `peer` into dst through
+  // process_vm_readv(2); false when the kernel refuses.
+  bool read_peer(int peer, void* dst, uint64_t remote_addr, size_t bytes) const;
   uint8_t* header_slot(int i, int parity) const;
   uint8_t* area(int i, int parity) const;
 
@@ -70,6 +73,7 @@ class ShmCollectives {
   std::vector<ShmSegment> segments_;
   uint32_t phase_ = 0;
   uint64_t piece_ = 0;
+  bool cma_ = false;  // every rank can read every peer's memory directly
   std::vector<const void*> srcs_;  // scratch for reduce_many
 };
 

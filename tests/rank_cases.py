@@ -334,6 +334,10 @@ add_allgather("float32", (4,))
 add_allgather("int32", (2, 3))
 add_allgather("float64", (2, 3), rows=lambda r: 0, name="allgather/float64/all-ranks-empty")
 add_allgather("float32", (), rows=lambda r: 300_000 * (r + 1) + r, name="allgather/float32/large")
+# Longer than one shared-memory piece (SHM_AREA_BYTES) on every rank, and
+# of a different length on each.
+add_allgather("float32", (), rows=lambda r: SHM_AREA_BYTES // 4 * (r + 1) + 7 * r + 1,
+              name="allgather/float32/several-pieces")
 
 
 # --------------------------------------------------------------------------

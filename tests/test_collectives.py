@@ -28,7 +28,9 @@ FUSION_1MIB = {"RINGCC_FUSION_THRESHOLD": str(1 << 20)}
 MATRIX = {
     "shm-1": Group(1),
     "shm-2": Group(2, tags=("torch",)),
-    "shm-3": Group(3, env=FUSION_1MIB),
+    # Allgathers longer than a shared-memory piece: read from the peers
+    # directly (cross-memory attach) in shm-2 and shm-4, staged here.
+    "shm-3": Group(3, env={"RINGCC_SHM_CMA": "0", **FUSION_1MIB}),
     "shm-4": Group(4),
     "tcp-2": Group(2, env={"RINGCC_TRANSPORT": "tcp", **FUSION_1MIB}),
     "tcp-3": Group(3, env={"RINGCC_TRANSPORT": "tcp"}),
