@@ -14,6 +14,13 @@
 
 namespace ringcc {
 
+// One buffer of a fused allreduce (see CollectiveArgs::segments).
+struct BufferSegment {
+  const void* in = nullptr;  // null: contributes zeros
+  void* out = nullptr;       // null: the result is dropped
+  int64_t count = 0;         // elements
+};
+
 struct CollectiveArgs {
   CollectiveKind kind = CollectiveKind::kBarrier;
   DataType dtype = DataType::kFloat32;
@@ -28,6 +35,11 @@ struct CollectiveArgs {
   double prescale = 1.0;
   double postscale = 1.0;
   std::vector<int64_t> send_counts;  // alltoall: elements to each rank (in rank order)
+  // Allreduce of several buffers in one collective: when set, the input and
+  // the output are the concatenations of these segments (in and out are
+  // unused; count is their total). Transports that can gather and scatter
+  // use them directly; the others go through the fusion buffer.
+  std::vector<BufferSegment> segments;
 
   // kLocalError: the collective this rank could not start, and why.
   CollectiveKind failed_kind = CollectiveKind::kBarrier;

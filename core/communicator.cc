@@ -277,6 +277,24 @@ void Communicator::execute(CollectiveArgs& a) {
     raise(ErrorKind::kPeerFailure, "the communicator is unusable after an earlier failure: ",
           abort_reason_);
   }
+  if (!a.segments.empty() && !shm_) {
+    // Only the shared-memory allreduce gathers and scatters segments itself.
+    std::vector<const void*> inputs;
+    std::vector<void*> outputs;
+    std::vector<size_t> sizes;
+    const size_t es = dtype_size(a.dtype);
+    for (const auto& seg : a.segments) {
+      inputs.push_back(seg.in);
+      outputs.push_back(seg.out);
+      sizes.push_back(static_cast<size_t>(seg.count) * es);
+    }
+    fusion_.pack(inputs, sizes);
+    CollectiveArgs fused = fusion_.allreduce(a.count, a.dtype, a.op, a.prescale, a.postscale);
+    execute(fused);
+    fusion_.unpack(outputs, sizes);
+    a.result_count = a.count;
+    return;
+  }
   std::string local_error;
   validate(a, &local_error);
   CollectiveArgs failed;
@@ -380,21 +398,20 @@ void Communicator::execute_grouped(std::vector<CollectiveArgs>& list) {
       total += static_cast<size_t>(list[order[j]].count) * es;
       ++j;
     }
-    std::vector<const void*> inputs;
-    std::vector<void*> outputs;
-    std::vector<size_t> sizes;
+    CollectiveArgs fused;
+    fused.kind = CollectiveKind::kAllreduce;
+    fused.dtype = head.dtype;
+    fused.op = head.op;
+    fused.prescale = head.prescale;
+    fused.postscale = head.postscale;
+    fused.count = static_cast<int64_t>(total / es);
+    fused.out_count = fused.count;
     for (size_t k = i; k < j; ++k) {
       CollectiveArgs& e = list[order[k]];
-      inputs.push_back(e.in);
-      outputs.push_back(e.out);
-      sizes.push_back(static_cast<size_t>(e.count) * es);
+      fused.segments.push_back({e.in, e.out, e.count});
       e.result_count = e.count;
     }
-    fusion_.pack(inputs, sizes);
-    CollectiveArgs fused = fusion_.allreduce(static_cast<int64_t>(total / es), head.dtype, head.op,
-                                             head.prescale, head.postscale);
     execute(fused);
-    fusion_.unpack(outputs, sizes);
     i = j;
   }
 }

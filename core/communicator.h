@@ -66,6 +66,9 @@ class Communicator {
 
   // The bound on every wait of this communicator, in seconds.
   // Without a timeout of its own, RINGCC_TIMEOUT_S as set now.
+  // True when fused allreduces (CollectiveArgs::segments) run without
+  // packing into a fusion buffer first.
+  bool gathers_segments() const { return static_cast<bool>(shm_); }
   double timeout_s() const { return fixed_timeout_s_ > 0 ? fixed_timeout_s_ : timeout_seconds(); }
 
   // The rendezvous store this communicator met through (another

@@ -779,20 +779,45 @@ void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_i
         if (mine) mine->result_count = n;
       }
       const size_t bytes = static_cast<size_t>(total) * es;
-      fusion_.pack(inputs, sizes);
-      const int64_t t_packed = Timeline::now_us();
-      CollectiveArgs a = fusion_.allreduce(total, meta.dtype, meta.op, meta.prescale, meta.postscale);
-      comm_->run(a);
-      const int64_t t_reduced = Timeline::now_us();
-      fusion_.unpack(outputs, sizes);
-      const int64_t t_done = Timeline::now_us();
-      if (timeline_.active()) {
-        const std::string args = fusion_args + ", \"bytes\": " + std::to_string(bytes);
-        for (const auto& item : items) {
-          if (!item.local) continue;
-          timeline_.phase(item.name, "MEMCPY_IN_FUSION_BUFFER", t_ready, t_packed, args);
-          timeline_.phase(item.name, "ALLREDUCE", t_packed, t_reduced, args);
-          timeline_.phase(item.name, "MEMCPY_OUT_FUSION_BUFFER", t_reduced, t_done, args);
+      const std::string args =
+          timeline_.active() ? fusion_args + ", \"bytes\": " + std::to_string(bytes) : std::string();
+      if (comm_->gathers_segments()) {
+        // Shared memory reads the tensors in place and writes the results
+        // back in place: no fusion buffer, no extra copies.
+        CollectiveArgs a;
+        a.kind = CollectiveKind::kAllreduce;
+        a.dtype = meta.dtype;
+        a.op = meta.op;
+        a.prescale = meta.prescale;
+        a.postscale = meta.postscale;
+        a.count = total;
+        a.out_count = total;
+        a.segments.reserve(items.size());
+        for (size_t k = 0; k < items.size(); ++k) {
+          a.segments.push_back({inputs[k], outputs[k], static_cast<int64_t>(sizes[k] / es)});
+        }
+        comm_->run(a);
+        if (timeline_.active()) {
+          const int64_t t_done = Timeline::now_us();
+          for (const auto& item : items) {
+            if (item.local) timeline_.phase(item.name, "ALLREDUCE", t_ready, t_done, args);
+          }
+        }
+      } else {
+        fusion_.pack(inputs, sizes);
+        const int64_t t_packed = Timeline::now_us();
+        CollectiveArgs a = fusion_.allreduce(total, meta.dtype, meta.op, meta.prescale, meta.postscale);
+        comm_->run(a);
+        const int64_t t_reduced = Timeline::now_us();
+        fusion_.unpack(outputs, sizes);
+        const int64_t t_done = Timeline::now_us();
+        if (timeline_.active()) {
+          for (const auto& item : items) {
+            if (!item.local) continue;
+            timeline_.phase(item.name, "MEMCPY_IN_FUSION_BUFFER", t_ready, t_packed, args);
+            timeline_.phase(item.name, "ALLREDUCE", t_packed, t_reduced, args);
+            timeline_.phase(item.name, "MEMCPY_OUT_FUSION_BUFFER", t_reduced, t_done, args);
+          }
         }
       }
       std::lock_guard<std::mutex> lock(stats_mu_);

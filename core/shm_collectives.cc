@@ -47,6 +47,74 @@ void copy_scaled(void* dst, const void* src, int64_t count, DataType dtype, doub
   }
 }
 
+// The logical input and output of an allreduce: the args' contiguous
+// buffers, or the concatenation of their segments.
+class Layout {
+ public:
+  explicit Layout(const CollectiveArgs& a) : a_(a), es_(static_cast<int64_t>(dtype_size(a.dtype))) {
+    if (segmented()) {
+      starts_.reserve(a.segments.size() + 1);
+      int64_t at = 0;
+      for (const auto& seg : a.segments) {
+        starts_.push_back(at);
+        at += seg.count;
+      }
+      starts_.push_back(at);
+    }
+  }
+  bool segmented() const { return !a_.segments.empty(); }
+
+  // Copies elements [lo, lo + len) of the input to dst, scaled.
+  void gather(uint8_t* dst, int64_t lo, int64_t len, double factor) const {
+    if (!segmented()) {
+      copy_scaled(dst, static_cast<const uint8_t*>(a_.in) + lo * es_, len, a_.dtype, factor);
+      return;
+    }
+    for_each(lo, len, [&](const BufferSegment& seg, int64_t seg_off, int64_t rel, int64_t n) {
+      if (seg.in) {
+        copy_scaled(dst + rel * es_, static_cast<const uint8_t*>(seg.in) + seg_off * es_, n, a_.dtype, factor);
+      } else {
+        std::memset(dst + rel * es_, 0, static_cast<size_t>(n * es_));
+      }
+    });
+  }
+  // Copies src to elements [lo, lo + len) of the output, scaled.
+  void scatter(const uint8_t* src, int64_t lo, int64_t len, double factor) const {
+    if (!segmented()) {
+      copy_scaled(static_cast<uint8_t*>(a_.out) + lo * es_, src, len, a_.dtype, factor);
+      return;
+    }
+    for_each(lo, len, [&](const BufferSegment& seg, int64_t seg_off, int64_t rel, int64_t n) {
+      if (seg.out) {
+        copy_scaled(static_cast<uint8_t*>(seg.out) + seg_off * es_, src + rel * es_, n, a_.dtype, factor);
+      }
+    });
+  }
+
+ private:
+  // f(segment, offset in it, offset relative to lo, elements) for each
+  // part of [lo, lo + len) that lies in one segment.
+  template <class F>
+  void for_each(int64_t lo, int64_t len, F f) const {
+    size_t k = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), lo) - starts_.begin());
+    k = k > 0 ? k - 1 : 0;
+    int64_t pos = lo;
+    const int64_t end = lo + len;
+    while (pos < end && k < a_.segments.size()) {
+      const int64_t take = std::min(end, starts_[k + 1]) - pos;
+      if (take > 0) {
+        f(a_.segments[k], pos - starts_[k], pos - lo, take);
+        pos += take;
+      }
+      ++k;
+    }
+  }
+
+  const CollectiveArgs& a_;
+  int64_t es_;
+  std::vector<int64_t> starts_;
+};
+
 std::chrono::microseconds spin_budget() {
   static const auto budget = std::chrono::microseconds(env_int("RINGCC_SPIN_US", 50));
   return budget;
@@ -264,18 +332,25 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
   const auto* in = static_cast<const uint8_t*>(a.in);
   auto* out = static_cast<uint8_t*>(a.out);
   const int64_t count = a.count;
+  const Layout layout(a);
 
   if (static_cast<size_t>(count) * es <= small_bytes_) {
     // One phase: everyone publishes, everyone reduces everything.
     int p = next_parity();
     put_header(p, a);
-    copy_scaled(area(me_, p), in, count, a.dtype, a.prescale);
+    layout.gather(area(me_, p), 0, count, a.prescale);
     sync(dl, "allreduce");
     check_headers(p, a);
     if (count > 0) {
       for (int i = 0; i < n; ++i) srcs_[static_cast<size_t>(i)] = area(i, p);
-      reduce_many(out, srcs_.data(), n, count, a.dtype, a.op);
-      if (a.postscale != 1.0) scale_inplace(out, count, a.dtype, a.postscale);
+      uint8_t* result = out;
+      if (layout.segmented()) {
+        if (scratch_.size() < static_cast<size_t>(count) * es) scratch_.resize(static_cast<size_t>(count) * es);
+        result = scratch_.data();
+      }
+      reduce_many(result, srcs_.data(), n, count, a.dtype, a.op);
+      if (a.postscale != 1.0) scale_inplace(result, count, a.dtype, a.postscale);
+      if (layout.segmented()) layout.scatter(result, 0, count, 1.0);
     }
     return;
   }
@@ -293,16 +368,16 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
     if (first) put_header(p, a);
     for (int j = 0; j < n; ++j) {
       if (j == me_) continue;
-      copy_scaled(area(me_, p) + seg_lo(j) * ses, in + (off + seg_lo(j)) * ses,
-                  seg_lo(j + 1) - seg_lo(j), a.dtype, a.prescale);
+      layout.gather(area(me_, p) + seg_lo(j) * ses, off + seg_lo(j), seg_lo(j + 1) - seg_lo(j),
+                    a.prescale);
     }
     sync(dl, "allreduce");
     if (first) check_headers(p, a);
     const int64_t lo = seg_lo(me_), len = seg_lo(me_ + 1) - lo;
     if (len > 0) {
       uint8_t* mine = area(me_, p) + lo * ses;
-      if (a.prescale != 1.0) {
-        scale_copy(mine, in + (off + lo) * ses, len, a.dtype, a.prescale);
+      if (a.prescale != 1.0 || layout.segmented()) {
+        layout.gather(mine, off + lo, len, a.prescale);
         srcs_[0] = mine;
       } else {
         srcs_[0] = in + (off + lo) * ses;
@@ -315,7 +390,7 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
     sync(dl, "allreduce");
     for (int j = 0; j < n; ++j) {
       const int64_t jlo = seg_lo(j), jlen = seg_lo(j + 1) - jlo;
-      copy_scaled(out + (off + jlo) * ses, area(j, p) + jlo * ses, jlen, a.dtype, a.postscale);
+      layout.scatter(area(j, p) + jlo * ses, off + jlo, jlen, a.postscale);
     }
   }
 }

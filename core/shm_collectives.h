@@ -75,6 +75,7 @@ class ShmCollectives {
   uint64_t piece_ = 0;
   bool cma_ = false;  // every rank can read every peer's memory directly
   std::vector<const void*> srcs_;  // scratch for reduce_many
+  std::vector<uint8_t> scratch_;   // small segmented allreduces reduce here
 };
 
 }  // namespace ringcc

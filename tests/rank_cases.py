@@ -590,9 +590,11 @@ def async_alltoall(ctx):
 
 
 def grouped_inputs(ctx, salt=0):
-    """Mixed dtypes and sizes; some are larger than a 1 MiB fusion threshold."""
+    """Mixed dtypes and sizes; some are larger than a 1 MiB fusion threshold, and the float32
+    ones together span several shared-memory pieces (tensors cross piece boundaries)."""
     specs = [("float32", 1000), ("int32", 7), ("float16", 300), ("float32", 400_000), ("int64", 0),
-             ("float64", 300_000), ("uint8", 5), ("bfloat16", 50), ("float32", 12), ("int8", 3000)]
+             ("float64", 300_000), ("uint8", 5), ("bfloat16", 50), ("float32", 1_100_001), ("float32", 12),
+             ("int8", 3000)]
     per_tensor = []
     for index, (dtype_name, count) in enumerate(specs):
         try:
