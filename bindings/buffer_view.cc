@@ -101,6 +101,13 @@ BufferView from_dlpack(py::handle obj, const char* what) {
   auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
   if (!managed) throw py::error_already_set();
   const DLTensor& t = managed->dl_tensor;
+  if (t.device.device_type == kDLCUDA || t.device.device_type == kDLCUDAManaged) {
+    // What to install (NCCL missing) or do instead, from the package.
+    std::string message = py::module_::import("ringcc.gpu_libraries")
+                              .attr("gpu_tensor_message")(what)
+                              .cast<std::string>();
+    ringcc::raise(ErrorKind::kInvalidArgument, message);
+  }
   if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost) {
     ringcc::raise(ErrorKind::kInvalidArgument, what, " lives on a device (DLPack device type ",
                   t.device.device_type,

@@ -2,6 +2,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "core/nccl_library.h"
+
 #include "bindings/errors.h"
 
 namespace py = pybind11;
@@ -21,6 +23,20 @@ PYBIND11_MODULE(_core, m) {
   bind_reduction(m);
   bind_store(m);
   bind_jax_ffi(m);
+  m.def("_find_nccl", [](const std::vector<std::string>& candidates) {
+    ringcc::NcclLibraryInfo found;
+    {
+      py::gil_scoped_release release;
+      found = ringcc::find_nccl(candidates);
+    }
+    py::dict info;
+    info["found"] = found.found;
+    info["path"] = found.path;
+    info["version"] = found.version;
+    info["version_code"] = found.version_code;
+    info["error"] = found.error;
+    return info;
+  }, "Loads the first usable libnccl.so.2 of the candidates; returns what was found.");
   m.def("build_info", [] {
     py::dict info;
     info["version"] = RINGCC_VERSION;

@@ -33,6 +33,8 @@ else:
     globals().update({_name_: getattr(_core, _name_) for _name_ in _EXPORTS})
     __version__ = _core.build_info()["version"]
 
+from ringcc.gpu_libraries import nccl_built, nccl_info  # noqa: E402  (NCCL is found at run time)
+
 # Reduction operators (the values the core uses).
 Sum = 0
 Average = 1

@@ -636,13 +636,22 @@ def format_build_report(build_info: Mapping, installed_frameworks: Mapping[str, 
         lines.append(f"    {mark(bool(transports.pop(key, False)))} {label}")
     for key, available in transports.items():  # transports this launcher has no label for
         lines.append(f"    {mark(bool(available))} {key}")
+    nccl = build_info.get("nccl_library")
+    if nccl is not None:
+        lines += ["", "Run-time libraries:"]
+        if nccl.get("found"):
+            lines.append(f"    {mark(True)} NCCL {nccl.get('version')} ({nccl.get('path')})")
+        else:
+            lines.append(f"    {mark(False)} NCCL (not found: {nccl.get('hint', 'see RINGCC_NCCL_LIB')})")
     return "\n".join(lines) + "\n"
 
 
 def check_build() -> int:
     try:
         core = importlib.import_module("ringcc._core")
-        build_info = core.build_info()
+        build_info = dict(core.build_info())
+        gpu_libraries = importlib.import_module("ringcc.gpu_libraries")
+        build_info["nccl_library"] = {**gpu_libraries.nccl_info(), "hint": gpu_libraries.INSTALL_HINT}
     except Exception as error:  # any failure here means: no usable core
         print(
             f"ringrun: cannot load the ringcc core (ringcc._core): {error}\n"
