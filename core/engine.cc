@@ -62,6 +62,7 @@ struct Engine::LocalEntry {
   std::shared_ptr<Work> work;
   TensorMeta meta;
   int cache_bit = -1;      // announced through the cache
+  uint64_t cache_epoch = 0;  // cache_epoch_ when cache_bit was looked up
   bool announced = false;  // announced in full
   int64_t enqueued_us = 0;
   int64_t negotiating_us = 0;
@@ -102,9 +103,26 @@ Engine::~Engine() {
 
 std::shared_ptr<Work> Engine::enqueue(const std::string& name, CollectiveArgs args,
                                       std::vector<int64_t> shape) {
+  // Described and looked up here, on the caller's thread, so that the
+  // engine's cycle only splices the entry in.
+  auto entry = std::make_unique<LocalEntry>();
+  entry->meta.kind = args.kind;
+  entry->meta.dtype = args.dtype;
+  entry->meta.op = args.op;
+  entry->meta.root = args.root;
+  entry->meta.prescale = args.prescale;
+  entry->meta.postscale = args.postscale;
+  entry->meta.shape = std::move(shape);
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    entry->cache_bit = cached_bit(name, entry->meta);
+    entry->cache_epoch = cache_epoch_;
+  }
+  entry->enqueued_us = entry->negotiating_us = Timeline::now_us();
   std::vector<CollectiveArgs> list;
   list.push_back(std::move(args));
   auto work = std::make_shared<Work>(std::move(list), false);
+  entry->work = work;
   std::unique_lock<std::mutex> lock(mu_);
   if (!broken_.empty()) {
     lock.unlock();
@@ -117,9 +135,14 @@ std::shared_ptr<Work> Engine::enqueue(const std::string& name, CollectiveArgs ar
         Error(ErrorKind::kNotInitialized, "ringcc has been shut down")));
     return work;
   }
-  incoming_.emplace_back(name, work);
-  incoming_shapes_.push_back(std::move(shape));
+  incoming_.emplace_back(name, std::move(entry));
   return work;
+}
+
+int Engine::cached_bit(const std::string& name, const TensorMeta& meta) const {
+  auto cached = cache_index_.find(name);
+  if (cached == cache_index_.end()) return -1;
+  return *cache_metas_[static_cast<size_t>(cached->second)] == meta ? cached->second : -1;
 }
 
 std::shared_ptr<Work> Engine::join() {
@@ -197,65 +220,53 @@ void Engine::loop() {
 }
 
 void Engine::fail_all(const std::string& why, ErrorKind kind) {
-  std::deque<std::pair<std::string, std::shared_ptr<Work>>> incoming;
+  std::deque<std::pair<std::string, std::unique_ptr<LocalEntry>>> incoming;
   std::shared_ptr<Work> join_work;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (broken_.empty() && kind != ErrorKind::kNotInitialized) broken_ = why;
     stopped_ = true;
     incoming.swap(incoming_);
-    incoming_shapes_.clear();
     join_work.swap(join_work_);
   }
   auto error = std::make_exception_ptr(Error(kind, why));
   for (auto& entry : local_) entry.second->work->finish(error);
   local_.clear();
+  for (auto& entry : local_by_bit_) {
+    if (entry) entry->work->finish(error);
+    entry.reset();
+  }
   std::fill(my_bits_.begin(), my_bits_.end(), '\0');
-  std::fill(local_by_bit_.begin(), local_by_bit_.end(), nullptr);
-  for (auto& entry : incoming) entry.second->finish(error);
+  for (auto& entry : incoming) entry.second->work->finish(error);
   if (join_work) join_work->finish(error);
 }
 
 void Engine::take_incoming() {
-  std::deque<std::pair<std::string, std::shared_ptr<Work>>> incoming;
-  std::vector<std::vector<int64_t>> shapes;
+  std::deque<std::pair<std::string, std::unique_ptr<LocalEntry>>> incoming;
   {
     std::lock_guard<std::mutex> lock(mu_);
     incoming.swap(incoming_);
-    shapes.swap(incoming_shapes_);
     if (join_work_ && !joined_) joined_ = true;
   }
-  const int64_t now = Timeline::now_us();
-  for (size_t i = 0; i < incoming.size(); ++i) {
-    auto& [name, work] = incoming[i];
-    auto [slot, inserted] = local_.try_emplace(name);
-    if (!inserted) {
-      work->finish(std::make_exception_ptr(Error(
+  for (auto& [name, entry] : incoming) {
+    // A lookup from before an eviction may name a reused bit: redo it (the
+    // cache only changes on this thread).
+    if (entry->cache_epoch != cache_epoch_) entry->cache_bit = cached_bit(name, entry->meta);
+    const int b = entry->cache_bit;
+    const bool duplicate = b >= 0 ? static_cast<bool>(local_by_bit_[static_cast<size_t>(b)])
+                                  : local_.count(name) > 0;
+    if (duplicate) {
+      entry->work->finish(std::make_exception_ptr(Error(
           ErrorKind::kInvalidArgument, "a collective named '" + name +
                                            "' is already in flight on this rank; names must be unique until they complete")));
       continue;
     }
-    const CollectiveArgs& a = work->list()[0];
-    auto entry = std::make_unique<LocalEntry>();
-    entry->work = work;
-    entry->meta.kind = a.kind;
-    entry->meta.dtype = a.dtype;
-    entry->meta.op = a.op;
-    entry->meta.root = a.root;
-    entry->meta.prescale = a.prescale;
-    entry->meta.postscale = a.postscale;
-    entry->meta.shape = std::move(shapes[i]);
-    entry->enqueued_us = now;
-    entry->negotiating_us = now;
-    auto cached = cache_index_.find(name);
-    if (cached != cache_index_.end() &&
-        *cache_metas_[static_cast<size_t>(cached->second)] == entry->meta) {
-      const int b = cached->second;
-      entry->cache_bit = b;
+    if (b >= 0) {
       my_bits_[static_cast<size_t>(b / 8)] |= static_cast<char>(1 << (b % 8));
-      local_by_bit_[static_cast<size_t>(b)] = entry.get();
+      local_by_bit_[static_cast<size_t>(b)] = std::move(entry);
+    } else {
+      local_.emplace(name, std::move(entry));
     }
-    slot->second = std::move(entry);
   }
 }
 
@@ -273,7 +284,7 @@ std::string Engine::build_message() {
   std::string announced;
   uint32_t count = 0;
   for (auto& [name, entry] : local_) {
-    if (entry->cache_bit < 0 && !entry->announced) {
+    if (!entry->announced) {
       entry->announced = true;
       put_string(&announced, name);
       entry->meta.serialize(&announced);
@@ -373,15 +384,25 @@ std::vector<int> Engine::missing_ranks(size_t bit) const {
   return out;
 }
 
+Engine::LocalEntry* Engine::find_local(const std::string& name) {
+  auto local = local_.find(name);
+  if (local != local_.end()) return local->second.get();
+  auto cached = cache_index_.find(name);
+  if (cached == cache_index_.end()) return nullptr;
+  return local_by_bit_[static_cast<size_t>(cached->second)].get();
+}
+
 void Engine::drop_local(const std::string& name) {
   auto local = local_.find(name);
-  if (local == local_.end()) return;
-  const int b = local->second->cache_bit;
-  if (b >= 0) {
-    my_bits_[static_cast<size_t>(b / 8)] &= static_cast<char>(~(1 << (b % 8)));
-    local_by_bit_[static_cast<size_t>(b)] = nullptr;
+  if (local != local_.end()) {
+    local_.erase(local);
+    return;
   }
-  local_.erase(local);
+  auto cached = cache_index_.find(name);
+  if (cached == cache_index_.end()) return;
+  const auto b = static_cast<size_t>(cached->second);
+  my_bits_[b / 8] &= static_cast<char>(~(1 << (b % 8)));
+  local_by_bit_[b].reset();
 }
 
 void Engine::cycle() {
@@ -391,7 +412,8 @@ void Engine::cycle() {
   if (my_bits_.size() != (cap + 7) / 8) {
     my_bits_.assign((cap + 7) / 8, '\0');
     any_bits_.assign((cap + 7) / 8, '\0');
-    local_by_bit_.assign(cap, nullptr);
+    local_by_bit_.clear();
+    local_by_bit_.resize(cap);
     bit_in_table_.assign(cap, 0);
     bit_first_seen_.assign(cap, 0.0);
     rank_bits_.assign(static_cast<size_t>(size_), std::string());
@@ -450,9 +472,8 @@ void Engine::cycle() {
                             std::to_string(static_cast<int>(opt_.stall_shutdown_s)) +
                             " s waiting on rank(s) " + rank_list(missing) +
                             " (RINGCC_STALL_SHUTDOWN_S)";
-    auto local = local_.find(name);
-    if (local != local_.end()) {
-      auto work = local->second->work;
+    if (LocalEntry* local = find_local(name)) {
+      auto work = local->work;
       drop_local(name);
       work->finish(std::make_exception_ptr(Error(ErrorKind::kTimeout, why)));
     }
@@ -486,7 +507,7 @@ void Engine::cycle() {
       ReadyItem item;
       item.name = cache_names_[b];
       item.meta = cache_metas_[b].get();
-      item.local = local_by_bit_[b];
+      item.local = local_by_bit_[b].get();
       item.bit = static_cast<int>(b);
       ready.push_back(std::move(item));
     }
@@ -509,8 +530,7 @@ void Engine::cycle() {
     item.name = *entry_names[e];
     item.entry = e;
     item.meta = &first_meta(*e);
-    auto local = local_.find(item.name);
-    item.local = local == local_.end() ? nullptr : local->second.get();
+    item.local = find_local(item.name);
     ready.push_back(std::move(item));
   }
 
@@ -532,7 +552,10 @@ void Engine::cycle() {
 
   bool any_pending = false;
   for (char c : any_bits_) any_pending = any_pending || c;
-  const bool idle = ready.empty() && table_.empty() && local_.empty() && !any_new && !any_pending;
+  bool mine_pending = false;
+  for (char c : my_bits_) mine_pending = mine_pending || c;
+  const bool idle = ready.empty() && table_.empty() && local_.empty() && !mine_pending && !any_new &&
+                    !any_pending;
   idle_cycles_ = idle ? idle_cycles_ + 1 : 0;
 
   productive_ = !ready.empty();
@@ -617,25 +640,30 @@ void Engine::remember(const std::string& name, const TableEntry& e) {
       }
     }
     if (!found) return;
-    cache_index_.erase(cache_names_[bit]);
     // A local tensor still announced through the evicted bit is announced
     // in full from the next cycle on.
-    if (LocalEntry* entry = local_by_bit_[bit]) {
+    if (local_by_bit_[bit]) {
+      std::unique_ptr<LocalEntry> entry = std::move(local_by_bit_[bit]);
       entry->cache_bit = -1;
       entry->announced = false;
       my_bits_[bit / 8] &= static_cast<char>(~(1 << (bit % 8)));
-      local_by_bit_[bit] = nullptr;
+      local_.emplace(cache_names_[bit], std::move(entry));
     }
     bit_first_seen_[bit] = 0;
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    ++cache_epoch_;
+    cache_index_.erase(cache_names_[bit]);
     cache_names_[bit] = name;
     cache_metas_[bit] = meta;
     cache_used_[bit] = stamp;
+    cache_index_[name] = static_cast<int>(bit);
   } else {
+    std::lock_guard<std::mutex> lock(cache_mu_);
     cache_names_.push_back(name);
     cache_metas_.push_back(meta);
     cache_used_.push_back(stamp);
+    cache_index_[name] = static_cast<int>(bit);
   }
-  cache_index_[name] = static_cast<int>(bit);
 }
 
 void Engine::run_ready(std::vector<ReadyItem>& ready) {

@@ -99,6 +99,9 @@ class Engine {
   // state, and (when this rank enqueued it) its local entry.
   void retire(const ReadyItem& item);
   void drop_local(const std::string& name);
+  LocalEntry* find_local(const std::string& name);
+  // The cache bit of name if it is cached with exactly this description.
+  int cached_bit(const std::string& name, const TensorMeta& meta) const;
   void inspect_stalls();
   // The first submitted description of e; "" in *why when all agree.
   const TensorMeta& first_meta(const TableEntry& e) const;
@@ -116,15 +119,23 @@ class Engine {
   // Shared with user threads.
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::pair<std::string, std::shared_ptr<Work>>> incoming_;
-  std::vector<std::vector<int64_t>> incoming_shapes_;
+  // Enqueued tensors the engine thread has not taken yet, described and
+  // looked up in the response cache by the enqueuing thread.
+  std::deque<std::pair<std::string, std::unique_ptr<LocalEntry>>> incoming_;
   std::shared_ptr<Work> join_work_;
   bool shutdown_requested_ = false;
   bool stopped_ = false;
   std::string broken_;
 
   // The engine thread's own state; identical on every rank where noted.
+  // My pending tensors: those announced in full by name, those announced by
+  // their cache bit by bit.
   std::unordered_map<std::string, std::unique_ptr<LocalEntry>> local_;
+  // The engine thread changes the cache under cache_mu_; enqueuing threads
+  // look names up under it. cache_epoch_ counts evictions: a lookup made
+  // before one is repeated.
+  mutable std::mutex cache_mu_;
+  uint64_t cache_epoch_ = 0;
   std::vector<std::string> cache_names_;                 // identical
   std::vector<std::shared_ptr<const TensorMeta>> cache_metas_;  // identical
   std::unordered_map<std::string, int> cache_index_;     // identical
@@ -135,7 +146,7 @@ class Engine {
   // rank that has not joined sets the bit; it needs no table entry unless
   // some rank announced the same name in full (bit_in_table_).
   std::string my_bits_;                       // bits of my pending cached tensors
-  std::vector<LocalEntry*> local_by_bit_;     // my pending tensor of each bit
+  std::vector<std::unique_ptr<LocalEntry>> local_by_bit_;  // my pending tensor of each bit
   std::vector<std::string> rank_bits_;        // identical: each rank's bits, last cycle
   std::string any_bits_;                      // identical: OR of rank_bits_
   std::vector<char> bit_in_table_;            // identical
