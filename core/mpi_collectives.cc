@@ -27,13 +27,6 @@ struct BlobPrefix {
 constexpr size_t kPrefix = sizeof(BlobPrefix);
 constexpr size_t kHeader = sizeof(OpHeader);
 
-void nap(int* round) {
-  const long us = std::min<long>(1000, 20L << std::min(*round, 6));
-  timespec ts{0, us * 1000L};
-  nanosleep(&ts, nullptr);
-  ++*round;
-}
-
 // Bytes of payload this rank would put in the exchange for `a`: its whole
 // input, except for broadcast where only the root contributes.
 int64_t payload_bytes(const CollectiveArgs& a, int rank) {
@@ -53,20 +46,25 @@ int64_t payload_bytes(const CollectiveArgs& a, int rank) {
 
 }  // namespace
 
-// Measured under mpirun on 2 cores (docs/benchmarks.md, "MPI transport"):
-// above the inline size Open MPI's own allreduce, reduce-scatter and
-// alltoall beat ring steps over MPI point-to-point (ob1 with CMA single-copy
-// moves each message once, the ring cuts it into pieces); allgather and
-// broadcast go native as well. RINGCC_MPI_ALGORITHM overrides this.
+// Measured under mpirun on the 2-core machine, 2 ranks (docs/benchmarks.md,
+// "MPI transport"): Open MPI's own allreduce wins up to a few MiB (one
+// single-copy exchange, then a local reduction), the ring over MPI
+// point-to-point wins above (at 64 MiB about 2x: it moves and reduces half
+// the data per rank); allgather, broadcast and alltoall only move data, and
+// MPI's own (single-copy CMA) are at least as fast as our ring at every size.
+// RINGCC_MPI_ALGORITHM=native|ring overrides this; RINGCC_MPI_RING_BYTES
+// moves the allreduce / reduce-scatter crossover (default 4 MiB per rank).
 bool MpiCollectives::auto_prefers_native(CollectiveKind kind, int64_t bytes, int size) {
   (void)size;
+  static const int64_t ring_bytes = env_int("RINGCC_MPI_RING_BYTES", 4 << 20);
   switch (kind) {
     case CollectiveKind::kAllreduce:
     case CollectiveKind::kReduceScatter:
+      return bytes < ring_bytes;
     case CollectiveKind::kAllgather:
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kAlltoall:
-      return bytes >= 0;
+      return true;
     default:
       return false;
   }
@@ -157,7 +155,7 @@ bool MpiCollectives::exchange(CollectiveArgs& a, Deadline deadline) {
     reqs.push_back(r);
     recv_of.push_back(-1);
   }
-  int round = 0;
+  MpiPause pause;
   size_t left = reqs.size();
   for (int spin = 0; left > 0; ++spin) {
     bool advanced = false;
@@ -178,11 +176,7 @@ bool MpiCollectives::exchange(CollectiveArgs& a, Deadline deadline) {
       }
     }
     if (left == 0) break;
-    if (advanced) {
-      spin = 0;
-      round = 0;
-      continue;
-    }
+    if (advanced) continue;
     if (Clock::now() >= deadline) {
       std::string waiting;
       for (size_t k = 0; k < reqs.size(); ++k) {
@@ -195,9 +189,9 @@ bool MpiCollectives::exchange(CollectiveArgs& a, Deadline deadline) {
             " waiting for rank(s) ", waiting.empty() ? std::string("?") : waiting,
             " over MPI (RINGCC_TIMEOUT_S sets the limit)");
     }
-    if (spin < 2000) continue;
+    if (spin < 200) continue;  // tests alone first: the peers are usually close
     if (spin % 64 == 0) transport_->check_failed();
-    nap(&round);
+    pause();
   }
   recv_bytes_[me] = len;
   std::memcpy(recv_blobs_.data() + blob_cap_ * me, s, std::min(len, blob_cap_));

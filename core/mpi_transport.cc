@@ -1,5 +1,6 @@
 #include "core/mpi_transport.h"
 
+#include <sched.h>
 #include <time.h>
 
 #include <algorithm>
@@ -12,22 +13,26 @@
 
 namespace ringcc {
 
-namespace {
-
-// Sleeps 20 us, then longer each round up to 1 ms.
-void nap(int* round) {
-  const long us = std::min<long>(1000, 20L << std::min(*round, 6));
-  timespec ts{0, us * 1000L};
-  nanosleep(&ts, nullptr);
-  ++*round;
+MpiPause::MpiPause() {
+  static const double spin_s = static_cast<double>(std::max<int64_t>(env_int("RINGCC_MPI_SPIN_US", 1000), 0)) / 1e6;
+  spin_until_ = deadline_after(spin_s);
 }
 
-}  // namespace
+void MpiPause::operator()() {
+  if (Clock::now() < spin_until_) {
+    sched_yield();
+    return;
+  }
+  const long us = std::min<long>(1000, 50L << std::min(round_, 5));
+  timespec ts{0, us * 1000L};
+  nanosleep(&ts, nullptr);
+  ++round_;
+}
 
 void mpi_wait(rcmpi_req* req, Deadline deadline, const char* what, int64_t* bytes) {
   const MpiApi& api = mpi_api();
-  int round = 0;
-  for (int spin = 0;; ++spin) {
+  MpiPause pause;
+  for (;;) {
     int done = 0;
     int rc = api.test(req, &done, bytes);
     if (rc != 0) {
@@ -40,7 +45,7 @@ void mpi_wait(rcmpi_req* req, Deadline deadline, const char* what, int64_t* byte
       raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(), " s in ", what,
             " waiting for the other MPI ranks (RINGCC_TIMEOUT_S sets the limit)");
     }
-    if (spin > 200) nap(&round);
+    pause();
   }
 }
 
@@ -166,8 +171,7 @@ class MpiSendRequest : public Request {
 
   void block(int timeout_ms) override {
     const Deadline until = deadline_after(timeout_ms / 1000.0);
-    int round = 0;
-    while (!progress() && Clock::now() < until) nap(&round);
+    while (!progress() && Clock::now() < until) pause_();
   }
 
   int peer() const override { return peer_; }
@@ -176,6 +180,7 @@ class MpiSendRequest : public Request {
   MpiTransport* t_;
   int peer_;
   std::vector<rcmpi_req*> reqs_;
+  MpiPause pause_;
 };
 
 class MpiRecvRequest : public Request {
@@ -204,8 +209,7 @@ class MpiRecvRequest : public Request {
 
   void block(int timeout_ms) override {
     const Deadline until = deadline_after(timeout_ms / 1000.0);
-    int round = 0;
-    while (!progress() && Clock::now() < until) nap(&round);
+    while (!progress() && Clock::now() < until) pause_();
   }
 
   int peer() const override { return link_->peer; }
@@ -214,6 +218,7 @@ class MpiRecvRequest : public Request {
   MpiTransport* t_;
   MpiTransport::Link* link_;
   std::shared_ptr<MpiTransport::Recv> recv_;
+  MpiPause pause_;
 };
 
 }  // namespace
