@@ -193,6 +193,9 @@ bool MpiCollectives::exchange(CollectiveArgs& a, Deadline deadline) {
     if (spin % 64 == 0) transport_->check_failed();
     pause();
   }
+  // A peer that gave up (timeout, abort) may have left its header of that
+  // collective behind: its abort notice outranks whatever the headers say.
+  if (n > 1) transport_->check_failed();
   recv_bytes_[me] = len;
   std::memcpy(recv_blobs_.data() + blob_cap_ * me, s, std::min(len, blob_cap_));
 

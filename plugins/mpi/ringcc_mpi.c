@@ -314,18 +314,27 @@ int rcmpi_take_tagged(rcmpi_comm* comm, int tag, void* buf, int cap, int* source
   return 0;
 }
 
+/* Reductions MPI may run for ringcc. Not 8-bit integers: ringcc's sums and
+ * products wrap around modulo 256, while Open MPI 5's vectorised MPI_SUM on
+ * MPI_INT8_T/MPI_UINT8_T saturates (127 + 1 = 127). */
+static int reducible(int dtype, int op, MPI_Datatype* t, MPI_Op* o) {
+  int size, rc;
+  if (dtype == DT_I8 || dtype == DT_U8) return RCMPI_ERR_UNSUPPORTED;
+  if ((rc = map_dtype(dtype, t, &size)) || (rc = map_op(op, o))) return rc;
+  return 0;
+}
+
 int rcmpi_supports(int dtype, int op) {
   MPI_Datatype t;
   MPI_Op o;
-  int size;
-  return map_dtype(dtype, &t, &size) == 0 && map_op(op, &o) == 0;
+  return reducible(dtype, op, &t, &o) == 0;
 }
 
 int rcmpi_allreduce(rcmpi_comm* comm, const void* in, void* out, int64_t count, int dtype, int op) {
   MPI_Datatype t;
   MPI_Op o;
-  int size, rc;
-  if ((rc = map_dtype(dtype, &t, &size)) || (rc = map_op(op, &o))) return rc;
+  int rc;
+  if ((rc = reducible(dtype, op, &t, &o))) return rc;
   if (!fits_int(count)) return RCMPI_ERR_TOO_LARGE;
   return MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, (int)count, t, o, comm->comm);
 }
@@ -334,8 +343,8 @@ int rcmpi_reduce_scatter(rcmpi_comm* comm, const void* in, void* out, const int6
                          int dtype, int op) {
   MPI_Datatype t;
   MPI_Op o;
-  int size, rc, n;
-  if ((rc = map_dtype(dtype, &t, &size)) || (rc = map_op(op, &o))) return rc;
+  int rc, n;
+  if ((rc = reducible(dtype, op, &t, &o))) return rc;
   MPI_Comm_size(comm->comm, &n);
   int* c = (int*)malloc(sizeof(int) * (size_t)n);
   if (!c) return MPI_ERR_NO_MEM;
