@@ -189,8 +189,7 @@ bool MpiCollectives::exchange(CollectiveArgs& a, Deadline deadline) {
             " waiting for rank(s) ", waiting.empty() ? std::string("?") : waiting,
             " over MPI (RINGCC_TIMEOUT_S sets the limit)");
     }
-    if (spin < 200) continue;  // tests alone first: the peers are usually close
-    if (spin % 64 == 0) transport_->check_failed();
+    if (spin % 64 == 63) transport_->check_failed();
     pause();
   }
   // A peer that gave up (timeout, abort) may have left its header of that

@@ -15,11 +15,15 @@ namespace ringcc {
 
 MpiPause::MpiPause() {
   static const double spin_s = static_cast<double>(std::max<int64_t>(env_int("RINGCC_MPI_SPIN_US", 1000), 0)) / 1e6;
+  const Clock::time_point now = Clock::now();
+  busy_until_ = now + std::chrono::microseconds(100);
   spin_until_ = deadline_after(spin_s);
 }
 
 void MpiPause::operator()() {
-  if (Clock::now() < spin_until_) {
+  const Clock::time_point now = Clock::now();
+  if (now < busy_until_) return;  // the first 100 us: test again at once (keeps the CPU)
+  if (now < spin_until_) {
     sched_yield();
     return;
   }

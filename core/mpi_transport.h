@@ -61,16 +61,18 @@ class MpiTransport : public Transport {
   std::vector<rcmpi_req*> abort_sends_;
 };
 
-// How a rank waits on MPI, which has no descriptor to sleep on: it yields
-// the CPU between tests for RINGCC_MPI_SPIN_US (default 1000 us: a peer a
-// little behind is caught without a sleep's wake-up delay), then sleeps in
-// slices from 50 us growing to 1 ms.
+// How a rank waits on MPI, which has no descriptor to sleep on: it tests
+// back to back for 100 us, then yields the CPU between tests until
+// RINGCC_MPI_SPIN_US (default 1000 us: a peer a little behind is caught
+// without a sleep's wake-up delay), then sleeps in slices from 50 us growing
+// to 1 ms.
 class MpiPause {
  public:
   MpiPause();
   void operator()();
 
  private:
+  Deadline busy_until_;
   Deadline spin_until_;
   int round_ = 0;
 };
