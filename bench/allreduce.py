@@ -343,7 +343,7 @@ class Bench:
         iters = a.iters if a.iters is not None else f"adaptive (~{a.target_s:g} s a point)"
         warmup = a.warmup if a.warmup is not None else "adaptive"
         print(f"# ringcc {getattr(self.rc, '__version__', '?')} benchmark: {self.world} ranks "
-              f"over {self.rc.transport_name()}, "
+              f"over {getattr(self.rc, 'transport_name', lambda: '?')()}, "
               f"{a.dtype}, {format_size(a.sizes[0])} .. {format_size(a.sizes[-1])} "
               f"({len(a.sizes)} sizes), iters {iters}, warmup {warmup}, {a.repeats} repeat(s)")
         print("# peers: " + (", ".join(f"{p} ({self.peer_info[p].get('version', '?')})" for p in shown)
