@@ -22,7 +22,11 @@ Peers (--compare):
   gloo  torch.distributed's gloo in these same processes, through torch's
         env:// rendezvous (ringrun sets RANK, WORLD_SIZE, MASTER_ADDR,
         MASTER_PORT), on tensors sharing the NumPy buffers.
-  mpi   mpi4py over Open MPI in a job of its own: rank 0 runs mpirun -np N
+  mpi   under mpirun/mpiexec (the bench started as an MPI job, e.g.
+        mpirun -np 2 python -m bench.allreduce): mpi4py's MPI_Allreduce,
+        MPI_Allgather and MPI_Bcast in these same processes, interleaved with
+        ringcc's sweeps (the default peer there). Otherwise
+        mpi4py over Open MPI in a job of its own: rank 0 runs mpirun -np N
         between the sweeps (bench.peers_mpi) while the other ranks sleep on a
         file in a directory rank 0 broadcast to them, so that no waiting rank
         spins on a CPU the MPI ranks need. Single host only.
@@ -151,6 +155,7 @@ class Bench:
         self.peers = []            # peers that run, in --compare order
         self.peer_info = {}        # name -> {"status", "reason", "version", "skipped_ops"}
         self.gloo = None
+        self.mpi_local = None      # the in-process MPI peer (the bench runs under mpirun)
         self.sync_dir = None
         # impl -> op -> nbytes -> {"count", "times", "iters", "wrong"}
         self.raw = {}
@@ -193,6 +198,16 @@ class Bench:
     def open_mpi(self):
         from . import peers_mpi
 
+        if peers_mpi.under_mpi_launcher():
+            backend, reason = peers_mpi.open_in_process()
+            if self.ours.max_over_ranks(0.0 if backend else 1.0) > 0:
+                self.skip_peer("mpi", reason or "mpi4py could not start on another rank")
+                return
+            self.mpi_local = backend
+            self.peers.append("mpi")
+            self.peer_info["mpi"] = {"status": "ok", "version": backend.version, "skipped_ops": {},
+                                     "mode": "in-process (mpi4py in the bench's own MPI job)"}
+            return
         reason = ""
         if self.rank0:
             reason = peers_mpi.probe() or ""
@@ -284,6 +299,8 @@ class Bench:
                     except Exception as e:  # noqa: BLE001 - a failing peer is reported, not fatal
                         self.skip_peer("gloo", f"failed during the sweep: {e}")
                         continue
+                elif self.mpi_local is not None:
+                    out = self.run_local(self.mpi_local, repeat)
                 else:
                     out = self.run_mpi(repeat)
                 if out is not None:
@@ -325,7 +342,8 @@ class Bench:
         agg = self.entries()
         iters = a.iters if a.iters is not None else f"adaptive (~{a.target_s:g} s a point)"
         warmup = a.warmup if a.warmup is not None else "adaptive"
-        print(f"# ringcc {getattr(self.rc, '__version__', '?')} benchmark: {self.world} ranks, "
+        print(f"# ringcc {getattr(self.rc, '__version__', '?')} benchmark: {self.world} ranks "
+              f"over {getattr(self.rc, 'transport_name', lambda: '?')()}, "
               f"{a.dtype}, {format_size(a.sizes[0])} .. {format_size(a.sizes[-1])} "
               f"({len(a.sizes)} sizes), iters {iters}, warmup {warmup}, {a.repeats} repeat(s)")
         print("# peers: " + (", ".join(f"{p} ({self.peer_info[p].get('version', '?')})" for p in shown)
@@ -388,6 +406,10 @@ def main(argv=None):
     except ImportError as e:
         sys.exit(f"bench.allreduce: cannot import ringcc ({e})")
     ringcc.init()
+    from .peers_mpi import under_mpi_launcher
+
+    if not args.compare and under_mpi_launcher():
+        args.compare = ["mpi"]  # under mpirun: beside MPI's own collectives by default
     bench = Bench(args, ringcc)
     try:
         code = bench.run()

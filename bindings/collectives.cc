@@ -16,7 +16,9 @@
 #include "core/communicator.h"
 #include "core/engine.h"
 #include "core/prefix_store.h"
+#include "core/env.h"
 #include "core/error.h"
+#include "core/mpi_library.h"
 #include "core/rendezvous.h"
 #include "core/store.h"
 
@@ -528,9 +530,31 @@ void bind_collectives(py::module_& m) {
       }, py::arg("tensors"), py::arg("op") = 0, py::arg("prescale") = 1.0,
          py::arg("postscale") = 1.0, py::arg("inplace") = false, py::arg("async_op") = false);
 
-  m.def("init", [] {
+  m.def("init", [](py::object mpi_handle) {
     if (g_comm) return;
-    ringcc::RendezvousInfo info = ringcc::rendezvous_from_env();
+    // The job through MPI: a communicator was given, or an MPI launcher
+    // started us without a store address (or RINGCC_TRANSPORT=mpi asks for
+    // MPI). Otherwise from the launcher's variables, as always.
+    const bool given = !mpi_handle.is_none();
+    const bool under_mpi = ringcc::launched_by_mpi() && !ringcc::env_is_set("RINGCC_RANK");
+    const bool no_address = !ringcc::env_is_set("RINGCC_MASTER_ADDR") && !ringcc::env_is_set("MASTER_ADDR");
+    const bool want_mpi_data = ringcc::env_str("RINGCC_TRANSPORT", "") == "mpi";
+    ringcc::RendezvousInfo info;
+    if (given || (under_mpi && (no_address || want_mpi_data))) {
+      const ringcc::MpiPluginInfo& plugin = ringcc::mpi_plugin_info();
+      if (!plugin.loaded && !given && !want_mpi_data) {
+        info = ringcc::rendezvous_from_env();  // raises the usual "set RINGCC_MASTER_ADDR" error
+      } else {
+        if (!plugin.loaded) {
+          ringcc::raise(ErrorKind::kNotInitialized, "ringcc cannot use MPI here: ", plugin.error);
+        }
+        const int64_t handle = given ? py::cast<int64_t>(mpi_handle) : -1;
+        py::gil_scoped_release release;
+        info = ringcc::rendezvous_from_mpi(handle);
+      }
+    } else {
+      info = ringcc::rendezvous_from_env();
+    }
     std::shared_ptr<ringcc::Communicator> c;
     std::unique_ptr<ringcc::Engine> e;
     {
@@ -550,6 +574,20 @@ void bind_collectives(py::module_& m) {
       g_comm = c;
     }
     g_engine = std::move(e);
+  }, py::arg("mpi_handle") = py::none());
+  m.def("mpi_built", [] { return ringcc::mpi_plugin_info().loaded; },
+        "True when ringcc's MPI plugin is present and loads (MPI usable).");
+  m.def("mpi_info", [] {
+    const ringcc::MpiPluginInfo& p = ringcc::mpi_plugin_info();
+    py::dict d;
+    d["built"] = p.loaded;
+    d["plugin"] = p.path;
+    d["library"] = p.library;
+    d["error"] = p.error;
+    return d;
+  });
+  m.def("_mpi_finalize_if_ours", [] {
+    if (ringcc::mpi_plugin_info().loaded) ringcc::mpi_finalize_if_ours();
   });
   m.def("shutdown", [] {
     if (!g_comm) return;

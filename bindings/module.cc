@@ -5,6 +5,7 @@
 #include "core/nccl_library.h"
 
 #include "bindings/errors.h"
+#include "core/mpi_library.h"
 
 namespace py = pybind11;
 
@@ -43,7 +44,7 @@ PYBIND11_MODULE(_core, m) {
     py::dict transports;
     transports["shm"] = true;
     transports["tcp"] = true;
-    transports["mpi"] = false;
+    transports["mpi"] = ringcc::mpi_plugin_info().loaded;  // the MPI plugin loads
     transports["nccl"] = false;
     info["transports"] = transports;
 #ifdef RINGCC_WITH_JAX_FFI

@@ -7,10 +7,17 @@
 #include <cstring>
 #include <map>
 
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
 #include "core/env.h"
 #include "core/error.h"
 #include "core/fusion_buffer.h"
 #include "core/log.h"
+#include "core/mpi_collectives.h"
+#include "core/mpi_library.h"
+#include "core/mpi_transport.h"
 #include "core/reduction.h"
 #include "core/sha256.h"
 #include "core/shm_collectives.h"
@@ -67,8 +74,83 @@ Communicator::~Communicator() {
   }
 }
 
+// Under MPI there is no MASTER_ADDR: rank 0 serves the store on a free port
+// (or RINGCC_MASTER_PORT) and sends its addresses, the port and the job
+// secret to the others with an MPI broadcast; they connect to the first
+// address that answers (127.0.0.1 first when every rank is on this host).
+void Communicator::meet_through_mpi(const RendezvousInfo& info, Deadline deadline) {
+  const MpiApi& api = mpi_api();
+  MpiComm& comm = *info.mpi;
+  std::string text;
+  if (rank_ == 0) {
+    if (secret_.empty()) secret_ = random_hex(32);
+    std::string error;
+    int port = 0;
+    try {
+      store_server_ = std::make_unique<TcpStoreServer>("", info.master_port, secret_);
+      port = store_server_->port();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    std::vector<std::string> addrs;
+    if (!info.master_addr.empty()) addrs.push_back(info.master_addr);
+    int local_rank = 0, local_size = 0;
+    if (api.comm_node(comm.get(), &local_rank, &local_size) == 0 && local_size == size_) {
+      addrs.push_back("127.0.0.1");
+    }
+    ifaddrs* ifs = nullptr;
+    if (getifaddrs(&ifs) == 0) {
+      for (ifaddrs* i = ifs; i; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+        char buf[INET_ADDRSTRLEN] = {};
+        inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof(buf));
+        if (std::string(buf).rfind("127.", 0) == 0) continue;
+        addrs.push_back(buf);
+      }
+      freeifaddrs(ifs);
+    }
+    addrs.push_back(host_name());
+    text = error.empty() ? "ok\n" : "error\n" + error + "\n";
+    text += std::to_string(port) + "\n" + secret_ + "\n";
+    for (const auto& a : addrs) text += a + "\n";
+  } else {
+    int local_rank = 0, local_size = 0;
+    api.comm_node(comm.get(), &local_rank, &local_size);  // collective: rank 0 calls it too
+  }
+  // Length first, then the text.
+  int64_t len = static_cast<int64_t>(text.size());
+  rcmpi_req* req = nullptr;
+  mpi_check(api.ibcast(comm.get(), &len, sizeof(len), 0, &req), "MPI_Ibcast");
+  mpi_wait(req, deadline, "the rendezvous through MPI");
+  text.resize(static_cast<size_t>(len));
+  mpi_check(api.ibcast(comm.get(), &text[0], len, 0, &req), "MPI_Ibcast");
+  mpi_wait(req, deadline, "the rendezvous through MPI");
+  auto lines = split_lines(text);
+  if (lines.size() < 4 || lines[0] != "ok") {
+    raise(ErrorKind::kInternal, "rank 0 could not serve the rendezvous store: ",
+          lines.size() > 1 ? lines[1] : std::string("?"));
+  }
+  const int port = std::stoi(lines[1]);
+  secret_ = lines[2];
+  std::string tried;
+  for (size_t i = 3; i < lines.size() && !store_; ++i) {
+    if (lines[i].empty()) continue;
+    try {
+      const Deadline one = std::min(deadline, deadline_after(rank_ == 0 ? 30.0 : 3.0));
+      store_ = std::make_shared<TcpStore>(lines[i], port, secret_, one);
+    } catch (const Error& e) {
+      tried += (tried.empty() ? "" : "; ") + lines[i] + ": " + e.what();
+    }
+  }
+  if (!store_) {
+    raise(ErrorKind::kTimeout, "cannot reach rank 0's rendezvous store at port ", port, " (", tried,
+          "); set RINGCC_MASTER_ADDR to an address of rank 0's host that the others can reach");
+  }
+}
+
 void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
   secret_ = info.secret;
+  if (!store_ && info.mpi) meet_through_mpi(info, deadline);
   if (!store_) {
     if (rank_ == 0) {
       store_server_ = std::make_unique<TcpStoreServer>("", info.master_port, secret_);
@@ -113,9 +195,34 @@ void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
   }
 
   const std::string mode = env_str("RINGCC_TRANSPORT", "auto");
-  if (mode != "auto" && mode != "tcp" && mode != "shm") {
-    raise(ErrorKind::kInvalidArgument, "RINGCC_TRANSPORT must be auto, tcp or shm, got '", mode,
+  if (mode != "auto" && mode != "tcp" && mode != "shm" && mode != "mpi") {
+    raise(ErrorKind::kInvalidArgument, "RINGCC_TRANSPORT must be auto, tcp, shm or mpi, got '", mode,
           "'");
+  }
+  if (mode == "mpi") {
+    if (!info.mpi) {
+      raise(ErrorKind::kInvalidArgument,
+            "RINGCC_TRANSPORT=mpi needs a job started through MPI (ringcc.init() under "
+            "mpirun/mpiexec/srun, or ringcc.init(comm=an_mpi4py_communicator)); this communicator "
+            "met through ", info.source);
+    }
+    const MpiState& state = mpi_ensure_initialized();
+    if (state.thread_level < RCMPI_THREAD_MULTIPLE) {
+      raise(ErrorKind::kInvalidArgument, "RINGCC_TRANSPORT=mpi needs MPI_THREAD_MULTIPLE (ringcc "
+            "calls MPI from its background threads) but MPI was initialised with ",
+            mpi_thread_level_name(state.thread_level),
+            "; initialise MPI with MPI_THREAD_MULTIPLE (mpi4py does by default; "
+            "mpi4py.rc.thread_level = 'multiple') or let ringcc initialise it");
+    }
+    mpi_comm_ = info.mpi->dup(timeout_s());
+    mpi_ = std::make_unique<MpiTransport>(mpi_comm_);
+    mpi_coll_ = std::make_unique<MpiCollectives>(mpi_comm_, mpi_.get());
+    for (int r = 0; r < size_; ++r) {
+      if (r != rank_) world_.links[static_cast<size_t>(r)] = mpi_.get();
+    }
+    RINGCC_LOG(kDebug, "joined ", size_, " ranks over MPI (job ", job_id_, ", ",
+               mpi_plugin_info().library, ")");
+    return;
   }
   const bool all_local = local_size_ == size_;
   if (mode == "shm" && !all_local) {
@@ -172,6 +279,7 @@ void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
 
 std::string Communicator::transport_name() const {
   if (size_ == 1) return "self";
+  if (mpi_coll_) return "mpi";
   if (shm_) return "shm";
   return local_shm_ ? "shm+tcp" : "tcp";
 }
@@ -316,7 +424,9 @@ void Communicator::execute(CollectiveArgs& a) {
   }
   const Deadline deadline = deadline_after(timeout_s());
   try {
-    if (shm_) {
+    if (mpi_coll_) {
+      mpi_coll_->run(*todo, scratch_, deadline);
+    } else if (shm_) {
       shm_->run(*todo, deadline);
     } else if (hierarchical_ && (todo->kind == CollectiveKind::kAllreduce ||
                                  todo->failed_kind == CollectiveKind::kAllreduce)) {
@@ -350,6 +460,7 @@ void Communicator::fail(const std::exception& e, bool) {
   if (shm_) shm_->abort(reason);
   if (local_shm_) local_shm_->abort(reason);
   if (tcp_) tcp_->abort(reason);
+  if (mpi_) mpi_->abort(reason);
   std::string message = reason;
   if (!first.empty() && first.find(reason) == std::string::npos) {
     message += " (first failure in the job: " + first + ")";
@@ -372,6 +483,7 @@ void Communicator::abort(const std::string& reason) {
   if (shm_) shm_->abort(reason);
   if (local_shm_) local_shm_->abort(reason);
   if (tcp_) tcp_->abort(reason);
+  if (mpi_) mpi_->abort(reason);
 }
 
 void Communicator::execute_grouped(std::vector<CollectiveArgs>& list) {
@@ -569,6 +681,9 @@ void Communicator::shutdown() {
   shm_.reset();
   local_shm_.reset();
   tcp_.reset();
+  mpi_coll_.reset();
+  mpi_.reset();
+  mpi_comm_.reset();
   store_.reset();
   store_server_.reset();
 }

@@ -23,6 +23,9 @@
 
 namespace ringcc {
 
+class MpiCollectives;
+class MpiComm;
+class MpiTransport;
 class ShmCollectives;
 class TcpStoreServer;
 class TcpTransport;
@@ -43,7 +46,7 @@ class Communicator {
   int local_size() const { return local_size_; }
   int cross_rank() const { return cross_rank_; }
   int cross_size() const { return cross_size_; }
-  // "shm", "tcp" or "shm+tcp": what carries the data.
+  // "shm", "tcp", "shm+tcp" or "mpi": what carries the data.
   std::string transport_name() const;
 
   // Runs a collective, blocking, after every earlier one.
@@ -82,6 +85,7 @@ class Communicator {
 
  private:
   void join_job(const RendezvousInfo& info, Deadline deadline);
+  void meet_through_mpi(const RendezvousInfo& info, Deadline deadline);
   void execute(CollectiveArgs& a);
   void hierarchical_allreduce(CollectiveArgs& a, Deadline deadline);
   void execute_grouped(std::vector<CollectiveArgs>& list);
@@ -103,6 +107,11 @@ class Communicator {
   std::shared_ptr<Store> store_;
   std::unique_ptr<TcpStoreServer> store_server_;
   std::unique_ptr<TcpTransport> tcp_;
+  // RINGCC_TRANSPORT=mpi: a communicator of our own, its transport and the
+  // collectives over it (core/mpi_collectives.h).
+  std::shared_ptr<MpiComm> mpi_comm_;
+  std::unique_ptr<MpiTransport> mpi_;
+  std::unique_ptr<MpiCollectives> mpi_coll_;
   std::unique_ptr<ShmCollectives> shm_;  // set when every rank is on this host
   // Across hosts: shared memory within this host, TCP between the ranks
   // that share our local rank (one per host).

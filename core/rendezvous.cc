@@ -4,6 +4,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/mpi_library.h"
 
 namespace ringcc {
 
@@ -52,6 +53,27 @@ RendezvousInfo rendezvous_from_env() {
           " but not where rank 0 serves the rendezvous store: set RINGCC_MASTER_ADDR and "
           "RINGCC_MASTER_PORT (or MASTER_ADDR and MASTER_PORT; ringcc then uses MASTER_PORT+1),"
           " or start the job with ringrun");
+  }
+  return info;
+}
+
+bool launched_by_mpi() {
+  return env_is_set("OMPI_COMM_WORLD_SIZE") || env_is_set("PMIX_RANK") || env_is_set("PMI_SIZE") ||
+         env_is_set("PMI_RANK") || env_is_set("MPI_LOCALNRANKS");
+}
+
+RendezvousInfo rendezvous_from_mpi(int64_t fortran_handle) {
+  RendezvousInfo info;
+  mpi_ensure_initialized();
+  info.mpi = MpiComm::dup_of_handle(fortran_handle, timeout_seconds());
+  info.rank = info.mpi->rank();
+  info.size = info.mpi->size();
+  info.source = fortran_handle < 0 ? "MPI (MPI_COMM_WORLD)" : "MPI (the communicator given to init)";
+  info.secret = env_str("RINGCC_SECRET", "");
+  info.master_addr = env_str("RINGCC_MASTER_ADDR", "");
+  if (env_is_set("RINGCC_MASTER_PORT")) info.master_port = static_cast<int>(env_int("RINGCC_MASTER_PORT", 0));
+  if (info.master_port < 0 || info.master_port > 65535) {
+    raise(ErrorKind::kInvalidArgument, "RINGCC_MASTER_PORT must be a TCP port, got ", info.master_port);
   }
   return info;
 }

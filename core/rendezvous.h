@@ -2,9 +2,13 @@
 // there are, and where rank 0 serves the rendezvous store.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
 
 namespace ringcc {
+
+class MpiComm;
 
 struct RendezvousInfo {
   int rank = 0;
@@ -15,6 +19,10 @@ struct RendezvousInfo {
   std::string source;       // which launcher's variables were used, for messages
   std::string advertise_address;  // where peers reach us; empty: found from the store
   double timeout_s = 0;           // bound on every wait; 0: RINGCC_TIMEOUT_S
+  // Set when the job was found through MPI (rendezvous_from_mpi): the
+  // communicator its ranks are numbered in. master_addr is then empty: rank
+  // 0 serves the store on a free port and tells the others through MPI.
+  std::shared_ptr<MpiComm> mpi;
 };
 
 // Reads, in order: ringrun (RINGCC_RANK/RINGCC_SIZE), Open MPI
@@ -25,5 +33,16 @@ struct RendezvousInfo {
 // keeps MASTER_PORT for its own store). Raises Error(kInvalidArgument) when
 // a multi-rank job lacks an address or a value is malformed.
 RendezvousInfo rendezvous_from_env();
+
+// True when an MPI launcher started this process (mpirun/mpiexec of Open
+// MPI, MPICH or Intel MPI, or a PMIx/PMI launcher such as srun --mpi=pmix).
+bool launched_by_mpi();
+
+// The job as MPI sees it: rank and size in the communicator whose Fortran
+// handle is given (mpi4py: comm.py2f()), or MPI_COMM_WORLD for a negative
+// handle. Initialises MPI unless the user already did (asking for
+// MPI_THREAD_MULTIPLE). Raises Error(kNotInitialized) when ringcc was built
+// without MPI or the plugin cannot be loaded.
+RendezvousInfo rendezvous_from_mpi(int64_t fortran_handle);
 
 }  // namespace ringcc

