@@ -787,8 +787,10 @@ def check_build() -> int:
         build_info = dict(core.build_info())
         if hasattr(core, "mpi_info"):
             build_info["mpi"] = dict(core.mpi_info())
-        gpu_libraries = importlib.import_module("ringcc.gpu_libraries")
-        build_info["nccl_library"] = {**gpu_libraries.nccl_info(), "hint": gpu_libraries.INSTALL_HINT}
+        if hasattr(core, "_find_nccl"):
+            gpu_libraries = importlib.import_module("ringcc.gpu_libraries")
+            build_info["nccl_library"] = {**core._find_nccl(gpu_libraries.nccl_candidates()),
+                                          "hint": gpu_libraries.INSTALL_HINT}
     except Exception as error:  # any failure here means: no usable core
         print(
             f"ringrun: cannot load the ringcc core (ringcc._core): {error}\n"
