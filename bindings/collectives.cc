@@ -614,7 +614,33 @@ void bind_collectives(py::module_& m) {
   m.def("fusion_threshold", [] { return comm().fusion_threshold(); });
 
   m.def("_allreduce", [](py::object t, py::object out, int op, double pre, double post,
-                         bool inplace, bool async, const std::string& name) {
+                         bool inplace, bool async, const std::string& name) -> py::object {
+    if (inplace && !async && name.empty()) {
+      // The latency-bound path (small blocking in-place allreduces in
+      // loops): no Prepared, no result callback.
+      ringcc::Communicator& c = comm();
+      CollectiveArgs a;
+      try {
+        BufferView in = view_of(t, true, "tensor");
+        a.kind = CollectiveKind::kAllreduce;
+        a.op = static_cast<ringcc::ReduceOp>(op);
+        a.prescale = pre;
+        a.postscale = post;
+        a.dtype = in.dtype;
+        a.in = in.ptr;
+        a.out = in.ptr;
+        a.count = in.count;
+        a.out_count = in.count;
+        a.row_elems = in.row_elems();
+      } catch (const ringcc::Error& e) {
+        fail_locally(c, CollectiveKind::kAllreduce, e);
+      }
+      {
+        py::gil_scoped_release release;
+        c.run(a);
+      }
+      return t;
+    }
     return do_allreduce(comm(), t, out, op, pre, post, inplace, async, name);
   }, py::arg("tensor"), py::arg("out"), py::arg("op"), py::arg("pre"), py::arg("post"),
      py::arg("inplace"), py::arg("async_op"), py::arg("name") = "");

@@ -105,7 +105,9 @@ def allreduce(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0, out=
 
 def allreduce_(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0):
     """Reduces `tensor` over all ranks in place; returns `tensor`."""
-    return _core._allreduce(tensor, None, _op(op), prescale_factor, postscale_factor, True, False)
+    if op.__class__ is not int or not Sum <= op <= Product:
+        op = _op(op)
+    return _core._allreduce(tensor, None, op, prescale_factor, postscale_factor, True, False)
 
 
 def allreduce_async(tensor, op=Sum, *, name=None, prescale_factor=1.0, postscale_factor=1.0,
