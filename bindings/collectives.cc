@@ -166,8 +166,8 @@ std::unique_ptr<Prepared> prep_allreduce(py::object tensor, py::object out, int 
 class Handle {
  public:
   Handle(std::shared_ptr<ringcc::Work> work, std::vector<std::unique_ptr<Prepared>> preps,
-         bool grouped)
-      : work_(std::move(work)), preps_(std::move(preps)), grouped_(grouped) {}
+         bool grouped, bool named = false)
+      : work_(std::move(work)), preps_(std::move(preps)), grouped_(grouped), named_(named) {}
 
   bool done() const { return work_->done(); }
 
@@ -178,6 +178,8 @@ class Handle {
       if (work_->done()) {
         ok = work_->wait(t);  // already complete: no need to let go of the GIL
       } else {
+        // Under the GIL, which shutdown() holds while it takes the engine.
+        if (named_ && g_engine) g_engine->nudge();
         py::gil_scoped_release release;
         ok = work_->wait(t);
       }
@@ -207,6 +209,7 @@ class Handle {
   std::shared_ptr<ringcc::Work> work_;
   std::vector<std::unique_ptr<Prepared>> preps_;
   bool grouped_;
+  bool named_;  // enqueued to the engine: nudge it before blocking
   bool finished_ = false;
   py::object result_ = py::none();
 };
@@ -225,7 +228,7 @@ py::object launch(ringcc::Communicator& c, CollectiveKind kind,
     std::shared_ptr<ringcc::Work> work = e.enqueue(name, p->args, p->shape);
     std::vector<std::unique_ptr<Prepared>> preps;
     preps.push_back(std::move(p));
-    return py::cast(std::make_shared<Handle>(work, std::move(preps), false));
+    return py::cast(std::make_shared<Handle>(work, std::move(preps), false, true));
   }
   try {
     p = make();

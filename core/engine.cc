@@ -145,6 +145,15 @@ int Engine::cached_bit(const std::string& name, const TensorMeta& meta) const {
   return *cache_metas_[static_cast<size_t>(cached->second)] == meta ? cached->second : -1;
 }
 
+void Engine::nudge() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (nudged_) return;
+    nudged_ = true;
+  }
+  cv_.notify_all();
+}
+
 std::shared_ptr<Work> Engine::join() {
   auto work = std::make_shared<Work>(std::vector<CollectiveArgs>(1), false);
   std::unique_lock<std::mutex> lock(mu_);
@@ -213,7 +222,10 @@ void Engine::loop() {
         if (!incoming_.empty()) idle_cycles_ = 0;
         next = std::chrono::steady_clock::now();
       } else {
-        cv_.wait_until(lock, next, [&] { return shutdown_requested_; });
+        // A rank blocked in synchronize() gains nothing from more batching:
+        // its nudge starts the next cycle at once.
+        cv_.wait_until(lock, next, [&] { return shutdown_requested_ || nudged_; });
+        nudged_ = false;
       }
     }
   }

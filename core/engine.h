@@ -74,6 +74,9 @@ class Engine {
   // Queues this rank's join: it completes when every rank has joined; its
   // result_count is the last rank to join.
   std::shared_ptr<Work> join();
+  // Starts the next cycle now instead of at the cycle time: for a caller
+  // that is about to block on an enqueued tensor.
+  void nudge();
 
   void start_timeline(const std::string& path);
   void stop_timeline();
@@ -124,6 +127,7 @@ class Engine {
   std::deque<std::pair<std::string, std::unique_ptr<LocalEntry>>> incoming_;
   std::shared_ptr<Work> join_work_;
   bool shutdown_requested_ = false;
+  bool nudged_ = false;
   bool stopped_ = false;
   std::string broken_;
 
