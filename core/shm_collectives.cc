@@ -32,6 +32,13 @@ constexpr uint64_t kProbeValue = 0x72696e6763636d61ULL;
 namespace {
 
 constexpr size_t kAlign = 4096;
+// The data areas start this far into a page. User buffers mostly start at
+// page offset 0 to 64 (malloc's and mmap's headers, 64-byte alignment), and
+// copying between addresses that sit a few bytes apart modulo 4 KiB makes
+// loads wait on unrelated stores (4K aliasing): with many small tensors of
+// one buffer (a fused batch) that halved the copy speed. Half a page keeps
+// them apart.
+constexpr size_t kAreaSkew = 2048 + 64;
 
 size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
@@ -132,7 +139,8 @@ ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix,
   small_bytes_ = static_cast<size_t>(std::min<int64_t>(
       env_int("RINGCC_SHM_SMALL_BYTES", 64 * 1024), static_cast<int64_t>(area_bytes_)));
   header_bytes_ = round_up(sizeof(OpHeader) + 8 * n, 64);
-  segment_bytes_ = round_up(sizeof(ShmControl) + 2 * header_bytes_, kAlign) + 2 * area_bytes_;
+  segment_bytes_ = round_up(sizeof(ShmControl) + 2 * header_bytes_, kAlign) + kAreaSkew +
+                   2 * area_bytes_;
 
   auto name_of = [&](size_t i) {
     return "/" + key_prefix + "-" + std::to_string(ranks_[i]);
@@ -213,7 +221,7 @@ uint8_t* ShmCollectives::header_slot(int i, int parity) const {
 
 uint8_t* ShmCollectives::area(int i, int parity) const {
   return segments_[static_cast<size_t>(i)].data() +
-         round_up(sizeof(ShmControl) + 2 * header_bytes_, kAlign) +
+         round_up(sizeof(ShmControl) + 2 * header_bytes_, kAlign) + kAreaSkew +
          static_cast<size_t>(parity) * area_bytes_;
 }
 
