@@ -218,14 +218,15 @@ namespace {
 
 // Runs a collective now, queues it in issue order (async), or hands it to
 // the engine by name (async with a name).
-py::object launch(ringcc::Communicator& c, CollectiveKind kind,
-                  std::function<std::unique_ptr<Prepared>()> make, bool async,
+template <class Make>  // () -> std::unique_ptr<Prepared>
+py::object launch(ringcc::Communicator& c, CollectiveKind kind, Make&& make, bool async,
                   const std::string& name = "") {
   std::unique_ptr<Prepared> p;
   if (!name.empty()) {
     ringcc::Engine& e = engine();
     p = make();  // a bad argument raises here; named peers learn of it as a stall
-    std::shared_ptr<ringcc::Work> work = e.enqueue(name, p->args, p->shape);
+    // The Prepared keeps only what the result needs; the engine owns the args.
+    std::shared_ptr<ringcc::Work> work = e.enqueue(name, std::move(p->args), p->shape);
     std::vector<std::unique_ptr<Prepared>> preps;
     preps.push_back(std::move(p));
     return py::cast(std::make_shared<Handle>(work, std::move(preps), false, true));
