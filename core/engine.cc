@@ -341,8 +341,9 @@ void Engine::apply_messages(const std::vector<std::string>& messages, std::vecto
     std::string& bits = rank_bits_[static_cast<size_t>(r)];
     bits = get_string(m, &pos);
     if (bits.size() != nbytes) {
-      raise(ErrorKind::kInternal, "negotiation message from rank ", r, " has ", bits.size(),
-            " bytes of cache bits, expected ", nbytes);
+      raise(ErrorKind::kMismatch, "rank ", r, "'s response cache holds ", bits.size() * 8,
+            " names but this rank's holds ", nbytes * 8,
+            ": RINGCC_CACHE_CAPACITY (HOROVOD_CACHE_CAPACITY) must be the same on every rank");
     }
     for (size_t k = 0; k < nbytes; ++k) any_bits_[k] |= bits[k];
     const uint32_t n_new = get_u32(m, &pos);

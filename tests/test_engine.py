@@ -263,3 +263,38 @@ def test_shutdown_fails_a_collective_no_peer_enqueued(ranks):
     for record in records.values():
         assert record["shutdown_s"] < SHUTDOWN_LIMIT_S, record
         check_after_shutdown(record)
+
+
+# --------------------------------------------------------------------------
+# Settings that must agree across ranks
+
+CACHE_CAPACITY_PROBE = """
+import os, numpy as np, ringcc
+ringcc.init()
+try:
+    ringcc.synchronize(ringcc.allreduce_async_(np.ones(4, np.float32), name="x"), 20)
+    print("OUTCOME none")
+except ringcc.RingccError as error:
+    print("OUTCOME", type(error).__name__, error)
+"""
+
+
+def test_different_cache_capacities_fail_every_rank_with_the_setting_named(tmp_path):
+    """Ranks whose response caches differ in size cannot agree on cache bits: every rank gets a
+    MismatchError naming RINGCC_CACHE_CAPACITY, instead of a hang or wrong tensors."""
+    import subprocess
+    import sys
+
+    from conftest import rank_environment, ringrun_command
+
+    script = tmp_path / "probe.py"
+    script.write_text(CACHE_CAPACITY_PROBE)
+    # Rank 1 runs with a smaller cache than rank 0.
+    wrapper = f'if [ "$RINGCC_RANK" = 1 ]; then export RINGCC_CACHE_CAPACITY=16; fi; exec "{sys.executable}" "{script}"'
+    command = ringrun_command(2, [], ["--timeout", "60"])[:-1] + ["sh", "-c", wrapper]
+    completed = subprocess.run(command, env=rank_environment({"RINGCC_TIMEOUT_S": "20"}),
+                               capture_output=True, text=True, timeout=90)
+    outcomes = [line.split("OUTCOME ", 1)[1] for line in completed.stdout.splitlines() if "OUTCOME " in line]
+    assert len(outcomes) == 2, completed.stdout + completed.stderr
+    for outcome in outcomes:
+        assert outcome.startswith("MismatchError") and "RINGCC_CACHE_CAPACITY" in outcome, outcome
