@@ -126,7 +126,7 @@ std::shared_ptr<Work> Engine::enqueue(const std::string& name, CollectiveArgs ar
   std::unique_lock<std::mutex> lock(mu_);
   if (!broken_.empty()) {
     lock.unlock();
-    work->finish(std::make_exception_ptr(Error(ErrorKind::kPeerFailure, broken_)));
+    work->finish(std::make_exception_ptr(Error(broken_kind_, broken_)));
     return work;
   }
   if (stopped_ || shutdown_requested_) {
@@ -160,7 +160,7 @@ std::shared_ptr<Work> Engine::join() {
   if (join_work_) {
     raise(ErrorKind::kInvalidArgument, "join() is already in progress on this rank");
   }
-  if (!broken_.empty()) raise(ErrorKind::kPeerFailure, broken_);
+  if (!broken_.empty()) raise(broken_kind_, broken_);
   if (stopped_) raise(ErrorKind::kNotInitialized, "ringcc has been shut down");
   join_work_ = work;
   cv_.notify_all();
@@ -236,7 +236,12 @@ void Engine::fail_all(const std::string& why, ErrorKind kind) {
   std::shared_ptr<Work> join_work;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (broken_.empty() && kind != ErrorKind::kNotInitialized) broken_ = why;
+    if (broken_.empty() && kind != ErrorKind::kNotInitialized) {
+      broken_ = why;
+      // Ranks that cannot agree on the engine's settings stay a mismatch;
+      // anything else that stops the engine is a failure of the job.
+      broken_kind_ = kind == ErrorKind::kMismatch ? kind : ErrorKind::kPeerFailure;
+    }
     stopped_ = true;
     incoming.swap(incoming_);
     join_work.swap(join_work_);

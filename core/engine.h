@@ -130,6 +130,7 @@ class Engine {
   bool nudged_ = false;
   bool stopped_ = false;
   std::string broken_;
+  ErrorKind broken_kind_ = ErrorKind::kPeerFailure;
 
   // The engine thread's own state; identical on every rank where noted.
   // My pending tensors: those announced in full by name, those announced by
