@@ -3,6 +3,9 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+
+#include <unistd.h>
 
 #include "core/error.h"
 
@@ -76,11 +79,49 @@ double env_double(const char* name, double fallback, const char* horovod_name) {
 }
 
 double timeout_seconds() {
+  // Asked before every collective. Looking a variable up scans the whole
+  // environment (hundreds of entries under mpirun), so the answer is kept
+  // until the environment changes: setenv/putenv/unsetenv (and Python's
+  // os.environ, which calls them) change the number of entries or put a new
+  // string where the variable was.
+  struct Cache {
+    char** env = nullptr;
+    size_t entries = 0;
+    long slot = -1;  // index of the variable that was used, -1: none set
+    char* entry = nullptr;
+    double seconds = 0;
+  };
+  thread_local Cache cache;
+  char** env = environ;
+  size_t entries = 0;
+  while (env && env[entries]) ++entries;
+  if (cache.env == env && cache.entries == entries && cache.env != nullptr &&
+      (cache.slot < 0 || env[cache.slot] == cache.entry)) {
+    return cache.seconds;
+  }
   const char* used = nullptr;
-  lookup("RINGCC_TIMEOUT_S", "HOROVOD_GLOO_TIMEOUT_SECONDS", &used);
+  const char* value = lookup("RINGCC_TIMEOUT_S", "HOROVOD_GLOO_TIMEOUT_SECONDS", &used);
   double seconds = env_double("RINGCC_TIMEOUT_S", 60.0, "HOROVOD_GLOO_TIMEOUT_SECONDS");
   RINGCC_CHECK(seconds > 0, ErrorKind::kInvalidArgument, used,
                " must be a positive number of seconds, got ", seconds);
+  long slot = -1;
+  if (value) {
+    for (size_t i = 0; i < entries; ++i) {
+      // The entry is "NAME=value"; value points just past the '='.
+      const char* e = env[i];
+      const size_t len = std::strlen(used);
+      if (std::strncmp(e, used, len) == 0 && e[len] == '=' && e + len + 1 == value) {
+        slot = static_cast<long>(i);
+        break;
+      }
+    }
+    if (slot < 0) return seconds;  // not found where expected: do not cache
+  }
+  cache.env = env;
+  cache.entries = entries;
+  cache.slot = slot;
+  cache.entry = slot >= 0 ? env[slot] : nullptr;
+  cache.seconds = seconds;
   return seconds;
 }
 

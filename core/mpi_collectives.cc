@@ -325,7 +325,10 @@ void MpiCollectives::arm(Deadline deadline, const char* what) {
   wd_armed_ = true;
   wd_deadline_ = deadline;
   wd_what_ = what;
-  wd_cv_.notify_all();
+  // A watchdog that waits for an earlier deadline finds the new one when
+  // that passes; only an idle one needs waking (a wake-up per collective
+  // would cost a thread switch each time).
+  if (wd_idle_) wd_cv_.notify_all();
 }
 
 void MpiCollectives::disarm() {
@@ -337,7 +340,9 @@ void MpiCollectives::watchdog_loop() {
   std::unique_lock<std::mutex> lock(wd_mu_);
   while (!wd_stop_) {
     if (!wd_armed_) {
+      wd_idle_ = true;
       wd_cv_.wait(lock);
+      wd_idle_ = false;
       continue;
     }
     const Deadline d = wd_deadline_;

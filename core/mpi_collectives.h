@@ -68,6 +68,7 @@ class MpiCollectives {
   std::mutex wd_mu_;
   std::condition_variable wd_cv_;
   bool wd_armed_ = false, wd_stop_ = false;
+  bool wd_idle_ = false;  // the watchdog waits with nothing armed
   Deadline wd_deadline_{};
   const char* wd_what_ = "";
   std::thread wd_thread_;
