@@ -18,6 +18,8 @@ from rank_harness import (
     CaseList,
     check_close,
     check_equal,
+    exact_input,
+    exact_inputs,
     expect,
     expect_error,
     fail,
@@ -60,24 +62,12 @@ def np_dtype(name):
 
 
 def data(ctx, rank, shape, dtype, salt=0, op="sum"):
-    """Rank `rank`'s input: small integers (exact in every dtype and for every op)."""
-    rng = ctx.rng(rank, salt)
-    dt = np_dtype(dtype)
-    if op == "product":
-        values = rng.integers(1, 3, size=shape)
-        if dt.kind == "i" or dt.kind == "f":
-            values = values * rng.choice([-1, 1], size=shape)
-    elif dt.kind == "u":
-        values = rng.integers(0, 256 // (2 * ctx.size), size=shape)
-    elif dt.itemsize == 1:
-        values = rng.integers(-128 // (2 * ctx.size), 128 // (2 * ctx.size), size=shape)
-    else:
-        values = rng.integers(-50, 50, size=shape)
-    return np.asarray(values).astype(dt)
+    """Rank `rank`'s input (small integers, exact in every dtype and op), for a jnp dtype name."""
+    return exact_input(ctx, rank, shape, np_dtype(dtype), salt, op)
 
 
 def all_inputs(ctx, shape, dtype, salt=0, op="sum"):
-    return [data(ctx, r, shape, dtype, salt, op) for r in range(ctx.size)]
+    return exact_inputs(ctx, shape, np_dtype(dtype), salt, op)
 
 
 def reference_reduce(arrays, op, dtype):

@@ -18,7 +18,8 @@ import sys
 
 import numpy as np
 
-from rank_harness import CaseList, check_close, check_equal, expect, expect_error, fail, run_cases
+from rank_harness import (CaseList, check_close, check_equal, exact_input, exact_inputs, expect,
+                          expect_error, fail, run_cases)
 
 mx = gluon = autograd = rmx = ringcc = None  # imported by main(): pytest reads CASES without MXNet
 
@@ -47,23 +48,8 @@ DTYPES = ["float16", "float32", "float64", "int8", "uint8", "int32", "int64"]
 RTOL = {"float16": 1e-3, "float32": 1e-6, "float64": 1e-14}
 
 
-def data(ctx, rank, shape, dtype, salt=0, op="sum"):
-    """Rank `rank`'s input: small integers, exact in every dtype and for every op."""
-    rng = ctx.rng(rank, salt)
-    dt = np.dtype(dtype)
-    if op == "product":
-        values = rng.integers(1, 3, size=shape) * (rng.choice([-1, 1], size=shape) if dt.kind != "u" else 1)
-    elif dt.kind == "u":
-        values = rng.integers(0, 256 // (2 * ctx.size), size=shape)
-    elif dt.itemsize == 1:
-        values = rng.integers(-128 // (2 * ctx.size), 128 // (2 * ctx.size), size=shape)
-    else:
-        values = rng.integers(-50, 50, size=shape)
-    return np.asarray(values).astype(dt)
-
-
-def all_inputs(ctx, shape, dtype, salt=0, op="sum"):
-    return [data(ctx, r, shape, dtype, salt, op) for r in range(ctx.size)]
+# Rank inputs: small integers, exact in every dtype and for every op.
+data, all_inputs = exact_input, exact_inputs
 
 
 def reduce_np(arrays, op):

@@ -183,6 +183,29 @@ def check_close(got, want64: np.ndarray, scale64: np.ndarray, rtol: float, what:
     return True
 
 
+def exact_input(ctx: "Context", rank: int, shape, dtype, salt: int = 0, op: str = "sum") -> np.ndarray:
+    """Rank `rank`'s input for a reduction case: small integers, exact in every dtype and for every
+    op (sums of all ranks stay in range; products of +-1 and 2). `dtype`: anything np.dtype takes."""
+    rng = ctx.rng(rank, salt)
+    dt = np.dtype(dtype)
+    if op == "product":
+        values = rng.integers(1, 3, size=shape)
+        if dt.kind == "i" or dt.kind == "f":
+            values = values * rng.choice([-1, 1], size=shape)
+    elif dt.kind == "u":
+        values = rng.integers(0, 256 // (2 * ctx.size), size=shape)
+    elif dt.itemsize == 1:
+        values = rng.integers(-128 // (2 * ctx.size), 128 // (2 * ctx.size), size=shape)
+    else:
+        values = rng.integers(-50, 50, size=shape)
+    return np.asarray(values).astype(dt)
+
+
+def exact_inputs(ctx: "Context", shape, dtype, salt: int = 0, op: str = "sum") -> List[np.ndarray]:
+    """exact_input of every rank, in rank order."""
+    return [exact_input(ctx, r, shape, dtype, salt, op) for r in range(ctx.size)]
+
+
 def expect_error(error_class, fragments: Iterable[str], call: Callable[[], object], what: str):
     """Runs call(), which must raise error_class with every fragment in its message.
 

@@ -640,6 +640,16 @@ class ProcessGroupRing(dist.ProcessGroup):
                 offset += n
         return self._issue("all_gather", opts, outs, start, finish)
 
+    def _check_root_list(self, what: str, root: int, lists, role: str, like: torch.Tensor) -> None:
+        """gather/scatter: the root passes one list of a tensor per rank; the others pass none."""
+        self._check_rank(root, "root")
+        if self._rank == root:
+            if len(lists) != 1:
+                raise ValueError(f"{what}: the root needs one list of {role} tensors")
+            self._check_list(list(lists[0]), f"{what} {role} list", like)
+        elif lists and any(len(t) for t in lists):
+            raise ValueError(f"{what}: only the root takes {role} tensors")
+
     def _check_list(self, tensors, what: str, like: Optional[torch.Tensor] = None) -> None:
         if len(tensors) != self._size:
             raise ValueError(f"{what} has {len(tensors)} tensors; the group has {self._size} ranks")
@@ -803,15 +813,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         outs = list(output_tensors[0]) if self._rank == root and output_tensors else []
         _check_cpu([inp, *outs], "gather")
 
-        def check():
-            self._check_rank(root, "root")
-            if self._rank == root:
-                if len(output_tensors) != 1:
-                    raise ValueError("gather: the root needs one list of output tensors")
-                self._check_list(outs, "gather output list", inp)
-            elif output_tensors and any(len(o) for o in output_tensors):
-                raise ValueError("gather: only the root takes output tensors")
-        self._checked("gather", check)
+        self._checked("gather", lambda: self._check_root_list("gather", root, output_tensors, "output", inp))
         units = _input_units(inp)
         splits = [0] * self._size
         splits[root] = units.numel()
@@ -837,15 +839,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         pieces = list(input_tensors[0]) if self._rank == root and input_tensors else []
         _check_cpu([out, *pieces], "scatter")
 
-        def check():
-            self._check_rank(root, "root")
-            if self._rank == root:
-                if len(input_tensors) != 1:
-                    raise ValueError("scatter: the root needs one list of input tensors")
-                self._check_list(pieces, "scatter input list", out)
-            elif input_tensors and any(len(i) for i in input_tensors):
-                raise ValueError("scatter: only the root takes input tensors")
-        self._checked("scatter", check)
+        self._checked("scatter", lambda: self._check_root_list("scatter", root, input_tensors, "input", out))
         unit = _unit_dtype(out.dtype)
         if pieces:
             send = torch.cat([_input_units(p) for p in pieces])
