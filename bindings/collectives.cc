@@ -168,6 +168,11 @@ class Handle {
   Handle(std::shared_ptr<ringcc::Work> work, std::vector<std::unique_ptr<Prepared>> preps,
          bool grouped, bool named = false)
       : work_(std::move(work)), preps_(std::move(preps)), grouped_(grouped), named_(named) {}
+  // A collective whose result is known up front (an in-place call returns
+  // its own tensor): no Prepared to carry.
+  Handle(std::shared_ptr<ringcc::Work> work, py::object result, bool named)
+      : work_(std::move(work)), grouped_(false), named_(named), fixed_result_(true),
+        result_(std::move(result)) {}
 
   bool done() const { return work_->done(); }
 
@@ -194,7 +199,9 @@ class Handle {
         preps_[i]->args.result_count = list[i].result_count;
         preps_[i]->args.recv_counts = list[i].recv_counts;
       }
-      if (grouped_) {
+      if (fixed_result_) {
+        // result_ was set at the start.
+      } else if (grouped_) {
         py::list outs;
         for (auto& p : preps_) outs.append(p->result(*p));
         result_ = outs;
@@ -211,6 +218,7 @@ class Handle {
   bool grouped_;
   bool named_;  // enqueued to the engine: nudge it before blocking
   bool finished_ = false;
+  bool fixed_result_ = false;
   py::object result_ = py::none();
 };
 
@@ -648,6 +656,27 @@ void bind_collectives(py::module_& m) {
     return do_allreduce(comm(), t, out, op, pre, post, inplace, async, name);
   }, py::arg("tensor"), py::arg("out"), py::arg("op"), py::arg("pre"), py::arg("post"),
      py::arg("inplace"), py::arg("async_op"), py::arg("name") = "");
+  // The per-tensor path of training loops (gradient hooks): a named, in-place
+  // asynchronous allreduce. It builds no Prepared: the handle's result is
+  // the tensor itself, which the handle keeps alive until it is done.
+  m.def("_allreduce_named_", [](py::object t, int op, double pre, double post,
+                                const std::string& name) -> py::object {
+    ringcc::Engine& e = engine();
+    BufferView in = view_of(t, true, "tensor");
+    CollectiveArgs a;
+    a.kind = CollectiveKind::kAllreduce;
+    a.op = static_cast<ringcc::ReduceOp>(op);
+    a.prescale = pre;
+    a.postscale = post;
+    a.dtype = in.dtype;
+    a.in = in.ptr;
+    a.out = in.ptr;
+    a.count = in.count;
+    a.out_count = in.count;
+    a.row_elems = in.row_elems();
+    std::shared_ptr<ringcc::Work> work = e.enqueue(name, std::move(a), std::move(in.shape));
+    return py::cast(std::make_shared<Handle>(std::move(work), std::move(t), true));
+  }, py::arg("tensor"), py::arg("op"), py::arg("pre"), py::arg("post"), py::arg("name"));
   m.def("_broadcast", [](py::object t, py::object out, int root, bool inplace, bool async,
                          const std::string& name) {
     return do_broadcast(comm(), t, out, root, inplace, async, name);

@@ -327,6 +327,34 @@ def allreduce_poll(ctx):
         check_equal(got, np.full(5, n * (n + 1) / 2), "poll/late")
 
 
+@CASES.case("allreduce/in-place-named-inputs")
+def allreduce_in_place_named_inputs(ctx):
+    """allreduce_async_ by name (the per-tensor path of training loops): bad
+    inputs raise on the calling rank before anything is enqueued, and the
+    handle's result is the caller's own array, reduced in place."""
+    base = np.arange(12, dtype=np.float32).reshape(3, 4)
+    expect_error(ringcc.InvalidArgumentError, ["not C-contiguous"],
+                 lambda: ringcc.allreduce_async_(base[:, ::2], name="inplace/strided"),
+                 "strided view")
+    frozen = np.ones(4, dtype=np.float32)
+    frozen.setflags(write=False)
+    expect_error(ringcc.InvalidArgumentError, ["read-only"],
+                 lambda: ringcc.allreduce_async_(frozen, name="inplace/read-only"), "read-only array")
+    expect_error(ringcc.UnsupportedTypeError, ["complex64", "supported"],
+                 lambda: ringcc.allreduce_async_(np.ones(4, np.complex64), name="inplace/complex"),
+                 "complex64 array")
+    expect_error(ringcc.InvalidArgumentError, ["name must be a non-empty string"],
+                 lambda: ringcc.allreduce_async_(np.ones(4, np.float32), name=7), "name=7")
+    # Every rank gets here having enqueued nothing: the named tensor below
+    # is the first one the others see.
+    x = np.full((2, 3), ctx.rank + 1.0, dtype=np.float64)
+    handle = ringcc.allreduce_async_(x, name="inplace/ok", op=ringcc.Sum, postscale_factor=0.5)
+    got = finish(handle, "inplace/ok")
+    expect(got is x, f"the handle's result should be the input array itself, got {type(got).__name__}")
+    n = ctx.size
+    check_equal(x, np.full((2, 3), n * (n + 1) / 2 * 0.5), "inplace/ok")
+
+
 @CASES.case("allreduce/synchronize-timeout")
 def allreduce_synchronize_timeout(ctx):
     """synchronize(h, timeout) raises TimeoutError while peers lag; the handle completes later."""

@@ -126,7 +126,10 @@ def allreduce_async_(tensor, op=Sum, *, name=None, prescale_factor=1.0, postscal
         op = _op(op)
     if name.__class__ is not str or not name:
         name = _name(name)
-    return _core._allreduce(tensor, None, op, prescale_factor, postscale_factor, True, True, name)
+        if not name:
+            return _core._allreduce(tensor, None, op, prescale_factor, postscale_factor, True,
+                                    True, name)
+    return _core._allreduce_named_(tensor, op, prescale_factor, postscale_factor, name)
 
 
 def grouped_allreduce(tensors, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0):
