@@ -149,6 +149,23 @@ void same_shape_output(Prepared& p, py::object tensor, py::object out, bool inpl
   p.result = default_result;
 }
 
+// The arguments of an allreduce that writes its result over its input
+// (the binding's fast paths, which need no Prepared).
+CollectiveArgs in_place_allreduce(const BufferView& in, int op, double pre, double post) {
+  CollectiveArgs a;
+  a.kind = CollectiveKind::kAllreduce;
+  a.op = static_cast<ringcc::ReduceOp>(op);
+  a.prescale = pre;
+  a.postscale = post;
+  a.dtype = in.dtype;
+  a.in = in.ptr;
+  a.out = in.ptr;
+  a.count = in.count;
+  a.out_count = in.count;
+  a.row_elems = in.row_elems();
+  return a;
+}
+
 std::unique_ptr<Prepared> prep_allreduce(py::object tensor, py::object out, int op, double pre,
                                          double post, bool inplace) {
   auto p = std::make_unique<Prepared>();
@@ -633,17 +650,7 @@ void bind_collectives(py::module_& m) {
       ringcc::Communicator& c = comm();
       CollectiveArgs a;
       try {
-        BufferView in = view_of(t, true, "tensor");
-        a.kind = CollectiveKind::kAllreduce;
-        a.op = static_cast<ringcc::ReduceOp>(op);
-        a.prescale = pre;
-        a.postscale = post;
-        a.dtype = in.dtype;
-        a.in = in.ptr;
-        a.out = in.ptr;
-        a.count = in.count;
-        a.out_count = in.count;
-        a.row_elems = in.row_elems();
+        a = in_place_allreduce(view_of(t, true, "tensor"), op, pre, post);
       } catch (const ringcc::Error& e) {
         fail_locally(c, CollectiveKind::kAllreduce, e);
       }
@@ -663,17 +670,8 @@ void bind_collectives(py::module_& m) {
                                 const std::string& name) -> py::object {
     ringcc::Engine& e = engine();
     BufferView in = view_of(t, true, "tensor");
-    CollectiveArgs a;
-    a.kind = CollectiveKind::kAllreduce;
-    a.op = static_cast<ringcc::ReduceOp>(op);
-    a.prescale = pre;
-    a.postscale = post;
-    a.dtype = in.dtype;
-    a.in = in.ptr;
-    a.out = in.ptr;
-    a.count = in.count;
-    a.out_count = in.count;
-    a.row_elems = in.row_elems();
+    // Built before in.shape moves out (row_elems() reads it).
+    CollectiveArgs a = in_place_allreduce(in, op, pre, post);
     std::shared_ptr<ringcc::Work> work = e.enqueue(name, std::move(a), std::move(in.shape));
     return py::cast(std::make_shared<Handle>(std::move(work), std::move(t), true));
   }, py::arg("tensor"), py::arg("op"), py::arg("pre"), py::arg("post"), py::arg("name"));
