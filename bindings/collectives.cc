@@ -12,7 +12,10 @@
 
 #include "bindings/buffer_view.h"
 #include "bindings/errors.h"
+#include "bindings/fastcall_args.h"
 #include "bindings/global_communicator.h"
+#include "bindings/handle.h"
+#include "bindings/prepared.h"
 #include "core/communicator.h"
 #include "core/engine.h"
 #include "core/prefix_store.h"
@@ -50,16 +53,6 @@ ringcc::Communicator& comm() {
   }
   return *g_comm;
 }
-
-// One prepared collective: its arguments, what must stay alive until it
-// completes, and how to turn it into the Python result.
-struct Prepared {
-  CollectiveArgs args;
-  std::vector<int64_t> shape;  // the input's full shape
-  std::vector<py::object> keep;
-  py::object out;  // the output array (set late for allgather/alltoall)
-  std::function<py::object(Prepared&)> result;
-};
 
 py::object default_result(Prepared& p) { return p.out; }
 
@@ -179,66 +172,6 @@ std::unique_ptr<Prepared> prep_allreduce(py::object tensor, py::object out, int 
 
 }  // namespace
 
-// A handle to an asynchronous collective.
-class Handle {
- public:
-  Handle(std::shared_ptr<ringcc::Work> work, std::vector<std::unique_ptr<Prepared>> preps,
-         bool grouped, bool named = false)
-      : work_(std::move(work)), preps_(std::move(preps)), grouped_(grouped), named_(named) {}
-  // A collective whose result is known up front (an in-place call returns
-  // its own tensor): no Prepared to carry.
-  Handle(std::shared_ptr<ringcc::Work> work, py::object result, bool named)
-      : work_(std::move(work)), grouped_(false), named_(named), fixed_result_(true),
-        result_(std::move(result)) {}
-
-  bool done() const { return work_->done(); }
-
-  py::object wait(py::object timeout) {
-    if (!finished_) {
-      double t = timeout.is_none() ? -1.0 : timeout.cast<double>();
-      bool ok;
-      if (work_->done()) {
-        ok = work_->wait(t);  // already complete: no need to let go of the GIL
-      } else {
-        // Under the GIL, which shutdown() holds while it takes the engine.
-        if (named_ && g_engine) g_engine->nudge();
-        py::gil_scoped_release release;
-        ok = work_->wait(t);
-      }
-      if (!ok) {
-        throw_python(static_cast<int>(ErrorKind::kTimeout),
-                     "the collective did not complete within the wait's timeout");
-      }
-      finished_ = true;
-      // Copy the core's results back into each Prepared.
-      auto& list = work_->list();
-      for (size_t i = 0; i < preps_.size(); ++i) {
-        preps_[i]->args.result_count = list[i].result_count;
-        preps_[i]->args.recv_counts = list[i].recv_counts;
-      }
-      if (fixed_result_) {
-        // result_ was set at the start.
-      } else if (grouped_) {
-        py::list outs;
-        for (auto& p : preps_) outs.append(p->result(*p));
-        result_ = outs;
-      } else {
-        result_ = preps_.empty() ? py::none() : preps_[0]->result(*preps_[0]);
-      }
-    }
-    return result_;
-  }
-
- private:
-  std::shared_ptr<ringcc::Work> work_;
-  std::vector<std::unique_ptr<Prepared>> preps_;
-  bool grouped_;
-  bool named_;  // enqueued to the engine: nudge it before blocking
-  bool finished_ = false;
-  bool fixed_result_ = false;
-  py::object result_ = py::none();
-};
-
 namespace {
 
 // Runs a collective now, queues it in issue order (async), or hands it to
@@ -252,9 +185,11 @@ py::object launch(ringcc::Communicator& c, CollectiveKind kind, Make&& make, boo
     p = make();  // a bad argument raises here; named peers learn of it as a stall
     // The Prepared keeps only what the result needs; the engine owns the args.
     std::shared_ptr<ringcc::Work> work = e.enqueue(name, std::move(p->args), p->shape);
-    std::vector<std::unique_ptr<Prepared>> preps;
-    preps.push_back(std::move(p));
-    return py::cast(std::make_shared<Handle>(work, std::move(preps), false, true));
+    HandleState h;
+    h.work = std::move(work);
+    h.preps.push_back(std::move(p));
+    h.named = true;
+    return make_handle(std::move(h));
   }
   try {
     p = make();
@@ -268,9 +203,10 @@ py::object launch(ringcc::Communicator& c, CollectiveKind kind, Make&& make, boo
       work = c.submit(p->args);
     }
     // The allocator points at the Prepared that the handle now owns.
-    std::vector<std::unique_ptr<Prepared>> preps;
-    preps.push_back(std::move(p));
-    return py::cast(std::make_shared<Handle>(work, std::move(preps), false));
+    HandleState h;
+    h.work = std::move(work);
+    h.preps.push_back(std::move(p));
+    return make_handle(std::move(h));
   }
   {
     py::gil_scoped_release release;
@@ -400,7 +336,11 @@ py::object do_grouped_allreduce(ringcc::Communicator& c, py::list tensors, int o
       py::gil_scoped_release release;
       work = c.submit_grouped(std::move(list));
     }
-    return py::cast(std::make_shared<Handle>(work, std::move(preps), true));
+    HandleState h;
+    h.work = std::move(work);
+    h.preps = std::move(preps);
+    h.grouped = true;
+    return make_handle(std::move(h));
   }
   {
     py::gil_scoped_release release;
@@ -463,6 +403,119 @@ class PythonStore : public ringcc::Store {
 
 using CommPtr = std::shared_ptr<ringcc::Communicator>;
 
+
+// The per-tensor paths of training loops, written against the CPython API
+// (pybind11's dispatcher and instance registry cost more than the work).
+
+// A number for a scale factor: a float or an int, else false.
+bool scale_of(PyObject* o, double* out) {
+  if (PyFloat_CheckExact(o)) {
+    *out = PyFloat_AS_DOUBLE(o);
+    return true;
+  }
+  if (PyLong_CheckExact(o)) {
+    *out = PyLong_AsDouble(o);
+    if (*out == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+    return true;
+  }
+  return false;
+}
+
+// ringcc.allreduce_async_: a named in-place allreduce handed to the engine.
+// `self` is the general Python implementation, called for everything but
+// the common case (a tensor, an int op, a non-empty str name, numeric
+// scales): other arguments, their errors and the unnamed path stay its.
+// The handle's result is the tensor itself, kept alive until done.
+PyObject* allreduce_async_inplace(PyObject* general, PyObject* const* args, Py_ssize_t nargs,
+                                  PyObject* kwnames) {
+  static const FastcallParams params(
+      "allreduce_async_", {"tensor", "op", "name", "prescale_factor", "postscale_factor"}, 2, 1);
+  PyObject *tensor = nullptr, *op_obj = nullptr, *name = nullptr, *pre_obj = nullptr,
+           *post_obj = nullptr;
+  long op = 0;
+  double pre = 1.0, post = 1.0;
+  Py_ssize_t name_len = 0;
+  const char* name_text = nullptr;
+  const bool fast =
+      params.try_bind(args, nargs, kwnames, &tensor, &op_obj, &name, &pre_obj, &post_obj) &&
+      (!op_obj || (PyLong_CheckExact(op_obj) && (op = PyLong_AsLong(op_obj)) >= 0 &&
+                   op <= static_cast<long>(ringcc::ReduceOp::kProduct))) &&
+      name && PyUnicode_CheckExact(name) && PyUnicode_GET_LENGTH(name) > 0 &&
+      (!pre_obj || scale_of(pre_obj, &pre)) && (!post_obj || scale_of(post_obj, &post)) &&
+      (name_text = PyUnicode_AsUTF8AndSize(name, &name_len)) != nullptr;
+  if (!fast) {
+    PyErr_Clear();
+    return PyObject_Vectorcall(general, args, static_cast<size_t>(nargs), kwnames);
+  }
+  try {
+    ringcc::Engine& e = engine();
+    BufferView in = view_of(tensor, true, "tensor");
+    // Built before in.shape moves out (row_elems() reads it).
+    CollectiveArgs a = in_place_allreduce(in, static_cast<int>(op), pre, post);
+    HandleState h;
+    h.work = e.enqueue(std::string(name_text, static_cast<size_t>(name_len)), std::move(a),
+                       std::move(in.shape));
+    h.named = true;
+    h.fixed_result = true;
+    h.result = py::reinterpret_borrow<py::object>(tensor);
+    return make_handle(std::move(h)).release().ptr();
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
+PyMethodDef g_allreduce_async_inplace_def = {
+    "allreduce_async_",
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(allreduce_async_inplace)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "allreduce_async_($self, tensor, op=0, *, name=None, prescale_factor=1.0, postscale_factor=1.0)\n"
+    "--\n\n"
+    "Starts an in-place allreduce of `tensor`; returns a Handle whose result is `tensor`.\n"
+    "With a `name`, the background engine matches it by name across ranks (any enqueue\n"
+    "order) and fuses it with other ready tensors."};
+
+// ringcc.synchronize(handle, timeout=None): waits for a Handle (or calls
+// any other handle's wait(timeout)) and returns its result.
+PyObject* synchronize(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  static const FastcallParams params("synchronize", {"handle", "timeout"}, 2, 1);
+  PyObject *handle = nullptr, *timeout = Py_None;
+  if (!params.bind(args, nargs, kwnames, &handle, &timeout)) return nullptr;
+  HandleState* h = handle_state(handle);
+  if (!h) return PyObject_CallMethod(handle, "wait", "O", timeout);
+  return wait_handle(*h, timeout);
+}
+
+// ringcc.poll(handle): True once the collective behind it has completed.
+PyObject* poll(PyObject*, PyObject* handle) {
+  HandleState* h = handle_state(handle);
+  if (!h) return PyObject_CallMethod(handle, "done", nullptr);
+  return PyBool_FromLong(h->work->done());
+}
+
+PyMethodDef g_fast_functions[] = {
+    {"synchronize", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(synchronize)),
+     METH_FASTCALL | METH_KEYWORDS,
+     "synchronize(handle, timeout=None)\n--\n\n"
+     "Waits for `handle` and returns its result (raises its error)."},
+    {"poll", poll, METH_O,
+     "poll(handle)\n--\n\nTrue once the collective behind `handle` has completed."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+void bind_fast_paths(py::module_& m) {
+  if (PyModule_AddFunctions(m.ptr(), g_fast_functions) != 0) throw py::error_already_set();
+  // _allreduce_async_inplace(general) -> ringcc.allreduce_async_ over `general`.
+  m.def("_allreduce_async_inplace", [](py::object general) {
+    PyObject* f = PyCFunction_NewEx(&g_allreduce_async_inplace_def, general.ptr(), nullptr);
+    if (!f) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(f);
+  });
+}
+
 }  // namespace
 
 std::shared_ptr<ringcc::Communicator> global_communicator() {
@@ -474,11 +527,13 @@ std::shared_ptr<ringcc::Communicator> global_communicator() {
   return g_comm;
 }
 
+void nudge_engine() {
+  if (g_engine) g_engine->nudge();
+}
+
 void bind_collectives(py::module_& m) {
-  py::class_<Handle, std::shared_ptr<Handle>>(m, "Handle", "A collective in flight: wait() for its result, done() to poll.")
-      .def("wait", &Handle::wait, py::arg("timeout") = py::none(),
-           "Blocks until the collective completes and returns its result; raises its error.")
-      .def("done", &Handle::done, "True once the collective has completed (or failed).");
+  bind_handle(m);
+  bind_fast_paths(m);
 
   // A communicator of its own, for adapters that run several process
   // groups: rank and size within the group, and a Python store to meet in.
@@ -663,18 +718,6 @@ void bind_collectives(py::module_& m) {
     return do_allreduce(comm(), t, out, op, pre, post, inplace, async, name);
   }, py::arg("tensor"), py::arg("out"), py::arg("op"), py::arg("pre"), py::arg("post"),
      py::arg("inplace"), py::arg("async_op"), py::arg("name") = "");
-  // The per-tensor path of training loops (gradient hooks): a named, in-place
-  // asynchronous allreduce. It builds no Prepared: the handle's result is
-  // the tensor itself, which the handle keeps alive until it is done.
-  m.def("_allreduce_named_", [](py::object t, int op, double pre, double post,
-                                const std::string& name) -> py::object {
-    ringcc::Engine& e = engine();
-    BufferView in = view_of(t, true, "tensor");
-    // Built before in.shape moves out (row_elems() reads it).
-    CollectiveArgs a = in_place_allreduce(in, op, pre, post);
-    std::shared_ptr<ringcc::Work> work = e.enqueue(name, std::move(a), std::move(in.shape));
-    return py::cast(std::make_shared<Handle>(std::move(work), std::move(t), true));
-  }, py::arg("tensor"), py::arg("op"), py::arg("pre"), py::arg("post"), py::arg("name"));
   m.def("_broadcast", [](py::object t, py::object out, int root, bool inplace, bool async,
                          const std::string& name) {
     return do_broadcast(comm(), t, out, root, inplace, async, name);

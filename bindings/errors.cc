@@ -26,6 +26,25 @@ void throw_python(int kind, const std::string& message) {
   throw py::error_already_set();
 }
 
+void set_python_error() {
+  try {
+    throw;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const ringcc::Error& e) {
+    PyObject* cls = g_classes[static_cast<int>(e.kind())];
+    PyErr_SetString(cls ? cls : PyExc_RuntimeError, e.what());
+  } catch (const py::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "unknown C++ exception in ringcc");
+  }
+}
+
 void bind_errors(py::module_& m) {
   using ringcc::ErrorKind;
   PyObject* base = make_class(m, "RingccError", PyExc_Exception,

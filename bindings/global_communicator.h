@@ -13,4 +13,8 @@ namespace ringcc_py {
 // without the GIL, from any thread.
 std::shared_ptr<ringcc::Communicator> global_communicator();
 
+// Starts the background engine's next cycle now (nothing before init()):
+// for a caller about to block on a named collective. Needs the GIL.
+void nudge_engine();
+
 }  // namespace ringcc_py

@@ -355,6 +355,87 @@ def allreduce_in_place_named_inputs(ctx):
     check_equal(x, np.full((2, 3), n * (n + 1) / 2 * 0.5), "inplace/ok")
 
 
+class _DuckHandle:
+    """A handle of another kind (an adapter's): synchronize and poll call its methods."""
+
+    def __init__(self):
+        self.timeouts = []
+
+    def wait(self, timeout=None):
+        self.timeouts.append(timeout)
+        return "duck result"
+
+    def done(self):
+        return "duck done"
+
+
+@CASES.case("allreduce/in-place-named-arguments")
+def allreduce_in_place_named_arguments(ctx):
+    """The compiled allreduce_async_ takes the common arguments itself and
+    hands the rest (a str op, no name, bad arguments) to the general path:
+    every form gives the same results and errors; synchronize and poll work
+    on other handles too; a handle dropped before its tensor ran keeps the
+    tensor alive until it has."""
+    import weakref
+
+    n = ctx.size
+    x = np.full(5, ctx.rank + 1.0, dtype=np.float32)
+    y = np.full(5, ctx.rank + 1.0, dtype=np.float32)
+    z = np.full(5, ctx.rank + 1.0, dtype=np.float32)
+    u = np.full(5, ctx.rank + 1.0, dtype=np.float32)
+    handles = [
+        ringcc.allreduce_async_(x, "max", name="args/str-op"),             # general path
+        ringcc.allreduce_async_(y, ringcc.Max, name="args/positional-op"),
+        ringcc.allreduce_async_(z, name="args/int-scale", prescale_factor=2, postscale_factor=0.25),
+        ringcc.allreduce_async_(u, ringcc.Sum),                          # unnamed: issue order
+    ]
+    got = [finish(h, f"args/{i}") for i, h in enumerate(handles)]
+    expect(got[0] is x and got[1] is y and got[2] is z and got[3] is u,
+           "every allreduce_async_ form returns the input array")
+    check_equal(x, np.full(5, float(n), dtype=np.float32), "str op 'max'")
+    check_equal(y, np.full(5, float(n), dtype=np.float32), "positional ringcc.Max")
+    check_equal(z, np.full(5, n * (n + 1) / 2 * 2 * 0.25, dtype=np.float32), "int prescale_factor")
+    check_equal(u, np.full(5, n * (n + 1) / 2, dtype=np.float32), "unnamed allreduce_async_")
+    expect_error(ringcc.InvalidArgumentError, ["unknown reduction"],
+                 lambda: ringcc.allreduce_async_(x, True, name="args/bool-op"), "op=True")
+    expect_error(ringcc.InvalidArgumentError, ["unknown reduction"],
+                 lambda: ringcc.allreduce_async_(x, 9, name="args/op-9"), "op=9")
+    expect_error(TypeError, ["colour"],
+                 lambda: ringcc.allreduce_async_(x, name="args/kw", colour=1), "unknown keyword")
+    expect_error(TypeError, ["positional"],
+                 lambda: ringcc.allreduce_async_(x, 0, "args/pos"), "name given by position")
+    expect_error(TypeError, ["op"],
+                 lambda: ringcc.allreduce_async_(x, 0, op=0, name="args/twice"), "op given twice")
+    expect_error(TypeError, ["cannot be created directly"], lambda: ringcc.Handle(), "ringcc.Handle()")
+    expect_error(TypeError, ["str"], lambda: ringcc.synchronize(handles[0], "soon"), "timeout='soon'")
+    expect_error(TypeError, ["handle"], lambda: ringcc.synchronize(), "synchronize()")
+    duck = _DuckHandle()
+    expect(ringcc.synchronize(duck, 3) == "duck result" and duck.timeouts == [3],
+           f"synchronize(other handle) calls its wait(timeout): {duck.timeouts}")
+    expect(ringcc.poll(duck) == "duck done", "poll(other handle) calls its done()")
+    expect("done" in repr(handles[0]), f"repr of a finished handle: {handles[0]!r}")
+
+    # Rank 0 drops its handle while rank 1 has not enqueued the tensor yet.
+    if ctx.rank == 0:
+        dropped = np.full(4, 1.0, dtype=np.float32)
+        alive = weakref.ref(dropped)
+        ringcc.allreduce_async_(dropped, name="args/dropped")  # the handle goes at once
+        del dropped
+        if n > 1:
+            expect(alive() is not None, "a dropped handle's pending tensor was freed before it ran")
+        ringcc.barrier()
+    else:
+        ringcc.barrier()
+        finish(ringcc.allreduce_async_(np.full(4, 1.0, dtype=np.float32), name="args/dropped"),
+               "args/dropped")
+    # The next named tensor runs after "args/dropped" on every rank; a handle
+    # made after it releases what the dropped handle kept.
+    finish(ringcc.allreduce_async_(np.ones(2, np.float32), name="args/after-dropped"), "args/after-dropped")
+    finish(ringcc.allreduce_async_(np.ones(2, np.float32), name="args/sweep"), "args/sweep")
+    if ctx.rank == 0:
+        expect(alive() is None, "the dropped handle's tensor is still alive after it ran")
+
+
 @CASES.case("allreduce/synchronize-timeout")
 def allreduce_synchronize_timeout(ctx):
     """synchronize(h, timeout) raises TimeoutError while peers lag; the handle completes later."""

@@ -120,16 +120,20 @@ def allreduce_async(tensor, op=Sum, *, name=None, prescale_factor=1.0, postscale
 
 
 def allreduce_async_(tensor, op=Sum, *, name=None, prescale_factor=1.0, postscale_factor=1.0):
-    # The per-tensor path of training loops: the common arguments skip the
-    # validating helpers.
-    if op.__class__ is not int or not Sum <= op <= Product:
-        op = _op(op)
-    if name.__class__ is not str or not name:
-        name = _name(name)
-        if not name:
-            return _core._allreduce(tensor, None, op, prescale_factor, postscale_factor, True,
-                                    True, name)
-    return _core._allreduce_named_(tensor, op, prescale_factor, postscale_factor, name)
+    """Starts an in-place allreduce of `tensor`; returns a Handle whose result
+    is `tensor`. With a `name`, the background engine matches it by name
+    across ranks (any enqueue order) and fuses it with other ready tensors."""
+    return _core._allreduce(tensor, None, _op(op), prescale_factor, postscale_factor, True, True,
+                            _name(name))
+
+
+try:
+    # The per-tensor path of training loops: the compiled allreduce_async_
+    # takes the common arguments (an int op, a str name) itself and hands
+    # everything else to the function above.
+    allreduce_async_ = _core._allreduce_async_inplace(allreduce_async_)
+except ImportError:  # no compiled core: the function above says so when called
+    pass
 
 
 def grouped_allreduce(tensors, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0):
@@ -209,6 +213,12 @@ def poll(handle):
 def synchronize(handle, timeout=None):
     """Waits for `handle` and returns its result (raises its error)."""
     return handle.wait(timeout)
+
+
+try:  # the same, compiled: one call per tensor per step in training loops
+    poll, synchronize = _core.poll, _core.synchronize
+except ImportError:
+    pass
 
 
 def join():

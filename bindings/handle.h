@@ -1,0 +1,48 @@
+// ringcc._core.Handle: a collective in flight, with wait() and done().
+//
+// A plain CPython type rather than a pybind11 class: a training loop makes
+// and drops one handle per tensor per step, and pybind11's instance
+// registry cost about 2,000 instructions a handle, as much as the enqueue.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <vector>
+
+#include "bindings/prepared.h"
+#include "core/work.h"
+
+namespace ringcc_py {
+
+struct HandleState {
+  std::shared_ptr<ringcc::Work> work;
+  // What the result is made of (one per collective of the Work), unless
+  // the result is known up front (fixed_result: an in-place call returns
+  // its own tensor).
+  std::vector<std::unique_ptr<Prepared>> preps;
+  bool grouped = false;       // the result is a list, one per Prepared
+  bool named = false;         // enqueued to the engine: nudge it before blocking
+  bool fixed_result = false;
+  bool finished = false;
+  pybind11::object result = pybind11::none();
+};
+
+// A new Handle owning state.
+pybind11::object make_handle(HandleState state);
+
+// The state of obj if it is a Handle, else null.
+HandleState* handle_state(PyObject* obj);
+
+// Handle.wait(): blocks (timeout < 0: no limit) with the GIL released and
+// returns the result; raises the collective's error, or TimeoutError.
+pybind11::object wait_handle(HandleState& h, double timeout);
+
+// The same for the CPython API: timeout None or seconds; a new reference to
+// the result, or null with the Python error set.
+PyObject* wait_handle(HandleState& h, PyObject* timeout);
+
+// Registers the type as m.Handle.
+void bind_handle(pybind11::module_& m);
+
+}  // namespace ringcc_py
