@@ -203,8 +203,11 @@ void Engine::loop() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       if (stopped_) break;
-      if (productive_ && opt_.cycle_time_ms > 0) {
-        // Work ran this cycle: more may be ready at once.
+      // Work ran this cycle: more may be ready at once. Or a caller blocks
+      // on a tensor (nudged) and this rank announced news that the peers'
+      // messages of this cycle, sent before they had it, could not answer:
+      // the next cycle, not the next period, tells what is ready.
+      if ((productive_ || (urgent_ && sent_news_)) && opt_.cycle_time_ms > 0) {
         next = std::chrono::steady_clock::now();
         continue;
       }
@@ -225,6 +228,7 @@ void Engine::loop() {
         // A rank blocked in synchronize() gains nothing from more batching:
         // its nudge starts the next cycle at once.
         cv_.wait_until(lock, next, [&] { return shutdown_requested_ || nudged_; });
+        urgent_ = nudged_;
         nudged_ = false;
       }
     }
@@ -308,6 +312,8 @@ std::string Engine::build_message() {
       ++count;
     }
   }
+  sent_news_ = count > 0 || my_bits_ != sent_bits_;
+  sent_bits_ = my_bits_;
   put_string(&msg, my_bits_);
   put_u32(&msg, count);
   msg.append(announced);
@@ -876,11 +882,11 @@ void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_i
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.tensors += items.size();
   }
+  // Callers first, then the bookkeeping.
   for (const auto& item : items) {
-    std::shared_ptr<Work> work = item.local ? item.local->work : nullptr;
-    retire(item);
-    if (work) work->finish(error);
+    if (item.local) item.local->work->finish(error);
   }
+  for (const auto& item : items) retire(item);
   // Only a broken communicator stops the engine; a bad argument on one
   // tensor failed that tensor alone.
   if (error) {

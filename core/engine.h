@@ -166,6 +166,9 @@ class Engine {
   FusionBuffer fusion_;
   int idle_cycles_ = 0;
   bool productive_ = false;  // the last cycle ran collectives
+  bool sent_news_ = false;   // the last cycle announced tensors the peers had not heard of
+  std::string sent_bits_;    // my_bits_ as the last message sent them
+  bool urgent_ = false;      // the last wait ended with a nudge (a caller blocks)
 
   mutable std::mutex stats_mu_;
   EngineStats stats_;

@@ -2,6 +2,7 @@
 // Work and waits on it; the communicator's worker thread completes it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -18,20 +19,20 @@ class Work {
   Work(std::vector<CollectiveArgs> list, bool grouped) : list_(std::move(list)), grouped_(grouped) {}
 
   // True once the collective finished (successfully or not).
-  bool done() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return done_;
-  }
+  bool done() const { return done_.load(std::memory_order_acquire); }
   // Blocks until done or timeout (negative: no limit); returns done().
   // Rethrows the collective's error, if any, once done.
   bool wait(double timeout_seconds) {
-    std::unique_lock<std::mutex> lock(mu_);
-    auto finished = [this] { return done_; };
-    if (timeout_seconds < 0) {
-      cv_.wait(lock, finished);
-    } else if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_seconds), finished)) {
-      return false;
+    if (!done()) {
+      std::unique_lock<std::mutex> lock(mu_);
+      auto finished = [this] { return done_.load(std::memory_order_relaxed); };
+      if (timeout_seconds < 0) {
+        cv_.wait(lock, finished);
+      } else if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_seconds), finished)) {
+        return false;
+      }
     }
+    // error_ was written before done_ was released.
     if (error_) std::rethrow_exception(error_);
     return true;
   }
@@ -41,8 +42,8 @@ class Work {
   void finish(std::exception_ptr error) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      done_ = true;
       error_ = error;
+      done_.store(true, std::memory_order_release);
     }
     cv_.notify_all();
   }
@@ -52,7 +53,7 @@ class Work {
   bool grouped_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool done_ = false;
+  std::atomic<bool> done_{false};
   std::exception_ptr error_;
 };
 
