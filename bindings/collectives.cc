@@ -754,6 +754,8 @@ void bind_collectives(py::module_& m) {
     d["cached_negotiation_us"] = st.cached_negotiation_us;
     d["cached_decide_us"] = st.cached_decide_us;
     d["cached_exchange_us"] = st.cached_exchange_us;
+    d["cached_peer_wait_us"] = st.cached_peer_wait_us;
+    d["cached_overhead_us"] = st.cached_overhead_us;
     d["fused_collectives"] = st.fused_collectives;
     d["tensors"] = st.tensors;
     return d;

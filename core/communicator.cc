@@ -379,6 +379,8 @@ void Communicator::validate(CollectiveArgs& a, std::string* err) {
   }
 }
 
+double Communicator::take_peer_wait_us() { return shm_ ? shm_->take_peer_wait_us() : 0.0; }
+
 void Communicator::execute(CollectiveArgs& a) {
   if (shut_down_) raise(ErrorKind::kNotInitialized, "ringcc has been shut down");
   if (!abort_reason_.empty()) {

@@ -67,11 +67,15 @@ class Communicator {
   // unusable afterwards. Safe to call from any thread.
   void abort(const std::string& reason);
 
-  // The bound on every wait of this communicator, in seconds.
-  // Without a timeout of its own, RINGCC_TIMEOUT_S as set now.
   // True when fused allreduces (CollectiveArgs::segments) run without
   // packing into a fusion buffer first.
   bool gathers_segments() const { return static_cast<bool>(shm_); }
+  // Microseconds this rank's collectives spent waiting for peers to arrive
+  // since the last call (shared memory only; 0 where the transport cannot
+  // tell waiting from moving data). Call between collectives.
+  double take_peer_wait_us();
+  // The bound on every wait of this communicator, in seconds.
+  // Without a timeout of its own, RINGCC_TIMEOUT_S as set now.
   double timeout_s() const { return fixed_timeout_s_ > 0 ? fixed_timeout_s_ : timeout_seconds(); }
 
   // The rendezvous store this communicator met through (another

@@ -456,9 +456,11 @@ void Engine::cycle() {
     gathered.resize(static_cast<size_t>(std::max<int64_t>(n, 1)));
     return gathered.data();
   };
+  comm_->take_peer_wait_us();  // counts from here
   const auto sent = std::chrono::steady_clock::now();
   comm_->run(ag);
   const auto received = std::chrono::steady_clock::now();
+  const double peer_wait_us = comm_->take_peer_wait_us();
   std::vector<std::string> messages(static_cast<size_t>(size_));
   int64_t off = 0;
   for (int r = 0; r < size_; ++r) {
@@ -571,6 +573,9 @@ void Engine::cycle() {
       const double exchange_us = std::chrono::duration<double, std::micro>(received - sent).count();
       stats_.cached_exchange_us += (exchange_us - stats_.cached_exchange_us) / k;
       stats_.cached_decide_us += (negotiation_us - exchange_us - stats_.cached_decide_us) / k;
+      const double waited = std::min(peer_wait_us, exchange_us);
+      stats_.cached_peer_wait_us += (waited - stats_.cached_peer_wait_us) / k;
+      stats_.cached_overhead_us += (negotiation_us - waited - stats_.cached_overhead_us) / k;
     }
   }
 

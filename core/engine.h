@@ -56,6 +56,11 @@ struct EngineStats {
   // any wait for slower ranks).
   double cached_decide_us = 0;
   double cached_exchange_us = 0;
+  // Of the exchange, the time spent waiting for the other ranks' engines
+  // to reach the cycle (measured over shared memory; 0 elsewhere), and what
+  // negotiating costs without it: own work plus moving the messages.
+  double cached_peer_wait_us = 0;
+  double cached_overhead_us = 0;
   uint64_t fused_collectives = 0;
   uint64_t tensors = 0;
 };

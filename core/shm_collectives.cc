@@ -253,10 +253,14 @@ void ShmCollectives::wait_for_peer(int peer, uint32_t phase, Deadline dl, const 
     return reached(ctl->phase.load(std::memory_order_acquire), phase);
   };
   if (arrived()) return;
-  auto spin_until = Clock::now() + spin_budget();
+  const auto waiting_since = Clock::now();
+  auto count_wait = [&] {
+    peer_wait_us_ += std::chrono::duration<double, std::micro>(Clock::now() - waiting_since).count();
+  };
+  auto spin_until = waiting_since + spin_budget();
   while (Clock::now() < spin_until) {
     for (int k = 0; k < 64; ++k) {
-      if (arrived()) return;
+      if (arrived()) return count_wait();
     }
   }
   for (;;) {
@@ -264,7 +268,7 @@ void ShmCollectives::wait_for_peer(int peer, uint32_t phase, Deadline dl, const 
     uint32_t seen = ctl->phase.load();
     if (!reached(seen, phase) && !ctl->aborted.load()) futex_wait(&ctl->phase, seen, 50);
     ctl->sleepers.fetch_sub(1);
-    if (arrived()) return;
+    if (arrived()) return count_wait();
     if (!process_alive(ctl->pid)) {
       raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)], " (pid ",
             ctl->pid, ") exited or crashed during ", what);

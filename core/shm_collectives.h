@@ -39,6 +39,13 @@ class ShmCollectives {
   // Tells every local peer blocked on us that we gave up, and why.
   void abort(const std::string& reason);
 
+  // Microseconds spent waiting for peers to arrive since the last call.
+  double take_peer_wait_us() {
+    const double us = peer_wait_us_;
+    peer_wait_us_ = 0;
+    return us;
+  }
+
  private:
   void allreduce(CollectiveArgs& a, Deadline dl);
   void reduce_scatter(CollectiveArgs& a, Deadline dl);
@@ -73,6 +80,7 @@ class ShmCollectives {
   std::vector<ShmSegment> segments_;
   uint32_t phase_ = 0;
   uint64_t piece_ = 0;
+  double peer_wait_us_ = 0;  // see take_peer_wait_us()
   bool cma_ = false;  // every rank can read every peer's memory directly
   std::vector<const void*> srcs_;  // scratch for reduce_many
   std::vector<uint8_t> scratch_;   // small segmented allreduces reduce here

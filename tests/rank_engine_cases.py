@@ -47,7 +47,7 @@ DEFAULT_CACHE_CAPACITY = 1024
 DEFAULT_CYCLE_TIME_MS = 1.0
 
 STATS_KEYS = ("cycles", "cached_cycles", "negotiation_us", "cached_negotiation_us", "cached_decide_us",
-              "cached_exchange_us", "fused_collectives", "tensors")
+              "cached_exchange_us", "cached_peer_wait_us", "cached_overhead_us", "fused_collectives", "tensors")
 
 
 # --------------------------------------------------------------------------
@@ -200,6 +200,14 @@ def cache_reused_names(ctx):
     if cached > 0:
         expect(after["cached_negotiation_us"] > 0, f"cached_negotiation_us is 0 after cache hits: {after}")
         expect(after["cached_decide_us"] >= 0 and after["cached_exchange_us"] >= 0, f"negative parts: {after}")
+        # The wait for the other ranks is part of the exchange; the overhead is the rest.
+        wait, overhead = after["cached_peer_wait_us"], after["cached_overhead_us"]
+        expect(0 <= wait <= after["cached_exchange_us"] * (1 + 1e-9) + 1e-9,
+               f"cached_peer_wait_us {wait} outside [0, cached_exchange_us]: {after}")
+        expect(abs(overhead - (after["cached_negotiation_us"] - wait)) <= 1e-6 * max(1.0, overhead),
+               f"cached_overhead_us is not cached_negotiation_us less cached_peer_wait_us: {after}")
+        if ringcc.transport_name() == "tcp":
+            expect(wait == 0, f"over TCP the wait cannot be told apart, yet cached_peer_wait_us={wait}")
 
 
 @CASES.case("cache/changed-description")
