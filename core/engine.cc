@@ -423,8 +423,10 @@ void Engine::drop_local(const std::string& name) {
     return;
   }
   auto cached = cache_index_.find(name);
-  if (cached == cache_index_.end()) return;
-  const auto b = static_cast<size_t>(cached->second);
+  if (cached != cache_index_.end()) drop_local_bit(static_cast<size_t>(cached->second));
+}
+
+void Engine::drop_local_bit(size_t b) {
   my_bits_[b / 8] &= static_cast<char>(~(1 << (b % 8)));
   local_by_bit_[b].reset();
 }
@@ -508,6 +510,9 @@ void Engine::cycle() {
   // Ready on every rank (joined ranks count as ready): first the cache
   // hits in bit order, then table entries in the order they appeared.
   std::vector<ReadyItem> ready;
+  size_t pending_bits = 0;
+  for (char c : any_bits_) pending_bits += static_cast<size_t>(__builtin_popcount(static_cast<uint8_t>(c)));
+  ready.reserve(pending_bits + table_.size());
   const double now = now_s();
   for (size_t k = 0; k < my_bits_.size(); ++k) {
     const auto any = static_cast<uint8_t>(any_bits_[k]);
@@ -751,10 +756,13 @@ void Engine::run_ready(std::vector<ReadyItem>& ready) {
 void Engine::retire(const ReadyItem& item) {
   if (item.entry) {
     table_.erase(item.name);
-  } else {
-    bit_first_seen_[static_cast<size_t>(item.bit)] = 0;
+    if (item.local) drop_local(item.name);
+    return;
   }
-  if (item.local) drop_local(item.name);
+  // Ready through its bit: no name to look up.
+  const auto b = static_cast<size_t>(item.bit);
+  bit_first_seen_[b] = 0;
+  if (item.local) drop_local_bit(b);
 }
 
 void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_id) {

@@ -107,6 +107,7 @@ class Engine {
   // state, and (when this rank enqueued it) its local entry.
   void retire(const ReadyItem& item);
   void drop_local(const std::string& name);
+  void drop_local_bit(size_t bit);  // my pending tensor of a cache bit
   LocalEntry* find_local(const std::string& name);
   // The cache bit of name if it is cached with exactly this description.
   int cached_bit(const std::string& name, const TensorMeta& meta) const;
