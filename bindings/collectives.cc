@@ -105,13 +105,17 @@ void allocate_late(Prepared& p, const BufferView& in) {
                                  in.shape.end());
   const int64_t row_elems = in.row_elems();
   auto* self = &p;
-  // Captures by value what it needs; the GIL guards the Python objects.
-  auto dtype_ptr = std::make_shared<py::object>(dtype);
-  p.args.allocate = [self, dtype_ptr, row_shape, row_elems](int64_t elements) -> void* {
+  // The Prepared keeps the dtype alive while the collective may call this
+  // (its handle outlives the collective); the allocator holds no Python
+  // reference of its own, so it may be destroyed on any thread, without
+  // the GIL (the core drops its copy of the arguments where it likes).
+  p.keep.push_back(dtype);
+  py::handle dtype_handle = dtype;
+  p.args.allocate = [self, dtype_handle, row_shape, row_elems](int64_t elements) -> void* {
     py::gil_scoped_acquire gil;
     std::vector<int64_t> shape{elements / row_elems};
     shape.insert(shape.end(), row_shape.begin(), row_shape.end());
-    py::array arr = new_array(*dtype_ptr, shape);
+    py::array arr = new_array(py::reinterpret_borrow<py::object>(dtype_handle), shape);
     self->out = arr;
     return arr.mutable_data();
   };

@@ -17,6 +17,8 @@ constexpr uint8_t kFlagJoined = 1;
 constexpr uint8_t kFlagShutdown = 2;
 constexpr int kIdleCyclesBeforeBackoff = 200;
 constexpr double kIdleCycleMs = 10.0;
+// Local entries kept for reuse (about 200 bytes each).
+constexpr size_t kMaxSpareEntries = 4096;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -104,8 +106,22 @@ Engine::~Engine() {
 std::shared_ptr<Work> Engine::enqueue(const std::string& name, CollectiveArgs args,
                                       std::vector<int64_t> shape) {
   // Described and looked up here, on the caller's thread, so that the
-  // engine's cycle only splices the entry in.
-  auto entry = std::make_unique<LocalEntry>();
+  // engine's cycle only splices the entry in. Entries of tensors that ran
+  // come back for reuse: what they still hold (the old Work, the old
+  // shape) is freed here, on the thread that allocated it.
+  std::unique_ptr<LocalEntry> entry;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!spare_.empty()) {
+      entry = std::move(spare_.back());
+      spare_.pop_back();
+    }
+  }
+  if (entry) {
+    *entry = LocalEntry();
+  } else {
+    entry = std::make_unique<LocalEntry>();
+  }
   entry->meta.kind = args.kind;
   entry->meta.dtype = args.dtype;
   entry->meta.op = args.op;
@@ -419,6 +435,7 @@ Engine::LocalEntry* Engine::find_local(const std::string& name) {
 void Engine::drop_local(const std::string& name) {
   auto local = local_.find(name);
   if (local != local_.end()) {
+    retired_.push_back(std::move(local->second));
     local_.erase(local);
     return;
   }
@@ -428,7 +445,19 @@ void Engine::drop_local(const std::string& name) {
 
 void Engine::drop_local_bit(size_t b) {
   my_bits_[b / 8] &= static_cast<char>(~(1 << (b % 8)));
-  local_by_bit_[b].reset();
+  if (local_by_bit_[b]) retired_.push_back(std::move(local_by_bit_[b]));
+}
+
+void Engine::recycle_retired() {
+  if (retired_.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (!retired_.empty() && spare_.size() < kMaxSpareEntries) {
+      spare_.push_back(std::move(retired_.back()));
+      retired_.pop_back();
+    }
+  }
+  retired_.clear();  // past the cap: freed here
 }
 
 void Engine::cycle() {
@@ -594,6 +623,7 @@ void Engine::cycle() {
 
   productive_ = !ready.empty();
   run_ready(ready);
+  recycle_retired();
   if (rank_ == 0) inspect_stalls();
 
   // Join completes once every rank has joined.

@@ -108,6 +108,8 @@ class Engine {
   void retire(const ReadyItem& item);
   void drop_local(const std::string& name);
   void drop_local_bit(size_t bit);  // my pending tensor of a cache bit
+  // Hands the entries dropped this cycle to enqueue() for reuse.
+  void recycle_retired();
   LocalEntry* find_local(const std::string& name);
   // The cache bit of name if it is cached with exactly this description.
   int cached_bit(const std::string& name, const TensorMeta& meta) const;
@@ -131,6 +133,10 @@ class Engine {
   // Enqueued tensors the engine thread has not taken yet, described and
   // looked up in the response cache by the enqueuing thread.
   std::deque<std::pair<std::string, std::unique_ptr<LocalEntry>>> incoming_;
+  // Entries of tensors that ran, for enqueue() to reuse: a training loop
+  // enqueues and retires the same number every step, and reusing them
+  // saves an allocation on one thread freed on the other.
+  std::vector<std::unique_ptr<LocalEntry>> spare_;
   std::shared_ptr<Work> join_work_;
   bool shutdown_requested_ = false;
   bool nudged_ = false;
@@ -142,6 +148,7 @@ class Engine {
   // My pending tensors: those announced in full by name, those announced by
   // their cache bit by bit.
   std::unordered_map<std::string, std::unique_ptr<LocalEntry>> local_;
+  std::vector<std::unique_ptr<LocalEntry>> retired_;  // dropped this cycle
   // The engine thread changes the cache under cache_mu_; enqueuing threads
   // look names up under it. cache_epoch_ counts evictions: a lookup made
   // before one is repeated.
