@@ -72,7 +72,7 @@ struct Engine::LocalEntry {
 
 // A tensor that is ready on every rank, about to run (same on all ranks).
 struct Engine::ReadyItem {
-  std::string name;
+  std::string name;                  // table entries only: see name_of()
   const TensorMeta* meta = nullptr;  // the agreed description
   LocalEntry* local = nullptr;       // null: this rank joined and sends zeros
   int bit = -1;                      // >= 0: ready through the cache bit alone
@@ -565,7 +565,6 @@ void Engine::cycle() {
         continue;
       }
       ReadyItem item;
-      item.name = cache_names_[b];
       item.meta = cache_metas_[b].get();
       item.local = local_by_bit_[b].get();
       item.bit = static_cast<int>(b);
@@ -783,6 +782,12 @@ void Engine::run_ready(std::vector<ReadyItem>& ready) {
   }
 }
 
+const std::string& Engine::name_of(const ReadyItem& item) const {
+  // A bit that is pending on some rank is never evicted, so its name stays
+  // for the whole cycle.
+  return item.bit >= 0 ? cache_names_[static_cast<size_t>(item.bit)] : item.name;
+}
+
 void Engine::retire(const ReadyItem& item) {
   if (item.entry) {
     table_.erase(item.name);
@@ -802,7 +807,7 @@ void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_i
   const int64_t t_ready = Timeline::now_us();
   if (timeline_.active()) {
     for (const auto& item : items) {
-      if (item.local) timeline_.phase(item.name, "NEGOTIATING", item.local->negotiating_us, t_ready);
+      if (item.local) timeline_.phase(name_of(item), "NEGOTIATING", item.local->negotiating_us, t_ready);
     }
   }
 
@@ -854,7 +859,7 @@ void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_i
         mine.out = a.out;
       }
       if (timeline_.active() && local) {
-        timeline_.phase(items[0].name, phase_name(meta.kind), t_ready, Timeline::now_us(), fusion_args);
+        timeline_.phase(name_of(items[0]), phase_name(meta.kind), t_ready, Timeline::now_us(), fusion_args);
       }
     } else {
       int64_t total = 0;
@@ -895,7 +900,7 @@ void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_i
         if (timeline_.active()) {
           const int64_t t_done = Timeline::now_us();
           for (const auto& item : items) {
-            if (item.local) timeline_.phase(item.name, "ALLREDUCE", t_ready, t_done, args);
+            if (item.local) timeline_.phase(name_of(item), "ALLREDUCE", t_ready, t_done, args);
           }
         }
       } else {
@@ -909,9 +914,9 @@ void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_i
         if (timeline_.active()) {
           for (const auto& item : items) {
             if (!item.local) continue;
-            timeline_.phase(item.name, "MEMCPY_IN_FUSION_BUFFER", t_ready, t_packed, args);
-            timeline_.phase(item.name, "ALLREDUCE", t_packed, t_reduced, args);
-            timeline_.phase(item.name, "MEMCPY_OUT_FUSION_BUFFER", t_reduced, t_done, args);
+            timeline_.phase(name_of(item), "MEMCPY_IN_FUSION_BUFFER", t_ready, t_packed, args);
+            timeline_.phase(name_of(item), "ALLREDUCE", t_packed, t_reduced, args);
+            timeline_.phase(name_of(item), "MEMCPY_OUT_FUSION_BUFFER", t_reduced, t_done, args);
           }
         }
       }

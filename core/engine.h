@@ -106,6 +106,7 @@ class Engine {
   // Forgets a tensor that ran or failed: its table entry or cache-bit
   // state, and (when this rank enqueued it) its local entry.
   void retire(const ReadyItem& item);
+  const std::string& name_of(const ReadyItem& item) const;
   void drop_local(const std::string& name);
   void drop_local_bit(size_t bit);  // my pending tensor of a cache bit
   // Hands the entries dropped this cycle to enqueue() for reuse.
