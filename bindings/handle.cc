@@ -42,6 +42,43 @@ void sweep_orphans() {
   }
 }
 
+// Blocks (timeout < 0: no limit) and returns the result; raises the
+// collective's error, or TimeoutError.
+py::object wait_for(HandleState& h, double timeout) {
+  if (!h.finished) {
+    bool ok;
+    if (h.work->done()) {
+      ok = h.work->wait(timeout);  // already complete: no need to let go of the GIL
+    } else {
+      // Under the GIL, which shutdown() holds while it takes the engine.
+      if (h.named) nudge_engine();
+      py::gil_scoped_release release;
+      ok = h.work->wait(timeout);
+    }
+    if (!ok) {
+      throw_python(static_cast<int>(ringcc::ErrorKind::kTimeout),
+                   "the collective did not complete within the wait's timeout");
+    }
+    h.finished = true;
+    // Copy the core's results back into each Prepared.
+    auto& list = h.work->list();
+    for (size_t i = 0; i < h.preps.size(); ++i) {
+      h.preps[i]->args.result_count = list[i].result_count;
+      h.preps[i]->args.recv_counts = list[i].recv_counts;
+    }
+    if (h.fixed_result) {
+      // result was set at the start.
+    } else if (h.grouped) {
+      py::list outs;
+      for (auto& p : h.preps) outs.append(p->result(*p));
+      h.result = outs;
+    } else {
+      h.result = h.preps.empty() ? py::none() : h.preps[0]->result(*h.preps[0]);
+    }
+  }
+  return h.result;
+}
+
 PyObject* handle_new(PyTypeObject*, PyObject*, PyObject*) {
   PyErr_SetString(PyExc_TypeError,
                   "ringcc.Handle cannot be created directly: the *_async collectives return one");
@@ -96,41 +133,6 @@ HandleState* handle_state(PyObject* obj) {
   return Py_TYPE(obj) == g_type ? &reinterpret_cast<HandleObject*>(obj)->state : nullptr;
 }
 
-py::object wait_handle(HandleState& h, double timeout) {
-  if (!h.finished) {
-    bool ok;
-    if (h.work->done()) {
-      ok = h.work->wait(timeout);  // already complete: no need to let go of the GIL
-    } else {
-      // Under the GIL, which shutdown() holds while it takes the engine.
-      if (h.named) nudge_engine();
-      py::gil_scoped_release release;
-      ok = h.work->wait(timeout);
-    }
-    if (!ok) {
-      throw_python(static_cast<int>(ringcc::ErrorKind::kTimeout),
-                   "the collective did not complete within the wait's timeout");
-    }
-    h.finished = true;
-    // Copy the core's results back into each Prepared.
-    auto& list = h.work->list();
-    for (size_t i = 0; i < h.preps.size(); ++i) {
-      h.preps[i]->args.result_count = list[i].result_count;
-      h.preps[i]->args.recv_counts = list[i].recv_counts;
-    }
-    if (h.fixed_result) {
-      // result was set at the start.
-    } else if (h.grouped) {
-      py::list outs;
-      for (auto& p : h.preps) outs.append(p->result(*p));
-      h.result = outs;
-    } else {
-      h.result = h.preps.empty() ? py::none() : h.preps[0]->result(*h.preps[0]);
-    }
-  }
-  return h.result;
-}
-
 PyObject* wait_handle(HandleState& h, PyObject* timeout) {
   double seconds = -1.0;
   if (timeout != Py_None) {
@@ -138,7 +140,7 @@ PyObject* wait_handle(HandleState& h, PyObject* timeout) {
     if (seconds == -1.0 && PyErr_Occurred()) return nullptr;
   }
   try {
-    return wait_handle(h, seconds).release().ptr();
+    return wait_for(h, seconds).release().ptr();
   } catch (...) {
     set_python_error();
     return nullptr;

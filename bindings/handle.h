@@ -34,12 +34,9 @@ pybind11::object make_handle(HandleState state);
 // The state of obj if it is a Handle, else null.
 HandleState* handle_state(PyObject* obj);
 
-// Handle.wait(): blocks (timeout < 0: no limit) with the GIL released and
-// returns the result; raises the collective's error, or TimeoutError.
-pybind11::object wait_handle(HandleState& h, double timeout);
-
-// The same for the CPython API: timeout None or seconds; a new reference to
-// the result, or null with the Python error set.
+// Handle.wait(timeout): blocks (timeout None: no limit; else seconds) with
+// the GIL released; a new reference to the result, or null with the Python
+// error set (the collective's error, or TimeoutError).
 PyObject* wait_handle(HandleState& h, PyObject* timeout);
 
 // Registers the type as m.Handle.

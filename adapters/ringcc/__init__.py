@@ -5,8 +5,8 @@ the buffer protocol. See docs/api.md for the whole API."""
 _EXPORTS = (
     "Handle", "InternalError", "InvalidArgumentError", "MismatchError", "NotInitializedError",
     "PeerFailureError", "RingccError", "TimeoutError", "UnsupportedTypeError", "build_info",
-    "cross_rank", "cross_size", "is_initialized", "local_rank", "local_size", "rank",
-    "shutdown", "size", "transport_name",
+    "cross_rank", "cross_size", "is_initialized", "local_rank", "local_size", "poll", "rank",
+    "shutdown", "size", "synchronize", "transport_name",
 )
 
 try:
@@ -203,22 +203,6 @@ def _name(name):
     if not isinstance(name, str) or not name:
         raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
     return name
-
-
-def poll(handle):
-    """True once the collective behind `handle` has completed."""
-    return handle.done()
-
-
-def synchronize(handle, timeout=None):
-    """Waits for `handle` and returns its result (raises its error)."""
-    return handle.wait(timeout)
-
-
-try:  # the same, compiled: one call per tensor per step in training loops
-    poll, synchronize = _core.poll, _core.synchronize
-except ImportError:
-    pass
 
 
 def join():
