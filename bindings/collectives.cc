@@ -6,6 +6,8 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <thread>
 #include <mutex>
@@ -428,6 +430,19 @@ bool scale_of(PyObject* o, double* out) {
   return false;
 }
 
+// Enqueues the in-place allreduce `a` of `tensor` by name; a new Handle
+// whose result is `tensor` (kept alive until the collective is done).
+PyObject* enqueue_in_place(ringcc::Engine& e, PyObject* tensor, const char* name,
+                           Py_ssize_t name_len, CollectiveArgs a, std::vector<int64_t> shape) {
+  HandleState h;
+  h.work = e.enqueue(std::string(name, static_cast<size_t>(name_len)), std::move(a),
+                     std::move(shape));
+  h.named = true;
+  h.fixed_result = true;
+  h.result = py::reinterpret_borrow<py::object>(tensor);
+  return make_handle(std::move(h)).release().ptr();
+}
+
 // ringcc.allreduce_async_: a named in-place allreduce handed to the engine.
 // `self` is the general Python implementation, called for everything but
 // the common case (a tensor, an int op, a non-empty str name, numeric
@@ -459,13 +474,84 @@ PyObject* allreduce_async_inplace(PyObject* general, PyObject* const* args, Py_s
     BufferView in = view_of(tensor, true, "tensor");
     // Built before in.shape moves out (row_elems() reads it).
     CollectiveArgs a = in_place_allreduce(in, static_cast<int>(op), pre, post);
-    HandleState h;
-    h.work = e.enqueue(std::string(name_text, static_cast<size_t>(name_len)), std::move(a),
-                       std::move(in.shape));
-    h.named = true;
-    h.fixed_result = true;
-    h.result = py::reinterpret_borrow<py::object>(tensor);
-    return make_handle(std::move(h)).release().ptr();
+    return enqueue_in_place(e, tensor, name_text, name_len, std::move(a), std::move(in.shape));
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
+// _core._allreduce_async_raw(tensor, data_ptr, shape, dtype, op, name,
+// prescale, postscale): the named in-place allreduce of memory an adapter
+// has described itself (a framework tensor whose address, shape and core
+// dtype code it read, having checked that it is contiguous host memory).
+// The handle's result is `tensor`, which keeps the memory alive. Spares a
+// framework's DLPack export per tensor (torch's costs microseconds).
+PyObject* allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 8) {
+    PyErr_Format(PyExc_TypeError,
+                 "_allreduce_async_raw takes 8 arguments (tensor, data_ptr, shape, dtype, op, "
+                 "name, prescale, postscale), got %zd", nargs);
+    return nullptr;
+  }
+  PyObject *tensor = args[0], *shape_obj = args[2], *name = args[5];
+  void* ptr = PyLong_AsVoidPtr(args[1]);
+  if (!ptr && PyErr_Occurred()) return nullptr;
+  const long dtype = PyLong_AsLong(args[3]);
+  if (dtype == -1 && PyErr_Occurred()) return nullptr;
+  const long op = PyLong_AsLong(args[4]);
+  if (op == -1 && PyErr_Occurred()) return nullptr;
+  const double pre = PyFloat_AsDouble(args[6]);
+  if (pre == -1.0 && PyErr_Occurred()) return nullptr;
+  const double post = PyFloat_AsDouble(args[7]);
+  if (post == -1.0 && PyErr_Occurred()) return nullptr;
+  if (dtype < 0 || dtype >= ringcc::kNumDataTypes) {
+    PyErr_Format(PyExc_ValueError, "_allreduce_async_raw: invalid dtype code %ld", dtype);
+    return nullptr;
+  }
+  if (op < 0 || op > static_cast<long>(ringcc::ReduceOp::kProduct)) {
+    PyErr_Format(PyExc_ValueError, "_allreduce_async_raw: invalid op code %ld", op);
+    return nullptr;
+  }
+  if (!PyUnicode_Check(name) || PyUnicode_GET_LENGTH(name) == 0) {
+    PyErr_SetString(PyExc_TypeError, "_allreduce_async_raw: name must be a non-empty str");
+    return nullptr;
+  }
+  if (!PyTuple_Check(shape_obj)) {
+    PyErr_SetString(PyExc_TypeError, "_allreduce_async_raw: shape must be a tuple of ints");
+    return nullptr;
+  }
+  Py_ssize_t name_len = 0;
+  const char* name_text = PyUnicode_AsUTF8AndSize(name, &name_len);
+  if (!name_text) return nullptr;
+  std::vector<int64_t> shape(static_cast<size_t>(PyTuple_GET_SIZE(shape_obj)));
+  int64_t count = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const long long d = PyLong_AsLongLong(PyTuple_GET_ITEM(shape_obj, static_cast<Py_ssize_t>(i)));
+    if (d == -1 && PyErr_Occurred()) return nullptr;
+    if (d < 0 || (d > 0 && count > std::numeric_limits<int64_t>::max() / d)) {
+      PyErr_SetString(PyExc_ValueError, "_allreduce_async_raw: invalid shape");
+      return nullptr;
+    }
+    shape[i] = d;
+    count *= d;
+  }
+  if (!ptr && count > 0) {
+    PyErr_SetString(PyExc_ValueError, "_allreduce_async_raw: null data_ptr");
+    return nullptr;
+  }
+  try {
+    ringcc::Engine& e = engine();
+    CollectiveArgs a;
+    a.kind = CollectiveKind::kAllreduce;
+    a.op = static_cast<ringcc::ReduceOp>(op);
+    a.prescale = pre;
+    a.postscale = post;
+    a.dtype = static_cast<ringcc::DataType>(dtype);
+    a.in = a.out = ptr;
+    a.count = a.out_count = count;
+    a.row_elems = shape.size() <= 1 || shape[0] == 0 ? 1 : count / shape[0];
+    return enqueue_in_place(e, tensor, name_text, name_len, std::move(a), std::move(shape));
   } catch (...) {
     set_python_error();
     return nullptr;
@@ -505,6 +591,11 @@ PyMethodDef g_fast_functions[] = {
      METH_FASTCALL | METH_KEYWORDS,
      "synchronize(handle, timeout=None)\n--\n\n"
      "Waits for `handle` and returns its result (raises its error)."},
+    {"_allreduce_async_raw",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(allreduce_async_raw)), METH_FASTCALL,
+     "_allreduce_async_raw(tensor, data_ptr, shape, dtype, op, name, prescale, postscale)\n--\n\n"
+     "For adapters: the named in-place allreduce of contiguous host memory described by its\n"
+     "address, shape (a tuple) and core dtype code; the Handle's result is `tensor`."},
     {"poll", poll, METH_O,
      "poll(handle)\n--\n\nTrue once the collective behind `handle` has completed."},
     {nullptr, nullptr, 0, nullptr},
@@ -512,6 +603,12 @@ PyMethodDef g_fast_functions[] = {
 
 void bind_fast_paths(py::module_& m) {
   if (PyModule_AddFunctions(m.ptr(), g_fast_functions) != 0) throw py::error_already_set();
+  // {dtype name: core code}, for _allreduce_async_raw.
+  py::dict codes;
+  for (int i = 0; i < ringcc::kNumDataTypes; ++i) {
+    codes[ringcc::dtype_name(static_cast<ringcc::DataType>(i))] = i;
+  }
+  m.attr("DTYPE_CODES") = codes;
   // _allreduce_async_inplace(general) -> ringcc.allreduce_async_ over `general`.
   m.def("_allreduce_async_inplace", [](py::object general) {
     PyObject* f = PyCFunction_NewEx(&g_allreduce_async_inplace_def, general.ptr(), nullptr);

@@ -249,6 +249,91 @@ def _(ctx):
     same(hvd.allreduce(e, op=hvd.Sum), torch.empty(0, 3), "empty tensor")
 
 
+@case("allreduce/async_inplace_direct_path")
+def _(ctx):
+    """allreduce_async_ of a contiguous CPU tensor of a core dtype on the
+    global set hands the tensor's address to the engine (no DLPack, the
+    core's own handle); everything else takes the general path. Both give
+    the same results and errors."""
+    direct = ringcc._core.Handle
+    dtypes = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64,
+              torch.int8, torch.uint8]
+    for di, dtype in enumerate(dtypes):
+        for oi, (op_name, op) in enumerate(OPS.items()):
+            inputs = everyone(ctx, (3, 5), dtype, salt=di * 10 + oi)
+            t = inputs[ctx.rank].clone()
+            h = hvd.allreduce_async_(t, name=f"direct.{dtype}.{op_name}", op=op)
+            expect(type(h) is direct, f"{dtype} {op_name}: the direct path gives the core's handle, "
+                                      f"got {type(h).__name__}")
+            expect(hvd.synchronize(h) is t, f"{dtype} {op_name}: synchronize returns the tensor")
+            check(t, reduce_ref(inputs, op), f"direct allreduce_async_ {op_name} {dtype}", op)
+    # default op (Average), integer and float scale factors, positional op, no name
+    inputs = everyone(ctx, (2, 3, 4), torch.float64, salt=90)
+    t = inputs[ctx.rank].clone()
+    h = hvd.allreduce_async_(t, name="direct.default")
+    expect(type(h) is direct, "default op: direct path")
+    hvd.synchronize(h)
+    check(t, reduce_ref(inputs, hvd.Average), "direct default op is Average (3-d)", hvd.Average)
+    t = inputs[ctx.rank].clone()
+    hvd.synchronize(hvd.allreduce_async_(t, None, "direct.scaled", hvd.Sum, 2, 0.25))
+    close(t, reduce_ref(inputs, hvd.Sum) * 0.5, "direct Sum with prescale 2 (int), postscale 0.25")
+    t = inputs[ctx.rank].clone()
+    h = hvd.allreduce_async_(t, op=hvd.Max)
+    expect(type(h) is direct, "unnamed: direct path")
+    hvd.synchronize(h)
+    same(t, reduce_ref(inputs, hvd.Max), "direct unnamed Max")
+    # 0-dim and empty
+    s = torch.tensor(float(ctx.rank + 1))
+    hvd.synchronize(hvd.allreduce_async_(s, name="direct.scalar", op=hvd.Sum))
+    same(s, torch.tensor(float(ctx.size * (ctx.size + 1) // 2)), "direct 0-dim")
+    e = torch.empty(0, 3)
+    expect(hvd.synchronize(hvd.allreduce_async_(e, name="direct.empty", op=hvd.Sum)) is e, "direct empty")
+    # the general path: a strided view, int16, a deprecated average flag; poll on both kinds
+    big = everyone(ctx, (4, 6), torch.float32, salt=91)
+    mine = big[ctx.rank].clone()
+    h1 = hvd.allreduce_async_(mine.t(), name="general.strided", op=hvd.Sum)
+    expect(type(h1) is not direct, "a strided view takes the general path")
+    i16 = everyone(ctx, (5,), torch.int16, salt=92)
+    x16 = i16[ctx.rank].clone()
+    h2 = hvd.allreduce_async_(x16, name="general.int16", op=hvd.Sum)
+    deadline = time.monotonic() + 20
+    while not (hvd.poll(h1) and hvd.poll(h2)) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    expect(hvd.poll(h1) and hvd.poll(h2), "poll() becomes True on both kinds of handle")
+    hvd.synchronize(h1)
+    hvd.synchronize(h2)
+    same(mine, reduce_ref(big, hvd.Sum), "general path: strided view")
+    same(x16, reduce_ref(i16, hvd.Sum), "general path: int16")
+    raises(NotImplementedError, lambda: hvd.allreduce_async_(torch.ones(2), op=hvd.Adasum), "Adasum")
+    # a shape mismatch through the direct path: every rank raises from synchronize, naming it
+    h = hvd.allreduce_async_(torch.ones(ctx.rank + 2), name="direct.mismatch", op=hvd.Sum)
+    expect(type(h) is direct, "mismatch case: direct path")
+    error = raises(hvd.HorovodInternalError, lambda: hvd.synchronize(h), "direct: mismatched shapes",
+                   fragment="direct.mismatch")
+    expect(error is None or isinstance(error, ringcc.MismatchError), f"also a MismatchError: {error!r}")
+    t = inputs[ctx.rank].clone()
+    hvd.synchronize(hvd.allreduce_async_(t, name="direct.after", op=hvd.Sum))
+    same(t, reduce_ref(inputs, hvd.Sum), "direct path usable after a mismatch")
+    # the core entry point checks what an adapter hands it
+    raw = ringcc._core._allreduce_async_raw
+    x = torch.ones(4)
+    good = (x, x.data_ptr(), x.shape, 2, 0, "raw.bad", 1.0, 1.0)
+    for index, value, error_class, fragment in (
+            (3, 8, ValueError, "invalid dtype code 8"),
+            (3, -1, ValueError, "invalid dtype code -1"),
+            (4, 9, ValueError, "invalid op code 9"),
+            (2, [4], TypeError, "shape must be a tuple"),
+            (2, (-4,), ValueError, "invalid shape"),
+            (1, 0, ValueError, "null data_ptr"),
+            (5, "", TypeError, "name must be a non-empty str"),
+            (6, "x", TypeError, None)):
+        bad = list(good)
+        bad[index] = value
+        raises(error_class, lambda: raw(*bad), f"_allreduce_async_raw with argument {index} = {value!r}",
+               fragment)
+    raises(TypeError, lambda: raw(*good[:7]), "_allreduce_async_raw with 7 arguments", "takes 8 arguments")
+
+
 @case("allreduce/named_out_of_order")
 def _(ctx):
     """Names match tensors across ranks whatever the enqueue order."""

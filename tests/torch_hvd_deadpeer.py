@@ -56,6 +56,8 @@ def main() -> int:
     handle = hvd.allreduce_async(torch.ones(1 << 12), name="after")
     record["synchronize"] = _outcome(lambda: hvd.synchronize(handle))
     record["blocking"] = _outcome(lambda: hvd.allreduce(torch.ones(8), name="blocking"))
+    inplace = hvd.allreduce_async_(torch.ones(1 << 12), name="after_inplace")  # the direct path
+    record["synchronize_inplace"] = _outcome(lambda: hvd.synchronize(inplace))
     model = torch.nn.Linear(4, 2)
     opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                    named_parameters=model.named_parameters())

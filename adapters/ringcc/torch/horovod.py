@@ -364,6 +364,11 @@ def synchronize(handle):
     with splits). Raises the operation's error (see HorovodInternalError)."""
     if handle is None:
         return None
+    if type(handle) is _CoreHandle:  # allreduce_async_'s direct path
+        try:
+            return handle.wait()
+        except ringcc.RingccError as error:
+            raise _internal_error(error) from None
     if isinstance(handle, Handle):
         return handle.wait()
     if callable(handle):  # e.g. a closure made by Horovod-style code
@@ -403,6 +408,12 @@ _CORE_DTYPES = frozenset({torch.float16, torch.bfloat16, torch.float32, torch.fl
                           torch.int8, torch.uint8, torch.int32, torch.int64})
 # dtypes whose late-allocated outputs (NumPy arrays) torch can wrap
 _NUMPY_DTYPES = _CORE_DTYPES - {torch.bfloat16}
+# allreduce_async_'s direct path: the core's dtype code of each core dtype,
+# the ops it takes as they are, the core's handle and entry point.
+_DIRECT_DTYPE_CODES = {getattr(torch, name): code for name, code in _core.DTYPE_CODES.items()}
+_DIRECT_OPS = frozenset((Sum, Average, Min, Max, Product))
+_CoreHandle = _core.Handle
+_allreduce_async_raw = _core._allreduce_async_raw
 
 
 def _check_tensor(tensor, what: str) -> torch.Tensor:
@@ -545,9 +556,24 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                     postscale_factor=1.0, process_set=global_process_set) -> Handle:
+                     postscale_factor=1.0, process_set=global_process_set):
     """Starts an in-place allreduce: the result is written into `tensor`'s
-    own memory, and the Handle's result is `tensor`."""
+    own memory, and the handle's result is `tensor`. Wait with
+    `synchronize(handle)`, test with `poll(handle)`."""
+    if op is None and average is None:
+        op = Average
+    # The common case of a training loop (a dense contiguous CPU tensor of a
+    # core dtype, the global process set, an int op) goes to the engine with
+    # the tensor's address: no DLPack export, no wrapper handle.
+    if type(op) is int and op in _DIRECT_OPS and process_set is global_process_set and \
+            isinstance(tensor, torch.Tensor) and tensor.is_cpu and tensor.layout == torch.strided:
+        code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
+        if code is not None and tensor.is_contiguous() and _core.is_initialized():
+            try:
+                return _allreduce_async_raw(tensor, tensor.data_ptr(), tensor.shape, code, op,
+                                            _name("allreduce", name), prescale_factor, postscale_factor)
+            except (ringcc.PeerFailureError, ringcc.InternalError) as error:
+                raise _internal_error(error) from None
     op = handle_average_backwards_compatibility(op, average)
     return _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set,
                             True, "allreduce_async_")
