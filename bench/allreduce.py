@@ -2,7 +2,7 @@
 
     ringrun -np 2 python -m bench.allreduce [--minbytes 8] [--maxbytes 256M] [--stepfactor 4]
         [--ops allreduce,allgather,broadcast] [--dtype float32] [--iters N] [--warmup N]
-        [--repeats 3] [--compare gloo,mpi] [--check] [--json PATH]
+        [--repeats 3] [--compare gloo,mpi,socket] [--check] [--json PATH]
 
 Rank 0 prints one table per collective (size, count, type, time, algbw, busbw,
 as nccl-tests' PERFORMANCE.md defines them), the peers' time, busbw and the
@@ -30,6 +30,11 @@ Peers (--compare):
         between the sweeps (bench.peers_mpi) while the other ranks sleep on a
         file in a directory rank 0 broadcast to them, so that no waiting rank
         spins on a CPU the MPI ranks need. Single host only.
+  socket  (allreduce only) the bytes a ring allreduce sends and receives,
+        2(n-1)/n of the buffer each way per rank, moved over plain TCP
+        sockets between neighbours on 127.0.0.1 with no reduction
+        (bench.peers_socket): the transport's ceiling, beside which to read
+        ringcc's RINGCC_TRANSPORT=tcp figures. Single host only.
 A peer that is unknown or cannot run is reported as skipped, with the reason.
 """
 import argparse
@@ -48,7 +53,7 @@ from .measure import OPS, Backend, format_size, parse_size, resolve_dtype, size_
 from .table import aggregate, op_table, paired_ratios, summary, summary_text
 
 DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64")
-PEERS = ("gloo", "mpi")
+PEERS = ("gloo", "mpi", "socket")
 
 
 class RingccBackend(Backend):
@@ -118,7 +123,7 @@ def parse_args(argv=None):
     p.add_argument("--target-s", type=float, default=0.25,
                    help="adaptive iterations aim at this many seconds per point (default 0.25)")
     p.add_argument("--repeats", type=int, default=3, help="whole-sweep repeats (default 3)")
-    p.add_argument("--compare", default="", help="comma list of peers to time too (gloo,mpi)")
+    p.add_argument("--compare", default="", help="comma list of peers to time too (gloo,mpi,socket)")
     p.add_argument("-c", "--check", action="store_true",
                    help="verify every point once against the expected values")
     p.add_argument("--json", metavar="PATH", help="write every result to this JSON file")
@@ -155,6 +160,7 @@ class Bench:
         self.peers = []            # peers that run, in --compare order
         self.peer_info = {}        # name -> {"status", "reason", "version", "skipped_ops"}
         self.gloo = None
+        self.socket = None
         self.mpi_local = None      # the in-process MPI peer (the bench runs under mpirun)
         self.sync_dir = None
         # impl -> op -> nbytes -> {"count", "times", "iters", "wrong"}
@@ -172,6 +178,8 @@ class Bench:
                 self.skip_peer(name, f"unknown peer (known: {', '.join(PEERS)})")
             elif name == "gloo":
                 self.open_gloo()
+            elif name == "socket":
+                self.open_socket()
             else:
                 self.open_mpi()
 
@@ -194,6 +202,17 @@ class Bench:
         self.gloo = backend
         self.peers.append("gloo")
         self.peer_info["gloo"] = {"status": "ok", "version": backend.version, "skipped_ops": {}}
+
+    def open_socket(self):
+        from .peers_socket import open_socket_peer
+
+        backend, reason = open_socket_peer(self.ours, self.rc, self.args.peer_timeout)
+        if backend is None:
+            self.skip_peer("socket", reason)
+            return
+        self.socket = backend
+        self.peers.append("socket")
+        self.peer_info["socket"] = {"status": "ok", "version": backend.version, "skipped_ops": {}}
 
     def open_mpi(self):
         from . import peers_mpi
@@ -226,8 +245,9 @@ class Bench:
         self.peer_info["mpi"] = {"status": "ok", "skipped_ops": {}}
 
     def close(self):
-        if self.gloo is not None:
-            self.gloo.close()
+        for peer in (self.gloo, self.socket):
+            if peer is not None:
+                peer.close()
         if self.sync_dir and self.rank0:
             shutil.rmtree(self.sync_dir, ignore_errors=True)
 
@@ -299,6 +319,12 @@ class Bench:
                     except Exception as e:  # noqa: BLE001 - a failing peer is reported, not fatal
                         self.skip_peer("gloo", f"failed during the sweep: {e}")
                         continue
+                elif impl == "socket":
+                    if "socket" not in self.peers:
+                        continue
+                    # No reduction happens, so there is nothing to check.
+                    kwargs = dict(self.sweep_kwargs(repeat), check=False)
+                    out = sweep(self.socket, self.args.ops, self.args.sizes, self.args.np_dtype, **kwargs)
                 elif self.mpi_local is not None:
                     out = self.run_local(self.mpi_local, repeat)
                 else:

@@ -120,7 +120,7 @@ def test_two_rank_run(core_built, tmp_path):
     path = tmp_path / "bench.json"
     cmd = [sys.executable, "-m", "ringcc.launcher", "-np", "2",
            sys.executable, "-m", "bench.allreduce", "--maxbytes", "64K", "--iters", "3",
-           "--warmup", "1", "--repeats", "1", "--check", "--json", str(path)]
+           "--warmup", "1", "--repeats", "1", "--check", "--compare", "socket", "--json", str(path)]
     run = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     lines = [_PREFIX.sub("", line) for line in run.stdout.splitlines()]
@@ -141,3 +141,10 @@ def test_two_rank_run(core_built, tmp_path):
             assert 0 < r["time_min_us"] <= r["time_us"] <= r["time_max_us"]
             assert r["algbw"] > 0 and r["busbw"] > 0
     assert not got, f"unexpected points {sorted(got)}"
+    # The socket peer: the ring's bytes over plain sockets, allreduce only.
+    assert doc["peers"]["socket"]["status"] == "ok", doc["peers"]["socket"]
+    assert set(doc["peers"]["socket"]["skipped_ops"]) == {"allgather", "broadcast"}
+    sock = {r["nbytes"]: r for r in doc["results"] if r["impl"] == "socket"}
+    assert {r["op"] for r in sock.values()} == {"allreduce"}
+    assert sorted(sock) == [c.nbytes for c in make_cases("allreduce", sizes, np.float32, 2)]
+    assert all(r["busbw"] > 0 and r["iters"] == [3] for r in sock.values())
