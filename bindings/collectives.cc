@@ -583,7 +583,7 @@ PyObject* synchronize(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 PyObject* poll(PyObject*, PyObject* handle) {
   HandleState* h = handle_state(handle);
   if (!h) return PyObject_CallMethod(handle, "done", nullptr);
-  return PyBool_FromLong(h->work->done());
+  return PyBool_FromLong(h->done());
 }
 
 PyMethodDef g_fast_functions[] = {

@@ -66,6 +66,8 @@ py::object wait_for(HandleState& h, double timeout) {
       h.preps[i]->args.result_count = list[i].result_count;
       h.preps[i]->args.recv_counts = list[i].recv_counts;
     }
+    // Done with it: the engine may reuse it for the next tensor it is given.
+    h.work.reset();
     if (h.fixed_result) {
       // result was set at the start.
     } else if (h.grouped) {
@@ -87,7 +89,7 @@ PyObject* handle_new(PyTypeObject*, PyObject*, PyObject*) {
 
 void handle_dealloc(PyObject* self) {
   auto* h = reinterpret_cast<HandleObject*>(self);
-  if (h->state.work && !h->state.work->done()) orphans().push_back(std::move(h->state));
+  if (!h->state.done()) orphans().push_back(std::move(h->state));
   h->state.~HandleState();
   PyTypeObject* type = Py_TYPE(self);
   type->tp_free(self);
@@ -102,12 +104,12 @@ PyObject* handle_wait(PyObject* self, PyObject* const* args, Py_ssize_t nargs, P
 }
 
 PyObject* handle_done(PyObject* self, PyObject*) {
-  return PyBool_FromLong(reinterpret_cast<HandleObject*>(self)->state.work->done());
+  return PyBool_FromLong(reinterpret_cast<HandleObject*>(self)->state.done());
 }
 
 PyObject* handle_repr(PyObject* self) {
   const HandleState& h = reinterpret_cast<HandleObject*>(self)->state;
-  return PyUnicode_FromFormat("<ringcc.Handle %s>", h.work->done() ? "done" : "pending");
+  return PyUnicode_FromFormat("<ringcc.Handle %s>", h.done() ? "done" : "pending");
 }
 
 PyMethodDef g_methods[] = {

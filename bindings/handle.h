@@ -16,6 +16,7 @@
 namespace ringcc_py {
 
 struct HandleState {
+  // Let go of once a wait returned the result (finished).
   std::shared_ptr<ringcc::Work> work;
   // What the result is made of (one per collective of the Work), unless
   // the result is known up front (fixed_result: an in-place call returns
@@ -26,6 +27,8 @@ struct HandleState {
   bool fixed_result = false;
   bool finished = false;
   pybind11::object result = pybind11::none();
+
+  bool done() const { return finished || !work || work->done(); }
 };
 
 // A new Handle owning state.

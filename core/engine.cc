@@ -117,7 +117,11 @@ std::shared_ptr<Work> Engine::enqueue(const std::string& name, CollectiveArgs ar
       spare_.pop_back();
     }
   }
+  // The Work of the tensor that entry last carried comes back too, once
+  // its handle let go of it: steady-state training allocates nothing here.
+  std::shared_ptr<Work> work;
   if (entry) {
+    if (Work::reusable(entry->work)) work = std::move(entry->work);
     *entry = LocalEntry();
   } else {
     entry = std::make_unique<LocalEntry>();
@@ -135,9 +139,13 @@ std::shared_ptr<Work> Engine::enqueue(const std::string& name, CollectiveArgs ar
     entry->cache_epoch = cache_epoch_;
   }
   entry->enqueued_us = entry->negotiating_us = Timeline::now_us();
-  std::vector<CollectiveArgs> list;
-  list.push_back(std::move(args));
-  auto work = std::make_shared<Work>(std::move(list), false);
+  if (work) {
+    work->reset(std::move(args));
+  } else {
+    std::vector<CollectiveArgs> list;
+    list.push_back(std::move(args));
+    work = std::make_shared<Work>(std::move(list), false);
+  }
   entry->work = work;
   std::unique_lock<std::mutex> lock(mu_);
   if (!broken_.empty()) {

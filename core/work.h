@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -37,6 +38,22 @@ class Work {
     return true;
   }
   std::vector<CollectiveArgs>& list() { return list_; }
+
+  // True when `work` is held by its owner alone, is done and runs one
+  // collective: reset() may then give it a new one. The acquire fence pairs
+  // with the release by whichever thread dropped the other reference.
+  static bool reusable(const std::shared_ptr<Work>& work) {
+    if (!work || work.use_count() != 1) return false;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return work->done() && work->list_.size() == 1 && !work->grouped_;
+  }
+  // A pending Work for `args`, in place (see reusable()): the list keeps
+  // its storage, so no allocation happens.
+  void reset(CollectiveArgs args) {
+    list_[0] = std::move(args);
+    error_ = nullptr;
+    done_.store(false, std::memory_order_relaxed);
+  }
   bool grouped() const { return grouped_; }
 
   void finish(std::exception_ptr error) {

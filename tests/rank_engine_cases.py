@@ -361,6 +361,16 @@ def allreduce_in_place_named_inputs(ctx):
     expect(got is x, f"the handle's result should be the input array itself, got {type(got).__name__}")
     n = ctx.size
     check_equal(x, np.full((2, 3), n * (n + 1) / 2 * 0.5), "inplace/ok")
+    # Once waited on, the handle lets go of the core's work (the engine reuses it for
+    # later tensors) and still answers as a finished handle.
+    expect(ringcc.poll(handle) and handle.done(), "a synchronized handle reports done")
+    expect("done" in repr(handle), f"repr of a synchronized handle: {handle!r}")
+    expect(ringcc.synchronize(handle) is x and handle.wait() is x, "waiting again returns the same result")
+    y = np.full((2, 3), ctx.rank + 2.0, dtype=np.float64)
+    expect(ringcc.synchronize(ringcc.allreduce_async_(y, name="inplace/ok", op=ringcc.Sum)) is y,
+           "inplace/ok again")
+    check_equal(y, np.full((2, 3), n * (n + 3) / 2), "inplace/ok again (a reused work)")
+    check_equal(x, np.full((2, 3), n * (n + 1) / 2 * 0.5), "inplace/ok: the first result is untouched")
 
 
 class _DuckHandle:
