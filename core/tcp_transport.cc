@@ -165,7 +165,9 @@ TcpTransport::TcpTransport(int rank, int size, std::string secret)
     : rank_(rank),
       size_(size),
       secret_(std::move(secret)),
-      sockets_per_peer_(static_cast<int>(std::clamp<int64_t>(env_int("RINGCC_TCP_SOCKETS", 2), 1, 16))),
+      // One socket per peer: the waiting thread drives every socket, so more
+      // add no parallelism; over loopback two cost 10-20% of the busbw.
+      sockets_per_peer_(static_cast<int>(std::clamp<int64_t>(env_int("RINGCC_TCP_SOCKETS", 1), 1, 16))),
       // 512 KiB: a ring chunk (RINGCC_CHUNK_BYTES, 1 MiB) spans two stripes.
       // 128 KiB stripes cost a third of the loopback busbw at 1 MiB
       // (more, smaller receives and a socket switch every 128 KiB).

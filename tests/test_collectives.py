@@ -33,7 +33,9 @@ MATRIX = {
     "shm-3": Group(3, env={"RINGCC_SHM_CMA": "0", **FUSION_1MIB}),
     "shm-4": Group(4),
     "tcp-2": Group(2, env={"RINGCC_TRANSPORT": "tcp", **FUSION_1MIB}),
-    "tcp-3": Group(3, env={"RINGCC_TRANSPORT": "tcp"}),
+    # Several sockets per peer with small stripes: messages cross sockets.
+    "tcp-3": Group(3, env={"RINGCC_TRANSPORT": "tcp", "RINGCC_TCP_SOCKETS": "3",
+                           "RINGCC_TCP_STRIPE_BYTES": "65536"}),
 }
 # A stuck collective fails within this bound instead of the default 60 s.
 GROUP_ENV = {"RINGCC_TIMEOUT_S": "30"}
