@@ -33,8 +33,9 @@ Peers (--compare):
   socket  (allreduce only) the bytes a ring allreduce sends and receives,
         2(n-1)/n of the buffer each way per rank, moved over plain TCP
         sockets between neighbours on 127.0.0.1 with no reduction
-        (bench.peers_socket): the transport's ceiling, beside which to read
-        ringcc's RINGCC_TRANSPORT=tcp figures. Single host only.
+        (bench.peers_socket): what plain sockets carry for the same traffic,
+        beside which to read ringcc's RINGCC_TRANSPORT=tcp figures. Single
+        host only.
 A peer that is unknown or cannot run is reported as skipped, with the reason.
 """
 import argparse

@@ -1,7 +1,7 @@
 """Benchmark of the background engine: many small named allreduces.
 
     ringrun -np 2 python -m bench.engine [--tensors 1000] [--elements 1024] [--iters 20]
-        [--warmup 3] [--repeats 5] [--compare mpi] [--json PATH]
+        [--warmup 3] [--repeats 5] [--compare mpi] [--torch] [--json PATH]
 
 For N float32 tensors of E elements each (default 1,000 x 1,024, 4 MB in all):
   (a) engine       allreduce_async_(x, name=f"t{i}") of every tensor, then
@@ -11,6 +11,10 @@ For N float32 tensors of E elements each (default 1,000 x 1,024, 4 MB in all):
   (c) one-by-one   the N tensors reduced one after another with the blocking
                    ringcc.allreduce_
   (d) grouped      ringcc.grouped_allreduce_ of the list
+  (t) torch        with --torch: (a) through Horovod's API, ringcc.torch's
+                   hvd.allreduce_async_(t, name=f"t{i}", op=hvd.Sum) and
+                   hvd.synchronize() on torch tensors sharing the buffers
+                   (what DistributedOptimizer's gradient hooks do)
   (e) negotiation  the engine's time per cycle on the response-cache path,
                    from engine_stats() over (a)'s timed rounds (the same N
                    names every round): cached_decide_us (this rank's own
@@ -60,6 +64,7 @@ RINGCC_FIGURES = (
     ("single", "(b) one allreduce_ of the whole buffer"),
     ("one_by_one", "(c) blocking allreduce_, one tensor at a time"),
     ("grouped", "(d) grouped_allreduce_ of the list"),
+    ("torch_engine", "(t) torch: hvd.allreduce_async_ by name + synchronize"),
 )
 MPI_FIGURES = (
     ("mpi_one_by_one", "MPI Allreduce, one tensor at a time"),
@@ -74,6 +79,7 @@ RATIOS = (
     ("(a) / (b)", "engine", "single", 2.0),
     ("(a) / (c)", "engine", "one_by_one", None),
     ("(a) / (d)", "engine", "grouped", None),
+    ("(t) / (a)", "torch_engine", "engine", None),
 )
 NEGOTIATION_GOAL_US = 50.0
 
@@ -90,6 +96,8 @@ def parse_args(argv=None):
     p.add_argument("-w", "--warmup", type=int, default=3, help="warm-up rounds per figure and repeat (default 3)")
     p.add_argument("--repeats", type=int, default=5, help="repeats of every figure (default 5)")
     p.add_argument("--compare", default="", help="comma list of peers to time too (mpi)")
+    p.add_argument("--torch", action="store_true",
+                   help="also time (a) through ringcc.torch's Horovod API on torch tensors")
     p.add_argument("--json", metavar="PATH", help="write every result to this JSON file")
     p.add_argument("--peer-timeout", type=float, default=600.0,
                    help="seconds one MPI job may take (default 600)")
@@ -177,6 +185,13 @@ class RingccSide:
         self.names = [f"t{i}" for i in range(n)]
         # Seconds spent in (a)'s enqueue loops and synchronize loops, summed over rounds.
         self.split = [0.0, 0.0]
+        self.hvd = self.txs = None
+        if args.torch:
+            import torch
+            import ringcc.torch as hvd
+
+            hvd.init()  # finds ringcc started
+            self.hvd, self.txs = hvd, [torch.from_numpy(x) for x in self.xs]
 
     def runs(self):
         rc, xs, names, flat = self.rc, self.xs, self.names, self.flat
@@ -207,7 +222,18 @@ class RingccSide:
             for _ in range(k):
                 grouped(xs)
 
-        return {"engine": engine, "single": single, "one_by_one": one_by_one, "grouped": grouped_}
+        figures = {"engine": engine, "single": single, "one_by_one": one_by_one, "grouped": grouped_}
+        if self.hvd is not None:
+            hvd, txs = self.hvd, self.txs
+            hvd_async, hvd_sync, hvd_sum = hvd.allreduce_async_, hvd.synchronize, hvd.Sum
+
+            def torch_engine(k):
+                for _ in range(k):
+                    handles = [hvd_async(t, name=name, op=hvd_sum) for t, name in zip(txs, names)]
+                    for h in handles:
+                        hvd_sync(h)
+            figures["torch_engine"] = torch_engine
+        return figures
 
     def check(self):
         """Wrong elements of each figure's collective on known data (max over ranks)."""

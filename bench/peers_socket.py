@@ -5,11 +5,15 @@ next rank while it receives as many from the previous one, so both
 directions of every link are busy at once. This peer moves exactly those
 bytes through one TCP connection per direction between neighbours on this
 host (127.0.0.1, TCP_NODELAY, the same socket buffer size ringcc's TCP
-transport asks for), with no reduction and no protocol: what the loopback
-carries at most, the ceiling of ringcc's figures under
-RINGCC_TRANSPORT=tcp. It times allreduce only. Python releases the GIL in
-send and recv, and each call moves megabytes, so the interpreter adds
-little at the sizes where the ceiling matters (1 MiB and up).
+transport asks for), a thread sending while the main thread receives, with
+no reduction and no protocol: what plain sockets carry for the same
+traffic, the reference beside which to read ringcc's figures under
+RINGCC_TRANSPORT=tcp (a ratio near 1 says the reduction and ringcc's
+protocol cost next to nothing beyond the transfer). It times allreduce
+only. Python releases the GIL in send and recv and each call moves
+megabytes, so the interpreter adds little from 1 MiB up; small sizes pay
+for the thread hand-off, so only there, up to INLINE_BYTES, a rank sends
+before it receives on one thread.
 """
 import os
 import socket

@@ -4,6 +4,7 @@ the launcher (beside Open MPI when mpi4py and mpirun are there)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import sys
@@ -80,10 +81,13 @@ def test_mpi_job_runs_this_module():
 # -- runs -----------------------------------------------------------------------
 
 
-def check_document(doc, ranks_expected, repeats=2):
+def check_document(doc, ranks_expected, repeats=2, torch=False):
     assert doc["meta"]["ranks"] == ranks_expected
     assert (doc["meta"]["tensors"], doc["meta"]["elements"], doc["meta"]["repeats"]) == (40, 16, repeats)
+    assert ("torch_engine" in doc["figures"]) is torch
     for key, _ in RINGCC_FIGURES:
+        if key == "torch_engine" and not torch:
+            continue
         figure = doc["figures"][key]
         assert len(figure["times_s"]) == repeats and all(t > 0 for t in figure["times_s"]), figure
         assert figure["min_s"] <= figure["median_s"] <= figure["max_s"]
@@ -98,12 +102,13 @@ def check_document(doc, ranks_expected, repeats=2):
     for name, numerator, denominator, goal in RATIOS:
         ratio = doc["ratios"][name]
         assert ratio["goal"] == goal
-        if denominator in doc["figures"]:
+        if numerator in doc["figures"] and denominator in doc["figures"]:
             want = doc["figures"][numerator]["median_s"] / doc["figures"][denominator]["median_s"]
             assert ratio["value"] == pytest.approx(want)
             assert ratio["met"] is (None if goal is None else ratio["value"] <= goal)
         else:
-            assert ratio["value"] is None and ratio["missing"] == denominator
+            missing = denominator if denominator not in doc["figures"] else numerator
+            assert ratio["value"] is None and ratio["missing"] == missing
     negotiation = doc["negotiation"]
     assert len(negotiation["per_repeat"]) == repeats
     # 40 names reused every round: the rounds after the first go through the response cache.
@@ -138,16 +143,18 @@ def test_one_rank_run_with_unknown_peer(ranks, tmp_path):
 
 
 def test_two_rank_run_beside_mpi(ranks, tmp_path):
-    """Two ranks through the launcher, with --compare mpi: every figure, ratio and negotiation
-    figure in the JSON; the MPI figures when mpi4py and mpirun are there, else the reason."""
+    """Two ranks through the launcher, with --compare mpi (and --torch where torch is
+    installed): every figure, ratio and negotiation figure in the JSON; the MPI figures when
+    mpi4py and mpirun are there, else the reason."""
     path = tmp_path / "engine.json"
-    script = ["-m", "bench.engine", *TINY, "--compare", "mpi", "--json", str(path)]
+    torch = importlib.util.find_spec("torch") is not None
+    script = ["-m", "bench.engine", *TINY, "--compare", "mpi", "--json", str(path)] + (["--torch"] if torch else [])
     command = ranks.command(2, script, ["--timeout", str(RUN_TIMEOUT_S)])
     completed = ranks.run(command, ranks.environment({"OPENBLAS_NUM_THREADS": "1"}), RUN_TIMEOUT_S + 10)
     assert completed.returncode == 0, completed.describe()
     assert completed.seconds < 30, f"the tiny run took {completed.seconds:.1f} s"
     doc = json.loads(path.read_text())
-    check_document(doc, 2)
+    check_document(doc, 2, torch=torch)
     mpi = doc["peers"]["mpi"]
     if mpi["status"] == "ok":
         for key in ("mpi_one_by_one", "mpi_single"):
