@@ -1,8 +1,9 @@
 // The point-to-point transport interface: non-blocking sends and receives of
 // byte ranges between the ranks of a communicator, with explicit progress and
-// completion. Messages between one pair of ranks are matched in order: the
-// k-th send from A to B fills the k-th receive that B posts for A, and sizes
-// must agree.
+// completion. What A sends to B is one byte stream: B's receives from A
+// take its bytes in the order they were posted, whatever the sizes of the
+// sends (a message may be received in other pieces than it was sent in;
+// the ring allreduce and the chain broadcast rely on this).
 //
 // Transports carry host memory today (TCP, shared memory). A device transport
 // (NCCL) carries device pointers on a stream: the MemoryKind and stream of an
