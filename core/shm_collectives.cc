@@ -85,6 +85,26 @@ class Layout {
       }
     });
   }
+  // True when every element of [lo, lo + len) has input memory (no
+  // segment contributes zeros): for_each_input() may then read it in place.
+  bool all_inputs(int64_t lo, int64_t len) const {
+    if (!segmented()) return true;
+    bool all = true;
+    for_each(lo, len, [&](const BufferSegment& seg, int64_t, int64_t, int64_t) { all = all && seg.in; });
+    return all;
+  }
+  // f(input memory, offset relative to lo, elements) for each run of
+  // [lo, lo + len) that lies contiguously in the input (see all_inputs()).
+  template <class F>
+  void for_each_input(int64_t lo, int64_t len, F f) const {
+    if (!segmented()) {
+      f(static_cast<const uint8_t*>(a_.in) + lo * es_, int64_t{0}, len);
+      return;
+    }
+    for_each(lo, len, [&](const BufferSegment& seg, int64_t seg_off, int64_t rel, int64_t n) {
+      f(static_cast<const uint8_t*>(seg.in) + seg_off * es_, rel, n);
+    });
+  }
   // Copies src to elements [lo, lo + len) of the output, scaled.
   void scatter(const uint8_t* src, int64_t lo, int64_t len, double factor) const {
     if (!segmented()) {
@@ -341,7 +361,6 @@ void ShmCollectives::run(CollectiveArgs& a, Deadline dl) {
 void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
   const int n = size();
   const size_t es = dtype_size(a.dtype);
-  const auto* in = static_cast<const uint8_t*>(a.in);
   auto* out = static_cast<uint8_t*>(a.out);
   const int64_t count = a.count;
   const Layout layout(a);
@@ -388,16 +407,24 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
     const int64_t lo = seg_lo(me_), len = seg_lo(me_ + 1) - lo;
     if (len > 0) {
       uint8_t* mine = area(me_, p) + lo * ses;
-      if (a.prescale != 1.0 || layout.segmented()) {
+      if (a.prescale == 1.0 && layout.all_inputs(off + lo, len)) {
+        // Our own part straight from the input, run by run (one run unless
+        // the input is a list of buffers): no copy of it into the area.
+        layout.for_each_input(off + lo, len, [&](const uint8_t* src, int64_t rel, int64_t cnt) {
+          srcs_[0] = src;
+          for (int i = 0, k = 1; i < n; ++i) {
+            if (i != me_) srcs_[static_cast<size_t>(k++)] = area(i, p) + (lo + rel) * ses;
+          }
+          reduce_many(mine + rel * ses, srcs_.data(), n, cnt, a.dtype, a.op);
+        });
+      } else {
         layout.gather(mine, off + lo, len, a.prescale);
         srcs_[0] = mine;
-      } else {
-        srcs_[0] = in + (off + lo) * ses;
+        for (int i = 0, k = 1; i < n; ++i) {
+          if (i != me_) srcs_[static_cast<size_t>(k++)] = area(i, p) + lo * ses;
+        }
+        reduce_many(mine, srcs_.data(), n, len, a.dtype, a.op);
       }
-      for (int i = 0, k = 1; i < n; ++i) {
-        if (i != me_) srcs_[static_cast<size_t>(k++)] = area(i, p) + lo * ses;
-      }
-      reduce_many(mine, srcs_.data(), n, len, a.dtype, a.op);
     }
     sync(dl, "allreduce");
     for (int j = 0; j < n; ++j) {
