@@ -305,6 +305,25 @@ def _(ctx):
     same(mine, reduce_ref(big, hvd.Sum), "general path: strided view")
     same(x16, reduce_ref(i16, hvd.Sum), "general path: int16")
     raises(NotImplementedError, lambda: hvd.allreduce_async_(torch.ones(2), op=hvd.Adasum), "Adasum")
+    # Ranks may take different paths for one tensor (here even ranks hand in a contiguous
+    # tensor, odd ranks a transposed view of the same values): the names agree.
+    mixed = everyone(ctx, (3, 4), torch.float32, salt=93)
+
+    def mine_as_taken():
+        x = mixed[ctx.rank].clone()
+        return x if ctx.rank % 2 == 0 else x.t().contiguous().t()
+    t = mine_as_taken()
+    expect(t.is_contiguous() is (ctx.rank % 2 == 0), "even ranks contiguous, odd ranks strided")
+    hvd.synchronize(hvd.allreduce_async_(t, name="mixed.paths", op=hvd.Sum))
+    same(t, reduce_ref(mixed, hvd.Sum), "one name, direct path on some ranks and general on others")
+    hvd.synchronize(hvd.allreduce_async_(mine_as_taken(), op=hvd.Sum))  # unnamed: the counter agrees too
+    # grouped in place: each tensor of the group takes its own path
+    group = [mine_as_taken(), mixed[ctx.rank].clone().to(torch.float64), mixed[ctx.rank].clone().to(torch.int16)]
+    returned = hvd.synchronize(hvd.grouped_allreduce_async_(group, name="mixed.group", op=hvd.Max))
+    expect(len(returned) == 3 and all(a is b for a, b in zip(returned, group)),
+           "grouped_allreduce_async_ returns its tensors")
+    for got, dtype in zip(group, (torch.float32, torch.float64, torch.int16)):
+        same(got, reduce_ref([m.to(dtype) for m in mixed], hvd.Max).to(dtype), f"grouped in place, {dtype}")
     # a shape mismatch through the direct path: every rank raises from synchronize, naming it
     h = hvd.allreduce_async_(torch.ones(ctx.rank + 2), name="direct.mismatch", op=hvd.Sum)
     expect(type(h) is direct, "mismatch case: direct path")

@@ -562,21 +562,31 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
     `synchronize(handle)`, test with `poll(handle)`."""
     if op is None and average is None:
         op = Average
-    # The common case of a training loop (a dense contiguous CPU tensor of a
-    # core dtype, the global process set, an int op) goes to the engine with
-    # the tensor's address: no DLPack export, no wrapper handle.
-    if type(op) is int and op in _DIRECT_OPS and process_set is global_process_set and \
-            isinstance(tensor, torch.Tensor) and tensor.is_cpu and tensor.layout == torch.strided:
+    if process_set is global_process_set and average is None:
+        handle = _direct_allreduce_(tensor, "allreduce", name, op, prescale_factor, postscale_factor)
+        if handle is not None:
+            return handle
+    op = handle_average_backwards_compatibility(op, average)
+    return _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set,
+                            True, "allreduce_async_")
+
+
+def _direct_allreduce_(tensor, kind, name, op, prescale_factor, postscale_factor):
+    """The common case of a training loop (a dense contiguous CPU tensor of a
+    core dtype, an int op, the global process set): the in-place allreduce
+    goes to the engine with the tensor's address (no DLPack export, no
+    wrapper handle), named as `kind` names it. None when `tensor` is not such
+    a case (the caller takes the general path)."""
+    if type(op) is int and op in _DIRECT_OPS and isinstance(tensor, torch.Tensor) and \
+            tensor.is_cpu and tensor.layout == torch.strided:
         code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
         if code is not None and tensor.is_contiguous() and _core.is_initialized():
             try:
                 return _allreduce_async_raw(tensor, tensor.data_ptr(), tensor.shape, code, op,
-                                            _name("allreduce", name), prescale_factor, postscale_factor)
+                                            _name(kind, name), prescale_factor, postscale_factor)
             except (ringcc.PeerFailureError, ringcc.InternalError) as error:
                 raise _internal_error(error) from None
-    op = handle_average_backwards_compatibility(op, average)
-    return _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set,
-                            True, "allreduce_async_")
+    return None
 
 
 class HorovodAllreduce(torch.autograd.Function):
@@ -637,8 +647,12 @@ def _grouped_allreduce_start(tensors, name, op, prescale_factor, postscale_facto
     if _is_global(process_set):
         # Named tensors of one group: the engine fuses what is ready.
         base = _name("grouped_allreduce", name)
-        handles = [_allreduce_start(t, f"{base}.{i}", op, prescale_factor, postscale_factor,
-                                    process_set, inplace, what) for i, t in enumerate(tensors)]
+        handles = []
+        for i, t in enumerate(tensors):
+            h = _direct_allreduce_(t, "allreduce", f"{base}.{i}", op, prescale_factor, postscale_factor) \
+                if inplace else None
+            handles.append(h if h is not None else _allreduce_start(
+                t, f"{base}.{i}", op, prescale_factor, postscale_factor, process_set, inplace, what))
         return Handle(handles, lambda results: list(results))
     comm = process_set._communicator()
     op = _core_op(op)
