@@ -326,6 +326,7 @@ py::object do_barrier(ringcc::Communicator& c, bool async, const std::string& na
 py::object do_grouped_allreduce(ringcc::Communicator& c, py::list tensors, int op, double pre,
                                 double post, bool inplace, bool async) {
   std::vector<std::unique_ptr<Prepared>> preps;
+  preps.reserve(tensors.size());
   try {
     for (auto t : tensors) {
       preps.push_back(prep_allreduce(py::reinterpret_borrow<py::object>(t), py::none(), op, pre,
@@ -335,6 +336,7 @@ py::object do_grouped_allreduce(ringcc::Communicator& c, py::list tensors, int o
     fail_locally(c, CollectiveKind::kAllreduce, e);
   }
   std::vector<CollectiveArgs> list;
+  list.reserve(preps.size());
   for (auto& p : preps) list.push_back(p->args);
   if (async) {
     std::shared_ptr<ringcc::Work> work;

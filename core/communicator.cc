@@ -520,6 +520,7 @@ void Communicator::execute_grouped(std::vector<CollectiveArgs>& list) {
     fused.postscale = head.postscale;
     fused.count = static_cast<int64_t>(total / es);
     fused.out_count = fused.count;
+    fused.segments.reserve(j - i);
     for (size_t k = i; k < j; ++k) {
       CollectiveArgs& e = list[order[k]];
       fused.segments.push_back({e.in, e.out, e.count});
