@@ -270,9 +270,10 @@ class Bench:
         return dict(iters=a.iters, warmup=a.warmup, target_s=a.target_s,
                     check=a.check and repeat == 0)
 
-    def run_local(self, backend, repeat):
-        return sweep(backend, self.args.ops, self.args.sizes, self.args.np_dtype,
-                     **self.sweep_kwargs(repeat))
+    def run_local(self, backend, repeat, check=True):
+        kwargs = self.sweep_kwargs(repeat)
+        kwargs["check"] = kwargs["check"] and check
+        return sweep(backend, self.args.ops, self.args.sizes, self.args.np_dtype, **kwargs)
 
     def run_mpi(self, repeat):
         """Rank 0 runs the MPI job; the other ranks sleep until it has finished."""
@@ -324,8 +325,7 @@ class Bench:
                     if "socket" not in self.peers:
                         continue
                     # No reduction happens, so there is nothing to check.
-                    kwargs = dict(self.sweep_kwargs(repeat), check=False)
-                    out = sweep(self.socket, self.args.ops, self.args.sizes, self.args.np_dtype, **kwargs)
+                    out = self.run_local(self.socket, repeat, check=False)
                 elif self.mpi_local is not None:
                     out = self.run_local(self.mpi_local, repeat)
                 else:

@@ -526,34 +526,30 @@ PyObject* allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
   Py_ssize_t name_len = 0;
   const char* name_text = PyUnicode_AsUTF8AndSize(name, &name_len);
   if (!name_text) return nullptr;
-  std::vector<int64_t> shape(static_cast<size_t>(PyTuple_GET_SIZE(shape_obj)));
-  int64_t count = 1;
-  for (size_t i = 0; i < shape.size(); ++i) {
+  BufferView in;
+  in.ptr = ptr;
+  in.dtype = static_cast<ringcc::DataType>(dtype);
+  in.shape.resize(static_cast<size_t>(PyTuple_GET_SIZE(shape_obj)));
+  in.count = 1;
+  for (size_t i = 0; i < in.shape.size(); ++i) {
     const long long d = PyLong_AsLongLong(PyTuple_GET_ITEM(shape_obj, static_cast<Py_ssize_t>(i)));
     if (d == -1 && PyErr_Occurred()) return nullptr;
-    if (d < 0 || (d > 0 && count > std::numeric_limits<int64_t>::max() / d)) {
+    if (d < 0 || (d > 0 && in.count > std::numeric_limits<int64_t>::max() / d)) {
       PyErr_SetString(PyExc_ValueError, "_allreduce_async_raw: invalid shape");
       return nullptr;
     }
-    shape[i] = d;
-    count *= d;
+    in.shape[i] = d;
+    in.count *= d;
   }
-  if (!ptr && count > 0) {
+  if (!ptr && in.count > 0) {
     PyErr_SetString(PyExc_ValueError, "_allreduce_async_raw: null data_ptr");
     return nullptr;
   }
   try {
     ringcc::Engine& e = engine();
-    CollectiveArgs a;
-    a.kind = CollectiveKind::kAllreduce;
-    a.op = static_cast<ringcc::ReduceOp>(op);
-    a.prescale = pre;
-    a.postscale = post;
-    a.dtype = static_cast<ringcc::DataType>(dtype);
-    a.in = a.out = ptr;
-    a.count = a.out_count = count;
-    a.row_elems = shape.size() <= 1 || shape[0] == 0 ? 1 : count / shape[0];
-    return enqueue_in_place(e, tensor, name_text, name_len, std::move(a), std::move(shape));
+    // Built before in.shape moves out (row_elems() reads it).
+    CollectiveArgs a = in_place_allreduce(in, static_cast<int>(op), pre, post);
+    return enqueue_in_place(e, tensor, name_text, name_len, std::move(a), std::move(in.shape));
   } catch (...) {
     set_python_error();
     return nullptr;

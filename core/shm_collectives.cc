@@ -85,16 +85,9 @@ class Layout {
       }
     });
   }
-  // True when every element of [lo, lo + len) has input memory (no
-  // segment contributes zeros): for_each_input() may then read it in place.
-  bool all_inputs(int64_t lo, int64_t len) const {
-    if (!segmented()) return true;
-    bool all = true;
-    for_each(lo, len, [&](const BufferSegment& seg, int64_t, int64_t, int64_t) { all = all && seg.in; });
-    return all;
-  }
   // f(input memory, offset relative to lo, elements) for each run of
-  // [lo, lo + len) that lies contiguously in the input (see all_inputs()).
+  // [lo, lo + len) that lies contiguously in the input; the memory is null
+  // for a segment that contributes zeros.
   template <class F>
   void for_each_input(int64_t lo, int64_t len, F f) const {
     if (!segmented()) {
@@ -102,7 +95,7 @@ class Layout {
       return;
     }
     for_each(lo, len, [&](const BufferSegment& seg, int64_t seg_off, int64_t rel, int64_t n) {
-      f(static_cast<const uint8_t*>(seg.in) + seg_off * es_, rel, n);
+      f(seg.in ? static_cast<const uint8_t*>(seg.in) + seg_off * es_ : nullptr, rel, n);
     });
   }
   // Copies src to elements [lo, lo + len) of the output, scaled.
@@ -407,10 +400,14 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
     const int64_t lo = seg_lo(me_), len = seg_lo(me_ + 1) - lo;
     if (len > 0) {
       uint8_t* mine = area(me_, p) + lo * ses;
-      if (a.prescale == 1.0 && layout.all_inputs(off + lo, len)) {
+      if (a.prescale == 1.0) {
         // Our own part straight from the input, run by run (one run unless
         // the input is a list of buffers): no copy of it into the area.
         layout.for_each_input(off + lo, len, [&](const uint8_t* src, int64_t rel, int64_t cnt) {
+          if (!src) {  // zeros: reduced in place in the area
+            std::memset(mine + rel * ses, 0, static_cast<size_t>(cnt * ses));
+            src = mine + rel * ses;
+          }
           srcs_[0] = src;
           for (int i = 0, k = 1; i < n; ++i) {
             if (i != me_) srcs_[static_cast<size_t>(k++)] = area(i, p) + (lo + rel) * ses;

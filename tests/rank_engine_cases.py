@@ -929,18 +929,21 @@ def join_uneven(ctx):
     """Ranks run out of batches at different times and join; the others' named collectives
     go on with zeros from the joined ranks, and join() returns the last rank to join."""
     n = ctx.size
+    # The third gradient makes the fused allreduce longer than one shared-memory phase,
+    # so the joined ranks' zeros also travel the piecewise path.
+    lengths = (10, 10, 40_000)
     start = time.monotonic()
     for b in range(join_batches(ctx.rank)):
         active = [r for r in range(n) if b < join_batches(r)]
         handles = []
         for k in shuffled(ctx, 3, salt=b):
-            x = np.arange(10, dtype=np.float32) + ctx.rank + b + k
+            x = np.arange(lengths[k], dtype=np.float32) + ctx.rank + b + k
             handles.append((k, ringcc.allreduce_async(x, name=f"join/batch{b}/grad{k}")))
         rows = np.full((ctx.rank + 1, 2), 100 * b + ctx.rank, dtype=np.int64)
         gather = ringcc.allgather_async(rows, name=f"join/batch{b}/rows")
         for k, handle in handles:
             got = finish(handle, f"join/batch{b}/grad{k}")
-            want = sum(np.arange(10, dtype=np.float32) + r + b + k for r in active)
+            want = sum(np.arange(lengths[k], dtype=np.float32) + r + b + k for r in active)
             if got is not None:
                 check_equal(got, want.astype(np.float32), f"join/batch{b}/grad{k} (ranks {active} active)")
         got = finish(gather, f"join/batch{b}/rows")

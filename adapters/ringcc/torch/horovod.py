@@ -560,10 +560,9 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
     """Starts an in-place allreduce: the result is written into `tensor`'s
     own memory, and the handle's result is `tensor`. Wait with
     `synchronize(handle)`, test with `poll(handle)`."""
-    if op is None and average is None:
-        op = Average
     if process_set is global_process_set and average is None:
-        handle = _direct_allreduce_(tensor, "allreduce", name, op, prescale_factor, postscale_factor)
+        handle = _direct_allreduce_(tensor, "allreduce", name, Average if op is None else op,
+                                    prescale_factor, postscale_factor)
         if handle is not None:
             return handle
     op = handle_average_backwards_compatibility(op, average)
