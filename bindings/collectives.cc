@@ -626,8 +626,8 @@ std::shared_ptr<ringcc::Communicator> global_communicator() {
   return g_comm;
 }
 
-void nudge_engine() {
-  if (g_engine) g_engine->nudge();
+void nudge_engine(const std::shared_ptr<ringcc::Work>& waiting) {
+  if (g_engine) g_engine->nudge(waiting);
 }
 
 void bind_collectives(py::module_& m) {

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/communicator.h"
+#include "core/work.h"
 
 namespace ringcc_py {
 
@@ -14,7 +15,8 @@ namespace ringcc_py {
 std::shared_ptr<ringcc::Communicator> global_communicator();
 
 // Starts the background engine's next cycle now (nothing before init()):
-// for a caller about to block on a named collective. Needs the GIL.
-void nudge_engine();
+// for a caller about to block on `waiting`, a named collective's Work.
+// Needs the GIL.
+void nudge_engine(const std::shared_ptr<ringcc::Work>& waiting);
 
 }  // namespace ringcc_py

@@ -53,6 +53,12 @@ struct CollectiveArgs {
   int64_t result_count = 0;
 };
 
+// Merges neighbouring segments of a fused allreduce whose inputs and
+// outputs each continue where the previous ones end (views of one buffer,
+// as frameworks' flat gradient buckets give). One run left over with real
+// buffers becomes a plain allreduce of it, in place where it was.
+void coalesce_segments(CollectiveArgs& a);
+
 // The header this rank contributes for args.
 inline OpHeader make_header(const CollectiveArgs& a) {
   OpHeader h;

@@ -387,6 +387,7 @@ void Communicator::execute(CollectiveArgs& a) {
     raise(ErrorKind::kPeerFailure, "the communicator is unusable after an earlier failure: ",
           abort_reason_);
   }
+  coalesce_segments(a);
   if (!a.segments.empty() && !shm_) {
     // Only the shared-memory allreduce gathers and scatters segments itself.
     std::vector<const void*> inputs;

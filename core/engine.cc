@@ -66,8 +66,7 @@ struct Engine::LocalEntry {
   int cache_bit = -1;      // announced through the cache
   uint64_t cache_epoch = 0;  // cache_epoch_ when cache_bit was looked up
   bool announced = false;  // announced in full
-  int64_t enqueued_us = 0;
-  int64_t negotiating_us = 0;
+  int64_t negotiating_us = 0;  // enqueued (0: no timeline recorded then)
 };
 
 // A tensor that is ready on every rank, about to run (same on all ranks).
@@ -103,7 +102,7 @@ Engine::~Engine() {
   }
 }
 
-std::shared_ptr<Work> Engine::enqueue(const std::string& name, CollectiveArgs args,
+std::shared_ptr<Work> Engine::enqueue(std::string name, CollectiveArgs args,
                                       std::vector<int64_t> shape) {
   // Described and looked up here, on the caller's thread, so that the
   // engine's cycle only splices the entry in. Entries of tensors that ran
@@ -138,7 +137,8 @@ std::shared_ptr<Work> Engine::enqueue(const std::string& name, CollectiveArgs ar
     entry->cache_bit = cached_bit(name, entry->meta);
     entry->cache_epoch = cache_epoch_;
   }
-  entry->enqueued_us = entry->negotiating_us = Timeline::now_us();
+  // Read the clock only for a timeline (0: not stamped).
+  entry->negotiating_us = timeline_.active() ? Timeline::now_us() : 0;
   if (work) {
     work->reset(std::move(args));
   } else {
@@ -159,7 +159,7 @@ std::shared_ptr<Work> Engine::enqueue(const std::string& name, CollectiveArgs ar
         Error(ErrorKind::kNotInitialized, "ringcc has been shut down")));
     return work;
   }
-  incoming_.emplace_back(name, std::move(entry));
+  incoming_.emplace_back(std::move(name), std::move(entry));
   return work;
 }
 
@@ -169,13 +169,22 @@ int Engine::cached_bit(const std::string& name, const TensorMeta& meta) const {
   return *cache_metas_[static_cast<size_t>(cached->second)] == meta ? cached->second : -1;
 }
 
-void Engine::nudge() {
+void Engine::nudge(const std::shared_ptr<Work>& waiting) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (nudged_) return;
+    nudged_work_ = waiting;
+    nudged_generation_ = waiting->generation();
     nudged_ = true;
   }
   cv_.notify_all();
+}
+
+bool Engine::caller_waits() {
+  // The caller's tensor may have run since: it saw its Work pending, but
+  // the engine finished it before the nudge came (or the caller let go of
+  // it, and enqueue() may have reused it since).
+  auto waiting = nudged_work_.lock();
+  return waiting && !waiting->done() && waiting->generation() == nudged_generation_;
 }
 
 std::shared_ptr<Work> Engine::join() {
@@ -227,11 +236,13 @@ void Engine::loop() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       if (stopped_) break;
-      // Work ran this cycle: more may be ready at once. Or a caller blocks
-      // on a tensor (nudged) and this rank announced news that the peers'
-      // messages of this cycle, sent before they had it, could not answer:
-      // the next cycle, not the next period, tells what is ready.
-      if ((productive_ || (urgent_ && sent_news_)) && opt_.cycle_time_ms > 0) {
+      // A caller blocks on a tensor and this rank announced news
+      // that the peers' messages of this cycle, perhaps built before they
+      // had it too, could not answer: the next cycle, not the next period,
+      // tells what is ready. (Nothing else calls for a cycle at once: each
+      // is a rendezvous of every rank's engine, and one entered early waits
+      // there with a message that is stale when the others arrive.)
+      if (sent_news_ && caller_waits() && opt_.cycle_time_ms > 0) {
         next = std::chrono::steady_clock::now();
         continue;
       }
@@ -251,8 +262,9 @@ void Engine::loop() {
       } else {
         // A rank blocked in synchronize() gains nothing from more batching:
         // its nudge starts the next cycle at once.
-        cv_.wait_until(lock, next, [&] { return shutdown_requested_ || nudged_; });
-        urgent_ = nudged_;
+        if (cv_.wait_until(lock, next, [&] { return shutdown_requested_ || (nudged_ && caller_waits()); })) {
+          next = std::chrono::steady_clock::now();  // early: the next period counts from here
+        }
         nudged_ = false;
       }
     }
@@ -308,6 +320,7 @@ void Engine::take_incoming() {
     }
     if (b >= 0) {
       my_bits_[static_cast<size_t>(b / 8)] |= static_cast<char>(1 << (b % 8));
+      bits_added_ = true;
       local_by_bit_[static_cast<size_t>(b)] = std::move(entry);
     } else {
       local_.emplace(name, std::move(entry));
@@ -336,8 +349,10 @@ std::string Engine::build_message() {
       ++count;
     }
   }
-  sent_news_ = count > 0 || my_bits_ != sent_bits_;
-  sent_bits_ = my_bits_;
+  // Steady-state training sets the same bits every step: what is news is
+  // a bit set since the last message, not a different set of bits.
+  sent_news_ = count > 0 || bits_added_;
+  bits_added_ = false;
   put_string(&msg, my_bits_);
   put_u32(&msg, count);
   msg.append(announced);
@@ -628,7 +643,6 @@ void Engine::cycle() {
                     !any_pending;
   idle_cycles_ = idle ? idle_cycles_ + 1 : 0;
 
-  productive_ = !ready.empty();
   run_ready(ready);
   recycle_retired();
   if (rank_ == 0) inspect_stalls();
@@ -815,7 +829,8 @@ void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_i
   const int64_t t_ready = Timeline::now_us();
   if (timeline_.active()) {
     for (const auto& item : items) {
-      if (item.local) timeline_.phase(name_of(item), "NEGOTIATING", item.local->negotiating_us, t_ready);
+      const int64_t since = item.local ? item.local->negotiating_us : 0;
+      if (since > 0) timeline_.phase(name_of(item), "NEGOTIATING", since, t_ready);
     }
   }
 
@@ -889,21 +904,23 @@ void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_i
       const size_t bytes = static_cast<size_t>(total) * es;
       const std::string args =
           timeline_.active() ? fusion_args + ", \"bytes\": " + std::to_string(bytes) : std::string();
-      if (comm_->gathers_segments()) {
+      CollectiveArgs a;
+      a.kind = CollectiveKind::kAllreduce;
+      a.dtype = meta.dtype;
+      a.op = meta.op;
+      a.prescale = meta.prescale;
+      a.postscale = meta.postscale;
+      a.count = total;
+      a.out_count = total;
+      a.segments.reserve(items.size());
+      for (size_t k = 0; k < items.size(); ++k) {
+        a.segments.push_back({inputs[k], outputs[k], static_cast<int64_t>(sizes[k] / es)});
+      }
+      coalesce_segments(a);
+      if (comm_->gathers_segments() || a.segments.empty()) {
         // Shared memory reads the tensors in place and writes the results
-        // back in place: no fusion buffer, no extra copies.
-        CollectiveArgs a;
-        a.kind = CollectiveKind::kAllreduce;
-        a.dtype = meta.dtype;
-        a.op = meta.op;
-        a.prescale = meta.prescale;
-        a.postscale = meta.postscale;
-        a.count = total;
-        a.out_count = total;
-        a.segments.reserve(items.size());
-        for (size_t k = 0; k < items.size(); ++k) {
-          a.segments.push_back({inputs[k], outputs[k], static_cast<int64_t>(sizes[k] / es)});
-        }
+        // back in place; tensors that lie one after another in memory run
+        // as one buffer on any transport. No fusion buffer, no extra copies.
         comm_->run(a);
         if (timeline_.active()) {
           const int64_t t_done = Timeline::now_us();
@@ -914,8 +931,8 @@ void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_i
       } else {
         fusion_.pack(inputs, sizes);
         const int64_t t_packed = Timeline::now_us();
-        CollectiveArgs a = fusion_.allreduce(total, meta.dtype, meta.op, meta.prescale, meta.postscale);
-        comm_->run(a);
+        CollectiveArgs fused = fusion_.allreduce(total, meta.dtype, meta.op, meta.prescale, meta.postscale);
+        comm_->run(fused);
         const int64_t t_reduced = Timeline::now_us();
         fusion_.unpack(outputs, sizes);
         const int64_t t_done = Timeline::now_us();
@@ -938,10 +955,15 @@ void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_i
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.tensors += items.size();
   }
-  // Callers first, then the bookkeeping.
+  // Callers first, then the bookkeeping. Every Work is marked done before
+  // any waiter wakes: a caller that waits on the batch's tensors one after
+  // another (as training loops do) blocks once, not once per tensor as it
+  // catches up with the engine finishing them.
   for (const auto& item : items) {
-    if (item.local) item.local->work->finish(error);
+    if (item.local && item.local->work->mark_done(error)) to_wake_.push_back(item.local->work.get());
   }
+  for (Work* work : to_wake_) work->wake();
+  to_wake_.clear();
   for (const auto& item : items) retire(item);
   // Only a broken communicator stops the engine; a bad argument on one
   // tensor failed that tensor alone.

@@ -74,14 +74,17 @@ class Engine {
 
   // Queues a named collective; `args` carries the buffers (kind, dtype,
   // in/out, counts, op, root, scales, splits), `shape` its full shape.
-  std::shared_ptr<Work> enqueue(const std::string& name, CollectiveArgs args,
+  std::shared_ptr<Work> enqueue(std::string name, CollectiveArgs args,
                                 std::vector<int64_t> shape);
   // Queues this rank's join: it completes when every rank has joined; its
   // result_count is the last rank to join.
   std::shared_ptr<Work> join();
   // Starts the next cycle now instead of at the cycle time: for a caller
-  // that is about to block on an enqueued tensor.
-  void nudge();
+  // that is about to block on `waiting`, a Work this engine returned. The
+  // nudge lasts until that Work is done, so a caller whose tensor a cycle
+  // already ran starts no further cycle (every cycle is a rendezvous with
+  // the other ranks' engines).
+  void nudge(const std::shared_ptr<Work>& waiting);
 
   void start_timeline(const std::string& path);
   void stop_timeline();
@@ -95,6 +98,7 @@ class Engine {
   struct TableEntry;
 
   void loop();
+  bool caller_waits();  // under mu_: the last nudge's Work is still pending
   void cycle();
   void take_incoming();
   std::string build_message();
@@ -140,7 +144,9 @@ class Engine {
   std::vector<std::unique_ptr<LocalEntry>> spare_;
   std::shared_ptr<Work> join_work_;
   bool shutdown_requested_ = false;
-  bool nudged_ = false;
+  bool nudged_ = false;               // a nudge came since the engine last woke
+  std::weak_ptr<Work> nudged_work_;  // what the nudging caller waits on
+  uint64_t nudged_generation_ = 0;   // ... and its Work::generation() then
   bool stopped_ = false;
   std::string broken_;
   ErrorKind broken_kind_ = ErrorKind::kPeerFailure;
@@ -178,11 +184,10 @@ class Engine {
   std::vector<std::string> pending_aborts_;              // rank 0: to announce
   std::vector<uint8_t> zeros_;
   FusionBuffer fusion_;
+  std::vector<Work*> to_wake_;  // execute_batch(): Works with a waiter to wake
   int idle_cycles_ = 0;
-  bool productive_ = false;  // the last cycle ran collectives
   bool sent_news_ = false;   // the last cycle announced tensors the peers had not heard of
-  std::string sent_bits_;    // my_bits_ as the last message sent them
-  bool urgent_ = false;      // the last wait ended with a nudge (a caller blocks)
+  bool bits_added_ = false;  // a tensor was announced by its bit since the last message
 
   mutable std::mutex stats_mu_;
   EngineStats stats_;

@@ -51,11 +51,13 @@ void Timeline::start(const std::string& path) {
   std::fputs("[\n", file_);
   first_ = true;
   rows_.clear();
+  active_.store(true, std::memory_order_relaxed);
 }
 
 void Timeline::stop() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!file_) return;
+  active_.store(false, std::memory_order_relaxed);
   std::fputs("\n]\n", file_);
   std::fclose(file_);
   file_ = nullptr;

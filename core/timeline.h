@@ -6,6 +6,7 @@
 // their events' args. The file is a JSON array, closed on stop().
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
@@ -24,7 +25,9 @@ class Timeline {
   void start(const std::string& path);
   // Closes the JSON array and the file. Idempotent.
   void stop();
-  bool active() const { return file_ != nullptr; }
+  // Safe from any thread (enqueuing threads stamp times only while a
+  // timeline records).
+  bool active() const { return active_.load(std::memory_order_relaxed); }
 
   // A phase of `tensor` from begin_us to end_us (microseconds of the
   // steady clock); args is a JSON object body ("" for none).
@@ -41,6 +44,7 @@ class Timeline {
 
   std::mutex mu_;
   std::FILE* file_ = nullptr;
+  std::atomic<bool> active_{false};
   bool first_ = true;
   std::unordered_map<std::string, int> rows_;
 };

@@ -26,7 +26,11 @@ class Work {
   bool wait(double timeout_seconds) {
     if (!done()) {
       std::unique_lock<std::mutex> lock(mu_);
-      auto finished = [this] { return done_.load(std::memory_order_relaxed); };
+      // Seen by finish() after its store of done_ unless this thread then
+      // sees done_ (both sequentially consistent): it skips the lock and
+      // the notify when nobody waits.
+      waiting_.store(true);
+      auto finished = [this] { return done_.load(); };
       if (timeout_seconds < 0) {
         cv_.wait(lock, finished);
       } else if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_seconds), finished)) {
@@ -52,16 +56,29 @@ class Work {
   void reset(CollectiveArgs args) {
     list_[0] = std::move(args);
     error_ = nullptr;
+    waiting_.store(false, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_relaxed);
     done_.store(false, std::memory_order_relaxed);
   }
+  // How many times reset() gave this Work a new collective.
+  uint64_t generation() const { return generation_.load(std::memory_order_relaxed); }
   bool grouped() const { return grouped_; }
 
   void finish(std::exception_ptr error) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      error_ = error;
-      done_.store(true, std::memory_order_release);
-    }
+    if (mark_done(error)) wake();
+  }
+  // finish() in two steps, for a batch of Works: mark them all done, then
+  // wake the waiters, so that a caller woken by one finds the others done
+  // as well instead of blocking on each in turn. mark_done() returns
+  // whether wake() is needed.
+  bool mark_done(std::exception_ptr error) {
+    error_ = error;  // published by the store of done_
+    done_.store(true);
+    return waiting_.load();
+  }
+  void wake() {
+    // The waiter holds mu_ from its check of done_ until it sleeps.
+    { std::lock_guard<std::mutex> lock(mu_); }
     cv_.notify_all();
   }
 
@@ -71,6 +88,8 @@ class Work {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::atomic<bool> done_{false};
+  std::atomic<bool> waiting_{false};  // a thread blocked (or is about to block) in wait()
+  std::atomic<uint64_t> generation_{0};
   std::exception_ptr error_;
 };
 

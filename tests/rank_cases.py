@@ -634,6 +634,51 @@ def grouped_allreduce_inplace(ctx):
         check_reduction(result, inputs, "Max", f"grouped_allreduce_ tensor {index} ({inputs[0].dtype})")
 
 
+@CASES.case("grouped_allreduce/views-of-one-buffer")
+def grouped_views(ctx):
+    """Lists of views into shared buffers: neighbours in memory and in the list run as one
+    buffer; gaps, reversed order, another buffer in between, and out-of-place results (whose
+    outputs do not follow each other) must not be merged. Every view gets its own sum."""
+    n = 300_000  # the float32 runs span several shared-memory pieces
+    dt = np.dtype(np.float32)
+    first = [make_input(ctx, r, dt, n, salt=41) for r in range(ctx.size)]
+    second = [make_input(ctx, r, dt, 5000, salt=42) for r in range(ctx.size)]
+    cuts = [0, 1, 1000, 1000, 70_001, 200_000, n]  # one empty view among them
+
+    def views(buffers, spans):
+        return [buffers[a:b] for a, b in spans]
+
+    spans = list(zip(cuts, cuts[1:]))
+    layouts = {
+        "in order": spans,
+        "with gaps": [(0, 10), (20, 30), (30, 1000), (2000, 250_000)],
+        "reversed": list(reversed(spans)),
+    }
+    for label, chosen in layouts.items():
+        mine = first[ctx.rank].copy()
+        returned = ringcc.grouped_allreduce_(views(mine, chosen))
+        for index, ((a, b), result) in enumerate(zip(chosen, returned)):
+            check_reduction(result, [x[a:b] for x in first], "Sum", f"views {label}: view {index} [{a}:{b}]")
+        untouched = np.ones(n, bool)
+        for a, b in chosen:
+            untouched[a:b] = False
+        check_equal(mine[untouched], first[ctx.rank][untouched], f"views {label}: elements outside the views")
+    # Another buffer in the middle of a run of neighbours; 2-D rows of one array.
+    mine, other = first[ctx.rank].copy(), second[ctx.rank].copy()
+    rows = first[ctx.rank][:6000].copy().reshape(6, 1000)
+    listed = [mine[0:100], mine[100:200], other[:], mine[200:300], *rows]
+    ringcc.grouped_allreduce_(listed)
+    check_reduction(mine[:300], [x[:300] for x in first], "Sum", "views around another buffer")
+    check_reduction(other, second, "Sum", "the other buffer between the views")
+    check_reduction(rows.reshape(-1), [x[:6000] for x in first], "Sum", "rows of a 2-D array")
+    # Out of place: the inputs follow each other, the new outputs need not.
+    mine = first[ctx.rank].copy()
+    got = ringcc.grouped_allreduce(views(mine, spans), ringcc.Average)
+    for index, ((a, b), result) in enumerate(zip(spans, got)):
+        check_reduction(result, [x[a:b] for x in first], "Average", f"out-of-place view {index} [{a}:{b}]")
+    check_equal(mine, first[ctx.rank], "the inputs of the out-of-place grouped allreduce")
+
+
 @CASES.case("async/grouped_allreduce")
 def async_grouped(ctx):
     groups = grouped_inputs(ctx, salt=2)

@@ -309,6 +309,31 @@ def allreduce_shuffled(ctx):
         check_reduction(got, inputs[i], "Sum", f"grad/layer{i}.weight")
 
 
+@CASES.case("allreduce/fusion-of-views")
+def allreduce_fusion_of_views(ctx):
+    """Named in-place allreduces of views into one buffer (a flat gradient bucket), enqueued in
+    every rank's own order, with views of a second buffer and an empty view among them: the
+    engine may run neighbours as one buffer, and every view gets its own sum."""
+    n_views, per = 60, 1500
+    dt = np.dtype(np.float32)
+    bucket = [make_input(ctx, r, dt, n_views * per, salt=300) for r in range(ctx.size)]
+    other = [make_input(ctx, r, dt, 7 * 11, salt=301) for r in range(ctx.size)]
+    for round_ in range(2):  # the second round goes through the response cache
+        mine, theirs = bucket[ctx.rank].copy(), other[ctx.rank].copy()
+        spans = {f"bucket/{i}": (mine, i * per, (i + 1) * per) for i in range(n_views)}
+        spans["bucket/empty"] = (mine, 5 * per, 5 * per)
+        spans.update({f"other/{j}": (theirs, j * 11, (j + 1) * 11) for j in range(7)})
+        names = sorted(spans)
+        handles = {}
+        for k in shuffled(ctx, len(names), salt=round_):
+            buf, a, b = spans[names[k]]
+            handles[names[k]] = ringcc.allreduce_async_(buf[a:b], name=f"views/{names[k]}")
+        for name, handle in handles.items():
+            finish(handle, f"views/{name} (round {round_})")
+        check_reduction(mine, bucket, "Sum", f"the bucket's views (round {round_})")
+        check_reduction(theirs, other, "Sum", f"the other buffer's views (round {round_})")
+
+
 @CASES.case("allreduce/poll")
 def allreduce_poll(ctx):
     """poll() is False while a peer has not enqueued the name, True once it has run."""
@@ -1085,6 +1110,117 @@ def engine_cycle_time(ctx):
     ms = cycle_time_ms()
     expect(cycles <= 1.25 * idle_s * 1000.0 / ms + 5, f"{cycles} cycles in {idle_s} s with a {ms:g} ms cycle time")
     expect(cycles >= 1, f"no cycle in {idle_s} s")
+
+
+# --------------------------------------------------------------------------
+# A caller that blocks starts the cycle it needs (a group started with a cycle
+# time far longer than these cases may take: RINGCC_CYCLE_TIME_MS=2000)
+
+
+def engine_round(ctx, buffer, count: int, prefix: str):
+    """Enqueues `count` named in-place allreduces of views of `buffer`; returns the handles."""
+    per = buffer.size // count
+    return [ringcc.allreduce_async_(buffer[i * per:(i + 1) * per], name=f"{prefix}/{i}") for i in range(count)]
+
+
+@CASES.case("nudge/skewed-ranks", tags=("slow-cycle",), min_size=2)
+def nudge_skewed_ranks(ctx):
+    """Ranks enqueue the same 300 tensors 0.2 s apart and wait on them: each completes once the
+    last rank has enqueued, without waiting for the next cycle period (the engines of ranks
+    that announced their tensors early meet the late rank's engine at once)."""
+    skew_s, count = 0.2, 300
+    base = np.arange(count * 16, dtype=np.float32)
+    for round_ in range(3):
+        ringcc.barrier()
+        time.sleep(skew_s * ctx.rank)
+        x = base + ctx.rank
+        handles = engine_round(ctx, x, count, "nudge/skewed")
+        enqueued = time.monotonic()
+        for i, handle in enumerate(handles):
+            finish(handle, f"nudge/skewed/{i} (round {round_})")
+        waited = time.monotonic() - enqueued
+        limit = skew_s * (ctx.size - 1 - ctx.rank) + 0.8
+        expect(waited < limit, f"round {round_}: waited {waited:.2f} s after enqueuing (limit {limit:.2f} s, "
+                               f"cycle time {cycle_time_ms():g} ms)")
+        check_equal(x, base * ctx.size + ctx.size * (ctx.size - 1) / 2, f"nudge/skewed results (round {round_})")
+
+
+@CASES.case("nudge/stale-message", tags=("slow-cycle",), min_size=2)
+def nudge_stale_message(ctx):
+    """Rank 0's engine waits in a cycle that announced only A while rank 0 has enqueued nothing
+    else yet; the others enqueue A and B 0.2 s later and wait on B. The cycle runs A alone;
+    rank 0 then enqueues B. Engines whose callers still wait, and that announced something new
+    in that cycle, start the next one at once, so B completes without waiting for the next
+    cycle period."""
+    limit = 0.8
+    for round_ in range(3):
+        ringcc.barrier()
+        x = {name: np.full(5, float(ctx.rank + i), dtype=np.float32) for i, name in enumerate("AB")}
+        if ctx.rank == 0:
+            finish(ringcc.allreduce_async_(x["A"], name="nudge/stale/A"), f"nudge/stale/A (round {round_})")
+            t0 = time.monotonic()
+            finish(ringcc.allreduce_async_(x["B"], name="nudge/stale/B"), f"nudge/stale/B (round {round_})")
+        else:
+            time.sleep(0.2)
+            ha = ringcc.allreduce_async_(x["A"], name="nudge/stale/A")
+            hb = ringcc.allreduce_async_(x["B"], name="nudge/stale/B")
+            t0 = time.monotonic()
+            finish(hb, f"nudge/stale/B (round {round_})")
+            finish(ha, f"nudge/stale/A (round {round_})")
+        waited = time.monotonic() - t0
+        expect(waited < limit, f"round {round_}: B took {waited:.2f} s (cycle time {cycle_time_ms():g} ms)")
+        n = ctx.size
+        for i, name in enumerate("AB"):
+            check_equal(x[name], np.full(5, n * (n - 1) / 2 + n * i, dtype=np.float32), f"nudge/stale/{name}")
+
+
+@CASES.case("nudge/first-wait-completes-batch", tags=("slow-cycle",))
+def nudge_first_wait_completes_batch(ctx):
+    """When one fused collective ran a round's tensors, waiting on the first handle returns
+    only once every handle of the round is done (the engine finishes a batch last to first), so
+    a loop over the handles blocks once."""
+    count = 1000
+    x = np.ones(count * 8, dtype=np.float32)
+    checked = 0
+    for round_ in range(4):
+        ringcc.barrier()
+        before = stats()["fused_collectives"]
+        handles = engine_round(ctx, x, count, "nudge/batch")
+        ringcc.synchronize(handles[0], WAIT_S)
+        done = sum(1 for h in handles if ringcc.poll(h))
+        for i, handle in enumerate(handles):
+            finish(handle, f"nudge/batch/{i} (round {round_})")
+        if stats()["fused_collectives"] - before == 1:
+            checked += 1
+            expect(done == count, f"round {round_}: {done} of {count} handles done after the first one")
+        x.fill(1.0)
+    ctx.note(f"single_batch_rounds={checked}")
+    expect(checked > 0, "no round ran its tensors in one fused collective")
+
+
+@CASES.case("nudge/no-busy-cycles-while-stalled", tags=("slow-cycle",), min_size=2)
+def nudge_no_busy_cycles(ctx):
+    """Rank 0 waits on X, which the others have not enqueued; they wait on Y, which rank 0 has
+    not enqueued. For 0.5 s nothing can run: the engines do not cycle back to back meanwhile
+    (each cycle is a rendezvous of all engines; nothing new would come of it). Then every rank
+    enqueues the other name and both complete."""
+    mine, other = ("X", "Y") if ctx.rank == 0 else ("Y", "X")
+    x = {name: np.full(4, float(ctx.rank), dtype=np.float32) for name in "XY"}
+    for name in "XY":  # cached, as in steady-state training
+        finish(ringcc.allreduce_async(x[name], name=f"nudge/withheld/{name}"), f"nudge/withheld/{name} (first)")
+    ringcc.barrier()
+    before = stats()["cycles"]
+    first = ringcc.allreduce_async(x[mine], name=f"nudge/withheld/{mine}")
+    expect_error(ringcc.TimeoutError, ["timeout"], lambda: ringcc.synchronize(first, 0.5),
+                 f"synchronize on {mine} while the other ranks withhold it")
+    cycles = stats()["cycles"] - before
+    expect(cycles <= 4, f"{cycles} engine cycles in 0.5 s of waiting (cycle time {cycle_time_ms():g} ms)")
+    second = ringcc.allreduce_async(x[other], name=f"nudge/withheld/{other}")
+    want = np.full(4, ctx.size * (ctx.size - 1) / 2, dtype=np.float32)
+    for name, handle in ((mine, first), (other, second)):
+        got = finish(handle, f"nudge/withheld/{name}")
+        if got is not None:
+            check_equal(got, want, f"nudge/withheld/{name}")
 
 
 # --------------------------------------------------------------------------

@@ -64,6 +64,9 @@ GROUPS = {
         cases=("cache/reused-names", "allreduce/shuffled-order", "allreduce/fusion",
                "allreduce/larger-than-fusion-threshold", "engine/cycle-time", "stall/*"),
         timeline_variable="HOROVOD_TIMELINE"),
+    # A cycle period far longer than a case: callers that block must start the cycles they need.
+    "engine-slow-cycle-2": Group(2, env={"RINGCC_CYCLE_TIME_MS": "2000"}, tags=("slow-cycle",),
+                                 cases=("nudge/*", "allreduce/shuffled-order", "allreduce/fusion-of-views")),
     "engine-timeline-2": Group(2, tags=("timeline-restart",), cases=("timeline/restart",),
                                timeline_variable="RINGCC_TIMELINE"),
 }
