@@ -1,5 +1,6 @@
 #include "bindings/buffer_view.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -21,7 +22,14 @@ constexpr const char* kSupported =
                 ", which ringcc does not support (supported: ", kSupported, ")");
 }
 
+// '=' and '|' are native; of '<' and '>' the one that is not.
+constexpr char kForeignByteOrder = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? '>' : '<';
+
 DataType dtype_from_numpy(const py::dtype& dt, const char* what) {
+  if (dt.byteorder() == kForeignByteOrder) {
+    ringcc::raise(ErrorKind::kInvalidArgument, what, " has dtype ", std::string(py::str(dt)),
+                  ", which is not in this machine's byte order; pass x.astype(x.dtype.newbyteorder('='))");
+  }
   const char kind = dt.kind();
   const auto size = dt.itemsize();
   if (kind == 'f') {
@@ -162,6 +170,65 @@ BufferView from_buffer(py::handle obj, bool writable, const char* what) {
 }
 
 }  // namespace
+
+int64_t* HostTensor::resize(size_t n) {
+  ndim = n;
+  if (n <= kInlineDims) return dims;
+  more_dims.resize(n);
+  return more_dims.data();
+}
+
+int64_t HostTensor::row_elems() const {
+  int64_t n = 1;
+  for (size_t i = 1; i < ndim; ++i) n *= shape()[i];
+  return n;
+}
+
+bool writable_numpy(PyObject* obj, HostTensor* t) {
+  auto& api = py::detail::npy_api::get();
+  if (Py_TYPE(obj) != api.PyArray_Type_) return false;
+  const auto* a = py::detail::array_proxy(obj);
+  constexpr int kCContiguous = py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_;
+  constexpr int kWriteable = py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  if ((a->flags & (kCContiguous | kWriteable)) != (kCContiguous | kWriteable)) return false;
+  const auto* d = py::detail::array_descriptor_proxy(a->descr);
+  if (d->byteorder == kForeignByteOrder) return false;
+  constexpr int kNpyHalf = 23;  // NumPy's NPY_HALF (not in pybind11's list)
+  static_assert(sizeof(int) == 4 && sizeof(long long) == 8, "unexpected C integer sizes");
+  switch (d->type_num) {
+    case kNpyHalf: t->dtype = DataType::kFloat16; break;
+    case py::detail::npy_api::NPY_FLOAT_: t->dtype = DataType::kFloat32; break;
+    case py::detail::npy_api::NPY_DOUBLE_: t->dtype = DataType::kFloat64; break;
+    case py::detail::npy_api::NPY_BYTE_: t->dtype = DataType::kInt8; break;
+    case py::detail::npy_api::NPY_UBYTE_: t->dtype = DataType::kUInt8; break;
+    case py::detail::npy_api::NPY_INT_: t->dtype = DataType::kInt32; break;
+    case py::detail::npy_api::NPY_LONG_:
+      if (sizeof(long) != 8) return false;
+      t->dtype = DataType::kInt64;
+      break;
+    case py::detail::npy_api::NPY_LONGLONG_: t->dtype = DataType::kInt64; break;
+    default: return false;
+  }
+  int64_t* shape = t->resize(static_cast<size_t>(a->nd));
+  t->count = 1;
+  for (int i = 0; i < a->nd; ++i) {
+    shape[i] = static_cast<int64_t>(a->dimensions[i]);
+    t->count *= shape[i];
+  }
+  t->ptr = a->data;
+  return true;
+}
+
+HostTensor writable_host_tensor(PyObject* obj, const char* what) {
+  HostTensor t;
+  if (writable_numpy(obj, &t)) return t;
+  const BufferView v = view_of(obj, true, what);
+  t.ptr = v.ptr;
+  t.dtype = v.dtype;
+  t.count = v.count;
+  std::copy(v.shape.begin(), v.shape.end(), t.resize(v.shape.size()));
+  return t;
+}
 
 int64_t BufferView::row_elems() const {
   if (shape.size() <= 1) return 1;

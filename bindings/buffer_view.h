@@ -30,6 +30,32 @@ struct BufferView {
 // `what` names the argument in error messages ("tensor", "out").
 BufferView view_of(pybind11::handle obj, bool writable, const char* what);
 
+// Contiguous host memory described without allocating, for the per-tensor
+// fast paths: the shape lives inline up to kInlineDims dimensions.
+struct HostTensor {
+  static constexpr size_t kInlineDims = 8;
+  void* ptr = nullptr;
+  ringcc::DataType dtype = ringcc::DataType::kFloat32;
+  int64_t count = 1;
+  size_t ndim = 0;
+  int64_t dims[kInlineDims] = {};
+  std::vector<int64_t> more_dims;  // used instead of dims past kInlineDims
+
+  const int64_t* shape() const { return ndim <= kInlineDims ? dims : more_dims.data(); }
+  int64_t* resize(size_t n);  // room for n dimensions, returned to be filled in
+  int64_t row_elems() const;  // elements per row of axis 0 (1 for 0-d and 1-d)
+};
+
+// Fills *t from a NumPy array (exactly numpy.ndarray, not a subclass) that
+// is writable, C-contiguous, in native byte order and of a core dtype other
+// than bfloat16. False for anything else, which view_of() then judges.
+bool writable_numpy(PyObject* obj, HostTensor* t);
+
+// `obj` as writable contiguous host memory: writable_numpy(), or view_of()'s
+// checks and errors for everything else. The memory stays `obj`'s: the
+// caller keeps obj alive while it is used.
+HostTensor writable_host_tensor(PyObject* obj, const char* what);
+
 // The NumPy dtype for a core dtype (bfloat16 through ml_dtypes).
 pybind11::object numpy_dtype_for(ringcc::DataType dtype);
 

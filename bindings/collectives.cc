@@ -150,7 +150,7 @@ void same_shape_output(Prepared& p, py::object tensor, py::object out, bool inpl
 
 // The arguments of an allreduce that writes its result over its input
 // (the binding's fast paths, which need no Prepared).
-CollectiveArgs in_place_allreduce(const BufferView& in, int op, double pre, double post) {
+CollectiveArgs in_place_allreduce(const HostTensor& in, int op, double pre, double post) {
   CollectiveArgs a;
   a.kind = CollectiveKind::kAllreduce;
   a.op = static_cast<ringcc::ReduceOp>(op);
@@ -190,7 +190,7 @@ py::object launch(ringcc::Communicator& c, CollectiveKind kind, Make&& make, boo
     ringcc::Engine& e = engine();
     p = make();  // a bad argument raises here; named peers learn of it as a stall
     // The Prepared keeps only what the result needs; the engine owns the args.
-    std::shared_ptr<ringcc::Work> work = e.enqueue(name, std::move(p->args), p->shape);
+    std::shared_ptr<ringcc::Work> work = e.enqueue(name, std::move(p->args), p->shape.data(), p->shape.size());
     HandleState h;
     h.work = std::move(work);
     h.preps.push_back(std::move(p));
@@ -435,10 +435,10 @@ bool scale_of(PyObject* o, double* out) {
 // Enqueues the in-place allreduce `a` of `tensor` by name; a new Handle
 // whose result is `tensor` (kept alive until the collective is done).
 PyObject* enqueue_in_place(ringcc::Engine& e, PyObject* tensor, const char* name,
-                           Py_ssize_t name_len, CollectiveArgs a, std::vector<int64_t> shape) {
+                           Py_ssize_t name_len, const HostTensor& in, int op, double pre, double post) {
   HandleState h;
-  h.work = e.enqueue(std::string(name, static_cast<size_t>(name_len)), std::move(a),
-                     std::move(shape));
+  h.work = e.enqueue(std::string(name, static_cast<size_t>(name_len)), in_place_allreduce(in, op, pre, post),
+                     in.shape(), in.ndim);
   h.named = true;
   h.fixed_result = true;
   h.result = py::reinterpret_borrow<py::object>(tensor);
@@ -473,10 +473,8 @@ PyObject* allreduce_async_inplace(PyObject* general, PyObject* const* args, Py_s
   }
   try {
     ringcc::Engine& e = engine();
-    BufferView in = view_of(tensor, true, "tensor");
-    // Built before in.shape moves out (row_elems() reads it).
-    CollectiveArgs a = in_place_allreduce(in, static_cast<int>(op), pre, post);
-    return enqueue_in_place(e, tensor, name_text, name_len, std::move(a), std::move(in.shape));
+    return enqueue_in_place(e, tensor, name_text, name_len, writable_host_tensor(tensor, "tensor"),
+                            static_cast<int>(op), pre, post);
   } catch (...) {
     set_python_error();
     return nullptr;
@@ -526,19 +524,19 @@ PyObject* allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
   Py_ssize_t name_len = 0;
   const char* name_text = PyUnicode_AsUTF8AndSize(name, &name_len);
   if (!name_text) return nullptr;
-  BufferView in;
+  HostTensor in;
   in.ptr = ptr;
   in.dtype = static_cast<ringcc::DataType>(dtype);
-  in.shape.resize(static_cast<size_t>(PyTuple_GET_SIZE(shape_obj)));
+  int64_t* shape = in.resize(static_cast<size_t>(PyTuple_GET_SIZE(shape_obj)));
   in.count = 1;
-  for (size_t i = 0; i < in.shape.size(); ++i) {
+  for (size_t i = 0; i < in.ndim; ++i) {
     const long long d = PyLong_AsLongLong(PyTuple_GET_ITEM(shape_obj, static_cast<Py_ssize_t>(i)));
     if (d == -1 && PyErr_Occurred()) return nullptr;
     if (d < 0 || (d > 0 && in.count > std::numeric_limits<int64_t>::max() / d)) {
       PyErr_SetString(PyExc_ValueError, "_allreduce_async_raw: invalid shape");
       return nullptr;
     }
-    in.shape[i] = d;
+    shape[i] = d;
     in.count *= d;
   }
   if (!ptr && in.count > 0) {
@@ -546,10 +544,7 @@ PyObject* allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
     return nullptr;
   }
   try {
-    ringcc::Engine& e = engine();
-    // Built before in.shape moves out (row_elems() reads it).
-    CollectiveArgs a = in_place_allreduce(in, static_cast<int>(op), pre, post);
-    return enqueue_in_place(e, tensor, name_text, name_len, std::move(a), std::move(in.shape));
+    return enqueue_in_place(engine(), tensor, name_text, name_len, in, static_cast<int>(op), pre, post);
   } catch (...) {
     set_python_error();
     return nullptr;
@@ -804,7 +799,7 @@ void bind_collectives(py::module_& m) {
       ringcc::Communicator& c = comm();
       CollectiveArgs a;
       try {
-        a = in_place_allreduce(view_of(t, true, "tensor"), op, pre, post);
+        a = in_place_allreduce(writable_host_tensor(t.ptr(), "tensor"), op, pre, post);
       } catch (const ringcc::Error& e) {
         fail_locally(c, CollectiveKind::kAllreduce, e);
       }

@@ -102,8 +102,8 @@ Engine::~Engine() {
   }
 }
 
-std::shared_ptr<Work> Engine::enqueue(std::string name, CollectiveArgs args,
-                                      std::vector<int64_t> shape) {
+std::shared_ptr<Work> Engine::enqueue(std::string name, CollectiveArgs args, const int64_t* shape,
+                                      size_t ndim) {
   // Described and looked up here, on the caller's thread, so that the
   // engine's cycle only splices the entry in. Entries of tensors that ran
   // come back for reuse: what they still hold (the old Work, the old
@@ -121,7 +121,8 @@ std::shared_ptr<Work> Engine::enqueue(std::string name, CollectiveArgs args,
   std::shared_ptr<Work> work;
   if (entry) {
     if (Work::reusable(entry->work)) work = std::move(entry->work);
-    *entry = LocalEntry();
+    entry->work.reset();
+    entry->announced = false;
   } else {
     entry = std::make_unique<LocalEntry>();
   }
@@ -131,7 +132,7 @@ std::shared_ptr<Work> Engine::enqueue(std::string name, CollectiveArgs args,
   entry->meta.root = args.root;
   entry->meta.prescale = args.prescale;
   entry->meta.postscale = args.postscale;
-  entry->meta.shape = std::move(shape);
+  entry->meta.shape.assign(shape, shape + ndim);  // a reused entry keeps its storage
   {
     std::lock_guard<std::mutex> lock(cache_mu_);
     entry->cache_bit = cached_bit(name, entry->meta);
@@ -955,16 +956,19 @@ void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_i
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.tensors += items.size();
   }
-  // Callers first, then the bookkeeping. Every Work is marked done before
-  // any waiter wakes: a caller that waits on the batch's tensors one after
-  // another (as training loops do) blocks once, not once per tensor as it
-  // catches up with the engine finishing them.
+  // Every Work is marked done before any waiter wakes: a caller that waits
+  // on the batch's tensors one after another (as training loops do) blocks
+  // once, not once per tensor as it catches up with the engine finishing
+  // them. The bookkeeping comes before the wake too: the woken caller's
+  // next enqueue() finds the entries back for reuse, and this thread is
+  // not left runnable beside it on a busy machine.
   for (const auto& item : items) {
-    if (item.local && item.local->work->mark_done(error)) to_wake_.push_back(item.local->work.get());
+    if (item.local && item.local->work->mark_done(error)) to_wake_.push_back(item.local->work);
   }
-  for (Work* work : to_wake_) work->wake();
-  to_wake_.clear();
   for (const auto& item : items) retire(item);
+  recycle_retired();
+  for (const auto& work : to_wake_) work->wake();
+  to_wake_.clear();
   // Only a broken communicator stops the engine; a bad argument on one
   // tensor failed that tensor alone.
   if (error) {

@@ -74,8 +74,8 @@ class Engine {
 
   // Queues a named collective; `args` carries the buffers (kind, dtype,
   // in/out, counts, op, root, scales, splits), `shape` its full shape.
-  std::shared_ptr<Work> enqueue(std::string name, CollectiveArgs args,
-                                std::vector<int64_t> shape);
+  std::shared_ptr<Work> enqueue(std::string name, CollectiveArgs args, const int64_t* shape,
+                                size_t ndim);
   // Queues this rank's join: it completes when every rank has joined; its
   // result_count is the last rank to join.
   std::shared_ptr<Work> join();
@@ -184,7 +184,7 @@ class Engine {
   std::vector<std::string> pending_aborts_;              // rank 0: to announce
   std::vector<uint8_t> zeros_;
   FusionBuffer fusion_;
-  std::vector<Work*> to_wake_;  // execute_batch(): Works with a waiter to wake
+  std::vector<std::shared_ptr<Work>> to_wake_;  // execute_batch(): Works with a waiter to wake
   int idle_cycles_ = 0;
   bool sent_news_ = false;   // the last cycle announced tensors the peers had not heard of
   bool bits_added_ = false;  // a tensor was announced by its bit since the last message

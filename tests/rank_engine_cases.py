@@ -398,6 +398,47 @@ def allreduce_in_place_named_inputs(ctx):
     check_equal(x, np.full((2, 3), n * (n + 1) / 2 * 0.5), "inplace/ok: the first result is untouched")
 
 
+class _SubArray(np.ndarray):
+    """An ndarray subclass: the compiled fast path leaves it to the general one."""
+
+
+@CASES.case("allreduce/in-place-named-array-kinds")
+def allreduce_in_place_named_array_kinds(ctx):
+    """allreduce_async_ by name over every kind of NumPy array its compiled path meets: each
+    core dtype (C int, long and long long alike), 0-d, empty, 9-d (past the inline shape),
+    a subclass, a view at an offset; a foreign byte order and an unsupported dtype raise."""
+    n = ctx.size
+    arrays = {}
+    for name in ("float16", "float32", "float64", "int8", "uint8", "intc", "int_", "longlong"):
+        dt = np.dtype(getattr(np, name))
+        sign = -1 if dt.kind == "i" else 1  # negative integers: a wrong width shows in every element
+        arrays[name] = np.full((2, 3), sign * (ctx.rank + 1), dtype=dt)
+    try:
+        arrays["bfloat16"] = np.full(4, ctx.rank + 1, dtype=dtype_of("bfloat16"))
+    except Skip:
+        pass
+    arrays["0-d"] = np.array(ctx.rank + 1.0, dtype=np.float32)
+    arrays["empty"] = np.zeros((0, 4), dtype=np.float32)
+    arrays["9-d"] = np.full((1, 2, 1, 2, 1, 2, 1, 2, 3), ctx.rank + 1.0, dtype=np.float64)
+    arrays["subclass"] = np.full(5, ctx.rank + 1.0, dtype=np.float32).view(_SubArray)
+    arrays["offset view"] = np.full(10, ctx.rank + 1.0, dtype=np.float32)[3:8]
+    handles = {key: ringcc.allreduce_async_(x, name=f"kinds/{key}") for key, x in arrays.items()}
+    for key, x in arrays.items():
+        got = finish(handles[key], f"kinds/{key}")
+        if got is None:
+            continue
+        expect(got is x, f"kinds/{key}: the handle's result is the array itself")
+        sign = -1 if x.dtype.kind == "i" else 1
+        check_equal(x, np.full(x.shape, sign * n * (n + 1) // 2, dtype=x.dtype), f"kinds/{key}")
+    big_endian = np.ones(4, dtype=">f4")
+    expect_error(ringcc.InvalidArgumentError, [">f4", "byte order"],
+                 lambda: ringcc.allreduce_async_(big_endian, name="kinds/big-endian"), "a big-endian array")
+    expect_error(ringcc.UnsupportedTypeError, ["int16", "supported"],
+                 lambda: ringcc.allreduce_async_(np.ones(4, np.int16), name="kinds/int16"), "an int16 array")
+    expect_error(ringcc.InvalidArgumentError, [">f8", "byte order"],
+                 lambda: ringcc.allreduce_(np.ones(4, dtype=">f8")), "a big-endian array, blocking")
+
+
 class _DuckHandle:
     """A handle of another kind (an adapter's): synchronize and poll call its methods."""
 
