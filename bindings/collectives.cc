@@ -437,8 +437,8 @@ bool scale_of(PyObject* o, double* out) {
 PyObject* enqueue_in_place(ringcc::Engine& e, PyObject* tensor, const char* name,
                            Py_ssize_t name_len, const HostTensor& in, int op, double pre, double post) {
   HandleState h;
-  h.work = e.enqueue(std::string(name, static_cast<size_t>(name_len)), in_place_allreduce(in, op, pre, post),
-                     in.shape(), in.ndim);
+  h.work = e.enqueue(std::string_view(name, static_cast<size_t>(name_len)),
+                     in_place_allreduce(in, op, pre, post), in.shape(), in.ndim);
   h.named = true;
   h.fixed_result = true;
   h.result = py::reinterpret_borrow<py::object>(tensor);

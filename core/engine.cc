@@ -61,6 +61,7 @@ EngineOptions EngineOptions::from_env() {
 
 // A tensor this rank enqueued and that has not run yet.
 struct Engine::LocalEntry {
+  std::string name;
   std::shared_ptr<Work> work;
   TensorMeta meta;
   int cache_bit = -1;      // announced through the cache
@@ -102,45 +103,36 @@ Engine::~Engine() {
   }
 }
 
-std::shared_ptr<Work> Engine::enqueue(std::string name, CollectiveArgs args, const int64_t* shape,
+std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs args, const int64_t* shape,
                                       size_t ndim) {
   // Described and looked up here, on the caller's thread, so that the
   // engine's cycle only splices the entry in. Entries of tensors that ran
-  // come back for reuse: what they still hold (the old Work, the old
-  // shape) is freed here, on the thread that allocated it.
-  std::unique_ptr<LocalEntry> entry;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!spare_.empty()) {
-      entry = std::move(spare_.back());
-      spare_.pop_back();
-    }
+  // come back for reuse with what they hold (the name's and the shape's
+  // storage, and the Work once its handle let go of it): steady-state
+  // training allocates nothing here, and takes the lock once.
+  const int64_t stamp = timeline_.active() ? Timeline::now_us() : 0;  // 0: not stamped
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!broken_.empty() || stopped_ || shutdown_requested_) {
+    const bool broken = !broken_.empty();
+    const Error error = broken ? Error(broken_kind_, broken_)
+                               : Error(ErrorKind::kNotInitialized, "ringcc has been shut down");
+    lock.unlock();
+    std::vector<CollectiveArgs> list;
+    list.push_back(std::move(args));
+    auto work = std::make_shared<Work>(std::move(list), false);
+    work->finish(std::make_exception_ptr(error));
+    return work;
   }
-  // The Work of the tensor that entry last carried comes back too, once
-  // its handle let go of it: steady-state training allocates nothing here.
-  std::shared_ptr<Work> work;
-  if (entry) {
-    if (Work::reusable(entry->work)) work = std::move(entry->work);
-    entry->work.reset();
-    entry->announced = false;
+  std::unique_ptr<LocalEntry> entry;
+  if (!spare_.empty()) {
+    entry = std::move(spare_.back());
+    spare_.pop_back();
   } else {
     entry = std::make_unique<LocalEntry>();
   }
-  entry->meta.kind = args.kind;
-  entry->meta.dtype = args.dtype;
-  entry->meta.op = args.op;
-  entry->meta.root = args.root;
-  entry->meta.prescale = args.prescale;
-  entry->meta.postscale = args.postscale;
-  entry->meta.shape.assign(shape, shape + ndim);  // a reused entry keeps its storage
-  {
-    std::lock_guard<std::mutex> lock(cache_mu_);
-    entry->cache_bit = cached_bit(name, entry->meta);
-    entry->cache_epoch = cache_epoch_;
-  }
-  // Read the clock only for a timeline (0: not stamped).
-  entry->negotiating_us = timeline_.active() ? Timeline::now_us() : 0;
-  if (work) {
+  std::shared_ptr<Work> work;
+  if (Work::reusable(entry->work)) {
+    work = std::move(entry->work);
     work->reset(std::move(args));
   } else {
     std::vector<CollectiveArgs> list;
@@ -148,19 +140,21 @@ std::shared_ptr<Work> Engine::enqueue(std::string name, CollectiveArgs args, con
     work = std::make_shared<Work>(std::move(list), false);
   }
   entry->work = work;
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!broken_.empty()) {
-    lock.unlock();
-    work->finish(std::make_exception_ptr(Error(broken_kind_, broken_)));
-    return work;
-  }
-  if (stopped_ || shutdown_requested_) {
-    lock.unlock();
-    work->finish(std::make_exception_ptr(
-        Error(ErrorKind::kNotInitialized, "ringcc has been shut down")));
-    return work;
-  }
-  incoming_.emplace_back(std::move(name), std::move(entry));
+  entry->announced = false;
+  entry->name.assign(name.data(), name.size());
+  const CollectiveArgs& a = work->list()[0];
+  entry->meta.kind = a.kind;
+  entry->meta.dtype = a.dtype;
+  entry->meta.op = a.op;
+  entry->meta.root = a.root;
+  entry->meta.prescale = a.prescale;
+  entry->meta.postscale = a.postscale;
+  entry->meta.shape.assign(shape, shape + ndim);
+  entry->negotiating_us = stamp;
+  // The engine thread changes the cache under mu_ too.
+  entry->cache_bit = cached_bit(entry->name, entry->meta);
+  entry->cache_epoch = cache_epoch_;
+  incoming_.push_back(std::move(entry));
   return work;
 }
 
@@ -273,7 +267,7 @@ void Engine::loop() {
 }
 
 void Engine::fail_all(const std::string& why, ErrorKind kind) {
-  std::deque<std::pair<std::string, std::unique_ptr<LocalEntry>>> incoming;
+  std::vector<std::unique_ptr<LocalEntry>> incoming;
   std::shared_ptr<Work> join_work;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -295,18 +289,18 @@ void Engine::fail_all(const std::string& why, ErrorKind kind) {
     entry.reset();
   }
   std::fill(my_bits_.begin(), my_bits_.end(), '\0');
-  for (auto& entry : incoming) entry.second->work->finish(error);
+  for (auto& entry : incoming) entry->work->finish(error);
   if (join_work) join_work->finish(error);
 }
 
 void Engine::take_incoming() {
-  std::deque<std::pair<std::string, std::unique_ptr<LocalEntry>>> incoming;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    incoming.swap(incoming_);
+    taken_.swap(incoming_);  // both keep their storage for the next cycles
     if (join_work_ && !joined_) joined_ = true;
   }
-  for (auto& [name, entry] : incoming) {
+  for (auto& entry : taken_) {
+    const std::string& name = entry->name;
     // A lookup from before an eviction may name a reused bit: redo it (the
     // cache only changes on this thread).
     if (entry->cache_epoch != cache_epoch_) entry->cache_bit = cached_bit(name, entry->meta);
@@ -327,6 +321,7 @@ void Engine::take_incoming() {
       local_.emplace(name, std::move(entry));
     }
   }
+  taken_.clear();
 }
 
 std::string Engine::build_message() {
@@ -736,7 +731,7 @@ void Engine::remember(const std::string& name, const TableEntry& e) {
       local_.emplace(cache_names_[bit], std::move(entry));
     }
     bit_first_seen_[bit] = 0;
-    std::lock_guard<std::mutex> lock(cache_mu_);
+    std::lock_guard<std::mutex> lock(mu_);  // enqueue() looks names up under it
     ++cache_epoch_;
     cache_index_.erase(cache_names_[bit]);
     cache_names_[bit] = name;
@@ -744,7 +739,7 @@ void Engine::remember(const std::string& name, const TableEntry& e) {
     cache_used_[bit] = stamp;
     cache_index_[name] = static_cast<int>(bit);
   } else {
-    std::lock_guard<std::mutex> lock(cache_mu_);
+    std::lock_guard<std::mutex> lock(mu_);  // enqueue() looks names up under it
     cache_names_.push_back(name);
     cache_metas_.push_back(meta);
     cache_used_.push_back(stamp);

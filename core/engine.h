@@ -15,12 +15,12 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -74,7 +74,7 @@ class Engine {
 
   // Queues a named collective; `args` carries the buffers (kind, dtype,
   // in/out, counts, op, root, scales, splits), `shape` its full shape.
-  std::shared_ptr<Work> enqueue(std::string name, CollectiveArgs args, const int64_t* shape,
+  std::shared_ptr<Work> enqueue(std::string_view name, CollectiveArgs args, const int64_t* shape,
                                 size_t ndim);
   // Queues this rank's join: it completes when every rank has joined; its
   // result_count is the last rank to join.
@@ -137,7 +137,8 @@ class Engine {
   std::condition_variable cv_;
   // Enqueued tensors the engine thread has not taken yet, described and
   // looked up in the response cache by the enqueuing thread.
-  std::deque<std::pair<std::string, std::unique_ptr<LocalEntry>>> incoming_;
+  std::vector<std::unique_ptr<LocalEntry>> incoming_;
+  std::vector<std::unique_ptr<LocalEntry>> taken_;  // the engine thread's, swapped with incoming_
   // Entries of tensors that ran, for enqueue() to reuse: a training loop
   // enqueues and retires the same number every step, and reusing them
   // saves an allocation on one thread freed on the other.
@@ -156,10 +157,9 @@ class Engine {
   // their cache bit by bit.
   std::unordered_map<std::string, std::unique_ptr<LocalEntry>> local_;
   std::vector<std::unique_ptr<LocalEntry>> retired_;  // dropped this cycle
-  // The engine thread changes the cache under cache_mu_; enqueuing threads
-  // look names up under it. cache_epoch_ counts evictions: a lookup made
-  // before one is repeated.
-  mutable std::mutex cache_mu_;
+  // The engine thread changes the cache under mu_; enqueuing threads look
+  // names up under it. cache_epoch_ counts evictions: a lookup made before
+  // one is repeated.
   uint64_t cache_epoch_ = 0;
   std::vector<std::string> cache_names_;                 // identical
   std::vector<std::shared_ptr<const TensorMeta>> cache_metas_;  // identical
