@@ -141,7 +141,7 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs args
   }
   entry->work = work;
   entry->announced = false;
-  entry->name.assign(name.data(), name.size());
+  if (std::string_view(entry->name) != name) entry->name.assign(name.data(), name.size());
   const CollectiveArgs& a = work->list()[0];
   entry->meta.kind = a.kind;
   entry->meta.dtype = a.dtype;
@@ -281,6 +281,7 @@ void Engine::fail_all(const std::string& why, ErrorKind kind) {
     incoming.swap(incoming_);
     join_work.swap(join_work_);
   }
+  wake_finished();  // callers of Works that finished before the failure
   auto error = std::make_exception_ptr(Error(kind, why));
   for (auto& entry : local_) entry.second->work->finish(error);
   local_.clear();
@@ -663,6 +664,9 @@ void Engine::cycle() {
   if (all_shutdown) {
     fail_all("ringcc was shut down before this collective completed", ErrorKind::kNotInitialized);
   }
+  // Last, so that the woken callers find this thread about to sleep rather
+  // than competing with them for a core over its remaining bookkeeping.
+  wake_finished();
 }
 
 const TensorMeta& Engine::first_meta(const TableEntry& e) const {
@@ -795,9 +799,17 @@ void Engine::run_ready(std::vector<ReadyItem>& ready) {
     }
     std::vector<ReadyItem> batch(std::make_move_iterator(ready.begin() + static_cast<std::ptrdiff_t>(i)),
                                  std::make_move_iterator(ready.begin() + static_cast<std::ptrdiff_t>(j)));
+    // Callers of a batch that more batches follow wake at once; those of
+    // the cycle's last batch once the cycle's bookkeeping is done.
+    wake_finished();
     execute_batch(batch, ++fusion_id);
     i = j;
   }
+}
+
+void Engine::wake_finished() {
+  for (const auto& work : to_wake_) work->wake();
+  to_wake_.clear();
 }
 
 const std::string& Engine::name_of(const ReadyItem& item) const {
@@ -881,37 +893,30 @@ void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_i
         timeline_.phase(name_of(items[0]), phase_name(meta.kind), t_ready, Timeline::now_us(), fusion_args);
       }
     } else {
-      int64_t total = 0;
-      std::vector<const void*> inputs;
-      std::vector<void*> outputs;
-      std::vector<size_t> sizes;
-      inputs.reserve(items.size());
-      outputs.reserve(items.size());
-      sizes.reserve(items.size());
-      for (const auto& item : items) {
-        const int64_t n = item.meta->elements();
-        total += n;
-        CollectiveArgs* mine = item.local ? &item.local->work->list()[0] : nullptr;
-        inputs.push_back(mine ? mine->in : nullptr);  // joined: zeros
-        outputs.push_back(mine ? mine->out : nullptr);
-        sizes.push_back(static_cast<size_t>(n) * es);
-        if (mine) mine->result_count = n;
-      }
-      const size_t bytes = static_cast<size_t>(total) * es;
-      const std::string args =
-          timeline_.active() ? fusion_args + ", \"bytes\": " + std::to_string(bytes) : std::string();
-      CollectiveArgs a;
+      // Built in place of the last batch's list (kept for its storage).
+      CollectiveArgs& a = fused_args_;
       a.kind = CollectiveKind::kAllreduce;
       a.dtype = meta.dtype;
       a.op = meta.op;
       a.prescale = meta.prescale;
       a.postscale = meta.postscale;
+      a.in = nullptr;
+      a.out = nullptr;
+      a.segments.clear();
+      int64_t total = 0;
+      for (const auto& item : items) {
+        const int64_t n = item.meta->elements();
+        total += n;
+        CollectiveArgs* mine = item.local ? &item.local->work->list()[0] : nullptr;
+        // A joined rank's segment: no input (zeros), no output.
+        a.segments.push_back({mine ? mine->in : nullptr, mine ? mine->out : nullptr, n});
+        if (mine) mine->result_count = n;
+      }
       a.count = total;
       a.out_count = total;
-      a.segments.reserve(items.size());
-      for (size_t k = 0; k < items.size(); ++k) {
-        a.segments.push_back({inputs[k], outputs[k], static_cast<int64_t>(sizes[k] / es)});
-      }
+      const size_t bytes = static_cast<size_t>(total) * es;
+      const std::string args =
+          timeline_.active() ? fusion_args + ", \"bytes\": " + std::to_string(bytes) : std::string();
       coalesce_segments(a);
       if (comm_->gathers_segments() || a.segments.empty()) {
         // Shared memory reads the tensors in place and writes the results
@@ -925,6 +930,14 @@ void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_i
           }
         }
       } else {
+        std::vector<const void*> inputs;
+        std::vector<void*> outputs;
+        std::vector<size_t> sizes;
+        for (const auto& seg : a.segments) {
+          inputs.push_back(seg.in);
+          outputs.push_back(seg.out);
+          sizes.push_back(static_cast<size_t>(seg.count) * es);
+        }
         fusion_.pack(inputs, sizes);
         const int64_t t_packed = Timeline::now_us();
         CollectiveArgs fused = fusion_.allreduce(total, meta.dtype, meta.op, meta.prescale, meta.postscale);
@@ -951,19 +964,16 @@ void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_i
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.tensors += items.size();
   }
-  // Every Work is marked done before any waiter wakes: a caller that waits
-  // on the batch's tensors one after another (as training loops do) blocks
-  // once, not once per tensor as it catches up with the engine finishing
-  // them. The bookkeeping comes before the wake too: the woken caller's
-  // next enqueue() finds the entries back for reuse, and this thread is
-  // not left runnable beside it on a busy machine.
+  // Every Work is marked done before any waiter wakes (wake_finished()): a
+  // caller that waits on the batch's tensors one after another (as
+  // training loops do) blocks once, not once per tensor as it catches up
+  // with the engine finishing them. The entries come back for reuse before
+  // the wake too, for the woken caller's next enqueue().
   for (const auto& item : items) {
     if (item.local && item.local->work->mark_done(error)) to_wake_.push_back(item.local->work);
   }
   for (const auto& item : items) retire(item);
   recycle_retired();
-  for (const auto& work : to_wake_) work->wake();
-  to_wake_.clear();
   // Only a broken communicator stops the engine; a bad argument on one
   // tensor failed that tensor alone.
   if (error) {

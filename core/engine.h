@@ -107,6 +107,7 @@ class Engine {
   struct ReadyItem;
   void run_ready(std::vector<ReadyItem>& ready);
   void execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_id);
+  void wake_finished();  // wakes the callers of Works execute_batch() finished
   // Forgets a tensor that ran or failed: its table entry or cache-bit
   // state, and (when this rank enqueued it) its local entry.
   void retire(const ReadyItem& item);
@@ -184,7 +185,8 @@ class Engine {
   std::vector<std::string> pending_aborts_;              // rank 0: to announce
   std::vector<uint8_t> zeros_;
   FusionBuffer fusion_;
-  std::vector<std::shared_ptr<Work>> to_wake_;  // execute_batch(): Works with a waiter to wake
+  CollectiveArgs fused_args_;  // execute_batch(): the fused allreduce, reused
+  std::vector<std::shared_ptr<Work>> to_wake_;  // finished Works with a waiter to wake
   int idle_cycles_ = 0;
   bool sent_news_ = false;   // the last cycle announced tensors the peers had not heard of
   bool bits_added_ = false;  // a tensor was announced by its bit since the last message

@@ -53,7 +53,7 @@ class Work {
   }
   // A pending Work for `args`, in place (see reusable()): the list keeps
   // its storage, so no allocation happens.
-  void reset(CollectiveArgs args) {
+  void reset(CollectiveArgs&& args) {
     list_[0] = std::move(args);
     error_ = nullptr;
     waiting_.store(false, std::memory_order_relaxed);
