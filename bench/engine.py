@@ -6,7 +6,12 @@
 For N float32 tensors of E elements each (default 1,000 x 1,024, 4 MB in all):
   (a) engine       allreduce_async_(x, name=f"t{i}") of every tensor, then
                    synchronize() of every handle (also split into the time
-                   of the enqueue loop and of the synchronize loop)
+                   of the enqueue loop and of the synchronize loop). The
+                   tensors are slices of one buffer, one after another, as
+                   in a flat gradient bucket: the engine runs them as one
+                   buffer
+  (s) separate     (a) over N arrays allocated one by one, which the fused
+                   allreduce gathers and scatters as N pieces
   (b) single       one ringcc.allreduce_ of one buffer of the same total size
   (c) one-by-one   the N tensors reduced one after another with the blocking
                    ringcc.allreduce_
@@ -61,6 +66,7 @@ PEERS = ("mpi",)
 # The figures, in table order: key, label.
 RINGCC_FIGURES = (
     ("engine", "(a) engine: allreduce_async_ by name + synchronize"),
+    ("engine_separate", "(s) the same over separately allocated arrays"),
     ("single", "(b) one allreduce_ of the whole buffer"),
     ("one_by_one", "(c) blocking allreduce_, one tensor at a time"),
     ("grouped", "(d) grouped_allreduce_ of the list"),
@@ -77,6 +83,7 @@ SPLIT_KEYS = ("enqueue_ms", "synchronize_ms")
 RATIOS = (
     ("(a) / MPI one-by-one", "engine", "mpi_one_by_one", 1.5),
     ("(a) / (b)", "engine", "single", 2.0),
+    ("(s) / (b)", "engine_separate", "single", None),
     ("(a) / (c)", "engine", "one_by_one", None),
     ("(a) / (d)", "engine", "grouped", None),
     ("(t) / (a)", "torch_engine", "engine", None),
@@ -182,6 +189,12 @@ class RingccSide:
         # One buffer holds all tensors, so the single allreduce (b) moves the same bytes.
         self.flat = np.zeros(n * e, np.float32)
         self.xs = [self.flat[i * e:(i + 1) * e] for i in range(n)]
+        # Interleaved with small allocations, so that no two lie side by side.
+        spacers, self.separate = [], []
+        for _ in range(n):
+            self.separate.append(np.zeros(e, np.float32))
+            spacers.append(np.zeros(64, np.uint8))
+        del spacers
         self.names = [f"t{i}" for i in range(n)]
         # Seconds spent in (a)'s enqueue loops and synchronize loops, summed over rounds.
         self.split = [0.0, 0.0]
@@ -209,6 +222,14 @@ class RingccSide:
                 split[0] += t1 - t0
                 split[1] += clock() - t1
 
+        separate = self.separate
+
+        def engine_separate(k):
+            for _ in range(k):
+                handles = [async_(x, name=name) for x, name in zip(separate, names)]
+                for h in handles:
+                    sync(h)
+
         def single(k):
             for _ in range(k):
                 allreduce_(flat)
@@ -222,7 +243,8 @@ class RingccSide:
             for _ in range(k):
                 grouped(xs)
 
-        figures = {"engine": engine, "single": single, "one_by_one": one_by_one, "grouped": grouped_}
+        figures = {"engine": engine, "engine_separate": engine_separate, "single": single,
+                   "one_by_one": one_by_one, "grouped": grouped_}
         if self.hvd is not None:
             hvd, txs = self.hvd, self.txs
             hvd_async, hvd_sync, hvd_sum = hvd.allreduce_async_, hvd.synchronize, hvd.Sum
@@ -240,10 +262,14 @@ class RingccSide:
         rank, size = self.backend.rank, self.backend.size
         wrong = {}
         for key, run in self.runs().items():
-            fill_check(self.xs, rank)
+            arrays = self.separate if key == "engine_separate" else self.xs
+            fill_check(arrays, rank)
             run(1)
-            wrong[key] = int(self.backend.max_over_ranks(float(count_wrong(self.xs, size))))
-        self.flat.fill(0)  # zeros: a fixed point of Sum for the timed rounds
+            wrong[key] = int(self.backend.max_over_ranks(float(count_wrong(arrays, size))))
+        # zeros: a fixed point of Sum for the timed rounds
+        self.flat.fill(0)
+        for x in self.separate:
+            x.fill(0)
         return wrong
 
     def snapshot(self):
