@@ -1215,6 +1215,37 @@ def nudge_stale_message(ctx):
             check_equal(x[name], np.full(5, n * (n - 1) / 2 + n * i, dtype=np.float32), f"nudge/stale/{name}")
 
 
+@CASES.case("nudge/gil-released-while-waiting", tags=("slow-cycle",), min_size=2)
+def nudge_gil_released(ctx):
+    """Rank 0 waits with no time limit on a tensor the others enqueue 0.3 s later; another
+    Python thread of rank 0 keeps running meanwhile (the wait lets go of the GIL)."""
+    import threading
+
+    x = np.full(3, float(ctx.rank), dtype=np.float32)
+    ringcc.barrier()
+    if ctx.rank == 0:
+        ticks, stop = [0], threading.Event()
+
+        def tick():
+            while not stop.is_set():
+                ticks[0] += 1
+                time.sleep(0.001)
+
+        ticker = threading.Thread(target=tick, daemon=True)
+        handle = ringcc.allreduce_async_(x, name="nudge/gil")
+        ticker.start()
+        t0 = time.monotonic()
+        ringcc.synchronize(handle)
+        waited = time.monotonic() - t0
+        stop.set()
+        ticker.join(5)
+        expect(ticks[0] >= 50, f"another thread ran {ticks[0]} times in the {waited:.2f} s of waiting")
+    else:
+        time.sleep(0.3)
+        finish(ringcc.allreduce_async_(x, name="nudge/gil"), "nudge/gil")
+    check_equal(x, np.full(3, ctx.size * (ctx.size - 1) / 2, dtype=np.float32), "nudge/gil")
+
+
 @CASES.case("nudge/first-wait-completes-batch", tags=("slow-cycle",))
 def nudge_first_wait_completes_batch(ctx):
     """When one fused collective ran a round's tensors, waiting on the first handle returns

@@ -7,7 +7,9 @@ DIR/rank<R>.json how long shutdown() took and what the engine's calls raise
 afterwards; then it initialises ringcc again, runs a named collective on the
 new engine and shuts down once more. With --pending, rank 0 also leaves a
 named allreduce that no other rank enqueues: shutdown() must fail it with
-NotInitializedError rather than wait for it. tests/test_engine.py checks the
+NotInitializedError rather than wait for it. With --waiting as well, a thread
+of rank 0 is blocked on that allreduce with no time limit when shutdown() is
+called: it must get the error too, and nothing may hang or crash. tests/test_engine.py checks the
 records.
 """
 
@@ -36,6 +38,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--pending", action="store_true",
                         help="rank 0 leaves a named allreduce that the others never enqueue")
+    parser.add_argument("--waiting", action="store_true",
+                        help="with --pending: a thread of rank 0 waits on it during shutdown()")
     args = parser.parse_args(argv)
 
     import ringcc
@@ -50,9 +54,19 @@ def main(argv=None) -> int:
     record["results_ok"] = all(
         np.array_equal(got, np.full(8, size * i + size * (size - 1) / 2, dtype=np.float32))
         for i, got in enumerate(results))
-    pending = None
+    pending = waiter = None
+    waited = {}
     if args.pending and rank == 0:
         pending = ringcc.allreduce_async(np.ones(4, dtype=np.float32), name="never-matched")
+        if args.waiting:
+            import threading
+
+            def wait_without_limit():
+                waited["error"] = error_of(lambda: ringcc.synchronize(pending))
+
+            waiter = threading.Thread(target=wait_without_limit, daemon=True)
+            waiter.start()
+            time.sleep(0.3)  # blocked in synchronize() by now
     ringcc.barrier()
 
     start = time.monotonic()
@@ -61,6 +75,10 @@ def main(argv=None) -> int:
     if pending is not None:
         record["pending_done"] = pending.done()
         record["pending_error"] = error_of(lambda: pending.wait(5))
+    if waiter is not None:
+        waiter.join(10)
+        record["waiter_finished"] = not waiter.is_alive()
+        record["waiter_error"] = waited.get("error")
     x = np.ones(2, dtype=np.float32)
     record["after"] = {
         "allreduce_async(name=)": error_of(lambda: ringcc.allreduce_async(x, name="after-shutdown")),

@@ -268,6 +268,17 @@ def test_shutdown_fails_a_collective_no_peer_enqueued(ranks):
         check_after_shutdown(record)
 
 
+def test_shutdown_fails_a_collective_a_thread_waits_on(ranks):
+    _, records = shutdown_run(ranks, "shutdown-waiting", ["--pending", "--waiting"])
+    record = records[0]
+    assert record["waiter_finished"], record
+    error, message = record["waiter_error"]
+    assert error == "NotInitializedError" and "shut down" in message, record
+    for record in records.values():
+        assert record["shutdown_s"] < SHUTDOWN_LIMIT_S, record
+        check_after_shutdown(record)
+
+
 # --------------------------------------------------------------------------
 # Settings that must agree across ranks
 
