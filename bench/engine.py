@@ -38,8 +38,10 @@ ringcc's figures (bench.peers_mpi's command and environment), while the other
 ranks sleep on a file, so that no waiting rank takes a CPU the MPI ranks need.
 
 Timing: --warmup rounds, a barrier, then --iters rounds timed on every rank;
-a figure's time is (t_end - t_start) / iters, the maximum over ranks. Tables
-show the median over --repeats repeats [min..max]; the JSON has every repeat.
+a figure's time is (t_end - t_start) / iters, the maximum over ranks. Each
+repeat times the figures in turn, starting one figure later than the last
+repeat did. Tables show the median over --repeats repeats [min..max]; the
+JSON has every repeat.
 Goals: (a) / MPI one-by-one <= 1.5, (a) / (b) <= 2, negotiation overhead
 (cached_overhead_us) < 50 us.
 """
@@ -275,12 +277,16 @@ class RingccSide:
     def snapshot(self):
         return self.rc.engine_stats(), list(self.split)
 
-    def measure(self):
+    def measure(self, repeat=0):
         """{figure: seconds}; the cache-path means of (a)'s timed rounds; (a)'s rounds split into
         the enqueue loop and the synchronize loop (ms per round). All max over ranks."""
         times = {}
         negotiation = split = None
-        for key, run in self.runs().items():
+        # Each repeat starts with another figure: the first one after the MPI job (or after
+        # start-up) runs on a machine that idled, and no figure should always be that one.
+        figures = list(self.runs().items())
+        shift = repeat % len(figures)
+        for key, run in figures[shift:] + figures[:shift]:
             between = self.snapshot if key == "engine" else None
             seconds, before, after = timed(self.backend, run, self.args.iters, self.args.warmup, between)
             times[key] = seconds
@@ -469,7 +475,7 @@ class EngineBench:
         self.wrong.update(self.side.check())
         for repeat in range(self.args.repeats):
             t0 = time.perf_counter()
-            times, negotiation, split = self.side.measure()
+            times, negotiation, split = self.side.measure(repeat)
             for key, seconds in times.items():
                 self.times.setdefault(key, []).append(seconds)
             self.negotiation.append(negotiation)
