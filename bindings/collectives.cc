@@ -436,13 +436,14 @@ bool scale_of(PyObject* o, double* out) {
 // whose result is `tensor` (kept alive until the collective is done).
 PyObject* enqueue_in_place(ringcc::Engine& e, PyObject* tensor, const char* name,
                            Py_ssize_t name_len, const HostTensor& in, int op, double pre, double post) {
-  HandleState h;
-  h.work = e.enqueue(std::string_view(name, static_cast<size_t>(name_len)),
-                     in_place_allreduce(in, op, pre, post), in.shape(), in.ndim);
-  h.named = true;
-  h.fixed_result = true;
-  h.result = py::reinterpret_borrow<py::object>(tensor);
-  return make_handle(std::move(h)).release().ptr();
+  HandleState* h = nullptr;
+  py::object handle = new_handle(&h);  // dropped as a done handle if enqueue raises
+  h->work = e.enqueue(std::string_view(name, static_cast<size_t>(name_len)),
+                      in_place_allreduce(in, op, pre, post), in.shape(), in.ndim);
+  h->named = true;
+  h->fixed_result = true;
+  h->result = py::reinterpret_borrow<py::object>(tensor);
+  return handle.release().ptr();
 }
 
 // ringcc.allreduce_async_: a named in-place allreduce handed to the engine.
@@ -565,6 +566,15 @@ PyMethodDef g_allreduce_async_inplace_def = {
 // any other handle's wait(timeout)) and returns its result.
 PyObject* synchronize(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   static const FastcallParams params("synchronize", {"handle", "timeout"}, 2, 1);
+  if (nargs == 1 && !kwnames) {
+    // The loop over a step's handles: an in-place collective that is done.
+    HandleState* h = handle_state(args[0]);
+    if (h && h->fixed_result && h->preps.empty() && (h->finished || h->work->succeeded())) {
+      h->finished = true;
+      h->work.reset();  // the engine may reuse it
+      return h->result.inc_ref().ptr();
+    }
+  }
   PyObject *handle = nullptr, *timeout = Py_None;
   if (!params.bind(args, nargs, kwnames, &handle, &timeout)) return nullptr;
   HandleState* h = handle_state(handle);

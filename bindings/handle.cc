@@ -123,12 +123,19 @@ PyMethodDef g_methods[] = {
 
 }  // namespace
 
-py::object make_handle(HandleState state) {
+py::object new_handle(HandleState** state) {
   if (!orphans().empty()) sweep_orphans();
   PyObject* obj = g_type->tp_alloc(g_type, 0);
   if (!obj) throw py::error_already_set();
-  new (&reinterpret_cast<HandleObject*>(obj)->state) HandleState(std::move(state));
+  *state = new (&reinterpret_cast<HandleObject*>(obj)->state) HandleState();
   return py::reinterpret_steal<py::object>(obj);
+}
+
+py::object make_handle(HandleState state) {
+  HandleState* s = nullptr;
+  py::object obj = new_handle(&s);
+  *s = std::move(state);
+  return obj;
 }
 
 HandleState* handle_state(PyObject* obj) {

@@ -33,6 +33,8 @@ struct HandleState {
 
 // A new Handle owning state.
 pybind11::object make_handle(HandleState state);
+// A new Handle with an empty state, filled in through *state (no moves).
+pybind11::object new_handle(HandleState** state);
 
 // The state of obj if it is a Handle, else null.
 HandleState* handle_state(PyObject* obj);

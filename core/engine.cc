@@ -91,6 +91,7 @@ struct Engine::TableEntry {
 Engine::Engine(std::shared_ptr<Communicator> comm, EngineOptions options)
     : comm_(std::move(comm)), opt_(std::move(options)), rank_(comm_->rank()), size_(comm_->size()) {
   was_joined_.assign(static_cast<size_t>(size_), false);
+  next_bit_hint_.assign(static_cast<size_t>(std::max(opt_.cache_capacity, 0)), -1);
   stats_ = EngineStats();
   if (!opt_.timeline_path.empty() && rank_ == 0) timeline_.start(opt_.timeline_path);
   thread_ = std::thread([this] { loop(); });
@@ -151,8 +152,23 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs args
   entry->meta.postscale = a.postscale;
   entry->meta.shape.assign(shape, shape + ndim);
   entry->negotiating_us = stamp;
-  // The engine thread changes the cache under mu_ too.
-  entry->cache_bit = cached_bit(entry->name, entry->meta);
+  // The engine thread changes the cache under mu_ too. A training loop
+  // enqueues its tensors in the same order every step: the bit that came
+  // after the previous tensor's last time is checked first, which spares
+  // the hash lookup.
+  int bit = -1;
+  if (last_enqueued_bit_ >= 0) {
+    const int guess = next_bit_hint_[static_cast<size_t>(last_enqueued_bit_)];
+    if (guess >= 0 && static_cast<size_t>(guess) < cache_names_.size() &&
+        cache_names_[static_cast<size_t>(guess)] == entry->name &&
+        *cache_metas_[static_cast<size_t>(guess)] == entry->meta) {
+      bit = guess;
+    }
+  }
+  if (bit < 0) bit = cached_bit(entry->name, entry->meta);
+  if (last_enqueued_bit_ >= 0 && bit >= 0) next_bit_hint_[static_cast<size_t>(last_enqueued_bit_)] = bit;
+  last_enqueued_bit_ = bit;
+  entry->cache_bit = bit;
   entry->cache_epoch = cache_epoch_;
   incoming_.push_back(std::move(entry));
   return work;

@@ -162,6 +162,10 @@ class Engine {
   // names up under it. cache_epoch_ counts evictions: a lookup made before
   // one is repeated.
   uint64_t cache_epoch_ = 0;
+  // enqueue()'s guess at the next bit: the bit enqueued after bit b last
+  // time (-1: none), and the bit of the last tensor enqueued. Under mu_.
+  std::vector<int> next_bit_hint_;
+  int last_enqueued_bit_ = -1;
   std::vector<std::string> cache_names_;                 // identical
   std::vector<std::shared_ptr<const TensorMeta>> cache_metas_;  // identical
   std::unordered_map<std::string, int> cache_index_;     // identical

@@ -21,6 +21,8 @@ class Work {
 
   // True once the collective finished (successfully or not).
   bool done() const { return done_.load(std::memory_order_acquire); }
+  // True once it finished without an error.
+  bool succeeded() const { return done() && !error_; }
   // Blocks until done or timeout (negative: no limit); returns done().
   // Rethrows the collective's error, if any, once done.
   bool wait(double timeout_seconds) {

@@ -439,6 +439,28 @@ def allreduce_in_place_named_array_kinds(ctx):
                  lambda: ringcc.allreduce_(np.ones(4, dtype=">f8")), "a big-endian array, blocking")
 
 
+@CASES.case("allreduce/in-place-failed-handle", min_size=2)
+def allreduce_in_place_failed_handle(ctx):
+    """An in-place named allreduce that failed (ranks disagree on its dtype) raises from
+    synchronize(handle) once it is done, every time it is waited on, and from poll-then-wait;
+    the same name works again afterwards."""
+    dt = np.float64 if ctx.rank == ctx.size - 1 else np.float32
+    x = np.ones(6, dtype=dt)
+    handle = ringcc.allreduce_async_(x, name="failed/dtype")
+    deadline = time.monotonic() + WAIT_S
+    while not ringcc.poll(handle) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    expect(ringcc.poll(handle), "the mismatched allreduce never completed")
+    for attempt in ("first", "second"):
+        expect_error(ringcc.MismatchError, ["failed/dtype", "dtype"], lambda: ringcc.synchronize(handle),
+                     f"synchronize(handle) of a failed in-place allreduce ({attempt} time)")
+    expect_error(ringcc.MismatchError, ["failed/dtype"], lambda: handle.wait(),
+                 "handle.wait() of a failed in-place allreduce")
+    y = np.full(6, ctx.rank + 1.0, dtype=np.float32)
+    expect(ringcc.synchronize(ringcc.allreduce_async_(y, name="failed/dtype")) is y, "the name again")
+    check_equal(y, np.full(6, ctx.size * (ctx.size + 1) / 2, dtype=np.float32), "failed/dtype again")
+
+
 class _DuckHandle:
     """A handle of another kind (an adapter's): synchronize and poll call its methods."""
 
