@@ -73,7 +73,8 @@ class Engine {
   ~Engine();
 
   // Queues a named collective; `args` carries the buffers (kind, dtype,
-  // in/out, counts, op, root, scales, splits), `shape` its full shape.
+  // in/out, counts, op, root, scales, splits), `shape` (ndim values) its
+  // full shape. Both are copied.
   std::shared_ptr<Work> enqueue(std::string_view name, CollectiveArgs args, const int64_t* shape,
                                 size_t ndim);
   // Queues this rank's join: it completes when every rank has joined; its
@@ -192,7 +193,7 @@ class Engine {
   CollectiveArgs fused_args_;  // execute_batch(): the fused allreduce, reused
   std::vector<std::shared_ptr<Work>> to_wake_;  // finished Works with a waiter to wake
   int idle_cycles_ = 0;
-  bool sent_news_ = false;   // the last cycle announced tensors the peers had not heard of
+  bool sent_news_ = false;   // the last cycle announced new names or newly set bits
   bool bits_added_ = false;  // a tensor was announced by its bit since the last message
 
   mutable std::mutex stats_mu_;
