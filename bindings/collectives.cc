@@ -567,13 +567,9 @@ PyMethodDef g_allreduce_async_inplace_def = {
 PyObject* synchronize(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   static const FastcallParams params("synchronize", {"handle", "timeout"}, 2, 1);
   if (nargs == 1 && !kwnames) {
-    // The loop over a step's handles: an in-place collective that is done.
+    // The loop over a step's handles, most of them done by the time it gets there.
     HandleState* h = handle_state(args[0]);
-    if (h && h->fixed_result && h->preps.empty() && (h->finished || h->work->succeeded())) {
-      h->finished = true;
-      h->work.reset();  // the engine may reuse it
-      return h->result.inc_ref().ptr();
-    }
+    if (PyObject* result = h ? finished_result(*h) : nullptr) return result;
   }
   PyObject *handle = nullptr, *timeout = Py_None;
   if (!params.bind(args, nargs, kwnames, &handle, &timeout)) return nullptr;

@@ -142,6 +142,13 @@ HandleState* handle_state(PyObject* obj) {
   return Py_TYPE(obj) == g_type ? &reinterpret_cast<HandleObject*>(obj)->state : nullptr;
 }
 
+PyObject* finished_result(HandleState& h) {
+  if (!h.fixed_result || !h.preps.empty() || !(h.finished || h.work->succeeded())) return nullptr;
+  h.finished = true;
+  h.work.reset();  // the engine may reuse it
+  return h.result.inc_ref().ptr();
+}
+
 PyObject* wait_handle(HandleState& h, PyObject* timeout) {
   double seconds = -1.0;
   if (timeout != Py_None) {

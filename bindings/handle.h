@@ -39,6 +39,11 @@ pybind11::object new_handle(HandleState** state);
 // The state of obj if it is a Handle, else null.
 HandleState* handle_state(PyObject* obj);
 
+// The result of an in-place call's handle whose collective finished
+// without an error, as a new reference (the handle lets go of its Work);
+// null, with no Python error set, for anything that needs wait_handle().
+PyObject* finished_result(HandleState& h);
+
 // Handle.wait(timeout): blocks (timeout None: no limit; else seconds) with
 // the GIL released; a new reference to the result, or null with the Python
 // error set (the collective's error, or TimeoutError).

@@ -390,19 +390,10 @@ void Communicator::execute(CollectiveArgs& a) {
   coalesce_segments(a);
   if (!a.segments.empty() && !shm_) {
     // Only the shared-memory allreduce gathers and scatters segments itself.
-    std::vector<const void*> inputs;
-    std::vector<void*> outputs;
-    std::vector<size_t> sizes;
-    const size_t es = dtype_size(a.dtype);
-    for (const auto& seg : a.segments) {
-      inputs.push_back(seg.in);
-      outputs.push_back(seg.out);
-      sizes.push_back(static_cast<size_t>(seg.count) * es);
-    }
-    fusion_.pack(inputs, sizes);
+    fusion_.pack(a.segments, dtype_size(a.dtype));
     CollectiveArgs fused = fusion_.allreduce(a.count, a.dtype, a.op, a.prescale, a.postscale);
     execute(fused);
-    fusion_.unpack(outputs, sizes);
+    fusion_.unpack(a.segments, dtype_size(a.dtype));
     a.result_count = a.count;
     return;
   }

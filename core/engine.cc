@@ -946,20 +946,12 @@ void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_i
           }
         }
       } else {
-        std::vector<const void*> inputs;
-        std::vector<void*> outputs;
-        std::vector<size_t> sizes;
-        for (const auto& seg : a.segments) {
-          inputs.push_back(seg.in);
-          outputs.push_back(seg.out);
-          sizes.push_back(static_cast<size_t>(seg.count) * es);
-        }
-        fusion_.pack(inputs, sizes);
+        fusion_.pack(a.segments, es);
         const int64_t t_packed = Timeline::now_us();
         CollectiveArgs fused = fusion_.allreduce(total, meta.dtype, meta.op, meta.prescale, meta.postscale);
         comm_->run(fused);
         const int64_t t_reduced = Timeline::now_us();
-        fusion_.unpack(outputs, sizes);
+        fusion_.unpack(a.segments, es);
         const int64_t t_done = Timeline::now_us();
         if (timeline_.active()) {
           for (const auto& item : items) {

@@ -4,29 +4,30 @@
 
 namespace ringcc {
 
-uint8_t* FusionBuffer::pack(const std::vector<const void*>& inputs,
-                            const std::vector<size_t>& sizes) {
+uint8_t* FusionBuffer::pack(const std::vector<BufferSegment>& segments, size_t elem_size) {
   size_t total = 0;
-  for (size_t s : sizes) total += s;
+  for (const auto& seg : segments) total += static_cast<size_t>(seg.count) * elem_size;
   if (data_.size() < total) data_.resize(total);
   size_t off = 0;
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    if (sizes[k] == 0) continue;
-    if (inputs[k]) {
-      std::memcpy(data_.data() + off, inputs[k], sizes[k]);
+  for (const auto& seg : segments) {
+    const size_t bytes = static_cast<size_t>(seg.count) * elem_size;
+    if (bytes == 0) continue;
+    if (seg.in) {
+      std::memcpy(data_.data() + off, seg.in, bytes);
     } else {
-      std::memset(data_.data() + off, 0, sizes[k]);
+      std::memset(data_.data() + off, 0, bytes);
     }
-    off += sizes[k];
+    off += bytes;
   }
   return data_.data();
 }
 
-void FusionBuffer::unpack(const std::vector<void*>& outputs, const std::vector<size_t>& sizes) const {
+void FusionBuffer::unpack(const std::vector<BufferSegment>& segments, size_t elem_size) const {
   size_t off = 0;
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    if (outputs[k] && sizes[k]) std::memcpy(outputs[k], data_.data() + off, sizes[k]);
-    off += sizes[k];
+  for (const auto& seg : segments) {
+    const size_t bytes = static_cast<size_t>(seg.count) * elem_size;
+    if (seg.out && bytes) std::memcpy(seg.out, data_.data() + off, bytes);
+    off += bytes;
   }
 }
 

@@ -12,11 +12,12 @@ namespace ringcc {
 
 class FusionBuffer {
  public:
-  // Copies inputs[k] (sizes[k] bytes; a null input packs zeros) back to back
-  // and returns the start of the packed bytes.
-  uint8_t* pack(const std::vector<const void*>& inputs, const std::vector<size_t>& sizes);
-  // Copies each packed piece to outputs[k] (a null output is skipped).
-  void unpack(const std::vector<void*>& outputs, const std::vector<size_t>& sizes) const;
+  // Copies the segments' inputs (count elements of elem_size bytes each; a
+  // null input packs zeros) back to back and returns the start of the
+  // packed bytes.
+  uint8_t* pack(const std::vector<BufferSegment>& segments, size_t elem_size);
+  // Copies each packed piece to its segment's output (a null one is skipped).
+  void unpack(const std::vector<BufferSegment>& segments, size_t elem_size) const;
 
   // An in-place allreduce of `count` packed elements.
   CollectiveArgs allreduce(int64_t count, DataType dtype, ReduceOp op, double prescale,
