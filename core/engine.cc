@@ -67,6 +67,7 @@ struct Engine::LocalEntry {
   int cache_bit = -1;      // announced through the cache
   uint64_t cache_epoch = 0;  // cache_epoch_ when cache_bit was looked up
   bool announced = false;  // announced in full
+  uint64_t taken = 0;      // when the engine took it (take_incoming's count)
   int64_t negotiating_us = 0;  // enqueued (0: no timeline recorded then)
 };
 
@@ -330,6 +331,7 @@ void Engine::take_incoming() {
                                            "' is already in flight on this rank; names must be unique until they complete")));
       continue;
     }
+    entry->taken = taken_count_++;
     if (b >= 0) {
       my_bits_[static_cast<size_t>(b / 8)] |= static_cast<char>(1 << (b % 8));
       bits_added_ = true;
@@ -351,17 +353,25 @@ std::string Engine::build_message() {
   }
   msg.push_back(static_cast<char>(flags));
   // Cached names: one bit each, every cycle until they run. Others: in
-  // full, once.
+  // full, once, in the order they were enqueued: the table numbers them in
+  // the order the messages list them, and the response cache hands out its
+  // bits in that order. Later steps then run the tensors in the order the
+  // training loop enqueues them, which gives neighbouring views of one
+  // buffer as neighbouring segments (one run) and hands each enqueue() the
+  // entry its name had the step before.
   std::string announced;
-  uint32_t count = 0;
+  std::vector<LocalEntry*> fresh;
   for (auto& [name, entry] : local_) {
-    if (!entry->announced) {
-      entry->announced = true;
-      put_string(&announced, name);
-      entry->meta.serialize(&announced);
-      ++count;
-    }
+    if (!entry->announced) fresh.push_back(entry.get());
   }
+  std::sort(fresh.begin(), fresh.end(),
+            [](const LocalEntry* a, const LocalEntry* b) { return a->taken < b->taken; });
+  for (LocalEntry* entry : fresh) {
+    entry->announced = true;
+    put_string(&announced, entry->name);
+    entry->meta.serialize(&announced);
+  }
+  const auto count = static_cast<uint32_t>(fresh.size());
   // Steady-state training sets the same bits every step: what is news is
   // a bit set since the last message, not a different set of bits.
   sent_news_ = count > 0 || bits_added_;

@@ -195,6 +195,7 @@ class Engine {
   int idle_cycles_ = 0;
   bool sent_news_ = false;   // the last cycle announced new names or newly set bits
   bool bits_added_ = false;  // a tensor was announced by its bit since the last message
+  uint64_t taken_count_ = 0;  // tensors take_incoming() took, for the order of announcements
 
   mutable std::mutex stats_mu_;
   EngineStats stats_;

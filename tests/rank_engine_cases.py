@@ -334,6 +334,52 @@ def allreduce_fusion_of_views(ctx):
         check_reduction(theirs, other, "Sum", f"the other buffer's views (round {round_})")
 
 
+@CASES.case("allreduce/views-in-enqueue-order")
+def allreduce_views_in_enqueue_order(ctx):
+    """Views of one buffer enqueued in address order on every rank, as a flat gradient bucket's
+    hooks enqueue them: the engine runs them in that order from the first step on (the table and
+    the response cache number names in the order the ranks enqueued them), so that a fused batch
+    of them is one run of the buffer. Over TCP, where scattered segments go through the fusion
+    buffer, the timeline must show no copies."""
+    n_views, per, rounds = 48, 256, 3
+    dt = np.dtype(np.float32)
+    bucket = [make_input(ctx, r, dt, n_views * per, salt=310) for r in range(ctx.size)]
+    # Not while RINGCC_TIMELINE records: starting another timeline would end that file.
+    record = not env_timeline()
+    directory = tempfile.mkdtemp(prefix="ringcc-timeline-") if record and ctx.rank == 0 else None
+    path = os.path.join(directory, "timeline.json") if directory else os.devnull
+    try:
+        if record:
+            ringcc.start_timeline(path)
+        for round_ in range(rounds):  # the first by name, the others through the response cache
+            mine = bucket[ctx.rank].copy()
+            handles = [ringcc.allreduce_async_(mine[i * per:(i + 1) * per], name=f"inorder/{i}")
+                       for i in range(n_views)]
+            for i, handle in enumerate(handles):
+                finish(handle, f"inorder/{i} (round {round_})")
+            check_reduction(mine, bucket, "Sum", f"views enqueued in address order (round {round_})")
+        if record:
+            ringcc.stop_timeline()
+        if directory is None or ringcc.transport_name() != "tcp":
+            return
+        events = read_timeline(path)
+        if events is None:
+            return
+        streams = timeline_streams(events)
+        views = {name: stream for name, stream in streams.items() if name.startswith("inorder/")}
+        expect(len(views) == n_views, f"timeline: {len(views)} streams of the {n_views} views")
+        fused = [e for stream in views.values() for e in stream
+                 if e["name"] == "ALLREDUCE" and e["args"].get("tensors", 1) > 1]
+        expect(fused, "the views never ran fused")
+        copies = sorted({name for name, stream in views.items()
+                         if any(e["name"].startswith("MEMCPY") for e in stream)})
+        expect(not copies, f"views enqueued in address order went through the fusion buffer, so the "
+                           f"engine ran them out of that order: {copies[:8]}")
+    finally:
+        if directory:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
 @CASES.case("allreduce/poll")
 def allreduce_poll(ctx):
     """poll() is False while a peer has not enqueued the name, True once it has run."""
