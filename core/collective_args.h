@@ -21,7 +21,9 @@ struct BufferSegment {
   int64_t count = 0;         // elements
 };
 
-struct CollectiveArgs {
+// The fields of a collective that are plain values (CollectiveArgs adds
+// the ones that own memory).
+struct CollectiveScalars {
   CollectiveKind kind = CollectiveKind::kBarrier;
   DataType dtype = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
@@ -31,27 +33,43 @@ struct CollectiveArgs {
   int64_t row_elems = 1;        // elements per row along the first dimension
   void* out = nullptr;          // may equal `in` (in place)
   int64_t out_count = -1;       // elements `out` holds; -1: allocate through `allocate`
-  std::function<void*(int64_t elements)> allocate;
   double prescale = 1.0;
   double postscale = 1.0;
+  // kLocalError: the collective this rank could not start (local_error says why).
+  CollectiveKind failed_kind = CollectiveKind::kBarrier;
+  // Elements held by `out` once the collective ran.
+  int64_t result_count = 0;
+};
+
+struct CollectiveArgs : CollectiveScalars {
+  std::function<void*(int64_t elements)> allocate;  // see out_count
   std::vector<int64_t> send_counts;  // alltoall: elements to each rank (in rank order)
   // Allreduce of several buffers in one collective: when set, the input and
   // the output are the concatenations of these segments (in and out are
   // unused; count is their total). Transports that can gather and scatter
   // use them directly; the others go through the fusion buffer.
   std::vector<BufferSegment> segments;
-
-  // kLocalError: the collective this rank could not start, and why.
-  CollectiveKind failed_kind = CollectiveKind::kBarrier;
+  // kLocalError: why this rank could not start the collective.
   std::string local_error;
-
   // Filled in by the collective: elements received from each rank
   // (allgather, alltoall).
   std::vector<int64_t> recv_counts;
-
-  // Elements held by `out` once the collective ran.
-  int64_t result_count = 0;
 };
+
+// dst = std::move(src), for a CollectiveArgs reused call after call (an
+// engine Work's): when neither holds a list, a function or an error text,
+// as for every allreduce, only the plain fields are copied.
+inline void move_args(CollectiveArgs& dst, CollectiveArgs&& src) {
+  auto bare = [](const CollectiveArgs& a) {
+    return !a.allocate && a.send_counts.empty() && a.segments.empty() && a.local_error.empty() &&
+           a.recv_counts.empty();
+  };
+  if (bare(src) && bare(dst)) {
+    static_cast<CollectiveScalars&>(dst) = src;
+  } else {
+    dst = std::move(src);
+  }
+}
 
 // Merges neighbouring segments of a fused allreduce whose inputs and
 // outputs each continue where the previous ones end (views of one buffer,

@@ -72,10 +72,10 @@ class Engine {
   Engine(std::shared_ptr<Communicator> comm, EngineOptions options);
   ~Engine();
 
-  // Queues a named collective; `args` carries the buffers (kind, dtype,
-  // in/out, counts, op, root, scales, splits), `shape` (ndim values) its
-  // full shape. Both are copied.
-  std::shared_ptr<Work> enqueue(std::string_view name, CollectiveArgs args, const int64_t* shape,
+  // Queues a named collective; `args` (moved from) carries the buffers
+  // (kind, dtype, in/out, counts, op, root, scales, splits), `shape` (ndim
+  // values, copied) its full shape.
+  std::shared_ptr<Work> enqueue(std::string_view name, CollectiveArgs&& args, const int64_t* shape,
                                 size_t ndim);
   // Queues this rank's join: it completes when every rank has joined; its
   // result_count is the last rank to join.

@@ -56,10 +56,11 @@ class Work {
   // A pending Work for `args`, in place (see reusable()): the list keeps
   // its storage, so no allocation happens.
   void reset(CollectiveArgs&& args) {
-    list_[0] = std::move(args);
+    move_args(list_[0], std::move(args));
     error_ = nullptr;
     waiting_.store(false, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_relaxed);
+    // One thread at a time resets a Work (its owner): no atomic increment needed.
+    generation_.store(generation_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     done_.store(false, std::memory_order_relaxed);
   }
   // How many times reset() gave this Work a new collective.
