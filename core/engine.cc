@@ -24,6 +24,13 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// True when `meta` describes the collective `a` of this shape.
+bool describes(const TensorMeta& meta, const CollectiveArgs& a, const int64_t* shape, size_t ndim) {
+  return meta.kind == a.kind && meta.dtype == a.dtype && meta.op == a.op && meta.root == a.root &&
+         meta.prescale == a.prescale && meta.postscale == a.postscale && meta.shape.size() == ndim &&
+         std::equal(shape, shape + ndim, meta.shape.begin());
+}
+
 std::string rank_list(const std::vector<int>& ranks) {
   std::ostringstream os;
   os << "[";
@@ -93,6 +100,7 @@ Engine::Engine(std::shared_ptr<Communicator> comm, EngineOptions options)
     : comm_(std::move(comm)), opt_(std::move(options)), rank_(comm_->rank()), size_(comm_->size()) {
   was_joined_.assign(static_cast<size_t>(size_), false);
   next_bit_hint_.assign(static_cast<size_t>(std::max(opt_.cache_capacity, 0)), -1);
+  idle_by_bit_.resize(static_cast<size_t>(std::max(opt_.cache_capacity, 0)));
   stats_ = EngineStats();
   if (!opt_.timeline_path.empty() && rank_ == 0) timeline_.start(opt_.timeline_path);
   thread_ = std::thread([this] { loop(); });
@@ -125,12 +133,50 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
     work->finish(std::make_exception_ptr(error));
     return work;
   }
+  // The response cache's bit for this name and description, if it has
+  // one. The engine thread changes the cache under mu_ too. A training loop
+  // enqueues its tensors in the same order every step: the bit that came
+  // after the previous tensor's last time is checked first, which spares
+  // the hash lookup.
+  const CollectiveArgs& a = args;
+  int bit = -1;
+  if (last_enqueued_bit_ >= 0) {
+    const int guess = next_bit_hint_[static_cast<size_t>(last_enqueued_bit_)];
+    if (guess >= 0 && static_cast<size_t>(guess) < cache_names_.size() &&
+        cache_names_[static_cast<size_t>(guess)] == name &&
+        describes(*cache_metas_[static_cast<size_t>(guess)], a, shape, ndim)) {
+      bit = guess;
+    }
+  }
+  if (bit < 0) {
+    auto cached = cache_index_.find(std::string(name));
+    if (cached != cache_index_.end() &&
+        describes(*cache_metas_[static_cast<size_t>(cached->second)], a, shape, ndim)) {
+      bit = cached->second;
+    }
+  }
+  if (last_enqueued_bit_ >= 0 && bit >= 0) next_bit_hint_[static_cast<size_t>(last_enqueued_bit_)] = bit;
+  last_enqueued_bit_ = bit;
+  // The entry the name had the last time it ran, with its name and
+  // description in place; else a spare one, described here.
   std::unique_ptr<LocalEntry> entry;
-  if (!spare_.empty()) {
-    entry = std::move(spare_.back());
-    spare_.pop_back();
+  if (bit >= 0 && idle_by_bit_[static_cast<size_t>(bit)]) {
+    entry = std::move(idle_by_bit_[static_cast<size_t>(bit)]);
   } else {
-    entry = std::make_unique<LocalEntry>();
+    if (!spare_.empty()) {
+      entry = std::move(spare_.back());
+      spare_.pop_back();
+    } else {
+      entry = std::make_unique<LocalEntry>();
+    }
+    if (std::string_view(entry->name) != name) entry->name.assign(name.data(), name.size());
+    entry->meta.kind = a.kind;
+    entry->meta.dtype = a.dtype;
+    entry->meta.op = a.op;
+    entry->meta.root = a.root;
+    entry->meta.prescale = a.prescale;
+    entry->meta.postscale = a.postscale;
+    entry->meta.shape.assign(shape, shape + ndim);
   }
   std::shared_ptr<Work> work;
   if (Work::reusable(entry->work)) {
@@ -143,32 +189,7 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
   }
   entry->work = work;
   entry->announced = false;
-  if (std::string_view(entry->name) != name) entry->name.assign(name.data(), name.size());
-  const CollectiveArgs& a = work->list()[0];
-  entry->meta.kind = a.kind;
-  entry->meta.dtype = a.dtype;
-  entry->meta.op = a.op;
-  entry->meta.root = a.root;
-  entry->meta.prescale = a.prescale;
-  entry->meta.postscale = a.postscale;
-  entry->meta.shape.assign(shape, shape + ndim);
   entry->negotiating_us = stamp;
-  // The engine thread changes the cache under mu_ too. A training loop
-  // enqueues its tensors in the same order every step: the bit that came
-  // after the previous tensor's last time is checked first, which spares
-  // the hash lookup.
-  int bit = -1;
-  if (last_enqueued_bit_ >= 0) {
-    const int guess = next_bit_hint_[static_cast<size_t>(last_enqueued_bit_)];
-    if (guess >= 0 && static_cast<size_t>(guess) < cache_names_.size() &&
-        cache_names_[static_cast<size_t>(guess)] == entry->name &&
-        *cache_metas_[static_cast<size_t>(guess)] == entry->meta) {
-      bit = guess;
-    }
-  }
-  if (bit < 0) bit = cached_bit(entry->name, entry->meta);
-  if (last_enqueued_bit_ >= 0 && bit >= 0) next_bit_hint_[static_cast<size_t>(last_enqueued_bit_)] = bit;
-  last_enqueued_bit_ = bit;
   entry->cache_bit = bit;
   entry->cache_epoch = cache_epoch_;
   incoming_.push_back(std::move(entry));
@@ -321,7 +342,10 @@ void Engine::take_incoming() {
     const std::string& name = entry->name;
     // A lookup from before an eviction may name a reused bit: redo it (the
     // cache only changes on this thread).
-    if (entry->cache_epoch != cache_epoch_) entry->cache_bit = cached_bit(name, entry->meta);
+    if (entry->cache_epoch != cache_epoch_) {
+      entry->cache_bit = cached_bit(name, entry->meta);
+      entry->cache_epoch = cache_epoch_;
+    }
     const int b = entry->cache_bit;
     const bool duplicate = b >= 0 ? static_cast<bool>(local_by_bit_[static_cast<size_t>(b)])
                                   : local_.count(name) > 0;
@@ -498,9 +522,15 @@ void Engine::recycle_retired() {
   if (retired_.empty()) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    while (!retired_.empty() && spare_.size() < kMaxSpareEntries) {
-      spare_.push_back(std::move(retired_.back()));
-      retired_.pop_back();
+    for (auto& entry : retired_) {
+      // A name in the response cache gets its own entry back next time.
+      int bit = entry->cache_bit;
+      if (bit < 0 || entry->cache_epoch != cache_epoch_) bit = cached_bit(entry->name, entry->meta);
+      if (bit >= 0 && !idle_by_bit_[static_cast<size_t>(bit)]) {
+        idle_by_bit_[static_cast<size_t>(bit)] = std::move(entry);
+      } else if (spare_.size() < kMaxSpareEntries) {
+        spare_.push_back(std::move(entry));
+      }
     }
   }
   retired_.clear();  // past the cap: freed here
@@ -583,12 +613,15 @@ void Engine::cycle() {
   }
 
   // Ready on every rank (joined ranks count as ready): first the cache
-  // hits in bit order, then table entries in the order they appeared.
+  // hits in the order their names entered the cache, then table entries in
+  // the order they appeared.
   std::vector<ReadyItem> ready;
   size_t pending_bits = 0;
   for (char c : any_bits_) pending_bits += static_cast<size_t>(__builtin_popcount(static_cast<uint8_t>(c)));
   ready.reserve(pending_bits + table_.size());
   const double now = now_s();
+  all_bits_.assign(my_bits_.size(), '\0');
+  size_t ready_bits = 0;
   for (size_t k = 0; k < my_bits_.size(); ++k) {
     const auto any = static_cast<uint8_t>(any_bits_[k]);
     for (int j = 0; j < 8; ++j) {
@@ -605,16 +638,33 @@ void Engine::cycle() {
     for (int j = 0; j < 8; ++j) {
       if (!(any & (1 << j))) continue;
       const size_t b = k * 8 + static_cast<size_t>(j);
-      if (b >= cache_names_.size() || bit_in_table_[b]) continue;
-      if (!(all & (1 << j))) {
-        if (bit_first_seen_[b] == 0) bit_first_seen_[b] = now;
-        continue;
+      if (b >= cache_names_.size() || bit_in_table_[b]) {
+        all &= static_cast<uint8_t>(~(1 << j));
+      } else if (!(all & (1 << j)) && bit_first_seen_[b] == 0) {
+        bit_first_seen_[b] = now;
       }
+    }
+    all_bits_[k] = static_cast<char>(all);
+    ready_bits += static_cast<size_t>(__builtin_popcount(all));
+  }
+  if (ready_bits) {
+    if (bits_reordered_) {
+      bits_in_order_.resize(cache_names_.size());
+      for (size_t b = 0; b < bits_in_order_.size(); ++b) bits_in_order_[b] = static_cast<int>(b);
+      std::sort(bits_in_order_.begin(), bits_in_order_.end(), [this](int x, int y) {
+        return cache_entered_[static_cast<size_t>(x)] < cache_entered_[static_cast<size_t>(y)];
+      });
+      bits_reordered_ = false;
+    }
+    for (int bit : bits_in_order_) {
+      const auto b = static_cast<size_t>(bit);
+      if (!(all_bits_[b / 8] & (1 << (b % 8)))) continue;
       ReadyItem item;
       item.meta = cache_metas_[b].get();
       item.local = local_by_bit_[b].get();
-      item.bit = static_cast<int>(b);
+      item.bit = bit;
       ready.push_back(std::move(item));
+      if (ready.size() == ready_bits) break;
     }
   }
   std::vector<std::pair<uint64_t, TableEntry*>> ready_entries;
@@ -762,19 +812,26 @@ void Engine::remember(const std::string& name, const TableEntry& e) {
     }
     bit_first_seen_[bit] = 0;
     std::lock_guard<std::mutex> lock(mu_);  // enqueue() looks names up under it
+    if (idle_by_bit_[bit] && spare_.size() < kMaxSpareEntries) {
+      spare_.push_back(std::move(idle_by_bit_[bit]));
+    }
+    idle_by_bit_[bit].reset();
     ++cache_epoch_;
     cache_index_.erase(cache_names_[bit]);
     cache_names_[bit] = name;
     cache_metas_[bit] = meta;
     cache_used_[bit] = stamp;
+    cache_entered_[bit] = stamp;
     cache_index_[name] = static_cast<int>(bit);
   } else {
     std::lock_guard<std::mutex> lock(mu_);  // enqueue() looks names up under it
     cache_names_.push_back(name);
     cache_metas_.push_back(meta);
     cache_used_.push_back(stamp);
+    cache_entered_.push_back(stamp);
     cache_index_[name] = static_cast<int>(bit);
   }
+  bits_reordered_ = true;
 }
 
 void Engine::run_ready(std::vector<ReadyItem>& ready) {

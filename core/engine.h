@@ -145,6 +145,9 @@ class Engine {
   // enqueues and retires the same number every step, and reusing them
   // saves an allocation on one thread freed on the other.
   std::vector<std::unique_ptr<LocalEntry>> spare_;
+  // ... and those of names in the response cache, by bit: the name's next
+  // enqueue() finds its name and description in place.
+  std::vector<std::unique_ptr<LocalEntry>> idle_by_bit_;
   std::shared_ptr<Work> join_work_;
   bool shutdown_requested_ = false;
   bool nudged_ = false;               // a nudge came since the engine last woke
@@ -171,6 +174,13 @@ class Engine {
   std::vector<std::shared_ptr<const TensorMeta>> cache_metas_;  // identical
   std::unordered_map<std::string, int> cache_index_;     // identical
   std::vector<uint64_t> cache_used_;                     // identical: last use, for LRU
+  // Ready cache hits run in the order their names entered the cache, which
+  // is the order a training loop enqueues them (see build_message()),
+  // whichever bits eviction handed them: the bits in that order, rebuilt
+  // when the cache changes.
+  std::vector<uint64_t> cache_entered_;                  // identical
+  std::vector<int> bits_in_order_;                       // identical
+  bool bits_reordered_ = false;                          // identical: rebuild bits_in_order_
   uint64_t cache_clock_ = 0;                             // identical
   std::unordered_map<std::string, std::unique_ptr<TableEntry>> table_;  // identical
   // The cache-hit path: a tensor announced by its bit is ready when every
@@ -180,6 +190,7 @@ class Engine {
   std::vector<std::unique_ptr<LocalEntry>> local_by_bit_;  // my pending tensor of each bit
   std::vector<std::string> rank_bits_;        // identical: each rank's bits, last cycle
   std::string any_bits_;                      // identical: OR of rank_bits_
+  std::string all_bits_;                      // identical: bits ready on every rank, this cycle
   std::vector<char> bit_in_table_;            // identical
   std::vector<double> bit_first_seen_;        // identical: pending since (0: not pending)
   std::vector<double> bit_last_warned_;       // rank 0: last stall warning per bit
