@@ -340,24 +340,44 @@ def allreduce_views_in_enqueue_order(ctx):
     hooks enqueue them: the engine runs them in that order from the first step on (the table and
     the response cache number names in the order the ranks enqueued them), so that a fused batch
     of them is one run of the buffer. Over TCP, where scattered segments go through the fusion
-    buffer, the timeline must show no copies."""
-    n_views, per, rounds = 48, 256, 3
+    buffer, the timeline must show no copies. With a small response cache (RINGCC_CACHE_CAPACITY
+    <= 256) the views' names are evicted between steps by other names, used so that eviction
+    hands the views' names bits in descending order: they must still run in enqueue order."""
+    n_views, per = 48, 256
     dt = np.dtype(np.float32)
     bucket = [make_input(ctx, r, dt, n_views * per, salt=310) for r in range(ctx.size)]
+    capacity = cache_capacity()
+    evict = n_views < capacity <= 256
     # Not while RINGCC_TIMELINE records: starting another timeline would end that file.
     record = not env_timeline()
     directory = tempfile.mkdtemp(prefix="ringcc-timeline-") if record and ctx.rank == 0 else None
     path = os.path.join(directory, "timeline.json") if directory else os.devnull
+
+    def step(round_):
+        mine = bucket[ctx.rank].copy()
+        handles = [ringcc.allreduce_async_(mine[i * per:(i + 1) * per], name=f"inorder/{i}")
+                   for i in range(n_views)]
+        for i, handle in enumerate(handles):
+            finish(handle, f"inorder/{i} (round {round_})")
+        check_reduction(mine, bucket, "Sum", f"views enqueued in address order (round {round_})")
+
     try:
         if record:
             ringcc.start_timeline(path)
-        for round_ in range(rounds):  # the first by name, the others through the response cache
-            mine = bucket[ctx.rank].copy()
-            handles = [ringcc.allreduce_async_(mine[i * per:(i + 1) * per], name=f"inorder/{i}")
-                       for i in range(n_views)]
-            for i, handle in enumerate(handles):
-                finish(handle, f"inorder/{i} (round {round_})")
-            check_reduction(mine, bucket, "Sum", f"views enqueued in address order (round {round_})")
+        step(0)  # by name
+        if evict:
+            # A cache's worth of other names in one step (they take the views' bits), then one
+            # at a time from the last to the first: the least recently used bit is then the
+            # highest, and the views' names come back on bits in descending order.
+            other = np.ones(4, dtype=np.float32)
+            names = [f"inorder-evict/{j}" for j in range(capacity)]
+            handles = [ringcc.allreduce_async(other, name=name) for name in names]
+            for name, handle in zip(names, handles):
+                finish(handle, name)
+            for name in reversed(names):
+                finish(ringcc.allreduce_async(other, name=name), name)
+        step(1)  # by name again after an eviction, else through the response cache
+        step(2)  # through the response cache
         if record:
             ringcc.stop_timeline()
         if directory is None or ringcc.transport_name() != "tcp":

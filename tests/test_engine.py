@@ -69,6 +69,9 @@ GROUPS = {
                                  cases=("nudge/*", "allreduce/shuffled-order", "allreduce/fusion-of-views")),
     "engine-timeline-2": Group(2, tags=("timeline-restart",), cases=("timeline/restart",),
                                timeline_variable="RINGCC_TIMELINE"),
+    # A response cache smaller than a step's names: evicted names come back on other bits.
+    "engine-tcp-cache-2": Group(2, env={"RINGCC_TRANSPORT": "tcp", "RINGCC_CACHE_CAPACITY": "64"},
+                                cases=("allreduce/views-in-enqueue-order",)),
 }
 STALL_GROUPS = ["engine-stall-3", "engine-horovod-2"]
 
