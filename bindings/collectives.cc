@@ -461,8 +461,18 @@ PyObject* allreduce_async_inplace(PyObject* general, PyObject* const* args, Py_s
   double pre = 1.0, post = 1.0;
   Py_ssize_t name_len = 0;
   const char* name_text = nullptr;
+  // The usual call, allreduce_async_(tensor, name=...), binds without the
+  // general parser (a keyword in the caller's code is the interned string).
+  static PyObject* const name_key = PyUnicode_InternFromString("name");
+  const bool tensor_and_name = nargs == 1 && kwnames && PyTuple_GET_SIZE(kwnames) == 1 &&
+                               PyTuple_GET_ITEM(kwnames, 0) == name_key;
+  if (tensor_and_name) {
+    tensor = args[0];
+    name = args[1];
+  }
   const bool fast =
-      params.try_bind(args, nargs, kwnames, &tensor, &op_obj, &name, &pre_obj, &post_obj) &&
+      (tensor_and_name ||
+       params.try_bind(args, nargs, kwnames, &tensor, &op_obj, &name, &pre_obj, &post_obj)) &&
       (!op_obj || (PyLong_CheckExact(op_obj) && (op = PyLong_AsLong(op_obj)) >= 0 &&
                    op <= static_cast<long>(ringcc::ReduceOp::kProduct))) &&
       name && PyUnicode_CheckExact(name) && PyUnicode_GET_LENGTH(name) > 0 &&

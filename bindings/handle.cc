@@ -87,12 +87,25 @@ PyObject* handle_new(PyTypeObject*, PyObject*, PyObject*) {
   return nullptr;
 }
 
+// Handles' memory, kept for the next ones: a training loop makes and drops
+// one handle per tensor per step. Touched only under the GIL.
+constexpr size_t kMaxFreeHandles = 4096;
+std::vector<PyObject*>& free_handles() {
+  static auto* list = new std::vector<PyObject*>();
+  return *list;
+}
+
 void handle_dealloc(PyObject* self) {
   auto* h = reinterpret_cast<HandleObject*>(self);
   if (!h->state.done()) orphans().push_back(std::move(h->state));
   h->state.~HandleState();
   PyTypeObject* type = Py_TYPE(self);
-  type->tp_free(self);
+  auto& spare = free_handles();
+  if (type == g_type && spare.size() < kMaxFreeHandles) {
+    spare.push_back(self);
+  } else {
+    type->tp_free(self);
+  }
   Py_DECREF(type);
 }
 
@@ -125,8 +138,16 @@ PyMethodDef g_methods[] = {
 
 py::object new_handle(HandleState** state) {
   if (!orphans().empty()) sweep_orphans();
-  PyObject* obj = g_type->tp_alloc(g_type, 0);
-  if (!obj) throw py::error_already_set();
+  PyObject* obj;
+  auto& spare = free_handles();
+  if (!spare.empty()) {
+    obj = spare.back();
+    spare.pop_back();
+    PyObject_Init(obj, g_type);  // a new reference to it, and to its type
+  } else {
+    obj = g_type->tp_alloc(g_type, 0);
+    if (!obj) throw py::error_already_set();
+  }
   *state = new (&reinterpret_cast<HandleObject*>(obj)->state) HandleState();
   return py::reinterpret_steal<py::object>(obj);
 }
