@@ -547,6 +547,7 @@ void Engine::cycle() {
     local_by_bit_.resize(cap);
     bit_in_table_.assign(cap, 0);
     bit_first_seen_.assign(cap, 0.0);
+    stall_bits_.clear();
     rank_bits_.assign(static_cast<size_t>(size_), std::string());
   }
   take_incoming();
@@ -622,14 +623,19 @@ void Engine::cycle() {
   const double now = now_s();
   all_bits_.assign(my_bits_.size(), '\0');
   size_t ready_bits = 0;
+  // Bits no longer pending anywhere stop their stall clocks.
+  size_t kept = 0;
+  for (int bit : stall_bits_) {
+    const auto b = static_cast<size_t>(bit);
+    if (bit_first_seen_[b] != 0 && (any_bits_[b / 8] & (1 << (b % 8)))) {
+      stall_bits_[kept++] = bit;
+    } else {
+      bit_first_seen_[b] = 0;
+    }
+  }
+  stall_bits_.resize(kept);
   for (size_t k = 0; k < my_bits_.size(); ++k) {
     const auto any = static_cast<uint8_t>(any_bits_[k]);
-    for (int j = 0; j < 8; ++j) {
-      // Not pending anywhere (any more): no stall clock runs for it.
-      if (!(any & (1 << j)) && k * 8 + static_cast<size_t>(j) < bit_first_seen_.size()) {
-        bit_first_seen_[k * 8 + static_cast<size_t>(j)] = 0;
-      }
-    }
     if (!any) continue;
     uint8_t all = any;
     for (int r = 0; r < size_; ++r) {
@@ -641,7 +647,8 @@ void Engine::cycle() {
       if (b >= cache_names_.size() || bit_in_table_[b]) {
         all &= static_cast<uint8_t>(~(1 << j));
       } else if (!(all & (1 << j)) && bit_first_seen_[b] == 0) {
-        bit_first_seen_[b] = now;
+        bit_first_seen_[b] = now;  // pending here and there, not everywhere
+        stall_bits_.push_back(static_cast<int>(b));
       }
     }
     all_bits_[k] = static_cast<char>(all);
@@ -1086,7 +1093,8 @@ void Engine::inspect_stalls() {
     consider(name, entry->first_seen, &entry->last_warned, [&] { return missing_ranks(*entry); });
   }
   if (bit_last_warned_.size() != bit_first_seen_.size()) bit_last_warned_.assign(bit_first_seen_.size(), 0);
-  for (size_t b = 0; b < bit_first_seen_.size(); ++b) {
+  for (int bit : stall_bits_) {
+    const auto b = static_cast<size_t>(bit);
     if (bit_first_seen_[b] == 0) continue;
     if (!(any_bits_[b / 8] & (1 << (b % 8)))) continue;
     if (bit_last_warned_[b] < bit_first_seen_[b]) bit_last_warned_[b] = bit_first_seen_[b];

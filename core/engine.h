@@ -193,6 +193,7 @@ class Engine {
   std::string all_bits_;                      // identical: bits ready on every rank, this cycle
   std::vector<char> bit_in_table_;            // identical
   std::vector<double> bit_first_seen_;        // identical: pending since (0: not pending)
+  std::vector<int> stall_bits_;               // identical: the bits whose bit_first_seen_ may be set
   std::vector<double> bit_last_warned_;       // rank 0: last stall warning per bit
   uint64_t table_seq_ = 0;                               // identical
   std::vector<bool> was_joined_;                         // identical
