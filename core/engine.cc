@@ -381,8 +381,7 @@ std::string Engine::build_message() {
   // the order the messages list them, and the response cache hands out its
   // bits in that order. Later steps then run the tensors in the order the
   // training loop enqueues them, which gives neighbouring views of one
-  // buffer as neighbouring segments (one run) and hands each enqueue() the
-  // entry its name had the step before.
+  // buffer as neighbouring segments (one run).
   std::string announced;
   std::vector<LocalEntry*> fresh;
   for (auto& [name, entry] : local_) {
