@@ -1051,7 +1051,11 @@ void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_i
   // with the engine finishing them. The entries come back for reuse before
   // the wake too, for the woken caller's next enqueue().
   for (const auto& item : items) {
-    if (item.local && item.local->work->mark_done(error)) to_wake_.push_back(item.local->work);
+    if (item.local) item.local->work->publish_done(error);
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (const auto& item : items) {
+    if (item.local && item.local->work->waited_on()) to_wake_.push_back(item.local->work);
   }
   for (const auto& item : items) retire(item);
   recycle_retired();

@@ -79,6 +79,16 @@ class Work {
     done_.store(true);
     return waiting_.load();
   }
+  // mark_done() for many Works at a price of one fence: publish_done() on
+  // each, then std::atomic_thread_fence(std::memory_order_seq_cst), then
+  // waited_on() on each tells whether it needs wake(). (The fence orders
+  // the stores of done_ before the loads of waiting_, as the sequentially
+  // consistent store and load of mark_done() do one Work at a time.)
+  void publish_done(std::exception_ptr error) {
+    error_ = error;
+    done_.store(true, std::memory_order_release);
+  }
+  bool waited_on() const { return waiting_.load(std::memory_order_relaxed); }
   void wake() {
     // The waiter holds mu_ from its check of done_ until it sleeps.
     { std::lock_guard<std::mutex> lock(mu_); }
