@@ -76,6 +76,9 @@ struct Engine::LocalEntry {
   bool announced = false;  // announced in full
   uint64_t taken = 0;      // when the engine took it (take_incoming's count)
   int64_t negotiating_us = 0;  // enqueued (0: no timeline recorded then)
+  // An allreduce's buffers, as its Work holds them: a fused batch gathers
+  // these without reaching into each Work.
+  BufferSegment segment;
 };
 
 // A tensor that is ready on every rank, about to run (same on all ranks).
@@ -178,6 +181,9 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
     entry->meta.postscale = a.postscale;
     entry->meta.shape.assign(shape, shape + ndim);
   }
+  // An allreduce's result is known in size now; its buffers for a fused batch.
+  if (a.kind == CollectiveKind::kAllreduce) args.result_count = args.count;
+  entry->segment = {a.in, a.out, a.count};
   std::shared_ptr<Work> work;
   if (Work::reusable(entry->work)) {
     work = std::move(entry->work);
@@ -994,12 +1000,11 @@ void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_i
       a.segments.clear();
       int64_t total = 0;
       for (const auto& item : items) {
-        const int64_t n = item.meta->elements();
-        total += n;
-        CollectiveArgs* mine = item.local ? &item.local->work->list()[0] : nullptr;
-        // A joined rank's segment: no input (zeros), no output.
-        a.segments.push_back({mine ? mine->in : nullptr, mine ? mine->out : nullptr, n});
-        if (mine) mine->result_count = n;
+        // Ours, as enqueue() noted it; a joined rank's: no input (zeros), no output.
+        const BufferSegment seg = item.local ? item.local->segment
+                                             : BufferSegment{nullptr, nullptr, item.meta->elements()};
+        total += seg.count;
+        a.segments.push_back(seg);
       }
       a.count = total;
       a.out_count = total;
