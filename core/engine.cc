@@ -90,6 +90,16 @@ struct Engine::ReadyItem {
   TableEntry* entry = nullptr;       // otherwise: its table entry
 };
 
+// Ready items that run as one collective: a stretch of the cycle's list.
+struct Engine::Batch {
+  const ReadyItem* first;
+  size_t n;
+  const ReadyItem* begin() const { return first; }
+  const ReadyItem* end() const { return first + n; }
+  size_t size() const { return n; }
+  const ReadyItem& operator[](size_t k) const { return first[k]; }
+};
+
 // A tensor some rank enqueued and that has not run yet (same on all ranks).
 struct Engine::TableEntry {
   uint64_t seq = 0;
@@ -892,8 +902,7 @@ void Engine::run_ready(std::vector<ReadyItem>& ready) {
         ++j;
       }
     }
-    std::vector<ReadyItem> batch(std::make_move_iterator(ready.begin() + static_cast<std::ptrdiff_t>(i)),
-                                 std::make_move_iterator(ready.begin() + static_cast<std::ptrdiff_t>(j)));
+    const Batch batch{ready.data() + i, j - i};
     // Callers of a batch that more batches follow wake at once; those of
     // the cycle's last batch once the cycle's bookkeeping is done.
     wake_finished();
@@ -925,7 +934,7 @@ void Engine::retire(const ReadyItem& item) {
   if (item.local) drop_local_bit(b);
 }
 
-void Engine::execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_id) {
+void Engine::execute_batch(const Batch& items, int64_t fusion_id) {
   // Buffers: ours if we enqueued the tensor, zeros if we joined.
   const TensorMeta meta = *items[0].meta;
   const size_t es = dtype_size(meta.dtype);

@@ -107,7 +107,8 @@ class Engine {
                       std::vector<std::string>* aborts, bool* all_shutdown, bool* any_new);
   struct ReadyItem;
   void run_ready(std::vector<ReadyItem>& ready);
-  void execute_batch(const std::vector<ReadyItem>& items, int64_t fusion_id);
+  struct Batch;
+  void execute_batch(const Batch& items, int64_t fusion_id);
   void wake_finished();  // wakes the callers of Works execute_batch() finished
   // Forgets a tensor that ran or failed: its table entry or cache-bit
   // state, and (when this rank enqueued it) its local entry.
