@@ -230,6 +230,11 @@ try:
     raise SystemExit("rank() before init() should raise")
 except ValueError as error:
     assert isinstance(error, hvd.NotInitializedError), type(error)
+try:  # the per-tensor path of DistributedOptimizer's hooks
+    hvd.allreduce_async_(torch.ones(2), name="before-init", op=hvd.Sum)
+    raise SystemExit("allreduce_async_ before init() should raise")
+except hvd.NotInitializedError:
+    pass
 for cycle in range(2):
     hvd.init()
     assert hvd.is_initialized() and hvd.size() == 1 and hvd.rank() == 0
@@ -254,6 +259,11 @@ for cycle in range(2):
     try:
         hvd.allreduce(x)
         raise SystemExit("allreduce after shutdown() should raise")
+    except hvd.NotInitializedError:
+        pass
+    try:
+        hvd.allreduce_async_(x, name="after-shutdown", op=hvd.Sum)
+        raise SystemExit("allreduce_async_ after shutdown() should raise")
     except hvd.NotInitializedError:
         pass
 print("single-process OK")

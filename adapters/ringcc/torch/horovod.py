@@ -366,7 +366,7 @@ def synchronize(handle):
         return None
     if type(handle) is _CoreHandle:  # allreduce_async_'s direct path
         try:
-            return handle.wait()
+            return _core_synchronize(handle)
         except ringcc.RingccError as error:
             raise _internal_error(error) from None
     if isinstance(handle, Handle):
@@ -414,6 +414,8 @@ _DIRECT_DTYPE_CODES = {getattr(torch, name): code for name, code in _core.DTYPE_
 _DIRECT_OPS = frozenset((Sum, Average, Min, Max, Product))
 _CoreHandle = _core.Handle
 _allreduce_async_raw = _core._allreduce_async_raw
+_STRIDED = torch.strided
+_core_synchronize = _core.synchronize
 
 
 def _check_tensor(tensor, what: str) -> torch.Tensor:
@@ -577,12 +579,15 @@ def _direct_allreduce_(tensor, kind, name, op, prescale_factor, postscale_factor
     wrapper handle), named as `kind` names it. None when `tensor` is not such
     a case (the caller takes the general path)."""
     if type(op) is int and op in _DIRECT_OPS and isinstance(tensor, torch.Tensor) and \
-            tensor.is_cpu and tensor.layout == torch.strided:
+            tensor.is_cpu and tensor.layout == _STRIDED:
         code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
-        if code is not None and tensor.is_contiguous() and _core.is_initialized():
+        if code is not None and tensor.is_contiguous():
             try:
                 return _allreduce_async_raw(tensor, tensor.data_ptr(), tensor.shape, code, op,
-                                            _name(kind, name), prescale_factor, postscale_factor)
+                                            _name(kind, name) if name is None else f"{kind}.{name}",
+                                            prescale_factor, postscale_factor)
+            except ringcc.NotInitializedError:
+                return None  # the general path says so in Horovod's words
             except (ringcc.PeerFailureError, ringcc.InternalError) as error:
                 raise _internal_error(error) from None
     return None
