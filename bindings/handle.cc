@@ -101,7 +101,7 @@ void handle_dealloc(PyObject* self) {
   h->state.~HandleState();
   PyTypeObject* type = Py_TYPE(self);
   auto& spare = free_handles();
-  if (type == g_type && spare.size() < kMaxFreeHandles) {
+  if (spare.size() < kMaxFreeHandles) {
     spare.push_back(self);
   } else {
     type->tp_free(self);

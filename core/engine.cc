@@ -152,21 +152,18 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
   // after the previous tensor's last time is checked first, which spares
   // the hash lookup.
   const CollectiveArgs& a = args;
+  auto holds = [&](int b) {  // bit b is this name with this description
+    return b >= 0 && static_cast<size_t>(b) < cache_names_.size() &&
+           cache_names_[static_cast<size_t>(b)] == name &&
+           describes(*cache_metas_[static_cast<size_t>(b)], a, shape, ndim);
+  };
   int bit = -1;
-  if (last_enqueued_bit_ >= 0) {
-    const int guess = next_bit_hint_[static_cast<size_t>(last_enqueued_bit_)];
-    if (guess >= 0 && static_cast<size_t>(guess) < cache_names_.size() &&
-        cache_names_[static_cast<size_t>(guess)] == name &&
-        describes(*cache_metas_[static_cast<size_t>(guess)], a, shape, ndim)) {
-      bit = guess;
-    }
+  if (last_enqueued_bit_ >= 0 && holds(next_bit_hint_[static_cast<size_t>(last_enqueued_bit_)])) {
+    bit = next_bit_hint_[static_cast<size_t>(last_enqueued_bit_)];
   }
   if (bit < 0) {
     auto cached = cache_index_.find(std::string(name));
-    if (cached != cache_index_.end() &&
-        describes(*cache_metas_[static_cast<size_t>(cached->second)], a, shape, ndim)) {
-      bit = cached->second;
-    }
+    if (cached != cache_index_.end() && holds(cached->second)) bit = cached->second;
   }
   if (last_enqueued_bit_ >= 0 && bit >= 0) next_bit_hint_[static_cast<size_t>(last_enqueued_bit_)] = bit;
   last_enqueued_bit_ = bit;
@@ -631,10 +628,6 @@ void Engine::cycle() {
   // Ready on every rank (joined ranks count as ready): first the cache
   // hits in the order their names entered the cache, then table entries in
   // the order they appeared.
-  std::vector<ReadyItem> ready;
-  size_t pending_bits = 0;
-  for (char c : any_bits_) pending_bits += static_cast<size_t>(__builtin_popcount(static_cast<uint8_t>(c)));
-  ready.reserve(pending_bits + table_.size());
   const double now = now_s();
   all_bits_.assign(my_bits_.size(), '\0');
   size_t ready_bits = 0;
@@ -669,6 +662,8 @@ void Engine::cycle() {
     all_bits_[k] = static_cast<char>(all);
     ready_bits += static_cast<size_t>(__builtin_popcount(all));
   }
+  std::vector<ReadyItem> ready;
+  ready.reserve(ready_bits + table_.size());
   if (ready_bits) {
     if (bits_reordered_) {
       bits_in_order_.resize(cache_names_.size());
