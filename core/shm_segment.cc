@@ -67,7 +67,12 @@ ShmSegment ShmSegment::create(const std::string& name, size_t size) {
           " bytes: ", std::strerror(err), " (is /dev/shm large enough?)");
   }
   ShmSegment seg;
-  seg.data_ = map_fd(fd, size, name);
+  try {
+    seg.data_ = map_fd(fd, size, name);
+  } catch (...) {
+    shm_unlink(name.c_str());
+    throw;
+  }
   seg.size_ = size;
   return seg;
 }

@@ -444,6 +444,39 @@ def test_connecting_rank_refuses_an_impostor_and_replays_fail(monkeypatch):
             c.shutdown()
 
 
+def test_store_client_refuses_a_store_that_cannot_prove_the_secret():
+    """A process listening where rank 0's store should be, that accepts any
+    answer, is not taken for the store."""
+    fake = socket.socket()
+    fake.bind(("127.0.0.1", 0))
+    fake.listen(1)
+    fake.settimeout(10)
+    seen = {}
+
+    def serve():
+        try:
+            conn, _ = fake.accept()
+            with conn:
+                conn.settimeout(10)
+                conn.sendall(b"RCST\x02\x01" + os.urandom(32))
+                seen["answer"] = recv_exact(conn, 64)
+                conn.sendall(b"\x01" + os.urandom(32))  # "accepted", with a proof it cannot make
+                seen["after"] = recv_until_closed(conn)
+        except Exception as error:  # noqa: BLE001 - reported to the test
+            seen["error"] = repr(error)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(ringcc.PeerFailureError, match="could not prove that it knows the job secret"):
+            _core.TcpStore("127.0.0.1", fake.getsockname()[1], "the job secret", timeout=5)
+    finally:
+        thread.join(15)
+        fake.close()
+    assert "error" not in seen, seen
+    assert seen["after"] == b"", "the client sent a request to a store that did not prove the secret"
+
+
 # --------------------------------------------------------------------------
 # Jobs that may span hosts
 
