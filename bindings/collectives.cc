@@ -758,6 +758,7 @@ void bind_collectives(py::module_& m) {
       // the order the ranks negotiate, independent of direct calls.
       ringcc::RendezvousInfo engine_info = info;
       engine_info.advertise_address = c->advertise_address();
+      engine_info.secret = c->secret();
       std::shared_ptr<ringcc::Store> store;
       if (c->store()) store = std::make_shared<ringcc::PrefixStore>("engine", c->store());
       auto ec = std::make_shared<ringcc::Communicator>(engine_info, store);

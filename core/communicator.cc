@@ -14,6 +14,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/fusion_buffer.h"
+#include "core/job_secret.h"
 #include "core/log.h"
 #include "core/mpi_collectives.h"
 #include "core/mpi_library.h"
@@ -82,40 +83,42 @@ void Communicator::meet_through_mpi(const RendezvousInfo& info, Deadline deadlin
   const MpiApi& api = mpi_api();
   MpiComm& comm = *info.mpi;
   std::string text;
+  // Every rank on this host: the store listens on 127.0.0.1 only.
+  int local_rank = 0, local_size = 0;
+  const bool single_host =
+      api.comm_node(comm.get(), &local_rank, &local_size) == 0 && local_size == size_;
   if (rank_ == 0) {
     if (secret_.empty()) secret_ = random_hex(32);
     std::string error;
     int port = 0;
     try {
-      store_server_ = std::make_unique<TcpStoreServer>("", info.master_port, secret_);
+      const std::string listen = single_host ? "127.0.0.1" : env_str("RINGCC_LISTEN_ADDR", "");
+      store_server_ = std::make_unique<TcpStoreServer>(listen, info.master_port, secret_);
       port = store_server_->port();
     } catch (const std::exception& e) {
       error = e.what();
     }
     std::vector<std::string> addrs;
-    if (!info.master_addr.empty()) addrs.push_back(info.master_addr);
-    int local_rank = 0, local_size = 0;
-    if (api.comm_node(comm.get(), &local_rank, &local_size) == 0 && local_size == size_) {
+    if (single_host) {
       addrs.push_back("127.0.0.1");
-    }
-    ifaddrs* ifs = nullptr;
-    if (getifaddrs(&ifs) == 0) {
-      for (ifaddrs* i = ifs; i; i = i->ifa_next) {
-        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
-        char buf[INET_ADDRSTRLEN] = {};
-        inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof(buf));
-        if (std::string(buf).rfind("127.", 0) == 0) continue;
-        addrs.push_back(buf);
+    } else {
+      if (!info.master_addr.empty()) addrs.push_back(info.master_addr);
+      ifaddrs* ifs = nullptr;
+      if (getifaddrs(&ifs) == 0) {
+        for (ifaddrs* i = ifs; i; i = i->ifa_next) {
+          if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+          char buf[INET_ADDRSTRLEN] = {};
+          inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof(buf));
+          if (std::string(buf).rfind("127.", 0) == 0) continue;
+          addrs.push_back(buf);
+        }
+        freeifaddrs(ifs);
       }
-      freeifaddrs(ifs);
+      addrs.push_back(host_name());
     }
-    addrs.push_back(host_name());
     text = error.empty() ? "ok\n" : "error\n" + error + "\n";
     text += std::to_string(port) + "\n" + secret_ + "\n";
     for (const auto& a : addrs) text += a + "\n";
-  } else {
-    int local_rank = 0, local_size = 0;
-    api.comm_node(comm.get(), &local_rank, &local_size);  // collective: rank 0 calls it too
   }
   // Length first, then the text.
   int64_t len = static_cast<int64_t>(text.size());
@@ -132,6 +135,7 @@ void Communicator::meet_through_mpi(const RendezvousInfo& info, Deadline deadlin
   }
   const int port = std::stoi(lines[1]);
   secret_ = lines[2];
+  secret_shared_ = true;
   std::string tried;
   for (size_t i = 3; i < lines.size() && !store_; ++i) {
     if (lines[i].empty()) continue;
@@ -148,25 +152,106 @@ void Communicator::meet_through_mpi(const RendezvousInfo& info, Deadline deadlin
   }
 }
 
-void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
-  secret_ = info.secret;
-  if (!store_ && info.mpi) meet_through_mpi(info, deadline);
-  if (!store_) {
-    if (rank_ == 0) {
-      store_server_ = std::make_unique<TcpStoreServer>("", info.master_port, secret_);
+// Rank 0 serves the store, every rank connects. No store ever serves the
+// job secret unauthenticated: with a secret (the user's, or a single-host
+// job's automatic one) every connection is authenticated; without one, a
+// job that may span hosts refuses to start unless RINGCC_INSECURE=1.
+void Communicator::open_store(const RendezvousInfo& info, Deadline deadline, SecretFile* host_secret) {
+  const bool single = info.single_host;
+  if (secret_.empty()) {
+    if (single) {
+      *host_secret = SecretFile::find_or_create("port" + std::to_string(info.master_port));
+      secret_ = host_secret->secret();
+    } else if (insecure_allowed()) {
+      warn_insecure("the job found from " + info.source +
+                    " may span hosts and was given no secret");
+    } else {
+      raise(ErrorKind::kInvalidArgument, "this job (found from ", info.source,
+            ") may span hosts and has no job secret: set RINGCC_SECRET, or RINGCC_SECRET_FILE "
+            "(a file holding it), to the same secret on every rank (docs/api.md, \"Security\", "
+            "shows how under torchrun, SLURM and Kubernetes; ringrun does it for you). A job "
+            "whose ranks all run on this host needs none when its launcher says so (e.g. "
+            "LOCAL_WORLD_SIZE equal to WORLD_SIZE). RINGCC_INSECURE=1 starts without a secret, "
+            "unauthenticated.");
     }
-    store_ = std::make_shared<TcpStore>(info.master_addr, info.master_port, secret_, deadline);
   }
-  Store& store = *store_;
+  secret_shared_ = !secret_.empty();
+  const std::string listen = single ? "127.0.0.1" : env_str("RINGCC_LISTEN_ADDR", "");
+  const std::string reach = single ? "127.0.0.1" : info.master_addr;
+  if (rank_ == 0) store_server_ = std::make_unique<TcpStoreServer>(listen, info.master_port, secret_);
+  try {
+    store_ = std::make_shared<TcpStore>(reach, info.master_port, secret_, deadline);
+  } catch (const Error& e) {
+    if (!single || e.kind() != ErrorKind::kTimeout) throw;
+    raise(ErrorKind::kTimeout, e.what(), " (every rank was taken to be on this host, as ",
+          info.single_host_reason, ", so rank 0 serves the store on 127.0.0.1 only)");
+  }
+}
+
+// Makes sure that every rank holds the same secret before links are made.
+// Through our own authenticated store or MPI they already do; through a
+// store of the adapter's (torch's, which anyone who reaches it may read),
+// the secret never travels in the store: ranks on one host read it from a
+// private file that rank 0 makes (only the file's name travels), ranks on
+// several hosts need the user's RINGCC_SECRET (or RINGCC_INSECURE=1).
+void Communicator::agree_on_link_secret(Store& store, bool all_local, const RendezvousInfo& info,
+                                        SecretFile* made, Deadline deadline) {
+  if (secret_shared_) return;
+  std::string how;
   if (rank_ == 0) {
-    if (secret_.empty()) {
+    if (!secret_.empty()) {
+      how = "own";
+    } else if (all_local) {
+      *made = SecretFile::create_unique();
+      secret_ = made->secret();
+      how = "file " + made->path();
+    } else if (insecure_allowed()) {
+      warn_insecure("the ranks (found from " + info.source + ") span hosts and were given no secret");
       secret_ = random_hex(32);
       store.set("ringcc/secret", secret_);
+      how = "store";
+    } else {
+      how = "none";
     }
+    store.set("ringcc/secret-how", how);
+  } else {
+    how = store.get("ringcc/secret-how", until(deadline));
+  }
+  if (how == "none") {
+    raise(ErrorKind::kInvalidArgument, "the ranks (found from ", info.source,
+          ") span hosts and have no job secret: set RINGCC_SECRET, or RINGCC_SECRET_FILE (a file "
+          "holding it), to the same secret on every rank (docs/api.md, \"Security\"), or "
+          "RINGCC_INSECURE=1 to connect them unauthenticated");
+  }
+  if (rank_ == 0) return;
+  if (how == "own") {
+    RINGCC_CHECK(!secret_.empty(), ErrorKind::kInvalidArgument,
+                 "rank 0 has a job secret (RINGCC_SECRET or RINGCC_SECRET_FILE) but rank ", rank_,
+                 " has none: give every rank the same");
+    return;
+  }
+  RINGCC_CHECK(secret_.empty(), ErrorKind::kInvalidArgument, "rank ", rank_,
+               " has a job secret (RINGCC_SECRET or RINGCC_SECRET_FILE) but rank 0 has none: "
+               "give every rank the same");
+  if (how.rfind("file ", 0) == 0) {
+    secret_ = SecretFile::read(how.substr(5));
+  } else {
+    secret_ = store.get("ringcc/secret", until(deadline));
+  }
+}
+
+void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
+  secret_ = info.secret.empty() ? secret_from_env() : info.secret;
+  // A single-host job's automatic secret: removed (by this object) when
+  // join_job returns or fails; by then every rank has read it.
+  SecretFile host_secret;
+  if (!store_ && info.mpi) meet_through_mpi(info, deadline);
+  if (!store_) open_store(info, deadline, &host_secret);
+  Store& store = *store_;
+  if (rank_ == 0) {
     job_id_ = random_hex(6);
     store.set("ringcc/job", job_id_);
   } else {
-    if (secret_.empty()) secret_ = store.get("ringcc/secret", until(deadline));
     job_id_ = store.get("ringcc/job", until(deadline));
   }
 
@@ -237,8 +322,14 @@ void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
     return;
   }
 
-  tcp_ = std::make_unique<TcpTransport>(rank_, size_, secret_);
-  std::string addr = env_str("RINGCC_ADVERTISE_ADDR", info.advertise_address);
+  // Made by rank 0 when the ranks meet through an adapter's store; removed
+  // once every rank has connected (so has read it).
+  SecretFile link_secret;
+  agree_on_link_secret(store, all_local, info, &link_secret, deadline);
+  // Every rank on this host: links listen on, and are reached at, 127.0.0.1.
+  tcp_ = std::make_unique<TcpTransport>(rank_, size_, secret_, job_id_,
+                                        all_local ? "127.0.0.1" : env_str("RINGCC_LISTEN_ADDR", ""));
+  std::string addr = all_local ? "127.0.0.1" : env_str("RINGCC_ADVERTISE_ADDR", info.advertise_address);
   if (addr.empty()) {
     if (auto* tcp_store = dynamic_cast<TcpStore*>(store_.get())) addr = tcp_store->local_address();
   }

@@ -25,6 +25,7 @@ namespace ringcc {
 
 class MpiCollectives;
 class MpiComm;
+class SecretFile;
 class MpiTransport;
 class ShmCollectives;
 class TcpStoreServer;
@@ -83,6 +84,9 @@ class Communicator {
   std::shared_ptr<Store> store() const { return store_; }
   // The address peers reach this rank at over TCP ("" when unused).
   const std::string& advertise_address() const { return advertise_address_; }
+  // The job secret this communicator settled on ("" when it needed none):
+  // another communicator of the same ranks may take it as its own.
+  const std::string& secret() const { return secret_; }
 
   // Bytes in the fusion buffer.
   int64_t fusion_threshold() const { return fusion_threshold_; }
@@ -90,6 +94,9 @@ class Communicator {
  private:
   void join_job(const RendezvousInfo& info, Deadline deadline);
   void meet_through_mpi(const RendezvousInfo& info, Deadline deadline);
+  void open_store(const RendezvousInfo& info, Deadline deadline, SecretFile* host_secret);
+  void agree_on_link_secret(Store& store, bool all_local, const RendezvousInfo& info,
+                            SecretFile* made, Deadline deadline);
   void execute(CollectiveArgs& a);
   void hierarchical_allreduce(CollectiveArgs& a, Deadline deadline);
   void execute_grouped(std::vector<CollectiveArgs>& list);
@@ -107,6 +114,7 @@ class Communicator {
   int cross_rank_ = 0, cross_size_ = 1;
   std::string job_id_;
   std::string secret_;
+  bool secret_shared_ = false;  // every rank is known to hold secret_ (authenticated store, MPI)
   std::string advertise_address_;
   std::shared_ptr<Store> store_;
   std::unique_ptr<TcpStoreServer> store_server_;

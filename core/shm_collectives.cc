@@ -155,47 +155,59 @@ ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix,
   segment_bytes_ = round_up(sizeof(ShmControl) + 2 * header_bytes_, kAlign) + kAreaSkew +
                    2 * area_bytes_;
 
-  auto name_of = [&](size_t i) {
-    return "/" + key_prefix + "-" + std::to_string(ranks_[i]);
-  };
-  std::string mine = name_of(static_cast<size_t>(me_));
-  ShmSegment::unlink(mine);  // a stale one from a crashed job of the same id
+  // Our segment's name is in /dev/shm only from here until every rank has
+  // mapped it: removed then, or at once if anything below fails. A rank
+  // killed in between leaves it behind; its pid in the name lets the next
+  // job on this host remove it.
+  remove_stale_shm_objects();
+  const std::string mine = ShmSegment::owned_name(
+      key_prefix + "-" + std::to_string(ranks_[static_cast<size_t>(me_)]));
   segments_.resize(n);
   segments_[static_cast<size_t>(me_)] = ShmSegment::create(mine, segment_bytes_);
-  ShmControl* ctl = new (segments_[static_cast<size_t>(me_)].data()) ShmControl();
-  ctl->phase.store(0);
-  ctl->sleepers.store(0);
-  ctl->aborted.store(0);
-  ctl->pid = static_cast<int32_t>(getpid());
-  ctl->probe = kProbeValue;
-  ctl->probe_addr = reinterpret_cast<uint64_t>(&ctl->probe);
+  try {
+    ShmControl* ctl = new (segments_[static_cast<size_t>(me_)].data()) ShmControl();
+    ctl->phase.store(0);
+    ctl->sleepers.store(0);
+    ctl->aborted.store(0);
+    ctl->pid = static_cast<int32_t>(getpid());
+    ctl->probe = kProbeValue;
+    ctl->probe_addr = reinterpret_cast<uint64_t>(&ctl->probe);
 
-  auto wait_ms = [&] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  };
-  store.set(key_prefix + "/created/" + std::to_string(ranks_[static_cast<size_t>(me_)]), "1");
-  for (size_t i = 0; i < n; ++i) {
-    if (static_cast<int>(i) == me_) continue;
-    store.get(key_prefix + "/created/" + std::to_string(ranks_[i]), wait_ms());
-    segments_[i] = ShmSegment::open(name_of(i), segment_bytes_);
+    auto wait_ms = [&] {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    };
+    store.set(key_prefix + "/created/" + std::to_string(ranks_[static_cast<size_t>(me_)]), mine);
+    for (size_t i = 0; i < n; ++i) {
+      if (static_cast<int>(i) == me_) continue;
+      const std::string name =
+          store.get(key_prefix + "/created/" + std::to_string(ranks_[i]), wait_ms());
+      if (!ShmSegment::is_owned_name(name)) {
+        raise(ErrorKind::kInternal, "rank ", ranks_[i],
+              " announced a shared memory segment with an unexpected name");
+      }
+      segments_[i] = ShmSegment::open(name, segment_bytes_);
+    }
+    // Can we read the peers' memory directly? Every rank tries on every
+    // peer and tells the others with its "mapped" mark, so all decide alike.
+    bool cma = env_int("RINGCC_SHM_CMA", 1) != 0;
+    for (size_t i = 0; i < n && cma; ++i) {
+      if (static_cast<int>(i) == me_) continue;
+      uint64_t value = 0;
+      const ShmControl* peer = control(static_cast<int>(i));
+      cma = read_peer(static_cast<int>(i), &value, peer->probe_addr, sizeof(value)) &&
+            value == kProbeValue;
+    }
+    store.set(key_prefix + "/mapped/" + std::to_string(ranks_[static_cast<size_t>(me_)]),
+              cma ? "cma" : "1");
+    for (size_t i = 0; i < n; ++i) {
+      if (static_cast<int>(i) == me_) continue;
+      cma = store.get(key_prefix + "/mapped/" + std::to_string(ranks_[i]), wait_ms()) == "cma" && cma;
+    }
+    cma_ = cma;
+  } catch (...) {
+    ShmSegment::unlink(mine);
+    throw;
   }
-  // Can we read the peers' memory directly? Every rank tries on every
-  // peer and tells the others with its "mapped" mark, so all decide alike.
-  bool cma = env_int("RINGCC_SHM_CMA", 1) != 0;
-  for (size_t i = 0; i < n && cma; ++i) {
-    if (static_cast<int>(i) == me_) continue;
-    uint64_t value = 0;
-    const ShmControl* peer = control(static_cast<int>(i));
-    cma = read_peer(static_cast<int>(i), &value, peer->probe_addr, sizeof(value)) &&
-          value == kProbeValue;
-  }
-  store.set(key_prefix + "/mapped/" + std::to_string(ranks_[static_cast<size_t>(me_)]),
-            cma ? "cma" : "1");
-  for (size_t i = 0; i < n; ++i) {
-    if (static_cast<int>(i) == me_) continue;
-    cma = store.get(key_prefix + "/mapped/" + std::to_string(ranks_[i]), wait_ms()) == "cma" && cma;
-  }
-  cma_ = cma;
   // Everyone has mapped every segment: the names can go, so nothing is left
   // behind in /dev/shm even if a rank is killed later.
   ShmSegment::unlink(mine);

@@ -30,10 +30,11 @@ namespace {
 // ---- Wire format (see tcp_store.h) ----
 
 constexpr char kMagic[4] = {'R', 'C', 'S', 'T'};
-constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersion = 2;
 constexpr size_t kGreetingSize = 6;  // magic, version, auth flag
 constexpr size_t kNonceSize = 32;
-constexpr char kAuthContext[] = "ringcc-store";
+constexpr char kClientProofContext[] = "ringcc-store-client";
+constexpr char kServerProofContext[] = "ringcc-store-server";
 constexpr size_t kRequestHeaderSize = 17;  // op, key size, value size
 constexpr size_t kReplyHeaderSize = 9;     // status, payload size
 constexpr uint64_t kMaxKeySize = uint64_t(1) << 20;
@@ -71,9 +72,11 @@ std::string encode_i64(int64_t v) {
 
 int64_t decode_i64(const std::string& s) { return static_cast<int64_t>(get_u64(s.data())); }
 
-// What a client must answer to the server's nonce.
-Digest auth_answer(const std::string& secret, const std::string& nonce) {
-  std::string message = std::string(kAuthContext) + nonce;
+// The proofs of the store's handshake: each side's HMAC covers both fresh
+// nonces and names its own role, so neither can be replayed or reflected.
+Digest store_proof(const std::string& secret, const char* context, const std::string& server_nonce,
+                   const std::string& client_nonce) {
+  std::string message = std::string(context) + server_nonce + client_nonce;
   return hmac_sha256(secret, message.data(), message.size());
 }
 
@@ -146,7 +149,7 @@ class TcpStoreServer::Loop {
 
     bool authenticated = false;
     Deadline auth_deadline{};
-    Digest expected_answer{};
+    std::string server_nonce;  // sent in the greeting
 
     std::string inbox;  // received bytes; those before inbox_pos are consumed
     size_t inbox_pos = 0;
@@ -327,11 +330,10 @@ void TcpStoreServer::Loop::add_client(Socket sock, const std::string& peer) {
     if (secret_.empty()) {
       c.authenticated = true;
     } else {
-      std::string nonce(kNonceSize, '\0');
-      random_bytes(&nonce[0], nonce.size());
-      c.expected_answer = auth_answer(secret_, nonce);
+      c.server_nonce.assign(kNonceSize, '\0');
+      random_bytes(&c.server_nonce[0], c.server_nonce.size());
       c.auth_deadline = Clock::now() + kHandshakeTimeout;
-      c.outbox += nonce;
+      c.outbox += c.server_nonce;
     }
     RINGCC_LOG(kDebug, "rendezvous store: connection from ", peer);
     flush(c);
@@ -413,11 +415,12 @@ void TcpStoreServer::Loop::process_inbox(Client& c) {
 }
 
 bool TcpStoreServer::Loop::authenticate(Client& c) {
-  if (c.buffered() < sizeof(Digest)) return false;
-  Digest answer;
-  std::memcpy(answer.data(), c.unread(), answer.size());
-  c.inbox_pos += answer.size();
-  if (!digest_equal(answer, c.expected_answer)) {
+  if (c.buffered() < kNonceSize + sizeof(Digest)) return false;
+  const std::string client_nonce(c.unread(), kNonceSize);
+  Digest proof;
+  std::memcpy(proof.data(), c.unread() + kNonceSize, proof.size());
+  c.inbox_pos += kNonceSize + proof.size();
+  if (!digest_equal(proof, store_proof(secret_, kClientProofContext, c.server_nonce, client_nonce))) {
     c.outbox.push_back(0);  // refused; sent before the close so the client can say why
     flush(c);
     close_client(c, LogLevel::kWarning,
@@ -425,7 +428,9 @@ bool TcpStoreServer::Loop::authenticate(Client& c) {
     return false;
   }
   c.authenticated = true;
-  c.outbox.push_back(1);  // accepted
+  c.outbox.push_back(1);  // accepted, and our own proof
+  const Digest ours = store_proof(secret_, kServerProofContext, c.server_nonce, client_nonce);
+  c.outbox.append(reinterpret_cast<const char*>(ours.data()), ours.size());
   flush(c);
   return true;
 }
@@ -691,9 +696,13 @@ Socket TcpStore::open_connection(Deadline deadline, bool* greeted,
     return conn;
   }
 
-  std::string nonce(kNonceSize, '\0');
-  conn.recv_all(&nonce[0], nonce.size(), handshake_deadline, who_);
-  Digest answer = auth_answer(secret_, nonce);
+  std::string server_nonce(kNonceSize, '\0');
+  conn.recv_all(&server_nonce[0], server_nonce.size(), handshake_deadline, who_);
+  std::string client_nonce(kNonceSize, '\0');
+  random_bytes(&client_nonce[0], client_nonce.size());
+  const Digest proof = store_proof(secret_, kClientProofContext, server_nonce, client_nonce);
+  std::string answer = client_nonce;
+  answer.append(reinterpret_cast<const char*>(proof.data()), proof.size());
   conn.send_all(answer.data(), answer.size(), handshake_deadline, who_);
   uint8_t verdict = 0;
   try {
@@ -706,6 +715,15 @@ Socket TcpStore::open_connection(Deadline deadline, bool* greeted,
   RINGCC_CHECK(verdict == 1, ErrorKind::kPeerFailure, "the rendezvous store at ", address(),
                " refused our credentials (RINGCC_SECRET differs?",
                secret_.empty() ? " it is not set here)" : ")");
+  // The store proves in turn that it knows the secret: a process that took
+  // the port first cannot pose as rank 0's store.
+  Digest server_proof;
+  conn.recv_all(server_proof.data(), server_proof.size(), handshake_deadline, who_);
+  RINGCC_CHECK(digest_equal(server_proof,
+                            store_proof(secret_, kServerProofContext, server_nonce, client_nonce)),
+               ErrorKind::kPeerFailure, "the process at ", address(),
+               " could not prove that it knows the job secret: it is not this job's rendezvous "
+               "store");
   return conn;
 }
 

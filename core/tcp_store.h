@@ -3,9 +3,13 @@
 //
 // Wire protocol (all integers little-endian):
 //   greeting, server -> client on accept:
-//     "RCST" | u8 version (1) | u8 auth (0 or 1) | auth ? 32-byte nonce : nothing
-//   when auth is 1, client -> server: HMAC-SHA256(secret, "ringcc-store" || nonce)
-//                   server -> client: u8 1 (accepted) or 0 (refused, then closes)
+//     "RCST" | u8 version (2) | u8 auth (0 or 1) | auth ? 32-byte server nonce : nothing
+//   when auth is 1 (mutual HMAC-SHA-256 with the job secret):
+//     client -> server: 32-byte client nonce |
+//                       HMAC(secret, "ringcc-store-client" || server nonce || client nonce)
+//     server -> client: u8 0 (refused, then closes) or
+//                       u8 1 | HMAC(secret, "ringcc-store-server" || server nonce || client nonce)
+//     the client closes unless the server's proof is right.
 //   request:  u8 op | u64 key size | u64 value size | key | value
 //   reply:    u8 status | u64 payload size | payload
 // Ops: set (value = the value), get (value = i64 timeout in ms; the server
@@ -29,7 +33,8 @@ namespace ringcc {
 // Serves the store from a background thread: one poll() loop over the
 // listening socket and every client, so a slow or hostile client never
 // blocks the others. With a non-empty secret, every connection must prove it
-// knows the secret (HMAC over a fresh nonce) within 5 s or is closed.
+// knows the secret (HMAC over fresh nonces) within 5 s or is closed, and the
+// server proves it in turn.
 class TcpStoreServer {
  public:
   // Listens on host:port (port 0 picks a free port). Raises Error(kInternal)
@@ -57,7 +62,8 @@ class TcpStore : public Store {
  public:
   // Connects (retrying until connect_deadline while the server comes up) and
   // authenticates with secret. Raises Error(kTimeout) when the server cannot
-  // be reached, Error(kPeerFailure) when it refuses our credentials.
+  // be reached, Error(kPeerFailure) when it refuses our credentials or
+  // cannot prove that it knows the secret itself.
   TcpStore(const std::string& host, int port, const std::string& secret, Deadline connect_deadline);
   ~TcpStore() override;
 

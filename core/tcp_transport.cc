@@ -1,6 +1,8 @@
 #include "core/tcp_transport.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -16,23 +18,72 @@ namespace ringcc {
 
 namespace {
 
-constexpr char kMagic[4] = {'R', 'C', 'C', '1'};
+// The link handshake (mutual HMAC-SHA-256 with the job secret; integers
+// little-endian):
+//   acceptor -> connector: "RCC2" | i32 acceptor rank | 32-byte acceptor nonce
+//   connector -> acceptor: "RCC2" | i32 connector rank | i32 socket index |
+//                          32-byte connector nonce | connector proof
+//   acceptor -> connector: u8 1 | acceptor proof   (or it closes: refused)
+// Each proof is HMAC(secret, role || job id || both ranks || socket index ||
+// both nonces), with the role naming the side that sends it, so a proof is
+// good for one connection of one job only: it cannot be replayed (the other
+// side's nonce is fresh), reflected (the roles differ) or carried to another
+// communicator (the job id differs). The connector checks the acceptor's
+// proof too, so a process that took a peer's address cannot pose as it.
+constexpr char kMagic[4] = {'R', 'C', 'C', '2'};
 constexpr size_t kNonceBytes = 32;
+constexpr size_t kGreetingBytes = 4 + 4 + kNonceBytes;
+constexpr size_t kClaimBytes = 4 + 4 + 4 + kNonceBytes + sizeof(Digest);
 constexpr double kHandshakeSeconds = 5.0;
+// Connections still authenticating; more wait in the listen backlog.
+constexpr size_t kMaxPendingHandshakes = 64;
+constexpr char kConnectorRole[] = "ringcc-link-connector";
+constexpr char kAcceptorRole[] = "ringcc-link-acceptor";
 
-Digest link_proof(const std::string& secret, const uint8_t* nonce, int32_t acceptor,
-                  int32_t connector, int32_t index) {
-  std::string msg = "ringcc-link";
-  msg.append(reinterpret_cast<const char*>(nonce), kNonceBytes);
-  msg.append(reinterpret_cast<const char*>(&acceptor), sizeof(acceptor));
-  msg.append(reinterpret_cast<const char*>(&connector), sizeof(connector));
-  msg.append(reinterpret_cast<const char*>(&index), sizeof(index));
+void put_i32(std::string* out, int32_t v) {
+  const uint32_t u = static_cast<uint32_t>(v);
+  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>(u >> (8 * i)));
+}
+
+int32_t get_i32(const char* p) {
+  uint32_t u = 0;
+  for (int i = 0; i < 4; ++i) u |= uint32_t(static_cast<uint8_t>(p[i])) << (8 * i);
+  return static_cast<int32_t>(u);
+}
+
+Digest link_proof(const std::string& secret, const char* role, const std::string& job_id,
+                  int32_t acceptor, int32_t connector, int32_t index,
+                  const std::string& acceptor_nonce, const std::string& connector_nonce) {
+  std::string msg(role);
+  msg.push_back('\0');
+  put_i32(&msg, static_cast<int32_t>(job_id.size()));
+  msg += job_id;
+  put_i32(&msg, acceptor);
+  put_i32(&msg, connector);
+  put_i32(&msg, index);
+  msg += acceptor_nonce;
+  msg += connector_nonce;
   return hmac_sha256(secret, msg.data(), msg.size());
+}
+
+std::string fresh_nonce() {
+  std::string nonce(kNonceBytes, '\0');
+  random_bytes(&nonce[0], nonce.size());
+  return nonce;
 }
 
 std::string rank_name(int rank) { return "rank " + std::to_string(rank); }
 
 }  // namespace
+
+// A connection accepted by the listener that has not proven itself yet.
+struct TcpTransport::PendingHandshake {
+  Socket sock;
+  std::string from;   // "ip:port", for log messages
+  std::string nonce;  // ours, sent in the greeting
+  std::string inbox;  // the connector's claim as it arrives
+  Deadline deadline;
+};
 
 // A contiguous byte range queued on one socket, in one direction.
 struct TcpTransport::Piece {
@@ -161,10 +212,12 @@ class TcpRequest : public Request {
 
 }  // namespace
 
-TcpTransport::TcpTransport(int rank, int size, std::string secret)
+TcpTransport::TcpTransport(int rank, int size, std::string secret, std::string job_id,
+                           const std::string& listen_host)
     : rank_(rank),
       size_(size),
       secret_(std::move(secret)),
+      job_id_(std::move(job_id)),
       // One socket per peer: the waiting thread drives every socket, so more
       // add no parallelism; over loopback two cost 10-20% of the busbw.
       sockets_per_peer_(static_cast<int>(std::clamp<int64_t>(env_int("RINGCC_TCP_SOCKETS", 1), 1, 16))),
@@ -172,8 +225,9 @@ TcpTransport::TcpTransport(int rank, int size, std::string secret)
       // 128 KiB stripes cost a third of the loopback busbw at 1 MiB
       // (more, smaller receives and a socket switch every 128 KiB).
       stripe_bytes_(static_cast<uint64_t>(std::max<int64_t>(env_int("RINGCC_TCP_STRIPE_BYTES", 512 << 10), 1024))),
-      listener_(Socket::listen(env_str("RINGCC_LISTEN_ADDR", ""), 0)),
+      listener_(Socket::listen(listen_host, 0)),
       links_(size) {
+  listener_.set_nonblocking(true);
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     auto link = std::make_unique<Link>();
@@ -191,61 +245,134 @@ TcpTransport::~TcpTransport() {
   if (acceptor_.joinable()) acceptor_.join();
 }
 
+// One poll() loop over the listener and every connection still
+// authenticating, so a stranger that connects and stays silent holds up
+// nobody: real peers authenticate beside it.
 void TcpTransport::accept_loop() {
+  std::vector<std::unique_ptr<PendingHandshake>> pending;
+  std::vector<pollfd> fds;
   while (!stopping_) {
-    std::string from;
-    Socket sock = listener_.accept(deadline_after(0.1), &from);
-    if (!sock.valid()) continue;
-    handshake_incoming(std::move(sock), from);
+    fds.clear();
+    const bool accepting = pending.size() < kMaxPendingHandshakes;
+    fds.push_back({accepting ? listener_.fd() : -1, POLLIN, 0});
+    Deadline wake = deadline_after(0.1);  // notices stopping_ within 100 ms
+    for (const auto& p : pending) {
+      fds.push_back({p->sock.fd(), POLLIN, 0});
+      wake = std::min(wake, p->deadline);
+    }
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now());
+    const int rc = ::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(0, wait.count() + 1)));
+    if (rc < 0 && errno != EINTR) {
+      RINGCC_LOG(kError, "the TCP listener stopped: poll() failed: ", std::strerror(errno));
+      return;
+    }
+    std::vector<std::unique_ptr<PendingHandshake>> still;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      PendingHandshake& p = *pending[i];
+      bool waiting = rc <= 0 || fds[i + 1].revents == 0 || advance_handshake(p);
+      if (waiting && Clock::now() >= p.deadline) {
+        refuse(p, "no answer to the handshake within 5 s");
+        waiting = false;
+      }
+      if (waiting) still.push_back(std::move(pending[i]));
+    }
+    pending.swap(still);
+    if (accepting && rc > 0 && fds[0].revents != 0) accept_pending(&pending);
   }
 }
 
-void TcpTransport::handshake_incoming(Socket sock, const std::string& from) {
-  auto refuse = [&](const std::string& why) {
-    ++refused_;
-    RINGCC_LOG(kWarning, "refused a connection from ", from, ": ", why);
-  };
-  try {
-    Deadline deadline = deadline_after(kHandshakeSeconds);
-    uint8_t nonce[kNonceBytes];
-    random_bytes(nonce, sizeof(nonce));
-    int32_t me = rank_;
+void TcpTransport::accept_pending(std::vector<std::unique_ptr<PendingHandshake>>* pending) {
+  while (pending->size() < kMaxPendingHandshakes) {
+    sockaddr_in addr{};
+    socklen_t len = sizeof(addr);
+    const int fd = ::accept4(listener_.fd(), reinterpret_cast<sockaddr*>(&addr), &len,
+                             SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;  // none left (EAGAIN), or a transient error: poll again
+    char text[INET_ADDRSTRLEN] = {0};
+    ::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text));
+    auto p = std::make_unique<PendingHandshake>();
+    p->sock = Socket(fd);
+    p->from = std::string(text) + ":" + std::to_string(ntohs(addr.sin_port));
+    p->nonce = fresh_nonce();
+    p->deadline = deadline_after(kHandshakeSeconds);
     std::string greeting(kMagic, 4);
-    greeting.append(reinterpret_cast<const char*>(nonce), sizeof(nonce));
-    greeting.append(reinterpret_cast<const char*>(&me), sizeof(me));
-    sock.send_all(greeting.data(), greeting.size(), deadline, "a connecting peer");
-
-    char magic[4];
-    int32_t peer = -1, index = -1;
-    Digest proof;
-    sock.recv_all(magic, sizeof(magic), deadline, "a connecting peer");
-    if (std::memcmp(magic, kMagic, 4) != 0) return refuse("not a ringcc peer (bad greeting)");
-    sock.recv_all(&peer, sizeof(peer), deadline, "a connecting peer");
-    sock.recv_all(&index, sizeof(index), deadline, "a connecting peer");
-    sock.recv_all(proof.data(), proof.size(), deadline, "a connecting peer");
-    if (peer < 0 || peer >= size_ || index < 0 || index >= sockets_per_peer_) {
-      return refuse("claims an impossible rank or socket index");
+    put_i32(&greeting, rank_);
+    greeting += p->nonce;
+    // A fresh socket's send buffer always holds the few bytes of a greeting.
+    const ssize_t sent = ::send(fd, greeting.data(), greeting.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (sent != static_cast<ssize_t>(greeting.size())) {
+      refuse(*p, "the connection failed before the handshake");
+      continue;
     }
-    if (!digest_equal(proof, link_proof(secret_, nonce, me, peer, index))) {
-      return refuse("authentication failed (wrong job secret), claimed rank " +
-                    std::to_string(peer));
-    }
-    // Only higher ranks connect to us; each socket slot is taken once.
-    std::unique_lock<std::mutex> lock(mu_);
-    Link* link = links_[peer].get();
-    if (peer <= rank_ || link->sockets[static_cast<size_t>(index)].valid()) {
-      lock.unlock();
-      return refuse("unexpected or duplicate connection claiming rank " + std::to_string(peer));
-    }
-    uint8_t ok = 1;
-    sock.send_all(&ok, 1, deadline, rank_name(peer));
-    sock.set_nodelay(true);
-    sock.set_nonblocking(true);
-    link->sockets[static_cast<size_t>(index)] = std::move(sock);
-    cv_.notify_all();
-  } catch (const Error& e) {
-    refuse(e.what());
+    pending->push_back(std::move(p));
   }
+}
+
+void TcpTransport::refuse(PendingHandshake& p, const std::string& why) {
+  ++refused_;
+  RINGCC_LOG(kWarning, "refused a connection from ", p.from, ": ", why);
+  p.sock.close();
+}
+
+bool TcpTransport::advance_handshake(PendingHandshake& p) {
+  // Reads what has arrived of the claim; true while more may come.
+  char buf[kClaimBytes];
+  bool closed = false;
+  while (p.inbox.size() < kClaimBytes) {
+    const ssize_t n = ::recv(p.sock.fd(), buf, kClaimBytes - p.inbox.size(), MSG_DONTWAIT);
+    if (n > 0) {
+      p.inbox.append(buf, static_cast<size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      closed = !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+      break;
+    }
+  }
+  const bool bad_magic = p.inbox.size() >= 4 && std::memcmp(p.inbox.data(), kMagic, 4) != 0;
+  if (bad_magic) {
+    refuse(p, "not a ringcc peer (bad greeting)");
+    return false;
+  }
+  if (p.inbox.size() < kClaimBytes) {
+    if (!closed) return true;
+    refuse(p, "the connection closed during the handshake");
+    return false;
+  }
+  const char* claim = p.inbox.data();
+  const int32_t peer = get_i32(claim + 4);
+  const int32_t index = get_i32(claim + 8);
+  const std::string peer_nonce(claim + 12, kNonceBytes);
+  Digest proof;
+  std::memcpy(proof.data(), claim + 12 + kNonceBytes, proof.size());
+  if (peer < 0 || peer >= size_ || index < 0 || index >= sockets_per_peer_) {
+    refuse(p, "claims an impossible rank or socket index");
+    return false;
+  }
+  if (!digest_equal(proof, link_proof(secret_, kConnectorRole, job_id_, rank_, peer, index, p.nonce,
+                                      peer_nonce))) {
+    refuse(p, "authentication failed (wrong job secret), claimed rank " + std::to_string(peer));
+    return false;
+  }
+  // Only higher ranks connect to us; each socket slot is taken once.
+  std::lock_guard<std::mutex> lock(mu_);
+  Link* link = links_[peer].get();
+  if (peer <= rank_ || link->sockets[static_cast<size_t>(index)].valid()) {
+    refuse(p, "unexpected or duplicate connection claiming rank " + std::to_string(peer));
+    return false;
+  }
+  std::string verdict(1, '\1');
+  const Digest ours = link_proof(secret_, kAcceptorRole, job_id_, rank_, peer, index, p.nonce, peer_nonce);
+  verdict.append(reinterpret_cast<const char*>(ours.data()), ours.size());
+  const ssize_t sent = ::send(p.sock.fd(), verdict.data(), verdict.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (sent != static_cast<ssize_t>(verdict.size())) {
+    refuse(p, "the connection failed during the handshake, claimed rank " + std::to_string(peer));
+    return false;
+  }
+  p.sock.set_nodelay(true);
+  link->sockets[static_cast<size_t>(index)] = std::move(p.sock);
+  cv_.notify_all();
+  return false;
 }
 
 void TcpTransport::connect(const std::vector<int>& peers,
@@ -259,24 +386,25 @@ void TcpTransport::connect(const std::vector<int>& peers,
       Socket sock = Socket::connect(addr.host, addr.port, deadline);
       sock.set_buffer_sizes(buffer_bytes);
       Deadline hs = std::min(deadline, deadline_after(kHandshakeSeconds * 2));
-      char magic[4];
-      uint8_t nonce[kNonceBytes];
-      int32_t acceptor = -1;
       std::string who = rank_name(peer) + " at " + addr.host + ":" + std::to_string(addr.port);
-      sock.recv_all(magic, 4, hs, who);
-      sock.recv_all(nonce, sizeof(nonce), hs, who);
-      sock.recv_all(&acceptor, sizeof(acceptor), hs, who);
-      if (std::memcmp(magic, kMagic, 4) != 0 || acceptor != peer) {
+      char greeting[kGreetingBytes];
+      sock.recv_all(greeting, sizeof(greeting), hs, who);
+      const int32_t acceptor = get_i32(greeting + 4);
+      if (std::memcmp(greeting, kMagic, 4) != 0 || acceptor != peer) {
         raise(ErrorKind::kPeerFailure, "the process at ", addr.host, ":", addr.port,
               " is not ringcc ", rank_name(peer), " of this job");
       }
-      int32_t me = rank_, idx = index;
-      Digest proof = link_proof(secret_, nonce, acceptor, me, idx);
-      std::string answer(kMagic, 4);
-      answer.append(reinterpret_cast<const char*>(&me), sizeof(me));
-      answer.append(reinterpret_cast<const char*>(&idx), sizeof(idx));
-      answer.append(reinterpret_cast<const char*>(proof.data()), proof.size());
-      sock.send_all(answer.data(), answer.size(), hs, who);
+      const std::string peer_nonce(greeting + 8, kNonceBytes);
+      const std::string nonce = fresh_nonce();
+      const int32_t me = rank_, idx = index;
+      const Digest proof = link_proof(secret_, kConnectorRole, job_id_, acceptor, me, idx,
+                                      peer_nonce, nonce);
+      std::string claim(kMagic, 4);
+      put_i32(&claim, me);
+      put_i32(&claim, idx);
+      claim += nonce;
+      claim.append(reinterpret_cast<const char*>(proof.data()), proof.size());
+      sock.send_all(claim.data(), claim.size(), hs, who);
       uint8_t ok = 0;
       try {
         sock.recv_all(&ok, 1, hs, who);
@@ -286,6 +414,19 @@ void TcpTransport::connect(const std::vector<int>& peers,
       if (ok != 1) {
         raise(ErrorKind::kPeerFailure, who, " refused our connection: the job secret differs",
               " (RINGCC_SECRET) or the rank is already connected");
+      }
+      Digest their_proof;
+      bool proven = false;
+      try {
+        sock.recv_all(their_proof.data(), their_proof.size(), hs, who);
+        proven = digest_equal(their_proof, link_proof(secret_, kAcceptorRole, job_id_, acceptor, me,
+                                                      idx, peer_nonce, nonce));
+      } catch (const Error&) {
+      }
+      if (!proven) {
+        raise(ErrorKind::kPeerFailure, "the process at ", addr.host, ":", addr.port,
+              " could not prove that it is ", rank_name(peer),
+              " of this job (it does not know the job secret); nothing was sent to it");
       }
       sock.set_nodelay(true);
       sock.set_nonblocking(true);

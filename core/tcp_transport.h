@@ -3,7 +3,9 @@
 // messages are striped across a peer's sockets; progress is driven by the
 // waiting thread with non-blocking I/O, so there is no extra thread on the
 // data path. A listener thread lives as long as the transport and refuses
-// (and logs) any connection that cannot prove it holds the job's secret.
+// (and logs) any connection that cannot prove it holds the job's secret;
+// a connecting rank likewise refuses a listener that cannot prove it
+// (mutual HMAC-SHA-256, see tcp_transport.cc).
 #pragma once
 
 #include <atomic>
@@ -28,8 +30,11 @@ struct TcpPeerAddress {
 
 class TcpTransport : public Transport {
  public:
-  // Listens on all IPv4 addresses at an ephemeral port.
-  TcpTransport(int rank, int size, std::string secret);
+  // Listens on listen_host ("" for every IPv4 address) at an ephemeral
+  // port. job_id names the communicator: links authenticate with the
+  // secret and the job id together.
+  TcpTransport(int rank, int size, std::string secret, std::string job_id,
+               const std::string& listen_host);
   ~TcpTransport() override;
 
   int listen_port() const { return listener_.local_port(); }
@@ -53,16 +58,22 @@ class TcpTransport : public Transport {
 
   struct Piece;
   struct Link;
+  struct PendingHandshake;
 
  private:
   std::unique_ptr<Request> post(int peer, uint8_t* data, size_t size, bool is_send,
                                 const MemoryContext& mem);
   void accept_loop();
-  void handshake_incoming(Socket sock, const std::string& from);
+  void accept_pending(std::vector<std::unique_ptr<PendingHandshake>>* pending);
+  // Reads the connector's claim; false once the connection was accepted
+  // into its link or refused.
+  bool advance_handshake(PendingHandshake& p);
+  void refuse(PendingHandshake& p, const std::string& why);
 
   int rank_;
   int size_;
   std::string secret_;
+  std::string job_id_;
   int sockets_per_peer_;
   uint64_t stripe_bytes_;
   Socket listener_;

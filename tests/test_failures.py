@@ -152,38 +152,50 @@ def store_wrong_secret(port: int) -> None:
     with connect(port) as sock:
         greeting = recv_exact(sock, 6)
         assert greeting[:4] == b"RCST" and greeting[5] == 1, f"store greeting {greeting!r}"
-        nonce = recv_exact(sock, 32)
-        sock.sendall(hmac.new(WRONG_SECRET, b"ringcc-store" + nonce, hashlib.sha256).digest())
+        server_nonce = recv_exact(sock, 32)
+        client_nonce = bytes(32)
+        proof = hmac.new(WRONG_SECRET, b"ringcc-store-client" + server_nonce + client_nonce,
+                         hashlib.sha256).digest()
+        sock.sendall(client_nonce + proof)
         verdict = recv_until_closed(sock)
     assert verdict == b"\x00", f"the store should refuse (0) and close, it sent {verdict!r}"
 
 
+LINK_GREETING_BYTES = 40  # "RCC2", the acceptor's rank, its nonce
+
+
+def link_claim(secret: bytes, job_id: bytes, greeting: bytes, claimed: int, index: int = 0) -> bytes:
+    """The connector's half of the link handshake (tcp_transport.cc) under `secret`."""
+    (acceptor,) = struct.unpack("<i", greeting[4:8])
+    acceptor_nonce, connector_nonce = greeting[8:40], bytes(range(32))
+    message = (b"ringcc-link-connector\0" + struct.pack("<i", len(job_id)) + job_id
+               + struct.pack("<iii", acceptor, claimed, index) + acceptor_nonce + connector_nonce)
+    proof = hmac.new(secret, message, hashlib.sha256).digest()
+    return b"RCC2" + struct.pack("<ii", claimed, index) + connector_nonce + proof
+
+
 def data_garbage(port: int) -> None:
     with connect(port) as sock:
-        greeting = recv_exact(sock, 40)
-        assert greeting[:4] == b"RCC1", f"data port greeting {greeting[:4]!r}"
+        greeting = recv_exact(sock, LINK_GREETING_BYTES)
+        assert greeting[:4] == b"RCC2", f"data port greeting {greeting[:4]!r}"
         sock.sendall(GARBAGE)
         assert recv_until_closed(sock) == b"", "a rank answered garbage"
 
 
 def data_wrong_secret(port: int, size: int) -> None:
-    """The link handshake (tcp_transport.cc), claiming a real rank, with a proof under the wrong secret."""
+    """The link handshake, claiming a real rank, with a proof under the wrong secret."""
     with connect(port) as sock:
-        greeting = recv_exact(sock, 40)
-        assert greeting[:4] == b"RCC1", f"data port greeting {greeting[:4]!r}"
-        nonce = greeting[4:36]
-        (acceptor,) = struct.unpack("<i", greeting[36:40])
+        greeting = recv_exact(sock, LINK_GREETING_BYTES)
+        assert greeting[:4] == b"RCC2", f"data port greeting {greeting[:4]!r}"
+        (acceptor,) = struct.unpack("<i", greeting[4:8])
         assert 0 <= acceptor < size
-        claimed = (acceptor + 1) % size
-        proof = hmac.new(WRONG_SECRET, b"ringcc-link" + nonce + struct.pack("<iii", acceptor, claimed, 0),
-                         hashlib.sha256).digest()
-        sock.sendall(b"RCC1" + struct.pack("<ii", claimed, 0) + proof)
+        sock.sendall(link_claim(WRONG_SECRET, b"", greeting, (acceptor + 1) % size))
         assert recv_until_closed(sock) == b"", "a rank accepted a link proven with the wrong secret"
 
 
 def data_silent(port: int) -> None:
     with connect(port) as sock:
-        recv_exact(sock, 40)
+        recv_exact(sock, LINK_GREETING_BYTES)
 
 
 def wait_for_files(paths, process, seconds: float) -> None:

@@ -264,6 +264,85 @@ def test_remote_hosts_through_ssh(tmp_path):
         assert argv == ["two words", tricky]
 
 
+# A rank that records its RINGCC_SECRET in OUT_DIR/secret<rank>, then waits
+# (at most 20 s) for OUT_DIR/done. Arguments: OUT_DIR
+RECORD_SECRET_AND_WAIT = textwrap.dedent(
+    """
+    import os, sys, time
+    out = sys.argv[1]
+    rank = os.environ["RINGCC_RANK"]
+    with open(os.path.join(out, "secret" + rank + ".tmp"), "w") as file:
+        file.write(os.environ.get("RINGCC_SECRET", ""))
+    os.replace(os.path.join(out, "secret" + rank + ".tmp"), os.path.join(out, "secret" + rank))
+    deadline = time.monotonic() + 20
+    while not os.path.exists(os.path.join(out, "done")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    """
+)
+
+
+def command_lines_holding(text):
+    """The command lines of this host's processes (ps, /proc/*/cmdline) that contain `text`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(text.encode() in word for word in words):
+            found.append(f"{entry.name}: {b' '.join(words).decode(errors='replace')}")
+    return found
+
+
+@pytest.mark.parametrize("agent", ["ssh", "executing-agent"])
+def test_secret_never_on_a_command_line(tmp_path, agent):
+    """Ranks through an agent get the job secret, and no process's command line shows it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # Both stay alive while the rank runs, as ssh does: their own command
+    # lines are visible for the life of the job.
+    fake_ssh = bin_dir / "ssh"  # hands its last argument to a shell
+    fake_ssh.write_text(
+        f"#!{sys.executable}\n"
+        "import os, subprocess, sys\n"
+        "sys.exit(subprocess.call(['/bin/sh', '-c', sys.argv[-1]], env={'PATH': os.environ['PATH']}))\n"
+    )
+    fake_agent = bin_dir / "fake-agent"  # executes its arguments after the host, as ip netns exec
+    fake_agent.write_text(
+        f"#!{sys.executable}\n"
+        "import subprocess, sys\n"
+        "sys.exit(subprocess.call(sys.argv[2:]))\n"
+    )
+    for script in (fake_ssh, fake_agent):
+        script.chmod(0o755)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    options = ["-H", "node-a:1,node-b:1"]
+    if agent != "ssh":
+        options += ["--agent", "fake-agent {host}"]
+    process = subprocess.Popen(
+        ringrun_command(*options, sys.executable, "-c", RECORD_SECRET_AND_WAIT, out_dir),
+        env=launcher_environment(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}"),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        secret_files = [out_dir / "secret0", out_dir / "secret1"]
+        assert wait_until(lambda: all(p.exists() for p in secret_files) or process.poll() is not None,
+                          RUN_TIMEOUT_S)
+        secrets_seen = {p.read_text() for p in secret_files if p.exists()}
+        assert len(secrets_seen) == 1 and all(p.exists() for p in secret_files), secrets_seen
+        (secret,) = secrets_seen
+        assert re.fullmatch(r"[0-9a-f]{64}", secret), f"the ranks got {secret!r} as the secret"
+        leaks = command_lines_holding(secret)
+        assert not leaks, f"the job secret is on a command line: {leaks}"
+    finally:
+        (out_dir / "done").touch()
+        stdout, stderr = process.communicate(timeout=RUN_TIMEOUT_S)
+    assert process.returncode == 0, stderr
+
+
 def test_fewer_ranks_than_slots_and_too_many_ranks():
     envs = rank_environments(
         ringrun("-np", 3, "-H", "a:2,b:2,c:2", "--agent", "env RINGRUN_FAKE_HOST={host}",
@@ -282,7 +361,7 @@ def agent_rank_words(launch):
     """The words after the agent's own: `env K=V ... COMMAND`, unquoted again for ssh."""
     if launch.argv[0] == "ssh":
         return shlex.split(launch.argv[-1].split("; exec ", 1)[1])
-    return launch.argv[launch.argv.index("env"):]
+    return launch.argv[launch.argv.index("ringrun-rank") + 1:]
 
 
 def rank_variables(launch):
@@ -331,16 +410,19 @@ def test_master_address_choice(launcher):
 
 
 def test_agent_command_forms(launcher):
-    env = {"A": "x y"}
+    env = {"A": "x y", "RINGCC_SECRET": "never on a command line"}
     command = ["python3", "-c", "print('hi')"]
-    assert launcher.agent_command("ip netns exec {host}", "ns1", env, command, "/w") == [
-        "ip", "netns", "exec", "ns1", "env", "A=x y", *command,
-    ]
-    assert launcher.agent_command("docker exec", "box", env, command, "/w")[:3] == ["docker", "exec", "box"]
+    netns = launcher.agent_command("ip netns exec {host}", "ns1", env, command, "/w")
+    assert netns[:6] == ["ip", "netns", "exec", "ns1", "sh", "-c"]
+    assert netns[7:] == ["ringrun-rank", "env", "A=x y", *command]
+    assert "read -r RINGCC_SECRET" in netns[6] and netns[6].endswith('exec "$@"')
+    assert launcher.agent_command("docker exec -i", "box", env, command, "/w")[:4] == ["docker", "exec", "-i", "box"]
     ssh = launcher.agent_command("/usr/bin/ssh -p 2222 {host}", "n1", env, command, "/my dir")
     assert ssh[:4] == ["/usr/bin/ssh", "-p", "2222", "n1"] and len(ssh) == 5
-    assert ssh[4].startswith("cd '/my dir' ")
+    assert ssh[4].startswith("IFS= read -r RINGCC_SECRET ") and "; cd '/my dir' " in ssh[4]
     assert shlex.split(ssh[4].split("; exec ", 1)[1]) == ["env", "A=x y", *command]
+    for argv in (netns, ssh):
+        assert not any("never on a command line" in word for word in argv)
 
 
 # --------------------------------------------------------------------------

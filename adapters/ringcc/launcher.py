@@ -257,6 +257,17 @@ def job_variables(
     return {name: str(value) for name, value in variables.items()}
 
 
+# The job secret reaches ranks started through an agent on their standard
+# input, read by the shell into the rank's environment: never on a command
+# line, which every user of either host can read (ps, /proc/*/cmdline).
+SECRET_VARIABLE = "RINGCC_SECRET"
+_READ_SECRET = (
+    f"IFS= read -r {SECRET_VARIABLE} || {{ echo 'ringrun: no job secret arrived on standard input "
+    f"(the agent must pass standard input on, e.g. docker exec -i, kubectl exec -i)' >&2; exit 127; }}; "
+    f"export {SECRET_VARIABLE}"
+)
+
+
 def agent_command(
     template: str, host: str, environment: Mapping[str, str], command: Sequence[str], cwd: str
 ) -> List[str]:
@@ -264,10 +275,12 @@ def agent_command(
 
     `{host}` in the template is replaced by the host name (without the
     placeholder the host is appended). The rank's command follows as
-    `env K=V ... COMMAND`: as separate arguments for agents that execute their
-    arguments (ip netns exec, env, docker exec ...), or as one shell command
-    line, quoted with shlex and preceded by a `cd` to the current directory, for
-    ssh and rsh, which hand their arguments to a shell on the remote host.
+    `env K=V ... COMMAND`: for ssh and rsh, which hand their arguments to a
+    shell on the remote host, as one shell command line, quoted with shlex and
+    preceded by a `cd` to the current directory; for other agents (ip netns
+    exec, docker exec -i ...), which execute their arguments, under `sh -c`.
+    Either way the shell first reads RINGCC_SECRET from standard input (the
+    first line ringrun writes there); one in `environment` is left out.
     """
     words = shlex.split(template)
     if not words:
@@ -276,11 +289,12 @@ def agent_command(
         words = [word.replace("{host}", host) for word in words]
     else:
         words.append(host)
-    rank_words = ["env", *(f"{name}={value}" for name, value in environment.items()), *command]
+    rank_words = ["env", *(f"{name}={value}" for name, value in environment.items()
+                           if name != SECRET_VARIABLE), *command]
     if os.path.basename(words[0]) in REMOTE_SHELL_AGENTS:
-        shell_line = f"cd {shlex.quote(cwd)} >/dev/null 2>&1; exec {shlex.join(rank_words)}"
+        shell_line = f"{_READ_SECRET}; cd {shlex.quote(cwd)} >/dev/null 2>&1; exec {shlex.join(rank_words)}"
         return [*words, shell_line]
-    return [*words, *rank_words]
+    return [*words, "sh", "-c", f'{_READ_SECRET}; exec "$@"', "ringrun-rank", *rank_words]
 
 
 @dataclass
@@ -289,6 +303,7 @@ class RankLaunch:
     argv: List[str]
     env: Dict[str, str]  # the environment of the process started here (the agent's, for agent ranks)
     through_agent: bool
+    stdin: Optional[bytes] = None  # written to the process's standard input (the secret, for agent ranks)
 
 
 def _exported_variables(specs: Sequence[str], environ: Mapping[str, str]) -> Dict[str, str]:
@@ -367,8 +382,9 @@ def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[
             rank_env.setdefault("PYTHONUNBUFFERED", environ.get("PYTHONUNBUFFERED", "1"))
             _one_thread_per_rank(rank_env, environ, placement)
             rank_env.update(variables)
+            secret_line = (rank_env.pop(SECRET_VARIABLE) + "\n").encode()
             argv = agent_command(agent, placement.host, rank_env, command, cwd)
-            launches.append(RankLaunch(placement, argv, dict(environ), through_agent=True))
+            launches.append(RankLaunch(placement, argv, dict(environ), through_agent=True, stdin=secret_line))
         else:
             rank_env = {**local_base}
             rank_env.setdefault("PYTHONUNBUFFERED", "1")
@@ -496,11 +512,15 @@ class JobRunner:
                 process = subprocess.Popen(
                     launch.argv,
                     env=launch.env,
-                    stdin=subprocess.DEVNULL,
+                    stdin=subprocess.DEVNULL if launch.stdin is None else subprocess.PIPE,
                     stdout=output,
                     stderr=output,
                     start_new_session=True,
                 )
+                if launch.stdin is not None:
+                    with contextlib.suppress(BrokenPipeError):  # the agent failed: its exit says why
+                        with process.stdin:
+                            process.stdin.write(launch.stdin)
             except OSError as error:
                 self._console.message(f"cannot start rank {rank}: {error}")
                 self._stop_all(interrupted=False)
@@ -836,10 +856,13 @@ agent:
   in the host list (without {host} the name is appended). When --agent is
   given, EVERY listed host goes through it, local names included, so that
   e.g. --agent 'ip netns exec {host}' can name network namespaces. The rank's
-  command is appended as "env K=V ... COMMAND": as separate arguments, or, for
-  ssh and rsh, as one shell-quoted command line run in the current directory.
+  command is appended as "env K=V ... COMMAND": under "sh -c", or, for ssh
+  and rsh, as one shell-quoted command line run in the current directory.
   Ranks started through an agent get the job's variables, PYTHONUNBUFFERED and
-  the -x variables (all of ringrun's environment with --env-all); ranks
+  the -x variables (all of ringrun's environment with --env-all) on that
+  command line, except RINGCC_SECRET: the agent gets it on standard input
+  (the rank's shell reads it from there), so it never shows in ps; agents
+  must pass standard input on (docker exec -i, kubectl exec -i). Ranks
   started directly get all of ringrun's environment.
 
 environment of each rank:

@@ -530,7 +530,7 @@ void test_store_garbage() {
     if (secret.empty()) {
       send_garbage_expect_close(server.port(), huge);
     } else {
-      send_garbage_expect_close(server.port(), std::string(32, 'A') + huge);
+      send_garbage_expect_close(server.port(), std::string(64, 'A') + huge);  // nonce and proof
     }
 
     // Half a request, then disconnect.

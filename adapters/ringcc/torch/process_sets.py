@@ -194,15 +194,18 @@ def _ensure_store(tag: str) -> tuple:
     if _address is not None:
         return _address
     payload = np.zeros(72, dtype=np.uint8)
+    # Every rank on this host: the store listens on 127.0.0.1 only.
+    single_host = ringcc.local_size() == ringcc.size()
     if ringcc.rank() == 0:
         secret = secrets.token_hex(16)
-        _server = _core.TcpStoreServer("", 0, secret)
+        listen = "127.0.0.1" if single_host else os.environ.get("RINGCC_LISTEN_ADDR", "")
+        _server = _core.TcpStoreServer(listen, 0, secret)
         payload[:8] = np.frombuffer(np.int64(_server.port).tobytes(), dtype=np.uint8)
         payload[8:40] = np.frombuffer(secret.encode(), dtype=np.uint8)
     ringcc.broadcast_async_(payload, 0, name=f"ringcc.process_set.{tag}.store").wait()
     port = int(np.frombuffer(payload[:8].tobytes(), dtype=np.int64)[0])
     secret = payload[8:40].tobytes().decode()
-    _address = (_master_host(), port, secret)
+    _address = ("127.0.0.1" if single_host else _master_host(), port, secret)
     return _address
 
 

@@ -1,0 +1,71 @@
+// The job secret: every TCP connection of a job (to the rendezvous store and
+// between ranks) proves that it knows it. Where it comes from:
+//   - RINGCC_SECRET, or the file RINGCC_SECRET_FILE names (ringrun sets
+//     RINGCC_SECRET for every job; multi-host jobs under other launchers
+//     must provide one);
+//   - for a job whose ranks all run on one host, a file in /dev/shm that
+//     only this user can read (SecretFile), made by whichever rank comes
+//     first;
+//   - through MPI, when the job meets through MPI.
+// A multi-host job without one refuses to start unless RINGCC_INSECURE=1.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+namespace ringcc {
+
+// RINGCC_SECRET, else the contents of the file RINGCC_SECRET_FILE names
+// (surrounding white space removed); "" when neither is set. Raises
+// Error(kInvalidArgument) when the file cannot be read or holds nothing.
+std::string secret_from_env();
+
+// RINGCC_INSECURE=1: a job whose ranks span hosts may start without a
+// secret (its rendezvous store then runs unauthenticated).
+bool insecure_allowed();
+
+// Logs, once per process, the warning that goes with RINGCC_INSECURE=1.
+void warn_insecure(const std::string& why);
+
+// A job secret kept in a file in /dev/shm that only this user can read:
+// mode 0600, owned by us, never followed through a symbolic link. The file
+// records its creator's pid, so a file left by a killed process is
+// recognised as stale (and removed by remove_stale_shm_objects). An object
+// that found or made a file removes it when destroyed: ranks drop theirs
+// once every rank has read it.
+class SecretFile {
+ public:
+  SecretFile() = default;
+  ~SecretFile() { remove(); }
+  SecretFile(SecretFile&& other) noexcept;
+  SecretFile& operator=(SecretFile&& other) noexcept;
+  SecretFile(const SecretFile&) = delete;
+  SecretFile& operator=(const SecretFile&) = delete;
+
+  // The file of a single-host job, named after `key` (the rendezvous
+  // store's port): the first rank to get here creates it with a fresh
+  // secret, the others read it. A file whose creator has exited is replaced.
+  static SecretFile find_or_create(const std::string& key);
+  // A new file under an unguessable name, for ranks that meet through a
+  // store anyone may read: the path may be published there, the secret
+  // stays in the file.
+  static SecretFile create_unique();
+  // Reads a file that a peer made (its path came through the store):
+  // raises Error(kInvalidArgument) unless it is a private file of this
+  // user in /dev/shm in the expected format.
+  static std::string read(const std::string& path);
+
+  const std::string& secret() const { return secret_; }
+  const std::string& path() const { return path_; }
+  // Removes the file if it is still the one that was read or made.
+  void remove();
+
+ private:
+  std::string path_;
+  std::string secret_;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+};
+
+}  // namespace ringcc
