@@ -70,7 +70,7 @@ def mpi_info():
     return dict(_core.mpi_info())
 
 
-from ringcc.gpu_libraries import nccl_built, nccl_info  # noqa: E402  (NCCL is found at run time)
+from ringcc.gpu_libraries import cuda_info, nccl_built, nccl_info  # noqa: E402,F401  (found at run time)
 
 # Reduction operators (the values the core uses).
 Sum = 0
