@@ -5,8 +5,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "bindings/device_arrays.h"
 #include "core/device/cuda_device.h"
 #include "core/device/gpu_libraries.h"
+#include "core/device/gpu_selection.h"
 #include "core/device/kernel_cache.h"
 #include "core/error.h"
 
@@ -52,6 +54,7 @@ py::dict device_dict(const ringcc::device::DeviceProperties& p) {
 }  // namespace
 
 void bind_device(py::module_& m) {
+  bind_device_arrays(m);
   m.def("_set_gpu_library_dirs", [](const std::string& which, const std::vector<std::string>& paths) {
     ringcc::device::set_library_dirs(library_of(which), paths);
   }, "Candidate library paths the package found (wheels, torch) for 'cuda', 'nccl' or 'nvrtc'.");
@@ -93,6 +96,23 @@ void bind_device(py::module_& m) {
     d["devices"] = devices;
     return d;
   }, "The CUDA driver ringcc found, its version and its devices.");
+  // The backend choice (core/device/gpu_selection.h) for a list of ranks'
+  // reports: {"host", "uuid", "nccl", "nvrtc", "forced"} each.
+  m.def("_choose_gpu_backend", [](const py::list& ranks) {
+    std::vector<ringcc::device::GpuRankInfo> infos;
+    for (auto item : ranks) {
+      py::dict d = item.cast<py::dict>();
+      ringcc::device::GpuRankInfo i;
+      i.host = d["host"].cast<std::string>();
+      i.uuid = d["uuid"].cast<std::string>();
+      i.nccl = d["nccl"].cast<bool>();
+      i.nvrtc = d["nvrtc"].cast<bool>();
+      i.forced = d.contains("forced") ? d["forced"].cast<std::string>() : "";
+      infos.push_back(i);
+    }
+    const ringcc::device::GpuChoice c = ringcc::device::choose_gpu_backend(infos);
+    return py::make_tuple(ringcc::device::gpu_backend_name(c.kind), c.reason);
+  });
   m.def("_kernel_entry_points", &ringcc::device::kernel_entry_points);
   m.def("_kernel_source", [] { return ringcc::device::kernel_source(); });
   m.def("_kernel_cache_dir", &ringcc::device::kernel_cache_dir);

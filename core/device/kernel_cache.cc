@@ -1,11 +1,14 @@
 #include "core/device/kernel_cache.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <thread>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -227,6 +230,21 @@ KernelImage kernel_image_for(int arch) {
   const std::string dir = kernel_cache_dir();
   const std::string name = cache_key(api, target, cubin);
   KernelImage image;
+  // Ranks that start together compile once: the others wait for the file.
+  const int lock_fd =
+      dir.empty() || !make_dirs(dir) ? -1 : ::open((dir + "/." + name + ".lock").c_str(), O_RDWR | O_CREAT, 0600);
+  if (lock_fd >= 0) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0 && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  struct Unlock {
+    int fd;
+    ~Unlock() {
+      if (fd >= 0) ::close(fd);  // releases the lock
+    }
+  } unlock{lock_fd};
   if (!dir.empty() && read_file(dir + "/" + name, &image.bytes)) {
     image.cubin = cubin;
     image.arch = target;
