@@ -36,14 +36,19 @@ def fake_cuda(tmp_path_factory):
     if not compiler:
         pytest.skip("no C++ compiler to build the stand-in CUDA driver")
     directory = tmp_path_factory.mktemp("fake_cuda")
-    library = directory / "libcuda.so.1"
-    subprocess.run([compiler, "-std=c++17", "-O1", "-shared", "-fPIC", "-I", str(REPO), "-o", str(library),
-                    str(REPO / "tests" / "device_double" / "fake_cuda.cc")], check=True, timeout=300)
+    libraries = {}
+    for source, name in (("fake_cuda.cc", "libcuda.so.1"), ("fake_nccl.cc", "libnccl.so.2")):
+        libraries[name] = directory / name
+        subprocess.run([compiler, "-std=c++17", "-O1", "-shared", "-fPIC", "-Wl,-Bsymbolic", "-I", str(REPO),
+                        "-o", str(libraries[name]), str(REPO / "tests" / "device_double" / source)],
+                       check=True, timeout=300)
     memory = directory / "memory"
     memory.mkdir()
-    return {"RINGCC_CUDA_LIB": str(library), "RINGCC_FAKE_CUDA_DIR": str(memory),
+    # Without NCCL unless a group asks for the stand-in NCCL (STANDIN_NCCL).
+    return {"RINGCC_CUDA_LIB": str(libraries["libcuda.so.1"]), "RINGCC_FAKE_CUDA_DIR": str(memory),
             "RINGCC_CACHE_DIR": str(directory / "cache"), "RINGCC_TEST_ARRAYS": "fake",
-            "RINGCC_FAKE_CUDA_WAIT_S": "120"}
+            "RINGCC_FAKE_CUDA_WAIT_S": "120", "RINGCC_NCCL_LIB": "/nonexistent/libnccl.so.2",
+            "STANDIN_NCCL": str(libraries["libnccl.so.2"])}
 
 
 @pytest.fixture(scope="session")
@@ -51,8 +56,13 @@ def nvrtc():
     return nvrtc_library("cu13")
 
 
+NCCL = {"RINGCC_FAKE_CUDA_GPU": "per-rank", "RINGCC_TEST_EXPECT_BACKEND": "nccl", "RINGCC_NCCL_LIB": "standin"}
 GROUPS = {
     # name: (size, environment, tags, needs NVRTC)
+    # Every rank on its own (stand-in) GPU with the stand-in NCCL: the NCCL backend.
+    "nccl-1": (1, NCCL, (), True),
+    "nccl-2": (2, NCCL, (), True),
+    "nccl-3": (3, {**NCCL, "RINGCC_TRANSPORT": "tcp"}, (), True),
     "ipc-1": (1, {"RINGCC_TEST_EXPECT_BACKEND": "ipc"}, (), True),
     "ipc-2": (2, {"RINGCC_TEST_EXPECT_BACKEND": "ipc", "RINGCC_IPC_BUFFER_BYTES": str(256 << 10)}, (), True),
     # Three ranks with a small one-shot limit: reduce-scatter + allgather.
@@ -74,6 +84,8 @@ GROUPS = {
 def group_env(name, fake_cuda, nvrtc_path):
     size, env, tags, needs_nvrtc = GROUPS[name]
     out = {**fake_cuda, "RINGCC_TIMEOUT_S": "30", **env}
+    if out["RINGCC_NCCL_LIB"] == "standin":
+        out["RINGCC_NCCL_LIB"] = fake_cuda["STANDIN_NCCL"]
     if needs_nvrtc:
         out["RINGCC_NVRTC_LIB"] = nvrtc_path
     else:
@@ -108,11 +120,13 @@ def test_group_finished_cleanly(ranks, fake_cuda, request, group):
 
 # --- a rank dies -------------------------------------------------------------
 
-@pytest.mark.parametrize("backend", ["ipc", "host"])
+@pytest.mark.parametrize("backend", ["ipc", "host", "nccl"])
 def test_killed_rank_fails_the_others_within_10_s(ranks, fake_cuda, request, backend):
     out_dir = ranks.scratch_dir(f"gpu-kill-{backend}")
     env = {**fake_cuda, "RINGCC_TIMEOUT_S": "8", "RINGCC_GPU_BACKEND": backend}
-    env["RINGCC_NVRTC_LIB"] = request.getfixturevalue("nvrtc") if backend == "ipc" else "/nonexistent"
+    env["RINGCC_NVRTC_LIB"] = request.getfixturevalue("nvrtc") if backend != "host" else "/nonexistent"
+    if backend == "nccl":
+        env.update(RINGCC_NCCL_LIB=fake_cuda["STANDIN_NCCL"], RINGCC_FAKE_CUDA_GPU="per-rank")
     command = ranks.command(3, [str(ranks.tests_dir / "gpu_deadpeer.py"), "--out", str(out_dir), "--victim", "1"],
                             ["--timeout", "90", "--grace-period", "30"])
     completed = ranks.run(command, ranks.environment(env), 120)
@@ -125,6 +139,7 @@ def test_killed_rank_fails_the_others_within_10_s(ranks, fake_cuda, request, bac
         outcome = json.loads(path.read_text())
         context = f"rank {rank}: {outcome}\n{completed.describe()}"
         assert outcome["class"] in ("PeerFailureError", "TimeoutError"), context
+        assert re.search(r"\brank 1\b", outcome["message"]), f"the error should name rank 1; {context}"
         assert outcome["time"] - killed_at < 10, context
 
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/collective_args.h"
@@ -33,12 +34,12 @@ struct DeviceJob {
   // path (its own header exchange and deadline), for host staging.
   std::function<void(CollectiveArgs&)> host_run;
 
-  // Process ids of the other ranks on this host (for liveness checks).
-  std::vector<int> local_peer_pids() const {
-    std::vector<int> out;
+  // (rank, process id) of the other ranks on this host, for liveness checks.
+  std::vector<std::pair<int, int>> local_peer_pids() const {
+    std::vector<std::pair<int, int>> out;
     for (size_t r = 0; r < ranks.size(); ++r) {
       if (static_cast<int>(r) != rank && ranks[r].host == ranks[static_cast<size_t>(rank)].host) {
-        out.push_back(ranks[r].pid);
+        out.emplace_back(static_cast<int>(r), ranks[r].pid);
       }
     }
     return out;

@@ -87,7 +87,7 @@ void for_each_piece(const CollectiveArgs& a, bool output, int64_t off, int64_t l
   }
 }
 
-Watchdog::Watchdog(CudaDevice& device, double timeout_s, std::vector<int> local_peer_pids,
+Watchdog::Watchdog(CudaDevice& device, double timeout_s, std::vector<std::pair<int, int>> local_peer_pids,
                    std::function<std::string()> check, std::function<void(const std::string&)> fail)
     : device_(device),
       timeout_s_(timeout_s),
@@ -150,9 +150,9 @@ std::string Watchdog::poll() {
     std::string why = check_();
     if (!why.empty()) return why;
   }
-  for (int pid : pids_) {
+  for (const auto& [rank, pid] : pids_) {
     if (pid > 0 && !process_alive(pid)) {
-      return "a rank on this host (pid " + std::to_string(pid) + ") exited or crashed";
+      return detail::concat("rank ", rank, " (pid ", pid, ") exited or crashed");
     }
   }
   CudaDevice::Scope scope(device_);

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/collective_args.h"
@@ -89,7 +90,7 @@ inline cuda::CUstream stream_of(const CollectiveArgs& a) { return static_cast<cu
 // `fail(reason)` once, from its thread, and stops watching.
 class Watchdog {
  public:
-  Watchdog(CudaDevice& device, double timeout_s, std::vector<int> local_peer_pids,
+  Watchdog(CudaDevice& device, double timeout_s, std::vector<std::pair<int, int>> local_peer_pids,
            std::function<std::string()> check, std::function<void(const std::string&)> fail);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
@@ -116,7 +117,7 @@ class Watchdog {
 
   CudaDevice& device_;
   double timeout_s_;
-  std::vector<int> pids_;
+  std::vector<std::pair<int, int>> pids_;  // (rank, pid)
   std::function<std::string()> check_;
   std::function<void(const std::string&)> fail_;
   std::mutex mu_;

@@ -88,11 +88,13 @@ IpcBackend::~IpcBackend() {
     CudaDevice::Scope scope(dev_);
     bool quiet = false;
     if (!aborted_.load()) {
-      // The peers may still read this rank's area in their last step: wait
-      // for their done flags (bounded), then unmap and free.
+      // Every rank, this one included, must be done with the areas of the
+      // last step (the peers reading this rank's, this rank reading
+      // theirs) before they are unmapped and freed: wait for every done
+      // flag (bounded).
       const uint32_t g = gen_.load();
-      for (int r = 0; r < n_; ++r) {
-        if (r != me_ && g > 0) api_.cuStreamWaitValue32_v2(aux_, flag(r, kDone), g, CU_STREAM_WAIT_VALUE_GEQ);
+      for (int r = 0; r < n_ && g > 0; ++r) {
+        api_.cuStreamWaitValue32_v2(aux_, flag(r, kDone), g, CU_STREAM_WAIT_VALUE_GEQ);
       }
       const Deadline deadline = deadline_after(job_.timeout_s);
       for (;;) {

@@ -65,6 +65,16 @@ NcclBackend::NcclBackend(const device::DeviceJob& job, Deadline deadline)
     check(nccl_.ncclCommInitRank(&comm, job_.size, id, job_.rank), "ncclCommInitRank", deadline);
     comm_ = comm;
   }
+  // The scale kernels, compiled (or read from the cache) now rather than
+  // inside a collective that the watchdog times; without NVRTC, scaling
+  // raises when it is asked for.
+  if (library_info(device::GpuLibrary::kNvrtc).found) {
+    try {
+      dev_.load_kernels();
+    } catch (const Error& e) {
+      RINGCC_LOG(kWarning, "ringcc's device kernels (pre/postscale, integer average) are unavailable: ", e.what());
+    }
+  }
   watchdog_ = std::make_unique<device::Watchdog>(
       dev_, job_.timeout_s, job_.local_peer_pids(),
       [this]() -> std::string {
