@@ -35,6 +35,7 @@ py::dict info_dict(const ringcc::device::GpuLibraryInfo& info, GpuLibrary which)
   d["version_code"] = info.version_code;
   d["error"] = info.error;
   d["tried"] = info.tried;
+  d["test_double"] = info.test_double;
   d["hint"] = ringcc::device::install_hint(which);
   return d;
 }

@@ -223,6 +223,7 @@ GpuLibraryInfo search(const std::vector<std::string>& candidates, Api* api, Acce
     found.found = true;
     found.path = candidate;
     found.tried = candidates;
+    found.test_double = ::dlsym(handle, "ringcc_cuda_test_double") != nullptr;
     return found;  // the library stays loaded for the life of the process
   }
   info.error = why.str();

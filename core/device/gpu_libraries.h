@@ -31,6 +31,9 @@ struct GpuLibraryInfo {
   std::string version;       // "13.0", "2.28.9"
   std::string error;         // why nothing (or nothing usable) loaded, one line per candidate
   std::vector<std::string> tried;  // the candidates, in the order tried
+  // The library is one of ringcc's test doubles (it exports
+  // ringcc_cuda_test_double): nothing it reports is a GPU's.
+  bool test_double = false;
 };
 
 // What to install, for error messages: "pip install nvidia-nccl-cu13 ...".
