@@ -68,6 +68,8 @@ GROUPS = {
     # Three ranks with a small one-shot limit: reduce-scatter + allgather.
     "ipc-3": (3, {"RINGCC_TEST_EXPECT_BACKEND": "ipc", "RINGCC_IPC_BUFFER_BYTES": str(256 << 10),
                   "RINGCC_IPC_ONESHOT_BYTES": "1024"}, (), True),
+    # The flag words in registered host memory instead of device memory.
+    "ipc-2-host-flags": (2, {"RINGCC_TEST_EXPECT_BACKEND": "ipc", "RINGCC_IPC_FLAGS": "host"}, (), True),
     "host-2": (2, {"RINGCC_GPU_BACKEND": "host", "RINGCC_TEST_EXPECT_BACKEND": "host"}, (), False),
     # Over TCP (the agreement through the ring header exchange), with small
     # pipelined chunks.

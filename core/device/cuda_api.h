@@ -105,9 +105,12 @@ enum CUstreamWriteValue_flags : int { RINGCC_CUDA_WRITE_VALUE_FLAGS(RINGCC_CUDA_
 enum CUipcMem_flags : int { RINGCC_CUDA_IPC_MEM_FLAGS(RINGCC_CUDA_ENUMERATOR) };
 #undef RINGCC_CUDA_ENUMERATOR
 
-// CU_MEMHOSTALLOC_PORTABLE (pinned memory usable from every context) and
-// CU_IPC_HANDLE_SIZE, macros in cuda.h.
+// CU_MEMHOSTALLOC_PORTABLE (pinned memory usable from every context),
+// CU_MEMHOSTREGISTER_PORTABLE / _DEVICEMAP and CU_IPC_HANDLE_SIZE, macros in
+// cuda.h.
 constexpr unsigned int kMemHostAllocPortable = 0x01;
+constexpr unsigned int kMemHostRegisterPortable = 0x01;
+constexpr unsigned int kMemHostRegisterDeviceMap = 0x02;
 constexpr size_t kIpcHandleSize = 64;
 // Special stream handles (also DLPack's stream numbers for CUDA).
 inline CUstream cu_stream_legacy() { return reinterpret_cast<CUstream>(uintptr_t{1}); }
@@ -148,6 +151,9 @@ struct CUipcEventHandle {
   X(cuMemFree_v2, CUresult, (CUdeviceptr))                                                     \
   X(cuMemHostAlloc, CUresult, (void**, size_t, unsigned int))                                  \
   X(cuMemFreeHost, CUresult, (void*))                                                          \
+  X(cuMemHostRegister_v2, CUresult, (void*, size_t, unsigned int))                             \
+  X(cuMemHostUnregister, CUresult, (void*))                                                    \
+  X(cuMemHostGetDevicePointer_v2, CUresult, (CUdeviceptr*, void*, unsigned int))               \
   X(cuMemcpyAsync, CUresult, (CUdeviceptr, CUdeviceptr, size_t, CUstream))                     \
   X(cuMemcpyDtoDAsync_v2, CUresult, (CUdeviceptr, CUdeviceptr, size_t, CUstream))              \
   X(cuMemcpyDtoHAsync_v2, CUresult, (void*, CUdeviceptr, size_t, CUstream))                    \

@@ -243,6 +243,12 @@ CUresult cuMemFreeHost(void* p) {
   std::free(p);
   return CUDA_SUCCESS;
 }
+CUresult cuMemHostRegister_v2(void*, size_t, unsigned int) { return CUDA_SUCCESS; }
+CUresult cuMemHostUnregister(void*) { return CUDA_SUCCESS; }
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* d, void* p, unsigned int) {
+  *d = reinterpret_cast<CUdeviceptr>(p);
+  return CUDA_SUCCESS;
+}
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream) {
   std::memmove(reinterpret_cast<void*>(static_cast<uintptr_t>(dst)), reinterpret_cast<void*>(static_cast<uintptr_t>(src)), n);
   return CUDA_SUCCESS;

@@ -32,6 +32,7 @@ CONFIGS = [
     # (label, ranks, environment, comparison)
     ("ringcc nccl", 1, {"RINGCC_GPU_BACKEND": "nccl"}, "nccl"),
     ("ringcc ipc", 2, {"RINGCC_GPU_BACKEND": "ipc"}, "gloo"),
+    ("ringcc ipc, host flags", 2, {"RINGCC_GPU_BACKEND": "ipc", "RINGCC_IPC_FLAGS": "host"}, None),
     ("ringcc host", 2, {"RINGCC_GPU_BACKEND": "host"}, None),
     ("ringcc ipc", 4, {"RINGCC_GPU_BACKEND": "ipc"}, None),
 ]

@@ -74,6 +74,9 @@ GROUPS = {
     # allgather in several steps.
     "ipc-4": (4, {"RINGCC_TEST_ARRAYS": "torch", "RINGCC_TEST_EXPECT_BACKEND": "ipc",
                   "RINGCC_IPC_BUFFER_BYTES": str(1 << 20), "RINGCC_IPC_ONESHOT_BYTES": "4096"}, ("device",), "torch"),
+    # The flag words in registered host memory (RINGCC_IPC_FLAGS=host).
+    "ipc-2-host-flags": (2, {"RINGCC_TEST_ARRAYS": "torch", "RINGCC_TEST_EXPECT_BACKEND": "ipc",
+                             "RINGCC_IPC_FLAGS": "host"}, ("device",), "torch"),
     "host-2": (2, {"RINGCC_TEST_ARRAYS": "torch", "RINGCC_GPU_BACKEND": "host",
                    "RINGCC_TEST_EXPECT_BACKEND": "host"}, ("device",), "torch"),
     "ipc-2-cupy": (2, {"RINGCC_TEST_ARRAYS": "cupy", "RINGCC_TEST_EXPECT_BACKEND": "ipc"}, ("device",), "cupy"),

@@ -75,6 +75,14 @@ IpcBackend::IpcBackend(const device::DeviceJob& job, Deadline deadline)
     }
     base_[static_cast<size_t>(r)] = mapped;
   }
+  const std::string flags = env_str("RINGCC_IPC_FLAGS", "device");
+  if (flags == "host") {
+    set_up_host_flags(deadline);
+  } else if (flags == "device") {
+    flags_ = base_;
+  } else {
+    raise(ErrorKind::kInvalidArgument, "RINGCC_IPC_FLAGS must be device or host, got '", flags, "'");
+  }
   watchdog_ = std::make_unique<device::Watchdog>(
       dev_, job_.timeout_s, job_.local_peer_pids(), nullptr,
       [this](const std::string& why) { abort(why); });
@@ -112,6 +120,14 @@ IpcBackend::~IpcBackend() {
         api_.cuIpcCloseMemHandle(base_[static_cast<size_t>(r)]);
       }
     }
+    if (quiet) {
+      for (auto& page : flag_pages_) {
+        if (page.data()) api_.cuMemHostUnregister(page.data());
+      }
+    } else {
+      // Work may still wait on the pages: they stay mapped and registered.
+      new std::vector<ShmSegment>(std::move(flag_pages_));
+    }
     // After an abort (or a peer that never finished) the area may still be
     // read: it is left allocated rather than freed under a reader.
     if (quiet && own_) api_.cuMemFree_v2(own_);
@@ -121,7 +137,39 @@ IpcBackend::~IpcBackend() {
 }
 
 CUdeviceptr IpcBackend::flag(int rank, Flag which) const {
-  return base_[static_cast<size_t>(rank)] + static_cast<CUdeviceptr>(which) * 256;
+  return flags_[static_cast<size_t>(rank)] + static_cast<CUdeviceptr>(which) * 256;
+}
+
+void IpcBackend::set_up_host_flags(Deadline deadline) {
+  // One page per rank, named in the store; every rank maps and registers
+  // every page, then the names are removed (the mappings stay).
+  uint8_t nonce[8];
+  random_bytes(nonce, sizeof(nonce));
+  const std::string mine = "/ringcc-ipcflags-" + std::to_string(job_.ranks[static_cast<size_t>(me_)].pid) + "-" +
+                           to_hex(nonce, sizeof(nonce));
+  flag_pages_.resize(static_cast<size_t>(n_));
+  flag_pages_[static_cast<size_t>(me_)] = ShmSegment::create(mine, 4096);
+  if (n_ > 1) job_.store->set(job_.key_prefix + "ipcflags/" + std::to_string(me_), mine);
+  for (int r = 0; r < n_; ++r) {
+    if (r == me_) continue;
+    const std::string name = job_.store->get(job_.key_prefix + "ipcflags/" + std::to_string(r), until(deadline));
+    flag_pages_[static_cast<size_t>(r)] = ShmSegment::open(name, 4096);
+  }
+  flags_.assign(static_cast<size_t>(n_), 0);
+  for (int r = 0; r < n_; ++r) {
+    void* page = flag_pages_[static_cast<size_t>(r)].data();
+    dev_.check(api_.cuMemHostRegister_v2(page, 4096, kMemHostRegisterPortable | kMemHostRegisterDeviceMap),
+               "cuMemHostRegister (CUDA IPC flags)");
+    dev_.check(api_.cuMemHostGetDevicePointer_v2(&flags_[static_cast<size_t>(r)], page, 0),
+               "cuMemHostGetDevicePointer");
+  }
+  if (n_ > 1) {
+    job_.store->set(job_.key_prefix + "ipcflags-mapped/" + std::to_string(me_), "1");
+    for (int r = 0; r < n_; ++r) {
+      if (r != me_) job_.store->get(job_.key_prefix + "ipcflags-mapped/" + std::to_string(r), until(deadline));
+    }
+  }
+  ShmSegment::unlink(mine);
 }
 
 uint8_t* IpcBackend::area(int rank) const {

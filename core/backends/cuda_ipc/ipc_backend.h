@@ -15,6 +15,11 @@
 //
 //   RINGCC_IPC_BUFFER_BYTES   staging area per rank (default 32 MiB)
 //   RINGCC_IPC_ONESHOT_BYTES  allreduce up to this size is one-shot (1 MiB)
+//   RINGCC_IPC_FLAGS          where the flag words live: "device" (default,
+//                             at the start of each rank's staging area) or
+//                             "host" (a page of POSIX shared memory per
+//                             rank, registered with cuMemHostRegister: the
+//                             classic target of stream memory operations)
 #pragma once
 
 #include <atomic>
@@ -25,6 +30,7 @@
 
 #include "core/device/device_backend.h"
 #include "core/device/device_memory.h"
+#include "core/shm_segment.h"
 
 namespace ringcc {
 
@@ -59,6 +65,7 @@ class IpcBackend : public device::DeviceBackend {
   void broadcast(CollectiveArgs& a);
   void alltoall(CollectiveArgs& a);
   void release_waits();
+  void set_up_host_flags(Deadline deadline);
 
   device::DeviceJob job_;
   device::CudaDevice& dev_;
@@ -68,6 +75,10 @@ class IpcBackend : public device::DeviceBackend {
   size_t oneshot_bytes_ = 0;
   cuda::CUdeviceptr own_ = 0;  // this rank's allocation
   std::vector<cuda::CUdeviceptr> base_;  // every rank's allocation as mapped here
+  // Every rank's flag words as this process's device sees them: the start
+  // of its allocation, or its registered shared-memory page.
+  std::vector<cuda::CUdeviceptr> flags_;
+  std::vector<ShmSegment> flag_pages_;   // RINGCC_IPC_FLAGS=host: every rank's page, mapped here
   cuda::CUstream aux_ = nullptr;         // non-blocking: setup and releases
   std::atomic<uint32_t> gen_{0};         // the generation of the current step
   std::atomic<bool> aborted_{false};
