@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -241,3 +242,32 @@ def test_device_collectives_agree_over_mpi(tmp_path, fake_cuda, request, backend
     assert len(names) >= 10
     for name in names:
         run.assert_case(name)
+
+
+def test_compiled_kernels_are_cached_on_disk(tmp_path, fake_cuda, nvrtc):
+    # The first process compiles with NVRTC and writes the image under
+    # RINGCC_CACHE_DIR; the second reads it from there.
+    code = textwrap.dedent("""
+        import sys, numpy as np, ringcc
+        sys.path.insert(0, sys.argv[1])
+        import rank_gpu_cases as cases
+        ringcc.init()
+        cases.ringcc = ringcc
+        x = cases.to_device(np.arange(8, dtype=np.float32))
+        ringcc.allreduce_(x, prescale_factor=2.0)
+        assert (x.host == 2 * np.arange(8)).all(), x.host
+        print(ringcc.gpu_backend())
+    """)
+    env = rank_environment({**fake_cuda, "RINGCC_NVRTC_LIB": nvrtc, "RINGCC_CACHE_DIR": str(tmp_path / "cache"),
+                            "RINGCC_LOG_LEVEL": "debug"})
+    origins = []
+    for _ in range(2):
+        completed = subprocess.run([sys.executable, "-c", code, str(REPO / "tests")], env=env, capture_output=True,
+                                   text=True, timeout=120)
+        assert completed.returncode == 0, completed.stderr
+        assert completed.stdout.strip() == "ipc"
+        origins.append(re.search(r"device kernels for sm_90: (.*)", completed.stderr).group(1))
+    assert "compiled by NVRTC" in origins[0], origins
+    assert "disk cache" in origins[1], origins
+    [image] = list((tmp_path / "cache" / "kernels").glob("*.cubin"))
+    assert image.read_bytes()[:4] == b"\x7fELF"

@@ -45,7 +45,7 @@ IpcBackend::IpcBackend(const device::DeviceJob& job, Deadline deadline)
     raise(ErrorKind::kInvalidArgument, "CUDA IPC serves at most ", CudaDevice::kMaxSources, " ranks");
   }
   capacity_ = static_cast<size_t>(
-      std::max<int64_t>(round_down(env_int("RINGCC_IPC_BUFFER_BYTES", 32 << 20), 4096), 64 * 1024));
+      std::max<int64_t>(round_down(env_int("RINGCC_IPC_BUFFER_BYTES", 64 << 20), 4096), 64 * 1024));
   oneshot_bytes_ = static_cast<size_t>(std::max<int64_t>(env_int("RINGCC_IPC_ONESHOT_BYTES", 1 << 20), 0));
   dev_.load_kernels();  // compile (or fetch) now, not inside the first collective
   CudaDevice::Scope scope(dev_);
@@ -70,8 +70,8 @@ IpcBackend::IpcBackend(const device::DeviceJob& job, Deadline deadline)
     if (res != CUDA_SUCCESS) {
       raise(ErrorKind::kInvalidArgument, "CUDA IPC: cannot map rank ", r, "'s staging area (",
             device::cuda_error_text(api_, res),
-            "); ranks in different containers or PID namespaces cannot share device memory: set "
-            "RINGCC_GPU_BACKEND=host");
+            "); processes in different containers or PID namespaces, or without permission to "
+            "share device memory, cannot use CUDA IPC: set RINGCC_GPU_BACKEND=host");
     }
     base_[static_cast<size_t>(r)] = mapped;
   }

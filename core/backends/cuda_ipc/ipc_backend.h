@@ -13,7 +13,8 @@
 // for two ranks or small sizes, else reduce-scatter then allgather through
 // the areas. Large collectives run in steps of the area's size.
 //
-//   RINGCC_IPC_BUFFER_BYTES   staging area per rank (default 32 MiB)
+//   RINGCC_IPC_BUFFER_BYTES   staging area per rank (default 64 MiB: a
+//                             64 MiB allreduce in one step)
 //   RINGCC_IPC_ONESHOT_BYTES  allreduce up to this size is one-shot (1 MiB)
 //   RINGCC_IPC_FLAGS          where the flag words live: "device" (default,
 //                             at the start of each rank's staging area) or
