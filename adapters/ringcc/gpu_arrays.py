@@ -26,13 +26,14 @@ def _handle(stream):
         return None
     if isinstance(stream, int):
         return stream
-    protocol = getattr(stream, "__cuda_stream__", None)
-    if protocol is not None:  # the CUDA stream protocol: (version, handle)
-        return int(protocol()[1])
-    for attribute in ("cuda_stream", "ptr", "handle"):
+    for attribute in ("cuda_stream", "ptr", "handle"):  # torch, CuPy, cuda-python
         value = getattr(stream, attribute, None)
         if isinstance(value, int):
             return value
+    protocol = getattr(stream, "__cuda_stream__", None)
+    if protocol is not None:  # the CUDA stream protocol: (version, handle)
+        value = protocol() if callable(protocol) else protocol
+        return int(value[1])
     raise TypeError(f"cannot find the CUDA stream handle of {stream!r}")
 
 
