@@ -307,6 +307,14 @@ def forced_nccl_missing(ctx):
                  lambda: ringcc.allreduce_(x), "forced NCCL without NCCL")
 
 
+@CASES.case("forced_ipc_without_nvrtc", tags=("forced_ipc",))
+def forced_ipc_missing(ctx):
+    x = to_device(np.ones(8, np.float32))
+    expect_error(ringcc.InvalidArgumentError, ["RINGCC_GPU_BACKEND=ipc", "NVRTC",
+                                               "pip install nvidia-cuda-nvrtc"],
+                 lambda: ringcc.allreduce_(x), "forced CUDA IPC without NVRTC")
+
+
 @CASES.case("stream_order_without_host_sync", tags=("device",))
 def stream_order(ctx):
     # A kernel queued after the collective on the same stream sees its

@@ -81,7 +81,10 @@ GROUPS = {
                        "RINGCC_NCCL_LIB": "/nonexistent/libnccl.so.2"}, (), False),
     "forced-nccl-2": (2, {"RINGCC_GPU_BACKEND": "nccl", "RINGCC_NCCL_LIB": "/nonexistent/libnccl.so.2"},
                       ("forced_nccl",), False),
+    "forced-ipc-2": (2, {"RINGCC_GPU_BACKEND": "ipc"}, ("forced_ipc",), False),
 }
+# Groups that run one error case only.
+ONLY = {"forced-nccl-2": "forced_nccl_without_nccl", "forced-ipc-2": "forced_ipc_without_nvrtc"}
 
 
 def group_env(name, fake_cuda, nvrtc_path):
@@ -107,7 +110,7 @@ CASE_PARAMS = [
     pytest.param(name, case.name, id=f"{name}:{case.name}")
     for name, (size, env, tags, _) in GROUPS.items()
     for case in CASES.select(size, tags)
-    if name != "forced-nccl-2" or case.name == "forced_nccl_without_nccl"
+    if ONLY.get(name, case.name) == case.name
 ]
 
 
@@ -116,7 +119,7 @@ def test_case(ranks, fake_cuda, request, group, case_name):
     run_group(ranks, group, fake_cuda, request).assert_case(case_name)
 
 
-@pytest.mark.parametrize("group", [g for g in GROUPS if g != "forced-nccl-2"])
+@pytest.mark.parametrize("group", [g for g in GROUPS if g not in ONLY])
 def test_group_finished_cleanly(ranks, fake_cuda, request, group):
     run_group(ranks, group, fake_cuda, request).assert_clean_exit()
 
@@ -271,3 +274,43 @@ def test_compiled_kernels_are_cached_on_disk(tmp_path, fake_cuda, nvrtc):
     assert "disk cache" in origins[1], origins
     [image] = list((tmp_path / "cache" / "kernels").glob("*.cubin"))
     assert image.read_bytes()[:4] == b"\x7fELF"
+
+
+def test_cpu_only_jobs_load_no_gpu_library(ranks, fake_cuda, nvrtc):
+    # With every GPU library at hand, collectives of host memory (NumPy,
+    # torch CPU tensors, the engine) never load any of them.
+    code = textwrap.dedent("""
+        import json, os, numpy as np, ringcc
+        ringcc.init()
+        x = np.ones(1000, np.float32)
+        ringcc.allreduce_(x)
+        ringcc.allgather(x)
+        ringcc.synchronize(ringcc.allreduce_async_(x, name="cpu.x"))
+        try:
+            import torch
+            ringcc.allreduce(torch.ones(10))
+        except ImportError:
+            pass
+        def loaded():
+            maps = open("/proc/self/maps").read()
+            return [p for p in (os.environ["RINGCC_CUDA_LIB"], os.environ["RINGCC_NCCL_LIB"],
+                                os.environ["RINGCC_NVRTC_LIB"]) if p in maps]
+        print("LOADED", json.dumps(loaded()))
+        # The check itself sees a library once one is loaded: a CUDA collective.
+        import sys
+        sys.path.insert(0, os.environ["TESTS_DIR"])
+        import rank_gpu_cases as cases
+        cases.ringcc = ringcc
+        ringcc.allreduce_(cases.to_device(np.ones(4, np.float32)))
+        print("AFTER", json.dumps(loaded()))
+        ringcc.shutdown()
+    """)
+    env = {**fake_cuda, "RINGCC_NCCL_LIB": fake_cuda["STANDIN_NCCL"], "RINGCC_NVRTC_LIB": nvrtc,
+           "TESTS_DIR": str(ranks.tests_dir)}
+    command = ranks.command(2, ["-c", code])
+    completed = ranks.run(command, ranks.environment(env), 120)
+    assert completed.returncode == 0, completed.describe()
+    before = [line for line in completed.stdout.splitlines() if "LOADED" in line]
+    assert len(before) == 2 and all(line.endswith("LOADED []") for line in before), completed.describe()
+    after = [line for line in completed.stdout.splitlines() if "AFTER" in line]
+    assert len(after) == 2 and all(fake_cuda["RINGCC_CUDA_LIB"] in line for line in after), completed.describe()

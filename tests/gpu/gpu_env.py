@@ -83,7 +83,7 @@ GROUPS = {
 }
 GROUP_ENV = {"RINGCC_TIMEOUT_S": "30"}
 # Cases of rank_gpu_cases.py that only make sense without NCCL at hand.
-NOT_ON_GPU = ("forced_nccl_without_nccl",)
+NOT_ON_GPU = ("forced_nccl_without_nccl", "forced_ipc_without_nvrtc")
 
 
 def library_reason(what):
