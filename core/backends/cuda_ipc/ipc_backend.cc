@@ -102,7 +102,7 @@ IpcBackend::~IpcBackend() {
       // flag (bounded).
       const uint32_t g = gen_.load();
       for (int r = 0; r < n_ && g > 0; ++r) {
-        api_.cuStreamWaitValue32_v2(aux_, flag(r, kDone), g, CU_STREAM_WAIT_VALUE_GEQ);
+        api_.cuStreamWaitValue32_v2(aux_, flag(me_, kDone, r), g, CU_STREAM_WAIT_VALUE_GEQ);
       }
       const Deadline deadline = deadline_after(job_.timeout_s);
       for (;;) {
@@ -136,8 +136,10 @@ IpcBackend::~IpcBackend() {
   }
 }
 
-CUdeviceptr IpcBackend::flag(int rank, Flag which) const {
-  return flags_[static_cast<size_t>(rank)] + static_cast<CUdeviceptr>(which) * 256;
+CUdeviceptr IpcBackend::flag(int owner, Flag which, int from) const {
+  static_assert(3 * 1024 <= kFlagBytes, "the flag page holds 3 x 16 words, 64 bytes apart");
+  return flags_[static_cast<size_t>(owner)] + static_cast<CUdeviceptr>(which) * 1024 +
+         static_cast<CUdeviceptr>(from) * 64;
 }
 
 void IpcBackend::set_up_host_flags(Deadline deadline) {
@@ -196,14 +198,18 @@ void IpcBackend::begin_step(CUstream s) {
 }
 
 void IpcBackend::signal(CUstream s, Flag which) {
-  dev_.check(api_.cuStreamWriteValue32_v2(s, flag(me_, which), gen_.load(), CU_STREAM_WRITE_VALUE_DEFAULT),
-             "cuStreamWriteValue32");
+  const uint32_t g = gen_.load();
+  for (int r = 0; r < n_; ++r) {
+    if (r == me_ && which != kDone) continue;  // this rank's own done word: for the teardown
+    dev_.check(api_.cuStreamWriteValue32_v2(s, flag(r, which, me_), g, CU_STREAM_WRITE_VALUE_DEFAULT),
+               "cuStreamWriteValue32");
+  }
 }
 
 void IpcBackend::wait_for(CUstream s, int peer, Flag which) {
   uint32_t value = gen_.load();
   if (which == kDone) value -= 1;  // the previous step's
-  dev_.check(api_.cuStreamWaitValue32_v2(s, flag(peer, which), value, CU_STREAM_WAIT_VALUE_GEQ),
+  dev_.check(api_.cuStreamWaitValue32_v2(s, flag(me_, which, peer), value, CU_STREAM_WAIT_VALUE_GEQ),
              "cuStreamWaitValue32");
 }
 
@@ -439,12 +445,15 @@ void IpcBackend::alltoall(CollectiveArgs& a) {
 
 void IpcBackend::release_waits() {
   // Far ahead of any generation this rank or a peer can be waiting for (the
-  // waits compare cyclically), in every flag of every area.
+  // waits compare cyclically): every word of this rank's page (its own
+  // waits end), and this rank's word in every peer's page (peers still
+  // waiting for this rank stop too; a dead peer's page is written in vain).
   const uint32_t value = gen_.load() + (1u << 28);
   CudaDevice::Scope scope(dev_);
-  for (int r = 0; r < n_; ++r) {
-    for (Flag f : {kReady, kReduced, kDone}) {
-      api_.cuStreamWriteValue32_v2(aux_, flag(r, f), value, CU_STREAM_WRITE_VALUE_DEFAULT);
+  for (Flag f : {kReady, kReduced, kDone}) {
+    for (int r = 0; r < n_; ++r) {
+      api_.cuStreamWriteValue32_v2(aux_, flag(me_, f, r), value, CU_STREAM_WRITE_VALUE_DEFAULT);
+      if (r != me_) api_.cuStreamWriteValue32_v2(aux_, flag(r, f, me_), value, CU_STREAM_WRITE_VALUE_DEFAULT);
     }
   }
 }

@@ -5,10 +5,13 @@
 // cuIpcGetMemHandle through the rendezvous store; every rank maps every
 // peer's area (cuIpcOpenMemHandle), so ringcc's kernels read the peers'
 // data directly. Each step of a collective copies this rank's data into
-// its area, publishes a generation number in a flag word at the start of
-// the area (cuStreamWriteValue32, which fences the copy), and makes its
-// stream wait for the peers' flags (cuStreamWaitValue32) before reading
-// their areas: the ordering lives on the stream, with no host round trip.
+// its area, then publishes the step's generation number in a flag word of
+// every rank's flag page (cuStreamWriteValue32, which fences the copy), and
+// makes its stream wait for the words the peers wrote in its own page
+// (cuStreamWaitValue32) before reading their areas: the ordering lives on
+// the stream, with no host round trip. A rank waits only on its own
+// memory, which stays valid (and can be released) whatever happens to a
+// peer.
 // Allreduce is one-shot (every rank reduces everything from every area)
 // for two ranks or small sizes, else reduce-scatter then allgather through
 // the areas. Large collectives run in steps of the area's size.
@@ -47,13 +50,20 @@ class IpcBackend : public device::DeviceBackend {
 
  private:
   enum Flag { kReady = 0, kReduced = 1, kDone = 2 };
-  static constexpr size_t kFlagBytes = 4096;  // flag words, then the staging area
+  // A rank's flag page: for each Flag, one word per writer rank, 64 bytes
+  // apart. At the start of its allocation (or in shared host memory).
+  static constexpr size_t kFlagBytes = 4096;
 
-  cuda::CUdeviceptr flag(int rank, Flag which) const;
+  // The word `which` that rank `from` writes in rank `owner`'s page.
+  cuda::CUdeviceptr flag(int owner, Flag which, int from) const;
   uint8_t* area(int rank) const;
   void check_usable() const;
   void begin_step(cuda::CUstream s);
+  // Writes this step's generation as this rank's word `which` in the pages
+  // of every peer (and, for kDone, its own).
   void signal(cuda::CUstream s, Flag which);
+  // The stream waits until `peer` has signalled `which` for this step (for
+  // kDone: the previous step) in this rank's page.
   void wait_for(cuda::CUstream s, int peer, Flag which);
   void wait_all(cuda::CUstream s, Flag which);
   void copy(cuda::CUstream s, void* dst, const void* src, int64_t count, size_t es);
