@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "bindings/device_arrays.h"
 #include "core/error.h"
 
 namespace py = pybind11;
@@ -105,21 +106,40 @@ BufferView from_numpy(py::handle obj, bool writable, const char* what) {
 }
 
 BufferView from_dlpack(py::handle obj, const char* what) {
-  py::object capsule = obj.attr("__dlpack__")();
+  // A producer on a CUDA device is asked for its tensor on the stream ringcc
+  // will use (DLPack's stream argument), so that it orders its pending work
+  // before ringcc's; anything else is exported as before.
+  int32_t device_type = kDLCPU, device_id = 0;
+  if (py::hasattr(obj, "__dlpack_device__")) {
+    py::tuple where = obj.attr("__dlpack_device__")();
+    device_type = where[0].cast<int32_t>();
+    device_id = where[1].cast<int32_t>();
+  }
+  const bool cuda = device_type == kDLCUDA;
+  void* stream = nullptr;
+  py::object capsule;
+  if (cuda) {
+    stream = consumer_stream(obj, device_id);
+    capsule = obj.attr("__dlpack__")(py::arg("stream") = dlpack_stream_number(stream));
+  } else {
+    capsule = obj.attr("__dlpack__")();
+  }
   auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
   if (!managed) throw py::error_already_set();
   const DLTensor& t = managed->dl_tensor;
-  if (t.device.device_type == kDLCUDA || t.device.device_type == kDLCUDAManaged) {
-    // What to install (NCCL missing) or do instead, from the package.
-    std::string message = py::module_::import("ringcc.gpu_libraries")
-                              .attr("gpu_tensor_message")(what)
-                              .cast<std::string>();
-    ringcc::raise(ErrorKind::kInvalidArgument, message);
+  if (t.device.device_type == kDLCUDAManaged) {
+    ringcc::raise(ErrorKind::kInvalidArgument, what, " is in CUDA managed memory, which ringcc does "
+                  "not move; use device memory (or host memory)");
   }
-  if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost) {
+  if (t.device.device_type == kDLCUDA && !cuda) {
+    // A producer without __dlpack_device__: its default stream, the legacy one.
+    stream = consumer_stream(obj, t.device.device_id);
+  }
+  if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost &&
+      t.device.device_type != kDLCUDA) {
     ringcc::raise(ErrorKind::kInvalidArgument, what, " lives on a device (DLPack device type ",
                   t.device.device_type,
-                  "); this ringcc build moves host memory only: copy it to the CPU first");
+                  ") that ringcc does not move; copy it to the CPU (or a CUDA device) first");
   }
   BufferView v;
   v.dtype = dtype_from_dlpack(t.dtype, what);
@@ -139,6 +159,12 @@ BufferView from_dlpack(py::handle obj, const char* what) {
   v.ptr = static_cast<uint8_t*>(t.data) + t.byte_offset;
   v.owner = capsule;  // the producer frees the memory reference when this dies
   v.numpy_dtype = py::none();  // found only if an output must be allocated
+  if (t.device.device_type == kDLCUDA) {
+    v.memory = ringcc::MemoryKind::kCuda;
+    v.device = t.device.device_id;
+    v.stream = stream;
+    require_cuda_driver(what);
+  }
   return v;
 }
 
@@ -226,8 +252,18 @@ HostTensor writable_host_tensor(PyObject* obj, const char* what) {
   t.ptr = v.ptr;
   t.dtype = v.dtype;
   t.count = v.count;
+  t.memory = v.memory;
+  t.device = v.device;
+  t.stream = v.stream;
   std::copy(v.shape.begin(), v.shape.end(), t.resize(v.shape.size()));
   return t;
+}
+
+void require_host(const BufferView& v, const char* what) {
+  if (v.memory != ringcc::MemoryKind::kHost) {
+    ringcc::raise(ErrorKind::kInvalidArgument, what, " is on CUDA device ", v.device,
+                  "; this function takes host memory only");
+  }
 }
 
 int64_t BufferView::row_elems() const {
@@ -239,7 +275,11 @@ int64_t BufferView::row_elems() const {
 
 BufferView view_of(py::handle obj, bool writable, const char* what) {
   if (py::isinstance<py::array>(obj)) return from_numpy(obj, writable, what);
-  if (py::hasattr(obj, "__dlpack__")) return from_dlpack(obj, what);
+  if (py::hasattr(obj, "__dlpack__")) {
+    BufferView v = from_dlpack(obj, what);
+    v.origin = py::reinterpret_borrow<py::object>(obj);
+    return v;
+  }
   if (PyObject_CheckBuffer(obj.ptr())) return from_buffer(obj, writable, what);
   ringcc::raise(ErrorKind::kUnsupportedType, what, " of type ",
                 std::string(py::str(py::type::of(obj).attr("__name__"))),

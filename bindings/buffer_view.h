@@ -1,6 +1,7 @@
 // Turning Python objects into raw memory for the core: NumPy arrays (fast
 // path), anything with __dlpack__ (torch, jax, cupy...), and the buffer
-// protocol. The memory must be C-contiguous and in host memory.
+// protocol. The memory must be C-contiguous, in host memory or (through
+// DLPack) on a CUDA device.
 #pragma once
 
 #include <pybind11/numpy.h>
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/collective_args.h"
 #include "core/dtype.h"
 
 namespace ringcc_py {
@@ -19,7 +21,13 @@ struct BufferView {
   ringcc::DataType dtype = ringcc::DataType::kFloat32;
   std::vector<int64_t> shape;
   pybind11::object owner;           // keeps the memory alive
+  pybind11::object origin;          // the object the view was made of
   pybind11::object numpy_dtype;     // for outputs the binding allocates
+  // kCuda: a DLPack tensor on CUDA device `device`, exported for use on
+  // `stream` (the stream ringcc enqueues on, bindings/device_arrays.h).
+  ringcc::MemoryKind memory = ringcc::MemoryKind::kHost;
+  int device = -1;
+  void* stream = nullptr;
 
   int64_t rows() const { return shape.empty() ? 1 : shape[0]; }
   // Elements per row of axis 0 (1 for 0-d and 1-d).
@@ -30,8 +38,10 @@ struct BufferView {
 // `what` names the argument in error messages ("tensor", "out").
 BufferView view_of(pybind11::handle obj, bool writable, const char* what);
 
-// Contiguous host memory described without allocating, for the per-tensor
-// fast paths: the shape lives inline up to kInlineDims dimensions.
+// Contiguous memory described without allocating, for the per-tensor fast
+// paths: the shape lives inline up to kInlineDims dimensions. Host memory,
+// unless a DLPack producer said CUDA (memory, device, stream as in
+// BufferView).
 struct HostTensor {
   static constexpr size_t kInlineDims = 8;
   void* ptr = nullptr;
@@ -40,6 +50,9 @@ struct HostTensor {
   size_t ndim = 0;
   int64_t dims[kInlineDims] = {};
   std::vector<int64_t> more_dims;  // used instead of dims past kInlineDims
+  ringcc::MemoryKind memory = ringcc::MemoryKind::kHost;
+  int device = -1;
+  void* stream = nullptr;
 
   const int64_t* shape() const { return ndim <= kInlineDims ? dims : more_dims.data(); }
   int64_t* resize(size_t n);  // room for n dimensions, returned to be filled in
@@ -51,10 +64,14 @@ struct HostTensor {
 // than bfloat16. False for anything else, which view_of() then judges.
 bool writable_numpy(PyObject* obj, HostTensor* t);
 
-// `obj` as writable contiguous host memory: writable_numpy(), or view_of()'s
-// checks and errors for everything else. The memory stays `obj`'s: the
-// caller keeps obj alive while it is used.
+// `obj` as writable contiguous memory: writable_numpy(), or view_of()'s
+// checks and errors for everything else (a CUDA tensor keeps its memory
+// kind, device and stream). The memory stays `obj`'s: the caller keeps obj
+// alive while it is used.
 HostTensor writable_host_tensor(PyObject* obj, const char* what);
+
+// Raises InvalidArgumentError unless v is in host memory.
+void require_host(const BufferView& v, const char* what);
 
 // The NumPy dtype for a core dtype (bfloat16 through ml_dtypes).
 pybind11::object numpy_dtype_for(ringcc::DataType dtype);

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "bindings/buffer_view.h"
+#include "bindings/device_arrays.h"
 #include "bindings/errors.h"
 #include "bindings/fastcall_args.h"
 #include "bindings/global_communicator.h"
@@ -58,6 +59,14 @@ ringcc::Communicator& comm() {
 
 py::object default_result(Prepared& p) { return p.out; }
 
+// The background engine (named collectives) fuses in host memory.
+void reject_device_by_name(ringcc::MemoryKind memory) {
+  if (memory != ringcc::MemoryKind::kHost) {
+    ringcc::raise(ErrorKind::kInvalidArgument, "named collectives (the background engine) take host "
+                  "tensors only; call without a name for CUDA tensors");
+  }
+}
+
 // Runs a collective that failed on this rank before it started, so that
 // peers fail at once, then rethrows the original error.
 [[noreturn]] void fail_locally(ringcc::Communicator& c, CollectiveKind kind, const ringcc::Error& e) {
@@ -75,10 +84,40 @@ py::object default_result(Prepared& p) { return p.out; }
   throw;
 }
 
+// output_for() of a CUDA input: `out` on the same device, or a new device
+// array (bindings/device_arrays.h).
+py::object device_output_for(const py::object& out, const BufferView& in, const std::vector<int64_t>& shape,
+                             int64_t count, CollectiveArgs& a) {
+  if (out.is_none()) {
+    py::object arr = new_device_array(in.origin, shape, in.dtype, in.device, in.stream);
+    BufferView v = view_of(arr, true, "out");
+    a.out = v.ptr;
+    a.out_count = count;
+    return arr;
+  }
+  BufferView v = view_of(out, true, "out");
+  if (v.memory != in.memory || v.device != in.device) {
+    ringcc::raise(ErrorKind::kInvalidArgument, "out is in ", ringcc::memory_kind_name(v.memory),
+                  v.device >= 0 ? " (cuda:" + std::to_string(v.device) + ")" : std::string(), " but the input is in ",
+                  ringcc::memory_kind_name(in.memory), " (cuda:", in.device, ")");
+  }
+  if (v.dtype != in.dtype) {
+    ringcc::raise(ErrorKind::kInvalidArgument, "out has dtype ", ringcc::dtype_name(v.dtype),
+                  " but the input has ", ringcc::dtype_name(in.dtype));
+  }
+  if (count >= 0 && v.count != count) {
+    ringcc::raise(ErrorKind::kInvalidArgument, "out holds ", v.count, " elements but ", count, " are needed");
+  }
+  a.out = v.ptr;
+  a.out_count = v.count;
+  return out;
+}
+
 // Output for an out-of-place call: the caller's `out`, checked, or a new
 // array shaped like `like`.
 py::object output_for(const py::object& out, const BufferView& in, const std::vector<int64_t>& shape,
                       int64_t count, CollectiveArgs& a) {
+  if (in.memory != ringcc::MemoryKind::kHost) return device_output_for(out, in, shape, count, a);
   if (out.is_none()) {
     py::array arr = new_array(in.numpy_dtype.is_none() ? numpy_dtype_for(in.dtype) : in.numpy_dtype, shape);
     a.out = arr.mutable_data();
@@ -102,11 +141,29 @@ py::object output_for(const py::object& out, const BufferView& in, const std::ve
 // An allocator for outputs whose size is known only after the header
 // exchange: it takes the GIL to create the NumPy array.
 void allocate_late(Prepared& p, const BufferView& in) {
-  py::object dtype = in.numpy_dtype.is_none() ? numpy_dtype_for(in.dtype) : in.numpy_dtype;
   std::vector<int64_t> row_shape(in.shape.size() > 1 ? in.shape.begin() + 1 : in.shape.end(),
                                  in.shape.end());
   const int64_t row_elems = in.row_elems();
   auto* self = &p;
+  if (in.memory != ringcc::MemoryKind::kHost) {
+    // A device array of the input's library; `like` stays alive in keep.
+    p.keep.push_back(in.origin);
+    py::handle like = in.origin;
+    const ringcc::DataType dtype = in.dtype;
+    const int device = in.device;
+    void* stream = in.stream;
+    p.args.allocate = [self, like, dtype, device, stream, row_shape, row_elems](int64_t elements) -> void* {
+      py::gil_scoped_acquire gil;
+      std::vector<int64_t> shape{elements / row_elems};
+      shape.insert(shape.end(), row_shape.begin(), row_shape.end());
+      py::object arr = new_device_array(like, shape, dtype, device, stream);
+      BufferView v = view_of(arr, true, "out");
+      self->out = arr;
+      return v.ptr;
+    };
+    return;
+  }
+  py::object dtype = in.numpy_dtype.is_none() ? numpy_dtype_for(in.dtype) : in.numpy_dtype;
   // The Prepared keeps the dtype alive while the collective may call this
   // (its handle outlives the collective); the allocator holds no Python
   // reference of its own, so it may be destroyed on any thread, without
@@ -129,6 +186,9 @@ void fill_input(Prepared& p, const BufferView& in) {
   p.args.in = in.ptr;
   p.args.count = in.count;
   p.args.row_elems = in.row_elems();
+  p.args.memory = in.memory;
+  p.args.device = in.device;
+  p.args.stream = in.stream;
   p.keep.push_back(in.owner);
 }
 
@@ -162,6 +222,9 @@ CollectiveArgs in_place_allreduce(const HostTensor& in, int op, double pre, doub
   a.count = in.count;
   a.out_count = in.count;
   a.row_elems = in.row_elems();
+  a.memory = in.memory;
+  a.device = in.device;
+  a.stream = in.stream;
   return a;
 }
 
@@ -189,6 +252,7 @@ py::object launch(ringcc::Communicator& c, CollectiveKind kind, Make&& make, boo
   if (!name.empty()) {
     ringcc::Engine& e = engine();
     p = make();  // a bad argument raises here; named peers learn of it as a stall
+    reject_device_by_name(p->args.memory);
     // The Prepared keeps only what the result needs; the engine owns the args.
     std::shared_ptr<ringcc::Work> work = e.enqueue(name, std::move(p->args), p->shape.data(), p->shape.size());
     HandleState h;
@@ -436,6 +500,7 @@ bool scale_of(PyObject* o, double* out) {
 // whose result is `tensor` (kept alive until the collective is done).
 PyObject* enqueue_in_place(ringcc::Engine& e, PyObject* tensor, const char* name,
                            Py_ssize_t name_len, const HostTensor& in, int op, double pre, double post) {
+  reject_device_by_name(in.memory);
   HandleState* h = nullptr;
   py::object handle = new_handle(&h);  // dropped as a done handle if enqueue raises
   h->work = e.enqueue(std::string_view(name, static_cast<size_t>(name_len)),
@@ -690,6 +755,8 @@ void bind_collectives(py::module_& m) {
       .def_property_readonly("cross_rank", &ringcc::Communicator::cross_rank)
       .def_property_readonly("cross_size", &ringcc::Communicator::cross_size)
       .def_property_readonly("transport_name", &ringcc::Communicator::transport_name)
+      .def_property_readonly("gpu_backend", &ringcc::Communicator::gpu_backend_name,
+                             "\"nccl\", \"ipc\" or \"host\" once a CUDA collective ran, else \"\".")
       .def("shutdown", [](CommPtr c) {
         py::gil_scoped_release release;
         c->shutdown();
@@ -806,6 +873,8 @@ void bind_collectives(py::module_& m) {
   m.def("cross_rank", [] { return comm().cross_rank(); });
   m.def("cross_size", [] { return comm().cross_size(); });
   m.def("transport_name", [] { return comm().transport_name(); });
+  m.def("gpu_backend", [] { return comm().gpu_backend_name(); },
+        "The backend of CUDA collectives (\"nccl\", \"ipc\", \"host\"), \"\" before the first one.");
   m.def("fusion_threshold", [] { return comm().fusion_threshold(); });
 
   m.def("_allreduce", [](py::object t, py::object out, int op, double pre, double post,

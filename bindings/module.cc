@@ -2,8 +2,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "core/nccl_library.h"
-
 #include "bindings/errors.h"
 #include "core/mpi_library.h"
 
@@ -15,6 +13,7 @@ void bind_jax_ffi(py::module_& m);  // bindings/jax_ffi.cc: XLA FFI handlers for
 
 namespace ringcc_py {
 void bind_collectives(py::module_& m);
+void bind_device(py::module_& m);  // bindings/device_bindings.cc: CUDA, NCCL and NVRTC found at run time
 }
 
 PYBIND11_MODULE(_core, m) {
@@ -24,20 +23,7 @@ PYBIND11_MODULE(_core, m) {
   bind_reduction(m);
   bind_store(m);
   bind_jax_ffi(m);
-  m.def("_find_nccl", [](const std::vector<std::string>& candidates) {
-    ringcc::NcclLibraryInfo found;
-    {
-      py::gil_scoped_release release;
-      found = ringcc::find_nccl(candidates);
-    }
-    py::dict info;
-    info["found"] = found.found;
-    info["path"] = found.path;
-    info["version"] = found.version;
-    info["version_code"] = found.version_code;
-    info["error"] = found.error;
-    return info;
-  }, "Loads the first usable libnccl.so.2 of the candidates; returns what was found.");
+  ringcc_py::bind_device(m);
   m.def("build_info", [] {
     py::dict info;
     info["version"] = RINGCC_VERSION;

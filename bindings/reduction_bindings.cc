@@ -64,6 +64,8 @@ void reduce_inplace_py(py::handle dst_obj, py::handle src_obj, int op_value) {
   const ReduceOp op = reduce_op_from_int(op_value);
   const BufferView dst = ringcc_py::view_of(dst_obj, /*writable=*/true, "dst");
   const BufferView src = ringcc_py::view_of(src_obj, /*writable=*/false, "src");
+  ringcc_py::require_host(dst, "dst");
+  ringcc_py::require_host(src, "src");
   check_matches(dst, src, "src");
   std::vector<uint8_t> copy;
   const void* src_ptr = overlaps(dst, src) ? detached(src, copy) : src.ptr;
@@ -74,6 +76,7 @@ void reduce_inplace_py(py::handle dst_obj, py::handle src_obj, int op_value) {
 void reduce_many_py(py::handle dst_obj, py::sequence src_objs, int op_value) {
   const ReduceOp op = reduce_op_from_int(op_value);
   const BufferView dst = ringcc_py::view_of(dst_obj, /*writable=*/true, "dst");
+  ringcc_py::require_host(dst, "dst");
   const size_t nsrc = src_objs.size();
   if (nsrc == 0) ringcc::raise(ErrorKind::kInvalidArgument, "srcs is empty; pass at least one source");
   if (nsrc > static_cast<size_t>(INT32_MAX)) ringcc::raise(ErrorKind::kInvalidArgument, "too many sources");
@@ -85,6 +88,7 @@ void reduce_many_py(py::handle dst_obj, py::sequence src_objs, int op_value) {
   for (size_t j = 0; j < nsrc; ++j) {
     const std::string what = "srcs[" + std::to_string(j) + "]";
     srcs.push_back(ringcc_py::view_of(src_objs[j], /*writable=*/false, what.c_str()));
+    ringcc_py::require_host(srcs.back(), what.c_str());
     check_matches(dst, srcs[j], what);
     // dst may be the first source itself; any other sharing needs a copy.
     const bool is_dst = j == 0 && srcs[j].ptr == dst.ptr;
@@ -96,6 +100,7 @@ void reduce_many_py(py::handle dst_obj, py::sequence src_objs, int op_value) {
 
 void scale_inplace_py(py::handle buf_obj, double factor) {
   const BufferView buf = ringcc_py::view_of(buf_obj, /*writable=*/true, "buf");
+  ringcc_py::require_host(buf, "buf");
   py::gil_scoped_release release;
   ringcc::scale_inplace(buf.ptr, buf.count, buf.dtype, factor);
 }

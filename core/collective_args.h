@@ -21,6 +21,15 @@ struct BufferSegment {
   int64_t count = 0;         // elements
 };
 
+// Where a collective's buffers live. Every rank of a collective must agree
+// (the header exchange checks it).
+enum class MemoryKind : int32_t {
+  kHost = 0,
+  kCuda = 1,  // device memory of CollectiveScalars::device, ordered on ::stream
+};
+
+const char* memory_kind_name(MemoryKind kind);
+
 // The fields of a collective that are plain values (CollectiveArgs adds
 // the ones that own memory).
 struct CollectiveScalars {
@@ -39,6 +48,16 @@ struct CollectiveScalars {
   CollectiveKind failed_kind = CollectiveKind::kBarrier;
   // Elements held by `out` once the collective ran.
   int64_t result_count = 0;
+  // kCuda: the buffers are on CUDA device `device`, and the collective is
+  // enqueued on `stream` (a CUstream; CU_STREAM_LEGACY, 0x1, for the
+  // legacy default stream) after whatever the caller queued there.
+  MemoryKind memory = MemoryKind::kHost;
+  int device = -1;
+  void* stream = nullptr;
+  // Set by the communicator for device collectives: the host path only
+  // exchanges the headers, checks that the ranks agree and fills
+  // recv_counts; the data moves on the device afterwards.
+  bool agree_only = false;
 };
 
 struct CollectiveArgs : CollectiveScalars {
@@ -54,6 +73,9 @@ struct CollectiveArgs : CollectiveScalars {
   // Filled in by the collective: elements received from each rank
   // (allgather, alltoall).
   std::vector<int64_t> recv_counts;
+  // Filled in by the agreement of a device alltoall (agree_only): every
+  // rank's send counts, n * n, row i from rank i.
+  std::vector<int64_t> alltoall_counts;
 };
 
 // dst = std::move(src), for a CollectiveArgs reused call after call (an
@@ -62,7 +84,7 @@ struct CollectiveArgs : CollectiveScalars {
 inline void move_args(CollectiveArgs& dst, CollectiveArgs&& src) {
   auto bare = [](const CollectiveArgs& a) {
     return !a.allocate && a.send_counts.empty() && a.segments.empty() && a.local_error.empty() &&
-           a.recv_counts.empty();
+           a.recv_counts.empty() && a.alltoall_counts.empty();
   };
   if (bare(src) && bare(dst)) {
     static_cast<CollectiveScalars&>(dst) = src;
@@ -88,6 +110,7 @@ inline OpHeader make_header(const CollectiveArgs& a) {
   h.row_elems = a.row_elems;
   h.out_count = a.out_count;
   h.failed_kind = static_cast<int32_t>(a.failed_kind);
+  h.memory = static_cast<int32_t>(a.memory);
   std::strncpy(h.reason, a.local_error.c_str(), sizeof(h.reason) - 1);
   return h;
 }

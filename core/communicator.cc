@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
+#include "core/device/gpu_collectives.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/fusion_buffer.h"
@@ -380,7 +381,7 @@ void Communicator::hierarchical_allreduce(CollectiveArgs& a, Deadline deadline) 
   // same opening as the flat algorithms), so that a mismatch anywhere is
   // reported on every rank before the phases below begin.
   ring_exchange_headers(world_, a, deadline);
-  if (a.kind == CollectiveKind::kLocalError) return;
+  if (a.kind == CollectiveKind::kLocalError || a.agree_only) return;
 
   const size_t es = dtype_size(a.dtype);
   auto* out = static_cast<uint8_t*>(a.out);
@@ -479,7 +480,7 @@ void Communicator::execute(CollectiveArgs& a) {
           abort_reason_);
   }
   coalesce_segments(a);
-  if (!a.segments.empty() && !shm_) {
+  if (!a.segments.empty() && !shm_ && a.memory == MemoryKind::kHost) {
     // Only the shared-memory allreduce gathers and scatters segments itself.
     fusion_.pack(a.segments, dtype_size(a.dtype));
     CollectiveArgs fused = fusion_.allreduce(a.count, a.dtype, a.op, a.prescale, a.postscale);
@@ -490,6 +491,15 @@ void Communicator::execute(CollectiveArgs& a) {
   }
   std::string local_error;
   validate(a, &local_error);
+  if (a.memory != MemoryKind::kHost && local_error.empty()) {
+    std::lock_guard<std::mutex> lock(gpu_mu_);
+    if (a.device < 0) {
+      local_error = std::string(collective_name(a.kind)) + ": a CUDA tensor without its device";
+    } else if (gpu_ && gpu_->device() >= 0 && a.device != gpu_->device()) {
+      local_error = std::string(collective_name(a.kind)) + ": this communicator runs its GPU collectives on cuda:" +
+                    std::to_string(gpu_->device()) + ", but the tensor is on cuda:" + std::to_string(a.device);
+    }
+  }
   CollectiveArgs failed;
   CollectiveArgs* todo = &a;
   if (!local_error.empty()) {
@@ -509,21 +519,66 @@ void Communicator::execute(CollectiveArgs& a) {
   }
   const Deadline deadline = deadline_after(timeout_s());
   try {
-    if (mpi_coll_) {
-      mpi_coll_->run(*todo, scratch_, deadline);
-    } else if (shm_) {
-      shm_->run(*todo, deadline);
-    } else if (hierarchical_ && (todo->kind == CollectiveKind::kAllreduce ||
-                                 todo->failed_kind == CollectiveKind::kAllreduce)) {
-      hierarchical_allreduce(*todo, deadline);
+    if (todo->memory != MemoryKind::kHost) {
+      run_device(*todo, deadline);
     } else {
-      run_over_transport(world_, *todo, scratch_, deadline);
+      run_host(*todo, deadline);
     }
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kPeerFailure || e.kind() == ErrorKind::kTimeout) fail(e, true);
     throw;
   }
   if (!local_error.empty()) raise(ErrorKind::kInvalidArgument, local_error);
+}
+
+void Communicator::run_host(CollectiveArgs& a, Deadline deadline) {
+  if (mpi_coll_) {
+    mpi_coll_->run(a, scratch_, deadline);
+  } else if (shm_) {
+    shm_->run(a, deadline);
+  } else if (hierarchical_ && (a.kind == CollectiveKind::kAllreduce ||
+                               a.failed_kind == CollectiveKind::kAllreduce)) {
+    hierarchical_allreduce(a, deadline);
+  } else {
+    run_over_transport(world_, a, scratch_, deadline);
+  }
+}
+
+void Communicator::run_device(CollectiveArgs& a, Deadline deadline) {
+  if (size_ > 1) {
+    // Every rank agrees on the collective (and learns the others' counts)
+    // through the host path, exactly as for host buffers, so that a rank
+    // whose peers hold host tensors fails with MismatchError everywhere.
+    CollectiveArgs probe;
+    static_cast<CollectiveScalars&>(probe) = a;
+    probe.send_counts = a.send_counts;
+    probe.agree_only = true;
+    run_host(probe, deadline);
+    a.recv_counts = std::move(probe.recv_counts);
+    a.alltoall_counts = std::move(probe.alltoall_counts);
+  } else {
+    const int64_t mine = a.kind == CollectiveKind::kAlltoall && !a.send_counts.empty() ? a.send_counts[0] : a.count;
+    a.recv_counts.assign(1, mine);
+    a.alltoall_counts.assign(1, mine);
+  }
+  device::GpuCollectives* gpu = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(gpu_mu_);
+    if (!gpu_) {
+      // Host staging runs the host algorithms chunk by chunk, each with
+      // its own deadline, through this communicator's host path.
+      gpu_ = std::make_unique<device::GpuCollectives>(
+          rank_, size_, store_, "ringcc/gpu/", timeout_s(),
+          [this](CollectiveArgs& h) { run_host(h, deadline_after(timeout_s())); });
+    }
+    gpu = gpu_.get();
+  }
+  gpu->run(a, deadline);
+}
+
+std::string Communicator::gpu_backend_name() const {
+  std::lock_guard<std::mutex> lock(gpu_mu_);
+  return gpu_ ? gpu_->backend_name() : "";
 }
 
 void Communicator::fail(const std::exception& e, bool) {
@@ -546,6 +601,10 @@ void Communicator::fail(const std::exception& e, bool) {
   if (local_shm_) local_shm_->abort(reason);
   if (tcp_) tcp_->abort(reason);
   if (mpi_) mpi_->abort(reason);
+  {
+    std::lock_guard<std::mutex> lock(gpu_mu_);
+    if (gpu_) gpu_->abort(reason);
+  }
   std::string message = reason;
   if (!first.empty() && first.find(reason) == std::string::npos) {
     message += " (first failure in the job: " + first + ")";
@@ -569,6 +628,8 @@ void Communicator::abort(const std::string& reason) {
   if (local_shm_) local_shm_->abort(reason);
   if (tcp_) tcp_->abort(reason);
   if (mpi_) mpi_->abort(reason);
+  std::lock_guard<std::mutex> lock(gpu_mu_);
+  if (gpu_) gpu_->abort(reason);
 }
 
 void Communicator::execute_grouped(std::vector<CollectiveArgs>& list) {
@@ -590,7 +651,10 @@ void Communicator::execute_grouped(std::vector<CollectiveArgs>& list) {
       continue;
     }
     size_t j = i, total = 0;
-    while (j < order.size() && list[order[j]].dtype == head.dtype &&
+    // Buffers fuse only with buffers in the same memory (every rank cuts
+    // its list alike; the stream, the same for a whole list, is the head's).
+    auto same_place = [&](const CollectiveArgs& e) { return e.memory == head.memory && e.device == head.device; };
+    while (j < order.size() && list[order[j]].dtype == head.dtype && same_place(list[order[j]]) &&
            total + static_cast<size_t>(list[order[j]].count) * es <= threshold) {
       total += static_cast<size_t>(list[order[j]].count) * es;
       ++j;
@@ -601,6 +665,9 @@ void Communicator::execute_grouped(std::vector<CollectiveArgs>& list) {
     fused.op = head.op;
     fused.prescale = head.prescale;
     fused.postscale = head.postscale;
+    fused.memory = head.memory;
+    fused.device = head.device;
+    fused.stream = head.stream;
     fused.count = static_cast<int64_t>(total / es);
     fused.out_count = fused.count;
     fused.segments.reserve(j - i);
@@ -764,6 +831,14 @@ void Communicator::shutdown() {
     }
   }
   shut_down_ = true;
+  {
+    std::unique_ptr<device::GpuCollectives> gpu;
+    {
+      std::lock_guard<std::mutex> lock(gpu_mu_);
+      gpu.swap(gpu_);
+    }
+    gpu.reset();  // waits (bounded) for the peers to finish with this rank's device buffers
+  }
   shm_.reset();
   local_shm_.reset();
   tcp_.reset();

@@ -23,6 +23,9 @@
 
 namespace ringcc {
 
+namespace device {
+class GpuCollectives;
+}
 class MpiCollectives;
 class MpiComm;
 class SecretFile;
@@ -91,6 +94,10 @@ class Communicator {
   // Bytes in the fusion buffer.
   int64_t fusion_threshold() const { return fusion_threshold_; }
 
+  // The backend of this communicator's CUDA collectives: "nccl", "ipc",
+  // "host", or "" before the first one (core/device/gpu_collectives.h).
+  std::string gpu_backend_name() const;
+
  private:
   void join_job(const RendezvousInfo& info, Deadline deadline);
   void meet_through_mpi(const RendezvousInfo& info, Deadline deadline);
@@ -98,6 +105,11 @@ class Communicator {
   void agree_on_link_secret(Store& store, bool all_local, const RendezvousInfo& info,
                             SecretFile* made, Deadline deadline);
   void execute(CollectiveArgs& a);
+  // The data movement of an agreed collective over host memory.
+  void run_host(CollectiveArgs& a, Deadline deadline);
+  // A collective of CUDA buffers: agreement over the host path, then the
+  // GPU backend (set up on the first one).
+  void run_device(CollectiveArgs& a, Deadline deadline);
   void hierarchical_allreduce(CollectiveArgs& a, Deadline deadline);
   void execute_grouped(std::vector<CollectiveArgs>& list);
   void execute_work(Work& work);
@@ -132,6 +144,8 @@ class Communicator {
   bool hierarchical_ = false;
   PeerSet world_;
   RingScratch scratch_;
+  mutable std::mutex gpu_mu_;  // gpu_ against abort() from other threads
+  std::unique_ptr<device::GpuCollectives> gpu_;
   int64_t fusion_threshold_;
   FusionBuffer fusion_;
 

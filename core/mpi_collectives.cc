@@ -112,8 +112,9 @@ bool MpiCollectives::exchange(CollectiveArgs& a, Deadline deadline) {
   const size_t me = static_cast<size_t>(rank_);
   const bool alltoall = a.kind == CollectiveKind::kAlltoall;
   const int64_t pb = payload_bytes(a, rank_);
-  const bool inline_mine = a.kind == CollectiveKind::kBarrier || a.kind == CollectiveKind::kLocalError ||
-                           (pb >= 0 && static_cast<size_t>(pb) <= inline_cap_);
+  const bool inline_mine = !a.agree_only && (a.kind == CollectiveKind::kBarrier ||
+                                             a.kind == CollectiveKind::kLocalError ||
+                                             (pb >= 0 && static_cast<size_t>(pb) <= inline_cap_));
 
   BlobPrefix prefix;
   prefix.inline_bytes = inline_mine ? std::max<int64_t>(pb, 0) : -1;
@@ -218,6 +219,7 @@ bool MpiCollectives::exchange(CollectiveArgs& a, Deadline deadline) {
   for (size_t i = 0; i < n; ++i) {
     a.recv_counts[i] = alltoall ? counts[i * n + me] : headers[i].count;
   }
+  if (a.agree_only && alltoall) a.alltoall_counts = counts;
   if (!all_inline) return false;
   if (alltoall) alltoall_counts_ = std::move(counts);  // every sender's counts, for finish_inline
   return true;
@@ -447,6 +449,10 @@ void MpiCollectives::run_native(CollectiveArgs& a, RingScratch& scratch, Deadlin
 }
 
 void MpiCollectives::run(CollectiveArgs& a, RingScratch& scratch, Deadline deadline) {
+  if (a.agree_only) {  // a device collective: its data moves on the device
+    exchange(a, deadline);
+    return;
+  }
   if (exchange(a, deadline)) {
     finish_inline(a);
     return;

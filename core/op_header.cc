@@ -2,9 +2,18 @@
 
 #include <sstream>
 
+#include "core/collective_args.h"
 #include "core/error.h"
 
 namespace ringcc {
+
+const char* memory_kind_name(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::kHost: return "host memory";
+    case MemoryKind::kCuda: return "CUDA device memory";
+  }
+  return "unknown memory";
+}
 
 const char* collective_name(CollectiveKind kind) {
   switch (kind) {
@@ -71,6 +80,13 @@ void check_agreement(const std::vector<OpHeader>& headers, const std::vector<int
   const auto kind = static_cast<CollectiveKind>(headers[0].kind);
   const char* name = collective_name(kind);
   if (kind == CollectiveKind::kBarrier) return;
+
+  auto memory_of = [](const OpHeader& h) { return memory_kind_name(static_cast<MemoryKind>(h.memory)); };
+  if (!all_equal(headers, [](const OpHeader& h) { return h.memory; })) {
+    raise(ErrorKind::kMismatch, name, ": ranks disagree on where the data lives (",
+          list_values(headers, ranks, memory_of),
+          "); pass tensors of the same kind of memory on every rank");
+  }
 
   auto dtype_of = [](const OpHeader& h) { return dtype_name(static_cast<DataType>(h.dtype)); };
   if (!all_equal(headers, [](const OpHeader& h) { return h.dtype; })) {

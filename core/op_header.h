@@ -39,6 +39,8 @@ struct OpHeader {
   int64_t count = 0;         // elements this rank contributes
   int64_t row_elems = 1;     // elements per row (allgather, alltoall)
   int64_t out_count = -1;    // elements the caller's output holds; -1: any
+  int32_t memory = 0;        // MemoryKind of the buffers
+  int32_t reserved = 0;
   char reason[160] = {};     // with kLocalError: why this rank failed
 };
 

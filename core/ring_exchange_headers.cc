@@ -44,6 +44,7 @@ void ring_exchange_headers(const PeerSet& ps, CollectiveArgs& a, Deadline deadli
   for (size_t i = 0; i < nn; ++i) {
     a.recv_counts[i] = alltoall ? counts[i * nn + static_cast<size_t>(ps.me)] : headers[i].count;
   }
+  if (a.agree_only && alltoall) a.alltoall_counts = std::move(counts);
 }
 
 }  // namespace ringcc

@@ -343,10 +343,14 @@ void ShmCollectives::check_headers(int p, CollectiveArgs& a) {
   for (size_t i = 0; i < n; ++i) {
     a.recv_counts[i] = alltoall ? counts[i * n + static_cast<size_t>(me_)] : headers[i].count;
   }
+  if (a.agree_only && alltoall) a.alltoall_counts = std::move(counts);
 }
 
 void ShmCollectives::run(CollectiveArgs& a, Deadline dl) {
-  switch (a.kind) {
+  // A device collective's agreement: headers only (every data path starts
+  // with the same header phase, so a rank with host buffers still meets it).
+  const CollectiveKind kind = a.agree_only ? CollectiveKind::kBarrier : a.kind;
+  switch (kind) {
     case CollectiveKind::kAllreduce: return allreduce(a, dl);
     case CollectiveKind::kReduceScatter: return reduce_scatter(a, dl);
     case CollectiveKind::kAllgather: return allgather(a, dl);

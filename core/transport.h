@@ -18,11 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "core/collective_args.h"  // MemoryKind
 #include "core/socket.h"
 
 namespace ringcc {
-
-enum class MemoryKind { kHost = 0, kCuda = 1 };
 
 // Where a buffer lives: host memory, or device memory ordered on a stream
 // (an opaque cudaStream_t; null means the default stream).

@@ -8,6 +8,7 @@ namespace ringcc {
 void run_over_transport(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch,
                         Deadline deadline) {
   ring_exchange_headers(ps, a, deadline);
+  if (a.agree_only) return;  // a device collective: its data moves on the device
   switch (a.kind) {
     case CollectiveKind::kAllreduce: return ring_allreduce(ps, a, scratch, deadline);
     case CollectiveKind::kReduceScatter: return ring_reduce_scatter(ps, a, scratch, deadline);

@@ -6,7 +6,7 @@ _EXPORTS = (
     "Handle", "InternalError", "InvalidArgumentError", "MismatchError", "NotInitializedError",
     "PeerFailureError", "RingccError", "TimeoutError", "UnsupportedTypeError", "build_info",
     "cross_rank", "cross_size", "is_initialized", "local_rank", "local_size", "poll", "rank",
-    "shutdown", "size", "synchronize", "transport_name",
+    "shutdown", "size", "synchronize", "transport_name", "gpu_backend", "DeviceArray",
 )
 
 try:
@@ -70,7 +70,8 @@ def mpi_info():
     return dict(_core.mpi_info())
 
 
-from ringcc.gpu_libraries import nccl_built, nccl_info  # noqa: E402  (NCCL is found at run time)
+from ringcc.gpu_libraries import cuda_info, nccl_built, nccl_info  # noqa: E402,F401  (found at run time)
+from ringcc.gpu_arrays import cuda_stream  # noqa: E402,F401
 
 # Reduction operators (the values the core uses).
 Sum = 0

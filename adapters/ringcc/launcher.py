@@ -791,14 +791,48 @@ def format_build_report(build_info: Mapping, installed_frameworks: Mapping[str, 
             lines += ["", f"MPI: yes ({mpi.get('library') or 'unknown MPI'}; {mpi.get('plugin')})"]
         else:
             lines += ["", f"MPI: no ({mpi.get('error') or 'not built'})"]
-    nccl = build_info.get("nccl_library")
-    if nccl is not None:
-        lines += ["", "Run-time libraries:"]
-        if nccl.get("found"):
-            lines.append(f"    {mark(True)} NCCL {nccl.get('version')} ({nccl.get('path')})")
-        else:
-            lines.append(f"    {mark(False)} NCCL (not found: {nccl.get('hint', 'see RINGCC_NCCL_LIB')})")
+    libraries = build_info.get("gpu_libraries")
+    if libraries is not None:
+        lines += ["", "Run-time libraries (GPU):"]
+        labels = (("cuda", "CUDA driver"), ("nccl", "NCCL"), ("nvrtc", "NVRTC"))
+        for key, label in labels:
+            library = libraries.get(key) or {}
+            if library.get("found"):
+                version = library.get("version")
+                lines.append(f"    {mark(True)} {label} {version} ({library.get('path')})")
+                if key == "cuda":
+                    if library.get("initialized"):
+                        for device in library.get("devices", []):
+                            cc = ".".join(str(v) for v in device.get("compute_capability", ()))
+                            lines.append(f"          cuda:{device.get('index')} {device.get('name')}, "
+                                         f"sm {cc}, {device.get('uuid')}, PCI {device.get('pci_bus_id')}")
+                        if not library.get("devices"):
+                            lines.append("          no CUDA device")
+                    else:
+                        lines.append(f"          unusable: {library.get('error', '').strip()}")
+            else:
+                lines.append(f"    {mark(False)} {label} (not found: {library.get('hint', 'see RINGCC_' + key.upper() + '_LIB')})")
     return "\n".join(lines) + "\n"
+
+
+def _gpu_libraries_report() -> dict:
+    """What ringcc.gpu_libraries finds of the CUDA driver, NCCL and NVRTC; a
+    failure to look is reported as that, not as a broken core."""
+    gpu_libraries = importlib.import_module("ringcc.gpu_libraries")
+    report = {}
+    try:
+        cuda = gpu_libraries.cuda_info()
+        report["nvrtc"] = cuda.pop("nvrtc")
+        report["cuda"] = cuda
+    except Exception as error:  # e.g. a driver that fails to list its devices
+        report["cuda"] = {"found": True, "initialized": False, "error": str(error)}
+    for key in ("nccl", "nvrtc"):
+        if key not in report:
+            try:
+                report[key] = gpu_libraries.library_info(key)
+            except Exception as error:
+                report[key] = {"found": False, "hint": str(error)}
+    return report
 
 
 def check_build() -> int:
@@ -807,10 +841,11 @@ def check_build() -> int:
         build_info = dict(core.build_info())
         if hasattr(core, "mpi_info"):
             build_info["mpi"] = dict(core.mpi_info())
-        if hasattr(core, "_find_nccl"):
-            gpu_libraries = importlib.import_module("ringcc.gpu_libraries")
-            build_info["nccl_library"] = {**core._find_nccl(gpu_libraries.nccl_candidates()),
-                                          "hint": gpu_libraries.INSTALL_HINT}
+        if hasattr(core, "_gpu_library_info"):
+            build_info["gpu_libraries"] = _gpu_libraries_report()
+            # The NCCL backend is built in; it is available where NCCL is found.
+            nccl = build_info["gpu_libraries"].get("nccl") or {}
+            build_info.setdefault("transports", {})["nccl"] = bool(nccl.get("found"))
     except Exception as error:  # any failure here means: no usable core
         print(
             f"ringrun: cannot load the ringcc core (ringcc._core): {error}\n"

@@ -1,0 +1,96 @@
+// One CUDA device as ringcc's GPU backends use it: its primary context (the
+// one CUDA's runtime, and so torch, CuPy and JAX, use), its properties, and
+// ringcc's kernels loaded into it. Shared by every backend of the process;
+// nothing here is created until a GPU collective or query needs it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/device/cuda_api.h"
+#include "core/dtype.h"
+#include "core/reduce_op.h"
+
+namespace ringcc {
+namespace device {
+
+struct DeviceProperties {
+  int ordinal = 0;
+  std::string name;
+  std::string uuid;        // "GPU-1b2c...", as nvidia-smi -L prints it
+  std::string pci_bus_id;  // "0000:3B:00.0"
+  int cc_major = 0, cc_minor = 0;
+  int multiprocessors = 0;
+  size_t total_memory = 0;
+};
+
+// Every device the driver sees (the driver must have initialised).
+std::vector<DeviceProperties> list_devices();
+
+// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".
+std::string uuid_text(const cuda::CUuuid& uuid);
+
+class CudaDevice {
+ public:
+  // The device with this ordinal; its primary context is retained on first
+  // use and kept for the life of the process. Raises Error(kInvalidArgument)
+  // when the driver is missing or the ordinal does not exist.
+  static CudaDevice& get(int ordinal);
+
+  const cuda::DriverApi& api() const { return api_; }
+  const DeviceProperties& properties() const { return props_; }
+  int ordinal() const { return props_.ordinal; }
+  cuda::CUcontext context() const { return context_; }
+
+  // Makes the device's primary context current on this thread for the
+  // scope (restoring the previous one after).
+  class Scope {
+   public:
+    explicit Scope(const CudaDevice& device);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    const cuda::DriverApi& api_;
+    cuda::CUcontext previous_ = nullptr;
+    bool switched_ = false;
+  };
+
+  // Raises Error(kInternal) "<what>: <CUDA error>" unless r is success.
+  void check(cuda::CUresult r, const char* what) const;
+
+  // Enqueues dst[i] = src[i] * factor on `stream` (dst may equal src).
+  void scale(cuda::CUstream stream, void* dst, const void* src, int64_t count, DataType dtype,
+             double factor);
+  // Enqueues dst = srcs[0] op ... op srcs[nsrc-1], then * postscale, on
+  // `stream`; nsrc <= kMaxSources, dst may equal srcs[0].
+  void reduce(cuda::CUstream stream, void* dst, const void* const* srcs, int nsrc, int64_t count,
+              DataType dtype, ReduceOp op, double postscale);
+  static constexpr int kMaxSources = 16;  // RINGCC_MAX_SOURCES of the kernels
+
+  // Loads the kernels now (they load on first use otherwise).
+  void load_kernels();
+  // Where the loaded kernels came from ("CUBIN for sm_90, compiled by NVRTC 13.0").
+  std::string kernels_origin();
+
+ private:
+  explicit CudaDevice(int ordinal);
+  cuda::CUfunction function(const std::string& name);
+  unsigned int blocks_for(int64_t count, size_t elem_size) const;
+
+  const cuda::DriverApi& api_;
+  DeviceProperties props_;
+  cuda::CUcontext context_ = nullptr;
+  std::mutex mu_;
+  cuda::CUmodule module_ = nullptr;
+  std::string origin_;
+  std::map<std::string, cuda::CUfunction> functions_;
+};
+
+}  // namespace device
+}  // namespace ringcc

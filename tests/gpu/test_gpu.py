@@ -1,0 +1,76 @@
+"""CUDA collectives on a real GPU: `bash tests/gpu/run.sh` runs these on a
+GPU machine (they skip, saying why, anywhere else).
+
+The groups run tests/rank_gpu_cases.py (every dtype and op with pre/post-
+scale, multi-step, fused, ragged allgather, broadcast, uneven
+reduce-scatter, alltoall, host/CUDA mismatch, explicit streams, and a
+kernel queued after the collective on the same stream seeing its result
+with no host synchronisation) over: NCCL at world size 1; 2 and 4 ranks
+sharing the GPU through CUDA IPC; host staging forced; CuPy arrays. A
+killed rank makes the others raise within 10 s."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import ringcc
+from gpu_env import (GROUP_ENV, GROUPS, NOT_ON_GPU, arrays_env, gpu_skip_reason, kill_outcomes, library_reason)
+from rank_gpu_cases import CASES
+
+REASON = gpu_skip_reason(ringcc)
+pytestmark = pytest.mark.skipif(REASON is not None, reason=str(REASON))
+
+def inherited():
+    """The caller's RINGCC_ settings (where NVRTC or NCCL are, the cache),
+    which the ranks keep here, unlike in the CPU tests."""
+    return {k: v for k, v in os.environ.items() if k.startswith("RINGCC_")}
+
+
+def run_group(ranks, name):
+    size, env, tags, what = GROUPS[name]
+    reason = library_reason(what)
+    if reason:
+        pytest.skip(reason)
+    return ranks.group(f"gpu-real-{name}", size, "rank_gpu_cases.py",
+                       env=arrays_env({**inherited(), **GROUP_ENV, **env}), tags=tags, timeout=180)
+
+
+CASE_PARAMS = [
+    pytest.param(name, case.name, id=f"{name}:{case.name}")
+    for name, (size, env, tags, _) in GROUPS.items()
+    for case in CASES.select(size, tags)
+    if case.name not in NOT_ON_GPU
+]
+
+
+@pytest.mark.parametrize("group,case_name", CASE_PARAMS)
+def test_case(ranks, group, case_name):
+    run_group(ranks, group).assert_case(case_name)
+
+
+@pytest.mark.parametrize("group", list(GROUPS))
+def test_group_finished_cleanly(ranks, group):
+    run_group(ranks, group).assert_clean_exit()
+
+
+@pytest.mark.parametrize("backend", ["ipc", "host"])
+def test_killed_rank_fails_the_others_within_10_s(ranks, backend):
+    reason = library_reason("torch")
+    if reason:
+        pytest.skip(reason)
+    out_dir = ranks.scratch_dir(f"gpu-real-kill-{backend}")
+    env = arrays_env({"RINGCC_TIMEOUT_S": "8", "RINGCC_GPU_BACKEND": backend, "RINGCC_TEST_ARRAYS": "torch"})
+    command = ranks.command(3, [str(ranks.tests_dir / "gpu_deadpeer.py"), "--out", str(out_dir), "--victim", "1"],
+                            ["--timeout", "90", "--grace-period", "30"])
+    completed = ranks.run(command, ranks.environment({**inherited(), **env}), 120)
+    problems = kill_outcomes(out_dir, completed.describe())
+    assert not problems, "\n".join(problems)
+
+
+def test_cuda_info_names_the_gpu():
+    info = ringcc.cuda_info()
+    device = info["devices"][0]
+    assert device["name"] and device["uuid"].startswith("GPU-") and device["compute_capability"][0] >= 5
+    assert info["nvrtc"]["found"], info["nvrtc"]
