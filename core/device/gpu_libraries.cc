@@ -33,12 +33,15 @@ std::vector<std::string> toolkit_and_system(GpuLibrary which) {
   std::vector<std::string> out;
   switch (which) {
     case GpuLibrary::kCuda:
-      // The driver comes with the kernel module, not the toolkit; the
-      // toolkit's compat directory holds a newer user-mode driver for
-      // older kernel modules (forward compatibility). Never its stubs/.
-      for (const auto& r : roots) out.push_back(r + "/compat/libcuda.so.1");
+      // The driver comes with the kernel module, not the toolkit: the
+      // loader's libcuda.so.1 first (also the copy a framework already
+      // loaded; a second copy in one process crashes the driver). The
+      // toolkit's compat directory holds a newer user-mode driver for older
+      // kernel modules (forward compatibility): tried only when the
+      // system's does not initialise. Never its stubs/.
       out.push_back("libcuda.so.1");
       out.push_back("/usr/lib/wsl/lib/libcuda.so.1");
+      for (const auto& r : roots) out.push_back(r + "/compat/libcuda.so.1");
       break;
     case GpuLibrary::kNccl:
       out.push_back("libnccl.so.2");
@@ -233,19 +236,45 @@ GpuLibraryInfo search(const std::vector<std::string>& candidates, Api* api, Acce
 
 auto accept_any = [](const auto&, const GpuLibraryInfo&, std::string*) { return true; };
 
+// The first candidate whose cuInit succeeds; when none does, the first
+// that loaded, with its cuInit error.
 void search_cuda(Slot<cuda::DriverApi>& s) {
-  s.info = search(candidates_with(GpuLibrary::kCuda, s.dirs), &s.api, accept_any);
+  const std::vector<std::string> candidates = candidates_with(GpuLibrary::kCuda, s.dirs);
   s.searched = true;
-  if (!s.info.found) return;
-  const cuda::CUresult r = s.api.cuInit(0);
-  if (r == cuda::CUDA_SUCCESS) {
-    s.driver_state.initialized = true;
-    s.driver_state.error.clear();
-  } else if (r == cuda::CUDA_ERROR_STUB_LIBRARY) {
-    s.driver_state.error = "cuInit: " + cuda_error_text(s.api, r) + ": " + s.info.path +
-                           " is the CUDA toolkit's stub, not a driver";
-  } else {
-    s.driver_state.error = "cuInit: " + cuda_error_text(s.api, r);
+  std::ostringstream why;
+  bool have_fallback = false;
+  for (const auto& candidate : candidates) {
+    cuda::DriverApi api;
+    GpuLibraryInfo info = search(std::vector<std::string>{candidate}, &api, accept_any);
+    if (!info.found) {
+      why << info.error;
+      continue;
+    }
+    info.tried = candidates;
+    const cuda::CUresult r = api.cuInit(0);
+    if (r == cuda::CUDA_SUCCESS) {
+      s.api = api;
+      s.info = info;
+      s.driver_state.initialized = true;
+      s.driver_state.error.clear();
+      return;
+    }
+    std::string error = "cuInit: " + cuda_error_text(api, r);
+    if (r == cuda::CUDA_ERROR_STUB_LIBRARY) {
+      error += ": " + candidate + " is the CUDA toolkit's stub, not a driver";
+    }
+    why << candidate << ": " << error << "\n";
+    if (!have_fallback) {
+      have_fallback = true;
+      s.api = api;
+      s.info = info;
+      s.driver_state.error = error;
+    }
+  }
+  if (!have_fallback) {
+    s.info = GpuLibraryInfo();
+    s.info.tried = candidates;
+    s.info.error = why.str().empty() ? "no candidate to try\n" : why.str();
   }
 }
 

@@ -71,6 +71,15 @@ export PATH="$(dirname "$RUN"):$PATH"
 # Outside the source tree, so that the installed package is the one imported.
 (cd /tmp && "$RUN" -m ringcc.launcher --check-build) 2>&1 | tee -a "$LOG"
 
+log "smoke: ringcc beside torch's CUDA"
+(cd /tmp && timeout 60 "$RUN" -X faulthandler -c "
+import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()
+import ringcc; info = ringcc.cuda_info()
+print(info['path'], info['version'], info['initialized'], info['error'] or '', [d['name'] for d in info['devices']])
+ringcc.init(); x = torch.ones(4, device='cuda'); ringcc.allreduce_(x); torch.cuda.synchronize()
+print('world size 1:', ringcc.gpu_backend(), x.tolist()); ringcc.shutdown()
+") 2>&1 | tee -a "$LOG"
+
 log "tests/gpu"
 status=0
 if "$RUN" -c "import pytest" 2>/dev/null; then
