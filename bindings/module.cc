@@ -20,6 +20,7 @@ void bind_collectives(py::module_& m);
 PYBIND11_MODULE(_core, m) {
   m.doc() = "ringcc's C++ core: transports, collectives, reductions.";
   ringcc_py::bind_errors(m);
+  ringcc_py::install_interrupt_hook();
   ringcc_py::bind_collectives(m);
   bind_reduction(m);
   bind_store(m);

@@ -415,12 +415,20 @@ class _Console:
         self.write_line("stderr", f"ringrun: {text}\n".encode(errors="replace"))
 
 
-def _forward_output(pipe, prefix: bytes, stream_name: str, console: _Console) -> None:
+def _forward_output(pipe, prefix: bytes, stream_name: str, console: _Console,
+                    on_line: Optional[Callable[[bytes], None]] = None) -> None:
     with pipe:
         for line in iter(pipe.readline, b""):
+            if on_line is not None:
+                on_line(line)
             if prefix and not line.endswith(b"\n"):
                 line += b"\n"
             console.write_line(stream_name, prefix + line)
+
+
+# The line ringcc logs (on stderr) when a rank aborts the job for a failure
+# of its own: an uncaught exception, or a signal that became one.
+_ABORT_LINE = re.compile(rb"\[ringcc rank (\d+)\] ERROR: rank (\d+) aborts the job: ([^\r\n]*)")
 
 
 def _signal_process_group(process: subprocess.Popen, signum: int) -> None:
@@ -475,6 +483,11 @@ class JobRunner:
         self._ranks: List[Tuple[int, subprocess.Popen]] = []
         self._readers: List[threading.Thread] = []
         self._received_signals: List[int] = []
+        # What tells which rank failed first: the ranks' own word (ringcc's
+        # abort line) and, failing that, when each process ended.
+        self._events_lock = threading.Lock()
+        self._aborts: List[Tuple[float, int, str]] = []
+        self._exit_times: Dict[int, float] = {}
 
     def run(self, launches: Sequence[RankLaunch], timeout: Optional[float]) -> int:
         with _recording_signals(self._received_signals):
@@ -508,15 +521,52 @@ class JobRunner:
             self._ranks.append((rank, process))
             for pipe, stream_name in ((process.stdout, "stdout"), (process.stderr, "stderr")):
                 prefix = f"[{rank}]<{stream_name}>: ".encode() if self._prefix_output else b""
+                on_line = (lambda line, r=rank: self._note_line(r, line)) if stream_name == "stderr" else None
                 reader = threading.Thread(
                     target=_forward_output,
-                    args=(pipe, prefix, stream_name, self._console),
+                    args=(pipe, prefix, stream_name, self._console, on_line),
                     name=f"ringrun-rank{rank}-{stream_name}",
                     daemon=True,
                 )
                 reader.start()
                 self._readers.append(reader)
+            threading.Thread(target=self._note_exit, args=(rank, process),
+                             name=f"ringrun-rank{rank}-exit", daemon=True).start()
         return None
+
+    def _note_line(self, rank: int, line: bytes) -> None:
+        if b"aborts the job: " not in line:
+            return
+        match = _ABORT_LINE.search(line)
+        if match is None or int(match.group(1)) != int(match.group(2)):
+            return
+        with self._events_lock:
+            self._aborts.append((time.monotonic(), rank, match.group(3).decode(errors="replace")))
+
+    def _note_exit(self, rank: int, process: subprocess.Popen) -> None:
+        process.wait()
+        with self._events_lock:
+            self._exit_times[rank] = time.monotonic()
+
+    def _describe_failure(self, rank: int, returncode: int) -> str:
+        """Names the rank that failed first: the first to say it aborted the
+        job, else the first to end with an error; `rank` is the one seen."""
+        time.sleep(_POLL_INTERVAL_S)  # lines and exits already on their way
+        with self._events_lock:
+            aborts = sorted(self._aborts)
+            exit_times = dict(self._exit_times)
+        if aborts:
+            _, first, reason = aborts[0]
+            if first == rank:
+                return f"{describe_exit(rank, returncode)} after it aborted the job ({reason})"
+            return f"rank {first} failed first (it aborted the job: {reason}); {describe_exit(rank, returncode)}"
+        failed = [(exit_times.get(r, float("inf")), r, process.returncode)
+                  for r, process in self._ranks if process.poll()]
+        if failed:
+            _, first, code = min(failed)
+            if first != rank:
+                return f"{describe_exit(first, code)} first; {describe_exit(rank, returncode)}"
+        return describe_exit(rank, returncode)
 
     def _supervise(self, timeout: Optional[float]) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -526,7 +576,7 @@ class JobRunner:
             for rank, process in self._ranks:
                 returncode = process.poll()
                 if returncode:
-                    self._console.message(describe_exit(rank, returncode) + "; stopping the other ranks")
+                    self._console.message(self._describe_failure(rank, returncode) + "; stopping the other ranks")
                     self._stop_all(interrupted=False)
                     return exit_status(returncode)
             if all(process.returncode is not None for _, process in self._ranks):
