@@ -818,7 +818,7 @@ void bind_collectives(py::module_& m) {
   m.def("_mpi_finalize_if_ours", [] {
     if (ringcc::mpi_plugin_info().loaded) ringcc::mpi_finalize_if_ours();
   });
-  m.def("shutdown", [](bool at_exit) {
+  m.def("shutdown", [] {
     if (!g_comm) return;
     std::shared_ptr<ringcc::Communicator> c;
     {
@@ -842,15 +842,13 @@ void bind_collectives(py::module_& m) {
       e.reset();
     }
     try {
-      c->shutdown(!at_exit);
+      c->shutdown();
     } catch (const ringcc::Error& error) {
       if (error.kind() != ErrorKind::kInterrupted) throw;
       if (!interrupted) interrupted = std::current_exception();
     }
     if (interrupted) std::rethrow_exception(interrupted);
-  }, py::arg("at_exit") = false,
-     "Leaves the job (at_exit: the process is exiting, so no later init() needs the\n"
-     "ranks to leave in step).");
+  }, "Leaves the job; within RINGCC_TIMEOUT_S whatever is pending here or elsewhere.");
   m.def("_abort", [](const std::string& reason, bool first_failure) {
     auto live = live_communicators();
     if (live.empty()) return false;

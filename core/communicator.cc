@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <thread>
+#include <unordered_set>
 
 #include <ifaddrs.h>
 #include <netinet/in.h>
@@ -39,6 +41,21 @@ std::string random_hex(size_t bytes) {
 std::chrono::milliseconds until(Deadline deadline) {
   return std::max(std::chrono::milliseconds(1),
                   std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+}
+
+// Jobs this process was part of and left: a store that still serves one is
+// not the job an init() is looking for.
+std::mutex g_left_jobs_mu;
+std::unordered_set<std::string> g_left_jobs;
+
+bool left_job(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(g_left_jobs_mu);
+  return g_left_jobs.count(job_id) > 0;
+}
+
+void remember_left_job(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(g_left_jobs_mu);
+  g_left_jobs.insert(job_id);
 }
 
 std::vector<std::string> split_lines(const std::string& s) {
@@ -153,24 +170,51 @@ void Communicator::meet_through_mpi(const RendezvousInfo& info, Deadline deadlin
 void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
   secret_ = info.secret;
   if (!store_ && info.mpi) meet_through_mpi(info, deadline);
+  bool own_store = false;
   if (!store_) {
     if (rank_ == 0) {
       store_server_ = std::make_unique<TcpStoreServer>("", info.master_port, secret_);
     }
-    store_ = std::make_shared<TcpStore>(info.master_addr, info.master_port, secret_, deadline);
+    own_store = true;
   }
-  Store& store = *store_;
   if (rank_ == 0) {
+    if (own_store) {
+      store_ = std::make_shared<TcpStore>(info.master_addr, info.master_port, secret_, deadline);
+    }
     if (secret_.empty()) {
       secret_ = random_hex(32);
-      store.set("ringcc/secret", secret_);
+      store_->set("ringcc/secret", secret_);
     }
     job_id_ = random_hex(6);
-    store.set("ringcc/job", job_id_);
+    store_->set("ringcc/job", job_id_);
   } else {
-    if (secret_.empty()) secret_ = store.get("ringcc/secret", until(deadline));
-    job_id_ = store.get("ringcc/job", until(deadline));
+    // Rank 0 may still serve the store of a job this process has left (an
+    // init() right after a shutdown() is faster than rank 0's): meet again
+    // once it serves the new one.
+    for (;;) {
+      try {
+        if (own_store) {
+          store_ = std::make_shared<TcpStore>(info.master_addr, info.master_port, secret_, deadline);
+        }
+        if (secret_.empty()) secret_ = store_->get("ringcc/secret", until(deadline));
+        job_id_ = store_->get("ringcc/job", until(deadline));
+        if (!own_store || !left_job(job_id_)) break;
+      } catch (const Error& e) {
+        // The old store closed under us.
+        if (!own_store || e.kind() != ErrorKind::kPeerFailure || Clock::now() >= deadline) throw;
+      }
+      if (Clock::now() >= deadline) {
+        raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(),
+              " s waiting for rank 0 to start a new job at ", info.master_addr, ":",
+              info.master_port, " (it still serves job ", job_id_, ", which this process left)");
+      }
+      store_.reset();
+      secret_ = info.secret;
+      poll_interrupt();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
+  Store& store = *store_;
 
   // Who is where: ranks are grouped by host name.
   const std::string host = host_name();
@@ -714,7 +758,7 @@ void Communicator::worker_loop() {
   }
 }
 
-void Communicator::shutdown(bool in_step) {
+void Communicator::shutdown() {
   {
     std::lock_guard<std::mutex> lock(order_mu_);
     if (stopping_) return;
@@ -749,9 +793,10 @@ void Communicator::shutdown(bool in_step) {
     }
   }
   if (worker_.joinable()) worker_.join();
+  if (!job_id_.empty()) remember_left_job(job_id_);
   if (!interrupted) {
     try {
-      leave_in_step(deadline, in_step);
+      leave_in_step(deadline);
     } catch (const Error&) {
       interrupted = std::current_exception();
     }
@@ -771,7 +816,7 @@ void Communicator::shutdown(bool in_step) {
   if (interrupted) std::rethrow_exception(interrupted);
 }
 
-void Communicator::leave_in_step(Deadline deadline, bool wait_for_close) {
+void Communicator::leave_in_step(Deadline deadline) {
   if (size_ <= 1 || !store_) return;
   // A peer still waiting for us in a collective we will never join fails
   // now rather than at its deadline (what we sent still arrives).
@@ -779,27 +824,17 @@ void Communicator::leave_in_step(Deadline deadline, bool wait_for_close) {
   if (local_shm_) local_shm_->leave();
   if (tcp_) tcp_->leave();
   if (broken()) return;
-  // Leave in step: rank 0 keeps serving the store until every rank has
-  // checked out (a slower rank may still be meeting the others through
-  // it), the others wait until it stops serving, so that an init() after
-  // this one cannot meet in the old store (an exiting process will not).
-  // A failure anywhere in the job ends the wait: the failed rank may never
-  // check out.
+  // Rank 0 keeps serving the store until every rank has checked out: a
+  // slower rank may still be meeting the others through it. A failure
+  // anywhere in the job ends the wait (the failed rank may never check
+  // out). The others need not wait: an init() that finds this job's store
+  // still up waits for the next one (join_job()).
   try {
     store_->add("ringcc/shutdown", 1);
     if (store_server_) {
       while (Clock::now() < deadline && store_->add("ringcc/shutdown", 0) < size_ && !job_failed()) {
         poll_interrupt();
         usleep(1000);
-      }
-    } else if (wait_for_close && dynamic_cast<TcpStore*>(store_.get())) {
-      while (Clock::now() < deadline && !job_failed()) {
-        try {
-          store_->get("ringcc/never-set",
-                      std::min(std::chrono::milliseconds(200), until(deadline)));
-        } catch (const Error& e) {
-          if (e.kind() != ErrorKind::kTimeout) throw;
-        }
       }
     }
   } catch (const Error& e) {

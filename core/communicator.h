@@ -59,13 +59,11 @@ class Communicator {
   void grouped_allreduce(std::vector<CollectiveArgs>& list);
 
   // Leaves the job: waits for queued work, tells the peers this rank takes
-  // part in nothing more, then closes links in step with the other ranks
-  // (with in_step, so that a later communicator can meet at the same
-  // address: a process that is exiting need not). Returns within timeout_s():
-  // past it (or when a signal handler raises on an interruptible thread,
-  // which then gets Error(kInterrupted)) it aborts what is still running.
-  // Idempotent.
-  void shutdown(bool in_step = true);
+  // part in nothing more, then (rank 0) serves the rendezvous store until
+  // every rank has checked out. Returns within timeout_s(): past it (or
+  // when a signal handler raises on an interruptible thread, which then
+  // gets Error(kInterrupted)) it aborts what is still running. Idempotent.
+  void shutdown();
 
   // Gives up at once: a collective blocked on this rank (here or on a
   // peer) fails with PeerFailure naming `reason`; the communicator is
@@ -121,7 +119,7 @@ class Communicator {
   // for interrupts on interruptible threads.
   template <class Pred>
   bool wait_order(std::unique_lock<std::mutex>& lock, Deadline deadline, Pred pred);
-  void leave_in_step(Deadline deadline, bool wait_for_close);
+  void leave_in_step(Deadline deadline);
   void wake_worker();
   void finish_turn();
 

@@ -318,7 +318,7 @@ def _shutdown_at_exit():
         _abort_on_exit(type(error), error)
     try:
         if _core.is_initialized():
-            _core.shutdown(True)
+            _core.shutdown()
     except BaseException:  # noqa: BLE001 - the process is ending; nothing useful to report
         pass
     try:
