@@ -548,25 +548,27 @@ class JobRunner:
         with self._events_lock:
             self._exit_times[rank] = time.monotonic()
 
-    def _describe_failure(self, rank: int, returncode: int) -> str:
+    def _describe_failure(self, rank: int, returncode: int) -> Tuple[str, int]:
         """Names the rank that failed first: the first to say it aborted the
-        job, else the first to end with an error; `rank` is the one seen."""
+        job, else the first to end with an error (`rank` is the one seen to
+        end). Returns the message and the exit status: the first failed
+        rank's when it has ended with an error, else `rank`'s."""
         time.sleep(_POLL_INTERVAL_S)  # lines and exits already on their way
         with self._events_lock:
             aborts = sorted(self._aborts)
             exit_times = dict(self._exit_times)
+        codes = {r: process.poll() for r, process in self._ranks}
         if aborts:
             _, first, reason = aborts[0]
             if first == rank:
-                return f"{describe_exit(rank, returncode)} after it aborted the job ({reason})"
-            return f"rank {first} failed first (it aborted the job: {reason}); {describe_exit(rank, returncode)}"
-        failed = [(exit_times.get(r, float("inf")), r, process.returncode)
-                  for r, process in self._ranks if process.poll()]
-        if failed:
-            _, first, code = min(failed)
-            if first != rank:
-                return f"{describe_exit(first, code)} first; {describe_exit(rank, returncode)}"
-        return describe_exit(rank, returncode)
+                return f"{describe_exit(rank, returncode)} after it aborted the job ({reason})", returncode
+            message = f"rank {first} failed first (it aborted the job: {reason}); {describe_exit(rank, returncode)}"
+            return message, codes.get(first) or returncode
+        failed = sorted((exit_times.get(r, float("inf")), r) for r, code in codes.items() if code)
+        if failed and failed[0][1] != rank:
+            first = failed[0][1]
+            return f"{describe_exit(first, codes[first])} first; {describe_exit(rank, returncode)}", codes[first]
+        return describe_exit(rank, returncode), returncode
 
     def _supervise(self, timeout: Optional[float]) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -576,9 +578,10 @@ class JobRunner:
             for rank, process in self._ranks:
                 returncode = process.poll()
                 if returncode:
-                    self._console.message(self._describe_failure(rank, returncode) + "; stopping the other ranks")
+                    message, status = self._describe_failure(rank, returncode)
+                    self._console.message(message + "; stopping the other ranks")
                     self._stop_all(interrupted=False)
-                    return exit_status(returncode)
+                    return exit_status(status)
             if all(process.returncode is not None for _, process in self._ranks):
                 return 0
             if deadline is not None and time.monotonic() >= deadline:
@@ -911,9 +914,12 @@ output:
   (--no-prefix: unchanged).
 
 exit status:
-  0 when every rank succeeds. When a rank fails, ringrun reports it, stops
-  the other ranks (SIGTERM to each rank's process group, SIGKILL after the
-  grace period) and exits with that rank's code (128 + N for signal N).
+  0 when every rank succeeds. When a rank fails, ringrun names the rank that
+  failed first (the first to log that it aborted the job, which ringcc does
+  for an uncaught exception; else the first to end with an error, not a
+  rank that only failed because of it), stops the other ranks (SIGTERM to
+  each rank's process group, SIGKILL after the grace period) and exits with
+  that rank's code (128 + N for signal N).
   SIGINT, SIGTERM or SIGHUP to ringrun sends SIGINT to the ranks, then
   escalates; the exit status is 128 + the signal (130 for Ctrl-C).
   --timeout expiry: 124. A rank that cannot be started: 127.
