@@ -82,8 +82,8 @@ def main(argv=None) -> int:
     how.add_argument("--signal", action="store_true", help="rank 1 gets SIGINT (KeyboardInterrupt)")
     args = parser.parse_args(argv)
     rank, barrier, blocking = setup(args.api)
-    barrier()
     if rank == 1:
+        barrier()
         write_json(os.path.join(args.out, "failed1.json"), {"time": time.time()})
         if args.exit:
             sys.exit(3)
@@ -95,6 +95,7 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     start = time.time()
     try:
+        barrier()  # may already fail, where collectives run asynchronously (JAX)
         blocking()
     except BaseException as error:
         write_json(os.path.join(args.out, "outcome0.json"), {

@@ -296,8 +296,9 @@ def _abort_on_exit(exc_type, error):
     if len(text) > 300:
         text = text[:297] + "..."
     reason = f"exiting on an uncaught {getattr(exc_type, '__name__', exc_type)}" + (f": {text}" if text else "")
-    # A rank that dies of another's failure is not the first failure.
-    first = not isinstance(error, PeerFailureError)
+    # A rank that dies of another's failure is not the first failure (JAX
+    # and MXNet report the core's error inside their own exception types).
+    first = not (isinstance(error, PeerFailureError) or "ringcc.PeerFailureError" in text)
     try:
         _core._abort(reason, first)
     except BaseException:  # noqa: BLE001 - the process is ending either way

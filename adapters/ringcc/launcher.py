@@ -426,9 +426,13 @@ def _forward_output(pipe, prefix: bytes, stream_name: str, console: _Console,
             console.write_line(stream_name, prefix + line)
 
 
-# The line ringcc logs (on stderr) when a rank aborts the job for a failure
-# of its own: an uncaught exception, or a signal that became one.
+# The lines ringcc logs (on stderr) when a rank aborts the job on an
+# uncaught exception: one of its own, or one that another rank's failure
+# caused (whose message names that rank first).
 _ABORT_LINE = re.compile(rb"\[ringcc rank (\d+)\] ERROR: rank (\d+) aborts the job: ([^\r\n]*)")
+_CONSEQUENCE_LINE = re.compile(
+    rb"\[ringcc rank (\d+)\] ERROR: rank (\d+) aborts after a failure elsewhere in the job: ([^\r\n]*)")
+_NAMED_RANK = re.compile(r"\brank (\d+)\b|\brank\(s\) \[(\d+)")
 
 
 def _signal_process_group(process: subprocess.Popen, signum: int) -> None:
@@ -487,6 +491,7 @@ class JobRunner:
         # abort line) and, failing that, when each process ended.
         self._events_lock = threading.Lock()
         self._aborts: List[Tuple[float, int, str]] = []
+        self._blamed: List[Tuple[float, int, int, str]] = []  # (time, blamed rank, reporter, message)
         self._exit_times: Dict[int, float] = {}
 
     def run(self, launches: Sequence[RankLaunch], timeout: Optional[float]) -> int:
@@ -535,13 +540,22 @@ class JobRunner:
         return None
 
     def _note_line(self, rank: int, line: bytes) -> None:
-        if b"aborts the job: " not in line:
+        if b"] ERROR: rank " not in line:
             return
         match = _ABORT_LINE.search(line)
-        if match is None or int(match.group(1)) != int(match.group(2)):
+        if match is not None and int(match.group(1)) == int(match.group(2)):
+            with self._events_lock:
+                self._aborts.append((time.monotonic(), rank, match.group(3).decode(errors="replace")))
             return
-        with self._events_lock:
-            self._aborts.append((time.monotonic(), rank, match.group(3).decode(errors="replace")))
+        match = _CONSEQUENCE_LINE.search(line)
+        if match is not None and int(match.group(1)) == int(match.group(2)):
+            message = match.group(3).decode(errors="replace")
+            for named in _NAMED_RANK.finditer(message):
+                blamed = int(named.group(1) or named.group(2))
+                if blamed != rank:
+                    with self._events_lock:
+                        self._blamed.append((time.monotonic(), blamed, rank, message))
+                    return
 
     def _note_exit(self, rank: int, process: subprocess.Popen) -> None:
         process.wait()
@@ -556,6 +570,7 @@ class JobRunner:
         time.sleep(_POLL_INTERVAL_S)  # lines and exits already on their way
         with self._events_lock:
             aborts = sorted(self._aborts)
+            blamed = sorted(self._blamed)
             exit_times = dict(self._exit_times)
         codes = {r: process.poll() for r, process in self._ranks}
         if aborts:
@@ -563,6 +578,10 @@ class JobRunner:
             if first == rank:
                 return f"{describe_exit(rank, returncode)} after it aborted the job ({reason})", returncode
             message = f"rank {first} failed first (it aborted the job: {reason}); {describe_exit(rank, returncode)}"
+            return message, codes.get(first) or returncode
+        if blamed and blamed[0][1] in codes:
+            _, first, reporter, reason = blamed[0]
+            message = f"rank {first} failed first (rank {reporter}: {reason}); {describe_exit(rank, returncode)}"
             return message, codes.get(first) or returncode
         failed = sorted((exit_times.get(r, float("inf")), r) for r, code in codes.items() if code)
         if failed and failed[0][1] != rank:
