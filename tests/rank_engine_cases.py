@@ -80,7 +80,7 @@ def stall_check_s() -> float:
 
 
 def stall_shutdown_s() -> float:
-    return setting("RINGCC_STALL_SHUTDOWN_S", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", 0.0)
+    return setting("RINGCC_STALL_SHUTDOWN_S", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", 600.0)
 
 
 def env_timeline() -> str:
