@@ -820,6 +820,7 @@ void bind_collectives(py::module_& m) {
   });
   m.def("shutdown", [] {
     if (!g_comm) return;
+    check_not_in_signal_handler();  // before anything is let go of
     std::shared_ptr<ringcc::Communicator> c;
     {
       std::lock_guard<std::mutex> lock(g_comm_mu);

@@ -20,11 +20,19 @@ PyObject* g_pending_value = nullptr;
 PyObject* g_pending_traceback = nullptr;
 unsigned long g_main_thread = 0;
 
+// True while run_signal_handlers() runs the handlers (main thread only): a
+// handler must not start another blocking call of the core, whose waits
+// would wait for the very call it interrupted.
+bool g_in_signal_handler = false;
+
 bool run_signal_handlers() {
   if (!Py_IsInitialized() || _Py_IsFinalizing()) return false;
   PyGILState_STATE gil = PyGILState_Ensure();
   bool stop = false;
-  if (PyErr_CheckSignals() != 0) {
+  g_in_signal_handler = true;
+  const int raised = PyErr_CheckSignals();
+  g_in_signal_handler = false;
+  if (raised != 0) {
     Py_XDECREF(g_pending_type);
     Py_XDECREF(g_pending_value);
     Py_XDECREF(g_pending_traceback);
@@ -131,6 +139,15 @@ void install_interrupt_hook() {
   ringcc::set_interrupt_hook(run_signal_handlers);
 }
 
-BlockingCall::BlockingCall() : interruptible_(on_main_thread()) {}
+void check_not_in_signal_handler() {
+  if (g_in_signal_handler && on_main_thread()) {
+    ringcc::raise(ringcc::ErrorKind::kInvalidArgument,
+                  "a signal handler that interrupted a ringcc call cannot make another blocking "
+                  "ringcc call (it would wait for the one it interrupted); raise an exception from "
+                  "the handler instead, and ringcc aborts what was interrupted");
+  }
+}
+
+BlockingCall::BlockingCall() : interruptible_(on_main_thread()) { check_not_in_signal_handler(); }
 
 }  // namespace ringcc_py

@@ -39,4 +39,8 @@ class BlockingCall {
 // True on the interpreter's main thread (the one that runs signal handlers).
 bool on_main_thread();
 
+// Raises Error(kInvalidArgument) in a signal handler that interrupted a
+// blocking call of the core (BlockingCall checks it too).
+void check_not_in_signal_handler();
+
 }  // namespace ringcc_py

@@ -167,18 +167,18 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
   if (last_enqueued_bit_ >= 0 && holds(next_bit_hint_[static_cast<size_t>(last_enqueued_bit_)])) {
     bit = next_bit_hint_[static_cast<size_t>(last_enqueued_bit_)];
   }
+  int name_bit = bit;  // the name's bit, whatever description it was cached with
   if (bit < 0) {
     auto cached = cache_index_.find(std::string(name));
-    if (cached != cache_index_.end() && holds(cached->second)) bit = cached->second;
+    if (cached != cache_index_.end()) {
+      name_bit = cached->second;
+      if (holds(cached->second)) bit = cached->second;
+    }
   }
   // A name may be enqueued again once its previous collective completed.
   // Checked here, on the caller's thread, so that the answer depends only
   // on what the caller could know (as Horovod's enqueue does).
-  bool busy = bit >= 0 && busy_bits_[static_cast<size_t>(bit)];
-  if (!busy && bit < 0) {
-    auto cached = cache_index_.find(std::string(name));
-    busy = cached != cache_index_.end() && busy_bits_[static_cast<size_t>(cached->second)];
-  }
+  bool busy = name_bit >= 0 && busy_bits_[static_cast<size_t>(name_bit)];
   if (!busy && !busy_names_.empty()) busy = busy_names_.count(std::string(name)) > 0;
   if (busy) {
     lock.unlock();

@@ -199,10 +199,42 @@ class Job:
         self.records.append(record)
         print("INTERRUPT " + json.dumps(record), flush=True)
 
+    def handler_calls_shutdown(self) -> None:
+        """A handler that calls shutdown() while the main thread is in a barrier: it cannot wait
+        for the barrier it interrupted, so it raises, which ends the barrier; shutdown() then works."""
+        tag = "handler-calls-shutdown"
+        record = {"case": tag}
+        ringcc.init()
+        ringcc.barrier()
+        if self.rank == 0:
+            previous = signal.signal(signal.SIGUSR1, lambda *_: ringcc.shutdown())
+            timer = threading.Timer(DELAY_S, os.kill, (os.getpid(), signal.SIGUSR1))
+            timer.start()
+            start = time.monotonic()
+            try:
+                ringcc.barrier()
+                record["outcome"] = "returned"
+            except Exception as error:  # noqa: BLE001 - judged by the test
+                record["outcome"] = describe(error)
+                record["invalid_argument"] = isinstance(error, ringcc.InvalidArgumentError)
+            record["blocked_s"] = time.monotonic() - start
+            timer.join()
+            signal.signal(signal.SIGUSR1, previous)
+            open(self.marker(tag), "w").close()
+        else:
+            record["marker_seen"] = self.wait_for_marker(tag)
+            self.after(record, "peer_call", ringcc.barrier)
+        start = time.monotonic()
+        self.after(record, "shutdown", ringcc.shutdown)
+        record["shutdown_s"] = time.monotonic() - start
+        self.records.append(record)
+        print("INTERRUPT " + json.dumps(record), flush=True)
+
     def run(self) -> int:
         signal.signal(signal.SIGALRM, on_alarm)
         os.makedirs(self.args.out, exist_ok=True)
-        kinds = [k for k in KINDS if not self.args.kinds or k in self.args.kinds.split(",")]
+        kinds = [k for k in KINDS if (not self.args.kinds or k in self.args.kinds.split(","))
+                 and not (self.args.no_torch and k == "torch_work_wait")]
         if "torch_work_wait" in kinds:
             try:
                 import datetime
@@ -215,6 +247,8 @@ class Job:
         for kind in kinds:
             for which in SIGNALS:
                 self.run_case(kind, which)
+        if not self.args.kinds:
+            self.handler_calls_shutdown()
         if self.torch_group is not None:
             import torch.distributed as dist
             dist.destroy_process_group()
@@ -227,6 +261,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--kinds", default="", help="comma-separated subset of " + ",".join(KINDS))
+    parser.add_argument("--no-torch", action="store_true", help="leave out torch_work_wait")
     parser.add_argument("--hold-s", type=float, default=5.0,
                         help="how long rank 1 holds back when rank 0's wait is not interrupted")
     return Job(parser.parse_args(argv)).run()

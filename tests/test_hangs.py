@@ -140,9 +140,9 @@ RESUMABLE = ("handle_wait", "synchronize", "join", "torch_work_wait")
 @pytest.fixture(scope="module")
 def interrupt_records(ranks):
     out = ranks.scratch_dir("interrupts")
-    kinds = [k for k in INTERRUPT_KINDS if HAVE_TORCH or k != "torch_work_wait"]
-    command = ranks.command(2, [str(ranks.tests_dir / "rank_interrupts.py"), "--out", str(out),
-                                "--kinds", ",".join(kinds)], ["--timeout", "150"])
+    options = [] if HAVE_TORCH else ["--no-torch"]
+    command = ranks.command(2, [str(ranks.tests_dir / "rank_interrupts.py"), "--out", str(out), *options],
+                            ["--timeout", "150"])
     completed = ranks.run(command, ranks.environment({"RINGCC_TIMEOUT_S": "20"}), 170)
     assert completed.returncode == 0, completed.describe()
     records = [{r["case"]: r for r in read_json(out / f"rank{rank}.json", completed)} for rank in range(2)]
@@ -179,6 +179,19 @@ def test_signal_interrupts_a_blocked_wait(interrupt_records, kind, which):
         else:
             status, message = waiter["later_call"]
             assert status == "error" and "PeerFailureError" in message and "interrupted" in message, context
+    for record in (waiter, peer):
+        assert record["shutdown"][0] == "ok" and record["shutdown_s"] < 2.0, context
+
+
+def test_signal_handler_cannot_block_in_ringcc(interrupt_records):
+    """A handler that calls shutdown() during a barrier raises instead of waiting for the barrier
+    it interrupted; that ends the barrier, and shutdown() afterwards works on both ranks."""
+    (rank0, rank1), _ = interrupt_records
+    waiter, peer = rank0["handler-calls-shutdown"], rank1["handler-calls-shutdown"]
+    context = f"rank 0: {waiter}\nrank 1: {peer}"
+    assert waiter.get("invalid_argument") and "signal handler" in waiter["outcome"], context
+    assert waiter["blocked_s"] < 1.5, context
+    assert peer["peer_call"][0] == "error" and "rank 0" in peer["peer_call"][1], context
     for record in (waiter, peer):
         assert record["shutdown"][0] == "ok" and record["shutdown_s"] < 2.0, context
 
