@@ -853,7 +853,9 @@ void bind_collectives(py::module_& m) {
   m.def("_abort", [](const std::string& reason, bool first_failure) {
     auto live = live_communicators();
     if (live.empty()) return false;
-    const int rank = g_comm ? g_comm->rank() : live.front()->rank();
+    // The rank the log lines carry (the last communicator made), so that
+    // the line names this process as its prefix does.
+    const int rank = ringcc::log_rank() >= 0 ? ringcc::log_rank() : live.front()->rank();
     // ringrun reads the first of these lines to name the rank that failed
     // first; a rank that fails because of another's failure says so.
     if (first_failure) {
