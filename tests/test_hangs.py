@@ -28,8 +28,8 @@ HAVE_TORCH = importlib.util.find_spec("torch") is not None
 HAVE_JAX = importlib.util.find_spec("jax") is not None
 
 STRESS_CYCLES = int(os.environ.get("RINGCC_STRESS_CYCLES", "500"))
-# Over TCP a cycle costs about 0.2 s (connection set-up and tear-down): fewer.
-STRESS_TCP_CYCLES = max(1, STRESS_CYCLES // 12)
+# Over TCP a cycle costs about 0.3 s (connection set-up and tear-down): fewer.
+STRESS_TCP_CYCLES = max(1, STRESS_CYCLES // 25)
 STRESS_TIMEOUT_S = 120 + STRESS_CYCLES * 0.25
 
 
