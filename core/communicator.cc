@@ -206,7 +206,7 @@ void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
       if (Clock::now() >= deadline) {
         raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(),
               " s waiting for rank 0 to start a new job at ", info.master_addr, ":",
-              info.master_port, " (it still serves job ", job_id_, ", which this process left)");
+              info.master_port, " (it still serves a job this process left)");
       }
       store_.reset();
       secret_ = info.secret;
