@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -24,6 +25,8 @@
 #include "core/prefix_store.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/interrupt.h"
+#include "core/log.h"
 #include "core/mpi_library.h"
 #include "core/rendezvous.h"
 #include "core/store.h"
@@ -40,6 +43,28 @@ namespace {
 std::shared_ptr<ringcc::Communicator> g_comm;
 std::mutex g_comm_mu;  // guards g_comm against threads without the GIL (XLA's)
 std::unique_ptr<ringcc::Engine> g_engine;  // named collectives of g_comm's ranks
+
+// Every communicator of this process (the module's, its engine's, the
+// adapters'), so that a process that exits on an error can abort them all.
+std::mutex g_registry_mu;
+std::vector<std::weak_ptr<ringcc::Communicator>> g_registry;
+
+void register_communicator(const std::shared_ptr<ringcc::Communicator>& c) {
+  std::lock_guard<std::mutex> lock(g_registry_mu);
+  g_registry.erase(std::remove_if(g_registry.begin(), g_registry.end(),
+                                  [](const auto& w) { return w.expired(); }),
+                   g_registry.end());
+  g_registry.push_back(c);
+}
+
+std::vector<std::shared_ptr<ringcc::Communicator>> live_communicators() {
+  std::vector<std::shared_ptr<ringcc::Communicator>> live;
+  std::lock_guard<std::mutex> lock(g_registry_mu);
+  for (const auto& w : g_registry) {
+    if (auto c = w.lock()) live.push_back(std::move(c));
+  }
+  return live;
+}
 
 ringcc::Engine& engine() {
   if (!g_engine) {
@@ -76,8 +101,10 @@ void reject_device_by_name(ringcc::MemoryKind memory) {
     failed.failed_kind = kind;
     failed.local_error = e.what();
     try {
-      py::gil_scoped_release release;
+      BlockingCall call;
       c.run(failed);
+    } catch (const ringcc::Error& interrupted) {
+      if (interrupted.kind() == ErrorKind::kInterrupted) throw;
     } catch (...) {
     }
   }
@@ -279,7 +306,7 @@ py::object launch(ringcc::Communicator& c, CollectiveKind kind, Make&& make, boo
     return make_handle(std::move(h));
   }
   {
-    py::gil_scoped_release release;
+    BlockingCall call;
     c.run(p->args);
   }
   return p->result(*p);
@@ -415,7 +442,7 @@ py::object do_grouped_allreduce(ringcc::Communicator& c, py::list tensors, int o
     return make_handle(std::move(h));
   }
   {
-    py::gil_scoped_release release;
+    BlockingCall call;
     c.grouped_allreduce(list);
   }
   py::list outs;
@@ -454,6 +481,7 @@ class PythonStore : public ringcc::Store {
         ringcc::raise(ErrorKind::kTimeout, "timed out after ", timeout.count() / 1000.0,
                       " s waiting for key '", key, "' in the rendezvous store");
       }
+      ringcc::poll_interrupt();
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::microseconds(20000));
     }
@@ -723,8 +751,13 @@ void bind_collectives(py::module_& m) {
                ringcc::raise(ErrorKind::kInvalidArgument, "invalid rank ", rank, " for size ", size);
              }
              auto bridge = std::make_shared<PythonStore>(store);
-             py::gil_scoped_release release;
-             return std::make_shared<ringcc::Communicator>(info, bridge);
+             std::shared_ptr<ringcc::Communicator> c;
+             {
+               BlockingCall call;
+               c = std::make_shared<ringcc::Communicator>(info, bridge);
+             }
+             register_communicator(c);
+             return c;
            }),
            py::arg("rank"), py::arg("size"), py::arg("store"), py::arg("timeout_s") = 0.0,
            "Joins a group of `size` ranks through `store` (set/get/add/check). timeout_s bounds\n"
@@ -738,7 +771,7 @@ void bind_collectives(py::module_& m) {
              failed.kind = CollectiveKind::kLocalError;
              failed.failed_kind = CollectiveKind::kAllreduce;
              failed.local_error = message;
-             py::gil_scoped_release release;
+             BlockingCall call;
              try {
                c->run(failed);
              } catch (const ringcc::Error& e) {
@@ -758,7 +791,7 @@ void bind_collectives(py::module_& m) {
       .def_property_readonly("gpu_backend", &ringcc::Communicator::gpu_backend_name,
                              "\"nccl\", \"ipc\" or \"host\" once a CUDA collective ran, else \"\".")
       .def("shutdown", [](CommPtr c) {
-        py::gil_scoped_release release;
+        BlockingCall call;
         c->shutdown();
       })
       .def("allreduce", [](CommPtr c, py::object t, py::object out, int op, double pre, double post,
@@ -810,7 +843,7 @@ void bind_collectives(py::module_& m) {
           ringcc::raise(ErrorKind::kNotInitialized, "ringcc cannot use MPI here: ", plugin.error);
         }
         const int64_t handle = given ? py::cast<int64_t>(mpi_handle) : -1;
-        py::gil_scoped_release release;
+        BlockingCall call;
         info = ringcc::rendezvous_from_mpi(handle);
       }
     } else {
@@ -819,7 +852,7 @@ void bind_collectives(py::module_& m) {
     std::shared_ptr<ringcc::Communicator> c;
     std::unique_ptr<ringcc::Engine> e;
     {
-      py::gil_scoped_release release;
+      BlockingCall call;
       c = std::make_shared<ringcc::Communicator>(info);
       // The engine gets a communicator of its own: its collectives run in
       // the order the ranks negotiate, independent of direct calls.
@@ -830,7 +863,9 @@ void bind_collectives(py::module_& m) {
       if (c->store()) store = std::make_shared<ringcc::PrefixStore>("engine", c->store());
       auto ec = std::make_shared<ringcc::Communicator>(engine_info, store);
       e = std::make_unique<ringcc::Engine>(ec, ringcc::EngineOptions::from_env());
+      register_communicator(ec);
     }
+    register_communicator(c);
     {
       std::lock_guard<std::mutex> lock(g_comm_mu);
       g_comm = c;
@@ -853,17 +888,56 @@ void bind_collectives(py::module_& m) {
   });
   m.def("shutdown", [] {
     if (!g_comm) return;
+    check_not_in_signal_handler();  // before anything is let go of
     std::shared_ptr<ringcc::Communicator> c;
     {
       std::lock_guard<std::mutex> lock(g_comm_mu);
       c.swap(g_comm);
     }
     std::unique_ptr<ringcc::Engine> e = std::move(g_engine);
+    BlockingCall call;
+    // Interrupted, the rest is aborted rather than waited for, and the
+    // handler's exception is raised once everything is released.
+    std::exception_ptr interrupted;
+    try {
+      if (e) e->shutdown();
+    } catch (const ringcc::Error& error) {
+      if (error.kind() != ErrorKind::kInterrupted) throw;
+      interrupted = std::current_exception();
+      c->abort("interrupted by a signal (its handler raised) while shutting down");
+    }
+    {
+      ringcc::UninterruptibleWait quiet;
+      e.reset();
+    }
+    try {
+      c->shutdown();
+    } catch (const ringcc::Error& error) {
+      if (error.kind() != ErrorKind::kInterrupted) throw;
+      if (!interrupted) interrupted = std::current_exception();
+    }
+    if (interrupted) std::rethrow_exception(interrupted);
+  }, "Leaves the job; within RINGCC_TIMEOUT_S whatever is pending here or elsewhere.");
+  m.def("_abort", [](const std::string& reason, bool first_failure) {
+    auto live = live_communicators();
+    if (live.empty()) return false;
+    // The rank the log lines carry (the last communicator made), so that
+    // the line names this process as its prefix does.
+    const int rank = ringcc::log_rank() >= 0 ? ringcc::log_rank() : live.front()->rank();
+    // ringrun reads the first of these lines to name the rank that failed
+    // first; a rank that fails because of another's failure says so.
+    if (first_failure) {
+      RINGCC_LOG(kError, "rank ", rank, " aborts the job: ", reason);
+    } else {
+      RINGCC_LOG(kError, "rank ", rank, " aborts after a failure elsewhere in the job: ", reason);
+    }
     py::gil_scoped_release release;
-    if (e) e->shutdown();
-    e.reset();
-    c->shutdown();
-  });
+    for (auto& c : live) c->abort(reason);
+    return true;
+  }, py::arg("reason"), py::arg("first_failure") = true,
+     "Aborts every communicator of this process: whatever a peer waits for from this rank\n"
+     "fails at once with PeerFailureError naming it and `reason`. For a process that exits\n"
+     "on an error.");
   m.def("is_initialized", [] { return static_cast<bool>(g_comm); });
   m.def("global_communicator", [] { return g_comm ? py::cast(g_comm) : py::none(); });
   m.def("rank", [] { return comm().rank(); });
@@ -890,7 +964,7 @@ void bind_collectives(py::module_& m) {
         fail_locally(c, CollectiveKind::kAllreduce, e);
       }
       {
-        py::gil_scoped_release release;
+        BlockingCall call;
         c.run(a);
       }
       return t;
@@ -918,7 +992,7 @@ void bind_collectives(py::module_& m) {
      py::arg("name") = "");
   m.def("join", [] {
     std::shared_ptr<ringcc::Work> work = engine().join();
-    py::gil_scoped_release release;
+    BlockingCall call;
     work->wait(-1);
     return work->list()[0].result_count;
   }, "Blocks until every rank has joined; meanwhile this rank takes part in the others'\n"

@@ -1,6 +1,9 @@
 #include "bindings/errors.h"
 
+#include <pythread.h>
+
 #include "core/error.h"
+#include "core/interrupt.h"
 
 namespace py = pybind11;
 
@@ -9,6 +12,53 @@ namespace ringcc_py {
 namespace {
 
 PyObject* g_classes[8] = {};
+
+// The exception a signal handler raised in an interrupted wait, raised in
+// place of the core's kInterrupted error. Touched under the GIL.
+PyObject* g_pending_type = nullptr;
+PyObject* g_pending_value = nullptr;
+PyObject* g_pending_traceback = nullptr;
+unsigned long g_main_thread = 0;
+
+// True while run_signal_handlers() runs the handlers (main thread only): a
+// handler must not start another blocking call of the core, whose waits
+// would wait for the very call it interrupted.
+bool g_in_signal_handler = false;
+
+bool run_signal_handlers() {
+  if (!Py_IsInitialized() || _Py_IsFinalizing()) return false;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  bool stop = false;
+  g_in_signal_handler = true;
+  const int raised = PyErr_CheckSignals();
+  g_in_signal_handler = false;
+  if (raised != 0) {
+    Py_XDECREF(g_pending_type);
+    Py_XDECREF(g_pending_value);
+    Py_XDECREF(g_pending_traceback);
+    PyErr_Fetch(&g_pending_type, &g_pending_value, &g_pending_traceback);
+    stop = true;
+  }
+  PyGILState_Release(gil);
+  return stop;
+}
+
+// Sets the Python error for an interrupted wait: the handler's exception.
+void set_interrupted() {
+  if (g_pending_type) {
+    PyErr_Restore(g_pending_type, g_pending_value, g_pending_traceback);
+    g_pending_type = g_pending_value = g_pending_traceback = nullptr;
+  } else {
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+  }
+}
+
+// Sets the Python error for a core error.
+void set_core_error(const ringcc::Error& e) {
+  if (e.kind() == ringcc::ErrorKind::kInterrupted) return set_interrupted();
+  PyObject* cls = g_classes[static_cast<int>(e.kind())];
+  PyErr_SetString(cls ? cls : PyExc_RuntimeError, e.what());
+}
 
 PyObject* make_class(py::module_& m, const char* name, PyObject* bases, const char* doc) {
   std::string qualified = std::string("ringcc.") + name;
@@ -32,8 +82,7 @@ void set_python_error() {
   } catch (py::error_already_set& e) {
     e.restore();
   } catch (const ringcc::Error& e) {
-    PyObject* cls = g_classes[static_cast<int>(e.kind())];
-    PyErr_SetString(cls ? cls : PyExc_RuntimeError, e.what());
+    set_core_error(e);
   } catch (const py::builtin_exception& e) {
     e.set_error();
   } catch (const std::bad_alloc&) {
@@ -77,9 +126,28 @@ void bind_errors(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const ringcc::Error& e) {
-      PyErr_SetString(g_classes[static_cast<int>(e.kind())], e.what());
+      set_core_error(e);
     }
   });
 }
+
+bool on_main_thread() { return g_main_thread != 0 && PyThread_get_thread_ident() == g_main_thread; }
+
+void install_interrupt_hook() {
+  py::object main = py::module_::import("threading").attr("main_thread")();
+  g_main_thread = py::cast<unsigned long>(main.attr("ident"));
+  ringcc::set_interrupt_hook(run_signal_handlers);
+}
+
+void check_not_in_signal_handler() {
+  if (g_in_signal_handler && on_main_thread()) {
+    ringcc::raise(ringcc::ErrorKind::kInvalidArgument,
+                  "a signal handler that interrupted a ringcc call cannot make another blocking "
+                  "ringcc call (it would wait for the one it interrupted); raise an exception from "
+                  "the handler instead, and ringcc aborts what was interrupted");
+  }
+}
+
+BlockingCall::BlockingCall() : interruptible_(on_main_thread()) { check_not_in_signal_handler(); }
 
 }  // namespace ringcc_py

@@ -3,6 +3,8 @@
 
 #include <pybind11/pybind11.h>
 
+#include "core/interrupt.h"
+
 namespace ringcc_py {
 
 // Creates RingccError and its subclasses in module m and installs the
@@ -15,5 +17,30 @@ void bind_errors(pybind11::module_& m);
 // Sets the Python error for the C++ exception being handled: for the
 // functions written against the CPython API. Call only inside a catch.
 void set_python_error();
+
+// Makes the core's waits on the interpreter's main thread run pending
+// signal handlers every ~50 ms (core/interrupt.h); a handler's exception
+// ends the wait and is raised in place of the core's kInterrupted error.
+void install_interrupt_hook();
+
+// A blocking call into the core: releases the GIL and, on the main thread,
+// lets signal handlers interrupt the call's waits.
+class BlockingCall {
+ public:
+  BlockingCall();
+  BlockingCall(const BlockingCall&) = delete;
+  BlockingCall& operator=(const BlockingCall&) = delete;
+
+ private:
+  pybind11::gil_scoped_release release_;
+  ringcc::InterruptibleWait interruptible_;
+};
+
+// True on the interpreter's main thread (the one that runs signal handlers).
+bool on_main_thread();
+
+// Raises Error(kInvalidArgument) in a signal handler that interrupted a
+// blocking call of the core (BlockingCall checks it too).
+void check_not_in_signal_handler();
 
 }  // namespace ringcc_py

@@ -52,7 +52,7 @@ py::object wait_for(HandleState& h, double timeout) {
     } else {
       // Under the GIL, which shutdown() holds while it takes the engine.
       if (h.named) nudge_engine(h.work);
-      py::gil_scoped_release release;
+      BlockingCall call;
       ok = h.work->wait(timeout);
     }
     if (!ok) {

@@ -44,6 +44,7 @@ const char* error_class(ErrorKind kind) {
     case ErrorKind::kTimeout: return "ringcc.TimeoutError";
     case ErrorKind::kNotInitialized: return "ringcc.NotInitializedError";
     case ErrorKind::kInternal: return "ringcc.InternalError";
+    case ErrorKind::kInterrupted: return "KeyboardInterrupt";
   }
   return "ringcc.RingccError";
 }
@@ -57,6 +58,7 @@ ffi::ErrorCode error_code(ErrorKind kind) {
     case ErrorKind::kTimeout: return ffi::ErrorCode::kDeadlineExceeded;
     case ErrorKind::kNotInitialized: return ffi::ErrorCode::kFailedPrecondition;
     case ErrorKind::kInternal: return ffi::ErrorCode::kInternal;
+    case ErrorKind::kInterrupted: return ffi::ErrorCode::kCancelled;
   }
   return ffi::ErrorCode::kInternal;
 }

@@ -19,6 +19,7 @@ void bind_device(py::module_& m);  // bindings/device_bindings.cc: CUDA, NCCL an
 PYBIND11_MODULE(_core, m) {
   m.doc() = "ringcc's C++ core: transports, collectives, reductions.";
   ringcc_py::bind_errors(m);
+  ringcc_py::install_interrupt_hook();
   ringcc_py::bind_collectives(m);
   bind_reduction(m);
   bind_store(m);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "bindings/errors.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/sha256.h"
@@ -54,7 +55,7 @@ void bind_store(py::module_& m) {
       .def(py::init([](const std::string& host, int port, const std::string& secret,
                        std::optional<double> timeout) {
              Deadline deadline = deadline_after(timeout_or_default(timeout));
-             py::gil_scoped_release release;
+             ringcc_py::BlockingCall call;
              return std::make_shared<TcpStore>(host, port, secret, deadline);
            }),
            py::arg("host"), py::arg("port"), py::arg("secret") = py::bytes(""),
@@ -73,7 +74,7 @@ void bind_store(py::module_& m) {
                 static_cast<int64_t>(std::llround(timeout_or_default(timeout) * 1000)));
             std::string value;
             {
-              py::gil_scoped_release release;
+              ringcc_py::BlockingCall call;
               value = store.get(key, ms);
             }
             return py::bytes(value);

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <thread>
+#include <unordered_set>
 
 #include <ifaddrs.h>
 #include <netinet/in.h>
@@ -16,6 +18,7 @@
 #include "core/error.h"
 #include "core/fusion_buffer.h"
 #include "core/job_secret.h"
+#include "core/interrupt.h"
 #include "core/log.h"
 #include "core/mpi_collectives.h"
 #include "core/mpi_library.h"
@@ -40,6 +43,21 @@ std::string random_hex(size_t bytes) {
 std::chrono::milliseconds until(Deadline deadline) {
   return std::max(std::chrono::milliseconds(1),
                   std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+}
+
+// Jobs this process was part of and left: a store that still serves one is
+// not the job an init() is looking for.
+std::mutex g_left_jobs_mu;
+std::unordered_set<std::string> g_left_jobs;
+
+bool left_job(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(g_left_jobs_mu);
+  return g_left_jobs.count(job_id) > 0;
+}
+
+void remember_left_job(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(g_left_jobs_mu);
+  g_left_jobs.insert(job_id);
 }
 
 std::vector<std::string> split_lines(const std::string& s) {
@@ -70,6 +88,7 @@ Communicator::Communicator(const RendezvousInfo& info, std::shared_ptr<Store> st
 }
 
 Communicator::~Communicator() {
+  UninterruptibleWait quiet;  // a destructor cannot raise the handler's exception
   try {
     shutdown();
   } catch (...) {
@@ -247,14 +266,35 @@ void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
   // join_job returns or fails; by then every rank has read it.
   SecretFile host_secret;
   if (!store_ && info.mpi) meet_through_mpi(info, deadline);
-  if (!store_) open_store(info, deadline, &host_secret);
-  Store& store = *store_;
+  const bool own_store = !store_;
+  if (own_store && rank_ == 0) open_store(info, deadline, &host_secret);
   if (rank_ == 0) {
     job_id_ = random_hex(6);
-    store.set("ringcc/job", job_id_);
+    store_->set("ringcc/job", job_id_);
   } else {
-    job_id_ = store.get("ringcc/job", until(deadline));
+    // Rank 0 may still serve the store of a job this process has left (an
+    // init() right after a shutdown() is faster than rank 0's): meet again
+    // once it serves the new one.
+    for (;;) {
+      try {
+        if (!store_) open_store(info, deadline, &host_secret);
+        job_id_ = store_->get("ringcc/job", until(deadline));
+        if (!own_store || !left_job(job_id_)) break;
+      } catch (const Error& e) {
+        // The old store closed under us, or refused the new job's secret.
+        if (!own_store || e.kind() != ErrorKind::kPeerFailure || Clock::now() >= deadline) throw;
+      }
+      if (Clock::now() >= deadline) {
+        raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(),
+              " s waiting for rank 0 to start a new job at ", info.master_addr, ":",
+              info.master_port, " (it still serves a job this process left)");
+      }
+      store_.reset();
+      poll_interrupt();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
+  Store& store = *store_;
 
   // Who is where: ranks are grouped by host name.
   const std::string host = host_name();
@@ -475,7 +515,8 @@ double Communicator::take_peer_wait_us() { return shm_ ? shm_->take_peer_wait_us
 
 void Communicator::execute(CollectiveArgs& a) {
   if (shut_down_) raise(ErrorKind::kNotInitialized, "ringcc has been shut down");
-  if (!abort_reason_.empty()) {
+  if (broken()) {
+    std::lock_guard<std::mutex> lock(abort_mu_);
     raise(ErrorKind::kPeerFailure, "the communicator is unusable after an earlier failure: ",
           abort_reason_);
   }
@@ -526,6 +567,13 @@ void Communicator::execute(CollectiveArgs& a) {
     }
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kPeerFailure || e.kind() == ErrorKind::kTimeout) fail(e, true);
+    if (e.kind() == ErrorKind::kInterrupted) {
+      // Abandoned halfway: the peers cannot finish it without us.
+      fail(Error(ErrorKind::kInterrupted,
+                 std::string("interrupted by a signal (its handler raised) during ") +
+                     collective_name(a.kind)),
+           true);
+    }
     throw;
   }
   if (!local_error.empty()) raise(ErrorKind::kInvalidArgument, local_error);
@@ -581,22 +629,34 @@ std::string Communicator::gpu_backend_name() const {
   return gpu_ ? gpu_->backend_name() : "";
 }
 
-void Communicator::fail(const std::exception& e, bool) {
-  const Error* err = dynamic_cast<const Error*>(&e);
-  std::string reason = e.what();
-  std::string first;
-  // Record the first failure in the job where every rank can read it, then
-  // break our links so that everyone blocked on us fails fast too.
-  if (store_) {
-    try {
-      if (store_->add("ringcc/abort/count", 1) == 1) {
-        store_->set("ringcc/abort/reason", "rank " + std::to_string(rank_) + ": " + reason);
-      } else {
-        first = store_->get("ringcc/abort/reason", std::chrono::milliseconds(1000));
-      }
-    } catch (...) {
-    }
+std::string Communicator::record_failure(const std::string& reason) {
+  std::shared_ptr<Store> store;
+  {
+    std::lock_guard<std::mutex> lock(abort_mu_);
+    store = store_;
   }
+  if (!store) return "";
+  try {
+    Store& job = store->job_store();
+    if (job.add("ringcc/abort/count", 1) == 1) {
+      job.set("ringcc/abort/reason", reason);
+      return "";
+    }
+    return job.get("ringcc/abort/reason", std::chrono::milliseconds(1000));
+  } catch (...) {
+    return "";
+  }
+}
+
+bool Communicator::job_failed() {
+  std::string ignored;
+  return store_->job_store().try_get("ringcc/abort/count", &ignored);
+}
+
+void Communicator::break_links(const std::string& message, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(abort_mu_);
+  if (abort_reason_.empty()) abort_reason_ = message;
+  broken_.store(true, std::memory_order_release);
   if (shm_) shm_->abort(reason);
   if (local_shm_) local_shm_->abort(reason);
   if (tcp_) tcp_->abort(reason);
@@ -605,31 +665,30 @@ void Communicator::fail(const std::exception& e, bool) {
     std::lock_guard<std::mutex> lock(gpu_mu_);
     if (gpu_) gpu_->abort(reason);
   }
+}
+
+void Communicator::fail(const std::exception& e, bool) {
+  // What follows must finish even though a signal may be pending.
+  UninterruptibleWait quiet;
+  const Error* err = dynamic_cast<const Error*>(&e);
+  std::string reason = e.what();
+  // Record the first failure in the job where every rank can read it, then
+  // break our links so that everyone blocked on us fails fast too.
+  const std::string first = record_failure("rank " + std::to_string(rank_) + ": " + reason);
   std::string message = reason;
   if (!first.empty() && first.find(reason) == std::string::npos) {
     message += " (first failure in the job: " + first + ")";
   }
-  abort_reason_ = message;
+  break_links(message, reason);
   RINGCC_LOG(kError, message);
   throw Error(err ? err->kind() : ErrorKind::kPeerFailure, message);
 }
 
 void Communicator::abort(const std::string& reason) {
+  UninterruptibleWait quiet;
   // Recorded first, so that peers that only see a closed socket can tell why.
-  if (store_) {
-    try {
-      if (store_->add("ringcc/abort/count", 1) == 1) {
-        store_->set("ringcc/abort/reason", "rank " + std::to_string(rank_) + " aborted: " + reason);
-      }
-    } catch (...) {
-    }
-  }
-  if (shm_) shm_->abort(reason);
-  if (local_shm_) local_shm_->abort(reason);
-  if (tcp_) tcp_->abort(reason);
-  if (mpi_) mpi_->abort(reason);
-  std::lock_guard<std::mutex> lock(gpu_mu_);
-  if (gpu_) gpu_->abort(reason);
+  record_failure("rank " + std::to_string(rank_) + " aborted: " + reason);
+  break_links("this rank aborted: " + reason, reason);
 }
 
 void Communicator::execute_grouped(std::vector<CollectiveArgs>& list) {
@@ -695,12 +754,57 @@ uint64_t Communicator::take_ticket() {
   return next_ticket_++;
 }
 
+template <class Pred>
+bool Communicator::wait_order(std::unique_lock<std::mutex>& lock, Deadline deadline, Pred pred) {
+  ++turn_waiters_;
+  while (!pred()) {
+    if (Clock::now() >= deadline) {
+      --turn_waiters_;
+      return false;
+    }
+    if (interruptible()) {
+      lock.unlock();
+      try {
+        poll_interrupt();
+      } catch (...) {
+        lock.lock();
+        --turn_waiters_;
+        throw;
+      }
+      lock.lock();
+      order_cv_.wait_until(lock, std::min(deadline, Clock::now() + kInterruptPoll), pred);
+    } else if (deadline == Deadline::max()) {
+      order_cv_.wait(lock, pred);
+    } else {
+      order_cv_.wait_until(lock, deadline, pred);
+    }
+  }
+  --turn_waiters_;
+  return true;
+}
+
 void Communicator::await_turn(uint64_t ticket) {
   std::unique_lock<std::mutex> lock(order_mu_);
   if (finished_tickets_ == ticket) return;
-  ++turn_waiters_;
-  order_cv_.wait(lock, [&] { return finished_tickets_ == ticket; });
-  --turn_waiters_;
+  auto my_turn = [&] { return finished_tickets_ == ticket; };
+  try {
+    wait_order(lock, Deadline::max(), my_turn);
+  } catch (const Error&) {
+    lock.unlock();
+    {
+      // The collectives before ours fail fast once the links are broken.
+      UninterruptibleWait quiet;
+      const std::string reason =
+          "interrupted by a signal (its handler raised) while waiting to start a collective";
+      record_failure("rank " + std::to_string(rank_) + ": " + reason);
+      break_links(reason, reason);
+      lock.lock();
+      wait_order(lock, Deadline::max(), my_turn);
+      lock.unlock();
+    }
+    finish_turn();
+    throw;
+  }
 }
 
 void Communicator::finish_turn() {
@@ -778,7 +882,12 @@ void Communicator::worker_loop() {
       worker_idle_ = true;
       work_cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
       worker_idle_ = false;
-      if (queue_.empty()) return;
+      if (queue_.empty()) {
+        worker_exited_ = true;
+        lock.unlock();
+        order_cv_.notify_all();
+        return;
+      }
       const uint64_t ticket = queue_.front().first;
       if (finished_tickets_ != ticket) {
         ++turn_waiters_;
@@ -806,28 +915,40 @@ void Communicator::shutdown() {
     stopping_ = true;
   }
   work_cv_.notify_all();
-  if (worker_.joinable()) worker_.join();
-  // Wait for any blocking collective still running on another thread.
+  // Everything within one timeout: queued collectives and blocking ones of
+  // other threads finish (each has its own bound); past the deadline, or
+  // on an interrupt, what still runs is aborted and fails fast.
+  const Deadline deadline = deadline_after(timeout_s());
+  std::exception_ptr interrupted;
   {
     std::unique_lock<std::mutex> lock(order_mu_);
-    ++turn_waiters_;
-    order_cv_.wait(lock, [&] { return finished_tickets_ == next_ticket_; });
-    --turn_waiters_;
-  }
-  if (size_ > 1 && abort_reason_.empty() && store_) {
-    // Leave in step: rank 0 keeps serving the store until every rank has
-    // checked out, the others wait until it stops serving.
+    auto idle = [&] { return worker_exited_ && finished_tickets_ == next_ticket_; };
+    bool finished = false;
     try {
-      const Deadline deadline = deadline_after(std::min(timeout_s(), 30.0));
-      store_->add("ringcc/shutdown", 1);
-      if (store_server_) {
-        while (store_->add("ringcc/shutdown", 0) < size_ && Clock::now() < deadline) {
-          usleep(1000);
-        }
-      } else if (dynamic_cast<TcpStore*>(store_.get())) {
-        store_->get("ringcc/never-set", until(deadline));
-      }
-    } catch (...) {
+      finished = wait_order(lock, deadline, idle);
+    } catch (const Error&) {
+      interrupted = std::current_exception();
+    }
+    if (!finished) {
+      lock.unlock();
+      UninterruptibleWait quiet;
+      const std::string reason =
+          interrupted ? std::string("interrupted by a signal (its handler raised) while shutting down")
+                      : detail::concat("shutdown() gave up after ", timeout_s(),
+                                       " s (RINGCC_TIMEOUT_S) on collectives that were still running");
+      record_failure("rank " + std::to_string(rank_) + ": " + reason);
+      break_links(reason, reason);
+      lock.lock();
+      wait_order(lock, Deadline::max(), idle);
+    }
+  }
+  if (worker_.joinable()) worker_.join();
+  if (!job_id_.empty()) remember_left_job(job_id_);
+  if (!interrupted) {
+    try {
+      leave_in_step(deadline);
+    } catch (const Error&) {
+      interrupted = std::current_exception();
     }
   }
   shut_down_ = true;
@@ -839,14 +960,45 @@ void Communicator::shutdown() {
     }
     gpu.reset();  // waits (bounded) for the peers to finish with this rank's device buffers
   }
-  shm_.reset();
-  local_shm_.reset();
-  tcp_.reset();
-  mpi_coll_.reset();
-  mpi_.reset();
-  mpi_comm_.reset();
-  store_.reset();
-  store_server_.reset();
+  {
+    std::lock_guard<std::mutex> lock(abort_mu_);
+    shm_.reset();
+    local_shm_.reset();
+    tcp_.reset();
+    mpi_coll_.reset();
+    mpi_.reset();
+    mpi_comm_.reset();
+    store_.reset();
+    store_server_.reset();
+  }
+  if (interrupted) std::rethrow_exception(interrupted);
+}
+
+void Communicator::leave_in_step(Deadline deadline) {
+  if (size_ <= 1 || !store_) return;
+  // A peer still waiting for us in a collective we will never join fails
+  // now rather than at its deadline (what we sent still arrives).
+  if (shm_) shm_->leave();
+  if (local_shm_) local_shm_->leave();
+  if (tcp_) tcp_->leave();
+  if (broken()) return;
+  // Rank 0 keeps serving the store until every rank has checked out: a
+  // slower rank may still be meeting the others through it. A failure
+  // anywhere in the job ends the wait (the failed rank may never check
+  // out). The others need not wait: an init() that finds this job's store
+  // still up waits for the next one (join_job()).
+  try {
+    store_->add("ringcc/shutdown", 1);
+    if (store_server_) {
+      while (Clock::now() < deadline && store_->add("ringcc/shutdown", 0) < size_ && !job_failed()) {
+        poll_interrupt();
+        usleep(1000);
+      }
+    }
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInterrupted) throw;
+  } catch (...) {  // an adapter's store may fail its own way; leaving goes on regardless
+  }
 }
 
 }  // namespace ringcc

@@ -62,14 +62,19 @@ class Communicator {
   // (RINGCC_FUSION_THRESHOLD, default 64 MiB) in as few collectives as fit.
   void grouped_allreduce(std::vector<CollectiveArgs>& list);
 
-  // Leaves the job: waits for queued work, then closes links in step with
-  // the other ranks. Idempotent.
+  // Leaves the job: waits for queued work, tells the peers this rank takes
+  // part in nothing more, then (rank 0) serves the rendezvous store until
+  // every rank has checked out. Returns within timeout_s(): past it (or
+  // when a signal handler raises on an interruptible thread, which then
+  // gets Error(kInterrupted)) it aborts what is still running. Idempotent.
   void shutdown();
 
   // Gives up at once: a collective blocked on this rank (here or on a
   // peer) fails with PeerFailure naming `reason`; the communicator is
   // unusable afterwards. Safe to call from any thread.
   void abort(const std::string& reason);
+  // True once a failure or abort broke the communicator.
+  bool broken() const { return broken_.load(std::memory_order_acquire); }
 
   // True when fused allreduces (CollectiveArgs::segments) run without
   // packing into a fusion buffer first.
@@ -115,9 +120,25 @@ class Communicator {
   void execute_work(Work& work);
   void validate(CollectiveArgs& a, std::string* local_error);
   [[noreturn]] void fail(const std::exception& e, bool peer_failure);
+  // Records `reason` as the job's first failure unless one is recorded;
+  // returns the first failure recorded before it ("" if none).
+  std::string record_failure(const std::string& reason);
+  // True when the job's store holds a failure record.
+  bool job_failed();
+  // Breaks the communicator for `reason` (kept for later calls) and makes
+  // every peer blocked on us fail fast.
+  void break_links(const std::string& message, const std::string& reason);
   void worker_loop();
   uint64_t take_ticket();
+  // Waits for this ticket's turn; interrupted, it aborts the communicator
+  // (the skipped collective would leave the ranks out of step), lets the
+  // turn pass and rethrows.
   void await_turn(uint64_t ticket);
+  // Waits, under lock, until pred() or the deadline (false then); polls
+  // for interrupts on interruptible threads.
+  template <class Pred>
+  bool wait_order(std::unique_lock<std::mutex>& lock, Deadline deadline, Pred pred);
+  void leave_in_step(Deadline deadline);
   void wake_worker();
   void finish_turn();
 
@@ -149,7 +170,11 @@ class Communicator {
   int64_t fusion_threshold_;
   FusionBuffer fusion_;
 
-  std::string abort_reason_;  // set once a peer failure broke the communicator
+  // Set once a failure or abort broke the communicator; abort_reason_
+  // (under abort_mu_) says why.
+  std::atomic<bool> broken_{false};
+  std::mutex abort_mu_;
+  std::string abort_reason_;
   double fixed_timeout_s_;  // 0: follow RINGCC_TIMEOUT_S
   bool shut_down_ = false;
 
@@ -166,6 +191,7 @@ class Communicator {
   uint64_t finished_tickets_ = 0;
   std::deque<std::pair<uint64_t, std::shared_ptr<Work>>> queue_;
   std::thread worker_;
+  bool worker_exited_ = false;  // under order_mu_; order_cv_ tells
   bool stopping_ = false;
 };
 

@@ -7,6 +7,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/log.h"
 
 namespace ringcc {
@@ -58,8 +59,8 @@ EngineOptions EngineOptions::from_env() {
   o.cycle_time_ms = env_double("RINGCC_CYCLE_TIME_MS", 1.0, "HOROVOD_CYCLE_TIME");
   o.fusion_threshold = env_int("RINGCC_FUSION_THRESHOLD", 64 << 20, "HOROVOD_FUSION_THRESHOLD");
   o.stall_check_s = env_double("RINGCC_STALL_CHECK_S", 60.0, "HOROVOD_STALL_CHECK_TIME_SECONDS");
-  o.stall_shutdown_s =
-      env_double("RINGCC_STALL_SHUTDOWN_S", 0.0, "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS");
+  o.stall_shutdown_s = env_double("RINGCC_STALL_SHUTDOWN_S", kDefaultStallShutdownS,
+                                  "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS");
   o.cache_capacity = static_cast<int>(env_int("RINGCC_CACHE_CAPACITY", 1024, "HOROVOD_CACHE_CAPACITY"));
   o.timeline_path = env_str("RINGCC_TIMELINE", "", "HOROVOD_TIMELINE");
   if (o.cycle_time_ms < 0) o.cycle_time_ms = 0;
@@ -75,6 +76,9 @@ struct Engine::LocalEntry {
   uint64_t cache_epoch = 0;  // cache_epoch_ when cache_bit was looked up
   bool announced = false;  // announced in full
   uint64_t taken = 0;      // when the engine took it (take_incoming's count)
+  // What marks its name in flight (under mu_): busy_bits_[busy_bit], or
+  // its name in busy_names_ when -1.
+  int busy_bit = -1;
   int64_t negotiating_us = 0;  // enqueued (0: no timeline recorded then)
   // An allreduce's buffers, as its Work holds them: a fused batch gathers
   // these without reaching into each Work.
@@ -114,12 +118,14 @@ Engine::Engine(std::shared_ptr<Communicator> comm, EngineOptions options)
   was_joined_.assign(static_cast<size_t>(size_), false);
   next_bit_hint_.assign(static_cast<size_t>(std::max(opt_.cache_capacity, 0)), -1);
   idle_by_bit_.resize(static_cast<size_t>(std::max(opt_.cache_capacity, 0)));
+  busy_bits_.assign(static_cast<size_t>(std::max(opt_.cache_capacity, 0)), 0);
   stats_ = EngineStats();
   if (!opt_.timeline_path.empty() && rank_ == 0) timeline_.start(opt_.timeline_path);
   thread_ = std::thread([this] { loop(); });
 }
 
 Engine::~Engine() {
+  UninterruptibleWait quiet;  // a destructor cannot raise the handler's exception
   try {
     shutdown();
   } catch (...) {
@@ -161,9 +167,23 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
   if (last_enqueued_bit_ >= 0 && holds(next_bit_hint_[static_cast<size_t>(last_enqueued_bit_)])) {
     bit = next_bit_hint_[static_cast<size_t>(last_enqueued_bit_)];
   }
+  int name_bit = bit;  // the name's bit, whatever description it was cached with
   if (bit < 0) {
     auto cached = cache_index_.find(std::string(name));
-    if (cached != cache_index_.end() && holds(cached->second)) bit = cached->second;
+    if (cached != cache_index_.end()) {
+      name_bit = cached->second;
+      if (holds(cached->second)) bit = cached->second;
+    }
+  }
+  // A name may be enqueued again once its previous collective completed.
+  // Checked here, on the caller's thread, so that the answer depends only
+  // on what the caller could know (as Horovod's enqueue does).
+  bool busy = name_bit >= 0 && busy_bits_[static_cast<size_t>(name_bit)];
+  if (!busy && !busy_names_.empty()) busy = busy_names_.count(std::string(name)) > 0;
+  if (busy) {
+    lock.unlock();
+    raise(ErrorKind::kInvalidArgument, "a collective named '", name,
+          "' is already in flight on this rank; names must be unique until they complete");
   }
   if (last_enqueued_bit_ >= 0 && bit >= 0) next_bit_hint_[static_cast<size_t>(last_enqueued_bit_)] = bit;
   last_enqueued_bit_ = bit;
@@ -205,8 +225,31 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
   entry->negotiating_us = stamp;
   entry->cache_bit = bit;
   entry->cache_epoch = cache_epoch_;
+  entry->busy_bit = bit;
+  if (bit >= 0) {
+    busy_bits_[static_cast<size_t>(bit)] = 1;
+  } else {
+    busy_names_.insert(entry->name);
+  }
   incoming_.push_back(std::move(entry));
   return work;
+}
+
+void Engine::release_busy(LocalEntry& entry) {
+  if (entry.busy_bit >= 0) {
+    busy_bits_[static_cast<size_t>(entry.busy_bit)] = 0;
+  } else {
+    busy_names_.erase(entry.name);
+  }
+}
+
+void Engine::finish_local(LocalEntry& entry, std::exception_ptr error) {
+  // The name is free again before the caller can see the collective done.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    release_busy(entry);
+  }
+  entry.work->finish(error);
 }
 
 int Engine::cached_bit(const std::string& name, const TensorMeta& meta) const {
@@ -236,9 +279,9 @@ bool Engine::caller_waits() {
 std::shared_ptr<Work> Engine::join() {
   auto work = std::make_shared<Work>(std::vector<CollectiveArgs>(1), false);
   std::unique_lock<std::mutex> lock(mu_);
-  if (join_work_) {
-    raise(ErrorKind::kInvalidArgument, "join() is already in progress on this rank");
-  }
+  // A join already in progress (a wait for it was interrupted, or another
+  // thread joined): wait for the same one.
+  if (join_work_) return join_work_;
   if (!broken_.empty()) raise(broken_kind_, broken_);
   if (stopped_) raise(ErrorKind::kNotInitialized, "ringcc has been shut down");
   join_work_ = work;
@@ -263,11 +306,52 @@ void Engine::shutdown() {
     shutdown_requested_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;
+  // Every engine stops in the first cycle that carries a rank's shutdown,
+  // so this waits one cycle (bounded by the communicator's timeout). Past
+  // that, or on an interrupt, the engine's links are aborted: the cycle
+  // fails at once here and on the peers.
+  const Deadline deadline = deadline_after(comm_->timeout_s());
+  std::exception_ptr interrupted;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!thread_exited_ && Clock::now() < deadline) {
+      if (interruptible()) {
+        lock.unlock();
+        try {
+          poll_interrupt();
+        } catch (const Error&) {
+          interrupted = std::current_exception();
+        }
+        lock.lock();
+        if (interrupted) break;
+      }
+      cv_.wait_until(lock, std::min(deadline, Clock::now() + kInterruptPoll),
+                     [&] { return thread_exited_; });
+    }
+    if (!thread_exited_) {
+      lock.unlock();
+      comm_->abort(interrupted ? "interrupted by a signal (its handler raised) while shutting down"
+                               : detail::concat("shutdown() waited ", comm_->timeout_s(),
+                                                " s (RINGCC_TIMEOUT_S) for the other ranks' engines"));
+    }
+  }
+  thread_.join();
   timeline_.stop();
+  if (interrupted) std::rethrow_exception(interrupted);
 }
 
 void Engine::loop() {
+  struct Exit {  // tells shutdown() however the loop ends
+    Engine* engine;
+    ~Exit() {
+      {
+        std::lock_guard<std::mutex> lock(engine->mu_);
+        engine->thread_exited_ = true;
+      }
+      engine->cv_.notify_all();
+    }
+  } exit_notice{this};
   auto next = std::chrono::steady_clock::now();
   for (;;) {
     try {
@@ -331,6 +415,8 @@ void Engine::fail_all(const std::string& why, ErrorKind kind) {
     stopped_ = true;
     incoming.swap(incoming_);
     join_work.swap(join_work_);
+    std::fill(busy_bits_.begin(), busy_bits_.end(), 0);
+    busy_names_.clear();
   }
   wake_finished();  // callers of Works that finished before the failure
   auto error = std::make_exception_ptr(Error(kind, why));
@@ -343,6 +429,26 @@ void Engine::fail_all(const std::string& why, ErrorKind kind) {
   std::fill(my_bits_.begin(), my_bits_.end(), '\0');
   for (auto& entry : incoming) entry->work->finish(error);
   if (join_work) join_work->finish(error);
+}
+
+std::string Engine::join_stall_why_ranks(const std::vector<bool>& joined) const {
+  std::vector<int> missing;
+  for (int r = 0; r < size_; ++r) {
+    if (!joined[static_cast<size_t>(r)]) missing.push_back(r);
+  }
+  return "join() waited more than " + std::to_string(static_cast<int>(opt_.stall_shutdown_s)) +
+         " s for rank(s) " + rank_list(missing) +
+         " to join or to run a named collective (RINGCC_STALL_SHUTDOWN_S)";
+}
+
+void Engine::fail_join(const std::string& why) {
+  std::shared_ptr<Work> work;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    work.swap(join_work_);
+  }
+  joined_ = false;
+  if (work) work->finish(std::make_exception_ptr(Error(ErrorKind::kTimeout, why)));
 }
 
 void Engine::take_incoming() {
@@ -388,6 +494,7 @@ std::string Engine::build_message() {
     std::lock_guard<std::mutex> lock(mu_);
     if (shutdown_requested_) flags |= kFlagShutdown;
   }
+  sent_shutdown_ = flags & kFlagShutdown;
   msg.push_back(static_cast<char>(flags));
   // Cached names: one bit each, every cycle until they run. Others: in
   // full, once, in the order they were enqueued: the table numbers them in
@@ -422,9 +529,10 @@ std::string Engine::build_message() {
 }
 
 void Engine::apply_messages(const std::vector<std::string>& messages, std::vector<bool>* joined,
-                            std::vector<std::string>* aborts, bool* all_shutdown, bool* any_new) {
+                            std::vector<std::string>* aborts, std::vector<int>* shut_down,
+                            bool* any_new) {
   const double now = now_s();
-  *all_shutdown = true;
+  shut_down->clear();
   *any_new = false;
   auto entry_for = [&](const std::string& name) -> TableEntry& {
     auto& slot = table_[name];
@@ -446,7 +554,7 @@ void Engine::apply_messages(const std::vector<std::string>& messages, std::vecto
     if (m.empty()) raise(ErrorKind::kInternal, "empty negotiation message from rank ", r);
     const auto flags = static_cast<uint8_t>(m[pos++]);
     (*joined)[static_cast<size_t>(r)] = flags & kFlagJoined;
-    if (!(flags & kFlagShutdown)) *all_shutdown = false;
+    if (flags & kFlagShutdown) shut_down->push_back(r);
     std::string& bits = rank_bits_[static_cast<size_t>(r)];
     bits = get_string(m, &pos);
     if (bits.size() != nbytes) {
@@ -592,15 +700,22 @@ void Engine::cycle() {
 
   std::vector<bool> joined(static_cast<size_t>(size_), false);
   std::vector<std::string> aborts;
-  bool all_shutdown = false, any_new = false;
-  apply_messages(messages, &joined, &aborts, &all_shutdown, &any_new);
+  std::vector<int> shut_down;
+  bool any_new = false;
+  apply_messages(messages, &joined, &aborts, &shut_down, &any_new);
   for (int r = 0; r < size_; ++r) {
     if (joined[static_cast<size_t>(r)] && !was_joined_[static_cast<size_t>(r)]) last_joined_ = r;
   }
   was_joined_ = joined;
+  const bool some_joined = std::any_of(joined.begin(), joined.end(), [](bool j) { return j; });
+  const bool all_joined = std::all_of(joined.begin(), joined.end(), [](bool j) { return j; });
 
   // Stalled tensors rank 0 gave up on: fail them everywhere.
   for (const auto& name : aborts) {
+    if (name.empty()) {  // the join
+      fail_join(join_stall_why_ranks(joined));
+      continue;
+    }
     std::vector<int> missing;
     auto it = table_.find(name);
     auto cached = cache_index_.find(name);
@@ -619,9 +734,8 @@ void Engine::cycle() {
                             " s waiting on rank(s) " + rank_list(missing) +
                             " (RINGCC_STALL_SHUTDOWN_S)";
     if (LocalEntry* local = find_local(name)) {
-      auto work = local->work;
+      finish_local(*local, std::make_exception_ptr(Error(ErrorKind::kTimeout, why)));
       drop_local(name);
-      work->finish(std::make_exception_ptr(Error(ErrorKind::kTimeout, why)));
     }
   }
 
@@ -733,12 +847,23 @@ void Engine::cycle() {
                     !any_pending;
   idle_cycles_ = idle ? idle_cycles_ + 1 : 0;
 
+  if (rank_ == 0) {
+    // A join waits while the ranks that have not joined make no progress:
+    // its stall clock restarts whenever a named collective runs.
+    if (!some_joined || all_joined) {
+      join_pending_since_ = 0;
+      join_abort_sent_ = false;
+    } else if (join_pending_since_ == 0 || !ready.empty()) {
+      join_pending_since_ = now;
+      join_last_warned_ = now;
+    }
+  }
   run_ready(ready);
   recycle_retired();
   if (rank_ == 0) inspect_stalls();
 
   // Join completes once every rank has joined.
-  if (std::all_of(joined.begin(), joined.end(), [](bool j) { return j; })) {
+  if (all_joined) {
     std::shared_ptr<Work> work;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -754,8 +879,18 @@ void Engine::cycle() {
     std::fill(was_joined_.begin(), was_joined_.end(), false);
   }
 
-  if (all_shutdown) {
-    fail_all("ringcc was shut down before this collective completed", ErrorKind::kNotInitialized);
+  // A rank that shut down takes part in nothing more, so no pending named
+  // collective (nor a join) can complete: every engine stops in this same
+  // cycle, failing what is pending, rather than wait for it.
+  if (!shut_down.empty()) {
+    if (sent_shutdown_) {
+      fail_all("ringcc was shut down before this collective completed", ErrorKind::kNotInitialized);
+    } else {
+      fail_all("rank(s) " + rank_list(shut_down) +
+                   " shut ringcc down, so named collectives cannot complete (call "
+                   "ringcc.shutdown() here too, and init() again to go on)",
+               ErrorKind::kPeerFailure);
+    }
   }
   // Last, so that the woken callers find this thread about to sleep rather
   // than competing with them for a core over its remaining bookkeeping.
@@ -829,6 +964,18 @@ void Engine::remember(const std::string& name, const TableEntry& e) {
     }
     bit_first_seen_[bit] = 0;
     std::lock_guard<std::mutex> lock(mu_);  // enqueue() looks names up under it
+    if (busy_bits_[bit]) {
+      // An enqueued tensor not yet announced holds the evicted bit: it
+      // stays in flight under its name.
+      busy_bits_[bit] = 0;
+      busy_names_.insert(cache_names_[bit]);
+      for (auto& entry : incoming_) {
+        if (entry->busy_bit == static_cast<int>(bit)) entry->busy_bit = -1;
+      }
+      for (auto& [entry_name, entry] : local_) {
+        if (entry->busy_bit == static_cast<int>(bit)) entry->busy_bit = -1;
+      }
+    }
     if (idle_by_bit_[bit] && spare_.size() < kMaxSpareEntries) {
       spare_.push_back(std::move(idle_by_bit_[bit]));
     }
@@ -860,9 +1007,8 @@ void Engine::run_ready(std::vector<ReadyItem>& ready) {
       std::string why;
       if (!agree(head.name, *head.entry, &why)) {
         if (head.local) {
-          auto work = head.local->work;
+          finish_local(*head.local, std::make_exception_ptr(Error(ErrorKind::kMismatch, why)));
           drop_local(head.name);
-          work->finish(std::make_exception_ptr(Error(ErrorKind::kMismatch, why)));
         }
         table_.erase(head.name);
         ++i;
@@ -1059,6 +1205,12 @@ void Engine::execute_batch(const Batch& items, int64_t fusion_id) {
   // training loops do) blocks once, not once per tensor as it catches up
   // with the engine finishing them. The entries come back for reuse before
   // the wake too, for the woken caller's next enqueue().
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // the names are free before anyone sees them done
+    for (const auto& item : items) {
+      if (item.local) release_busy(*item.local);
+    }
+  }
   for (const auto& item : items) {
     if (item.local) item.local->work->publish_done(error);
   }
@@ -1111,6 +1263,23 @@ void Engine::inspect_stalls() {
     if (!(any_bits_[b / 8] & (1 << (b % 8)))) continue;
     if (bit_last_warned_[b] < bit_first_seen_[b]) bit_last_warned_[b] = bit_first_seen_[b];
     consider(cache_names_[b], bit_first_seen_[b], &bit_last_warned_[b], [&] { return missing_ranks(b); });
+  }
+  if (join_pending_since_ > 0 && !join_abort_sent_) {
+    const double age = now - join_pending_since_;
+    if (opt_.stall_shutdown_s > 0 && age > opt_.stall_shutdown_s) {
+      pending_aborts_.push_back("");  // no name is empty: this is the join
+      join_abort_sent_ = true;
+    } else if (opt_.stall_check_s > 0 && age > opt_.stall_check_s &&
+               now - join_last_warned_ >= opt_.stall_check_s) {
+      join_last_warned_ = now;
+      std::vector<int> missing;
+      for (int r = 0; r < size_; ++r) {
+        if (!was_joined_[static_cast<size_t>(r)]) missing.push_back(r);
+      }
+      report << "\n  join(): waiting on rank(s) " << rank_list(missing) << " for "
+             << static_cast<int>(age) << " s";
+      ++stalled;
+    }
   }
   if (stalled) {
     RINGCC_LOG(kWarning, "stall: ", stalled,

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/communicator.h"
@@ -34,11 +35,16 @@
 
 namespace ringcc {
 
+// The default bound on a named collective (and a join) that some ranks
+// enqueued and others did not: like torch's process-group timeout, long
+// enough for a rank to checkpoint or evaluate while the others wait.
+constexpr double kDefaultStallShutdownS = 600.0;
+
 struct EngineOptions {
   double cycle_time_ms = 1.0;
   int64_t fusion_threshold = 64 << 20;
   double stall_check_s = 60.0;
-  double stall_shutdown_s = 0.0;  // 0: never fail stalled tensors
+  double stall_shutdown_s = kDefaultStallShutdownS;  // 0: never fail stalled tensors
   int cache_capacity = 1024;
   std::string timeline_path;
 
@@ -104,7 +110,8 @@ class Engine {
   void take_incoming();
   std::string build_message();
   void apply_messages(const std::vector<std::string>& messages, std::vector<bool>* joined,
-                      std::vector<std::string>* aborts, bool* all_shutdown, bool* any_new);
+                      std::vector<std::string>* aborts, std::vector<int>* shut_down,
+                      bool* any_new);
   struct ReadyItem;
   void run_ready(std::vector<ReadyItem>& ready);
   struct Batch;
@@ -115,6 +122,10 @@ class Engine {
   void retire(const ReadyItem& item);
   const std::string& name_of(const ReadyItem& item) const;
   void drop_local(const std::string& name);
+  // Under mu_: the entry's name may be enqueued again.
+  void release_busy(LocalEntry& entry);
+  // Frees the entry's name, then finishes its Work with `error`.
+  void finish_local(LocalEntry& entry, std::exception_ptr error);
   void drop_local_bit(size_t bit);  // my pending tensor of a cache bit
   // Hands the entries dropped this cycle to enqueue() for reuse.
   void recycle_retired();
@@ -127,6 +138,9 @@ class Engine {
   bool agree(const std::string& name, const TableEntry& e, std::string* why) const;
   void remember(const std::string& name, const TableEntry& e);
   void fail_all(const std::string& why, ErrorKind kind);
+  // Fails this rank's join (rank 0 gave up on it: RINGCC_STALL_SHUTDOWN_S).
+  void fail_join(const std::string& why);
+  std::string join_stall_why_ranks(const std::vector<bool>& joined) const;
   std::vector<int> missing_ranks(const TableEntry& e) const;
   std::vector<int> missing_ranks(size_t bit) const;
 
@@ -150,7 +164,13 @@ class Engine {
   // enqueue() finds its name and description in place.
   std::vector<std::unique_ptr<LocalEntry>> idle_by_bit_;
   std::shared_ptr<Work> join_work_;
+  // Names enqueued on this rank whose collectives have not completed: by
+  // cache bit, and (names enqueued without one) by name. enqueue() refuses
+  // a name in flight.
+  std::vector<char> busy_bits_;
+  std::unordered_set<std::string> busy_names_;
   bool shutdown_requested_ = false;
+  bool thread_exited_ = false;  // the engine thread returned (cv_ tells)
   bool nudged_ = false;               // a nudge came since the engine last woke
   std::weak_ptr<Work> nudged_work_;  // what the nudging caller waits on
   uint64_t nudged_generation_ = 0;   // ... and its Work::generation() then
@@ -199,6 +219,12 @@ class Engine {
   uint64_t table_seq_ = 0;                               // identical
   std::vector<bool> was_joined_;                         // identical
   bool joined_ = false;
+  bool sent_shutdown_ = false;  // the last message carried this rank's shutdown
+  // Rank 0: since when some ranks have joined and the others made no
+  // progress (0: no join pending), and whether it gave up on the join.
+  double join_pending_since_ = 0;
+  double join_last_warned_ = 0;
+  bool join_abort_sent_ = false;
   int last_joined_ = -1;                                 // identical
   std::vector<std::string> pending_aborts_;              // rank 0: to announce
   std::vector<uint8_t> zeros_;

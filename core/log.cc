@@ -83,4 +83,6 @@ void log_message(LogLevel level, const std::string& message) {
 
 void set_log_rank(int rank) { g_rank.store(rank, std::memory_order_relaxed); }
 
+int log_rank() { return g_rank.load(std::memory_order_relaxed); }
+
 }  // namespace ringcc

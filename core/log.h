@@ -15,6 +15,7 @@ bool log_enabled(LogLevel level);
 void log_message(LogLevel level, const std::string& message);
 // Rank shown in the prefix of every line ("[ringcc rank 3] ...").
 void set_log_rank(int rank);
+int log_rank();  // -1 before any
 
 }  // namespace ringcc
 

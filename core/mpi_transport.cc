@@ -8,6 +8,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/log.h"
 #include "core/ring_algorithms.h"
 
@@ -27,6 +28,7 @@ void MpiPause::operator()() {
     sched_yield();
     return;
   }
+  poll_interrupt();
   const long us = std::min<long>(1000, 50L << std::min(round_, 5));
   timespec ts{0, us * 1000L};
   nanosleep(&ts, nullptr);

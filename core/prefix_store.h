@@ -26,6 +26,7 @@ class PrefixStore : public Store {
   int64_t add(const std::string& key, int64_t delta) override {
     return base_->add(prefix_ + key, delta);
   }
+  Store& job_store() override { return base_->job_store(); }
 
  private:
   std::string prefix_;

@@ -9,6 +9,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/log.h"
 #include "core/reduction.h"
 
@@ -18,6 +19,7 @@ struct alignas(64) ShmControl {
   std::atomic<uint32_t> phase;     // last phase this rank arrived at (futex word)
   std::atomic<uint32_t> sleepers;  // peers sleeping on `phase`
   std::atomic<uint32_t> aborted;
+  std::atomic<uint32_t> left;  // this rank shut down: it arrives at no later phase
   int32_t pid;
   // A word peers read through process_vm_readv(2) to learn whether this
   // host lets them read our memory directly (cross-memory attach), and its
@@ -169,6 +171,7 @@ ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix,
     ctl->phase.store(0);
     ctl->sleepers.store(0);
     ctl->aborted.store(0);
+    ctl->left.store(0);
     ctl->pid = static_cast<int32_t>(getpid());
     ctl->probe = kProbeValue;
     ctl->probe_addr = reinterpret_cast<uint64_t>(&ctl->probe);
@@ -262,6 +265,12 @@ void ShmCollectives::abort(const std::string& reason) {
   }
 }
 
+void ShmCollectives::leave() {
+  ShmControl* ctl = control(me_);
+  ctl->left.store(1);
+  futex_wake_all(&ctl->phase);
+}
+
 void ShmCollectives::wait_for_peer(int peer, uint32_t phase, Deadline dl, const char* what) {
   ShmControl* ctl = control(peer);
   // A peer that aborted never arrives: its flag is checked before every
@@ -275,7 +284,15 @@ void ShmCollectives::wait_for_peer(int peer, uint32_t phase, Deadline dl, const 
       raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)],
             " aborted: ", ctl->reason);
     }
-    return reached(ctl->phase.load(std::memory_order_acquire), phase);
+    if (reached(ctl->phase.load(std::memory_order_acquire), phase)) return true;
+    // A rank that left finished every phase it will ever reach: the ones
+    // above cannot come.
+    if (ctl->left.load(std::memory_order_acquire) &&
+        !reached(ctl->phase.load(std::memory_order_acquire), phase)) {
+      raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)],
+            " shut ringcc down (it left the job) while this rank waited for it in ", what);
+    }
+    return false;
   };
   if (arrived()) return;
   const auto waiting_since = Clock::now();
@@ -289,9 +306,12 @@ void ShmCollectives::wait_for_peer(int peer, uint32_t phase, Deadline dl, const 
     }
   }
   for (;;) {
+    poll_interrupt();
     ctl->sleepers.fetch_add(1);
     uint32_t seen = ctl->phase.load();
-    if (!reached(seen, phase) && !ctl->aborted.load()) futex_wait(&ctl->phase, seen, 50);
+    if (!reached(seen, phase) && !ctl->aborted.load() && !ctl->left.load()) {
+      futex_wait(&ctl->phase, seen, 50);
+    }
     ctl->sleepers.fetch_sub(1);
     if (arrived()) return count_wait();
     if (!process_alive(ctl->pid)) {

@@ -38,6 +38,10 @@ class ShmCollectives {
 
   // Tells every local peer blocked on us that we gave up, and why.
   void abort(const std::string& reason);
+  // Tells the local peers that this rank takes part in no more collectives:
+  // one waiting for a phase we never reach fails at once. Phases we reached
+  // stay readable.
+  void leave();
 
   // Microseconds spent waiting for peers to arrive since the last call.
   double take_peer_wait_us() {

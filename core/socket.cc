@@ -20,6 +20,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 
 namespace ringcc {
 namespace {
@@ -54,8 +55,9 @@ int poll_timeout_ms(Deadline deadline) {
 // Waits for events on fd until deadline. Returns false on timeout.
 bool wait_for(int fd, short events, Deadline deadline) {
   for (;;) {
+    poll_interrupt();
     pollfd pfd{fd, events, 0};
-    int rc = ::poll(&pfd, 1, poll_timeout_ms(deadline));
+    int rc = ::poll(&pfd, 1, interrupt_slice_ms(poll_timeout_ms(deadline)));
     if (rc > 0) return true;
     if (rc == 0) {
       if (Clock::now() >= deadline) return false;
@@ -244,6 +246,7 @@ Socket Socket::connect(const std::string& host, int port, Deadline deadline,
       refused_since = Deadline::max();
     }
     if (now >= deadline) break;
+    poll_interrupt();
     std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline - now));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(50));
   }

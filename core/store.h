@@ -22,6 +22,10 @@ class Store {
   // Atomically adds delta to the integer stored at key (0 if absent) and
   // returns the new value.
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
+  // The store that the whole job shares (a PrefixStore's base): records
+  // that every communicator of the job should see, such as its first
+  // failure, go there.
+  virtual Store& job_store() { return *this; }
 };
 
 }  // namespace ringcc

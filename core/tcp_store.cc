@@ -21,6 +21,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/log.h"
 #include "core/sha256.h"
 
@@ -653,16 +654,22 @@ TcpStore::TcpStore(const std::string& host, int port, const std::string& secret,
       who_("the rendezvous store at " + host + ":" + std::to_string(port) + " (rank 0)"),
       io_timeout_s_(timeout_seconds()) {
   // A store that is shutting down (a previous job on the same port) may
-  // accept and then drop us before its greeting: try again until the
-  // deadline.
+  // accept and then drop us before its greeting, or leave a connection it
+  // was accepting half-open when a new store binds the port at once (no
+  // greeting ever comes): try again until the deadline, with a short wait
+  // for the greeting that grows for a slow server.
   Socket conn;
+  auto greeting_wait = std::chrono::milliseconds(1000);
   for (;;) {
     bool greeted = false;
     try {
-      conn = open_connection(connect_deadline, &greeted);
+      conn = open_connection(connect_deadline, &greeted, std::chrono::milliseconds::max(), greeting_wait);
       break;
     } catch (const Error& e) {
-      if (greeted || e.kind() != ErrorKind::kPeerFailure || Clock::now() >= connect_deadline) throw;
+      const bool retry = e.kind() == ErrorKind::kPeerFailure || e.kind() == ErrorKind::kTimeout;
+      if (greeted || !retry || Clock::now() >= connect_deadline) throw;
+      greeting_wait = std::min(greeting_wait * 2, std::chrono::milliseconds(kHandshakeTimeout));
+      poll_interrupt();
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
@@ -675,15 +682,20 @@ TcpStore::~TcpStore() = default;
 std::string TcpStore::address() const { return host_ + ":" + std::to_string(port_); }
 
 Socket TcpStore::open_connection(Deadline deadline, bool* greeted,
-                                 std::chrono::milliseconds refused_limit) const {
+                                 std::chrono::milliseconds refused_limit,
+                                 std::chrono::milliseconds greeting_wait) const {
   Socket conn = Socket::connect(host_, port_, deadline, refused_limit);
   conn.set_nodelay(true);
   // The handshake gets its own few seconds even if connecting took until
   // the deadline.
   const Deadline handshake_deadline = std::max(deadline, Clock::now() + kHandshakeTimeout);
+  const Deadline greeting_deadline =
+      greeting_wait == std::chrono::milliseconds::max()
+          ? handshake_deadline
+          : std::min(handshake_deadline, Clock::now() + greeting_wait);
 
   char greeting[kGreetingSize];
-  conn.recv_all(greeting, sizeof(greeting), handshake_deadline, who_);
+  conn.recv_all(greeting, sizeof(greeting), greeting_deadline, who_);
   if (greeted) *greeted = true;
   RINGCC_CHECK(std::memcmp(greeting, kMagic, sizeof(kMagic)) == 0 &&
                    static_cast<uint8_t>(greeting[4]) == kVersion,

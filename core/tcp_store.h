@@ -83,9 +83,12 @@ class TcpStore : public Store {
   };
 
   // greeted (optional) is set once the server's greeting arrived.
-  // refused_limit: see Socket::connect.
+  // refused_limit: see Socket::connect. greeting_wait: how long the
+  // greeting may take (max: the handshake's whole time).
   Socket open_connection(Deadline deadline, bool* greeted = nullptr,
                          std::chrono::milliseconds refused_limit =
+                             std::chrono::milliseconds::max(),
+                         std::chrono::milliseconds greeting_wait =
                              std::chrono::milliseconds::max()) const;
   Socket checkout();
   void checkin(Socket conn);

@@ -11,6 +11,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/log.h"
 #include "core/sha256.h"
 
@@ -148,7 +149,9 @@ struct TcpTransport::Link {
         }
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
         if (n < 0 && errno == EINTR) continue;
-        if (n == 0) fail(rank_name(peer) + " closed the connection; it may have exited or crashed");
+        if (n == 0) {
+          fail(rank_name(peer) + " closed the connection (it shut ringcc down, exited or crashed)");
+        }
         fail(rank_name(peer) + " reset the connection (" + std::strerror(errno) + ")");
       }
       p.done = true;
@@ -448,9 +451,16 @@ void TcpTransport::connect(const std::vector<int>& peers,
     return out;
   };
   std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_until(lock, deadline, [&] { return missing().empty(); })) {
-    raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(),
-          " s waiting for rank(s) ", missing(), " to connect over TCP");
+  while (!missing().empty()) {
+    if (Clock::now() >= deadline) {
+      raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(),
+            " s waiting for rank(s) ", missing(), " to connect over TCP");
+    }
+    lock.unlock();
+    poll_interrupt();
+    lock.lock();
+    cv_.wait_until(lock, std::min(deadline, Clock::now() + kInterruptPoll),
+                   [&] { return missing().empty(); });
   }
   connected_.assign(static_cast<size_t>(size_), false);
   for (int peer : peers) connected_[static_cast<size_t>(peer)] = true;
@@ -503,6 +513,17 @@ std::unique_ptr<Request> TcpTransport::isend(int peer, const void* data, size_t 
 std::unique_ptr<Request> TcpTransport::irecv(int peer, void* data, size_t size,
                                              const MemoryContext& mem) {
   return post(peer, static_cast<uint8_t*>(data), size, false, mem);
+}
+
+void TcpTransport::leave() {
+  // Our end of each stream: the peers read what we sent, then end of file.
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& link : links_) {
+    if (!link) continue;
+    for (auto& s : link->sockets) {
+      if (s.valid()) ::shutdown(s.fd(), SHUT_WR);
+    }
+  }
 }
 
 void TcpTransport::abort(const std::string& reason) {

@@ -52,6 +52,7 @@ class TcpTransport : public Transport {
   std::unique_ptr<Request> irecv(int peer, void* data, size_t size,
                                  const MemoryContext& mem) override;
   void abort(const std::string& reason) override;
+  void leave() override;
 
   // Number of connections refused since start (for tests and logs).
   int refused_connections() const { return refused_.load(); }

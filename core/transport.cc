@@ -7,6 +7,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 
 namespace ringcc {
 
@@ -65,16 +66,18 @@ void drive(std::vector<Request*> all, Deadline deadline, const char* what, Done 
     // Sleep until any pending request can move: on all their descriptors
     // at once when they have some, else on the first one in short slices
     // so the others are polled too.
+    poll_interrupt();
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
     fds.clear();
     bool pollable = true;
     for (Request* r : all) pollable = pollable && r->add_pollfds(&fds);
     if (pollable && !fds.empty()) {
-      ::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(100, left))));
+      ::poll(fds.data(), fds.size(),
+             interrupt_slice_ms(static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(100, left)))));
       continue;
     }
     int slice = all.size() > 1 ? 1 : 100;
-    all.front()->block(static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(slice, left))));
+    all.front()->block(interrupt_slice_ms(static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(slice, left)))));
   }
 }
 

@@ -62,6 +62,10 @@ class Transport {
   // Makes every peer blocked on us fail fast (closes connections, raises
   // abort flags). The transport is unusable afterwards.
   virtual void abort(const std::string& reason) = 0;
+  // Tells every peer that this rank takes part in nothing more (it shut
+  // down): a peer waiting for data from us fails at once; what we sent
+  // still arrives.
+  virtual void leave() {}
 };
 
 // Drives requests to completion: spins on progress() for a short while,

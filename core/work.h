@@ -2,6 +2,7 @@
 // Work and waits on it; the communicator's worker thread completes it.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "core/collective_args.h"
+#include "core/interrupt.h"
 
 namespace ringcc {
 
@@ -23,8 +25,11 @@ class Work {
   bool done() const { return done_.load(std::memory_order_acquire); }
   // True once it finished without an error.
   bool succeeded() const { return done() && !error_; }
-  // Blocks until done or timeout (negative: no limit); returns done().
-  // Rethrows the collective's error, if any, once done.
+  // Blocks until done or timeout (negative: no limit of its own; whoever
+  // runs the collective bounds it); returns done(). Rethrows the
+  // collective's error, if any, once done. On an interruptible thread
+  // (core/interrupt.h) it may throw Error(kInterrupted) instead; the
+  // collective goes on, and a later wait() can still collect it.
   bool wait(double timeout_seconds) {
     if (!done()) {
       std::unique_lock<std::mutex> lock(mu_);
@@ -33,7 +38,21 @@ class Work {
       // the notify when nobody waits.
       waiting_.store(true);
       auto finished = [this] { return done_.load(); };
-      if (timeout_seconds < 0) {
+      if (interruptible()) {
+        const auto start = std::chrono::steady_clock::now();
+        const auto limit = std::chrono::duration<double>(timeout_seconds);
+        while (!finished()) {
+          const std::chrono::duration<double> left =
+              limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - start);
+          if (timeout_seconds >= 0 && left.count() <= 0) return false;
+          lock.unlock();
+          poll_interrupt();  // the hook may take other locks (Python's)
+          lock.lock();
+          std::chrono::duration<double> slice = kInterruptPoll;
+          if (timeout_seconds >= 0) slice = std::min(slice, left);
+          cv_.wait_for(lock, slice, finished);
+        }
+      } else if (timeout_seconds < 0) {
         cv_.wait(lock, finished);
       } else if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_seconds), finished)) {
         return false;

@@ -1,6 +1,6 @@
 """Rank programs for the failure tests (tests/test_failures.py):
 
-    ringrun -np 3 python tests/rank_failures.py kill --victim 1 --out DIR
+    ringrun -np 3 python tests/rank_failures.py kill --victim 1 [--named] --out DIR
     ringrun -np 2 python tests/rank_failures.py timeout --timeout-s 2 --out DIR
     ringrun -np 2 python tests/rank_failures.py stranger --out DIR
 
@@ -62,14 +62,24 @@ def kill(args) -> int:
         while time.monotonic() < deadline:
             if rank == args.victim and iterations == args.kill_after:
                 threading.Timer(0.005, die).start()  # fires while the next allreduce runs
-            result = ringcc.allreduce(data)
+            if args.named:
+                result = ringcc.synchronize(ringcc.allreduce_async(data, name="loop"))
+            else:
+                result = ringcc.allreduce(data)
             if not np.all(result == want):
                 wrong += 1
             iterations += 1
         record = {"class": None, "message": "no error within 60 s"}
     except ringcc.RingccError as error:
         record = describe(error)
-    record.update(iterations=iterations, wrong_results=wrong)
+    # Once a failure is known, shutdown() must not wait for the dead rank.
+    start = time.monotonic()
+    try:
+        ringcc.shutdown()
+        record["shutdown_error"] = None
+    except Exception as error:  # noqa: BLE001 - recorded
+        record["shutdown_error"] = f"{type(error).__name__}: {error}"
+    record.update(iterations=iterations, wrong_results=wrong, shutdown_s=time.monotonic() - start)
     report(args.out, rank, record)
     return 0
 
@@ -181,6 +191,7 @@ def main(argv=None) -> int:
     k = commands.add_parser("kill")
     k.add_argument("--victim", type=int, required=True)
     k.add_argument("--kill-after", type=int, default=5, help="allreduces before the victim dies")
+    k.add_argument("--named", action="store_true", help="named allreduces (through the engine)")
     t = commands.add_parser("timeout")
     t.add_argument("--timeout-s", type=float, default=2.0)
     t.add_argument("--sleep-s", type=float, default=5.0)

@@ -43,12 +43,17 @@ def read_outcome(out_dir: Path, rank: int, completed) -> dict:
 # A rank dies
 
 
-@pytest.mark.parametrize("transport,victim", [("shm", 1), ("tcp", 1), ("shm", 0), ("tcp", 0)],
-                         ids=["shm-victim1", "tcp-victim1", "shm-victim0-store-host", "tcp-victim0-store-host"])
-def test_killed_rank_fails_the_others_quickly(ranks, transport, victim):
-    out_dir = ranks.scratch_dir(f"kill-{transport}-{victim}")
-    command, env = failure_job(ranks, 3, out_dir, ["kill", "--victim", str(victim)], transport_env(transport),
-                               launcher_options=["--grace-period", "30"])
+@pytest.mark.parametrize("transport,victim,named", [("shm", 1, False), ("tcp", 1, False), ("shm", 0, False),
+                                                    ("tcp", 0, False), ("shm", 2, True), ("tcp", 2, True)],
+                         ids=["shm-victim1", "tcp-victim1", "shm-victim0-store-host", "tcp-victim0-store-host",
+                              "shm-victim2-named", "tcp-victim2-named"])
+def test_killed_rank_fails_the_others_quickly(ranks, transport, victim, named):
+    """The survivors get an error naming a rank soon after the kill, never a wrong result, and
+    their shutdown() then returns at once (it does not wait for the dead rank to check out),
+    whether the failure showed in a direct collective or in the engine's (named)."""
+    out_dir = ranks.scratch_dir(f"kill-{transport}-{victim}{'-named' if named else ''}")
+    command, env = failure_job(ranks, 3, out_dir, ["kill", "--victim", str(victim), *(["--named"] if named else [])],
+                               transport_env(transport), launcher_options=["--grace-period", "30"])
     completed = ranks.run(command, env, HARD_LIMIT_S)
     assert completed.returncode not in (0, None), f"ringrun should report the killed rank\n{completed.describe()}"
     killed_path = out_dir / "killed.json"
@@ -62,6 +67,8 @@ def test_killed_rank_fails_the_others_quickly(ranks, transport, victim):
         delay = outcome["time"] - killed_at
         assert delay < 10, f"the error came {delay:.1f} s after the kill; {context}"
         assert outcome["wrong_results"] == 0, context
+        assert outcome["shutdown_error"] is None, context
+        assert outcome["shutdown_s"] < 2.0, f"shutdown() took {outcome['shutdown_s']:.1f} s after the failure; {context}"
         assert f"OUTCOME {{\"rank\": {rank}" in completed.stdout, f"rank {rank}'s report is not in ringrun's output"
 
 

@@ -296,6 +296,17 @@ def test_bench_runs(mxnet_venv):
     assert rows["core"][-1] == "1.000"
 
 
+def test_rank_that_raises_fails_the_others_at_once(mxnet_venv, tmp_path):
+    """Rank 1 raises after init(); rank 0's ringcc.mxnet allreduce fails at once with
+    PeerFailureError naming rank 1, and ringrun names rank 1 (tests/rank_raises.py)."""
+    from test_hangs import check_raise_outcome
+
+    command = [str(mxnet_venv), "-m", "ringcc.launcher", "-np", "2", "--timeout", "90", "--grace-period", "20",
+               "--", str(mxnet_venv), str(TESTS_DIR / "rank_raises.py"), "--api", "mxnet", "--out", str(tmp_path)]
+    done = run_command(command, _clean_env(GROUP_ENV), 110)
+    check_raise_outcome(tmp_path, done, ())
+
+
 def test_import_without_mxnet_explains():
     """Outside the venv (no MXNet): the import error says what to install."""
     env = {**_clean_env(), "PYTHONPATH": RINGCC_PARENT}

@@ -658,6 +658,8 @@ def _timeout(ctx):
     import ringcc
 
     group = dist.new_group(timeout=datetime.timedelta(seconds=1))
+    store = dist.distributed_c10d._get_default_store()
+    done_key = f"group-timeout-checked/{ctx.case}"
     if ctx.rank == 0:
         start = time.monotonic()
         work = dist.barrier(group=group, async_op=True)
@@ -668,6 +670,11 @@ def _timeout(ctx):
         start = time.monotonic()
         expect_raises(ringcc.TimeoutError, lambda: dist.all_reduce(torch.ones(1), group=group), "all_reduce")
         assert time.monotonic() - start < 10
+        store.set(done_key, "1")
+    else:
+        # Stay in the group meanwhile: a rank that leaves it makes the
+        # barrier fail at once with PeerFailureError naming it instead.
+        store.wait([done_key], datetime.timedelta(seconds=30))
     dist.destroy_process_group(group)
 
 

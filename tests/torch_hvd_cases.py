@@ -593,6 +593,31 @@ def _(ctx):
     hvd.barrier()
 
 
+@case("duplicate_name_raises_at_the_call", min_size=2)
+def _(ctx):
+    """As Horovod's test_horovod_*_duplicate_name_error: a name enqueued twice before it
+    completed raises ValueError at the second call (handles dropped); the others enqueue it
+    after a barrier, so the first completes, and the job goes on."""
+    t = torch.ones(17, 3)
+    starts = {
+        "allreduce": lambda: hvd.allreduce_async(t, name="duplicate_name"),
+        "allgather": lambda: hvd.allgather_async(t, name="duplicate_name"),
+        "broadcast": lambda: hvd.broadcast_async(t, 0, name="duplicate_name"),
+        "alltoall": lambda: hvd.alltoall_async(torch.ones(2 * ctx.size, 3), name="duplicate_name"),
+        "reducescatter": lambda: hvd.reducescatter_async(torch.ones(2 * ctx.size, 3), name="duplicate_name"),
+    }
+    for kind, start in starts.items():
+        if ctx.rank == 0:
+            start()
+            raises(ValueError, start, f"the second {kind} on rank 0", "already in flight")
+        hvd.barrier()
+        if ctx.rank > 0:
+            start()  # completes with rank 0's first, which was pending
+        hvd.barrier()
+    same(hvd.allreduce(torch.ones(3), name="after_duplicates", op=hvd.Sum),
+         torch.full((3,), float(ctx.size)), "an allreduce after the duplicates")
+
+
 @case("timeline")
 def _(ctx):
     path = os.path.join(tempfile.gettempdir(), f"ringcc-hvd-timeline-{os.getpid()}.json")

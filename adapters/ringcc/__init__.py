@@ -271,16 +271,66 @@ def barrier_async():
     return _core._barrier(True)
 
 
-def _shutdown_at_exit():
+# --------------------------------------------------------------------------
+# Leaving: a process that ends on an uncaught exception (KeyboardInterrupt
+# included) aborts its communicators first, so its peers raise
+# PeerFailureError naming it at once instead of waiting for it; any other
+# exit leaves the job in an orderly way. Either way the process ends within
+# RINGCC_TIMEOUT_S.
+
+import sys as _sys  # noqa: E402
+
+_aborted_on_exit = False
+
+
+def _interactive():
+    return bool(getattr(_sys, "ps1", None)) or bool(_sys.flags.interactive)
+
+
+def _abort_on_exit(exc_type, error):
+    """Aborts this process's communicators for an uncaught `error`."""
+    global _aborted_on_exit
+    if _aborted_on_exit:
+        return
+    _aborted_on_exit = True
+    text = " ".join(str(error).split())
+    if len(text) > 300:
+        text = text[:297] + "..."
+    reason = f"exiting on an uncaught {getattr(exc_type, '__name__', exc_type)}" + (f": {text}" if text else "")
+    # A rank that dies of another's failure is not the first failure (JAX
+    # and MXNet report the core's error inside their own exception types).
+    first = not (isinstance(error, PeerFailureError) or "ringcc.PeerFailureError" in text)
     try:
-        shutdown()
-    except Exception:  # the process is ending; nothing useful to report
+        _core._abort(reason, first)
+    except BaseException:  # noqa: BLE001 - the process is ending either way
+        pass
+
+
+def _excepthook(exc_type, error, traceback):
+    if not _interactive():  # at a prompt an error does not end the process
+        _abort_on_exit(exc_type, error)
+    _previous_excepthook(exc_type, error, traceback)
+
+
+def _shutdown_at_exit():
+    # An uncaught exception ended the program (when something replaced our
+    # excepthook, this is where we learn of it).
+    error = getattr(_sys, "last_exc", None) or getattr(_sys, "last_value", None)
+    if error is not None and not _interactive():
+        _abort_on_exit(type(error), error)
+    try:
+        if _core.is_initialized():
+            _core.shutdown()
+    except BaseException:  # noqa: BLE001 - the process is ending; nothing useful to report
         pass
     try:
         _core._mpi_finalize_if_ours()  # only when ringcc initialised MPI
     except Exception:
         pass
 
+
+_previous_excepthook = _sys.excepthook
+_sys.excepthook = _excepthook
 
 import atexit as _atexit  # noqa: E402
 

@@ -431,12 +431,24 @@ class _Console:
         self.write_line("stderr", f"ringrun: {text}\n".encode(errors="replace"))
 
 
-def _forward_output(pipe, prefix: bytes, stream_name: str, console: _Console) -> None:
+def _forward_output(pipe, prefix: bytes, stream_name: str, console: _Console,
+                    on_line: Optional[Callable[[bytes], None]] = None) -> None:
     with pipe:
         for line in iter(pipe.readline, b""):
+            if on_line is not None:
+                on_line(line)
             if prefix and not line.endswith(b"\n"):
                 line += b"\n"
             console.write_line(stream_name, prefix + line)
+
+
+# The lines ringcc logs (on stderr) when a rank aborts the job on an
+# uncaught exception: one of its own, or one that another rank's failure
+# caused (whose message names that rank first).
+_ABORT_LINE = re.compile(rb"\[ringcc rank (\d+)\] ERROR: rank (\d+) aborts the job: ([^\r\n]*)")
+_CONSEQUENCE_LINE = re.compile(
+    rb"\[ringcc rank (\d+)\] ERROR: rank (\d+) aborts after a failure elsewhere in the job: ([^\r\n]*)")
+_NAMED_RANK = re.compile(r"\brank (\d+)\b|\brank\(s\) \[(\d+)")
 
 
 def _signal_process_group(process: subprocess.Popen, signum: int) -> None:
@@ -491,6 +503,12 @@ class JobRunner:
         self._ranks: List[Tuple[int, subprocess.Popen]] = []
         self._readers: List[threading.Thread] = []
         self._received_signals: List[int] = []
+        # What tells which rank failed first: the ranks' own word (ringcc's
+        # abort line) and, failing that, when each process ended.
+        self._events_lock = threading.Lock()
+        self._aborts: List[Tuple[float, int, str]] = []
+        self._blamed: List[Tuple[float, int, int, str]] = []  # (time, blamed rank, reporter, message)
+        self._exit_times: Dict[int, float] = {}
 
     def run(self, launches: Sequence[RankLaunch], timeout: Optional[float]) -> int:
         with _recording_signals(self._received_signals):
@@ -528,15 +546,68 @@ class JobRunner:
             self._ranks.append((rank, process))
             for pipe, stream_name in ((process.stdout, "stdout"), (process.stderr, "stderr")):
                 prefix = f"[{rank}]<{stream_name}>: ".encode() if self._prefix_output else b""
+                on_line = (lambda line, r=rank: self._note_line(r, line)) if stream_name == "stderr" else None
                 reader = threading.Thread(
                     target=_forward_output,
-                    args=(pipe, prefix, stream_name, self._console),
+                    args=(pipe, prefix, stream_name, self._console, on_line),
                     name=f"ringrun-rank{rank}-{stream_name}",
                     daemon=True,
                 )
                 reader.start()
                 self._readers.append(reader)
+            threading.Thread(target=self._note_exit, args=(rank, process),
+                             name=f"ringrun-rank{rank}-exit", daemon=True).start()
         return None
+
+    def _note_line(self, rank: int, line: bytes) -> None:
+        if b"] ERROR: rank " not in line:
+            return
+        match = _ABORT_LINE.search(line)
+        if match is not None and int(match.group(1)) == int(match.group(2)):
+            with self._events_lock:
+                self._aborts.append((time.monotonic(), rank, match.group(3).decode(errors="replace")))
+            return
+        match = _CONSEQUENCE_LINE.search(line)
+        if match is not None and int(match.group(1)) == int(match.group(2)):
+            message = match.group(3).decode(errors="replace")
+            for named in _NAMED_RANK.finditer(message):
+                blamed = int(named.group(1) or named.group(2))
+                if blamed != rank:
+                    with self._events_lock:
+                        self._blamed.append((time.monotonic(), blamed, rank, message))
+                    return
+
+    def _note_exit(self, rank: int, process: subprocess.Popen) -> None:
+        process.wait()
+        with self._events_lock:
+            self._exit_times[rank] = time.monotonic()
+
+    def _describe_failure(self, rank: int, returncode: int) -> Tuple[str, int]:
+        """Names the rank that failed first: the first to say it aborted the
+        job, else the first to end with an error (`rank` is the one seen to
+        end). Returns the message and the exit status: the first failed
+        rank's when it has ended with an error, else `rank`'s."""
+        time.sleep(_POLL_INTERVAL_S)  # lines and exits already on their way
+        with self._events_lock:
+            aborts = sorted(self._aborts)
+            blamed = sorted(self._blamed)
+            exit_times = dict(self._exit_times)
+        codes = {r: process.poll() for r, process in self._ranks}
+        if aborts:
+            _, first, reason = aborts[0]
+            if first == rank:
+                return f"{describe_exit(rank, returncode)} after it aborted the job ({reason})", returncode
+            message = f"rank {first} failed first (it aborted the job: {reason}); {describe_exit(rank, returncode)}"
+            return message, codes.get(first) or returncode
+        if blamed and blamed[0][1] in codes:
+            _, first, reporter, reason = blamed[0]
+            message = f"rank {first} failed first (rank {reporter}: {reason}); {describe_exit(rank, returncode)}"
+            return message, codes.get(first) or returncode
+        failed = sorted((exit_times.get(r, float("inf")), r) for r, code in codes.items() if code)
+        if failed and failed[0][1] != rank:
+            first = failed[0][1]
+            return f"{describe_exit(first, codes[first])} first; {describe_exit(rank, returncode)}", codes[first]
+        return describe_exit(rank, returncode), returncode
 
     def _supervise(self, timeout: Optional[float]) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -546,9 +617,10 @@ class JobRunner:
             for rank, process in self._ranks:
                 returncode = process.poll()
                 if returncode:
-                    self._console.message(describe_exit(rank, returncode) + "; stopping the other ranks")
+                    message, status = self._describe_failure(rank, returncode)
+                    self._console.message(message + "; stopping the other ranks")
                     self._stop_all(interrupted=False)
-                    return exit_status(returncode)
+                    return exit_status(status)
             if all(process.returncode is not None for _, process in self._ranks):
                 return 0
             if deadline is not None and time.monotonic() >= deadline:
@@ -919,9 +991,12 @@ output:
   (--no-prefix: unchanged).
 
 exit status:
-  0 when every rank succeeds. When a rank fails, ringrun reports it, stops
-  the other ranks (SIGTERM to each rank's process group, SIGKILL after the
-  grace period) and exits with that rank's code (128 + N for signal N).
+  0 when every rank succeeds. When a rank fails, ringrun names the rank that
+  failed first (the first to log that it aborted the job, which ringcc does
+  for an uncaught exception; else the first to end with an error, not a
+  rank that only failed because of it), stops the other ranks (SIGTERM to
+  each rank's process group, SIGKILL after the grace period) and exits with
+  that rank's code (128 + N for signal N).
   SIGINT, SIGTERM or SIGHUP to ringrun sends SIGINT to the ranks, then
   escalates; the exit status is 128 + the signal (130 for Ctrl-C).
   --timeout expiry: 124. A rank that cannot be started: 127.

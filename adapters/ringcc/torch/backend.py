@@ -224,10 +224,12 @@ class _PollingStore:
 
     def wait(self, keys, timeout=None):
         seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
-        deadline = None if seconds is None or seconds <= 0 else time.monotonic() + seconds
+        if seconds is None or seconds <= 0:
+            seconds = _core_timeout_s()  # every wait is bounded
+        deadline = time.monotonic() + seconds
         delay = 0.0002
         while not self._store.check(list(keys)):
-            if deadline is not None and time.monotonic() > deadline:
+            if time.monotonic() > deadline:
                 raise TimeoutError(f"keys {list(keys)} were not set within {seconds:g} s")
             time.sleep(delay)
             delay = min(delay * 2, 0.01)

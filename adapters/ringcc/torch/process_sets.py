@@ -166,12 +166,18 @@ class _StoreView:
             return all(self._client.try_get(self._prefix + k) is not None for k in keys)
 
     def wait(self, keys, timeout=None):
-        deadline = None if not timeout else time.monotonic() + float(
-            timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout)
+        seconds = float(timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout or 0)
+        if seconds <= 0:  # every wait is bounded: by the core's timeout
+            try:
+                seconds = float(os.environ.get("RINGCC_TIMEOUT_S")
+                                or os.environ.get("HOROVOD_GLOO_TIMEOUT_SECONDS") or 60)
+            except ValueError:
+                seconds = 60.0
+        deadline = time.monotonic() + seconds
         delay = 0.0005
         while not self.check(keys):
-            if deadline is not None and time.monotonic() > deadline:
-                raise ringcc.TimeoutError(f"keys {list(keys)} were not set in time")
+            if time.monotonic() > deadline:
+                raise ringcc.TimeoutError(f"keys {list(keys)} were not set within {seconds:g} s")
             time.sleep(delay)
             delay = min(delay * 2, 0.02)
 

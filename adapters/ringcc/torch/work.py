@@ -138,6 +138,10 @@ class RingWork(dist.Work):
                     f"(the wait's or the process group's timeout); the operation is still queued, "
                     f"so the group should be destroyed") from None
             except BaseException as error:  # noqa: BLE001 - kept, raised from wait()
+                if not waitable.done():
+                    # Not the operation's error: a signal handler's, raised
+                    # while waiting. The operation goes on; wait() again.
+                    raise
                 return error
         return None
 
