@@ -90,6 +90,9 @@ class Communicator {
  private:
   void join_job(const RendezvousInfo& info, Deadline deadline);
   void meet_through_mpi(const RendezvousInfo& info, Deadline deadline);
+  // Raises on every rank (MismatchError naming the variable, the values and
+  // the ranks) when settings[r], rank r's shared_settings_text(), differ.
+  void check_shared_settings(const std::vector<std::string>& settings, Deadline deadline);
   void execute(CollectiveArgs& a);
   void hierarchical_allreduce(CollectiveArgs& a, Deadline deadline);
   void execute_grouped(std::vector<CollectiveArgs>& list);
@@ -124,7 +127,7 @@ class Communicator {
   bool hierarchical_ = false;
   PeerSet world_;
   RingScratch scratch_;
-  int64_t fusion_threshold_;
+  int64_t fusion_threshold_ = 64 << 20;
   FusionBuffer fusion_;
 
   std::string abort_reason_;  // set once a peer failure broke the communicator

@@ -187,6 +187,12 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
     entry->meta.prescale = a.prescale;
     entry->meta.postscale = a.postscale;
     entry->meta.shape.assign(shape, shape + ndim);
+    if (a.kind == CollectiveKind::kLocalError) {
+      entry->meta.failed_kind = a.failed_kind;
+      entry->meta.error = a.local_error;
+    } else if (!entry->meta.error.empty()) {
+      entry->meta.error.clear();
+    }
   }
   // An allreduce's result is known in size now; its buffers for a fused batch.
   if (a.kind == CollectiveKind::kAllreduce) args.result_count = args.count;
@@ -776,7 +782,9 @@ bool Engine::agree(const std::string& name, const TableEntry& e, std::string* wh
     if (!e.submitted[static_cast<size_t>(r)]) continue;
     const TensorMeta* m = e.metas[static_cast<size_t>(r)].get();
     if (!first) first = m;
-    ok = m == first || compatible(*m, *first);
+    // A rank that could not start the collective fails it everywhere, even
+    // where it is the only one that submitted it (the others joined).
+    ok = m->kind != CollectiveKind::kLocalError && (m == first || compatible(*m, *first));
   }
   if (ok) return true;
   std::vector<TensorMeta> metas;

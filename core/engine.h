@@ -74,7 +74,10 @@ class Engine {
 
   // Queues a named collective; `args` (moved from) carries the buffers
   // (kind, dtype, in/out, counts, op, root, scales, splits), `shape` (ndim
-  // values, copied) its full shape.
+  // values, copied) its full shape. args.kind == kLocalError: this rank
+  // could not start the collective args.failed_kind under this name
+  // (args.local_error says why); once every rank has submitted the name,
+  // it fails on every rank with MismatchError naming this rank and why.
   std::shared_ptr<Work> enqueue(std::string_view name, CollectiveArgs&& args, const int64_t* shape,
                                 size_t ndim);
   // Queues this rank's join: it completes when every rank has joined; its
