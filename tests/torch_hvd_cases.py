@@ -557,14 +557,18 @@ def _(ctx):
     # rank r's rows [2j, 2j+2) went to rank j, at rows [2r, 2r+2) of j's output
     want = torch.cat([ua[j][2 * r:2 * r + 2] for j in range(n)])
     close(xa.grad, want, "alltoall gradient")
-    # reducescatter (Sum): gradient = every rank's upstream block, allgathered
+    # reducescatter, as Horovod defines its gradient: every rank's upstream
+    # block, allgathered, times the size for Sum (not for Average)
     xr = torch.randn(2 * n, 3, generator=gen(ctx, r, 9)).requires_grad_()
     ur = [torch.randn(2, 3, generator=gen(ctx, k, 10)) for k in range(n)]
     (hvd.reducescatter(xr, op=hvd.Sum) * ur[r]).sum().backward()
-    close(xr.grad, torch.cat(ur), "reducescatter Sum gradient")
+    close(xr.grad, torch.cat(ur) * n, "reducescatter Sum gradient")
     xr.grad = None
     (hvd.reducescatter(xr, op=hvd.Average) * ur[r]).sum().backward()
-    close(xr.grad, torch.cat(ur) / n, "reducescatter Average gradient")
+    close(xr.grad, torch.cat(ur), "reducescatter Average gradient")
+    xr.grad = None
+    (hvd.reducescatter(xr, op=hvd.Sum, prescale_factor=0.5, postscale_factor=3.0) * ur[r]).sum().backward()
+    close(xr.grad, torch.cat(ur) * (n * 1.5), "reducescatter Sum gradient with scale factors")
     # grouped allreduce
     a = torch.ones(2, requires_grad=True)
     b = torch.ones(3, requires_grad=True)

@@ -55,13 +55,20 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, prefix="Paramete
     momentum buffers and step counts, and the hyper-parameters of its
     param_groups) root_rank's.
 
-    Differs from Horovod in how: Horovod first runs a zero-gradient step on
-    an optimizer with no state yet (which creates its state, and moves
-    parameters when weight decay is set), then broadcasts tensor by tensor.
-    Here root_rank's `state_dict()` is broadcast as one object and loaded
-    with `load_state_dict()` on the other ranks, so nothing steps, and any
-    optimizer whose state_dict round-trips works, torch.optim.LBFGS included.
-    `model` and `prefix` are accepted for compatibility and not used."""
+    As in Horovod, an optimizer that has no state yet first takes one step
+    with zero gradients on every rank, which creates its state: every
+    parameter that requires a gradient gets a zero one (sparse for
+    SparseAdam, and for SGD on the sparse embeddings of `model`); parameters
+    that do not require one keep none and get no state. A
+    DistributedOptimizer takes that step without reducing anything.
+
+    Then root_rank's `state_dict()` is broadcast as one object and loaded
+    with `load_state_dict()` on the other ranks (Horovod broadcasts it
+    tensor by tensor), so any optimizer whose state_dict round-trips works:
+    torch.optim.LBFGS too (which skips the zero step: it steps with a
+    closure). `prefix` is accepted for compatibility and not used."""
+    if not isinstance(optimizer, torch.optim.LBFGS) and not optimizer.state_dict()["state"]:
+        _create_state(optimizer, model)
     if root_rank == _hvd.rank():
         state = optimizer.state_dict()
     else:
@@ -69,6 +76,31 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, prefix="Paramete
     state = broadcast_object(state, root_rank, name="optimizer_state", process_set=process_set)
     if root_rank != _hvd.rank():
         optimizer.load_state_dict(state)
+
+
+def _create_state(optimizer, model) -> None:
+    """Horovod's way to give a new optimizer its state: a step with zero
+    gradients."""
+    from ringcc.torch.optimizer import _DistributedOptimizer
+
+    sparse = set()
+    if model is not None:
+        for module in model.modules():
+            if isinstance(module, torch.nn.Embedding) and module.sparse:
+                sparse.update(id(p) for p in module.parameters())
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if not p.requires_grad:
+                continue
+            p.grad = p.data.new(p.size()).zero_()
+            if isinstance(optimizer, torch.optim.SparseAdam) or (
+                    isinstance(optimizer, torch.optim.SGD) and id(p) in sparse):
+                p.grad = p.grad.to_sparse()
+    if isinstance(optimizer, _DistributedOptimizer):
+        # Its own step would reduce the gradients, which needs every rank.
+        super(_DistributedOptimizer, optimizer).step()
+    else:
+        optimizer.step()
 
 
 def _dumps(obj) -> bytes:
