@@ -342,12 +342,15 @@ void Engine::fail_all(const std::string& why, ErrorKind kind) {
   auto error = std::make_exception_ptr(Error(kind, why));
   for (auto& entry : local_) entry.second->work->finish(error);
   local_.clear();
+  failed_pending_ = 0;
   for (auto& entry : local_by_bit_) {
     if (entry) entry->work->finish(error);
     entry.reset();
   }
   std::fill(my_bits_.begin(), my_bits_.end(), '\0');
   for (auto& entry : incoming) entry->work->finish(error);
+  for (auto& entry : behind_failed_) entry->work->finish(error);
+  behind_failed_.clear();
   if (join_work) join_work->finish(error);
 }
 
@@ -356,6 +359,22 @@ void Engine::take_incoming() {
     std::lock_guard<std::mutex> lock(mu_);
     taken_.swap(incoming_);  // both keep their storage for the next cycles
     if (join_work_ && !joined_) joined_ = true;
+  }
+  // Tensors enqueued under the name of this rank's own failed call while
+  // that was pending: their turn comes once it is gone.
+  if (!behind_failed_.empty()) {
+    std::vector<std::unique_ptr<LocalEntry>> turn;
+    size_t kept = 0;
+    for (auto& entry : behind_failed_) {
+      if (local_.count(entry->name)) {
+        behind_failed_[kept++] = std::move(entry);
+      } else {
+        turn.push_back(std::move(entry));
+      }
+    }
+    behind_failed_.resize(kept);
+    taken_.insert(taken_.begin(), std::make_move_iterator(turn.begin()),
+                  std::make_move_iterator(turn.end()));
   }
   for (auto& entry : taken_) {
     const std::string& name = entry->name;
@@ -366,8 +385,17 @@ void Engine::take_incoming() {
       entry->cache_epoch = cache_epoch_;
     }
     const int b = entry->cache_bit;
+    auto pending = b < 0 || failed_pending_ > 0 ? local_.find(name) : local_.end();
+    if (pending != local_.end() && pending->second->meta.kind == CollectiveKind::kLocalError &&
+        entry->meta.kind != CollectiveKind::kLocalError) {
+      // This rank's call of that name failed (its caller has its error and
+      // may call again at once): the failure must reach the peers first.
+      behind_failed_.push_back(std::move(entry));
+      continue;
+    }
     const bool duplicate = b >= 0 ? static_cast<bool>(local_by_bit_[static_cast<size_t>(b)])
-                                  : local_.count(name) > 0;
+                                  : pending != local_.end();
+    if (!duplicate && entry->meta.kind == CollectiveKind::kLocalError) ++failed_pending_;
     if (duplicate) {
       entry->work->finish(std::make_exception_ptr(Error(
           ErrorKind::kInvalidArgument, "a collective named '" + name +
@@ -523,6 +551,7 @@ Engine::LocalEntry* Engine::find_local(const std::string& name) {
 void Engine::drop_local(const std::string& name) {
   auto local = local_.find(name);
   if (local != local_.end()) {
+    if (local->second->meta.kind == CollectiveKind::kLocalError) --failed_pending_;
     retired_.push_back(std::move(local->second));
     local_.erase(local);
     return;
