@@ -105,6 +105,9 @@ class Engine {
   bool caller_waits();  // under mu_: the last nudge's Work is still pending
   void cycle();
   void take_incoming();
+  // behind_failed_: an entry waits there; those whose turn came go to taken_.
+  void put_behind_failed(std::unique_ptr<LocalEntry> entry);
+  void take_behind_failed();
   std::string build_message();
   void apply_messages(const std::vector<std::string>& messages, std::vector<bool>* joined,
                       std::vector<std::string>* aborts, bool* all_shutdown, bool* any_new);

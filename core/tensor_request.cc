@@ -63,8 +63,7 @@ int64_t TensorMeta::row_elems() const {
 
 bool TensorMeta::operator==(const TensorMeta& o) const {
   return kind == o.kind && dtype == o.dtype && op == o.op && root == o.root &&
-         prescale == o.prescale && postscale == o.postscale && shape == o.shape &&
-         (kind != CollectiveKind::kLocalError || (failed_kind == o.failed_kind && error == o.error));
+         prescale == o.prescale && postscale == o.postscale && shape == o.shape;
 }
 
 void TensorMeta::serialize(std::string* out) const {
@@ -76,10 +75,6 @@ void TensorMeta::serialize(std::string* out) const {
   put<double>(out, postscale);
   put<uint8_t>(out, static_cast<uint8_t>(shape.size()));
   for (int64_t d : shape) put<int64_t>(out, d);
-  if (kind == CollectiveKind::kLocalError) {
-    put<uint8_t>(out, static_cast<uint8_t>(failed_kind));
-    put_string(out, error);
-  }
 }
 
 TensorMeta TensorMeta::parse(const std::string& in, size_t* pos) {
@@ -92,10 +87,6 @@ TensorMeta TensorMeta::parse(const std::string& in, size_t* pos) {
   m.postscale = get<double>(in, pos);
   const uint8_t ndim = get<uint8_t>(in, pos);
   for (uint8_t i = 0; i < ndim; ++i) m.shape.push_back(get<int64_t>(in, pos));
-  if (m.kind == CollectiveKind::kLocalError) {
-    m.failed_kind = static_cast<CollectiveKind>(get<uint8_t>(in, pos));
-    m.error = get_string(in, pos);
-  }
   return m;
 }
 
@@ -113,10 +104,6 @@ bool compatible(const TensorMeta& a, const TensorMeta& b) {
 
 std::string describe_disagreement(const std::string& name, const std::vector<TensorMeta>& metas,
                                   const std::vector<int>& ranks) {
-  for (size_t i = 0; i < metas.size(); ++i) {
-    if (metas[i].kind != CollectiveKind::kLocalError) continue;
-    return "tensor '" + name + "': " + failed_call_text(ranks[i], metas[i].failed_kind, metas[i].error);
-  }
   bool all_compatible = true;
   for (const auto& m : metas) all_compatible = all_compatible && compatible(m, metas[0]);
   if (all_compatible) return "";

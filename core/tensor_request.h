@@ -20,11 +20,6 @@ struct TensorMeta {
   double prescale = 1.0;
   double postscale = 1.0;
   std::vector<int64_t> shape;
-  // kind == kLocalError: the rank could not start the collective
-  // `failed_kind` under this name, for the reason `error`. Such a
-  // description agrees with none: every rank fails the name.
-  CollectiveKind failed_kind = CollectiveKind::kAllreduce;
-  std::string error;
 
   int64_t elements() const;
   int64_t row_elems() const;  // elements per row of the first dimension
@@ -36,13 +31,12 @@ struct TensorMeta {
 };
 
 // Equal in everything ranks must agree on (allgather and alltoall may
-// differ in the first dimension); never for a kLocalError description.
+// differ in the first dimension); never for a rank's failed call
+// (kLocalError, see Engine::enqueue).
 bool compatible(const TensorMeta& a, const TensorMeta& b);
 
 // Describes how metas[i] (from ranks[i]) disagree, or returns "" when the
 // tensor can run. Allgather and alltoall may differ in the first dimension.
-// A rank that could not start the collective (kLocalError) is named with
-// its reason.
 std::string describe_disagreement(const std::string& name, const std::vector<TensorMeta>& metas,
                                   const std::vector<int>& ranks);
 
