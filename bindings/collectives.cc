@@ -136,13 +136,12 @@ std::string current_error_text(bool* take_part) {
 // Called from a catch block: takes part in the call as a failed participant
 // (see above), then rethrows the error being handled.
 [[noreturn]] void fail_call(ringcc::Communicator* c, CollectiveKind kind, const std::string& name) {
-  bool take_part = true;
-  const std::string why = current_error_text(&take_part);
-  if (take_part) {
-    try {
-      report_failed_call(c, kind, why, name);
-    } catch (...) {
-    }
+  try {
+    bool take_part = true;
+    const std::string why = current_error_text(&take_part);
+    if (take_part) report_failed_call(c, kind, why, name);
+  } catch (...) {
+    // The call's own error is the one to raise; nobody else can be told.
   }
   throw;
 }
