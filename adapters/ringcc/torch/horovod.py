@@ -694,7 +694,7 @@ def _direct_allreduce_(tensor, kind, name, op, prescale_factor, postscale_factor
         if code is not None and tensor.is_contiguous():
             try:
                 return _allreduce_async_raw(tensor, tensor.data_ptr(), tensor.shape, code, op,
-                                            f"{kind}.{name}" if name else _name(kind, None),
+                                            f"{kind}.{name}" if name else _name(kind, name),
                                             prescale_factor, postscale_factor)
             except ringcc.NotInitializedError:
                 return None  # the general path says so in Horovod's words
