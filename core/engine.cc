@@ -373,10 +373,10 @@ void Engine::take_incoming() {
     }
     const int b = entry->cache_bit;
     auto pending = b < 0 || failed_pending_ > 0 ? local_.find(name) : local_.end();
-    if (pending != local_.end() && pending->second->meta.kind == CollectiveKind::kLocalError &&
-        entry->meta.kind != CollectiveKind::kLocalError) {
+    if (pending != local_.end() && pending->second->meta.kind == CollectiveKind::kLocalError) {
       // This rank's call of that name failed (its caller has its error and
-      // may call again at once): the failure must reach the peers first.
+      // may call again at once, and fail again): the failure must reach the
+      // peers first.
       put_behind_failed(std::move(entry));
       continue;
     }

@@ -170,7 +170,8 @@ class Engine {
   std::unordered_map<std::string, std::unique_ptr<LocalEntry>> local_;
   std::vector<std::unique_ptr<LocalEntry>> retired_;  // dropped this cycle
   // Enqueued under the name of this rank's failed call (kLocalError) while
-  // it was pending: taken once it is gone, in the order they came.
+  // it was pending (failed calls too): taken once it is gone, in the order
+  // they came.
   std::vector<std::unique_ptr<LocalEntry>> behind_failed_;
   size_t failed_pending_ = 0;  // entries of local_ that are failed calls
   // The engine thread changes the cache under mu_; enqueuing threads look
