@@ -169,11 +169,6 @@ class Engine {
   // their cache bit by bit.
   std::unordered_map<std::string, std::unique_ptr<LocalEntry>> local_;
   std::vector<std::unique_ptr<LocalEntry>> retired_;  // dropped this cycle
-  // Enqueued under the name of this rank's failed call (kLocalError) while
-  // it was pending (failed calls too): taken once it is gone, in the order
-  // they came.
-  std::vector<std::unique_ptr<LocalEntry>> behind_failed_;
-  size_t failed_pending_ = 0;  // entries of local_ that are failed calls
   // The engine thread changes the cache under mu_; enqueuing threads look
   // names up under it. cache_epoch_ counts evictions: a lookup made before
   // one is repeated.
@@ -224,6 +219,15 @@ class Engine {
   mutable std::mutex stats_mu_;
   EngineStats stats_;
   std::thread thread_;
+
+  // The engine thread's, for failed calls. Last: the members above are laid
+  // out for the per-tensor path (what the enqueuing threads and the engine
+  // thread each touch).
+  // Enqueued under the name of this rank's failed call (kLocalError) while
+  // it was pending (failed calls too): taken once it is gone, in the order
+  // they came.
+  std::vector<std::unique_ptr<LocalEntry>> behind_failed_;
+  size_t failed_pending_ = 0;  // entries of local_ that are failed calls
 };
 
 }  // namespace ringcc
