@@ -1030,6 +1030,11 @@ def _(ctx):
            "an unregistered process set")
 
 
+class _Unpicklable:
+    def __reduce__(self):
+        raise TypeError("cannot pickle this object")
+
+
 @case("errors/one_rank_arguments_fail_every_rank", min_size=2)
 def _(ctx):
     # The last rank passes an argument only it finds wrong: it raises its own
@@ -1091,6 +1096,10 @@ def _(ctx):
          lambda: hvd.reducescatter(pick(torch.tensor(1.0), x), op=hvd.Sum)),
         ("grouped_reducescatter, a 0-dim tensor in the list", ValueError, "0-dim",
          lambda: hvd.grouped_reducescatter(pick([x, torch.tensor(1.0)], [x, x]), op=hvd.Sum)),
+        ("broadcast_object from a root whose object cannot be pickled", TypeError, "cannot pickle",
+         lambda: hvd.broadcast_object(_Unpicklable() if bad else None, root_rank=last)),
+        ("allgather_object of an object that cannot be pickled", TypeError, "cannot pickle",
+         lambda: hvd.allgather_object(_Unpicklable() if bad else r)),
         ("sparse_allreduce_async, a dense tensor", ValueError, "sparse COO",
          lambda: hvd.synchronize(hvd.sparse_allreduce_async(pick(torch.ones(3), sparse), None, hvd.Sum))),
     ]
