@@ -92,23 +92,151 @@ void reject_device_by_name(ringcc::MemoryKind memory) {
   }
 }
 
-// Runs a collective that failed on this rank before it started, so that
-// peers fail at once, then rethrows the original error.
-[[noreturn]] void fail_locally(ringcc::Communicator& c, CollectiveKind kind, const ringcc::Error& e) {
-  if (e.kind() != ErrorKind::kNotInitialized) {
-    CollectiveArgs failed;
-    failed.kind = CollectiveKind::kLocalError;
-    failed.failed_kind = kind;
-    failed.local_error = e.what();
-    try {
-      BlockingCall call;
-      c.run(failed);
-    } catch (const ringcc::Error& interrupted) {
-      if (interrupted.kind() == ErrorKind::kInterrupted) throw;
-    } catch (...) {
+// ---------------------------------------------------------------------------
+// Calls that fail on this rank before they reach the core.
+//
+// Whatever goes wrong while a call's arguments become a CollectiveArgs (a
+// bad op, root, scale factor, name, tensor, output or splits, a Python
+// exception from a conversion), this rank still takes part in the same
+// call, as a failed participant: in issue order on the communicator for an
+// unnamed call, under its name in the engine for a named one. Its peers
+// then raise MismatchError naming this rank and the reason for that call,
+// and the next call is in step on every rank. This rank raises its own
+// error at once.
+
+CollectiveArgs failed_call(CollectiveKind kind, const std::string& why) {
+  CollectiveArgs failed;
+  failed.kind = CollectiveKind::kLocalError;
+  failed.failed_kind = kind;
+  failed.local_error = why;
+  return failed;
+}
+
+// A collective's kind by its name ("allreduce", "reduce_scatter" or
+// "reducescatter", ...), for adapters.
+CollectiveKind kind_of(const std::string& name) {
+  for (CollectiveKind k : {CollectiveKind::kAllreduce, CollectiveKind::kAllgather,
+                           CollectiveKind::kBroadcast, CollectiveKind::kReduceScatter,
+                           CollectiveKind::kAlltoall, CollectiveKind::kBarrier}) {
+    if (name == ringcc::collective_name(k)) return k;
+  }
+  if (name == "reducescatter") return CollectiveKind::kReduceScatter;
+  ringcc::raise(ErrorKind::kInvalidArgument, "unknown collective '", name, "'");
+}
+
+// Takes part in the call as a failed participant without waiting for the
+// peers: queued in issue order (name empty) or handed to the engine.
+void report_failed_call(ringcc::Communicator* c, CollectiveKind kind, const std::string& why,
+                        const std::string& name) {
+  if (!name.empty()) {
+    if (g_engine) g_engine->enqueue(name, failed_call(kind, why), nullptr, 0);
+    return;
+  }
+  if (c) {
+    py::gil_scoped_release release;
+    c->submit(failed_call(kind, why));
+  }
+}
+
+// The message of the exception being handled, for the peers: ringcc's own
+// errors by their message, others with their class ("TypeError: ...").
+// Needs the GIL. Sets *take_part to false for errors that leave no job to
+// tell (ringcc not initialized).
+std::string current_error_text(bool* take_part) {
+  *take_part = true;
+  try {
+    throw;
+  } catch (const ringcc::Error& e) {
+    *take_part = e.kind() != ErrorKind::kNotInitialized;
+    return e.what();
+  } catch (py::error_already_set& e) {
+    static PyObject* const base = [] {
+      py::object cls = py::module_::import("ringcc._core").attr("RingccError");
+      return cls.release().ptr();
+    }();
+    std::string message = py::str(e.value());
+    if (PyObject_IsInstance(e.value().ptr(), base) == 1) {
+      *take_part = !e.matches(py::module_::import("ringcc._core").attr("NotInitializedError"));
+      return message;
     }
+    return std::string(py::str(e.type().attr("__name__"))) + ": " + message;
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+// Called from a catch block: takes part in the call as a failed participant
+// (see above), then rethrows the error being handled.
+[[noreturn]] void fail_call(ringcc::Communicator* c, CollectiveKind kind, const std::string& name) {
+  try {
+    bool take_part = true;
+    const std::string why = current_error_text(&take_part);
+    if (take_part) report_failed_call(c, kind, why, name);
+  } catch (...) {
+    // The call's own error is the one to raise; nobody else can be told.
   }
   throw;
+}
+
+// Arguments as the core takes them. Each raises the error the call then
+// reports (see fail_call).
+
+// A collective's name: None -> "" (unnamed); otherwise a non-empty str.
+std::string name_of(py::handle name) {
+  if (name.is_none()) return "";
+  if (PyUnicode_Check(name.ptr())) {
+    Py_ssize_t n = 0;
+    const char* text = PyUnicode_AsUTF8AndSize(name.ptr(), &n);
+    if (!text) throw py::error_already_set();
+    if (n > 0) return std::string(text, static_cast<size_t>(n));
+  }
+  ringcc::raise(ErrorKind::kInvalidArgument, "name must be a non-empty string, got ",
+                std::string(py::repr(name)));
+}
+
+// A reduction: an int code (ringcc.Sum ... Product) or a name ("sum",
+// "average", ...), as ringcc._op() reads it.
+ringcc::ReduceOp reduce_op_of(py::handle op) {
+  if (PyLong_CheckExact(op.ptr())) {
+    const long v = PyLong_AsLong(op.ptr());
+    if (v >= 0 && v <= static_cast<long>(ringcc::ReduceOp::kProduct)) {
+      return static_cast<ringcc::ReduceOp>(v);
+    }
+    PyErr_Clear();
+  }
+  py::object code = py::module_::import("ringcc").attr("_op")(op);
+  return static_cast<ringcc::ReduceOp>(code.cast<int>());
+}
+
+// A scale factor: anything float() takes without parsing text.
+double scale_factor_of(py::handle v, const char* what) {
+  if (PyFloat_CheckExact(v.ptr())) return PyFloat_AS_DOUBLE(v.ptr());
+  if (!PyUnicode_Check(v.ptr()) && !PyBytes_Check(v.ptr())) {
+    const double d = PyFloat_AsDouble(v.ptr());
+    if (!(d == -1.0 && PyErr_Occurred())) return d;
+    PyErr_Clear();
+  }
+  throw py::type_error(std::string(what) + " must be a real number, got " +
+                       std::string(py::repr(v)));
+}
+
+// A broadcast root: an int (range-checked by the core against the size).
+int root_of(py::handle v, const ringcc::Communicator& c) {
+  PyObject* index = PyNumber_Index(v.ptr());
+  if (!index) {
+    PyErr_Clear();
+    throw py::type_error("root must be an int, got " + std::string(py::repr(v)));
+  }
+  int overflow = 0;
+  const long long r = PyLong_AsLongLongAndOverflow(index, &overflow);
+  Py_DECREF(index);
+  if (overflow || r < std::numeric_limits<int>::min() || r > std::numeric_limits<int>::max()) {
+    ringcc::raise(ErrorKind::kInvalidArgument, "broadcast: root rank ", std::string(py::str(v)),
+                  " is out of range for ", c.size(), " ranks");
+  }
+  return static_cast<int>(r);
 }
 
 // output_for() of a CUDA input: `out` on the same device, or a new device
@@ -255,13 +383,24 @@ CollectiveArgs in_place_allreduce(const HostTensor& in, int op, double pre, doub
   return a;
 }
 
-std::unique_ptr<Prepared> prep_allreduce(py::object tensor, py::object out, int op, double pre,
-                                         double post, bool inplace) {
+// The arguments a reduction takes from Python, converted (raising the
+// call's error when they cannot be).
+struct Reduction {
+  ringcc::ReduceOp op;
+  double pre, post;
+  Reduction(py::handle op_obj, py::handle pre_obj, py::handle post_obj)
+      : op(reduce_op_of(op_obj)),
+        pre(scale_factor_of(pre_obj, "prescale_factor")),
+        post(scale_factor_of(post_obj, "postscale_factor")) {}
+};
+
+std::unique_ptr<Prepared> prep_allreduce(py::object tensor, py::object out, const Reduction& r,
+                                         bool inplace) {
   auto p = std::make_unique<Prepared>();
   p->args.kind = CollectiveKind::kAllreduce;
-  p->args.op = static_cast<ringcc::ReduceOp>(op);
-  p->args.prescale = pre;
-  p->args.postscale = post;
+  p->args.op = r.op;
+  p->args.prescale = r.pre;
+  p->args.postscale = r.post;
   same_shape_output(*p, tensor, out, inplace);
   return p;
 }
@@ -271,27 +410,31 @@ std::unique_ptr<Prepared> prep_allreduce(py::object tensor, py::object out, int 
 namespace {
 
 // Runs a collective now, queues it in issue order (async), or hands it to
-// the engine by name (async with a name).
+// the engine by name (async with a name). make() converts the arguments;
+// whatever it raises, and a name that is not one, fails the call on every
+// rank (see fail_call).
 template <class Make>  // () -> std::unique_ptr<Prepared>
 py::object launch(ringcc::Communicator& c, CollectiveKind kind, Make&& make, bool async,
-                  const std::string& name = "") {
+                  py::handle name_obj = py::none()) {
   std::unique_ptr<Prepared> p;
+  std::string name;
+  try {
+    name = name_of(name_obj);
+    if (!name.empty()) engine();  // raises before init()
+    p = make();
+    if (!name.empty()) reject_device_by_name(p->args.memory);
+  } catch (...) {
+    fail_call(&c, kind, name);
+  }
   if (!name.empty()) {
-    ringcc::Engine& e = engine();
-    p = make();  // a bad argument raises here; named peers learn of it as a stall
-    reject_device_by_name(p->args.memory);
     // The Prepared keeps only what the result needs; the engine owns the args.
-    std::shared_ptr<ringcc::Work> work = e.enqueue(name, std::move(p->args), p->shape.data(), p->shape.size());
+    std::shared_ptr<ringcc::Work> work =
+        engine().enqueue(name, std::move(p->args), p->shape.data(), p->shape.size());
     HandleState h;
     h.work = std::move(work);
     h.preps.push_back(std::move(p));
     h.named = true;
     return make_handle(std::move(h));
-  }
-  try {
-    p = make();
-  } catch (const ringcc::Error& e) {
-    fail_locally(c, kind, e);
   }
   if (async) {
     std::shared_ptr<ringcc::Work> work;
@@ -312,26 +455,27 @@ py::object launch(ringcc::Communicator& c, CollectiveKind kind, Make&& make, boo
   return p->result(*p);
 }
 
-py::object do_allreduce(ringcc::Communicator& c, py::object tensor, py::object out, int op,
-                        double pre, double post, bool inplace, bool async,
-                        const std::string& name = "") {
+py::object do_allreduce(ringcc::Communicator& c, py::object tensor, py::object out, py::handle op,
+                        py::handle pre, py::handle post, bool inplace, bool async,
+                        py::handle name = py::none()) {
   return launch(c, CollectiveKind::kAllreduce,
-                [&] { return prep_allreduce(tensor, out, op, pre, post, inplace); }, async, name);
+                [&] { return prep_allreduce(tensor, out, Reduction(op, pre, post), inplace); },
+                async, name);
 }
 
-py::object do_broadcast(ringcc::Communicator& c, py::object tensor, py::object out, int root,
-                        bool inplace, bool async, const std::string& name = "") {
+py::object do_broadcast(ringcc::Communicator& c, py::object tensor, py::object out,
+                        py::handle root, bool inplace, bool async, py::handle name = py::none()) {
   return launch(c, CollectiveKind::kBroadcast, [&] {
     auto p = std::make_unique<Prepared>();
     p->args.kind = CollectiveKind::kBroadcast;
-    p->args.root = root;
+    p->args.root = root_of(root, c);
     same_shape_output(*p, tensor, out, inplace);
     return p;
   }, async, name);
 }
 
 py::object do_allgather(ringcc::Communicator& c, py::object tensor, py::object out, bool async,
-                        const std::string& name = "") {
+                        py::handle name = py::none()) {
   return launch(c, CollectiveKind::kAllgather, [&] {
     auto p = std::make_unique<Prepared>();
     p->args.kind = CollectiveKind::kAllgather;
@@ -350,17 +494,19 @@ py::object do_allgather(ringcc::Communicator& c, py::object tensor, py::object o
   }, async, name);
 }
 
-py::object do_reduce_scatter(ringcc::Communicator& c, py::object tensor, py::object out, int op,
-                             double pre, double post, bool async, const std::string& name = "") {
+py::object do_reduce_scatter(ringcc::Communicator& c, py::object tensor, py::object out,
+                             py::handle op, py::handle pre, py::handle post, bool async,
+                             py::handle name = py::none()) {
   return launch(c, CollectiveKind::kReduceScatter, [&] {
+    const Reduction r(op, pre, post);
     auto p = std::make_unique<Prepared>();
     p->args.kind = CollectiveKind::kReduceScatter;
     BufferView in = view_of(tensor, false, "tensor");
     if (in.shape.empty()) in.shape = {1};
     fill_input(*p, in);
-    p->args.op = static_cast<ringcc::ReduceOp>(op);
-    p->args.prescale = pre;
-    p->args.postscale = post;
+    p->args.op = r.op;
+    p->args.prescale = r.pre;
+    p->args.postscale = r.post;
     std::vector<int64_t> shape = in.shape;
     shape[0] = ringcc::block_rows(in.rows(), c.size(), c.rank());
     p->out = output_for(out, in, shape, shape[0] * in.row_elems(), p->args);
@@ -370,8 +516,26 @@ py::object do_reduce_scatter(ringcc::Communicator& c, py::object tensor, py::obj
   }, async, name);
 }
 
+// Rows for each rank from `splits` (any iterable of ints, as int() reads
+// them), in elements of `row`.
+std::vector<int64_t> send_counts_of(py::handle splits, int64_t row) {
+  std::vector<int64_t> counts;
+  for (auto s : py::iter(splits)) {
+    py::int_ rows(py::reinterpret_borrow<py::object>(s));  // int(s)
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(rows.ptr(), &overflow);
+    if (overflow || (row > 0 && (v > std::numeric_limits<int64_t>::max() / row ||
+                                 v < std::numeric_limits<int64_t>::min() / row))) {
+      ringcc::raise(ErrorKind::kInvalidArgument, "alltoall: split ", std::string(py::str(rows)),
+                    " is out of range");
+    }
+    counts.push_back(static_cast<int64_t>(v) * row);
+  }
+  return counts;
+}
+
 py::object do_alltoall(ringcc::Communicator& c, py::object tensor, py::object splits,
-                       py::object out, bool async, const std::string& name = "") {
+                       py::object out, bool async, py::handle name = py::none()) {
   return launch(c, CollectiveKind::kAlltoall, [&] {
     auto p = std::make_unique<Prepared>();
     p->args.kind = CollectiveKind::kAlltoall;
@@ -387,7 +551,7 @@ py::object do_alltoall(ringcc::Communicator& c, py::object tensor, py::object sp
       }
       p->args.send_counts.assign(static_cast<size_t>(n), in.rows() / n * row);
     } else {
-      for (auto s : splits) p->args.send_counts.push_back(py::cast<int64_t>(s) * row);
+      p->args.send_counts = send_counts_of(splits, row);
     }
     if (out.is_none()) {
       allocate_late(*p, in);
@@ -405,26 +569,25 @@ py::object do_alltoall(ringcc::Communicator& c, py::object tensor, py::object sp
   }, async, name);
 }
 
-py::object do_barrier(ringcc::Communicator& c, bool async, const std::string& name = "") {
+py::object do_barrier(ringcc::Communicator& c, bool async) {
   return launch(c, CollectiveKind::kBarrier, [] {
     auto p = std::make_unique<Prepared>();
     p->args.kind = CollectiveKind::kBarrier;
     p->result = [](Prepared&) { return py::object(py::none()); };
     return p;
-  }, async, name);
+  }, async);
 }
 
-py::object do_grouped_allreduce(ringcc::Communicator& c, py::list tensors, int op, double pre,
-                                double post, bool inplace, bool async) {
+py::object do_grouped_allreduce(ringcc::Communicator& c, py::handle tensors, py::handle op,
+                                py::handle pre, py::handle post, bool inplace, bool async) {
   std::vector<std::unique_ptr<Prepared>> preps;
-  preps.reserve(tensors.size());
   try {
-    for (auto t : tensors) {
-      preps.push_back(prep_allreduce(py::reinterpret_borrow<py::object>(t), py::none(), op, pre,
-                                     post, inplace));
+    const Reduction r(op, pre, post);
+    for (auto t : py::iter(tensors)) {
+      preps.push_back(prep_allreduce(py::reinterpret_borrow<py::object>(t), py::none(), r, inplace));
     }
-  } catch (const ringcc::Error& e) {
-    fail_locally(c, CollectiveKind::kAllreduce, e);
+  } catch (...) {
+    fail_call(&c, CollectiveKind::kAllreduce, "");
   }
   std::vector<CollectiveArgs> list;
   list.reserve(preps.size());
@@ -524,6 +687,17 @@ bool scale_of(PyObject* o, double* out) {
   return false;
 }
 
+// From a catch block of a named in-place allreduce's fast path: fails the
+// call under `name` on every rank (see fail_call) and sets the Python error.
+PyObject* fail_named_in_place(const char* name, Py_ssize_t name_len) {
+  try {
+    fail_call(nullptr, CollectiveKind::kAllreduce, std::string(name, static_cast<size_t>(name_len)));
+  } catch (...) {
+    set_python_error();
+  }
+  return nullptr;
+}
+
 // Enqueues the in-place allreduce `a` of `tensor` by name; a new Handle
 // whose result is `tensor` (kept alive until the collective is done).
 PyObject* enqueue_in_place(ringcc::Engine& e, PyObject* tensor, const char* name,
@@ -580,8 +754,7 @@ PyObject* allreduce_async_inplace(PyObject* general, PyObject* const* args, Py_s
     return enqueue_in_place(e, tensor, name_text, name_len, writable_host_tensor(tensor, "tensor"),
                             static_cast<int>(op), pre, post);
   } catch (...) {
-    set_python_error();
-    return nullptr;
+    return fail_named_in_place(name_text, name_len);
   }
 }
 
@@ -599,59 +772,48 @@ PyObject* allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
     return nullptr;
   }
   PyObject *tensor = args[0], *shape_obj = args[2], *name = args[5];
-  void* ptr = PyLong_AsVoidPtr(args[1]);
-  if (!ptr && PyErr_Occurred()) return nullptr;
-  const long dtype = PyLong_AsLong(args[3]);
-  if (dtype == -1 && PyErr_Occurred()) return nullptr;
-  const long op = PyLong_AsLong(args[4]);
-  if (op == -1 && PyErr_Occurred()) return nullptr;
-  const double pre = PyFloat_AsDouble(args[6]);
-  if (pre == -1.0 && PyErr_Occurred()) return nullptr;
-  const double post = PyFloat_AsDouble(args[7]);
-  if (post == -1.0 && PyErr_Occurred()) return nullptr;
-  if (dtype < 0 || dtype >= ringcc::kNumDataTypes) {
-    PyErr_Format(PyExc_ValueError, "_allreduce_async_raw: invalid dtype code %ld", dtype);
-    return nullptr;
-  }
-  if (op < 0 || op > static_cast<long>(ringcc::ReduceOp::kProduct)) {
-    PyErr_Format(PyExc_ValueError, "_allreduce_async_raw: invalid op code %ld", op);
-    return nullptr;
-  }
   if (!PyUnicode_Check(name) || PyUnicode_GET_LENGTH(name) == 0) {
     PyErr_SetString(PyExc_TypeError, "_allreduce_async_raw: name must be a non-empty str");
-    return nullptr;
-  }
-  if (!PyTuple_Check(shape_obj)) {
-    PyErr_SetString(PyExc_TypeError, "_allreduce_async_raw: shape must be a tuple of ints");
     return nullptr;
   }
   Py_ssize_t name_len = 0;
   const char* name_text = PyUnicode_AsUTF8AndSize(name, &name_len);
   if (!name_text) return nullptr;
-  HostTensor in;
-  in.ptr = ptr;
-  in.dtype = static_cast<ringcc::DataType>(dtype);
-  int64_t* shape = in.resize(static_cast<size_t>(PyTuple_GET_SIZE(shape_obj)));
-  in.count = 1;
-  for (size_t i = 0; i < in.ndim; ++i) {
-    const long long d = PyLong_AsLongLong(PyTuple_GET_ITEM(shape_obj, static_cast<Py_ssize_t>(i)));
-    if (d == -1 && PyErr_Occurred()) return nullptr;
-    if (d < 0 || (d > 0 && in.count > std::numeric_limits<int64_t>::max() / d)) {
-      PyErr_SetString(PyExc_ValueError, "_allreduce_async_raw: invalid shape");
-      return nullptr;
-    }
-    shape[i] = d;
-    in.count *= d;
-  }
-  if (!ptr && in.count > 0) {
-    PyErr_SetString(PyExc_ValueError, "_allreduce_async_raw: null data_ptr");
-    return nullptr;
-  }
+  // Past the name, a bad argument fails the call under it on every rank.
   try {
+    void* ptr = PyLong_AsVoidPtr(args[1]);
+    if (!ptr && PyErr_Occurred()) throw py::error_already_set();
+    const long dtype = PyLong_AsLong(args[3]);
+    if (dtype == -1 && PyErr_Occurred()) throw py::error_already_set();
+    const long op = PyLong_AsLong(args[4]);
+    if (op == -1 && PyErr_Occurred()) throw py::error_already_set();
+    const double pre = scale_factor_of(args[6], "prescale_factor");
+    const double post = scale_factor_of(args[7], "postscale_factor");
+    if (dtype < 0 || dtype >= ringcc::kNumDataTypes) {
+      throw py::value_error("_allreduce_async_raw: invalid dtype code " + std::to_string(dtype));
+    }
+    if (op < 0 || op > static_cast<long>(ringcc::ReduceOp::kProduct)) {
+      throw py::value_error("_allreduce_async_raw: invalid op code " + std::to_string(op));
+    }
+    if (!PyTuple_Check(shape_obj)) throw py::type_error("_allreduce_async_raw: shape must be a tuple of ints");
+    HostTensor in;
+    in.ptr = ptr;
+    in.dtype = static_cast<ringcc::DataType>(dtype);
+    int64_t* shape = in.resize(static_cast<size_t>(PyTuple_GET_SIZE(shape_obj)));
+    in.count = 1;
+    for (size_t i = 0; i < in.ndim; ++i) {
+      const long long d = PyLong_AsLongLong(PyTuple_GET_ITEM(shape_obj, static_cast<Py_ssize_t>(i)));
+      if (d == -1 && PyErr_Occurred()) throw py::error_already_set();
+      if (d < 0 || (d > 0 && in.count > std::numeric_limits<int64_t>::max() / d)) {
+        throw py::value_error("_allreduce_async_raw: invalid shape");
+      }
+      shape[i] = d;
+      in.count *= d;
+    }
+    if (!ptr && in.count > 0) throw py::value_error("_allreduce_async_raw: null data_ptr");
     return enqueue_in_place(engine(), tensor, name_text, name_len, in, static_cast<int>(op), pre, post);
   } catch (...) {
-    set_python_error();
-    return nullptr;
+    return fail_named_in_place(name_text, name_len);
   }
 }
 
@@ -766,20 +928,12 @@ void bind_collectives(py::module_& m) {
            py::arg("reason"),
            "Fails any collective blocked on this rank, here and on its peers; the communicator\n"
            "is unusable afterwards. Safe from any thread.")
-      .def("report_error", [](CommPtr c, const std::string& message) {
-             CollectiveArgs failed;
-             failed.kind = CollectiveKind::kLocalError;
-             failed.failed_kind = CollectiveKind::kAllreduce;
-             failed.local_error = message;
-             BlockingCall call;
-             try {
-               c->run(failed);
-             } catch (const ringcc::Error& e) {
-               if (e.kind() != ErrorKind::kInvalidArgument) throw;
-             }
-           }, py::arg("message"),
-           "Takes part in the peers' current collective as a failed participant, so that they\n"
-           "raise MismatchError naming this rank and `message` instead of waiting.")
+      .def("report_error", [](CommPtr c, const std::string& message, const std::string& kind) {
+             report_failed_call(c.get(), kind_of(kind), message, "");
+           }, py::arg("message"), py::arg("kind") = "allreduce",
+           "Takes part, as a failed participant, in the next collective in issue order (one of\n"
+           "`kind` this rank could not start), so that the peers raise MismatchError naming\n"
+           "this rank and `message` for that call. Returns at once.")
       .def_property_readonly("timeout_s", &ringcc::Communicator::timeout_s)
       .def_property_readonly("rank", &ringcc::Communicator::rank)
       .def_property_readonly("size", &ringcc::Communicator::size)
@@ -794,21 +948,22 @@ void bind_collectives(py::module_& m) {
         BlockingCall call;
         c->shutdown();
       })
-      .def("allreduce", [](CommPtr c, py::object t, py::object out, int op, double pre, double post,
-                           bool inplace, bool async) {
+      .def("allreduce", [](CommPtr c, py::object t, py::object out, py::object op, py::object pre,
+                           py::object post, bool inplace, bool async) {
         return do_allreduce(*c, t, out, op, pre, post, inplace, async);
       }, py::arg("tensor"), py::arg("out") = py::none(), py::arg("op") = 0,
          py::arg("prescale") = 1.0, py::arg("postscale") = 1.0, py::arg("inplace") = false,
          py::arg("async_op") = false)
-      .def("broadcast", [](CommPtr c, py::object t, py::object out, int root, bool inplace, bool async) {
+      .def("broadcast", [](CommPtr c, py::object t, py::object out, py::object root, bool inplace,
+                           bool async) {
         return do_broadcast(*c, t, out, root, inplace, async);
       }, py::arg("tensor"), py::arg("out") = py::none(), py::arg("root") = 0,
          py::arg("inplace") = false, py::arg("async_op") = false)
       .def("allgather", [](CommPtr c, py::object t, py::object out, bool async) {
         return do_allgather(*c, t, out, async);
       }, py::arg("tensor"), py::arg("out") = py::none(), py::arg("async_op") = false)
-      .def("reduce_scatter", [](CommPtr c, py::object t, py::object out, int op, double pre,
-                                double post, bool async) {
+      .def("reduce_scatter", [](CommPtr c, py::object t, py::object out, py::object op,
+                                py::object pre, py::object post, bool async) {
         return do_reduce_scatter(*c, t, out, op, pre, post, async);
       }, py::arg("tensor"), py::arg("out") = py::none(), py::arg("op") = 0,
          py::arg("prescale") = 1.0, py::arg("postscale") = 1.0, py::arg("async_op") = false)
@@ -818,8 +973,8 @@ void bind_collectives(py::module_& m) {
          py::arg("async_op") = false)
       .def("barrier", [](CommPtr c, bool async) { return do_barrier(*c, async); },
            py::arg("async_op") = false)
-      .def("grouped_allreduce", [](CommPtr c, py::list ts, int op, double pre, double post,
-                                   bool inplace, bool async) {
+      .def("grouped_allreduce", [](CommPtr c, py::object ts, py::object op, py::object pre,
+                                   py::object post, bool inplace, bool async) {
         return do_grouped_allreduce(*c, ts, op, pre, post, inplace, async);
       }, py::arg("tensors"), py::arg("op") = 0, py::arg("prescale") = 1.0,
          py::arg("postscale") = 1.0, py::arg("inplace") = false, py::arg("async_op") = false);
@@ -951,17 +1106,23 @@ void bind_collectives(py::module_& m) {
         "The backend of CUDA collectives (\"nccl\", \"ipc\", \"host\"), \"\" before the first one.");
   m.def("fusion_threshold", [] { return comm().fusion_threshold(); });
 
-  m.def("_allreduce", [](py::object t, py::object out, int op, double pre, double post,
-                         bool inplace, bool async, const std::string& name) -> py::object {
-    if (inplace && !async && name.empty()) {
+  // The module-level collectives (ringcc/__init__.py passes its arguments
+  // through as given: converting them here makes every bad one the call's
+  // error on every rank, see fail_call). name: None, or a non-empty str
+  // that hands the call to the engine.
+  m.def("_allreduce", [](py::object t, py::object out, py::object op, py::object pre,
+                         py::object post, bool inplace, bool async, py::object name) -> py::object {
+    if (inplace && !async && name.is_none()) {
       // The latency-bound path (small blocking in-place allreduces in
       // loops): no Prepared, no result callback.
       ringcc::Communicator& c = comm();
       CollectiveArgs a;
       try {
-        a = in_place_allreduce(writable_host_tensor(t.ptr(), "tensor"), op, pre, post);
-      } catch (const ringcc::Error& e) {
-        fail_locally(c, CollectiveKind::kAllreduce, e);
+        const Reduction r(op, pre, post);
+        a = in_place_allreduce(writable_host_tensor(t.ptr(), "tensor"), static_cast<int>(r.op),
+                               r.pre, r.post);
+      } catch (...) {
+        fail_call(&c, CollectiveKind::kAllreduce, "");
       }
       {
         BlockingCall call;
@@ -971,25 +1132,40 @@ void bind_collectives(py::module_& m) {
     }
     return do_allreduce(comm(), t, out, op, pre, post, inplace, async, name);
   }, py::arg("tensor"), py::arg("out"), py::arg("op"), py::arg("pre"), py::arg("post"),
-     py::arg("inplace"), py::arg("async_op"), py::arg("name") = "");
-  m.def("_broadcast", [](py::object t, py::object out, int root, bool inplace, bool async,
-                         const std::string& name) {
+     py::arg("inplace"), py::arg("async_op"), py::arg("name") = py::none());
+  m.def("_broadcast", [](py::object t, py::object out, py::object root, bool inplace, bool async,
+                         py::object name) {
     return do_broadcast(comm(), t, out, root, inplace, async, name);
   }, py::arg("tensor"), py::arg("out"), py::arg("root"), py::arg("inplace"), py::arg("async_op"),
-     py::arg("name") = "");
-  m.def("_allgather", [](py::object t, py::object out, bool async, const std::string& name) {
+     py::arg("name") = py::none());
+  m.def("_allgather", [](py::object t, py::object out, bool async, py::object name) {
     return do_allgather(comm(), t, out, async, name);
-  }, py::arg("tensor"), py::arg("out"), py::arg("async_op"), py::arg("name") = "");
-  m.def("_reduce_scatter", [](py::object t, py::object out, int op, double pre, double post,
-                              bool async, const std::string& name) {
+  }, py::arg("tensor"), py::arg("out"), py::arg("async_op"), py::arg("name") = py::none());
+  m.def("_reduce_scatter", [](py::object t, py::object out, py::object op, py::object pre,
+                              py::object post, bool async, py::object name) {
     return do_reduce_scatter(comm(), t, out, op, pre, post, async, name);
   }, py::arg("tensor"), py::arg("out"), py::arg("op"), py::arg("pre"), py::arg("post"),
-     py::arg("async_op"), py::arg("name") = "");
+     py::arg("async_op"), py::arg("name") = py::none());
   m.def("_alltoall", [](py::object t, py::object splits, py::object out, bool async,
-                        const std::string& name) {
+                        py::object name) {
     return do_alltoall(comm(), t, splits, out, async, name);
   }, py::arg("tensor"), py::arg("splits"), py::arg("out"), py::arg("async_op"),
-     py::arg("name") = "");
+     py::arg("name") = py::none());
+  m.def("_fail_call", [](const std::string& kind, const std::string& message, py::object name) {
+    // The name is checked as the collectives check it; a bad one leaves
+    // the call unnamed (it fails in issue order).
+    std::string named;
+    try {
+      named = name_of(name);
+    } catch (...) {
+    }
+    std::shared_ptr<ringcc::Communicator> c = g_comm;
+    report_failed_call(c.get(), kind_of(kind), message, named);
+  }, py::arg("kind"), py::arg("message"), py::arg("name") = py::none(),
+     "For adapters whose own argument checks failed: takes part in the call as a failed\n"
+     "participant (in issue order on ringcc.init()'s communicator, or under `name` in the\n"
+     "engine), so that the peers raise MismatchError naming this rank and `message` for\n"
+     "that call. Returns at once; nothing before init().");
   m.def("join", [] {
     std::shared_ptr<ringcc::Work> work = engine().join();
     BlockingCall call;
@@ -1015,8 +1191,8 @@ void bind_collectives(py::module_& m) {
     return d;
   });
   m.def("_barrier", [](bool async) { return do_barrier(comm(), async); });
-  m.def("_grouped_allreduce", [](py::list ts, int op, double pre, double post, bool inplace,
-                                 bool async) {
+  m.def("_grouped_allreduce", [](py::object ts, py::object op, py::object pre, py::object post,
+                                 bool inplace, bool async) {
     return do_grouped_allreduce(comm(), ts, op, pre, post, inplace, async);
   });
 }

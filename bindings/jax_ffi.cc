@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <exception>
 #include <string>
+#include <string_view>
 
 #include "bindings/global_communicator.h"
 #include "core/collective_args.h"
@@ -220,6 +221,25 @@ ffi::Error BarrierImpl(ffi::Token, ffi::Result<ffi::Token>) {
   return run(a);
 }
 
+// A collective whose arguments ringcc.jax found wrong on this rank while
+// tracing: it takes the collective's place in program order, takes part in
+// the peers' collective as a failed participant (they fail with
+// MismatchError naming this rank and `reason`), and fails here with
+// `error_class: reason` (`reason` alone when error_class is empty). Its
+// result is never written.
+ffi::Error FailImpl(ffi::Token, ffi::Result<ffi::AnyBuffer>, ffi::Result<ffi::Token>, int64_t kind,
+                    std::string_view error_class, std::string_view reason) {
+  CollectiveArgs failed;
+  failed.kind = CollectiveKind::kLocalError;
+  failed.failed_kind = static_cast<CollectiveKind>(kind);
+  failed.local_error = std::string(reason);
+  ffi::Error peers = run(failed);
+  (void)peers;  // this rank's own error is the one it found
+  return ffi::Error(ffi::ErrorCode::kInvalidArgument,
+                    error_class.empty() ? std::string(reason)
+                                        : std::string(error_class) + ": " + std::string(reason));
+}
+
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER(kRingccAllreduce, AllreduceImpl,
@@ -268,6 +288,15 @@ XLA_FFI_DEFINE_HANDLER(kRingccAlltoall, AlltoallImpl,
 XLA_FFI_DEFINE_HANDLER(kRingccBarrier, BarrierImpl,
                        ffi::Ffi::Bind().Arg<ffi::Token>().Ret<ffi::Token>());
 
+XLA_FFI_DEFINE_HANDLER(kRingccFail, FailImpl,
+                       ffi::Ffi::Bind()
+                           .Arg<ffi::Token>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Ret<ffi::Token>()
+                           .Attr<int64_t>("kind")
+                           .Attr<std::string_view>("error_class")
+                           .Attr<std::string_view>("reason"));
+
 namespace py = pybind11;
 
 void bind_jax_ffi(py::module_& m) {
@@ -282,6 +311,7 @@ void bind_jax_ffi(py::module_& m) {
     add("ringcc_reduce_scatter", kRingccReduceScatter);
     add("ringcc_alltoall", kRingccAlltoall);
     add("ringcc_barrier", kRingccBarrier);
+    add("ringcc_fail", kRingccFail);
     return d;
   }, "XLA FFI handlers of ringcc.jax's collectives (CPU platform): name -> PyCapsule.");
   m.def("jax_ffi_api_version", [] {

@@ -19,6 +19,7 @@
 #include "core/fusion_buffer.h"
 #include "core/job_secret.h"
 #include "core/interrupt.h"
+#include "core/job_settings.h"
 #include "core/log.h"
 #include "core/mpi_collectives.h"
 #include "core/mpi_library.h"
@@ -77,13 +78,15 @@ Communicator::Communicator(const RendezvousInfo& info, std::shared_ptr<Store> st
     : rank_(info.rank),
       size_(info.size),
       store_(std::move(store)),
-      fusion_threshold_(env_int("RINGCC_FUSION_THRESHOLD", 64 << 20, "HOROVOD_FUSION_THRESHOLD")),
       fixed_timeout_s_(info.timeout_s) {
   set_log_rank(rank_);
   world_.me = rank_;
   for (int r = 0; r < size_; ++r) world_.ranks.push_back(r);
   world_.links.assign(static_cast<size_t>(size_), nullptr);
   if (size_ > 1) join_job(info, deadline_after(timeout_s()));
+  // Read after the ranks compared it (a value this rank cannot parse fails
+  // every rank's join, not this rank's alone).
+  fusion_threshold_ = env_int("RINGCC_FUSION_THRESHOLD", 64 << 20, "HOROVOD_FUSION_THRESHOLD");
   worker_ = std::thread([this] { worker_loop(); });
 }
 
@@ -296,14 +299,21 @@ void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
   }
   Store& store = *store_;
 
-  // Who is where: ranks are grouped by host name.
+  // Who is where (ranks are grouped by host name), and the settings every
+  // rank must share, compared before any transport is set up.
   const std::string host = host_name();
-  store.set("ringcc/host/" + std::to_string(rank_), host);
+  const std::string mine = host + "\n" + shared_settings_text();
+  store.set("ringcc/host/" + std::to_string(rank_), mine);
   std::vector<std::string> hosts(static_cast<size_t>(size_));
+  std::vector<std::string> settings(static_cast<size_t>(size_));
   for (int r = 0; r < size_; ++r) {
-    hosts[static_cast<size_t>(r)] =
-        r == rank_ ? host : store.get("ringcc/host/" + std::to_string(r), until(deadline));
+    const std::string text =
+        r == rank_ ? mine : store.get("ringcc/host/" + std::to_string(r), until(deadline));
+    const size_t nl = text.find('\n');
+    hosts[static_cast<size_t>(r)] = text.substr(0, nl);
+    if (nl != std::string::npos) settings[static_cast<size_t>(r)] = text.substr(nl + 1);
   }
+  check_shared_settings(settings, deadline);
   std::vector<int> local, local_rank_of(static_cast<size_t>(size_));
   std::map<std::string, int> seen;
   for (int r = 0; r < size_; ++r) {
@@ -407,6 +417,29 @@ void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
     cross_.links.push_back(r == rank_ ? nullptr : tcp_.get());
   }
   RINGCC_LOG(kDebug, "joined ", size_, " ranks over TCP (job ", job_id_, ")");
+}
+
+void Communicator::check_shared_settings(const std::vector<std::string>& settings,
+                                         Deadline deadline) {
+  bool invalid = false;
+  const std::string problem = compare_shared_settings(settings, rank_, &invalid);
+  if (problem.empty()) return;
+  // Every rank raises. They leave in step, as shutdown() does: rank 0
+  // serves the store until every rank has read what it needed, and the
+  // others wait until it stops, so that an init() that follows meets a
+  // fresh store rather than this one.
+  try {
+    store_->add("ringcc/settings-checked", 1);
+    if (store_server_) {
+      while (store_->add("ringcc/settings-checked", 0) < size_ && Clock::now() < deadline) {
+        usleep(1000);
+      }
+    } else if (dynamic_cast<TcpStore*>(store_.get())) {
+      store_->get("ringcc/never-set", until(deadline));
+    }
+  } catch (...) {
+  }
+  raise(invalid ? ErrorKind::kInvalidArgument : ErrorKind::kMismatch, problem);
 }
 
 std::string Communicator::transport_name() const {

@@ -109,6 +109,9 @@ class Communicator {
   void open_store(const RendezvousInfo& info, Deadline deadline, SecretFile* host_secret);
   void agree_on_link_secret(Store& store, bool all_local, const RendezvousInfo& info,
                             SecretFile* made, Deadline deadline);
+  // Raises on every rank (MismatchError naming the variable, the values and
+  // the ranks) when settings[r], rank r's shared_settings_text(), differ.
+  void check_shared_settings(const std::vector<std::string>& settings, Deadline deadline);
   void execute(CollectiveArgs& a);
   // The data movement of an agreed collective over host memory.
   void run_host(CollectiveArgs& a, Deadline deadline);
@@ -167,7 +170,7 @@ class Communicator {
   RingScratch scratch_;
   mutable std::mutex gpu_mu_;  // gpu_ against abort() from other threads
   std::unique_ptr<device::GpuCollectives> gpu_;
-  int64_t fusion_threshold_;
+  int64_t fusion_threshold_ = 64 << 20;
   FusionBuffer fusion_;
 
   // Set once a failure or abort broke the communicator; abort_reason_

@@ -111,6 +111,14 @@ struct Engine::TableEntry {
   std::vector<std::shared_ptr<const TensorMeta>> metas;
   double first_seen = 0;
   double last_warned = 0;
+  // Ranks whose call of the name failed (their meta's kind is kLocalError):
+  // the collective they could not start, and why.
+  struct Failure {
+    int rank;
+    CollectiveKind kind;
+    std::string reason;
+  };
+  std::vector<Failure> failures;
 };
 
 Engine::Engine(std::shared_ptr<Communicator> comm, EngineOptions options)
@@ -422,12 +430,15 @@ void Engine::fail_all(const std::string& why, ErrorKind kind) {
   auto error = std::make_exception_ptr(Error(kind, why));
   for (auto& entry : local_) entry.second->work->finish(error);
   local_.clear();
+  failed_pending_ = 0;
   for (auto& entry : local_by_bit_) {
     if (entry) entry->work->finish(error);
     entry.reset();
   }
   std::fill(my_bits_.begin(), my_bits_.end(), '\0');
   for (auto& entry : incoming) entry->work->finish(error);
+  for (auto& entry : behind_failed_) entry->work->finish(error);
+  behind_failed_.clear();
   if (join_work) join_work->finish(error);
 }
 
@@ -457,6 +468,7 @@ void Engine::take_incoming() {
     taken_.swap(incoming_);  // both keep their storage for the next cycles
     if (join_work_ && !joined_) joined_ = true;
   }
+  if (!behind_failed_.empty()) take_behind_failed();
   for (auto& entry : taken_) {
     const std::string& name = entry->name;
     // A lookup from before an eviction may name a reused bit: redo it (the
@@ -466,8 +478,17 @@ void Engine::take_incoming() {
       entry->cache_epoch = cache_epoch_;
     }
     const int b = entry->cache_bit;
+    auto pending = b < 0 || failed_pending_ > 0 ? local_.find(name) : local_.end();
+    if (pending != local_.end() && pending->second->meta.kind == CollectiveKind::kLocalError) {
+      // This rank's call of that name failed (its caller has its error and
+      // may call again at once, and fail again): the failure must reach the
+      // peers first.
+      put_behind_failed(std::move(entry));
+      continue;
+    }
     const bool duplicate = b >= 0 ? static_cast<bool>(local_by_bit_[static_cast<size_t>(b)])
-                                  : local_.count(name) > 0;
+                                  : pending != local_.end();
+    if (!duplicate && entry->meta.kind == CollectiveKind::kLocalError) ++failed_pending_;
     if (duplicate) {
       entry->work->finish(std::make_exception_ptr(Error(
           ErrorKind::kInvalidArgument, "a collective named '" + name +
@@ -484,6 +505,28 @@ void Engine::take_incoming() {
     }
   }
   taken_.clear();
+}
+
+// Out of line, as everything about failed calls: take_incoming() runs per
+// tensor of every training step.
+__attribute__((noinline)) void Engine::put_behind_failed(std::unique_ptr<LocalEntry> entry) {
+  behind_failed_.push_back(std::move(entry));
+}
+
+__attribute__((noinline)) void Engine::take_behind_failed() {
+  // Those whose failed call is gone go first, in the order they came.
+  std::vector<std::unique_ptr<LocalEntry>> turn;
+  size_t kept = 0;
+  for (auto& entry : behind_failed_) {
+    if (local_.count(entry->name)) {
+      behind_failed_[kept++] = std::move(entry);
+    } else {
+      turn.push_back(std::move(entry));
+    }
+  }
+  behind_failed_.resize(kept);
+  taken_.insert(taken_.begin(), std::make_move_iterator(turn.begin()),
+                std::make_move_iterator(turn.end()));
 }
 
 std::string Engine::build_message() {
@@ -513,6 +556,13 @@ std::string Engine::build_message() {
     entry->announced = true;
     put_string(&announced, entry->name);
     entry->meta.serialize(&announced);
+    if (entry->meta.kind == CollectiveKind::kLocalError) {
+      // What failed and why travel after the description (kept out of
+      // TensorMeta, which every pending entry of a training loop holds).
+      const CollectiveArgs& failed = entry->work->list()[0];
+      put_u32(&announced, static_cast<uint32_t>(failed.failed_kind));
+      put_string(&announced, failed.local_error);
+    }
   }
   const auto count = static_cast<uint32_t>(fresh.size());
   // Steady-state training sets the same bits every step: what is news is
@@ -574,6 +624,10 @@ void Engine::apply_messages(const std::vector<std::string>& messages, std::vecto
       auto cached = cache_index_.find(name);
       if (cached != cache_index_.end()) bit_in_table_[static_cast<size_t>(cached->second)] = 1;
       TableEntry& e = entry_for(name);
+      if (meta.kind == CollectiveKind::kLocalError) {
+        const auto kind = static_cast<CollectiveKind>(get_u32(m, &pos));
+        e.failures.push_back({r, kind, get_string(m, &pos)});
+      }
       e.submitted[static_cast<size_t>(r)] = 1;
       e.metas[static_cast<size_t>(r)] = std::make_shared<const TensorMeta>(std::move(meta));
     }
@@ -625,6 +679,7 @@ Engine::LocalEntry* Engine::find_local(const std::string& name) {
 void Engine::drop_local(const std::string& name) {
   auto local = local_.find(name);
   if (local != local_.end()) {
+    if (local->second->meta.kind == CollectiveKind::kLocalError) --failed_pending_;
     retired_.push_back(std::move(local->second));
     local_.erase(local);
     return;
@@ -905,6 +960,13 @@ const TensorMeta& Engine::first_meta(const TableEntry& e) const {
 }
 
 bool Engine::agree(const std::string& name, const TableEntry& e, std::string* why) const {
+  if (!e.failures.empty()) {
+    // A rank could not start the call: it fails everywhere, even where that
+    // rank alone submitted it (the others joined).
+    const TableEntry::Failure& f = e.failures.front();
+    *why = "tensor '" + name + "': " + failed_call_text(f.rank, f.kind, f.reason);
+    return false;
+  }
   const TensorMeta* first = nullptr;
   bool ok = true;
   for (int r = 0; r < size_ && ok; ++r) {

@@ -80,7 +80,10 @@ class Engine {
 
   // Queues a named collective; `args` (moved from) carries the buffers
   // (kind, dtype, in/out, counts, op, root, scales, splits), `shape` (ndim
-  // values, copied) its full shape.
+  // values, copied) its full shape. args.kind == kLocalError: this rank
+  // could not start the collective args.failed_kind under this name
+  // (args.local_error says why); once every rank has submitted the name,
+  // it fails on every rank with MismatchError naming this rank and why.
   std::shared_ptr<Work> enqueue(std::string_view name, CollectiveArgs&& args, const int64_t* shape,
                                 size_t ndim);
   // Queues this rank's join: it completes when every rank has joined; its
@@ -108,6 +111,9 @@ class Engine {
   bool caller_waits();  // under mu_: the last nudge's Work is still pending
   void cycle();
   void take_incoming();
+  // behind_failed_: an entry waits there; those whose turn came go to taken_.
+  void put_behind_failed(std::unique_ptr<LocalEntry> entry);
+  void take_behind_failed();
   std::string build_message();
   void apply_messages(const std::vector<std::string>& messages, std::vector<bool>* joined,
                       std::vector<std::string>* aborts, std::vector<int>* shut_down,
@@ -239,6 +245,15 @@ class Engine {
   mutable std::mutex stats_mu_;
   EngineStats stats_;
   std::thread thread_;
+
+  // The engine thread's, for failed calls. Last: the members above are laid
+  // out for the per-tensor path (what the enqueuing threads and the engine
+  // thread each touch).
+  // Enqueued under the name of this rank's failed call (kLocalError) while
+  // it was pending (failed calls too): taken once it is gone, in the order
+  // they came.
+  std::vector<std::unique_ptr<LocalEntry>> behind_failed_;
+  size_t failed_pending_ = 0;  // entries of local_ that are failed calls
 };
 
 }  // namespace ringcc

@@ -44,6 +44,12 @@ std::string trimmed(const char* text) {
 
 bool env_is_set(const char* name) { return env_value(name) != nullptr; }
 
+std::string env_origin(const char* name, const char* horovod_name) {
+  const char* used = nullptr;
+  const char* value = lookup(name, horovod_name, &used);
+  return value != nullptr ? std::string(used) + "=" + value : std::string();
+}
+
 std::string env_str(const char* name, const std::string& fallback, const char* horovod_name) {
   const char* used = nullptr;
   const char* value = lookup(name, horovod_name, &used);

@@ -54,9 +54,26 @@ int64_t payload_bytes(const CollectiveArgs& a, int rank) {
 // MPI's own (single-copy CMA) are at least as fast as our ring at every size.
 // RINGCC_MPI_ALGORITHM=native|ring overrides this; RINGCC_MPI_RING_BYTES
 // moves the allreduce / reduce-scatter crossover (default 4 MiB per rank).
+int64_t MpiCollectives::ring_bytes_from_env() {
+  return env_int("RINGCC_MPI_RING_BYTES", 4 << 20);
+}
+
+size_t MpiCollectives::inline_bytes_from_env() {
+  return static_cast<size_t>(std::clamp<int64_t>(env_int("RINGCC_MPI_INLINE_BYTES", 4096), 0, 1 << 20));
+}
+
+int MpiCollectives::algorithm_from_env() {
+  const std::string algo = env_str("RINGCC_MPI_ALGORITHM", "auto");
+  if (algo == "auto") return 0;
+  if (algo == "native" || algo == "mpi") return 1;
+  if (algo == "ring") return 2;
+  raise(ErrorKind::kInvalidArgument, "RINGCC_MPI_ALGORITHM must be auto, native or ring, got '",
+        algo, "'");
+}
+
 bool MpiCollectives::auto_prefers_native(CollectiveKind kind, int64_t bytes, int size) {
   (void)size;
-  static const int64_t ring_bytes = env_int("RINGCC_MPI_RING_BYTES", 4 << 20);
+  static const int64_t ring_bytes = ring_bytes_from_env();
   switch (kind) {
     case CollectiveKind::kAllreduce:
     case CollectiveKind::kReduceScatter:
@@ -76,19 +93,9 @@ MpiCollectives::MpiCollectives(std::shared_ptr<MpiComm> comm, MpiTransport* tran
       api_(mpi_api()),
       rank_(comm_->rank()),
       size_(comm_->size()) {
-  inline_cap_ = static_cast<size_t>(std::clamp<int64_t>(env_int("RINGCC_MPI_INLINE_BYTES", 4096), 0, 1 << 20));
+  inline_cap_ = inline_bytes_from_env();
   blob_cap_ = kPrefix + kHeader + 8 * static_cast<size_t>(size_) + inline_cap_;
-  const std::string algo = env_str("RINGCC_MPI_ALGORITHM", "auto");
-  if (algo == "auto") {
-    algorithm_ = 0;
-  } else if (algo == "native" || algo == "mpi") {
-    algorithm_ = 1;
-  } else if (algo == "ring") {
-    algorithm_ = 2;
-  } else {
-    raise(ErrorKind::kInvalidArgument, "RINGCC_MPI_ALGORITHM must be auto, native or ring, got '",
-          algo, "'");
-  }
+  algorithm_ = algorithm_from_env();
   ps_.me = rank_;
   for (int r = 0; r < size_; ++r) {
     ps_.ranks.push_back(r);

@@ -43,6 +43,14 @@ class MpiCollectives {
   // tests and docs): true for MPI's own collective.
   static bool auto_prefers_native(CollectiveKind kind, int64_t bytes, int size);
 
+  // The settings that pick algorithms and size the header exchange, as the
+  // environment sets them (every rank of a job must have the same):
+  // RINGCC_MPI_ALGORITHM (0 auto, 1 native, 2 ring), RINGCC_MPI_RING_BYTES,
+  // RINGCC_MPI_INLINE_BYTES.
+  static int algorithm_from_env();
+  static int64_t ring_bytes_from_env();
+  static size_t inline_bytes_from_env();
+
  private:
   bool exchange(CollectiveArgs& a, Deadline deadline);
   void finish_inline(CollectiveArgs& a);

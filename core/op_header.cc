@@ -1,5 +1,6 @@
 #include "core/op_header.h"
 
+#include <cstring>
 #include <sstream>
 
 #include "core/collective_args.h"
@@ -26,6 +27,14 @@ const char* collective_name(CollectiveKind kind) {
     case CollectiveKind::kLocalError: return "a failed call";
   }
   return "an unknown collective";
+}
+
+std::string failed_call_text(int rank, CollectiveKind kind, const std::string& reason) {
+  // Reasons often start with the collective's name already.
+  const std::string name = collective_name(kind);
+  const bool named = reason.compare(0, name.size() + 2, name + ": ") == 0;
+  return "rank " + std::to_string(rank) + " could not start " + name + ": " +
+         (named ? reason.substr(name.size() + 2) : reason);
 }
 
 namespace {
@@ -69,8 +78,9 @@ void check_agreement(const std::vector<OpHeader>& headers, const std::vector<int
   for (size_t i = 0; i < n; ++i) {
     const OpHeader& h = headers[i];
     if (h.kind != local_error) continue;
-    raise(ErrorKind::kMismatch, "rank ", ranks[i], " could not start ",
-          collective_name(static_cast<CollectiveKind>(h.failed_kind)), ": ", h.reason);
+    const std::string reason(h.reason, strnlen(h.reason, sizeof(h.reason)));
+    raise(ErrorKind::kMismatch,
+          failed_call_text(ranks[i], static_cast<CollectiveKind>(h.failed_kind), reason));
   }
   auto kind_of = [](const OpHeader& h) { return collective_name(static_cast<CollectiveKind>(h.kind)); };
   if (!all_equal(headers, [](const OpHeader& h) { return h.kind; })) {

@@ -29,6 +29,10 @@ enum class CollectiveKind : int32_t {
 
 const char* collective_name(CollectiveKind kind);
 
+// What the peers of a rank that could not start a collective are told:
+// "rank R could not start KIND: REASON".
+std::string failed_call_text(int rank, CollectiveKind kind, const std::string& reason);
+
 struct OpHeader {
   uint32_t magic = 0x52434348;  // "RCCH"
   int32_t kind = 0;

@@ -48,7 +48,9 @@ void ring_allgather(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);
 void chain_broadcast(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);
 void pairwise_alltoall(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);
 
-// Bytes per pipelined chunk (RINGCC_CHUNK_BYTES, default 1 MiB).
+// Bytes per pipelined chunk (RINGCC_CHUNK_BYTES, default 1 MiB), read
+// once per process; ring_chunk_bytes_from_env() reads it now.
 size_t ring_chunk_bytes();
+size_t ring_chunk_bytes_from_env();
 
 }  // namespace ringcc

@@ -17,9 +17,12 @@
 
 namespace ringcc {
 
+size_t ring_chunk_bytes_from_env() {
+  return static_cast<size_t>(std::max<int64_t>(env_int("RINGCC_CHUNK_BYTES", 1 << 20), 4096));
+}
+
 size_t ring_chunk_bytes() {
-  static const size_t bytes =
-      static_cast<size_t>(std::max<int64_t>(env_int("RINGCC_CHUNK_BYTES", 1 << 20), 4096));
+  static const size_t bytes = ring_chunk_bytes_from_env();
   return bytes;
 }
 

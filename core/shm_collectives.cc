@@ -144,15 +144,23 @@ std::chrono::microseconds spin_budget() {
 
 }  // namespace
 
+size_t ShmCollectives::area_bytes_from_env() {
+  return round_up(static_cast<size_t>(std::max<int64_t>(env_int("RINGCC_SHM_AREA_BYTES", 4 << 20),
+                                                        64 * 1024)),
+                  kAlign);
+}
+
+size_t ShmCollectives::small_bytes_from_env() {
+  return static_cast<size_t>(std::clamp<int64_t>(env_int("RINGCC_SHM_SMALL_BYTES", 64 * 1024), 0,
+                                                 static_cast<int64_t>(area_bytes_from_env())));
+}
+
 ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix,
                                std::vector<int> ranks, int me, Deadline deadline)
     : ranks_(std::move(ranks)), me_(me) {
   const size_t n = ranks_.size();
-  area_bytes_ = round_up(static_cast<size_t>(std::max<int64_t>(
-                             env_int("RINGCC_SHM_AREA_BYTES", 4 << 20), 64 * 1024)),
-                         kAlign);
-  small_bytes_ = static_cast<size_t>(std::min<int64_t>(
-      env_int("RINGCC_SHM_SMALL_BYTES", 64 * 1024), static_cast<int64_t>(area_bytes_)));
+  area_bytes_ = area_bytes_from_env();
+  small_bytes_ = small_bytes_from_env();
   header_bytes_ = round_up(sizeof(OpHeader) + 8 * n, 64);
   segment_bytes_ = round_up(sizeof(ShmControl) + 2 * header_bytes_, kAlign) + kAreaSkew +
                    2 * area_bytes_;

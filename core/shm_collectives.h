@@ -31,6 +31,12 @@ class ShmCollectives {
                  Deadline deadline);
   ~ShmCollectives();
 
+  // The data area and the small-message limit in bytes, as
+  // RINGCC_SHM_AREA_BYTES and RINGCC_SHM_SMALL_BYTES set them (every rank
+  // of a job must have the same).
+  static size_t area_bytes_from_env();
+  static size_t small_bytes_from_env();
+
   int size() const { return static_cast<int>(ranks_.size()); }
 
   // Runs the collective described by args (all its ranks are local).

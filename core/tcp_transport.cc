@@ -215,19 +215,28 @@ class TcpRequest : public Request {
 
 }  // namespace
 
+int TcpTransport::sockets_from_env() {
+  // One socket per peer: the waiting thread drives every socket, so more
+  // add no parallelism; over loopback two cost 10-20% of the busbw.
+  return static_cast<int>(std::clamp<int64_t>(env_int("RINGCC_TCP_SOCKETS", 1), 1, 16));
+}
+
+uint64_t TcpTransport::stripe_bytes_from_env() {
+  // 512 KiB: a ring chunk (RINGCC_CHUNK_BYTES, 1 MiB) spans two stripes.
+  // 128 KiB stripes cost a third of the loopback busbw at 1 MiB
+  // (more, smaller receives and a socket switch every 128 KiB).
+  return static_cast<uint64_t>(
+      std::max<int64_t>(env_int("RINGCC_TCP_STRIPE_BYTES", 512 << 10), 1024));
+}
+
 TcpTransport::TcpTransport(int rank, int size, std::string secret, std::string job_id,
                            const std::string& listen_host)
     : rank_(rank),
       size_(size),
       secret_(std::move(secret)),
       job_id_(std::move(job_id)),
-      // One socket per peer: the waiting thread drives every socket, so more
-      // add no parallelism; over loopback two cost 10-20% of the busbw.
-      sockets_per_peer_(static_cast<int>(std::clamp<int64_t>(env_int("RINGCC_TCP_SOCKETS", 1), 1, 16))),
-      // 512 KiB: a ring chunk (RINGCC_CHUNK_BYTES, 1 MiB) spans two stripes.
-      // 128 KiB stripes cost a third of the loopback busbw at 1 MiB
-      // (more, smaller receives and a socket switch every 128 KiB).
-      stripe_bytes_(static_cast<uint64_t>(std::max<int64_t>(env_int("RINGCC_TCP_STRIPE_BYTES", 512 << 10), 1024))),
+      sockets_per_peer_(sockets_from_env()),
+      stripe_bytes_(stripe_bytes_from_env()),
       listener_(Socket::listen(listen_host, 0)),
       links_(size) {
   listener_.set_nonblocking(true);

@@ -37,6 +37,12 @@ class TcpTransport : public Transport {
                const std::string& listen_host);
   ~TcpTransport() override;
 
+  // Connections per peer (RINGCC_TCP_SOCKETS) and the bytes sent on one
+  // before the next (RINGCC_TCP_STRIPE_BYTES): every rank of a job must
+  // have the same.
+  static int sockets_from_env();
+  static uint64_t stripe_bytes_from_env();
+
   int listen_port() const { return listener_.local_port(); }
 
   // Establishes connections to `peers` (global ranks): the higher rank of

@@ -91,7 +91,7 @@ TensorMeta TensorMeta::parse(const std::string& in, size_t* pos) {
 }
 
 bool compatible(const TensorMeta& a, const TensorMeta& b) {
-  if (a.kind != b.kind || a.dtype != b.dtype || a.op != b.op || a.root != b.root ||
+  if (a.kind == CollectiveKind::kLocalError || a.kind != b.kind || a.dtype != b.dtype || a.op != b.op || a.root != b.root ||
       a.prescale != b.prescale || a.postscale != b.postscale || a.shape.size() != b.shape.size()) {
     return false;
   }

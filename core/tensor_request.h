@@ -31,7 +31,8 @@ struct TensorMeta {
 };
 
 // Equal in everything ranks must agree on (allgather and alltoall may
-// differ in the first dimension).
+// differ in the first dimension); never for a rank's failed call
+// (kLocalError, see Engine::enqueue).
 bool compatible(const TensorMeta& a, const TensorMeta& b);
 
 // Describes how metas[i] (from ranks[i]) disagree, or returns "" when the

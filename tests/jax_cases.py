@@ -51,6 +51,21 @@ def case(name, **options):
         return fn
     return register
 
+
+def expect_failure(fragments, call, what):
+    """call() must raise the runtime error of a collective that failed (XLA's
+    class, which varies between jax releases) with every fragment in its
+    message (ringcc's class name among them)."""
+    try:
+        result = call()
+        jax.block_until_ready(result)
+    except Exception as error:  # noqa: BLE001 - jax's runtime error type varies between releases
+        message = str(error)
+        for fragment in fragments:
+            expect(fragment in message, f"{what}: {type(error).__name__} message lacks {fragment!r}: {message!r}")
+        return
+    fail(f"{what}: expected an error, but the call returned")
+
 DTYPES = ["float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64"]
 OPS = ["sum", "average", "min", "max", "product"]
 RTOL = {"float16": 4e-3, "bfloat16": 3e-2, "float32": 1e-6, "float64": 1e-14}
@@ -185,8 +200,10 @@ for _mode in MODES:
 
 @case("broadcast/bad-root")
 def _(ctx):
-    expect_error(ringcc.InvalidArgumentError, ["out of range"],
-                 lambda: rj.broadcast(jnp.zeros(2), ctx.size), "broadcast root == size")
+    # Argument errors are raised when the collective runs, on every rank
+    # (where ringcc.jax finds them while tracing, the collective fails).
+    expect_failure(["ringcc.InvalidArgumentError", "out of range"],
+                   lambda: rj.broadcast(jnp.zeros(2), ctx.size), "broadcast root == size")
 
 
 # ----------------------------------------------------------------- reduce_scatter
@@ -227,8 +244,8 @@ for _mode in MODES:
 
 @case("alltoall/uneven-rows", min_size=2)
 def _(ctx):
-    expect_error(ringcc.InvalidArgumentError, ["divide evenly"],
-                 lambda: rj.alltoall(jnp.zeros((ctx.size + 1, 2))), "alltoall uneven")
+    expect_failure(["ringcc.InvalidArgumentError", "divide evenly"],
+                   lambda: rj.alltoall(jnp.zeros((ctx.size + 1, 2))), "alltoall uneven")
 
 
 # ----------------------------------------------------------------- barrier
@@ -470,10 +487,10 @@ def _(ctx):
 
 @case("errors/unsupported-dtype")
 def _(ctx):
-    expect_error(ringcc.UnsupportedTypeError, ["bool"],
-                 lambda: rj.allreduce(jnp.zeros(3, bool)), "bool allreduce")
-    expect_error(ringcc.UnsupportedTypeError, ["complex64"],
-                 lambda: jax.jit(rj.allgather)(jnp.zeros(3, jnp.complex64)), "complex allgather")
+    expect_failure(["ringcc.UnsupportedTypeError", "bool"],
+                   lambda: rj.allreduce(jnp.zeros(3, bool)), "bool allreduce")
+    expect_failure(["ringcc.UnsupportedTypeError", "complex64"],
+                   lambda: jax.jit(rj.allgather)(jnp.zeros(3, jnp.complex64)), "complex allgather")
 
 
 @case("errors/mismatch-then-usable", min_size=2)
@@ -488,6 +505,37 @@ def _(ctx):
         expect("ringcc.MismatchError" in str(error), f"mismatch message: {error}")
     y = jax.jit(rj.allreduce)(jnp.ones((2,), jnp.float32))
     expect(bool(np.all(host(y) == ctx.size)), "usable after a mismatch")
+
+
+@case("errors/one-rank-arguments", min_size=2)
+def _(ctx):
+    # The last rank passes an argument only it finds wrong (while tracing):
+    # it raises its own error, every other rank a MismatchError naming it,
+    # for the same collective, and the collectives that follow stay in step.
+    bad = ctx.rank == ctx.size - 1
+    n, last = ctx.size, ctx.size - 1
+    x = jnp.full((2 * n,), ctx.rank + 1.0, jnp.float32)
+    calls = [
+        ("root out of range", "ringcc.InvalidArgumentError", ["out of range"],
+         lambda: rj.broadcast(x, n + 3 if bad else 0)),
+        ("unknown op, jitted", "ringcc.InvalidArgumentError", ["unknown reduction"],
+         lambda: jax.jit(lambda v: rj.allreduce(v, "median" if bad else "sum"))(x)),
+        ("unsupported dtype", "ringcc.UnsupportedTypeError", ["bool"],
+         lambda: rj.allgather(jnp.zeros(2, bool) if bad else jnp.zeros(2))),
+        ("uneven alltoall", "ringcc.InvalidArgumentError", ["divide evenly"],
+         lambda: rj.alltoall(jnp.ones(2 * n + 1) if bad else jnp.ones(2 * n))),
+        ("prescale factor not a number", "ValueError", ["could not convert"],
+         lambda: rj.reduce_scatter(x, prescale_factor="x" if bad else 1.0)),
+        ("not an array", "TypeError", ["abc"], lambda: rj.allreduce("abc" if bad else x)),
+    ]
+    for what, own, fragments, call in calls:
+        if bad:
+            expect_failure([own] + fragments, call, f"{what} (this rank's own)")
+        else:
+            expect_failure(["ringcc.MismatchError", f"rank {last} could not start"] + fragments, call,
+                           f"{what} (rank {last}'s)")
+        got = host(rj.allreduce(jnp.full((3,), ctx.rank + 1.0, jnp.float32)))
+        expect(bool(np.all(got == n * (n + 1) / 2)), f"allreduce after {what}: {got}")
 
 
 def on_import(rc):

@@ -644,6 +644,39 @@ def _(ctx):
     check_equal(x.asnumpy(), np.full(2, ctx.size, np.float32), "an allreduce after the mismatch")
 
 
+@case("ops/one-rank-arguments", min_size=2)
+def _(ctx):
+    """The last rank passes an argument only it finds wrong: it raises its own
+    error at once, and the same collective fails on every other rank (its
+    error comes with their next call, here wait_all, naming the last rank);
+    the calls after that, generated names included, are in step."""
+    n, last = ctx.size, ctx.size - 1
+    bad = ctx.rank == last
+    kv = mx.kv.create("ring")
+    calls = [
+        ("allreduce of a NumPy array", ringcc.UnsupportedTypeError, "NDArray",
+         lambda: rmx.allreduce(np.ones(3) if bad else mx.nd.ones((3,)), op="sum")),
+        ("broadcast_ from a root out of range", ringcc.InvalidArgumentError, "out of range",
+         lambda: rmx.broadcast_(mx.nd.ones((3,)), root_rank=n if bad else 0)),
+        ("grouped_allreduce_ with a NumPy array", ringcc.UnsupportedTypeError, "NDArray",
+         lambda: rmx.grouped_allreduce_([mx.nd.ones((2,)), np.ones(2) if bad else mx.nd.ones((2,))], op="sum")),
+        ("kvstore pushpull into an out of another shape", ringcc.InvalidArgumentError, "out has shape",
+         lambda: kv.pushpull("one-rank", mx.nd.ones((4,)), out=mx.nd.zeros((5,) if bad else (4,)))),
+        ("kvstore broadcast of a NumPy array", ringcc.UnsupportedTypeError, "NDArray",
+         lambda: kv.broadcast("one-rank-b", np.ones(4) if bad else mx.nd.ones((4,)), mx.nd.zeros((4,)))),
+    ]
+    for what, own, fragment, call in calls:
+        if bad:
+            expect_error(own, [fragment], call, f"{what} (rank {last}'s own error)")
+        else:
+            call()
+            expect_error(ringcc.MismatchError, [f"rank {last} could not start", fragment], rmx.wait_all,
+                         f"{what} (rank {last}'s bad argument)")
+        x = mx.nd.full((2,), ctx.rank + 1)
+        rmx.allreduce_(x, op="sum")
+        check_equal(x.asnumpy(), np.full(2, n * (n + 1) / 2, np.float32), f"an allreduce after {what}")
+
+
 # ----------------------------------------------------------------- main
 
 

@@ -294,8 +294,8 @@ def test_shutdown_fails_a_collective_a_thread_waits_on(ranks):
 
 CACHE_CAPACITY_PROBE = """
 import os, numpy as np, ringcc
-ringcc.init()
 try:
+    ringcc.init()
     ringcc.synchronize(ringcc.allreduce_async_(np.ones(4, np.float32), name="x"), 20)
     print("OUTCOME none")
 except ringcc.RingccError as error:
@@ -305,7 +305,8 @@ except ringcc.RingccError as error:
 
 def test_different_cache_capacities_fail_every_rank_with_the_setting_named(tmp_path):
     """Ranks whose response caches differ in size cannot agree on cache bits: every rank gets a
-    MismatchError naming RINGCC_CACHE_CAPACITY, instead of a hang or wrong tensors."""
+    MismatchError naming RINGCC_CACHE_CAPACITY (from init(), where the ranks compare their shared
+    settings), instead of a hang or wrong tensors."""
     import subprocess
     import sys
 

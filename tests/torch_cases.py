@@ -653,6 +653,84 @@ def _mismatch(ctx):
     same(t, torch.full((3,), float(ctx.size)), "all_reduce after the mismatches")
 
 
+@CASES.case("errors/one-rank-arguments-fail-every-rank", min_size=2)
+def _one_rank_arguments(ctx):
+    # The last rank passes an argument only it finds wrong (one torch passes
+    # on to the backend): it raises its own error, every other rank a
+    # MismatchError naming it, for the same operation; the next one is right.
+    import ringcc
+
+    n, r = ctx.size, ctx.rank
+    last = n - 1
+    bad = r == last
+    problems = []
+
+    def pick(bad_value, good_value):
+        return bad_value if bad else good_value
+
+    def all_reduce(t, **kw):
+        dist.all_reduce(t, **kw)
+        return t
+
+    def sparse(rows):
+        return torch.sparse_coo_tensor(torch.tensor([[0]]), torch.ones(1), (rows,), check_invariants=True)
+
+    calls = [
+        ("all_reduce BAND of floats", ValueError, "needs an integer or bool tensor",
+         lambda: all_reduce(torch.ones(4), op=pick(R.BAND, R.SUM))),
+        ("all_reduce PRODUCT of a sparse tensor", ValueError, "SUM only",
+         lambda: all_reduce(sparse(4), op=pick(R.PRODUCT, R.SUM))),
+        ("all_gather into a list of the wrong length", ValueError, "output list has",
+         lambda: dist.all_gather([torch.empty(4) for _ in range(pick(n + 1, n))], torch.ones(4))),
+        ("all_gather_into_tensor of another dtype", TypeError, "differs from input dtype",
+         lambda: dist.all_gather_into_tensor(torch.empty(4 * n, dtype=pick(torch.float64, torch.float32)),
+                                             torch.ones(4))),
+        ("reduce_scatter_tensor of the wrong size", ValueError, "expected",
+         lambda: dist.reduce_scatter_tensor(torch.empty(2), torch.ones(pick(2 * n + 1, 2 * n)))),
+        ("all_to_all_single with bad input splits", ValueError, "do not split",
+         lambda: dist.all_to_all_single(torch.empty(n), torch.ones(n), [1] * n,
+                                        pick([2] + [1] * (n - 1), [1] * n))),
+        ("all_to_all into a list of the wrong length", ValueError, "output list has",
+         lambda: dist.all_to_all([torch.empty(1) for _ in range(pick(n + 1, n))],
+                                 [torch.ones(1) for _ in range(n)])),
+    ]
+    for what, own, fragment, call in calls:
+        try:
+            call()
+            problems.append(f"{what}: returned")
+        except Exception as error:  # noqa: BLE001 - checked below
+            if bad and not (isinstance(error, own) and fragment in str(error)):
+                problems.append(f"{what}: rank {last}'s own error expected, got {type(error).__name__}: {error}")
+            if not bad and not (isinstance(error, ringcc.MismatchError)
+                                and f"rank {last} could not start" in str(error) and fragment in str(error)):
+                problems.append(f"{what}: MismatchError naming rank {last} expected, got "
+                                f"{type(error).__name__}: {error}")
+        t = torch.full((3,), float(r + 1))
+        dist.all_reduce(t)
+        if not torch.equal(t, torch.full((3,), float(n * (n + 1) // 2))):
+            problems.append(f"all_reduce after {what}: {t.tolist()}")
+    # Point to point: a receive this rank cannot make fails the matching send.
+    if r == 0:
+        try:
+            dist.send(torch.ones(3), last)
+            problems.append("send to a receiver that cannot receive: returned")
+        except Exception as error:  # noqa: BLE001
+            if not (isinstance(error, ringcc.MismatchError) and "rank 1 could not start" in str(error)):
+                problems.append(f"send to a receiver that cannot receive: {type(error).__name__}: {error}")
+    elif bad:
+        try:
+            dist.recv(sparse(3), 0)
+            problems.append("recv into a sparse tensor: returned")
+        except ValueError as error:
+            if "sparse" not in str(error):
+                problems.append(f"recv into a sparse tensor: {error}")
+    t = torch.full((3,), float(r + 1))
+    dist.all_reduce(t)
+    if not torch.equal(t, torch.full((3,), float(n * (n + 1) // 2))):
+        problems.append(f"all_reduce after the point-to-point failure: {t.tolist()}")
+    assert not problems, "\n".join(problems)
+
+
 @CASES.case("errors/group-timeout-is-honoured", min_size=2)
 def _timeout(ctx):
     import ringcc

@@ -557,14 +557,18 @@ def _(ctx):
     # rank r's rows [2j, 2j+2) went to rank j, at rows [2r, 2r+2) of j's output
     want = torch.cat([ua[j][2 * r:2 * r + 2] for j in range(n)])
     close(xa.grad, want, "alltoall gradient")
-    # reducescatter (Sum): gradient = every rank's upstream block, allgathered
+    # reducescatter, as Horovod defines its gradient: every rank's upstream
+    # block, allgathered, times the size for Sum (not for Average)
     xr = torch.randn(2 * n, 3, generator=gen(ctx, r, 9)).requires_grad_()
     ur = [torch.randn(2, 3, generator=gen(ctx, k, 10)) for k in range(n)]
     (hvd.reducescatter(xr, op=hvd.Sum) * ur[r]).sum().backward()
-    close(xr.grad, torch.cat(ur), "reducescatter Sum gradient")
+    close(xr.grad, torch.cat(ur) * n, "reducescatter Sum gradient")
     xr.grad = None
     (hvd.reducescatter(xr, op=hvd.Average) * ur[r]).sum().backward()
-    close(xr.grad, torch.cat(ur) / n, "reducescatter Average gradient")
+    close(xr.grad, torch.cat(ur), "reducescatter Average gradient")
+    xr.grad = None
+    (hvd.reducescatter(xr, op=hvd.Sum, prescale_factor=0.5, postscale_factor=3.0) * ur[r]).sum().backward()
+    close(xr.grad, torch.cat(ur) * (n * 1.5), "reducescatter Sum gradient with scale factors")
     # grouped allreduce
     a = torch.ones(2, requires_grad=True)
     b = torch.ones(3, requires_grad=True)
@@ -1049,6 +1053,171 @@ def _(ctx):
     raises(TypeError, lambda: hvd.allreduce(torch.ones(2, dtype=torch.bool)), "bool allreduce")
     raises(ValueError, lambda: hvd.allreduce(torch.ones(1), process_set=hvd.ProcessSet([0])),
            "an unregistered process set")
+
+
+class _Unpicklable:
+    def __reduce__(self):
+        raise TypeError("cannot pickle this object")
+
+
+@case("errors/one_rank_arguments_fail_every_rank", min_size=2)
+def _(ctx):
+    # The last rank passes an argument only it finds wrong: it raises its own
+    # error at once, every other rank a MismatchError (a HorovodInternalError)
+    # naming it, for the same call, and the next call (its generated name
+    # included) is in step.
+    n, r = ctx.size, ctx.rank
+    last = n - 1
+    bad = r == last
+    x = torch.full((2 * n, 2), float(r + 1))
+    total = torch.full((2 * n, 2), float(n * (n + 1) // 2))
+    sparse = torch.sparse_coo_tensor(torch.tensor([[0]]), torch.tensor([1.0]), (3,), check_invariants=True)
+    # A process set of the first and the last rank (a set must differ from
+    # the global one): its collectives run in issue order on its own
+    # communicator; the ranks outside it skip them.
+    members = [0, last]
+    pair = hvd.add_process_set(members) if n >= 3 else None
+    in_pair = pair is not None and r in members
+    pair_total = torch.full((2 * n, 2), float(1 + n))
+
+    def pick(bad_value, good_value):
+        return bad_value if bad else good_value
+
+    calls = [
+        ("allreduce, unknown op", ringcc.InvalidArgumentError, "unknown reduction",
+         lambda: hvd.allreduce(x, op=pick("median", hvd.Sum))),
+        ("allreduce, not a tensor", TypeError, "expected a torch.Tensor",
+         lambda: hvd.allreduce(pick([1.0], x), op=hvd.Sum)),
+        ("allreduce, bool tensor", TypeError, "not supported for reductions",
+         lambda: hvd.allreduce(pick(torch.ones(2 * n, 2, dtype=torch.bool), x), op=hvd.Sum)),
+        ("allreduce, op and average", ValueError, "supersedes average",
+         lambda: hvd.allreduce(x, op=hvd.Sum, average=pick(True, None))),
+        ("allreduce, fp16 compression of a list", AttributeError, "list",
+         lambda: hvd.allreduce(pick([1.0], x), op=hvd.Sum, compression=hvd.Compression.fp16)),
+        ("allreduce_async, process_set not a ProcessSet", ValueError, "process_set must be a ProcessSet",
+         lambda: hvd.synchronize(hvd.allreduce_async(x, op=hvd.Sum,
+                                                     process_set=pick("all", hvd.global_process_set)))),
+        ("allreduce_async_ (direct path), prescale_factor a string", TypeError, "prescale_factor",
+         lambda: hvd.synchronize(hvd.allreduce_async_(x.clone(), op=hvd.Sum, prescale_factor=pick("x", 1.0)))),
+        ("allreduce_ of a bool tensor", TypeError, "not supported for reductions",
+         lambda: hvd.allreduce_(pick(torch.ones(2 * n, 2, dtype=torch.bool), x.clone()), op=hvd.Sum)),
+        ("grouped_allreduce, a string in the list", TypeError, "expected a torch.Tensor",
+         lambda: hvd.grouped_allreduce(pick([x, "s"], [x, x]), op=hvd.Sum)),
+        ("grouped_allreduce_async_, unknown op", ringcc.InvalidArgumentError, "unknown reduction",
+         lambda: hvd.synchronize(hvd.grouped_allreduce_async_([x.clone(), x.clone()], op=pick("nope", hvd.Sum)))),
+        ("allgather, not a tensor", TypeError, "expected a torch.Tensor",
+         lambda: hvd.allgather(pick(None, x))),
+        ("grouped_allgather, None in the list", TypeError, "expected a torch.Tensor",
+         lambda: hvd.grouped_allgather(pick([x, None], [x, x]))),
+        ("broadcast, root not a number", ValueError, "invalid literal",
+         lambda: hvd.broadcast(x, pick("a", 0))),
+        ("broadcast_, not a tensor", TypeError, "expected a torch.Tensor",
+         lambda: hvd.broadcast_(pick(3, x.clone()), 0)),
+        ("alltoall, a split not a number", ValueError, "invalid literal",
+         lambda: hvd.alltoall(x, splits=pick(["a"] + [2] * (n - 1), [2] * n))),
+        ("reducescatter, unknown op", ringcc.InvalidArgumentError, "unknown reduction",
+         lambda: hvd.reducescatter(x, op=pick("nope", hvd.Sum))),
+        ("reducescatter, 0-dim tensor", ValueError, "0-dim",
+         lambda: hvd.reducescatter(pick(torch.tensor(1.0), x), op=hvd.Sum)),
+        ("grouped_reducescatter, a 0-dim tensor in the list", ValueError, "0-dim",
+         lambda: hvd.grouped_reducescatter(pick([x, torch.tensor(1.0)], [x, x]), op=hvd.Sum)),
+        ("broadcast_object from a root whose object cannot be pickled", TypeError, "cannot pickle",
+         lambda: hvd.broadcast_object(_Unpicklable() if bad else None, root_rank=last)),
+        ("allgather_object of an object that cannot be pickled", TypeError, "cannot pickle",
+         lambda: hvd.allgather_object(_Unpicklable() if bad else r)),
+        ("sparse_allreduce_async, a dense tensor", ValueError, "sparse COO",
+         lambda: hvd.synchronize(hvd.sparse_allreduce_async(pick(torch.ones(3), sparse), None, hvd.Sum))),
+    ]
+    if pair is not None:  # every rank goes through them, in step; those outside skip the call
+        calls += [
+            ("allreduce on a process set, not a tensor", TypeError, "expected a torch.Tensor",
+             lambda: hvd.allreduce(pick("t", x), op=hvd.Sum, process_set=pair)),
+            ("grouped_allgather on a process set, None in the list", TypeError, "expected a torch.Tensor",
+             lambda: hvd.grouped_allgather(pick([x, None], [x, x]), process_set=pair)),
+            ("broadcast on a process set, root outside it", ValueError, "is not in",
+             lambda: hvd.broadcast(x, pick(1, 0), process_set=pair)),
+        ]
+    for what, own, fragment, call in calls:
+        if "process set" in what and not in_pair:
+            pass
+        elif bad:
+            raises(own, call, f"{what} (rank {last}'s own error)", fragment)
+        else:
+            # A process set's communicator names its ranks by their place in the set.
+            named = members.index(last) if "process set" in what else last
+            error = raises(ringcc.MismatchError, call, f"{what} (rank {last}'s bad argument)",
+                           f"rank {named} could not start")
+            expect(error is None or isinstance(error, hvd.HorovodInternalError),
+                   f"{what}: also a HorovodInternalError: {type(error).__mro__}")
+            expect(error is None or fragment in str(error), f"{what}: the reason is named: {error}")
+        # The next calls, with generated names, are in step.
+        same(hvd.allreduce(x, op=hvd.Sum), total, f"allreduce after {what}")
+        if in_pair:
+            same(hvd.allreduce(x, op=hvd.Sum, process_set=pair), pair_total,
+                 f"allreduce on a process set after {what}")
+    if pair is not None:
+        hvd.remove_process_set(pair)
+
+
+@case("errors/grouped_reducescatter_of_0dim_raises_on_every_rank")
+def _(ctx):
+    # As Horovod's coordinator refuses rank-zero tensors.
+    n = ctx.size
+    raises(ValueError, lambda: hvd.grouped_reducescatter([torch.zeros(3, 1), torch.tensor(1.0)]),
+           "grouped_reducescatter with a 0-dim tensor", "0-dim")
+    raises(ValueError, lambda: hvd.reducescatter(torch.tensor(float(ctx.rank)), op=hvd.Average),
+           "reducescatter of a 0-dim tensor", "0-dim")
+    same(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), float(n)), "the job goes on")
+
+
+@case("functions/broadcast_optimizer_state_without_gradients")
+def _(ctx):
+    # Horovod's test_broadcast_state_no_grad: a new optimizer gets its state
+    # from a zero-gradient step, so every parameter that requires a gradient
+    # has one afterwards; the others keep none.
+    class ModelNoGrad(nn.Module):
+        def __init__(self, a, b):
+            super().__init__()
+            self.a = nn.Parameter(a.int(), requires_grad=False)
+            self.b = nn.Parameter(b)
+
+        def forward(self, x):
+            return torch.index_select(self.b, 0, self.a.long()) * x
+
+    torch.manual_seed(11 + ctx.rank)
+    model = ModelNoGrad(torch.tensor([1.0, 3.0]), torch.rand(4))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.001, weight_decay=1e-6, momentum=0.9, nesterov=True)
+    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+    expect(optimizer.param_groups[0]["params"][0].grad is None, "no gradient for the frozen parameter")
+    grad = optimizer.param_groups[0]["params"][1].grad
+    if expect(isinstance(grad, torch.Tensor), f"a zero gradient for the trained parameter: {grad!r}"):
+        same(grad, torch.zeros(4), "the gradient is zero")
+        same(hvd.broadcast(grad, root_rank=0), grad, "broadcast of the gradient")
+    state = optimizer.state_dict()["state"]
+    expect(list(state) == [1] and "momentum_buffer" in state[1], f"state of the trained parameter only: {state}")
+    # The same step on every rank from the same parameters: the same state.
+    root = hvd.broadcast_object(state if ctx.rank == 0 else None, 0)
+    same(state[1]["momentum_buffer"], root[1]["momentum_buffer"], "momentum buffer as the root's")
+
+
+@case("autograd/grouped_reducescatter_gradient_as_horovod")
+def _(ctx):
+    # Horovod: the incoming gradient times the size for Sum (not Average) and
+    # the scale factors, allgathered.
+    n = ctx.size
+    for op, scale in ((hvd.Sum, float(n)), (hvd.Average, 1.0)):
+        a = torch.ones(2 * n, 3, requires_grad=True)
+        b = torch.ones(n, requires_grad=True)
+        ya, yb = hvd.grouped_reducescatter([a, b], op=op)
+        (ya.sum() + 2 * yb.sum()).backward()
+        same(a.grad, torch.full((2 * n, 3), scale), f"grouped_reducescatter gradient [0], op {op}")
+        same(b.grad, torch.full((n,), 2 * scale), f"grouped_reducescatter gradient [1], op {op}")
+    a = torch.ones(2 * n, 3, requires_grad=True)
+    hvd.grouped_reducescatter([a], op=hvd.Sum, prescale_factor=0.5, postscale_factor=4.0)[0].sum().backward()
+    same(a.grad, torch.full((2 * n, 3), 2.0 * n), "grouped_reducescatter gradient with scale factors")
+
 
 
 if __name__ == "__main__":

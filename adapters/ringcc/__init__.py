@@ -99,15 +99,18 @@ def _op(op):
         f"unknown reduction {op!r}; use ringcc.Sum, Average, Min, Max or Product")
 
 
+# The collectives below pass their arguments to the core as given: it
+# converts and checks them, and a bad one (on any rank) fails the call on
+# every rank (see docs/api.md, "Errors").
+
+
 def allreduce(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0, out=None):
     """Reduces `tensor` over all ranks; returns a new array (or `out`)."""
-    return _core._allreduce(tensor, out, _op(op), prescale_factor, postscale_factor, False, False)
+    return _core._allreduce(tensor, out, op, prescale_factor, postscale_factor, False, False)
 
 
 def allreduce_(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0):
     """Reduces `tensor` over all ranks in place; returns `tensor`."""
-    if op.__class__ is not int or not Sum <= op <= Product:
-        op = _op(op)
     return _core._allreduce(tensor, None, op, prescale_factor, postscale_factor, True, False)
 
 
@@ -116,16 +119,14 @@ def allreduce_async(tensor, op=Sum, *, name=None, prescale_factor=1.0, postscale
     """Starts an allreduce; returns a Handle. With a `name`, the background
     engine matches it by name across ranks (any enqueue order) and fuses it
     with other ready tensors; without one, collectives run in issue order."""
-    return _core._allreduce(tensor, out, _op(op), prescale_factor, postscale_factor, False, True,
-                            _name(name))
+    return _core._allreduce(tensor, out, op, prescale_factor, postscale_factor, False, True, name)
 
 
 def allreduce_async_(tensor, op=Sum, *, name=None, prescale_factor=1.0, postscale_factor=1.0):
     """Starts an in-place allreduce of `tensor`; returns a Handle whose result
     is `tensor`. With a `name`, the background engine matches it by name
     across ranks (any enqueue order) and fuses it with other ready tensors."""
-    return _core._allreduce(tensor, None, _op(op), prescale_factor, postscale_factor, True, True,
-                            _name(name))
+    return _core._allreduce(tensor, None, op, prescale_factor, postscale_factor, True, True, name)
 
 
 try:
@@ -139,24 +140,20 @@ except ImportError:  # no compiled core: the function above says so when called
 
 def grouped_allreduce(tensors, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0):
     """Fused allreduce of a list; returns a list of new arrays."""
-    return _core._grouped_allreduce(list(tensors), _op(op), prescale_factor, postscale_factor,
-                                    False, False)
+    return _core._grouped_allreduce(tensors, op, prescale_factor, postscale_factor, False, False)
 
 
 def grouped_allreduce_(tensors, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0):
     """Fused allreduce of a list, in place; returns the list."""
-    return _core._grouped_allreduce(list(tensors), _op(op), prescale_factor, postscale_factor,
-                                    True, False)
+    return _core._grouped_allreduce(tensors, op, prescale_factor, postscale_factor, True, False)
 
 
 def grouped_allreduce_async(tensors, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0):
-    return _core._grouped_allreduce(list(tensors), _op(op), prescale_factor, postscale_factor,
-                                    False, True)
+    return _core._grouped_allreduce(tensors, op, prescale_factor, postscale_factor, False, True)
 
 
 def grouped_allreduce_async_(tensors, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0):
-    return _core._grouped_allreduce(list(tensors), _op(op), prescale_factor, postscale_factor,
-                                    True, True)
+    return _core._grouped_allreduce(tensors, op, prescale_factor, postscale_factor, True, True)
 
 
 def allgather(tensor, *, out=None):
@@ -165,7 +162,7 @@ def allgather(tensor, *, out=None):
 
 
 def allgather_async(tensor, *, name=None, out=None):
-    return _core._allgather(tensor, out, True, _name(name))
+    return _core._allgather(tensor, out, True, name)
 
 
 def broadcast(tensor, root=0, *, out=None):
@@ -179,31 +176,22 @@ def broadcast_(tensor, root=0):
 
 
 def broadcast_async(tensor, root=0, *, name=None, out=None):
-    return _core._broadcast(tensor, out, root, False, True, _name(name))
+    return _core._broadcast(tensor, out, root, False, True, name)
 
 
 def broadcast_async_(tensor, root=0, *, name=None):
-    return _core._broadcast(tensor, None, root, True, True, _name(name))
+    return _core._broadcast(tensor, None, root, True, True, name)
 
 
 def reduce_scatter(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0, out=None):
     """Reduces over ranks, then rank r keeps its block of axis 0 (lower
     ranks take one more row when the rows do not divide evenly)."""
-    return _core._reduce_scatter(tensor, out, _op(op), prescale_factor, postscale_factor, False)
+    return _core._reduce_scatter(tensor, out, op, prescale_factor, postscale_factor, False)
 
 
 def reduce_scatter_async(tensor, op=Sum, *, name=None, prescale_factor=1.0, postscale_factor=1.0,
                          out=None):
-    return _core._reduce_scatter(tensor, out, _op(op), prescale_factor, postscale_factor, True,
-                                 _name(name))
-
-
-def _name(name):
-    if name is None:
-        return ""
-    if not isinstance(name, str) or not name:
-        raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
-    return name
+    return _core._reduce_scatter(tensor, out, op, prescale_factor, postscale_factor, True, name)
 
 
 def join():
@@ -230,15 +218,11 @@ def engine_stats():
     return _core.engine_stats()
 
 
-def _splits(splits):
-    return None if splits is None else [int(s) for s in splits]
-
-
 def alltoall(tensor, splits=None, *, out=None):
     """Sends splits[j] rows of `tensor` to rank j (equal splits when None).
     Returns the received rows in rank order; with `splits` given, returns
     (output, received_splits)."""
-    output, received = _core._alltoall(tensor, _splits(splits), out, False)
+    output, received = _core._alltoall(tensor, splits, out, False)
     return output if splits is None else (output, received)
 
 
@@ -258,8 +242,7 @@ class _AlltoallHandle:
 
 
 def alltoall_async(tensor, splits=None, *, name=None, out=None):
-    return _AlltoallHandle(_core._alltoall(tensor, _splits(splits), out, True, _name(name)),
-                           splits is not None)
+    return _AlltoallHandle(_core._alltoall(tensor, splits, out, True, name), splits is not None)
 
 
 def barrier():

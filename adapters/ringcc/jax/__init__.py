@@ -90,6 +90,40 @@ def _tracing():
     return clean is not None and not clean()
 
 
+# Arguments that are wrong on this rank do not raise here, while tracing:
+# this rank would then never run the collective and the others would wait
+# for it. The collective runs instead as one that fails on every rank (see
+# _primitives.fail), raised by XLA as its runtime error, as any error inside
+# a collective is (docs/jax.md, "Errors").
+
+
+def _checked(kind, check, shape_of, x):
+    """check() -> the primitive's params, or the failing collective's result
+    (shape shape_of(), of x's dtype) when it raises."""
+    try:
+        return check(), None
+    except Exception as error:  # noqa: BLE001 - every argument error fails the call everywhere
+        try:
+            shape, dtype = shape_of(), x.dtype
+        except Exception:  # noqa: BLE001 - x itself is unusable
+            shape, dtype = (), "float32"
+        return None, _p.fail(kind, error, shape, dtype)
+
+
+def _input(x):
+    """x as a JAX array (None when it cannot be one: the caller's check raises)."""
+    try:
+        return _array(x)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _usable(name, x, original):
+    if x is None:
+        _array(original)  # raises what jnp.asarray raised
+    _p.check_dtype(name, x)
+
+
 def allreduce(x, op="sum", *, prescale_factor=1.0, postscale_factor=1.0, alias=True):
     """Reduces `x` over all ranks; returns an array of x's shape and dtype.
 
@@ -104,54 +138,91 @@ def allreduce(x, op="sum", *, prescale_factor=1.0, postscale_factor=1.0, alias=T
     output buffer). Differentiable for sum and average: the transpose of a
     sum-allreduce is a sum-allreduce.
     """
-    x = _array(x)
     _p.comm_size_rank()
-    return _p.allreduce_p.bind(x, op=_ringcc._op(op), prescale=float(prescale_factor),
-                               postscale=float(postscale_factor), alias=bool(alias))
+    original, x = x, _input(x)
+
+    def check():
+        _usable("allreduce", x, original)
+        return dict(op=_ringcc._op(op), prescale=float(prescale_factor),
+                    postscale=float(postscale_factor), alias=bool(alias))
+    params, failed = _checked("allreduce", check, lambda: x.shape, x)
+    return failed if params is None else _p.allreduce_p.bind(x, **params)
 
 
 def broadcast(x, root=0, *, alias=True):
     """root's `x` on every rank (every rank passes an array of the same shape
     and dtype). alias as in allreduce."""
-    x = _array(x)
     n, _ = _p.comm_size_rank()
-    root = int(root)
-    if not 0 <= root < n:
-        raise _ringcc.InvalidArgumentError(f"broadcast: root rank {root} is out of range for {n} ranks")
-    return _p.broadcast_p.bind(x, root=root, alias=bool(alias))
+    original, x = x, _input(x)
+
+    def check():
+        _usable("broadcast", x, original)
+        r = int(root)
+        if not 0 <= r < n:
+            raise _ringcc.InvalidArgumentError(f"broadcast: root rank {r} is out of range for {n} ranks")
+        return dict(root=r, alias=bool(alias))
+    params, failed = _checked("broadcast", check, lambda: x.shape, x)
+    return failed if params is None else _p.broadcast_p.bind(x, **params)
 
 
 def allgather(x):
     """Every rank's `x` concatenated along axis 0 in rank order: shape
     (size * x.shape[0], *x.shape[1:]); a scalar counts as one row. Every rank
     must pass the same shape (JAX shapes are static)."""
-    x = _array(x)
     n, _ = _p.comm_size_rank()
-    return _p.allgather_p.bind(x, size=n)
+    original, x = x, _input(x)
+
+    def check():
+        _usable("allgather", x, original)
+        return dict(size=n)
+
+    def shape():
+        rows, rest = _p.rows_of(x.shape)
+        return (n * rows, *rest)
+    params, failed = _checked("allgather", check, shape, x)
+    return failed if params is None else _p.allgather_p.bind(x, **params)
 
 
 def reduce_scatter(x, op="sum", *, prescale_factor=1.0, postscale_factor=1.0):
     """Reduces `x` over ranks, then rank r keeps its block of axis 0: blocks are
     as even as possible, lower ranks get one more row (as ringcc.reduce_scatter),
     so the result's shape depends on the rank."""
-    x = _array(x)
     n, r = _p.comm_size_rank()
-    return _p.reduce_scatter_p.bind(x, op=_ringcc._op(op), prescale=float(prescale_factor),
-                                    postscale=float(postscale_factor), size=n, rank=r)
+    original, x = x, _input(x)
+
+    def check():
+        _usable("reduce_scatter", x, original)
+        return dict(op=_ringcc._op(op), prescale=float(prescale_factor),
+                    postscale=float(postscale_factor), size=n, rank=r)
+
+    def shape():
+        rows, rest = _p.rows_of(x.shape)
+        return (_p.block_rows(rows, n, r), *rest)
+    params, failed = _checked("reduce_scatter", check, shape, x)
+    return failed if params is None else _p.reduce_scatter_p.bind(x, **params)
 
 
 def alltoall(x):
     """Rank r sends block j of axis 0 (x.shape[0] // size rows) to rank j and
     returns the blocks it received, in rank order; x.shape[0] must divide
     evenly over the ranks."""
-    x = _array(x)
     n, _ = _p.comm_size_rank()
-    rows, _ = _p.rows_of(x.shape)
-    if x.ndim == 0 or rows % n != 0:
-        raise _ringcc.InvalidArgumentError(
-            f"alltoall: the first dimension ({rows if x.ndim else 'a scalar'}) does not divide "
-            f"evenly over {n} ranks")
-    return _p.alltoall_p.bind(x, size=n)
+    original, x = x, _input(x)
+
+    def check():
+        _usable("alltoall", x, original)
+        rows, _ = _p.rows_of(x.shape)
+        if x.ndim == 0 or rows % n != 0:
+            raise _ringcc.InvalidArgumentError(
+                f"alltoall: the first dimension ({rows if x.ndim else 'a scalar'}) does not divide "
+                f"evenly over {n} ranks")
+        return dict(size=n)
+
+    def shape():
+        rows, rest = _p.rows_of(x.shape)
+        return (rows, *rest)
+    params, failed = _checked("alltoall", check, shape, x)
+    return failed if params is None else _p.alltoall_p.bind(x, **params)
 
 
 def barrier():

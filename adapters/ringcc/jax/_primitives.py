@@ -197,6 +197,50 @@ barrier_p = _primitive("barrier", _barrier_abstract_eval, lambda p: {},
                        multiple_results=True)
 
 
+# A collective whose arguments are wrong on this rank (found while tracing).
+# Raising then would leave the other ranks waiting for it, as this rank
+# would never run it; so it is run, in its place in program order, as a
+# collective that fails on every rank (bindings/jax_ffi.cc, FailImpl). Its
+# result has the collective's shape and is never written.
+
+_KINDS = {"allreduce": 1, "allgather": 2, "broadcast": 3, "reduce_scatter": 4, "alltoall": 5,
+          "barrier": 6}
+
+
+def _fail_abstract_eval(*, kind, error_class, reason, shape, dtype):
+    return _jcore.ShapedArray(shape, dtype), {effect}
+
+
+fail_p = _primitive("fail", _fail_abstract_eval,
+                    lambda p: dict(kind=_KINDS[p["kind"]], error_class=p["error_class"],
+                                   reason=p["reason"]))
+
+
+def fail(kind, error, shape=(), dtype=np.float32):
+    """The result of collective `kind` that `error` stopped on this rank: it
+    fails on every rank when the computation runs (see fail_p)."""
+    if isinstance(error, ringcc.RingccError):
+        error_class, reason = f"ringcc.{type(error).__name__}", str(error)
+    else:
+        error_class, reason = "", f"{type(error).__name__}: {error}"
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        dtype = np.dtype(np.float32)
+    return fail_p.bind(kind=kind, error_class=error_class, reason=reason,
+                       shape=tuple(int(d) for d in shape), dtype=dtype)
+
+
+def _fail_jvp(primals, tangents, **params):
+    y = fail_p.bind(**params)
+    return y, _ad.Zero.from_primal_value(y)
+
+
+_ad.primitive_jvps[fail_p] = _fail_jvp
+_batching.primitive_batchers[fail_p] = (
+    lambda args, dims, **params: (fail_p.bind(**params), _batching.not_mapped))
+
+
 # ---------------------------------------------------------------- autodiff
 # The collectives that are linear in their input get JVP = the collective of
 # the tangent, and a transpose rule (reverse mode, jax.grad):

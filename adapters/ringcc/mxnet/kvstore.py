@@ -72,14 +72,18 @@ class RingKVStore(KVStoreBase):
     def broadcast(self, key, value, out, priority=0):
         """Writes rank 0's `value` into every array of `out` (on every rank)."""
         _check_key(key)
-        _engine.check_array(value, "value")
-        outs = _as_list(out)
-        for o in outs:
-            _engine.check_array(o, "out")
-            if tuple(o.shape) != tuple(value.shape):
-                raise ringcc.InvalidArgumentError(
-                    f"key {key!r}: out has shape {o.shape}, the value {value.shape}")
         name = f"mx.kv.broadcast.{key}"
+        try:
+            _engine.check_array(value, "value")
+            outs = _as_list(out)
+            for o in outs:
+                _engine.check_array(o, "out")
+                if tuple(o.shape) != tuple(value.shape):
+                    raise ringcc.InvalidArgumentError(
+                        f"key {key!r}: out has shape {o.shape}, the value {value.shape}")
+        except Exception as error:
+            ops.fail("broadcast", error, [name])  # the peers' broadcast of the key fails too
+            raise
         var = self._key_var(key)
         in_place = any(o is value for o in outs)
         first = value if in_place else outs[0]
@@ -99,11 +103,17 @@ class RingKVStore(KVStoreBase):
         """Sums `value` over the local devices and all ranks into `out` (into
         `value` when out is None). `key` may be a list of keys, with a list of
         values (and outs): they run as one operation, fused by ringcc."""
-        entries = _entries(key, value, out)
-        for k, _, _ in entries:
+        keys = list(key) if isinstance(key, (list, tuple)) else [key]
+        for k in keys:
             _check_key(k)
-        if len({str(k) for k, _, _ in entries}) != len(entries):
-            raise ringcc.InvalidArgumentError("pushpull got the same key twice in one call")
+        try:
+            entries = _entries(key, value, out)
+            if len({str(k) for k, _, _ in entries}) != len(entries):
+                raise ringcc.InvalidArgumentError("pushpull got the same key twice in one call")
+        except Exception as error:
+            # The peers' pushpull of these keys fails too.
+            ops.fail("allreduce", error, sorted({f"mx.kv.pushpull.{k}" for k in keys}))
+            raise
         vars_ = [self._key_var(k) for k, _, _ in entries]
         label = f"mx.kv.pushpull.{entries[0][0]}" + (f"+{len(entries) - 1}" if len(entries) > 1 else "")
         ops.reduce_lists(label, [(f"mx.kv.pushpull.{k}", v, o) for k, v, o in entries],

@@ -33,6 +33,19 @@ def _name(name: Optional[str], kind: str) -> str:
     return name
 
 
+def fail(kind: str, error: BaseException, names) -> None:
+    """Fails the named collectives `names` on every rank, for an error this
+    rank found in their arguments before queueing them: ringcc's engine
+    fails each name on the ranks that enqueue it, with MismatchError naming
+    this rank and why (docs/api.md, "Errors"), so that none waits for it."""
+    text = str(error) if isinstance(error, ringcc.RingccError) else f"{type(error).__name__}: {error}"
+    for name in names:
+        try:
+            ringcc._core._fail_call(kind, text, name)
+        except Exception:  # noqa: BLE001 - ringcc is not initialized: nobody to tell
+            pass
+
+
 def _reduce_op(average, op):
     """Horovod's convention: op=None and average=None mean Average."""
     if op is not None and average is not None:
@@ -90,17 +103,23 @@ def reduce_lists(label: str, entries, *, op=ringcc.Sum, prescale_factor: float =
     extra_writes: more NDArrays the operation holds for writing (engine
     variables that order it after earlier operations on them)."""
     reads, writes, plan, copies = [], [], [], []
+    try:
+        for name, values, outs in entries:
+            if not values:
+                raise ringcc.InvalidArgumentError(f"{name}: no value to reduce")
+            for v in values:
+                _engine.check_array(v, "value")
+            targets = list(values) if outs is None else list(outs)
+            for t in targets:
+                _engine.check_array(t, "out")
+                if tuple(t.shape) != tuple(values[0].shape):
+                    raise ringcc.InvalidArgumentError(
+                        f"{name}: out has shape {t.shape}, the value {values[0].shape}")
+    except Exception as error:
+        fail("allreduce", error, [name for name, _, _ in entries])
+        raise
     for name, values, outs in entries:
-        if not values:
-            raise ringcc.InvalidArgumentError(f"{name}: no value to reduce")
-        for v in values:
-            _engine.check_array(v, "value")
         targets = list(values) if outs is None else list(outs)
-        for t in targets:
-            _engine.check_array(t, "out")
-            if tuple(t.shape) != tuple(values[0].shape):
-                raise ringcc.InvalidArgumentError(
-                    f"{name}: out has shape {t.shape}, the value {values[0].shape}")
         if len(values) > 1:
             ctx = values[0].context
             source = mx.nd.add_n(*[v.as_in_context(ctx) for v in values])
@@ -145,10 +164,14 @@ def allreduce(tensor, average=None, name=None, priority=0, prescale_factor=1.0,
     """Returns a new NDArray: `tensor` reduced over all ranks (op: ringcc.Sum,
     Average (the default, as in Horovod), Min, Max, Product or their names;
     `average=False` is Horovod's older spelling of op=Sum)."""
-    _engine.check_array(tensor)
-    rop = _reduce_op(average, op)
     n = _name(name, "allreduce")
-    out = mx.nd.empty(tensor.shape, ctx=tensor.context, dtype=tensor.dtype)
+    try:
+        _engine.check_array(tensor)
+        rop = _reduce_op(average, op)
+        out = mx.nd.empty(tensor.shape, ctx=tensor.context, dtype=tensor.dtype)
+    except Exception as error:
+        fail("allreduce", error, [n])
+        raise
 
     def start(views, handles):
         handles.append(ringcc.allreduce_async(views[0], rop, name=n, prescale_factor=prescale_factor,
@@ -161,9 +184,13 @@ def allreduce(tensor, average=None, name=None, priority=0, prescale_factor=1.0,
 def allreduce_(tensor, average=None, name=None, priority=0, prescale_factor=1.0,
                postscale_factor=1.0, op=None):
     """allreduce in place; returns `tensor`."""
-    _engine.check_array(tensor)
-    rop = _reduce_op(average, op)
     n = _name(name, "allreduce")
+    try:
+        _engine.check_array(tensor)
+        rop = _reduce_op(average, op)
+    except Exception as error:
+        fail("allreduce", error, [n])
+        raise
 
     def start(views, handles):
         handles.append(ringcc.allreduce_async_(views[0], rop, name=n, prescale_factor=prescale_factor,
@@ -174,13 +201,17 @@ def allreduce_(tensor, average=None, name=None, priority=0, prescale_factor=1.0,
 
 
 def _grouped(tensors, average, name, priority, prescale_factor, postscale_factor, op, inplace):
-    tensors = list(tensors)
-    for t in tensors:
-        _engine.check_array(t)
-    rop = _reduce_op(average, op)
     base = _name(name, "grouped_allreduce")
+    tensors = list(tensors)
     names = [f"{base}.{i}" for i in range(len(tensors))]
-    outs = tensors if inplace else [mx.nd.empty(t.shape, ctx=t.context, dtype=t.dtype) for t in tensors]
+    try:
+        for t in tensors:
+            _engine.check_array(t)
+        rop = _reduce_op(average, op)
+        outs = tensors if inplace else [mx.nd.empty(t.shape, ctx=t.context, dtype=t.dtype) for t in tensors]
+    except Exception as error:
+        fail("allreduce", error, names)
+        raise
     reduce_lists(base, [(n, [t], None if inplace else [o]) for n, t, o in zip(names, tensors, outs)],
                  op=rop, prescale_factor=prescale_factor, postscale_factor=postscale_factor,
                  priority=priority)
@@ -200,7 +231,8 @@ def grouped_allreduce_(tensors, average=None, name=None, priority=0, prescale_fa
 
 
 def _check_root(root_rank):
-    # Checked here, before the collective is queued: every rank raises at once.
+    # Checked here, before the collective is queued (a rank that finds it
+    # wrong fails the collective on every rank, see fail()).
     size = ringcc.size()
     if isinstance(root_rank, bool) or not isinstance(root_rank, int) or not 0 <= root_rank < size:
         raise ringcc.InvalidArgumentError(
@@ -210,10 +242,14 @@ def _check_root(root_rank):
 
 def broadcast(tensor, root_rank=0, name=None, priority=0):
     """Returns a new NDArray holding root_rank's `tensor`."""
-    _engine.check_array(tensor)
-    _check_root(root_rank)
     n = _name(name, "broadcast")
-    out = mx.nd.empty(tensor.shape, ctx=tensor.context, dtype=tensor.dtype)
+    try:
+        _engine.check_array(tensor)
+        _check_root(root_rank)
+        out = mx.nd.empty(tensor.shape, ctx=tensor.context, dtype=tensor.dtype)
+    except Exception as error:
+        fail("broadcast", error, [n])
+        raise
 
     def start(views, handles):
         handles.append(ringcc.broadcast_async(views[0], root_rank, name=n, out=views[1]))
@@ -224,9 +260,13 @@ def broadcast(tensor, root_rank=0, name=None, priority=0):
 
 def broadcast_(tensor, root_rank=0, name=None, priority=0):
     """Overwrites `tensor` with root_rank's, in place; returns `tensor`."""
-    _engine.check_array(tensor)
-    _check_root(root_rank)
     n = _name(name, "broadcast")
+    try:
+        _engine.check_array(tensor)
+        _check_root(root_rank)
+    except Exception as error:
+        fail("broadcast", error, [n])
+        raise
 
     def start(views, handles):
         handles.append(ringcc.broadcast_async_(views[0], root_rank, name=n))
@@ -239,8 +279,12 @@ def allgather(tensor, name=None, priority=0):
     """Returns the ranks' tensors concatenated along axis 0 (in rank order;
     the first dimension may differ between ranks). Blocks until done."""
     del priority  # runs at once
-    _engine.check_array(tensor)
     n = _name(name, "allgather")
+    try:
+        _engine.check_array(tensor)
+    except Exception as error:
+        fail("allgather", error, [n])
+        raise
     host = tensor if _engine.on_host(tensor) else tensor.copyto(mx.cpu())
     host.wait_to_read()
     _engine.check_errors()

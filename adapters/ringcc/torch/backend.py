@@ -26,6 +26,7 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import datetime
+import functools
 import logging
 import math
 import os
@@ -189,6 +190,50 @@ def _reduce_locally(stacked: torch.Tensor, kind, factor: float) -> torch.Tensor:
     else:
         raise ValueError(f"backend 'ring' does not support reduction {kind}")
     return result.to(dtype)
+
+
+# --------------------------------------------------------------------------
+# Operations that fail on this rank
+#
+# An argument that is wrong on one rank only (a tensor on another device, a
+# list of the wrong length, a root out of range, a reduction the dtype
+# cannot take) must fail the same operation on every rank, so that no peer
+# waits for it and the next operation is in step. An operation that raises
+# before it issued its core collective takes part in the peers' one as a
+# failed participant (Communicator.report_error): they raise MismatchError
+# naming this rank and the reason. Errors the core raises while it takes the
+# arguments are reported by the core itself.
+
+_issued = threading.local()  # per thread: core collectives issued so far
+
+
+def _note_issued() -> None:
+    _issued.count = getattr(_issued, "count", 0) + 1
+
+
+def _error_text(error: BaseException) -> str:
+    if isinstance(error, _core.RingccError):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
+
+
+def _fails_on_every_rank(kind: str):
+    """Decorator of a ProcessGroupRing operation that issues one core
+    collective of `kind` ("allreduce", "allgather", ...): an error it raises
+    before issuing it fails that collective on every rank."""
+    def decorate(method):
+        @functools.wraps(method)
+        def operation(self, *args, **kwargs):
+            before = getattr(_issued, "count", 0)
+            try:
+                return method(self, *args, **kwargs)
+            except Exception as error:
+                if getattr(_issued, "count", 0) == before and not getattr(error, "_ringcc_reported", False):
+                    error._ringcc_reported = True
+                    self._report_failed(error, kind)
+                raise
+        return operation
+    return decorate
 
 
 # --------------------------------------------------------------------------
@@ -371,6 +416,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         timeout_s = self._op_timeout(opts)
         inline = sync and self._inline_ok(opts)
         profile = profile_range(f"{BACKEND_NAME}:{name}")
+        _note_issued()
         try:
             handles = start(not inline)
         except BaseException:
@@ -415,22 +461,14 @@ class ProcessGroupRing(dist.ProcessGroup):
             return timeout.total_seconds()
         return self._timeout_s
 
-    def _checked(self, what: str, check: Callable[[], None]) -> None:
-        """Runs argument checks; when they fail, poisons the peers' current
-        collective so that they fail too instead of waiting for us."""
+    def _report_failed(self, error: BaseException, kind: str) -> None:
+        """Takes part in the next collective in issue order as a failed
+        participant (see "Operations that fail on this rank")."""
+        if self._closed:
+            return
         try:
-            check()
-        except Exception:
-            self._poison()
-            raise
-
-    def _poison(self) -> None:
-        # A collective no caller issues: peers waiting in a real one see a
-        # mismatch and raise; ranks that failed the same check meet here.
-        marker = torch.zeros(7, dtype=torch.int8)
-        try:
-            self._comm.allreduce(marker, op=4, inplace=True)
-        except Exception:
+            self._comm.report_error(_error_text(error), kind)
+        except Exception:  # noqa: BLE001 - the communicator is gone: nobody to tell
             pass
 
     # -- allreduce -----------------------------------------------------------
@@ -454,6 +492,10 @@ class ProcessGroupRing(dist.ProcessGroup):
                 if getattr(opts, "asyncOp", True) is False:
                     work.wait()
                 return work
+        return self._allreduce_checked(tensors, opts)
+
+    @_fails_on_every_rank("allreduce")
+    def _allreduce_checked(self, tensors, opts):
         _check_cpu(tensors, "allreduce", sparse_ok=True)
         kind, factor = _reduction(opts)
         if len(tensors) == 1 and tensors[0].is_sparse:
@@ -462,6 +504,7 @@ class ProcessGroupRing(dist.ProcessGroup):
             return self._allreduce_one("all_reduce", tensors[0], kind, factor, opts)
         return self._allreduce_many("all_reduce", list(tensors), kind, factor, opts)
 
+    @_fails_on_every_rank("allreduce")
     def allreduce_coalesced(self, tensors, opts=None):
         _check_cpu(tensors, "allreduce_coalesced")
         kind, factor = _reduction(opts)
@@ -522,7 +565,7 @@ class ProcessGroupRing(dist.ProcessGroup):
                 raise ValueError(f"sparse all_reduce supports SUM only, got {kind}")
             if tensor.dtype not in _CORE_DTYPES:
                 raise TypeError(f"sparse all_reduce: unsupported dtype {tensor.dtype}")
-        self._checked("all_reduce", check)
+        check()
         local = _plain(tensor).coalesce()
         indices = local._indices().t().contiguous()  # one row per non-zero
         values = local._values().contiguous()
@@ -530,6 +573,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         # How many non-zeros each rank has (a small blocking exchange), so
         # that the gathers below write straight into tensors of the right size.
         counts = torch.empty(self._size, dtype=torch.int64)
+        _note_issued()
         comm.allgather(torch.tensor([indices.shape[0]], dtype=torch.int64), out=counts)
         total = int(counts.sum())
         all_indices = torch.empty(total, local.sparse_dim(), dtype=torch.int64)
@@ -551,7 +595,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         def check():  # e.g. a bitwise reduction of floats
             for t in tensors:
                 _reduce_locally(torch.zeros(1, 1, dtype=t.dtype), kind, factor)
-        self._checked(name, check)
+        check()
         n = self._size
         packed = torch.cat([_input_units(t).view(torch.uint8) for t in tensors]) if tensors else \
             torch.empty(0, dtype=torch.uint8)
@@ -574,11 +618,12 @@ class ProcessGroupRing(dist.ProcessGroup):
 
     # -- broadcast -------------------------------------------------------------
 
+    @_fails_on_every_rank("broadcast")
     def broadcast(self, tensors, opts=None):
         _check_cpu(tensors, "broadcast")
         root = getattr(opts, "rootRank", 0)
         tensor = _one(tensors, "broadcast")
-        self._checked("broadcast", lambda: self._check_rank(root, "root"))
+        self._check_rank(root, "root")
         comm = self._comm
         t = _plain(tensor)
         units = _output_units(t)
@@ -600,13 +645,14 @@ class ProcessGroupRing(dist.ProcessGroup):
 
     # -- reduce ----------------------------------------------------------------
 
+    @_fails_on_every_rank("allreduce")
     def reduce(self, tensors, opts=None):
         """Reduction to the root only: an allreduce whose non-root ranks
         write into scratch, so their tensors stay as they were."""
         _check_cpu(tensors, "reduce")
         tensor = _one(tensors, "reduce")
         root = getattr(opts, "rootRank", 0)
-        self._checked("reduce", lambda: self._check_rank(root, "root"))
+        self._check_rank(root, "root")
         kind, factor = _reduction(opts)
         if self._rank == root:
             return self._allreduce_one("reduce", tensor, kind, factor, opts)
@@ -617,13 +663,14 @@ class ProcessGroupRing(dist.ProcessGroup):
 
     # -- allgather -------------------------------------------------------------
 
+    @_fails_on_every_rank("allgather")
     def allgather(self, output_tensors, input_tensors, opts=None):
         """Every rank's input into output_tensors[0][r]; sizes may differ by
         rank (all_gather_v) as long as each output matches its rank's input."""
         inp = _one(input_tensors, "allgather")
         outs = list(_one(output_tensors, "allgather"))
         _check_cpu([inp, *outs], "allgather")
-        self._checked("allgather", lambda: self._check_list(outs, "allgather output list", inp))
+        self._check_list(outs, "allgather output list", inp)
         units = _input_units(inp)
         unit = units.dtype
         total = sum(_unit_count(o) for o in outs)
@@ -660,10 +707,11 @@ class ProcessGroupRing(dist.ProcessGroup):
                 if t.dtype != like.dtype:
                     raise TypeError(f"{what}: dtype {t.dtype} differs from the input's {like.dtype}")
 
+    @_fails_on_every_rank("allgather")
     def all_gather_single(self, output_tensor, input_tensor, opts=None):
         """all_gather_into_tensor: inputs concatenated in rank order."""
         _check_cpu([output_tensor, input_tensor], "all_gather_into_tensor")
-        self._checked("all_gather_into_tensor", lambda: self._check_dtypes(output_tensor, input_tensor))
+        self._check_dtypes(output_tensor, input_tensor)
         units = _input_units(input_tensor)
         comm = self._comm
         out = _output_units(output_tensor)
@@ -685,6 +733,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         if a.dtype != b.dtype:
             raise TypeError(f"output dtype {a.dtype} differs from input dtype {b.dtype}")
 
+    @_fails_on_every_rank("allgather")
     def allgather_coalesced(self, output_lists, input_list, opts=None):
         """Several allgathers in one: output_lists[r][i] gets rank r's
         input_list[i]; the inputs' bytes are packed and gathered together."""
@@ -702,7 +751,7 @@ class ProcessGroupRing(dist.ProcessGroup):
                                      f"for {len(inputs)} inputs")
                 for out, inp in zip(o, inputs):
                     self._check_dtypes(out, inp)
-        self._checked("allgather_coalesced", check)
+        check()
         packed = torch.cat([_input_units(t).view(torch.uint8) for t in inputs]) if inputs else \
             torch.empty(0, dtype=torch.uint8)
         sizes = [[t.numel() * t.element_size() for t in o] for o in outputs]
@@ -740,11 +789,12 @@ class ProcessGroupRing(dist.ProcessGroup):
 
     # -- reduce_scatter -------------------------------------------------------
 
+    @_fails_on_every_rank("reduce_scatter")
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         out = _one(output_tensors, "reduce_scatter")
         pieces = list(_one(input_tensors, "reduce_scatter"))
         _check_cpu([out, *pieces], "reduce_scatter")
-        self._checked("reduce_scatter", lambda: self._check_list(pieces, "reduce_scatter input list", out))
+        self._check_list(pieces, "reduce_scatter input list", out)
         kind, factor = _reduction(opts)
         sizes = [p.numel() for p in pieces]
         if len(set(sizes)) == 1 and _core_reduces(kind, out.dtype):
@@ -755,6 +805,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         whole = torch.cat([_input_units(p).view(torch.uint8) for p in pieces]).view(out.dtype)
         return self._reduce_then_keep("reduce_scatter", whole, sizes, out, kind, factor, opts)
 
+    @_fails_on_every_rank("reduce_scatter")
     def reduce_scatter_single(self, output_tensor, input_tensor, opts=None):
         """reduce_scatter_tensor: the input holds size x output elements."""
         _check_cpu([output_tensor, input_tensor], "reduce_scatter_tensor")
@@ -764,7 +815,7 @@ class ProcessGroupRing(dist.ProcessGroup):
             if input_tensor.numel() != self._size * output_tensor.numel():
                 raise ValueError(f"reduce_scatter_tensor: input has {input_tensor.numel()} elements, "
                                  f"expected {self._size} x {output_tensor.numel()}")
-        self._checked("reduce_scatter_tensor", check)
+        check()
         kind, factor = _reduction(opts)
         if not _core_reduces(kind, output_tensor.dtype):
             whole = _input_units(input_tensor).view(torch.uint8).view(output_tensor.dtype)
@@ -809,13 +860,14 @@ class ProcessGroupRing(dist.ProcessGroup):
 
     # -- gather / scatter (alltoall with one non-zero row of splits) ----------
 
+    @_fails_on_every_rank("alltoall")
     def gather(self, output_tensors, input_tensors, opts=None):
         inp = _one(input_tensors, "gather")
         root = getattr(opts, "rootRank", 0)
         outs = list(output_tensors[0]) if self._rank == root and output_tensors else []
         _check_cpu([inp, *outs], "gather")
 
-        self._checked("gather", lambda: self._check_root_list("gather", root, output_tensors, "output", inp))
+        self._check_root_list("gather", root, output_tensors, "output", inp)
         units = _input_units(inp)
         splits = [0] * self._size
         splits[root] = units.numel()
@@ -835,13 +887,14 @@ class ProcessGroupRing(dist.ProcessGroup):
                 offset += n
         return self._issue("gather", opts, outs, start, finish if outs else None)
 
+    @_fails_on_every_rank("alltoall")
     def scatter(self, output_tensors, input_tensors, opts=None):
         out = _one(output_tensors, "scatter")
         root = getattr(opts, "rootRank", 0)
         pieces = list(input_tensors[0]) if self._rank == root and input_tensors else []
         _check_cpu([out, *pieces], "scatter")
 
-        self._checked("scatter", lambda: self._check_root_list("scatter", root, input_tensors, "input", out))
+        self._check_root_list("scatter", root, input_tensors, "input", out)
         unit = _unit_dtype(out.dtype)
         if pieces:
             send = torch.cat([_input_units(p) for p in pieces])
@@ -861,6 +914,7 @@ class ProcessGroupRing(dist.ProcessGroup):
 
     # -- alltoall ----------------------------------------------------------
 
+    @_fails_on_every_rank("alltoall")
     def alltoall(self, output_tensors, input_tensors, opts=None):
         outs, ins = list(output_tensors), list(input_tensors)
         _check_cpu(outs + ins, "alltoall")
@@ -870,7 +924,7 @@ class ProcessGroupRing(dist.ProcessGroup):
             self._check_list(ins, "alltoall input list")
             for o, i in zip(outs, ins):
                 self._check_dtypes(o, i)
-        self._checked("alltoall", check)
+        check()
         send = torch.cat([_input_units(t) for t in ins])
         splits = [_unit_count(t) for t in ins]
         received = torch.empty(sum(_unit_count(o) for o in outs), dtype=send.dtype)
@@ -888,6 +942,7 @@ class ProcessGroupRing(dist.ProcessGroup):
                 offset += n
         return self._issue("all_to_all", opts, outs, start, finish)
 
+    @_fails_on_every_rank("alltoall")
     def all_to_all_single(self, output_tensor, input_tensor, output_split_sizes, input_split_sizes,
                           opts=None):
         """all_to_all_single: splits count rows of dim 0 (equal when empty)."""
@@ -908,7 +963,7 @@ class ProcessGroupRing(dist.ProcessGroup):
             if out_splits is not None and (len(out_splits) != self._size or sum(out_splits) != out_rows):
                 raise ValueError(f"all_to_all_single: output_split_sizes {out_splits} do not split "
                                  f"{out_rows} rows over {self._size} ranks")
-        self._checked("all_to_all_single", check)
+        check()
         rows = input_tensor.shape[0] if input_tensor.dim() else 1
         splits = in_splits if in_splits is not None else [rows // self._size] * self._size
         send = _rows_view(_plain(input_tensor).contiguous())
@@ -939,6 +994,7 @@ class ProcessGroupRing(dist.ProcessGroup):
 
     # -- barrier -------------------------------------------------------------
 
+    @_fails_on_every_rank("barrier")
     def barrier(self, opts=None):
         comm = self._comm
 
@@ -962,14 +1018,31 @@ class ProcessGroupRing(dist.ProcessGroup):
     def _count_key(self, dst: int, src: int, tag: int) -> str:
         return f"ringcc-p2p-sent/{dst}/{src}/{tag}"
 
+    def _fail_transfer(self, channel: _Channel, error: BaseException, sent_key: Optional[str]) -> None:
+        """A send or receive this rank cannot make: its peer's matching one
+        fails too (see "Operations that fail on this rank"), in the
+        channel's order."""
+        text = _error_text(error)
+        store = self._store
+
+        def transfer(ch):
+            if sent_key is not None:
+                store.add(sent_key, 1)  # a receive from any source takes it, and fails
+            ch.comm().report_error(text, "broadcast")
+        channel.submit(transfer)
+
     def send(self, tensors, dstRank, tag=0):
-        tensor = _one(tensors, "send")
-        _check_cpu([tensor], "send")
         if dstRank == self._rank or not 0 <= dstRank < self._size:
             raise ValueError(f"send: invalid destination rank {dstRank} (this is rank {self._rank} "
                              f"of {self._size})")
-        units = _input_units(tensor)
         store, key = self._store, self._count_key(dstRank, self._rank, tag)
+        try:
+            tensor = _one(tensors, "send")
+            _check_cpu([tensor], "send")
+            units = _input_units(tensor)
+        except Exception as error:
+            self._fail_transfer(self._channel(self._rank, dstRank, tag), error, key)
+            raise
 
         def transfer(channel):
             store.add(key, 1)  # lets recv_anysource find us (before we wait for the peer)
@@ -979,11 +1052,17 @@ class ProcessGroupRing(dist.ProcessGroup):
         return RingWork([tensor], [FutureWaitable(future)], timeout_s=self._timeout_s, profile=profile)
 
     def recv(self, tensors, srcRank, tag=0):
-        tensor = _one(tensors, "recv")
-        _check_cpu([tensor], "recv")
         if srcRank == self._rank or not 0 <= srcRank < self._size:
             raise ValueError(f"recv: invalid source rank {srcRank} (this is rank {self._rank} "
                              f"of {self._size})")
+        try:
+            tensor = _one(tensors, "recv")
+            _check_cpu([tensor], "recv")
+        except Exception as error:
+            with self._p2p_lock:
+                self._taken[(srcRank, tag)] = self._taken.get((srcRank, tag), 0) + 1
+                self._fail_transfer(self._channel_locked(srcRank, self._rank, tag), error, None)
+            raise
         profile = profile_range(f"{BACKEND_NAME}:recv")
         with self._p2p_lock:
             self._taken[(srcRank, tag)] = self._taken.get((srcRank, tag), 0) + 1
@@ -1002,13 +1081,15 @@ class ProcessGroupRing(dist.ProcessGroup):
                 with torch.no_grad():
                     _store_units(target, tensor)
             return src
-        # The channel's lock-free dict read is safe: _p2p_lock is held (RLock not needed:
-        # _channel only takes it when creating, and callers hold it here).
-        key = (src, self._rank, tag)
+        return self._channel_locked(src, self._rank, tag).submit(transfer)
+
+    def _channel_locked(self, src: int, dst: int, tag: int) -> _Channel:
+        """_channel() for a caller that holds _p2p_lock."""
+        key = (src, dst, tag)
         channel = self._channels.get(key)
         if channel is None:
-            channel = self._channels[key] = _Channel(self, src, self._rank, tag)
-        return channel.submit(transfer)
+            channel = self._channels[key] = _Channel(self, src, dst, tag)
+        return channel
 
     def recv_anysource(self, tensors, tag=0):
         """Receives from whichever rank has sent this rank a message with

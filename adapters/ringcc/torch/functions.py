@@ -13,6 +13,7 @@ import pickle
 import numpy as np
 import torch
 
+import ringcc
 from ringcc.torch import horovod as _hvd
 from ringcc.torch.process_sets import global_process_set
 
@@ -55,13 +56,20 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, prefix="Paramete
     momentum buffers and step counts, and the hyper-parameters of its
     param_groups) root_rank's.
 
-    Differs from Horovod in how: Horovod first runs a zero-gradient step on
-    an optimizer with no state yet (which creates its state, and moves
-    parameters when weight decay is set), then broadcasts tensor by tensor.
-    Here root_rank's `state_dict()` is broadcast as one object and loaded
-    with `load_state_dict()` on the other ranks, so nothing steps, and any
-    optimizer whose state_dict round-trips works, torch.optim.LBFGS included.
-    `model` and `prefix` are accepted for compatibility and not used."""
+    As in Horovod, an optimizer that has no state yet first takes one step
+    with zero gradients on every rank, which creates its state: every
+    parameter that requires a gradient gets a zero one (sparse for
+    SparseAdam, and for SGD on the sparse embeddings of `model`); parameters
+    that do not require one keep none and get no state. A
+    DistributedOptimizer takes that step without reducing anything.
+
+    Then root_rank's `state_dict()` is broadcast as one object and loaded
+    with `load_state_dict()` on the other ranks (Horovod broadcasts it
+    tensor by tensor), so any optimizer whose state_dict round-trips works:
+    torch.optim.LBFGS too (which skips the zero step: it steps with a
+    closure). `prefix` is accepted for compatibility and not used."""
+    if not isinstance(optimizer, torch.optim.LBFGS) and not optimizer.state_dict()["state"]:
+        _create_state(optimizer, model)
     if root_rank == _hvd.rank():
         state = optimizer.state_dict()
     else:
@@ -69,6 +77,31 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, prefix="Paramete
     state = broadcast_object(state, root_rank, name="optimizer_state", process_set=process_set)
     if root_rank != _hvd.rank():
         optimizer.load_state_dict(state)
+
+
+def _create_state(optimizer, model) -> None:
+    """Horovod's way to give a new optimizer its state: a step with zero
+    gradients."""
+    from ringcc.torch.optimizer import _DistributedOptimizer
+
+    sparse = set()
+    if model is not None:
+        for module in model.modules():
+            if isinstance(module, torch.nn.Embedding) and module.sparse:
+                sparse.update(id(p) for p in module.parameters())
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if not p.requires_grad:
+                continue
+            p.grad = p.data.new(p.size()).zero_()
+            if isinstance(optimizer, torch.optim.SparseAdam) or (
+                    isinstance(optimizer, torch.optim.SGD) and id(p) in sparse):
+                p.grad = p.grad.to_sparse()
+    if isinstance(optimizer, _DistributedOptimizer):
+        # Its own step would reduce the gradients, which needs every rank.
+        super(_DistributedOptimizer, optimizer).step()
+    else:
+        optimizer.step()
 
 
 def _dumps(obj) -> bytes:
@@ -81,36 +114,79 @@ def _loads(data: bytes):
     return pickle.loads(data)  # cloudpickle's output loads with pickle
 
 
+# An object a rank cannot pickle must not leave the other ranks waiting for
+# its bytes: the rank sends a negative size, -1 - len(reason), and the
+# reason (utf-8) as its bytes, and every rank raises, naming it.
+
+
+def _pickled(obj):
+    """(payload bytes, size to send, this rank's error or None)."""
+    try:
+        data = _dumps(obj)
+        return data, len(data), None
+    except Exception as error:  # noqa: BLE001 - every rank raises it below
+        reason = f"{type(error).__name__}: {error}".encode()
+        return reason, -1 - len(reason), error
+
+
+def _as_tensor(data: bytes) -> torch.Tensor:
+    return torch.from_numpy(np.frombuffer(bytearray(data), dtype=np.uint8))
+
+
+def _failed_pickle(what: str, ranks_reasons) -> Exception:
+    """What the other ranks raise, worded as for any call a rank could not start."""
+    return _hvd._internal_error(ringcc.MismatchError("; ".join(
+        f"rank {r} could not start {what}: {reason}" for r, reason in ranks_reasons)))
+
+
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
     """Returns root_rank's `obj` on every rank (the root gets its own object
-    back). Two broadcasts: the pickled size, then the bytes."""
+    back). Two broadcasts: the pickled size, then the bytes. When the root
+    cannot pickle `obj`, it raises that error and every other rank a
+    MismatchError naming it."""
     # Unnamed: generated names, the same on every rank that calls in the same
     # order (Horovod names it after type(obj), which differs between a root
     # holding an object and ranks passing None).
     sz_name = None if name is None else f"{name}.sz"
     t_name = None if name is None else f"{name}.t"
     if _hvd.rank() == root_rank:
-        payload = torch.from_numpy(np.frombuffer(bytearray(_dumps(obj)), dtype=np.uint8))
-        length = torch.tensor([payload.numel()], dtype=torch.int64)
-        _hvd.broadcast_(length, root_rank, name=sz_name, process_set=process_set)
-        _hvd.broadcast_(payload, root_rank, name=t_name, process_set=process_set)
+        data, size, error = _pickled(obj)
+        _hvd.broadcast_(torch.tensor([size], dtype=torch.int64), root_rank, name=sz_name,
+                        process_set=process_set)
+        _hvd.broadcast_(_as_tensor(data), root_rank, name=t_name, process_set=process_set)
+        if error is not None:
+            raise error
         return obj
     length = torch.zeros(1, dtype=torch.int64)
     _hvd.broadcast_(length, root_rank, name=sz_name, process_set=process_set)
-    payload = torch.empty(int(length.item()), dtype=torch.uint8)
+    size = int(length.item())
+    payload = torch.empty(size if size >= 0 else -1 - size, dtype=torch.uint8)
     _hvd.broadcast_(payload, root_rank, name=t_name, process_set=process_set)
-    return _loads(payload.numpy().tobytes())
+    data = payload.numpy().tobytes()
+    if size < 0:
+        raise _failed_pickle("broadcast_object", [(root_rank, data.decode(errors="replace"))])
+    return _loads(data)
 
 
 def allgather_object(obj, name=None, process_set=global_process_set):
-    """Returns the list of every rank's `obj`, in rank order (of the set)."""
-    payload = torch.from_numpy(np.frombuffer(bytearray(_dumps(obj)), dtype=np.uint8))
-    sizes = _hvd.allgather(torch.tensor([payload.numel()], dtype=torch.int64),
+    """Returns the list of every rank's `obj`, in rank order (of the set).
+    When some rank cannot pickle its `obj`, every rank raises: that rank its
+    error, the others a MismatchError naming it."""
+    data, size, error = _pickled(obj)
+    sizes = _hvd.allgather(torch.tensor([size], dtype=torch.int64),
                            name=None if name is None else f"{name}.sz", process_set=process_set)
-    gathered = _hvd.allgather(payload, name=None if name is None else f"{name}.t", process_set=process_set)
-    objects, offset = [], 0
-    data = gathered.numpy().tobytes()
+    gathered = _hvd.allgather(_as_tensor(data), name=None if name is None else f"{name}.t",
+                              process_set=process_set)
+    if error is not None:
+        raise error
+    chunks, offset = [], 0
+    everything = gathered.numpy().tobytes()
     for n in sizes.tolist():
-        objects.append(_loads(data[offset:offset + n]))
+        n = n if n >= 0 else -1 - n
+        chunks.append(everything[offset:offset + n])
         offset += n
-    return objects
+    failed = [(r, chunk.decode(errors="replace")) for r, (n, chunk) in enumerate(zip(sizes.tolist(), chunks))
+              if n < 0]
+    if failed:
+        raise _failed_pickle("allgather_object", failed)
+    return [_loads(chunk) for chunk in chunks]

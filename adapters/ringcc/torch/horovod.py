@@ -377,19 +377,63 @@ def synchronize(handle):
 
 
 def _name(kind: str, name: Optional[str]) -> str:
-    if name is None:
+    # An empty name is no name, as in Horovod.
+    if name is None or (isinstance(name, str) and not name):
         return f"{kind}.noname.{next(_names)}"
     return f"{kind}.{name}"
 
 
 def _is_global(process_set) -> bool:
+    """Whether a call on `process_set` runs on the global set. Anything that
+    is not a ProcessSet counts as the global set here (its name is taken as
+    the global set's calls take theirs); _check_process_set() rejects it."""
     if process_set is global_process_set or process_set is None:
         return True
-    if not isinstance(process_set, ProcessSet):
+    return not isinstance(process_set, ProcessSet) or process_set.process_set_id == 0
+
+
+def _check_process_set(process_set) -> None:
+    if process_set is not None and not isinstance(process_set, ProcessSet):
         raise ValueError(f"process_set must be a ProcessSet, got {type(process_set).__name__}")
-    if process_set.process_set_id == 0:
-        return True
-    return False
+
+
+# -- calls that fail on this rank ---------------------------------------------
+#
+# An argument that is wrong on one rank (a tensor of another type, an unknown
+# op, a bad root or splits...) must not leave the other ranks waiting for the
+# call, nor shift the generated names of the calls that follow. So a call
+# takes its name first (the per-process counter of unnamed calls moves alike
+# on every rank), checks its arguments, and when a check fails, it takes part
+# in the call as a failed participant before raising: under its name on the
+# global set (the engine fails that name on every rank with MismatchError,
+# a HorovodInternalError, naming this rank and why), in issue order on
+# another process set. Errors the core raises while taking the tensors are
+# reported by the core itself.
+
+
+def _error_text(error: BaseException) -> str:
+    if isinstance(error, ringcc.RingccError):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
+
+
+def _report_failed(error: BaseException, kind: str, names=(), process_set=None, calls: int = 1) -> None:
+    """Takes part, as a failed participant, in the calls `error` stopped on
+    this rank: the engine's collectives `names` (global set), or `calls`
+    collectives in issue order on `process_set`."""
+    if not _core.is_initialized():
+        return
+    message = _error_text(error)
+    try:
+        if process_set is None or _is_global(process_set):
+            for full in names:
+                _core._fail_call(kind, message, full)
+        else:
+            comm = process_set._communicator()
+            for _ in range(calls):
+                comm.report_error(message, kind)
+    except Exception:  # nothing to tell (a set this rank is not in, ringcc shut down)
+        pass
 
 
 def _enqueue(call: Callable[[], object]):
@@ -434,21 +478,30 @@ def _plain_cpu(t: torch.Tensor) -> torch.Tensor:
     return t.contiguous()
 
 
+def _check_reducible(t: torch.Tensor, op: int, what: str) -> None:
+    """Raises when _reduce_wire cannot carry `t` for `op`."""
+    dtype = t.dtype
+    if dtype in _CORE_DTYPES or dtype == torch.int16:
+        return
+    if dtype.is_complex:
+        if op not in (Sum, Average):
+            raise TypeError(f"{what}: complex tensors support Sum and Average only")
+        return
+    raise TypeError(f"{what}: dtype {dtype} is not supported for reductions (supported: "
+                    "float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64, "
+                    "complex64/128 with Sum or Average)")
+
+
 def _reduce_wire(t: torch.Tensor, op: int, what: str) -> torch.Tensor:
     """A CPU contiguous tensor of a core dtype carrying `t` for a reduction
     (t's own memory when possible)."""
+    _check_reducible(t, op, what)
     dtype = t.dtype
     if dtype in _CORE_DTYPES:
         return _plain_cpu(t)
     if dtype == torch.int16:
         return _plain_cpu(t).to(torch.int32)
-    if dtype.is_complex:
-        if op not in (Sum, Average):
-            raise TypeError(f"{what}: complex tensors support Sum and Average only")
-        return torch.view_as_real(_plain_cpu(t))
-    raise TypeError(f"{what}: dtype {dtype} is not supported for reductions (supported: "
-                    "float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64, "
-                    "complex64/128 with Sum or Average)")
+    return torch.view_as_real(_plain_cpu(t))
 
 
 def _from_reduce_wire(w: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -515,24 +568,82 @@ def _set_rank(process_set, global_rank: int, what: str) -> int:
 # allreduce
 
 
+def _fail_unstarted(error: BaseException, kind: str, name, process_set, core_kind: str) -> None:
+    """For an entry point whose own argument handling failed before its call
+    took its name: takes the name as the call would have, and fails the
+    call on every rank (see "calls that fail on this rank")."""
+    glob = _is_global(process_set)
+    _report_failed(error, core_kind, [_name(kind, name)] if glob else [], process_set)
+
+
+def _group_names(kind: str, name, process_set, tensors, base_kind=None):
+    """(the list of tensors, the base name on the global set or None, the
+    engine's names of the group's collectives: kind.base.i) of a grouped
+    call. When the list cannot be made, the call fails on every rank as one
+    collective (this rank cannot tell how many its peers start)."""
+    glob = _is_global(process_set)
+    base = _name(base_kind or f"grouped_{kind}", name) if glob else None
+    try:
+        tensors = list(tensors)
+    except Exception as error:
+        _report_failed(error, kind, [f"{kind}.{base}.0"] if glob else [], process_set)
+        raise
+    names = [f"{kind}.{base}.{i}" for i in range(len(tensors))] if glob else []
+    return tensors, base, names
+
+
+def _fail_group_unstarted(error, kind: str, base_kind: str, name, process_set, tensors) -> None:
+    """_fail_unstarted for a grouped call: every collective of the group (one
+    when the list itself is unusable; a grouped allreduce on a non-global set
+    is one call of the core)."""
+    glob = _is_global(process_set)
+    base = _name(base_kind, name) if glob else None
+    count = len(tensors) if isinstance(tensors, list) else 1
+    _report_failed(error, kind, [f"{kind}.{base}.{i}" for i in range(count)] if glob else [],
+                   process_set, calls=1 if kind == "allreduce" else count)
+
+
+def _start_each(tensors, names, process_set, core_kind: str, start_one) -> list:
+    """Starts one collective per tensor, start_one(i, tensor) -> handle, all
+    before any is waited on (a grouped call's collectives; names[i] is the
+    engine's name of the i-th on the global set). When starting one raises,
+    the ones not started yet fail on every rank too (start_one fails its own)."""
+    handles = []
+    for i, t in enumerate(tensors):
+        try:
+            handles.append(start_one(i, t))
+        except Exception as error:
+            rest = len(tensors) - i - 1
+            _report_failed(error, core_kind, names[i + 1:], process_set, calls=rest)
+            raise
+    return handles
+
+
 def _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set,
-                     inplace: bool, what: str) -> Handle:
-    t = _check_tensor(tensor, what)
-    op = _core_op(op)
-    wire = _reduce_wire(t, op, what)
-    pre, post = float(prescale_factor), float(postscale_factor)
-    if inplace:
-        direct = _shares_memory(wire, t) and t.dtype == wire.dtype or (
-            t.dtype.is_complex and t.device.type == "cpu" and t.is_contiguous())
-        out = None
-    else:
-        direct = False
-        out = torch.empty(wire.shape, dtype=wire.dtype)
-    if _is_global(process_set):
-        full = _name("allreduce", name)
+                     inplace: bool, what: str, average=None) -> Handle:
+    glob = _is_global(process_set)
+    full = _name("allreduce", name) if glob else None
+    try:
+        _check_process_set(process_set)
+        op = handle_average_backwards_compatibility(op, average)
+        t = _check_tensor(tensor, what)
+        op = _core_op(op)
+        wire = _reduce_wire(t, op, what)
+        pre, post = float(prescale_factor), float(postscale_factor)
+        if inplace:
+            direct = _shares_memory(wire, t) and t.dtype == wire.dtype or (
+                t.dtype.is_complex and t.device.type == "cpu" and t.is_contiguous())
+            out = None
+        else:
+            direct = False
+            out = torch.empty(wire.shape, dtype=wire.dtype)
+        comm = None if glob else process_set._communicator()
+    except Exception as error:
+        _report_failed(error, "allreduce", [full], process_set)
+        raise
+    if glob:
         h = _enqueue(lambda: _core._allreduce(wire, out, op, pre, post, inplace, True, full))
     else:
-        comm = process_set._communicator()
         h = _enqueue(lambda: comm.allreduce(wire, out, op, pre, post, inplace, True))
 
     if inplace:
@@ -552,9 +663,8 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     """Starts an allreduce of `tensor` (not modified); returns a Handle whose
     result is a new tensor. op defaults to Average. The operation is keyed
     by `name` (generated when None); shape and dtype must match across ranks."""
-    op = handle_average_backwards_compatibility(op, average)
     return _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set,
-                            False, "allreduce_async")
+                            False, "allreduce_async", average)
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -567,9 +677,8 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
                                     prescale_factor, postscale_factor)
         if handle is not None:
             return handle
-    op = handle_average_backwards_compatibility(op, average)
     return _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set,
-                            True, "allreduce_async_")
+                            True, "allreduce_async_", average)
 
 
 def _direct_allreduce_(tensor, kind, name, op, prescale_factor, postscale_factor):
@@ -577,14 +686,15 @@ def _direct_allreduce_(tensor, kind, name, op, prescale_factor, postscale_factor
     core dtype, an int op, the global process set): the in-place allreduce
     goes to the engine with the tensor's address (no DLPack export, no
     wrapper handle), named as `kind` names it. None when `tensor` is not such
-    a case (the caller takes the general path)."""
+    a case (the caller takes the general path). A bad scale factor fails the
+    call under its name (the core does that)."""
     if type(op) is int and op in _DIRECT_OPS and isinstance(tensor, torch.Tensor) and \
             tensor.is_cpu and tensor.layout == _STRIDED:
         code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
         if code is not None and tensor.is_contiguous():
             try:
                 return _allreduce_async_raw(tensor, tensor.data_ptr(), tensor.shape, code, op,
-                                            _name(kind, name) if name is None else f"{kind}.{name}",
+                                            f"{kind}.{name}" if name else _name(kind, name),
                                             prescale_factor, postscale_factor)
             except ringcc.NotInitializedError:
                 return None  # the general path says so in Horovod's words
@@ -622,8 +732,12 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
               prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """Reduces `tensor` over the ranks (Average unless `op` says otherwise)
     and returns a new tensor; `tensor` is not modified. Differentiable."""
-    op = handle_average_backwards_compatibility(op, average)
-    compressed, ctx = compression.compress(tensor)
+    try:
+        op = handle_average_backwards_compatibility(op, average)
+        compressed, ctx = compression.compress(tensor)
+    except Exception as error:
+        _fail_unstarted(error, "allreduce", name, process_set, "allreduce")
+        raise
     if _needs_grad(compressed):
         reduced = HorovodAllreduce.apply(compressed, None, name, op, prescale_factor,
                                          postscale_factor, process_set)
@@ -644,29 +758,42 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
 
 
 def _grouped_allreduce_start(tensors, name, op, prescale_factor, postscale_factor, process_set,
-                             inplace: bool, what: str) -> Handle:
-    tensors = list(tensors)
+                             inplace: bool, what: str, average=None) -> Handle:
+    tensors, base, names = _group_names("allreduce", name, process_set, tensors,
+                                        base_kind="grouped_allreduce")
+    glob = base is not None
+    try:
+        _check_process_set(process_set)
+        op = handle_average_backwards_compatibility(op, average)
+        code = _core_op(op)
+        plain = [_check_tensor(t, what) for t in tensors]
+        for t in plain:
+            _check_reducible(t, code, what)
+        pre, post = float(prescale_factor), float(postscale_factor)
+    except Exception as error:
+        # Every tensor of the group fails on every rank before any runs.
+        _report_failed(error, "allreduce", names, process_set, calls=1 if tensors else 0)
+        raise
     if not tensors:
         return Handle([], lambda _: [])
-    if _is_global(process_set):
+    if glob:
         # Named tensors of one group: the engine fuses what is ready.
-        base = _name("grouped_allreduce", name)
-        handles = []
-        for i, t in enumerate(tensors):
-            h = _direct_allreduce_(t, "allreduce", f"{base}.{i}", op, prescale_factor, postscale_factor) \
-                if inplace else None
-            handles.append(h if h is not None else _allreduce_start(
-                t, f"{base}.{i}", op, prescale_factor, postscale_factor, process_set, inplace, what))
+        def start_one(i, t):
+            h = _direct_allreduce_(t, "allreduce", f"{base}.{i}", code, pre, post) if inplace else None
+            return h if h is not None else _allreduce_start(
+                t, f"{base}.{i}", code, pre, post, process_set, inplace, what)
+        handles = _start_each(tensors, names, process_set, "allreduce", start_one)
         return Handle(handles, lambda results: list(results))
-    comm = process_set._communicator()
-    op = _core_op(op)
-    plain = [_check_tensor(t, what) for t in tensors]
-    wires = [_reduce_wire(t, op, what) for t in plain]
-    if not inplace:
-        # The communicator reduces in place: never into the caller's inputs.
-        wires = [w.clone() if w.data_ptr() == p.data_ptr() else w for w, p in zip(wires, plain)]
-    h = _enqueue(lambda: comm.grouped_allreduce(wires, op, float(prescale_factor),
-                                                float(postscale_factor), True, True))
+    try:
+        comm = process_set._communicator()
+        wires = [_reduce_wire(t, code, what) for t in plain]
+        if not inplace:
+            # The communicator reduces in place: never into the caller's inputs.
+            wires = [w.clone() if w.data_ptr() == p.data_ptr() else w for w, p in zip(wires, plain)]
+    except Exception as error:
+        _report_failed(error, "allreduce", [], process_set)
+        raise
+    h = _enqueue(lambda: comm.grouped_allreduce(wires, code, pre, post, True, True))
 
     def finish(_):
         results = []
@@ -686,17 +813,15 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
                             postscale_factor=1.0, process_set=global_process_set) -> Handle:
     """Starts an allreduce of a list of tensors (not modified), reduced
     together; the Handle's result is a list of new tensors."""
-    op = handle_average_backwards_compatibility(op, average)
     return _grouped_allreduce_start(tensors, name, op, prescale_factor, postscale_factor,
-                                    process_set, False, "grouped_allreduce_async")
+                                    process_set, False, "grouped_allreduce_async", average)
 
 
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=global_process_set) -> Handle:
     """In-place form of grouped_allreduce_async."""
-    op = handle_average_backwards_compatibility(op, average)
     return _grouped_allreduce_start(tensors, name, op, prescale_factor, postscale_factor,
-                                    process_set, True, "grouped_allreduce_async_")
+                                    process_set, True, "grouped_allreduce_async_", average)
 
 
 class HorovodGroupedAllreduce(torch.autograd.Function):
@@ -721,14 +846,18 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
                       prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """Reduces a list of tensors together; returns a list of new tensors.
     Differentiable."""
-    op = handle_average_backwards_compatibility(op, average)
-    tensors = list(tensors)
+    try:
+        op = handle_average_backwards_compatibility(op, average)
+        tensors = list(tensors)
+        compressed, ctxs = zip(*[compression.compress(t) for t in tensors]) if tensors else ((), ())
+    except Exception as error:
+        _fail_group_unstarted(error, "allreduce", "grouped_allreduce", name, process_set, tensors)
+        raise
     if not tensors:
         return []
-    compressed, ctxs = zip(*[compression.compress(t) for t in tensors])
     if _needs_grad(*compressed):
-        reduced = HorovodGroupedAllreduce.apply(None, name, op, prescale_factor, postscale_factor,
-                                                process_set, *compressed)
+        reduced = HorovodGroupedAllreduce.apply(None, name, op, prescale_factor,
+                                                postscale_factor, process_set, *compressed)
     else:
         reduced = synchronize(grouped_allreduce_async(list(compressed), None, name, op,
                                                       prescale_factor, postscale_factor,
@@ -750,20 +879,31 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set) -> 
     """Starts a Sum or Average of a sparse COO tensor: every rank's indices
     and values are allgathered (their counts may differ). The Handle's result
     (synchronize(handle), or handle()) is an uncoalesced sparse tensor."""
-    if not tensor.is_sparse:
-        raise ValueError("sparse_allreduce_async takes a sparse COO tensor")
-    op = _core_op(op if op is not None else Average)
-    if op not in (Sum, Average):
-        raise ValueError("sparse_allreduce_async supports Sum and Average only")
-    t = tensor.detach()
     # Generated names only on the global set (the counter must move alike on
     # every rank; other sets' collectives are not matched by name).
-    base = _name("sparse_allreduce", name) if _is_global(process_set) else None
-    indices = t._indices().transpose(0, 1).contiguous()  # one row per non-zero
-    values = t._values().contiguous()
-    hi = allgather_async(indices, name=base and f"{base}.indices", process_set=process_set)
-    hv = allgather_async(values, name=base and f"{base}.values", process_set=process_set)
-    n = size() if _is_global(process_set) else process_set.size()
+    glob = _is_global(process_set)
+    base = _name("sparse_allreduce", name) if glob else None
+    try:
+        _check_process_set(process_set)
+        if not isinstance(tensor, torch.Tensor) or not tensor.is_sparse:
+            raise ValueError("sparse_allreduce_async takes a sparse COO tensor")
+        op = _core_op(op if op is not None else Average)
+        if op not in (Sum, Average):
+            raise ValueError("sparse_allreduce_async supports Sum and Average only")
+        t = tensor.detach()
+        indices = t._indices().transpose(0, 1).contiguous()  # one row per non-zero
+        values = t._values().contiguous()
+    except Exception as error:
+        _report_failed(error, "allgather",
+                       [f"allgather.{base}.indices", f"allgather.{base}.values"] if glob else [],
+                       process_set, calls=2)
+        raise
+    names = [f"allgather.{base}.indices", f"allgather.{base}.values"] if glob else []
+    hi, hv = _start_each(
+        [(indices, "indices"), (values, "values")], names, process_set, "allgather",
+        lambda i, item: allgather_async(item[0], name=base and f"{base}.{item[1]}",
+                                        process_set=process_set))
+    n = size() if glob else process_set.size()
 
     def finish(results):
         all_indices, all_values = results
@@ -779,13 +919,19 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set) -> 
 
 
 def _allgather_start(tensor, name, process_set, what: str) -> Handle:
-    t = _check_tensor(tensor, what)
-    wire = _move_wire(t)
-    if _is_global(process_set):
-        full = _name("allgather", name)
+    glob = _is_global(process_set)
+    full = _name("allgather", name) if glob else None
+    try:
+        _check_process_set(process_set)
+        t = _check_tensor(tensor, what)
+        wire = _move_wire(t)
+        comm = None if glob else process_set._communicator()
+    except Exception as error:
+        _report_failed(error, "allgather", [full], process_set)
+        raise
+    if glob:
         h = _enqueue(lambda: _core._allgather(wire, None, True, full))
     else:
-        comm = process_set._communicator()
         h = _enqueue(lambda: comm.allgather(wire, None, True))
 
     def finish_rows(results):
@@ -835,28 +981,33 @@ def allgather(tensor, name=None, process_set=global_process_set):
     return synchronize(allgather_async(tensor, name, process_set))
 
 
+
+
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set) -> Handle:
     """Starts an allgather of each tensor of a list; the result is a list."""
-    tensors = list(tensors)
-    if _is_global(process_set):
-        base = _name("grouped_allgather", name)
-        handles = [_allgather_start(t, f"{base}.{i}", process_set, "grouped_allgather_async")
-                   for i, t in enumerate(tensors)]
-    else:
-        handles = [_allgather_start(t, None, process_set, "grouped_allgather_async")
-                   for t in tensors]
+    tensors, base, names = _group_names("allgather", name, process_set, tensors)
+    try:
+        _check_process_set(process_set)
+        for t in tensors:
+            _check_tensor(t, "grouped_allgather_async")
+    except Exception as error:
+        # Every collective of the group fails on every rank before any runs.
+        _report_failed(error, "allgather", names, process_set, calls=len(tensors))
+        raise
+    handles = _start_each(
+        tensors, names, process_set, "allgather",
+        lambda i, t: _allgather_start(t, base and f"{base}.{i}", process_set,
+                                      "grouped_allgather_async"))
     return Handle(handles, lambda results: list(results))
 
 
 def grouped_allgather(tensors, name=None, process_set=global_process_set):
     """Allgathers each tensor of a list; returns a list of new tensors.
-    Differentiable (tensor by tensor)."""
-    tensors = list(tensors)
-    if _needs_grad(*tensors):
-        if not _is_global(process_set):
-            return [HorovodAllgather.apply(t, None, process_set) for t in tensors]
-        base = _name("grouped_allgather", name)
-        return [HorovodAllgather.apply(t, f"{base}.{i}", process_set) for i, t in enumerate(tensors)]
+    Differentiable (tensor by tensor: each is done before the next starts)."""
+    if isinstance(tensors, (list, tuple)) and _needs_grad(*tensors):
+        tensors, base, _ = _group_names("allgather", name, process_set, tensors)
+        return [HorovodAllgather.apply(t, base and f"{base}.{i}", process_set)
+                for i, t in enumerate(tensors)]
     return synchronize(grouped_allgather_async(tensors, name, process_set))
 
 
@@ -865,21 +1016,28 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
 
 
 def _broadcast_start(tensor, root_rank, name, process_set, inplace: bool, what: str) -> Handle:
-    t = _check_tensor(tensor, what)
-    root = int(root_rank)
-    wire = _move_wire(t)
-    if inplace:
-        direct = _shares_memory(wire, t)
-        out = None
-    else:
-        direct = False
-        out = torch.empty_like(wire)
-    if _is_global(process_set):
-        full = _name("broadcast", name)
+    glob = _is_global(process_set)
+    full = _name("broadcast", name) if glob else None
+    try:
+        _check_process_set(process_set)
+        t = _check_tensor(tensor, what)
+        root = int(root_rank)
+        wire = _move_wire(t)
+        if inplace:
+            direct = _shares_memory(wire, t)
+            out = None
+        else:
+            direct = False
+            out = torch.empty_like(wire)
+        if not glob:
+            comm = process_set._communicator()
+            set_root = _set_rank(process_set, root, what)
+    except Exception as error:
+        _report_failed(error, "broadcast", [full], process_set)
+        raise
+    if glob:
         h = _enqueue(lambda: _core._broadcast(wire, out, root, inplace, True, full))
     else:
-        comm = process_set._communicator()
-        set_root = _set_rank(process_set, root, what)
         h = _enqueue(lambda: comm.broadcast(wire, out, set_root, inplace, True))
     if inplace:
         def finish(_):
@@ -910,14 +1068,14 @@ class HorovodBroadcast(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, tensor, root_rank, name, process_set):
-        ctx.root_rank = int(root_rank)
+        ctx.root_rank = root_rank
         ctx.process_set = process_set
         return synchronize(broadcast_async(tensor, root_rank, name, process_set))
 
     @staticmethod
     def backward(ctx, grad_output):
         grad_reduced = allreduce(grad_output, op=Average, process_set=ctx.process_set)
-        if rank() != ctx.root_rank:
+        if rank() != int(ctx.root_rank):
             grad_reduced = grad_reduced * 0
         return grad_reduced, None, None, None
 
@@ -948,14 +1106,20 @@ def _splits_list(splits) -> Optional[List[int]]:
 
 def _alltoall_start(tensor, splits, name, process_set, what: str) -> Handle:
     """The Handle's result is always (output, received_splits as int32 tensor)."""
-    t = _check_tensor(tensor, what)
-    wire = _move_wire(t if t.dim() else t.reshape(1))
-    split_list = _splits_list(splits)
-    if _is_global(process_set):
-        full = _name("alltoall", name)
+    glob = _is_global(process_set)
+    full = _name("alltoall", name) if glob else None
+    try:
+        _check_process_set(process_set)
+        t = _check_tensor(tensor, what)
+        wire = _move_wire(t if t.dim() else t.reshape(1))
+        split_list = _splits_list(splits)
+        comm = None if glob else process_set._communicator()
+    except Exception as error:
+        _report_failed(error, "alltoall", [full], process_set)
+        raise
+    if glob:
         h = _enqueue(lambda: _core._alltoall(wire, split_list, None, True, full))
     else:
-        comm = process_set._communicator()
         h = _enqueue(lambda: comm.alltoall(wire, split_list, None, True))
     split_dtype = splits.dtype if isinstance(splits, torch.Tensor) else torch.int32
 
@@ -1015,23 +1179,33 @@ def _block_rows(rows: int, n: int, r: int) -> int:
 
 def _reducescatter_start(tensor, name, op, process_set, prescale_factor, postscale_factor,
                          what: str) -> Handle:
-    t = _check_tensor(tensor, what)
-    op = _core_op(op)
-    wire = _reduce_wire(t if t.dim() else t.reshape(1), op, what)
-    if _is_global(process_set):
-        n, r = ringcc.size(), ringcc.rank()
-    else:
-        n, r = process_set.size(), process_set.rank()
-    rows = _block_rows(int(wire.shape[0]), n, r)
-    out = torch.empty((rows,) + tuple(wire.shape[1:]), dtype=wire.dtype)
-    pre, post = float(prescale_factor), float(postscale_factor)
-    if _is_global(process_set):
-        full = _name("reducescatter", name)
+    glob = _is_global(process_set)
+    full = _name("reducescatter", name) if glob else None
+    try:
+        _check_process_set(process_set)
+        t = _check_tensor(tensor, what)
+        if t.dim() == 0:
+            # As in Horovod, whose coordinator refuses a rank-zero tensor.
+            raise ValueError(f"{what}: a 0-dim tensor cannot be reduce-scattered (its first "
+                             "dimension is split over the ranks); give it at least one dimension")
+        op = _core_op(op)
+        wire = _reduce_wire(t, op, what)
+        if glob:
+            n, r = ringcc.size(), ringcc.rank()
+        else:
+            comm = process_set._communicator()
+            n, r = process_set.size(), process_set.rank()
+        rows = _block_rows(int(wire.shape[0]), n, r)
+        out = torch.empty((rows,) + tuple(wire.shape[1:]), dtype=wire.dtype)
+        pre, post = float(prescale_factor), float(postscale_factor)
+    except Exception as error:
+        _report_failed(error, "reduce_scatter", [full], process_set)
+        raise
+    if glob:
         h = _enqueue(lambda: _core._reduce_scatter(wire, out, op, pre, post, True, full))
     else:
-        comm = process_set._communicator()
         h = _enqueue(lambda: comm.reduce_scatter(wire, out, op, pre, post, True))
-    like_shape = (rows,) + (tuple(t.shape[1:]) if t.dim() else ())
+    like_shape = (rows,) + tuple(t.shape[1:])
 
     def finish(_):
         res = out
@@ -1050,22 +1224,21 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
                         prescale_factor=1.0, postscale_factor=1.0) -> Handle:
     """Starts a reduce-scatter: the reduction over the ranks, of which rank r
     keeps its block of dim 0 (blocks as even as possible, lower ranks take
-    one more row)."""
+    one more row). A 0-dim tensor is refused, as in Horovod."""
     return _reducescatter_start(tensor, name, op, process_set, prescale_factor, postscale_factor,
                                 "reducescatter_async")
 
 
 class HorovodReducescatter(torch.autograd.Function):
-    """reducescatter with a gradient: the blocks' gradients are allgathered
-    (divided by the set's size for Average, times the scale factors). This is
-    the exact gradient of sum over ranks of each rank's loss."""
+    """reducescatter with Horovod's gradient: the incoming gradient, times
+    the set's size for Sum (not for Average) and times the scale factors,
+    allgathered."""
 
     @staticmethod
     def forward(ctx, tensor, name, op, process_set, prescale_factor, postscale_factor):
         ctx.op = op
         ctx.process_set = process_set
         ctx.scale = float(prescale_factor) * float(postscale_factor)
-        ctx.scalar = tensor.dim() == 0
         return synchronize(reducescatter_async(tensor, name, op, process_set, prescale_factor,
                                                postscale_factor))
 
@@ -1073,22 +1246,22 @@ class HorovodReducescatter(torch.autograd.Function):
     def backward(ctx, grad_output):
         if ctx.op not in (Sum, Average):
             raise NotImplementedError("the gradient of reducescatter is defined for Sum and Average")
-        grad = allgather(grad_output, process_set=ctx.process_set)
         scale = ctx.scale
-        if ctx.op == Average:
-            n = size() if _is_global(ctx.process_set) else ctx.process_set.size()
-            scale /= n
+        if ctx.op == Sum:
+            scale *= size() if _is_global(ctx.process_set) else ctx.process_set.size()
         if scale != 1.0:
-            grad = grad * scale
-        if ctx.scalar:
-            grad = grad.reshape(())
-        return grad, None, None, None, None, None
+            grad_output = grad_output * scale
+        return allgather(grad_output, process_set=ctx.process_set), None, None, None, None, None
 
 
 def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
                   process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
     """Synchronous reduce-scatter (see reducescatter_async). Differentiable."""
-    compressed, ctx = compression.compress(tensor)
+    try:
+        compressed, ctx = compression.compress(tensor)
+    except Exception as error:
+        _fail_unstarted(error, "reducescatter", name, process_set, "reduce_scatter")
+        raise
     if _needs_grad(compressed):
         result = HorovodReducescatter.apply(compressed, name, op, process_set, prescale_factor,
                                             postscale_factor)
@@ -1101,16 +1274,23 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
 def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
                                 prescale_factor=1.0, postscale_factor=1.0) -> Handle:
     """Starts a reduce-scatter of each tensor of a list; the result is a list."""
-    tensors = list(tensors)
-    if _is_global(process_set):
-        base = _name("grouped_reducescatter", name)
-        handles = [_reducescatter_start(t, f"{base}.{i}", op, process_set, prescale_factor,
-                                        postscale_factor, "grouped_reducescatter_async")
-                   for i, t in enumerate(tensors)]
-    else:
-        handles = [_reducescatter_start(t, None, op, process_set, prescale_factor,
-                                        postscale_factor, "grouped_reducescatter_async")
-                   for t in tensors]
+    tensors, base, names = _group_names("reducescatter", name, process_set, tensors)
+    try:
+        _check_process_set(process_set)
+        for t in tensors:
+            if _check_tensor(t, "grouped_reducescatter_async").dim() == 0:
+                # Refused, as in Horovod: the whole group fails.
+                raise ValueError("grouped_reducescatter_async: a 0-dim tensor cannot be "
+                                 "reduce-scattered; give it at least one dimension")
+    except Exception as error:
+        # Every collective of the group fails on every rank before any runs.
+        _report_failed(error, "reduce_scatter", names, process_set, calls=len(tensors))
+        raise
+    handles = _start_each(
+        tensors, names, process_set, "reduce_scatter",
+        lambda i, t: _reducescatter_start(t, base and f"{base}.{i}", op, process_set,
+                                          prescale_factor, postscale_factor,
+                                          "grouped_reducescatter_async"))
     return Handle(handles, lambda results: list(results))
 
 
@@ -1118,11 +1298,16 @@ def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=A
                           process_set=global_process_set, prescale_factor=1.0,
                           postscale_factor=1.0):
     """Reduce-scatters each tensor of a list; returns a list. Differentiable
-    (tensor by tensor)."""
-    tensors = list(tensors)
-    compressed, ctxs = zip(*[compression.compress(t) for t in tensors]) if tensors else ((), ())
+    (tensor by tensor: each is done before the next starts)."""
+    try:
+        tensors = list(tensors)
+        compressed, ctxs = zip(*[compression.compress(t) for t in tensors]) if tensors else ((), ())
+    except Exception as error:
+        _fail_group_unstarted(error, "reducescatter", "grouped_reducescatter", name, process_set,
+                              tensors)
+        raise
     if _needs_grad(*compressed):
-        base = _name("grouped_reducescatter", name) if _is_global(process_set) else None
+        compressed, base, _ = _group_names("reducescatter", name, process_set, compressed)
         results = [HorovodReducescatter.apply(t, base and f"{base}.{i}", op, process_set,
                                               prescale_factor, postscale_factor)
                    for i, t in enumerate(compressed)]
@@ -1139,12 +1324,18 @@ def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=A
 def barrier(process_set=global_process_set):
     """Returns once every rank of the set has called barrier(). On the global
     set this is a named engine collective (issued in order like the others)."""
-    if _is_global(process_set):
+    glob = _is_global(process_set)
+    full = _name("barrier", None) if glob else None
+    try:
+        _check_process_set(process_set)
+        comm = None if glob else process_set._communicator()
+    except Exception as error:
+        _report_failed(error, "allreduce" if glob else "barrier", [full], process_set)
+        raise
+    if glob:
         flag = np.zeros(1, dtype=np.int32)
-        full = _name("barrier", None)
         h = _enqueue(lambda: _core._allreduce(flag, None, Sum, 1.0, 1.0, True, True, full))
     else:
-        comm = process_set._communicator()
         h = _enqueue(lambda: comm.barrier(True))
     Handle([h]).wait()
 
