@@ -311,3 +311,59 @@ def test_two_rank_run(core_built, tmp_path):
     assert {r["op"] for r in sock.values()} == {"allreduce"}
     assert sorted(sock) == [c.nbytes for c in make_cases("allreduce", sizes, np.float32, 2)]
     assert all(r["busbw"] > 0 and r["iters"] == [3] for r in sock.values())
+
+
+def test_torch_bench_csv_plot_and_progress(core_built, tmp_path):
+    """bench.torch_allreduce on 2 ranks: its table, CSV rows per backend and size,
+    a plot (with matplotlib), progress on stderr only."""
+    pytest.importorskip("torch")
+    csv_path, png_path = tmp_path / "t.csv", tmp_path / "t.png"
+    cmd = [sys.executable, "-m", "ringcc.launcher", "--no-prefix", "-np", "2", sys.executable, "-m",
+           "bench.torch_allreduce", "--sizes", "4,4K", "--repeats", "2", "--min-time", "0.02",
+           "--ddp-params", "0", "--csv", str(csv_path)] + (["--plot", str(png_path)] if _have_matplotlib() else [])
+    run = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "speedup = gloo time / ring time (higher is better for ring)" in run.stdout
+    assert "# progress" not in run.stdout and "# progress:" in run.stderr
+    import csv
+
+    rows = list(csv.DictReader(csv_path.open()))
+    assert sorted((r["backend"], int(r["nbytes"])) for r in rows) == [
+        ("gloo", 4), ("gloo", 4096), ("ring", 4), ("ring", 4096)]
+    for r in rows:
+        assert float(r["time_us"]) > 0 and r["repeats"] == "2"
+        assert (r["speedup_vs_gloo"] != "") == (r["backend"] == "ring")
+    if _have_matplotlib():
+        assert png_path.read_bytes()[:4] == b"\x89PNG"
+
+
+def _jax_handlers_built():
+    import importlib.util
+
+    if importlib.util.find_spec("jax") is None:
+        return False
+    probe = subprocess.run([sys.executable, "-c", "import ringcc; print(bool(ringcc._core.jax_ffi_targets()))"],
+                           env=_env(), cwd=REPO, capture_output=True, text=True, timeout=60)
+    return probe.stdout.strip() == "True"
+
+
+def test_jax_bench_with_jax_own_gloo_collectives(core_built, tmp_path):
+    """bench.jax_allreduce --compare jax-gloo: JAX's CPU collectives over gloo
+    (jax.distributed, a job of its own) beside ringcc.jax, in the table and CSV."""
+    if not _jax_handlers_built():
+        pytest.skip("jax is not installed, or this ringcc has no XLA FFI handlers")
+    csv_path = tmp_path / "j.csv"
+    cmd = [sys.executable, "-m", "ringcc.launcher", "--no-prefix", "-np", "2", sys.executable, "-m",
+           "bench.jax_allreduce", "--size", "64K", "--iters", "3", "--warmup", "1", "--repeats", "1",
+           "--variants", "numpy-inplace,jit-donated", "--compare", "jax-gloo", "--csv", str(csv_path)]
+    env = dict(_env(), JAX_PLATFORMS="cpu")
+    run = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "jax_cpu_collectives_implementation=gloo" in run.stdout, run.stdout
+    import csv
+
+    got = {r["variant"]: r for r in csv.DictReader(csv_path.open())}
+    assert set(got) == {"numpy-inplace", "jit-donated", "jax-gloo-psum", "jax-gloo-psum-donated"}, run.stdout
+    assert all(float(r["time_ms"]) > 0 and float(r["speedup"]) > 0 for r in got.values())
+    assert float(got["numpy-inplace"]["speedup"]) == 1.0
+    assert "# progress:" in run.stderr and "# progress" not in run.stdout
