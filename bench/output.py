@@ -104,11 +104,16 @@ def cpu_model() -> str:
 
 
 def machine_description() -> Dict[str, object]:
-    """Where the run took place (for titles and files)."""
+    """Where the run took place (for titles and files); load is the 1-minute
+    load average when the description was taken (None where unknown)."""
+    try:
+        load = round(os.getloadavg()[0], 1)
+    except (AttributeError, OSError):
+        load = None
     return {
         "host": platform.node(), "cpu": cpu_model(), "cpus": os.cpu_count(),
         "os": f"{platform.system()} {platform.release()}", "python": platform.python_version(),
-        "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "load": load,
     }
 
 
@@ -149,7 +154,8 @@ def plot_busbw(path: str, series: Mapping[str, Mapping[str, Mapping[int, float]]
            if any(v is not None and v > 0 for points in impls.values() for v in points.values())]
     if not ops:
         raise ValueError("nothing to plot: no measured points")
-    fig, axes = plt.subplots(1, len(ops), figsize=(4.2 * len(ops) + 0.6, 4.0), squeeze=False)
+    fig, axes = plt.subplots(1, len(ops), figsize=(4.2 * len(ops) + 0.6, 3.8), squeeze=False,
+                             layout="constrained")
     markers = "osD^vP*X"
     for ax, op in zip(axes[0], ops):
         for k, (impl, points) in enumerate(series[op].items()):
@@ -168,7 +174,6 @@ def plot_busbw(path: str, series: Mapping[str, Mapping[str, Mapping[int, float]]
         ax.legend(fontsize=8)
     axes[0][0].set_ylabel(ylabel)
     fig.suptitle(title, fontsize=8.5)
-    fig.tight_layout(rect=(0, 0, 1, 0.9))
     fig.savefig(path, dpi=80)
     plt.close(fig)
 
@@ -186,9 +191,10 @@ def _size_label(value, _pos=None) -> str:
 def plot_title(what: str, versions: Mapping[str, Optional[str]], machine: Mapping[str, object]) -> str:
     """Two lines: what was measured with which versions, and where."""
     libs = ", ".join(f"{k} {v}" for k, v in versions.items() if v)
+    load = f", load average {machine['load']}" if machine.get("load") is not None else ""
     return (f"{what} — {libs}\n"
             f"{machine.get('host')}: {machine.get('cpu')}, {machine.get('cpus')} CPUs, "
-            f"{machine.get('os')}, Python {machine.get('python')}, {machine.get('date')}")
+            f"{machine.get('os')}, Python {machine.get('python')}, {machine.get('date')}{load}")
 
 
 def rows_of(entries: Mapping[str, Mapping[str, Mapping[int, Mapping[str, object]]]]) -> List[Dict[str, object]]:

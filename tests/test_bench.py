@@ -367,3 +367,20 @@ def test_jax_bench_with_jax_own_gloo_collectives(core_built, tmp_path):
     assert all(float(r["time_ms"]) > 0 and float(r["speedup"]) > 0 for r in got.values())
     assert float(got["numpy-inplace"]["speedup"]) == 1.0
     assert "# progress:" in run.stderr and "# progress" not in run.stdout
+
+
+@pytest.mark.skipif(not _have_matplotlib(), reason="matplotlib is not installed")
+def test_plot_again_from_the_json(tmp_path, capsys):
+    from bench.plot import main as plot_main
+    from bench.plot import series_of
+
+    path = tmp_path / "r.json"
+    args = parse_args(["--maxbytes", "1K", "--iters", "2", "--warmup", "0", "--repeats", "1",
+                       "--ops", "broadcast", "--json", str(path), "--no-progress"])
+    assert Bench(args, _one_rank_ringcc()).run() == 0
+    doc = json.loads(path.read_text())
+    assert doc["meta"]["machine"]["cpus"] == os.cpu_count()
+    series = series_of(doc)
+    assert list(series) == ["broadcast"] and list(series["broadcast"]) == ["ringcc"]
+    assert plot_main([str(path), str(tmp_path / "again.png")]) == 0
+    assert (tmp_path / "again.png").read_bytes()[:4] == b"\x89PNG"
