@@ -1,12 +1,21 @@
 """Benchmark of ringcc's allreduce, allgather and broadcast, nccl-tests style.
 
-    ringrun -np 2 python -m bench.allreduce [--minbytes 8] [--maxbytes 256M] [--stepfactor 4]
-        [--ops allreduce,allgather,broadcast] [--dtype float32] [--iters N] [--warmup N]
-        [--repeats 3] [--compare gloo,mpi,socket] [--check] [--json PATH]
+    ringrun --no-prefix -np 2 python -m bench.allreduce [--minbytes 8] [--maxbytes 256M]
+        [--stepfactor 4] [--ops allreduce,allgather,broadcast] [--dtype float32] [--iters N]
+        [--warmup N] [--repeats 3] [--compare gloo,mpi,socket] [--check] [--json PATH]
+        [--csv PATH] [--plot PATH.png] [--no-progress]
 
 Rank 0 prints one table per collective (size, count, type, time, algbw, busbw,
-as nccl-tests' PERFORMANCE.md defines them), the peers' time, busbw and the
-ratio ringcc/peer when --compare names peers, and a summary of key figures.
+as nccl-tests' PERFORMANCE.md defines them, and the spread of the point's
+samples), the peers' time, busbw and the speed-up of ringcc over each peer
+when --compare names peers, and a summary of key figures. Every speed-up is
+peer time / ringcc time: higher is better for ringcc, latency included.
+While it runs, rank 0 shows progress on stderr (which repeat, library, op
+and size, and the time so far); the tables go to stdout. --json writes every
+result, --csv one row per (library, op, size), --plot a PNG of busbw against
+message size, one line per library, log axes, the machine and versions in the
+title (needs matplotlib). ringrun's --no-prefix keeps rank 0's lines free of
+the "[0]<stdout>: " prefix.
 
 Timing (bench.measure): each point is a barrier-free Python loop of the
 in-place call a user would write (ringcc.allreduce_(x),
@@ -51,7 +60,10 @@ import time
 import numpy as np
 
 from .measure import OPS, Backend, format_size, parse_size, resolve_dtype, size_sweep, sweep
-from .table import aggregate, op_table, paired_ratios, summary, summary_text
+from .output import (MATPLOTLIB_MISSING, Progress, machine_description, plot_available, plot_busbw,
+                     plot_title, point_text, rows_of, write_csv)
+from .table import (RATIO_DEFINITION, SPREAD_DEFINITION, aggregate, op_table, paired_ratios, summary,
+                    summary_text)
 
 DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64")
 PEERS = ("gloo", "mpi", "socket")
@@ -128,6 +140,12 @@ def parse_args(argv=None):
     p.add_argument("-c", "--check", action="store_true",
                    help="verify every point once against the expected values")
     p.add_argument("--json", metavar="PATH", help="write every result to this JSON file")
+    p.add_argument("--csv", metavar="PATH",
+                   help="write one row per (library, op, size) to this CSV file (rank 0)")
+    p.add_argument("--plot", metavar="PATH.png",
+                   help="plot busbw against message size, one line per library (needs matplotlib)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress line on stderr while the sweeps run")
     p.add_argument("--peer-timeout", type=float, default=900.0,
                    help="seconds a peer's setup or MPI sweep may take (default 900)")
     p.add_argument("--mpirun-args", default="",
@@ -149,6 +167,8 @@ def parse_args(argv=None):
     except ValueError as e:
         p.error(str(e))
     a.compare = [c.strip() for c in a.compare.split(",") if c.strip()]
+    if a.plot and not plot_available():
+        p.error(MATPLOTLIB_MISSING)
     return a
 
 
@@ -164,8 +184,9 @@ class Bench:
         self.socket = None
         self.mpi_local = None      # the in-process MPI peer (the bench runs under mpirun)
         self.sync_dir = None
-        # impl -> op -> nbytes -> {"count", "times", "iters", "wrong"}
+        # impl -> op -> nbytes -> {"count", "times", "samples", "iters", "wrong"}
         self.raw = {}
+        self.progress = Progress(enabled=self.rank0 and not args.no_progress)
 
     def log(self, msg):
         if self.rank0:
@@ -259,8 +280,10 @@ class Bench:
             self.peer_info.setdefault(impl, {}).setdefault("skipped_ops", {})[op] = why
         for r in out["results"]:
             slot = self.raw.setdefault(impl, {}).setdefault(r["op"], {}).setdefault(
-                r["nbytes"], {"count": r["count"], "times": [], "iters": [], "wrong": None})
+                r["nbytes"], {"count": r["count"], "times": [], "samples": [], "iters": [],
+                              "wrong": None})
             slot["times"].append(r["time"])
+            slot["samples"].extend(r.get("samples", ()))
             slot["iters"].append(r["iters"])
             if "wrong" in r:
                 slot["wrong"] = r["wrong"]
@@ -273,7 +296,19 @@ class Bench:
     def run_local(self, backend, repeat, check=True):
         kwargs = self.sweep_kwargs(repeat)
         kwargs["check"] = kwargs["check"] and check
-        return sweep(backend, self.args.ops, self.args.sizes, self.args.np_dtype, **kwargs)
+        return sweep(backend, self.args.ops, self.args.sizes, self.args.np_dtype,
+                     on_point=self.point_progress(backend.name, repeat), **kwargs)
+
+    def point_progress(self, impl, repeat):
+        """Shows each op's first point, and others as often as Progress allows."""
+        last_op = []
+
+        def on_point(op, case, index, total):
+            first = last_op != [op]
+            last_op[:] = [op]
+            self.progress.update(point_text(impl, op, case.nbytes, index, total, repeat, self.args.repeats),
+                                 force=first)
+        return on_point
 
     def run_mpi(self, repeat):
         """Rank 0 runs the MPI job; the other ranks sleep until it has finished."""
@@ -289,6 +324,7 @@ class Bench:
                                     self.args.ops, self.args.sizes, self.args.dtype,
                                     timeout_s=self.args.peer_timeout,
                                     extra_mpirun_args=shlex.split(self.args.mpirun_args),
+                                    progress=self.mpi_progress(repeat),
                                     **self.sweep_kwargs(repeat))
                     self.peer_info["mpi"]["version"] = out.get("version")
                 except PeerError as e:
@@ -303,6 +339,17 @@ class Bench:
                 time.sleep(0.05)
         self.ours.barrier()
         return out
+
+    def mpi_progress(self, repeat):
+        """Progress of the MPI job: it reports "op nbytes index total" per point."""
+        last_op = []
+
+        def on_line(op, nbytes, index, total):
+            first = last_op != [op]
+            last_op[:] = [op]
+            self.progress.update(point_text("mpi", op, nbytes, index, total, repeat, self.args.repeats),
+                                 force=first)
+        return on_line
 
     def run(self):
         a = self.args
@@ -332,8 +379,9 @@ class Bench:
                     out = self.run_mpi(repeat)
                 if out is not None:
                     self.record(impl, out)
-                    self.log(f"# repeat {repeat + 1}/{a.repeats}: {impl} sweep "
-                             f"{time.perf_counter() - t0:.1f} s")
+                    self.progress.update(f"repeat {repeat + 1}/{a.repeats}, {impl}: sweep done in "
+                                         f"{time.perf_counter() - t0:.1f} s", force=True)
+        self.progress.done()
         return self.report()
 
     # -- output --------------------------------------------------------------
@@ -344,7 +392,7 @@ class Bench:
         for impl, ops in self.raw.items():
             for op, points in ops.items():
                 for nbytes, s in points.items():
-                    e = aggregate(op, nbytes, s["count"], s["times"], self.world)
+                    e = aggregate(op, nbytes, s["count"], s["times"], self.world, s["samples"])
                     e.update(impl=impl, dtype=self.args.dtype, iters=s["iters"], wrong=s["wrong"])
                     agg.setdefault(op, {}).setdefault(impl, {})[nbytes] = e
         for impls in agg.values():
@@ -396,12 +444,50 @@ class Bench:
         sys.stdout.flush()
         if a.json:
             self.write_json(agg, figures)
+        if a.csv:
+            self.write_csv(agg)
+        if a.plot:
+            self.write_plot(agg, shown)
         return 1 if wrong else 0
+
+    def versions(self):
+        versions = {"ringcc": getattr(self.rc, "__version__", "unknown")}
+        versions.update({p: i.get("version") for p, i in self.peer_info.items() if i.get("version")})
+        return versions
+
+    CSV_COLUMNS = ("impl", "op", "dtype", "ranks", "nbytes", "count", "time_us", "time_min_us",
+                   "time_max_us", "algbw", "busbw", "busbw_min", "busbw_max", "spread", "speedup",
+                   "speedup_min", "speedup_max", "repeats", "wrong")
+
+    def write_csv(self, agg):
+        """One row per (library, op, size): times in us, bandwidths in GB/s,
+        spread as a fraction, speedup = peer time / ringcc time (peers' rows)."""
+        rows = []
+        for row in rows_of(agg):
+            rows.append(dict(row, ranks=self.world, repeats=len(row["times_us"]),
+                             speedup=row.get("ratio"), speedup_min=row.get("ratio_min"),
+                             speedup_max=row.get("ratio_max")))
+        n = write_csv(self.args.csv, rows, self.CSV_COLUMNS)
+        print(f"# {n} rows written to {self.args.csv}")
+
+    def write_plot(self, agg, shown):
+        a = self.args
+        series = {op: {impl: {n: e["busbw"] for n, e in agg.get(op, {}).get(impl, {}).items()}
+                       for impl in ["ringcc"] + list(shown) if impl in agg.get(op, {})}
+                  for op in a.ops}
+        transport = getattr(self.rc, "transport_name", lambda: "?")()
+        title = plot_title(f"busbw, {self.world} ranks ({transport}), {a.dtype}, median of "
+                           f"{a.repeats} repeat(s)", self.versions(), machine_description())
+        try:
+            plot_busbw(a.plot, series, title)
+        except ValueError as e:
+            print(f"# plot not written: {e}")
+            return
+        print(f"# plot written to {a.plot}")
 
     def write_json(self, agg, figures):
         a = self.args
-        versions = {"ringcc": getattr(self.rc, "__version__", "unknown")}
-        versions.update({p: i.get("version") for p, i in self.peer_info.items() if i.get("version")})
+        versions = self.versions()
         doc = {
             "meta": {
                 "ranks": self.world, "dtype": a.dtype, "ops": a.ops, "sizes": a.sizes,
@@ -412,7 +498,9 @@ class Bench:
                           "time_us/algbw/busbw are medians over repeats",
                 "bandwidth": "nccl-tests PERFORMANCE.md: algbw = S / t; busbw = algbw * "
                              "2(n-1)/n (allreduce), (n-1)/n (allgather), 1 (broadcast)",
-                "ratio": "ringcc busbw / peer busbw",
+                "ratio": RATIO_DEFINITION,
+                "spread": SPREAD_DEFINITION.replace(", in %", " (a fraction)"),
+                "machine": machine_description(),
                 "versions": versions, "host": platform.node(), "cpus": os.cpu_count(),
                 "python": platform.python_version(), "command": sys.argv,
             },

@@ -13,6 +13,9 @@ Timing of one (op, size) point:
   3. barrier, then a barrier-free loop of the collective timed on every
      rank; time per iteration = (t_end - t_start) / iters, and the value
      reported is the maximum over ranks (reduced with the backend itself).
+     The loop is timed in up to SAMPLE_BATCHES consecutive batches as well
+     (no barrier between them): each batch's time per iteration, maximum
+     over ranks, is one sample of the point's spread (bench.table.spread).
 """
 import re
 import time
@@ -37,6 +40,7 @@ WARMUP_MAX_S = 0.1
 MIN_ITERS = 5
 MAX_POINT_S = 2.0
 MAX_ITERS = 1_000_000
+SAMPLE_BATCHES = 5
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
@@ -255,8 +259,24 @@ def choose_iters(estimate, target_s):
     return int(min(MAX_ITERS, max(lo, round(target_s / estimate))))
 
 
+def batch_sizes(n, batches=SAMPLE_BATCHES):
+    """n iterations as up to `batches` consecutive batches of (nearly) equal size."""
+    k = max(1, min(batches, n))
+    return [n // k + (1 if i < n % k else 0) for i in range(k)]
+
+
+def _timed_batches(run, sizes):
+    """Runs the batches back to back; returns (total seconds, seconds of each)."""
+    stamps = [time.perf_counter()]
+    for n in sizes:
+        run(n)
+        stamps.append(time.perf_counter())
+    return stamps[-1] - stamps[0], [b - a for a, b in zip(stamps, stamps[1:])]
+
+
 def measure(backend, case, iters=None, warmup=None, target_s=0.25, check=False):
-    """Times one case; returns a dict (time in seconds, max over ranks)."""
+    """Times one case; returns a dict: time (seconds per iteration of the whole
+    loop, max over ranks), samples (the same per batch), iters."""
     x, out = alloc_buffers(case, backend.rank)
     result = {}
     if check:
@@ -264,23 +284,38 @@ def measure(backend, case, iters=None, warmup=None, target_s=0.25, check=False):
     run = backend.loop(case.op, x, out)
     estimate = warm_up(backend, run, warmup)
     n = iters if iters is not None else choose_iters(estimate, target_s)
+    sizes = batch_sizes(n)
     backend.barrier()
-    t = backend.max_over_ranks(_timed(run, n) / n)
-    result.update(time=t, iters=n)
+    total, each = _timed_batches(run, sizes)
+    t = backend.max_over_ranks(total / n)
+    samples = [backend.max_over_ranks(s / k) for s, k in zip(each, sizes)]
+    result.update(time=t, samples=samples, iters=n)
     return result
 
 
 def sweep(backend, ops, sizes, dtype, iters=None, warmup=None, target_s=0.25, check=False,
-          progress=None):
-    """Every op over every size. Returns {"results": [...], "skipped": {op: reason}}."""
+          progress=None, on_point=None):
+    """Every op over every size. Returns {"results": [...], "skipped": {op: reason}}.
+
+    on_point(op, case, index, total) is called before each point is measured
+    (index counts from 1 over the whole sweep); progress(op, seconds) after
+    each op."""
     results, skipped = [], {}
+    plan = []
     for op in ops:
         reason = backend.unsupported(op, dtype)
         if reason:
             skipped[op] = reason
             continue
+        plan.append((op, make_cases(op, sizes, dtype, backend.size)))
+    total = sum(len(cases) for _, cases in plan)
+    index = 0
+    for op, cases in plan:
         t0 = time.perf_counter()
-        for case in make_cases(op, sizes, dtype, backend.size):
+        for case in cases:
+            index += 1
+            if on_point:
+                on_point(op, case, index, total)
             r = measure(backend, case, iters, warmup, target_s, check)
             r.update(op=op, nbytes=case.nbytes, count=case.count)
             results.append(r)

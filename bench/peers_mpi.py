@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 
 import numpy as np
 
@@ -30,6 +31,10 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Variables of the bench's own job that must not leak into the MPI job.
 _JOB_ENV_PREFIXES = ("RINGCC_",)
 _JOB_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+# Rank 0 of the MPI job prints this, then "op nbytes index total", before each point.
+PROGRESS_MARK = "#bench-progress"
 
 
 class PeerError(Exception):
@@ -91,10 +96,11 @@ def mpi_env():
 
 
 def run_sweep(np_, json_path, ops, sizes, dtype_name, iters, warmup, target_s, check,
-              timeout_s, extra_mpirun_args=()):
+              timeout_s, extra_mpirun_args=(), progress=None):
     """Runs one MPI sweep; returns {"results": [...], "skipped": {...}, "version": ...}.
 
     Raises PeerError with the reason when the job fails or times out.
+    progress(op, nbytes, index, total) is called as the job reaches each point.
     """
     args = ["--json", json_path, "--ops", ",".join(ops), "--sizes", ",".join(map(str, sizes)),
             "--dtype", dtype_name, "--target-s", str(target_s)]
@@ -110,16 +116,36 @@ def run_sweep(np_, json_path, ops, sizes, dtype_name, iters, warmup, target_s, c
     proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=mpi_env(), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
+    lines = []
+    reader = threading.Thread(target=_read_output, args=(proc.stdout, lines, progress), daemon=True)
+    reader.start()
     try:
-        output, _ = proc.communicate(timeout=timeout_s)
+        proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         raise PeerError(f"mpirun did not finish within {timeout_s:g} s") from None
+    finally:
+        reader.join(timeout=10)
+    output = "".join(lines)
     if proc.returncode != 0 or not os.path.exists(json_path):
         tail = " | ".join(line.strip() for line in output.strip().splitlines()[-6:])
         raise PeerError(f"mpirun exited with {proc.returncode}: {tail}")
     with open(json_path) as f:
         return json.load(f)
+
+
+def _read_output(pipe, lines, progress):
+    """Keeps the job's output, except progress lines, which go to `progress`."""
+    for line in pipe:
+        if line.startswith(PROGRESS_MARK):
+            fields = line.split()
+            if progress is not None and len(fields) == 5:
+                try:
+                    progress(fields[1], int(fields[2]), int(fields[3]), int(fields[4]))
+                except ValueError:
+                    pass
+            continue
+        lines.append(line)
 
 
 def _kill_group(proc):
@@ -195,8 +221,14 @@ def main(argv=None):
 
     backend = MpiBackend(MPI)
     dtype = resolve_dtype(a.dtype)
+
+    def on_point(op, case, index, total):
+        if backend.rank == 0:
+            print(f"{PROGRESS_MARK} {op} {case.nbytes} {index} {total}", flush=True)
+
     out = sweep(backend, a.ops.split(","), [int(s) for s in a.sizes.split(",")], dtype,
-                iters=a.iters, warmup=a.warmup, target_s=a.target_s, check=a.check)
+                iters=a.iters, warmup=a.warmup, target_s=a.target_s, check=a.check,
+                on_point=on_point)
     if backend.rank == 0:
         out["version"] = backend.version
         tmp = a.json + ".part"

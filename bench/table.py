@@ -13,23 +13,56 @@ KEY_FIGURES = (
 )
 
 
-def aggregate(op, nbytes, count, times, world):
-    """One entry of the results: statistics over repeats of seconds-per-iteration."""
+SPREAD_DEFINITION = ("spread = (p75 - p25) / median of the point's samples (time per iteration of "
+                     "each timed batch, up to 5 a repeat, max over ranks), in %")
+RATIO_DEFINITION = ("speed-up = peer time / ringcc time (= ringcc busbw / peer busbw); "
+                    "higher is better for ringcc, > 1: ringcc is faster")
+
+
+def quartiles(values):
+    """(p25, median, p75), linearly interpolated between the sorted values."""
+    v = sorted(values)
+    if len(v) == 1:
+        return v[0], v[0], v[0]
+
+    def at(q):
+        pos = q * (len(v) - 1)
+        lo = int(pos)
+        hi = min(lo + 1, len(v) - 1)
+        return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+    return at(0.25), at(0.5), at(0.75)
+
+
+def spread(samples):
+    """(p75 - p25) / median: the width of the middle half of the samples,
+    relative to their median (0 for a single sample). One slow batch in ten
+    does not move it, unlike (max - min) / median."""
+    p25, med, p75 = quartiles(samples)
+    return (p75 - p25) / med if med > 0 else 0.0
+
+
+def aggregate(op, nbytes, count, times, world, samples=None):
+    """One entry of the results: statistics over repeats of seconds-per-iteration.
+    `samples`: the per-batch times of every repeat (bench.measure), for the
+    spread; the repeats' times when there are none."""
     med, lo, hi = statistics.median(times), min(times), max(times)
+    samples = list(samples) if samples else list(times)
     factor = BUS_FACTOR[op](world)
     gb = nbytes / 1e9
     return {
         "op": op, "nbytes": nbytes, "count": count,
         "times_us": [t * 1e6 for t in times],
+        "samples_us": [t * 1e6 for t in samples],
         "time_us": med * 1e6, "time_min_us": lo * 1e6, "time_max_us": hi * 1e6,
-        "spread": (hi - lo) / med if med > 0 else 0.0,
+        "spread": spread(samples),
         "algbw": gb / med, "busbw": gb / med * factor,
         "busbw_min": gb / hi * factor, "busbw_max": gb / lo * factor,
     }
 
 
 def paired_ratios(ours, theirs):
-    """ringcc/peer busbw per repeat (= peer time / ringcc time), repeats paired in order."""
+    """Speed-up of ringcc over the peer per repeat (peer time / ringcc time =
+    ringcc busbw / peer busbw), repeats paired in order."""
     return [b / a for a, b in zip(ours["times_us"], theirs["times_us"]) if a > 0]
 
 
@@ -48,9 +81,9 @@ def op_table(op, entries, peers, dtype, world, repeats, check):
         f"# {op}: {world} ranks, {dtype}, median of {repeats} repeat(s); "
         f"size = {size_note}; busbw = algbw * {bus}",
     ]
+    lines.append("# " + SPREAD_DEFINITION)
     if peers:
-        lines.append("# ratio = ringcc busbw / peer busbw (> 1: ringcc is faster); "
-                     "spread = (max - min) / median of the ringcc times across repeats")
+        lines.append("# " + RATIO_DEFINITION)
     head1 = f"#{'':>11} {'':>12} {'':>9} {'ringcc':>10}"
     head2 = f"#{'size':>11} {'count':>12} {'type':>9} {'time':>10} {'algbw':>8} {'busbw':>8} {'spread':>7}"
     head3 = f"#{'(B)':>11} {'(elements)':>12} {'':>9} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8} {'(%)':>7}"
@@ -60,8 +93,8 @@ def op_table(op, entries, peers, dtype, world, repeats, check):
     head1 = head1.ljust(len(head2))
     for p in peers:
         head1 += f"  {p:>10} {'':>8} {'':>7}"
-        head2 += f"  {'time':>10} {'busbw':>8} {'ratio':>7}"
-        head3 += f"  {'(us)':>10} {'(GB/s)':>8} {'':>7}"
+        head2 += f"  {'time':>10} {'busbw':>8} {'speedup':>7}"
+        head3 += f"  {'(us)':>10} {'(GB/s)':>8} {'(x)':>7}"
     lines += [head1.rstrip(), head2, head3]
     for nbytes in sorted(ours):
         e = ours[nbytes]
@@ -104,10 +137,13 @@ def summary(entries, peers, dtype, world):
             if theirs is None:
                 continue
             pmed, plo, phi = _stat(theirs, metric)
-            rec = {"median": pmed, "min": plo, "max": phi, "ratio": med / pmed if pmed > 0 else None}
+            # Speed-up of ringcc over the peer, whatever the metric: higher is better.
+            if metric == "time":
+                ratio = pmed / med if med > 0 else None
+            else:
+                ratio = med / pmed if pmed > 0 else None
+            rec = {"median": pmed, "min": plo, "max": phi, "ratio": ratio}
             pr = paired_ratios(ours, theirs)
-            if metric == "time":  # ringcc/peer of the figure itself: times, not bandwidths
-                pr = [1 / r for r in pr if r > 0]
             if pr:
                 rec["ratio_min"], rec["ratio_max"] = min(pr), max(pr)
             fig["impls"][p] = rec
@@ -118,8 +154,9 @@ def summary(entries, peers, dtype, world):
 def summary_text(figures, peers, dtype, world, repeats):
     lines = [
         f"# Summary: {world} ranks, {dtype}; median [min..max] over {repeats} repeat(s); "
-        "ratio = ringcc / peer of the figure (latency: lower is better for ringcc, busbw: higher)",
-        f"# {'figure':<31} {'impl':<7} {'value':>30}  {'ratio ringcc/peer':>24}",
+        "speed-up = how many times faster ringcc is than the peer (peer time / ringcc time, "
+        "= ringcc busbw / peer busbw): higher is better for ringcc, for latency and bandwidth alike",
+        f"# {'figure':<31} {'impl':<7} {'value':>30}  {'speed-up of ringcc':>24}",
     ]
     for fig in figures:
         if "missing" in fig:

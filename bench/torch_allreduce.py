@@ -1,7 +1,8 @@
 """torch.distributed with backend "ring" against gloo, in the same processes.
 
-    ringrun -np 2 python -m bench.torch_allreduce [--sizes 4,4K,1M,64M] [--repeats 3]
+    ringrun --no-prefix -np 2 python -m bench.torch_allreduce [--sizes 4,4K,1M,64M] [--repeats 3]
         [--ddp-params 25M] [--ddp-batch 32] [--ddp-steps 8] [--threads 1] [--json PATH]
+        [--csv PATH] [--plot PATH.png] [--no-progress]
     torchrun --nproc-per-node 2 -m bench.torch_allreduce ...
 
 Rank 0 prints two tables:
@@ -16,6 +17,10 @@ Rank 0 prints two tables:
   backend: median seconds per step (the slowest rank's), and gloo's time
   over ring's. The steps alternate between the backends two at a time.
 
+While it runs, rank 0 shows progress on stderr (size, backend, time so far).
+--csv writes one row per (backend, size) of the all_reduce table, --plot a
+PNG of busbw against size, one line per backend (needs matplotlib).
+
 Both backends get their own process group in the same processes (the default
 group is gloo, "ring" comes from dist.new_group(backend="ring")), and the
 measurements alternate between them over --repeats, so that slow drifts of a
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import platform
@@ -63,7 +69,16 @@ def parse_args(argv=None):
     parser.add_argument("--threads", type=int, default=0,
                         help="torch intra-op threads per rank (default: cores / local ranks)")
     parser.add_argument("--json", help="write every measurement here (rank 0)")
-    return parser.parse_args(argv)
+    parser.add_argument("--csv", metavar="PATH", help="write the all_reduce table as CSV (rank 0)")
+    parser.add_argument("--plot", metavar="PATH.png",
+                        help="plot all_reduce busbw against size, one line per backend (needs matplotlib)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    args = parser.parse_args(argv)
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        from .output import MATPLOTLIB_MISSING
+
+        parser.error(MATPLOTLIB_MISSING)
+    return args
 
 
 class Bench:
@@ -80,6 +95,9 @@ class Bench:
         dist.init_process_group("gloo", timeout=datetime.timedelta(minutes=5))
         self.rank, self.size = dist.get_rank(), dist.get_world_size()
         self.groups = {"ring": dist.new_group(backend="ring"), "gloo": dist.new_group(backend="gloo")}
+        from .output import Progress
+
+        self.progress = Progress(enabled=self.rank == 0 and not args.no_progress)
 
     def max_over_ranks(self, value: float) -> float:
         t = self.torch.tensor([value], dtype=self.torch.float64)
@@ -116,11 +134,16 @@ class Bench:
 
     def allreduce_table(self):
         results = []
-        for nbytes in [parse_size(s) for s in self.args.sizes.split(",") if s]:
+        sizes = [parse_size(s) for s in self.args.sizes.split(",") if s]
+        for index, nbytes in enumerate(sizes, 1):
+            self.progress.update(f"dist.all_reduce {format_size(nbytes)}B (size {index}/{len(sizes)})",
+                                 force=True)
             iters = self.iterations(nbytes)
             times = {name: [] for name in self.groups}
-            for _ in range(self.args.repeats):
+            for repeat in range(self.args.repeats):
                 for name in self.groups:
+                    self.progress.update(f"dist.all_reduce {format_size(nbytes)}B (size {index}/{len(sizes)}), "
+                                         f"repeat {repeat + 1}/{self.args.repeats}, {name}")
                     times[name].append(self.time_allreduce(name, nbytes, iters))
             results.append({"nbytes": nbytes, "iters": iters, "times_s": times})
         return results
@@ -158,6 +181,7 @@ class Bench:
             loss.backward()
             opt.step()
 
+        self.progress.update(f"DDP steps, MLP of {count / 1e6:.1f}M parameters", force=True)
         for name in runs:  # warm-up (and DDP's bucket rebuild after the first step)
             for _ in range(2):
                 step(name)
@@ -192,7 +216,8 @@ def report(bench, allreduce, ddp) -> str:
              f"{bench.groups['ring'].transport_name}",
              "# dist.all_reduce, float32, SUM, in place (medians over repeats)",
              f"# {'size':>8} {'count':>10} {'ring us':>10} {'ring GB/s':>10} {'gloo us':>10} "
-             f"{'gloo GB/s':>10} {'gloo/ring':>10}"]
+             f"{'gloo GB/s':>10} {'speedup':>10}",
+             "# speedup = gloo time / ring time (higher is better for ring)"]
     for entry in allreduce:
         n = entry["nbytes"]
         ring = statistics.median(entry["times_s"]["ring"])
@@ -210,14 +235,55 @@ def report(bench, allreduce, ddp) -> str:
     return "\n".join(lines)
 
 
+def table_rows(allreduce, size):
+    """One row per (backend, size): median time, busbw, and for "ring" the
+    speed-up over gloo (gloo time / ring time, higher is better)."""
+    rows = []
+    for entry in allreduce:
+        n = entry["nbytes"]
+        medians = {name: statistics.median(t) for name, t in entry["times_s"].items()}
+        for name, t in medians.items():
+            rows.append({"backend": name, "nbytes": n, "count": max(n // 4, 1), "iters": entry["iters"],
+                         "time_us": t * 1e6, "busbw": busbw(n, t, size),
+                         "speedup_vs_gloo": medians["gloo"] / t if name == "ring" else None,
+                         "repeats": len(entry["times_s"][name])})
+    return rows
+
+
+def write_outputs(bench, args, allreduce):
+    from .output import machine_description, plot_busbw, plot_title, write_csv
+
+    rows = table_rows(allreduce, bench.size)
+    if args.csv:
+        write_csv(args.csv, rows, ("backend", "nbytes", "count", "iters", "time_us", "busbw",
+                                   "speedup_vs_gloo", "repeats"))
+        print(f"# {len(rows)} rows written to {args.csv}")
+    if args.plot:
+        import ringcc
+
+        series = {"dist.all_reduce": {}}
+        for row in rows:
+            series["dist.all_reduce"].setdefault(f'{row["backend"]}', {})[row["nbytes"]] = row["busbw"]
+        title = plot_title(f"torch.distributed all_reduce busbw, {bench.size} ranks, float32",
+                           {"ringcc": ringcc.__version__, "torch": bench.torch.__version__},
+                           machine_description())
+        try:
+            plot_busbw(args.plot, series, title)
+            print(f"# plot written to {args.plot}")
+        except ValueError as error:
+            print(f"# plot not written: {error}")
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     bench = Bench(args)
     bench.check()
     allreduce = bench.allreduce_table()
     ddp = bench.ddp_table()
+    bench.progress.done()
     if bench.rank == 0:
         print(report(bench, allreduce, ddp), flush=True)
+        write_outputs(bench, args, allreduce)
         if args.json:
             with open(args.json, "w", encoding="utf-8") as file:
                 json.dump({"size": bench.size, "threads": bench.threads, "torch": bench.torch.__version__,

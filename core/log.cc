@@ -1,10 +1,13 @@
 #include "core/log.h"
 
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
+#include <ctime>
 #include <mutex>
 
 #include "core/env.h"
@@ -27,9 +30,38 @@ const char* level_name(LogLevel level) {
   return "LOG";
 }
 
+// RINGCC_HOSTNAME (what groups ranks by host) or the system's host name,
+// looked up once: every line of a process names the same host.
+const std::string& log_host() {
+  static const std::string host = [] {
+    std::string name = env_str("RINGCC_HOSTNAME", "");
+    if (!name.empty()) return name;
+    char buf[256] = {0};
+    if (::gethostname(buf, sizeof(buf) - 1) != 0) return std::string("?");
+    return std::string(buf);
+  }();
+  return host;
+}
+
+// "2025-11-26T09:14:03.127Z": UTC, so lines from several hosts sort together.
+std::string utc_time() {
+  struct timeval tv;
+  ::gettimeofday(&tv, nullptr);
+  struct tm parts;
+  ::gmtime_r(&tv.tv_sec, &parts);
+  char buf[40];
+  size_t n = std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &parts);
+  std::snprintf(buf + n, sizeof(buf) - n, ".%03dZ", static_cast<int>(tv.tv_usec / 1000));
+  return buf;
+}
+
+// "[ringcc 2025-11-26T09:14:03.127Z node1 rank 3 pid 4242] "; "rank" is left
+// out before the process joins a job.
 std::string line_prefix() {
   int rank = g_rank.load(std::memory_order_relaxed);
-  return rank >= 0 ? "[ringcc rank " + std::to_string(rank) + "] " : "[ringcc] ";
+  std::string prefix = "[ringcc " + utc_time() + " " + log_host();
+  if (rank >= 0) prefix += " rank " + std::to_string(rank);
+  return prefix + " pid " + std::to_string(::getpid()) + "] ";
 }
 
 // Writes the whole line with as few write(2) calls as the kernel allows (one,

@@ -6,12 +6,13 @@ Everything else is the recipe users run with Horovod: hvd.init(), a
 DistributedSampler(num_replicas=hvd.size(), rank=hvd.rank()), the learning
 rate scaled by hvd.size(), hvd.DistributedOptimizer(named_parameters=...),
 hvd.broadcast_parameters() and hvd.broadcast_optimizer_state() from rank 0,
-hvd.allreduce() to average the metrics, and a checkpoint saved on rank 0
-only. The data are synthetic, MNIST-shaped (1x28x28 images, 10 classes,
-made from a fixed seed, so no download); the GPU lines run only where CUDA is.
+hvd.allreduce() to average the metrics, and (with --checkpoint PATH) a
+checkpoint saved on rank 0 only; without it nothing is written. The data are
+synthetic, MNIST-shaped (1x28x28 images, 10 classes, made from a fixed seed,
+so no download); the GPU lines run only where CUDA is.
 
     ringrun -np 2 python examples/pytorch_mnist_style.py
-    torchrun --nproc-per-node 2 examples/pytorch_mnist_style.py
+    torchrun --nproc-per-node 2 examples/pytorch_mnist_style.py --checkpoint /tmp/mnist.pth
     python examples/pytorch_mnist_style.py --epochs 1 --fp16-allreduce
 """
 
@@ -40,7 +41,8 @@ parser.add_argument("--use-adasum", action="store_true", default=False,
                     help="use adasum algorithm to do reduction")
 parser.add_argument("--gradient-predivide-factor", type=float, default=1.0,
                     help="apply gradient predivide factor in optimizer (default: 1.0)")
-parser.add_argument("--checkpoint", default="checkpoint.pth", help="where rank 0 saves the model")
+parser.add_argument("--checkpoint", default=None,
+                    help="where rank 0 saves the model at the end (default: no checkpoint)")
 parser.add_argument("--no-cuda", action="store_true", default=False, help="disables CUDA training")
 
 
@@ -184,7 +186,7 @@ def main():
         test_loss, test_accuracy = test()
 
     # Horovod: save the checkpoint on the first rank only.
-    if hvd.rank() == 0:
+    if hvd.rank() == 0 and args.checkpoint:
         torch.save({"model": model.state_dict(), "test_loss": test_loss,
                     "test_accuracy": test_accuracy, "size": hvd.size()}, args.checkpoint)
         print(f"saved {os.path.abspath(args.checkpoint)}", flush=True)

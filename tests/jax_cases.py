@@ -352,6 +352,27 @@ def _(ctx):
     expect(host(ys).shape == (4, ctx.size), f"scan ys shape {host(ys).shape}")
 
 
+@case("ordering/checkpoint-and-custom-jvp")
+def _(ctx):
+    # jax.checkpoint (remat) and custom_jvp around collectives: the effect is
+    # allowed there, and the recomputed forward pass issues its collective on
+    # every rank alike.
+    n = ctx.size
+    f = jax.checkpoint(lambda v: jnp.sin(rj.allreduce(v)))
+    x = jnp.full((4,), 0.1 * (ctx.rank + 1), jnp.float32)
+    g = host(jax.jit(jax.grad(lambda v: f(v).sum()))(x))
+    total = 0.1 * n * (n + 1) / 2
+    expect(np.allclose(g, n * np.cos(total), rtol=1e-5), f"grad through checkpoint {g}")
+
+    @jax.custom_jvp
+    def twice(v):
+        return 2.0 * rj.allreduce(v)
+
+    twice.defjvp(lambda p, t: (twice(p[0]), 2.0 * rj.allreduce(t[0])))
+    g = host(jax.grad(lambda v: twice(v).sum())(x))
+    expect(np.allclose(g, 2.0 * n), f"grad through custom_jvp {g}")
+
+
 # ----------------------------------------------------------------- autodiff
 
 @case("grad/allreduce-sum")

@@ -250,6 +250,8 @@ def test_strangers_are_refused_and_the_job_goes_on(ranks):
     refusals = [line for line in completed.stderr.splitlines() if "refused a connection" in line]
     assert len(refusals) >= expected_refusals, \
         f"expected {expected_refusals} refusals in the ranks' stderr, found {len(refusals)}\n{completed.describe()}"
-    assert any("authentication failed" in line and "rank 0]" in line for line in refusals), completed.describe()
+    # The log line names the rank that refused ("[ringcc <time> <host> rank 0 pid <pid>] WARNING: ...").
+    assert any("authentication failed" in line and re.search(r" rank 0 pid \d+\] ", line) for line in refusals), \
+        completed.describe()
     assert any("wrong job secret" in line for line in refusals), completed.describe()
     assert any("bad greeting" in line for line in refusals), completed.describe()

@@ -650,3 +650,26 @@ def test_check_build_text(launcher, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "ringcc._core", None)  # makes the import fail
     assert launcher.check_build() == 1
     assert "cannot load the ringcc core" in capsys.readouterr().err
+
+
+def test_job_options_after_the_command_are_warned_about():
+    show_args = "import json, sys; print(json.dumps(sys.argv[1:]))"
+    result = ringrun(sys.executable, "-c", show_args, "-np", "2", "--hostfile=h")
+    assert result.returncode == 0, result.stderr
+    # One rank ran, and the options went to the command ...
+    assert prefixed_lines(result.stdout, "stdout") == {0: [json.dumps(["-np", "2", "--hostfile=h"])]}
+    # ... and ringrun said so.
+    warning = [line for line in result.stderr.splitlines() if line.startswith("ringrun: warning:")]
+    assert len(warning) == 1, result.stderr
+    assert "-np, --hostfile came after the command, so the command gets them" in warning[0]
+    # Given to ringrun too: the command's own -np is its business.
+    result = ringrun("-np", 2, sys.executable, "-c", show_args, "-np", "7")
+    assert result.returncode == 0 and "ringrun: warning" not in result.stderr, result.stderr
+
+
+def test_misplaced_options(launcher):
+    parser = launcher.build_parser()
+    args = parser.parse_args(["-H", "a:2"])
+    assert launcher.misplaced_options(args, ["python", "t.py", "-np", "2", "-H", "b", "--num-proc=3"]) == [
+        "-np", "--num-proc"]
+    assert launcher.misplaced_options(args, ["-np", "t.py"]) == []  # the command itself is not an option

@@ -1,9 +1,12 @@
 """ringcc.mxnet (the kvstore "ring", the Horovod-style API) on MXNet 1.9.1.
 
 MXNet 1.9.1 needs NumPy < 1.24, so it lives in a virtual environment of its
-own: $RINGCC_MXNET_VENV (default /tmp/ringcc-mxnet-venv), created here when
-missing (python -m venv; pip install numpy==1.23.5 mxnet==1.9.1, about 300 MB)
-and reused when it already has them. ringcc is pip-installed into it from this
+own: $RINGCC_MXNET_VENV, by default ringcc/mxnet-venv in the user's cache
+directory ($XDG_CACHE_HOME, else ~/.cache: ~/.cache/ringcc/mxnet-venv),
+created here when missing (python -m venv; pip install numpy==1.23.5
+mxnet==1.9.1, about 300 MB) and reused by every later run. Remove it with
+`rm -rf ~/.cache/ringcc/mxnet-venv`; RINGCC_MXNET_VENV=none skips these tests
+without making one. ringcc is pip-installed into it from this
 checkout (a C++ build: 2-4 minutes on two cores) when the venv has none, or
 when the sources of the compiled core changed since the last install there;
 when only the package's Python files changed they are copied over the
@@ -42,7 +45,17 @@ from mxnet_cases import CASES  # noqa: E402
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO = TESTS_DIR.parent
-VENV = Path(os.environ.get("RINGCC_MXNET_VENV", "/tmp/ringcc-mxnet-venv"))
+def venv_path(environ=os.environ) -> Path:
+    """$RINGCC_MXNET_VENV, else $XDG_CACHE_HOME/ringcc/mxnet-venv, else ~/.cache/ringcc/mxnet-venv."""
+    given = environ.get("RINGCC_MXNET_VENV", "").strip()
+    if given:
+        return Path(given).expanduser()
+    cache = environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "ringcc" / "mxnet-venv"
+
+
+VENV_DISABLED = os.environ.get("RINGCC_MXNET_VENV", "").strip().lower() == "none"
+VENV = venv_path()
 PINS = ("numpy==1.23.5", "mxnet==1.9.1")
 INSTALL_RINGCC = os.environ.get("RINGCC_MXNET_INSTALL", "1").strip().lower() not in ("0", "false", "no", "off")
 STAMP = VENV / "ringcc-source.json"
@@ -179,12 +192,23 @@ def _loads() -> subprocess.CompletedProcess:
 _timings: Dict[str, float] = {}
 
 
+def test_venv_location():
+    """The MXNet environment goes to the user's cache directory unless told otherwise."""
+    home = os.path.expanduser("~")
+    assert venv_path({}) == Path(home) / ".cache" / "ringcc" / "mxnet-venv"
+    assert venv_path({"XDG_CACHE_HOME": "/c"}) == Path("/c/ringcc/mxnet-venv")
+    assert venv_path({"RINGCC_MXNET_VENV": "/x/v", "XDG_CACHE_HOME": "/c"}) == Path("/x/v")
+
+
 @pytest.fixture(scope="module")
 def mxnet_venv():
     """The venv's python, with MXNet 1.9.1 and this checkout's ringcc."""
+    if VENV_DISABLED:
+        pytest.skip("RINGCC_MXNET_VENV=none: no MXNet environment")
     start = time.monotonic()
     if not _has_mxnet():
         if not _python().exists():
+            VENV.parent.mkdir(parents=True, exist_ok=True)
             try:
                 done = _run([sys.executable, "-m", "venv", VENV], VENV_TIMEOUT_S)
             except subprocess.TimeoutExpired:

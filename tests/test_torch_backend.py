@@ -112,7 +112,8 @@ def test_group_finished_cleanly(tmp_path_factory, group_name):
 @pytest.mark.parametrize("launcher", ["ringrun", "torchrun"])
 def test_dead_peer_raises_from_wait(tmp_path, launcher):
     """The last rank exits after a first all_reduce: the others' next
-    all_reduce raises PeerFailureError from wait(), quickly, on both launchers."""
+    all_reduce raises PeerFailureError (also a torch.distributed.DistBackendError)
+    from wait(), quickly, on both launchers."""
     size = 3
     args = ["--out", str(tmp_path)]
     if launcher == "ringrun":
@@ -126,6 +127,8 @@ def test_dead_peer_raises_from_wait(tmp_path, launcher):
         record = json.loads(path.read_text())
         assert record["raised"] == "PeerFailureError", record
         assert "RingccError" in record["bases"] and "RuntimeError" in record["bases"], record
+        # torch's own class as well, so `except dist.DistBackendError` catches it too.
+        assert "DistBackendError" in record["bases"] and "DistError" in record["bases"], record
         assert f"rank {size - 1}" in record["message"], record
         assert record["seconds"] < 15, record
         assert record["second"] is not None, record

@@ -116,10 +116,12 @@ def test_dead_peer_raises_from_synchronize(tmp_path, launcher):
         inflight = record["inflight"]
         assert inflight["raised"] == "PeerFailureError", record
         assert "HorovodInternalError" in inflight["bases"] and "RuntimeError" in inflight["bases"], record
+        assert "DistBackendError" in inflight["bases"], record
         assert f"rank {size - 1}" in inflight["message"], record
         assert inflight["seconds"] < 15, record
         for key in ("synchronize", "blocking", "synchronize_inplace", "optimizer_step"):
             assert "HorovodInternalError" in record[key]["bases"], (key, record)
+            assert "DistBackendError" in record[key]["bases"], (key, record)
             assert record[key]["seconds"] < 15, (key, record)
 
 

@@ -641,13 +641,19 @@ def _mismatch(ctx):
     work = dist.all_reduce(t, async_op=True)
     err = expect_raises(ringcc.RingccError, work.wait, "mismatched all_reduce")
     assert isinstance(err, ringcc.MismatchError), type(err)
+    assert isinstance(err, dist.DistBackendError), type(err).__mro__
     # The future of a failed work carries the error too.
     work2 = dist.all_reduce(torch.ones(2 + ctx.rank), async_op=True)
     fut = work2.get_future()
     expect_raises(Exception, fut.wait, "future of a mismatched all_reduce")
     assert not work2.is_success() and work2.exception() is not None
     # Synchronous calls raise directly, and the group stays usable.
-    expect_raises(ringcc.MismatchError, lambda: dist.broadcast(torch.ones(3 + ctx.rank), 0), "broadcast")
+    err = expect_raises(ringcc.MismatchError, lambda: dist.broadcast(torch.ones(3 + ctx.rank), 0),
+                        "broadcast")
+    assert isinstance(err, dist.DistBackendError), type(err).__mro__
+    err = expect_raises(dist.DistBackendError, lambda: dist.all_reduce(torch.ones(5 + ctx.rank)),
+                        "synchronous all_reduce (the short path)")
+    assert isinstance(err, ringcc.MismatchError), type(err).__mro__
     t = torch.ones(3)
     dist.all_reduce(t)
     same(t, torch.full((3,), float(ctx.size)), "all_reduce after the mismatches")

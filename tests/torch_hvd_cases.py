@@ -1040,6 +1040,8 @@ def _(ctx):
     error = raises(hvd.HorovodInternalError, lambda: hvd.synchronize(h), "mismatched shapes",
                    fragment="mismatch.shape")
     expect(isinstance(error, ringcc.MismatchError), f"also a ringcc.MismatchError: {type(error).__mro__}")
+    expect(isinstance(error, torch.distributed.DistBackendError),
+           f"also a torch.distributed.DistBackendError: {type(error).__mro__}")
     dtype = torch.float32 if r == 0 else torch.float64
     raises(hvd.HorovodInternalError, lambda: hvd.allreduce(torch.ones(3, dtype=dtype), name="mismatch.dtype"),
            "mismatched dtypes (blocking allreduce)")

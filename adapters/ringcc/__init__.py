@@ -2,6 +2,10 @@
 over shared memory and TCP, for NumPy arrays and anything exposing DLPack or
 the buffer protocol. See docs/api.md for the whole API."""
 
+from ringcc._log import get_logger as _get_logger
+
+_get_logger()  # the "ringcc" logger: level from RINGCC_LOG_LEVEL, the core's line format
+
 _EXPORTS = (
     "Handle", "InternalError", "InvalidArgumentError", "MismatchError", "NotInitializedError",
     "PeerFailureError", "RingccError", "TimeoutError", "UnsupportedTypeError", "build_info",

@@ -948,7 +948,8 @@ def ringcc_version() -> str:
 DESCRIPTION = """\
 Start COMMAND as the ranks of a ringcc job. Options come first; the first
 word that is not an option (or everything after "--") is the command, and all
-words after it belong to the command."""
+words after it belong to the command (ringrun warns when -np, -H, --hosts or
+--hostfile follow the command and were not given to ringrun itself)."""
 
 EPILOG = """\
 hosts:
@@ -1058,6 +1059,23 @@ class CommandLineParser(argparse.ArgumentParser):
         return list(argv[:index]), list(argv[index:])
 
 
+# Options that shape the job; after the command they go to the command, and a
+# job that was meant to have several ranks quietly gets one.
+MISPLACED_OPTIONS = ("-np", "--num-proc", "-H", "--hosts", "--hostfile")
+
+
+def misplaced_options(args: argparse.Namespace, command: Sequence[str]) -> List[str]:
+    """MISPLACED_OPTIONS that follow the command while ringrun itself lacks them."""
+    given = {"-np": args.num_proc, "--num-proc": args.num_proc, "-H": args.hosts,
+             "--hosts": args.hosts, "--hostfile": args.hostfile}
+    found: List[str] = []
+    for word in command[1:]:
+        name = word.split("=", 1)[0]
+        if name in given and given[name] is None and name not in found:
+            found.append(name)
+    return found
+
+
 def build_parser() -> CommandLineParser:
     parser = CommandLineParser(
         prog="ringrun",
@@ -1108,6 +1126,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return check_build()
     if not command:
         parser.error("no command given")
+    misplaced = misplaced_options(args, command)
+    if misplaced:
+        print(f"ringrun: warning: {', '.join(misplaced)} came after the command, so the command gets "
+              f"{'them' if len(misplaced) > 1 else 'it'}, not ringrun; put ringrun's options before the "
+              f"command (ringrun -np 2 python train.py)", file=sys.stderr)
     if args.mpi:
         return run_mpi(args, command)
     if args.mpi_args:

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -272,8 +273,14 @@ void test_log() {
     RINGCC_LOG(kDebug, "hidden");
     set_log_rank(3);
     RINGCC_LOG(kWarning, "ranked");
-    CHECK_EQ(capture.text(), std::string("[ringcc] INFO: hello 42\n"
-                                         "[ringcc rank 3] WARNING: ranked\n"));
+    // [ringcc <UTC time> <host> [rank R ]pid P] LEVEL: message
+    const std::string host = host_name();
+    const std::string pid = std::to_string(::getpid());
+    const std::string time = "\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z";
+    const std::regex expected("\\[ringcc " + time + " " + host + " pid " + pid + "\\] INFO: hello 42\n"
+                              "\\[ringcc " + time + " " + host + " rank 3 pid " + pid +
+                              "\\] WARNING: ranked\n");
+    CHECK(std::regex_match(capture.text(), expected));
   }
   ::unsetenv("RINGCC_LOG_LEVEL");
   ::setenv("HOROVOD_LOG_LEVEL", "error", 1);

@@ -18,6 +18,10 @@ would require it; all ranks run the same program.
 
 allreduce, broadcast, allgather, reduce_scatter and alltoall (sum/average for
 the reductions) can be differentiated (jax.grad, jax.jvp) and vmapped.
+
+Tested with jax >= 0.6 and < 0.11 (ringcc._versions.TESTED_JAX); importing
+ringcc.jax with another jax logs a warning (logger "ringcc.jax"). Only JAX's
+public API is used (see _primitives.py).
 """
 
 try:
@@ -29,6 +33,26 @@ except ImportError as _e:  # pragma: no cover - depends on the environment
 
 import ringcc as _ringcc
 from ringcc import _core
+from ringcc._log import get_logger as _get_logger
+from ringcc._versions import TESTED_JAX as _TESTED_JAX
+from ringcc._versions import in_range as _in_range
+
+
+def _check_jax_version(version=None):
+    """Logs a warning when jax is outside the range ringcc.jax is tested with;
+    returns the warning (None inside the range)."""
+    version = _jax.__version__ if version is None else version
+    low, high = _TESTED_JAX
+    if _in_range(version, low, high):
+        return None
+    message = (f"ringcc.jax is tested with jax >= {low} and < {high}; this is jax {version}, "
+               "which may not work with it (ringcc's JAX adapter uses jax.extend, jax.ffi and "
+               "jax.interpreters, whose details change between releases)")
+    _get_logger("ringcc.jax").warning(message)
+    return message
+
+
+_check_jax_version()
 
 _HOW_TO_BUILD = (
     "this build of ringcc has no XLA FFI handlers, so ringcc.jax is unavailable. "
@@ -85,9 +109,9 @@ def _array(x):
 
 
 def _tracing():
-    from jax._src import core as _jcore
-    clean = getattr(_jcore, "trace_state_clean", None)
-    return clean is not None and not clean()
+    """Whether a JAX transformation (jit, grad, vmap ...) is tracing this call:
+    an array made now is then one of its tracers."""
+    return isinstance(_jax.lax.full((), 0, _jnp.int8), _jax.core.Tracer)
 
 
 # Arguments that are wrong on this rank do not raise here, while tracing:

@@ -12,18 +12,27 @@ eager) calls run their collectives in the order Python issued them, on every
 rank. `has_side_effect=True` keeps XLA from dropping a collective whose
 result is unused (barrier(), or a result only some ranks read).
 
-This uses JAX's effect machinery (jax._src.effects, mlir lowering contexts),
-as mpi4jax does: the public jax.ffi.ffi_call has no ordered effects.
+Public JAX API only: jax.extend.core.Primitive, jax.ffi,
+jax.interpreters.{ad,batching,mlir}, jax.core.ShapedArray. JAX has no public
+way to declare an ordered effect, so `RingccEffect` derives from the class of
+the effect that `jax.debug.callback(..., ordered=True)` carries, read from a
+traced jaxpr (`ordered_effect_class`). JAX registers effects by class and
+checks them with isinstance, so the subclass is what that one is: ordered,
+lowerable, allowed in control flow (scan, while, cond), in custom_jvp /
+custom_vjp and in jax.checkpoint, and kept by partial evaluation when its
+result is unused. It has its own token chain (tokens are kept per effect
+object), apart from jax.debug's.
 """
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax._src import core as _jcore
-from jax._src import dispatch as _dispatch
-from jax._src import effects as _effects
-from jax._src.interpreters import mlir as _mlir
+from jax.core import ShapedArray
+from jax.extend import core as _jex
 from jax.interpreters import ad as _ad
 from jax.interpreters import batching as _batching
+from jax.interpreters import mlir as _mlir
 
 import ringcc
 from ringcc import _core
@@ -35,7 +44,19 @@ SUPPORTED_DTYPES = tuple(np.dtype(d) for d in (
     jnp.int8, jnp.uint8, jnp.int32, jnp.int64))
 
 
-class RingccEffect(_effects.Effect):
+def ordered_effect_class():
+    """The class of the effect of jax.debug.callback(..., ordered=True)."""
+    jaxpr = jax.make_jaxpr(lambda: jax.debug.callback(lambda: None, ordered=True))()
+    classes = {type(e) for e in jaxpr.effects}
+    if len(classes) != 1:
+        raise ImportError(
+            "ringcc.jax cannot find JAX's ordered effect (the effect of "
+            f"jax.debug.callback(ordered=True) is {sorted(map(str, classes))}); this jax "
+            f"{jax.__version__} is outside the versions ringcc.jax supports")
+    return classes.pop()
+
+
+class RingccEffect(ordered_effect_class()):
     """The ordered effect of every ringcc collective."""
 
     def __str__(self):
@@ -43,12 +64,8 @@ class RingccEffect(_effects.Effect):
 
 
 effect = RingccEffect()
-_effects.lowerable_effects.add_type(RingccEffect)
-_effects.ordered_effects.add_type(RingccEffect)
-_effects.control_flow_allowed_effects.add_type(RingccEffect)   # scan, while, cond
-_effects.custom_derivatives_allowed_effects.add_type(RingccEffect)  # custom_jvp/vjp
-_effects.remat_allowed_effects.add_type(RingccEffect)          # jax.checkpoint
-_effects.partial_eval_kept_effects.add_type(RingccEffect)      # kept when unused
+# JAX's token aval (jax.ffi compares against this very object).
+_ABSTRACT_TOKEN = jax.make_jaxpr(jax.lax.create_token)().out_avals[0]
 
 
 def _register_targets():
@@ -102,8 +119,8 @@ def _lower(target, *, alias=False):
     def lowering(ctx, *operands, **attrs):
         aliased = attrs.pop("alias", False)
         token = ctx.tokens_in.get(effect)
-        sub = ctx.replace(avals_in=(*ctx.avals_in, _jcore.abstract_token),
-                          avals_out=(*ctx.avals_out, _jcore.abstract_token))
+        sub = ctx.replace(avals_in=(*ctx.avals_in, _ABSTRACT_TOKEN),
+                          avals_out=(*ctx.avals_out, _ABSTRACT_TOKEN))
         rule = rule_alias if (alias and aliased) else rule_plain
         *results, token = rule(sub, *operands, token, **attrs)
         ctx.set_tokens_out(ctx.tokens_in.update_tokens(_mlir.TokenSet({effect: token})))
@@ -120,10 +137,17 @@ def _unsupported_platform(name):
     return lowering
 
 
+@functools.lru_cache(maxsize=None)
+def _compiled(p, params):
+    """The primitive with these params as a jitted function (what eager calls run)."""
+    kwargs = dict(params)
+    return jax.jit(lambda *args: p.bind(*args, **kwargs))
+
+
 def _primitive(name, abstract_eval, lowering_attrs, alias=False, multiple_results=False):
-    p = _jcore.Primitive(f"ringcc_{name}")
+    p = _jex.Primitive(f"ringcc_{name}")
     p.multiple_results = multiple_results
-    p.def_impl(lambda *args, **params: _dispatch.apply_primitive(p, *args, **params))
+    p.def_impl(lambda *args, **params: _compiled(p, tuple(sorted(params.items())))(*args))
     p.def_effectful_abstract_eval(abstract_eval)
     lower = _lower(f"ringcc_{name}", alias=alias)
 
@@ -143,7 +167,7 @@ def _primitive(name, abstract_eval, lowering_attrs, alias=False, multiple_result
 def _same_shape(name):
     def abstract_eval(x, **params):
         check_dtype(name, x)
-        return _jcore.ShapedArray(x.shape, x.dtype), {effect}
+        return ShapedArray(x.shape, x.dtype), {effect}
     return abstract_eval
 
 
@@ -161,7 +185,7 @@ broadcast_p = _primitive(
 def _allgather_abstract_eval(x, *, size):
     check_dtype("allgather", x)
     rows, rest = rows_of(x.shape)
-    return _jcore.ShapedArray((size * rows, *rest), x.dtype), {effect}
+    return ShapedArray((size * rows, *rest), x.dtype), {effect}
 
 
 allgather_p = _primitive("allgather", _allgather_abstract_eval, lambda p: {})
@@ -170,7 +194,7 @@ allgather_p = _primitive("allgather", _allgather_abstract_eval, lambda p: {})
 def _reduce_scatter_abstract_eval(x, *, op, prescale, postscale, size, rank):
     check_dtype("reduce_scatter", x)
     rows, rest = rows_of(x.shape)
-    return _jcore.ShapedArray((block_rows(rows, size, rank), *rest), x.dtype), {effect}
+    return ShapedArray((block_rows(rows, size, rank), *rest), x.dtype), {effect}
 
 
 reduce_scatter_p = _primitive(
@@ -182,7 +206,7 @@ reduce_scatter_p = _primitive(
 def _alltoall_abstract_eval(x, *, size):
     check_dtype("alltoall", x)
     rows, rest = rows_of(x.shape)
-    return _jcore.ShapedArray((rows, *rest), x.dtype), {effect}
+    return ShapedArray((rows, *rest), x.dtype), {effect}
 
 
 alltoall_p = _primitive("alltoall", _alltoall_abstract_eval,

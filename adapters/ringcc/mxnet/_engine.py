@@ -19,7 +19,7 @@ blocks.
 
 A collective that fails does so asynchronously: its error is kept and raised
 by the next ringcc.mxnet call on this process (or by check_errors()), and it
-is printed to stderr when it happens.
+is logged (logger "ringcc.mxnet", stderr) when it happens.
 
 RINGCC_MXNET_ASYNC=0 runs every collective synchronously instead: the caller
 waits for the arrays (wait_to_read / wait_to_write), runs the collective and
@@ -33,9 +33,9 @@ from __future__ import annotations
 import atexit
 import ctypes
 import itertools
+import logging
 import os
 import queue
-import sys
 import threading
 from typing import Callable, List, Optional, Sequence
 
@@ -44,6 +44,8 @@ import mxnet as mx
 from mxnet.base import check_call
 
 import ringcc
+
+_log = logging.getLogger("ringcc.mxnet")
 
 # ---------------------------------------------------------------------------
 # MXNet's C API (include/mxnet/c_api.h, include/mxnet/engine.h of MXNet 1.9)
@@ -154,8 +156,7 @@ def _record(op: "_Op", error: BaseException) -> None:
         pass
     with _errors_lock:
         _errors.append(error)
-    print(f"ringcc.mxnet: the operation {op.label!r} failed: {type(error).__name__}: {error}",
-          file=sys.stderr, flush=True)
+    _log.error("ringcc.mxnet: the operation %r failed: %s: %s", op.label, type(error).__name__, error)
 
 
 def check_errors() -> None:
@@ -227,8 +228,8 @@ def _run(_rctx, on_complete, param):  # called by an MXNet engine thread
         else:
             _completer.submit(op)
     except BaseException as error:  # noqa: BLE001 - never leave MXNet waiting
-        print(f"ringcc.mxnet: internal error in an engine operation: {type(error).__name__}: {error}",
-              file=sys.stderr, flush=True)
+        _log.error("ringcc.mxnet: internal error in an engine operation: %s: %s",
+                   type(error).__name__, error)
         if op is None or op.done is not None:
             if op is not None:
                 op.done = None
@@ -323,8 +324,8 @@ class _Completer:
                     except BaseException:  # noqa: BLE001 - a timeout; _finished reports errors
                         pass
             except BaseException as error:  # noqa: BLE001 - the thread must go on
-                print(f"ringcc.mxnet: internal error in the completion thread: {type(error).__name__}: "
-                      f"{error}", file=sys.stderr, flush=True)
+                _log.error("ringcc.mxnet: internal error in the completion thread: %s: %s",
+                           type(error).__name__, error)
 
 
 _completer = _Completer()
@@ -409,8 +410,7 @@ def _drain_at_exit() -> None:
         pending = list(_errors)
         _errors.clear()
     for error in pending:
-        print(f"ringcc.mxnet: unreported asynchronous error: {type(error).__name__}: {error}",
-              file=sys.stderr)
+        _log.error("ringcc.mxnet: unreported asynchronous error: %s: %s", type(error).__name__, error)
 
 
 atexit.register(_drain_at_exit)

@@ -19,6 +19,10 @@ or port. Operations run on the core with the GIL released, in issue order.
 An operation issued with `opts.asyncOp == False` (torch's Python API with
 async_op=False, torch >= 2.6) runs synchronously and returns a completed
 work; everything else is submitted to the core's queue and returns at once.
+
+A failure of the job (dead peer, ranks that disagree, core failure) raises
+`torch.distributed.DistBackendError` that is also the ringcc error
+(`ringcc.PeerFailureError`, ...), from the call or from the work's wait().
 """
 
 from __future__ import annotations
@@ -39,9 +43,19 @@ import torch
 import torch.distributed as dist
 
 from ringcc import _core
+from ringcc.torch.errors import as_dist_error
 from ringcc.torch.work import Completer, FutureWaitable, RingWork, profile_range
 
 BACKEND_NAME = "ring"
+
+
+def _raise_as_dist_error(error: BaseException):
+    """Raises `error`, as a torch.distributed.DistBackendError that is also
+    the ringcc error when it is a failure of the job (ringcc/torch/errors.py)."""
+    mapped = as_dist_error(error)
+    if mapped is error:
+        raise error
+    raise mapped from error
 DEVICES = ("cpu",)
 
 log = logging.getLogger("ringcc.torch")
@@ -419,15 +433,17 @@ class ProcessGroupRing(dist.ProcessGroup):
         _note_issued()
         try:
             handles = start(not inline)
-        except BaseException:
+        except BaseException as error:
             if profile is not None:
                 profile.close()
-            raise
+            _raise_as_dist_error(error)
         if inline:
             try:
                 if finish is not None:
                     with torch.no_grad():
                         finish()
+            except BaseException as error:
+                _raise_as_dist_error(error)
             finally:
                 if profile is not None:
                     profile.close()
@@ -482,10 +498,13 @@ class ProcessGroupRing(dist.ProcessGroup):
             if (op is not None and t.dtype in _CORE_DTYPES and t.is_cpu and t.layout == torch.strided
                     and not t.requires_grad and t.is_contiguous() and not self._closed
                     and self._coalescing is None and not torch.autograd._profiler_enabled()):
-                if getattr(opts, "asyncOp", True) is False and self._inline_ok(opts):
-                    self._comm.allreduce(t, None, op, 1.0, 1.0, True, False)
-                    return RingWork((t,))
-                handle = self._comm.allreduce(t, None, op, 1.0, 1.0, True, True)
+                try:
+                    if getattr(opts, "asyncOp", True) is False and self._inline_ok(opts):
+                        self._comm.allreduce(t, None, op, 1.0, 1.0, True, False)
+                        return RingWork((t,))
+                    handle = self._comm.allreduce(t, None, op, 1.0, 1.0, True, True)
+                except _core.RingccError as error:
+                    _raise_as_dist_error(error)
                 work = RingWork((t,), (handle,), None, timeout_s=self._op_timeout(opts),
                                 completer=self._completer, what=self._what("all_reduce"),
                                 on_timeout=self._mark_stuck)
@@ -574,7 +593,10 @@ class ProcessGroupRing(dist.ProcessGroup):
         # that the gathers below write straight into tensors of the right size.
         counts = torch.empty(self._size, dtype=torch.int64)
         _note_issued()
-        comm.allgather(torch.tensor([indices.shape[0]], dtype=torch.int64), out=counts)
+        try:
+            comm.allgather(torch.tensor([indices.shape[0]], dtype=torch.int64), out=counts)
+        except _core.RingccError as error:
+            _raise_as_dist_error(error)
         total = int(counts.sum())
         all_indices = torch.empty(total, local.sparse_dim(), dtype=torch.int64)
         all_values = torch.empty((total,) + tuple(values.shape[1:]), dtype=values.dtype)

@@ -28,9 +28,10 @@ back), int16 reductions (in int32), complex Sum/Average (as real pairs), and
 other dtypes for broadcast/allgather/alltoall (moved as bytes).
 
 Errors raised from `synchronize()`/`Handle.wait()` (peer failure, ranks that
-disagree on a tensor's shape or dtype, internal errors) are both
-`HorovodInternalError` (a RuntimeError) and the ringcc error they come from
-(`ringcc.PeerFailureError`, `ringcc.MismatchError`, ...). A wait that ran out
+disagree on a tensor's shape or dtype, internal errors) are at once
+`HorovodInternalError` (a RuntimeError), `torch.distributed.DistBackendError`
+and the ringcc error they come from (`ringcc.PeerFailureError`,
+`ringcc.MismatchError`, ...). A wait that ran out
 (`RINGCC_TIMEOUT_S`, `RINGCC_STALL_SHUTDOWN_S`) stays `ringcc.TimeoutError`
 (a TimeoutError: Python cannot make one class both that and a RuntimeError).
 """
@@ -47,6 +48,7 @@ import torch
 import ringcc
 from ringcc import _core
 from ringcc.torch import process_sets as _process_sets
+from ringcc.torch.errors import as_dist_error
 from ringcc.torch.compression import (  # noqa: F401  (re-exported)
     BF16Compressor,
     Compression,
@@ -123,12 +125,10 @@ class HostsUpdatedInterrupt(RuntimeError):
         self.skip_sync = skip_sync
 
 
-_mapped_errors = {}
-
-
 def _internal_error(error: BaseException) -> BaseException:
-    """`error` as an instance of a class that is also HorovodInternalError
-    (when Python allows combining the two classes)."""
+    """`error` as an instance of a class that is also HorovodInternalError and
+    torch.distributed.DistBackendError (when Python allows combining the
+    classes: not for ringcc.TimeoutError)."""
     if isinstance(error, HorovodInternalError) or not isinstance(error, ringcc.RingccError):
         return error
     if isinstance(error, ringcc.NotInitializedError) and _core.is_initialized():
@@ -138,20 +138,7 @@ def _internal_error(error: BaseException) -> BaseException:
         error = ringcc.PeerFailureError(
             f"ringcc's engine stopped after a failure of the job (a peer died or aborted; "
             f"ringcc's log names the rank), so this collective cannot run: {error}")
-    cls = type(error)
-    combined = _mapped_errors.get(cls, False)
-    if combined is False:
-        try:
-            combined = type(cls.__name__, (HorovodInternalError, cls),
-                            {"__module__": "ringcc.torch", "__doc__": cls.__doc__})
-        except TypeError:  # e.g. ringcc.TimeoutError: an OSError's layout
-            combined = None
-        _mapped_errors[cls] = combined
-    if combined is None:
-        return error
-    mapped = combined(*error.args)
-    mapped.__cause__ = error
-    return mapped
+    return as_dist_error(error, (HorovodInternalError,))
 
 
 class NotInitializedError(ringcc.NotInitializedError, ValueError):

@@ -9,7 +9,9 @@ A work waits on zero or more *waitables* (the core's `Handle`s, or futures of
 the point-to-point channels), then runs its `finish` step once (copies from
 staging buffers into the caller's tensors, under `no_grad`), then its result
 is the list of output tensors. The first error is kept and raised from every
-`wait()`; a future gets it through `set_exception`.
+`wait()`; a future gets it through `set_exception`. A failure of the job is
+raised as a torch.distributed.DistBackendError that is also the ringcc error
+(ringcc/torch/errors.py).
 
 CUDA works will add a stream event recorded at issue and waited on in
 `synchronize()`/`wait()` (the `_device` attribute is where that goes); CPU
@@ -28,6 +30,7 @@ import torch
 import torch.distributed as dist
 
 from ringcc import _core
+from ringcc.torch.errors import as_dist_error
 
 
 def timeout_seconds(timeout) -> Optional[float]:
@@ -158,7 +161,7 @@ class RingWork(dist.Work):
                     error = finish_error
             self._finish = None
             self._waits = []
-            self._error = error
+            self._error = None if error is None else as_dist_error(error)
             self._done = True
             future = self._future
         if self._profile is not None:

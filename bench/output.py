@@ -1,0 +1,207 @@
+"""What the benches show besides their tables: a progress line while they run,
+a CSV file of the results, and a plot of bus bandwidth against message size.
+
+Progress goes to stderr (the tables go to stdout, so `> results.txt` keeps
+them clean): on a terminal one line rewritten in place, elsewhere (a pipe,
+ringrun's output) one line every PROGRESS_INTERVAL_S at most.
+
+The plot needs matplotlib (`pip install matplotlib`); `plot_available()` says
+whether it is there, and the benches refuse --plot without it before they
+start measuring.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import importlib.util
+import math
+import os
+import platform
+import sys
+import time
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence
+
+PROGRESS_INTERVAL_S = 2.0
+MATPLOTLIB_MISSING = ("--plot needs matplotlib, which is not installed for this Python "
+                      f"({sys.executable}): pip install matplotlib")
+
+
+def format_elapsed(seconds: float) -> str:
+    """12.3 -> '12 s', 125 -> '2:05', 3725 -> '1:02:05'."""
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, sec = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{sec:02d}" if hours else f"{minutes}:{sec:02d}"
+
+
+class Progress:
+    """The progress line of a run (write it on rank 0 only)."""
+
+    def __init__(self, stream=None, enabled: bool = True, interval_s: float = PROGRESS_INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic, tty: Optional[bool] = None) -> None:
+        self.stream = sys.stderr if stream is None else stream
+        self.enabled = enabled
+        self.interval_s = interval_s
+        self.clock = clock
+        self.start = clock()
+        self.last: Optional[float] = None
+        self.tty = self._isatty() if tty is None else tty
+        self.open_line = False
+
+    def _isatty(self) -> bool:
+        try:
+            return self.stream.isatty()
+        except (AttributeError, ValueError):
+            return False
+
+    def elapsed(self) -> float:
+        return self.clock() - self.start
+
+    def update(self, text: str, force: bool = False) -> None:
+        """Shows "# progress: <elapsed> elapsed, <text>" (throttled unless force)."""
+        if not self.enabled:
+            return
+        now = self.clock()
+        if not self.tty and not force and self.last is not None and now - self.last < self.interval_s:
+            return
+        self.last = now
+        line = f"# progress: {format_elapsed(now - self.start)} elapsed, {text}"
+        if self.tty:
+            self.stream.write("\r" + line + "\033[K")
+            self.open_line = True
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def done(self) -> None:
+        """Ends the rewritten line (terminal), so that what follows starts on a line of its own."""
+        if self.enabled and self.open_line:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self.open_line = False
+
+
+def point_text(impl: str, op: str, nbytes: int, index: int, total: int,
+               repeat: Optional[int] = None, repeats: Optional[int] = None) -> str:
+    from .measure import format_size
+
+    where = f"repeat {repeat + 1}/{repeats}, " if repeat is not None and repeats else ""
+    return f"{where}{impl}: {op} {format_size(nbytes)} (point {index}/{total})"
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return " ".join(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_description() -> Dict[str, object]:
+    """Where the run took place (for titles and files); load is the 1-minute
+    load average when the description was taken (None where unknown)."""
+    try:
+        load = round(os.getloadavg()[0], 1)
+    except (AttributeError, OSError):
+        load = None
+    return {
+        "host": platform.node(), "cpu": cpu_model(), "cpus": os.cpu_count(),
+        "os": f"{platform.system()} {platform.release()}", "python": platform.python_version(),
+        "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "load": load,
+    }
+
+
+def write_csv(path: str, rows: Iterable[Mapping[str, object]], columns: Sequence[str]) -> int:
+    """Writes rows (dicts) with these columns; returns how many."""
+    count = 0
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(columns), extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: _csv_value(row.get(k)) for k in columns})
+            count += 1
+    return count
+
+
+def _csv_value(value):
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return value
+
+
+def plot_available() -> bool:
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def plot_busbw(path: str, series: Mapping[str, Mapping[str, Mapping[int, float]]], title: str,
+               ylabel: str = "bus bandwidth (GB/s)") -> None:
+    """One panel per op (op -> impl -> {nbytes: busbw}); in each, busbw against
+    message size, one line per implementation, both axes logarithmic."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ops = [op for op, impls in series.items()
+           if any(v is not None and v > 0 for points in impls.values() for v in points.values())]
+    if not ops:
+        raise ValueError("nothing to plot: no measured points")
+    fig, axes = plt.subplots(1, len(ops), figsize=(4.2 * len(ops) + 0.6, 3.8), squeeze=False,
+                             layout="constrained")
+    markers = "osD^vP*X"
+    for ax, op in zip(axes[0], ops):
+        for k, (impl, points) in enumerate(series[op].items()):
+            xs = sorted(n for n, v in points.items() if v is not None and v > 0)
+            if not xs:
+                continue
+            ax.plot(xs, [points[n] for n in xs], marker=markers[k % len(markers)], markersize=3.5,
+                    linewidth=1.4, label=impl)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(op, fontsize=10)
+        ax.set_xlabel("message size (bytes)")
+        ax.grid(True, which="major", linewidth=0.5, alpha=0.5)
+        ax.grid(True, which="minor", linewidth=0.3, alpha=0.25)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_size_label))
+        ax.legend(fontsize=8)
+    axes[0][0].set_ylabel(ylabel)
+    fig.suptitle(title, fontsize=8.5)
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def _size_label(value, _pos=None) -> str:
+    if value < 1:
+        return ""
+    exp = int(round(math.log2(value)))
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if exp >= shift:
+            return f"{1 << (exp - shift)}{unit}"
+    return str(1 << exp)
+
+
+def plot_title(what: str, versions: Mapping[str, Optional[str]], machine: Mapping[str, object]) -> str:
+    """Two lines: what was measured with which versions, and where."""
+    libs = ", ".join(f"{k} {v}" for k, v in versions.items() if v)
+    load = f", load average {machine['load']}" if machine.get("load") is not None else ""
+    return (f"{what} — {libs}\n"
+            f"{machine.get('host')}: {machine.get('cpu')}, {machine.get('cpus')} CPUs, "
+            f"{machine.get('os')}, Python {machine.get('python')}, {machine.get('date')}{load}")
+
+
+def rows_of(entries: Mapping[str, Mapping[str, Mapping[int, Mapping[str, object]]]]) -> List[Dict[str, object]]:
+    """Flattens op -> impl -> nbytes -> entry into rows sorted by op, impl, size."""
+    rows = []
+    for op, impls in entries.items():
+        for impl, points in impls.items():
+            for nbytes in sorted(points):
+                rows.append(dict(points[nbytes], op=op, impl=impl, nbytes=nbytes))
+    return rows
