@@ -787,10 +787,7 @@ def format_build_report(build_info: Mapping, installed_frameworks: Mapping[str, 
         lines.append(f"    {mark(bool(available))} {key}")
     mpi = build_info.get("mpi")
     if mpi is not None:
-        if mpi.get("built"):
-            lines += ["", f"MPI: yes ({mpi.get('library') or 'unknown MPI'}; {mpi.get('plugin')})"]
-        else:
-            lines += ["", f"MPI: no ({mpi.get('error') or 'not built'})"]
+        lines += [""] + format_mpi_report(mpi)
     nccl = build_info.get("nccl_library")
     if nccl is not None:
         lines += ["", "Run-time libraries:"]
@@ -799,6 +796,26 @@ def format_build_report(build_info: Mapping, installed_frameworks: Mapping[str, 
         else:
             lines.append(f"    {mark(False)} NCCL (not found: {nccl.get('hint', 'see RINGCC_NCCL_LIB')})")
     return "\n".join(lines) + "\n"
+
+
+MPI_ABI_LABELS = {"openmpi": "Open MPI's ABI", "mpich": "the MPICH ABI", "mpiabi": "MPI's standard ABI"}
+
+
+def format_mpi_report(mpi: Mapping) -> List[str]:
+    """Which MPI library ringcc found at run time, and whether it can use it (ringcc.mpi_info())."""
+    if mpi.get("built"):
+        abi = MPI_ABI_LABELS.get(mpi.get("abi", ""), mpi.get("abi") or "unknown ABI")
+        lines = [f"MPI: yes ({mpi.get('library') or 'unknown MPI'}, {abi})"]
+        if mpi.get("libmpi"):
+            lines.append(f"    library: {mpi['libmpi']} (found by: {mpi.get('found_by') or '?'})")
+        lines.append(f"    plugin:  {mpi.get('plugin')}")
+    else:
+        lines = [f"MPI: no ({mpi.get('error') or 'not built'})"]
+    tried = [line for line in str(mpi.get("tried") or "").splitlines() if line]
+    if tried:
+        lines.append("    passed over:")
+        lines += [f"      {line}" for line in tried]
+    return lines
 
 
 def check_build() -> int:
