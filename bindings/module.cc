@@ -6,6 +6,7 @@
 
 #include "bindings/errors.h"
 #include "core/mpi_library.h"
+#include "core/net_interface.h"
 
 namespace py = pybind11;
 
@@ -38,6 +39,16 @@ PYBIND11_MODULE(_core, m) {
     info["error"] = found.error;
     return info;
   }, "Loads the first usable libnccl.so.2 of the candidates; returns what was found.");
+  m.def("_socket_interface", [] {
+    const ringcc::SocketInterface chosen = ringcc::socket_interface_from_env();
+    py::dict d;
+    d["variable"] = chosen.variable;
+    d["spec"] = chosen.spec;
+    d["interface"] = chosen.interface;
+    d["address"] = chosen.address;
+    return d;
+  }, "The interface RINGCC_SOCKET_IFNAME (or HOROVOD_GLOO_IFACE, GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME) "
+     "chooses on this host, as the links would use it.");
   m.def("build_info", [] {
     py::dict info;
     info["version"] = RINGCC_VERSION;
