@@ -7,7 +7,6 @@
 #include <cstring>
 #include <map>
 
-
 #include "core/env.h"
 #include "core/error.h"
 #include "core/fusion_buffer.h"
@@ -102,13 +101,20 @@ void Communicator::meet_through_mpi(const RendezvousInfo& info, Deadline deadlin
     } else {
       if (!info.master_addr.empty()) addrs.push_back(info.master_addr);
       // The chosen interface's address first (RINGCC_SOCKET_IFNAME and the
-      // like), then every address but loopback and link-local ones.
-      const SocketInterface iface = socket_interface_from_env();
-      if (!iface.address.empty()) addrs.push_back(iface.address);
-      for (bool ipv6 : {false, true}) {
-        for (const LocalAddress& a : local_addresses()) {
-          if (a.ipv6 == ipv6 && !a.loopback && !a.link_local && a.address != iface.address) addrs.push_back(a.address);
+      // like), then every address but loopback and link-local ones. A
+      // failure goes to the other ranks with the rest, not left for their timeout.
+      try {
+        const SocketInterface iface = socket_interface_from_env();
+        if (!iface.address.empty()) addrs.push_back(iface.address);
+        for (bool ipv6 : {false, true}) {
+          for (const LocalAddress& a : local_addresses()) {
+            if (a.ipv6 == ipv6 && !a.loopback && !a.link_local && a.address != iface.address) {
+              addrs.push_back(a.address);
+            }
+          }
         }
+      } catch (const std::exception& e) {
+        if (error.empty()) error = e.what();
       }
       addrs.push_back(host_name());
     }
