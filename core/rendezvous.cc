@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/job_secret.h"
 #include "core/mpi_library.h"
+#include "core/socket.h"
 
 namespace ringcc {
 
@@ -19,7 +20,8 @@ bool read_pair(const char* rank_var, const char* size_var, RendezvousInfo* info)
 }
 
 bool is_loopback(const std::string& host) {
-  return host.rfind("127.", 0) == 0 || host == "localhost" || host == "::1";
+  return host.rfind("127.", 0) == 0 || host == "localhost" || host == "::1" ||
+         host.rfind("::ffff:127.", 0) == 0;
 }
 
 // Whether the launcher's variables put every rank on this host.
@@ -74,7 +76,8 @@ RendezvousInfo rendezvous_from_env() {
   info.secret = secret_from_env();
   if (info.size == 1) return info;
 
-  info.master_addr = env_str("RINGCC_MASTER_ADDR", env_str("MASTER_ADDR", ""));
+  // An IPv6 address may come in brackets ("[fd00::1]"), as in URLs.
+  info.master_addr = unbracket_host(env_str("RINGCC_MASTER_ADDR", env_str("MASTER_ADDR", "")));
   if (env_is_set("RINGCC_MASTER_PORT")) {
     info.master_port = static_cast<int>(env_int("RINGCC_MASTER_PORT", 0));
   } else if (env_is_set("MASTER_PORT")) {
@@ -103,7 +106,7 @@ RendezvousInfo rendezvous_from_mpi(int64_t fortran_handle) {
   info.size = info.mpi->size();
   info.source = fortran_handle < 0 ? "MPI (MPI_COMM_WORLD)" : "MPI (the communicator given to init)";
   info.secret = secret_from_env();
-  info.master_addr = env_str("RINGCC_MASTER_ADDR", "");
+  info.master_addr = unbracket_host(env_str("RINGCC_MASTER_ADDR", ""));
   if (env_is_set("RINGCC_MASTER_PORT")) info.master_port = static_cast<int>(env_int("RINGCC_MASTER_PORT", 0));
   if (info.master_port < 0 || info.master_port > 65535) {
     raise(ErrorKind::kInvalidArgument, "RINGCC_MASTER_PORT must be a TCP port, got ", info.master_port);

@@ -17,6 +17,7 @@
 #include <iomanip>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "core/env.h"
 #include "core/error.h"
@@ -26,6 +27,10 @@ namespace ringcc {
 namespace {
 
 std::string errno_text(int err) { return std::strerror(err); }
+
+// With several addresses to try, one that does not answer is given this long
+// per round before the next is tried.
+constexpr double kAttemptSeconds = 3.0;
 
 // "60", "0.25": a duration for messages.
 std::string format_seconds(double seconds) {
@@ -67,51 +72,88 @@ bool wait_for(int fd, short events, Deadline deadline) {
   }
 }
 
-// Resolves an IPv4 address for host. An empty host or "0.0.0.0" with
-// `passive` means every local address.
-sockaddr_in resolve(const std::string& host, int port, bool passive) {
+// A resolved socket address (IPv4 or IPv6).
+struct Address {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&storage); }
+  int family() const { return storage.ss_family; }
+};
+
+void check_port(int port) {
   RINGCC_CHECK(port >= 0 && port <= 65535, ErrorKind::kInvalidArgument,
                "port must be in [0, 65535], got ", port);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (passive && (host.empty() || host == "0.0.0.0")) {
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
-    return addr;
-  }
-  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) == 1) return addr;
+}
 
+// Every address of host (a name, an IPv4 or an IPv6 address), in the order
+// getaddrinfo() prefers (RFC 6724), without repeats.
+std::vector<Address> resolve(const std::string& host, int port, bool passive) {
+  check_port(port);
   addrinfo hints{};
-  hints.ai_family = AF_INET;
+  hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
   addrinfo* result = nullptr;
-  int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &result);
+  const std::string service = std::to_string(port);
+  int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &result);
   if (rc != 0 || result == nullptr) {
     raise(ErrorKind::kInvalidArgument, "cannot resolve host '", host, "': ",
           rc == EAI_SYSTEM ? errno_text(errno) : ::gai_strerror(rc));
   }
-  addr.sin_addr = reinterpret_cast<sockaddr_in*>(result->ai_addr)->sin_addr;
+  std::vector<Address> out;
+  for (addrinfo* ai = result; ai != nullptr; ai = ai->ai_next) {
+    if ((ai->ai_family != AF_INET && ai->ai_family != AF_INET6) || ai->ai_addrlen > sizeof(sockaddr_storage)) {
+      continue;
+    }
+    Address a;
+    std::memcpy(&a.storage, ai->ai_addr, ai->ai_addrlen);
+    a.length = ai->ai_addrlen;
+    bool seen = false;
+    for (const Address& b : out) {
+      seen |= b.length == a.length && std::memcmp(&b.storage, &a.storage, a.length) == 0;
+    }
+    if (!seen) out.push_back(a);
+  }
   ::freeaddrinfo(result);
-  return addr;
+  if (out.empty()) raise(ErrorKind::kInvalidArgument, "cannot resolve host '", host, "': no IPv4 or IPv6 address");
+  return out;
 }
 
-std::string address_text(const sockaddr_in& addr) {
-  char text[INET_ADDRSTRLEN] = {0};
-  ::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text));
-  return text;
+Address any_address(int family, int port) {
+  Address a;
+  if (family == AF_INET6) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&a.storage);
+    in6->sin6_family = AF_INET6;
+    in6->sin6_addr = in6addr_any;
+    in6->sin6_port = htons(static_cast<uint16_t>(port));
+    a.length = sizeof(sockaddr_in6);
+  } else {
+    auto* in = reinterpret_cast<sockaddr_in*>(&a.storage);
+    in->sin_family = AF_INET;
+    in->sin_addr.s_addr = htonl(INADDR_ANY);
+    in->sin_port = htons(static_cast<uint16_t>(port));
+    a.length = sizeof(sockaddr_in);
+  }
+  return a;
 }
 
-sockaddr_in local_name(int fd) {
-  sockaddr_in addr{};
-  socklen_t len = sizeof(addr);
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+Address local_name(int fd) {
+  Address a;
+  a.length = sizeof(a.storage);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a.storage), &a.length) != 0) {
     raise(ErrorKind::kInternal, "getsockname() failed: ", errno_text(errno));
   }
-  return addr;
+  return a;
 }
 
-Socket new_tcp_socket() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+int port_of(const sockaddr* addr) {
+  if (addr->sa_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(addr)->sin6_port);
+  if (addr->sa_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(addr)->sin_port);
+  return 0;
+}
+
+Socket new_tcp_socket(int family) {
+  int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) raise(ErrorKind::kInternal, "socket() failed: ", errno_text(errno));
   return Socket(fd);
 }
@@ -140,8 +182,8 @@ bool connect_error_is_transient(int err) {
 
 // One non-blocking connection attempt bounded by deadline. Returns 0 on
 // success, else the errno of the failure (ETIMEDOUT when the deadline passed).
-int try_connect(const Socket& sock, const sockaddr_in& addr, Deadline deadline) {
-  if (::connect(sock.fd(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) return 0;
+int try_connect(const Socket& sock, const Address& addr, Deadline deadline) {
+  if (::connect(sock.fd(), addr.get(), addr.length) == 0) return 0;
   if (errno != EINPROGRESS && errno != EINTR) return errno;
   if (!wait_for(sock.fd(), POLLOUT, deadline)) return ETIMEDOUT;
   int err = 0;
@@ -154,11 +196,11 @@ int try_connect(const Socket& sock, const sockaddr_in& addr, Deadline deadline) 
 // connect to itself (TCP simultaneous open when the ephemeral port chosen
 // equals the target). Such a socket is useless.
 bool connected_to_itself(int fd) {
-  sockaddr_in local = local_name(fd);
-  sockaddr_in peer{};
-  socklen_t len = sizeof(peer);
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) return false;
-  return local.sin_port == peer.sin_port && local.sin_addr.s_addr == peer.sin_addr.s_addr;
+  Address local = local_name(fd);
+  Address peer;
+  peer.length = sizeof(peer.storage);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer.storage), &peer.length) != 0) return false;
+  return sockaddr_endpoint(local.get()) == sockaddr_endpoint(peer.get());
 }
 
 [[noreturn]] void raise_io_timeout(Clock::time_point start, Deadline deadline,
@@ -194,52 +236,85 @@ int Socket::release() {
   return fd;
 }
 
-Socket Socket::listen(const std::string& host, int port, int backlog) {
-  const std::string where = (host.empty() ? "0.0.0.0" : host) + ":" + std::to_string(port);
-  sockaddr_in addr = resolve(host, port, /*passive=*/true);
-  Socket sock = new_tcp_socket();
-  int one = 1;
-  ::setsockopt(sock.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (::bind(sock.fd(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
-    raise(ErrorKind::kInternal, "cannot listen on ", where, ": bind() failed: ", errno_text(errno));
+Socket Socket::listen(const std::string& host_text, int port, int backlog) {
+  const std::string host = unbracket_host(host_text);
+  check_port(port);
+  const std::string where = endpoint_text(host.empty() ? "*" : host, port);
+  // No host: every address, IPv6 and IPv4 alike on one dual-stack socket;
+  // IPv4 alone where the kernel has no IPv6.
+  const std::vector<Address> addresses =
+      host.empty() ? std::vector<Address>{any_address(AF_INET6, port), any_address(AF_INET, port)}
+                   : resolve(host, port, /*passive=*/true);
+  std::string failure;
+  for (const Address& addr : addresses) {
+    const int fd = ::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      failure = std::string("socket() failed: ") + errno_text(errno);
+      continue;
+    }
+    Socket sock(fd);
+    int one = 1;
+    ::setsockopt(sock.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (addr.family() == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&addr.storage);
+      int v6only = IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr) ? 0 : 1;  // "::" takes IPv4 too
+      ::setsockopt(sock.fd(), IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
+    }
+    if (::bind(sock.fd(), addr.get(), addr.length) != 0) {
+      failure = std::string("bind() failed: ") + errno_text(errno);
+      continue;
+    }
+    if (::listen(sock.fd(), backlog) != 0) {
+      raise(ErrorKind::kInternal, "cannot listen on ", where, ": listen() failed: ", errno_text(errno));
+    }
+    return sock;
   }
-  if (::listen(sock.fd(), backlog) != 0) {
-    raise(ErrorKind::kInternal, "cannot listen on ", where, ": listen() failed: ",
-          errno_text(errno));
-  }
-  return sock;
+  raise(ErrorKind::kInternal, "cannot listen on ", where, ": ", failure);
 }
 
 Socket Socket::connect(const std::string& host, int port, Deadline deadline) {
   return connect(host, port, deadline, std::chrono::milliseconds::max());
 }
 
-Socket Socket::connect(const std::string& host, int port, Deadline deadline,
+Socket Socket::connect(const std::string& host_text, int port, Deadline deadline,
                        std::chrono::milliseconds refused_limit) {
   const auto start = Clock::now();
+  const std::string host = unbracket_host(host_text);
+  const std::string where = endpoint_text(host, port);
   Deadline refused_since = Deadline::max();
-  sockaddr_in addr = resolve(host, port, /*passive=*/false);
+  const std::vector<Address> addresses = resolve(host, port, /*passive=*/false);
   auto backoff = std::chrono::milliseconds(10);
   int last_error = 0;
   for (;;) {
-    Socket sock = new_tcp_socket();
-    sock.set_nonblocking(true);
-    last_error = try_connect(sock, addr, deadline);
-    if (last_error == 0 && connected_to_itself(sock.fd())) last_error = ECONNREFUSED;
-    if (last_error == 0) {
-      sock.set_nonblocking(false);
-      return sock;
-    }
-    if (!connect_error_is_transient(last_error)) {
-      raise(ErrorKind::kInternal, "cannot connect to ", host, ":", port, ": ",
-            errno_text(last_error));
+    // Each round tries every address of the host in turn (a name may have
+    // an IPv6 and an IPv4 address, only one of them listened on); with
+    // several, one that does not answer gets a few seconds, not all.
+    bool all_refused = true;
+    for (const Address& addr : addresses) {
+      Socket sock = new_tcp_socket(addr.family());
+      sock.set_nonblocking(true);
+      const Deadline attempt =
+          addresses.size() > 1 ? std::min(deadline, deadline_after(kAttemptSeconds)) : deadline;
+      int err = try_connect(sock, addr, attempt);
+      if (err == 0 && connected_to_itself(sock.fd())) err = ECONNREFUSED;
+      if (err == 0) {
+        sock.set_nonblocking(false);
+        return sock;
+      }
+      if (!connect_error_is_transient(err)) {
+        raise(ErrorKind::kInternal, "cannot connect to ", where, " (", sockaddr_host(addr.get()), "): ",
+              errno_text(err));
+      }
+      all_refused &= err == ECONNREFUSED;
+      if (last_error == 0 || last_error == ECONNREFUSED) last_error = err;  // the most telling one
+      if (Clock::now() >= deadline) break;
     }
     auto now = Clock::now();
-    if (last_error == ECONNREFUSED && refused_limit != std::chrono::milliseconds::max()) {
+    if (all_refused && refused_limit != std::chrono::milliseconds::max()) {
       if (refused_since == Deadline::max()) refused_since = now;
       if (std::chrono::duration_cast<std::chrono::milliseconds>(now - refused_since) >=
           refused_limit) {
-        raise(ErrorKind::kPeerFailure, "nothing listens at ", host, ":", port,
+        raise(ErrorKind::kPeerFailure, "nothing listens at ", where,
               " any more (connection refused): the process serving it has exited");
       }
     } else {
@@ -250,7 +325,7 @@ Socket Socket::connect(const std::string& host, int port, Deadline deadline,
     std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline - now));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(50));
   }
-  raise(ErrorKind::kTimeout, "timed out connecting to ", host, ":", port, " after ",
+  raise(ErrorKind::kTimeout, "timed out connecting to ", where, " after ",
         format_seconds(seconds_between(start, Clock::now())), " s (last error: ",
         errno_text(last_error), ")");
 }
@@ -263,11 +338,11 @@ Socket Socket::accept(Deadline deadline, std::string* peer_addr) const {
   if (flags >= 0 && !(flags & O_NONBLOCK)) ::fcntl(fd_, F_SETFL, flags | O_NONBLOCK);
   for (;;) {
     if (!wait_for(fd_, POLLIN, deadline)) return Socket();
-    sockaddr_in addr{};
+    sockaddr_storage addr{};
     socklen_t len = sizeof(addr);
     int fd = ::accept4(fd_, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
     if (fd >= 0) {
-      if (peer_addr) *peer_addr = address_text(addr) + ":" + std::to_string(ntohs(addr.sin_port));
+      if (peer_addr) *peer_addr = sockaddr_endpoint(reinterpret_cast<const sockaddr*>(&addr));
       return Socket(fd);
     }
     // The pending connection may have gone away between poll() and accept().
@@ -279,9 +354,9 @@ Socket Socket::accept(Deadline deadline, std::string* peer_addr) const {
   }
 }
 
-int Socket::local_port() const { return ntohs(local_name(fd_).sin_port); }
+int Socket::local_port() const { return port_of(local_name(fd_).get()); }
 
-std::string Socket::local_address() const { return address_text(local_name(fd_)); }
+std::string Socket::local_address() const { return sockaddr_host(local_name(fd_).get()); }
 
 void Socket::set_nodelay(bool on) {
   int value = on ? 1 : 0;
@@ -351,6 +426,42 @@ void Socket::recv_all(void* data, size_t size, Deadline deadline, const std::str
     raise(ErrorKind::kInternal, "receiving from ", who, " failed: ", errno_text(errno));
   }
 }
+
+std::string unbracket_host(const std::string& host) {
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') return host.substr(1, host.size() - 2);
+  return host;
+}
+
+std::string endpoint_text(const std::string& host, int port) {
+  const std::string bare = unbracket_host(host);
+  if (bare.find(':') != std::string::npos) return "[" + bare + "]:" + std::to_string(port);
+  return bare + ":" + std::to_string(port);
+}
+
+std::string sockaddr_host(const sockaddr* addr) {
+  if (addr->sa_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(addr);
+    if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {  // an IPv4 peer of a dual-stack socket
+      char text[INET_ADDRSTRLEN] = {0};
+      ::inet_ntop(AF_INET, in6->sin6_addr.s6_addr + 12, text, sizeof(text));
+      return text;
+    }
+    char text[NI_MAXHOST] = {0};  // with "%interface" for a link-local address
+    if (::getnameinfo(addr, sizeof(sockaddr_in6), text, sizeof(text), nullptr, 0, NI_NUMERICHOST) == 0) {
+      return text;
+    }
+    ::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
+    return text;
+  }
+  if (addr->sa_family == AF_INET) {
+    char text[INET_ADDRSTRLEN] = {0};
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(addr)->sin_addr, text, sizeof(text));
+    return text;
+  }
+  return "?";
+}
+
+std::string sockaddr_endpoint(const sockaddr* addr) { return endpoint_text(sockaddr_host(addr), port_of(addr)); }
 
 std::string host_name() {
   std::string name = env_str("RINGCC_HOSTNAME", "");

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+struct sockaddr;
+
 namespace ringcc {
 
 using Clock = std::chrono::steady_clock;
@@ -31,12 +33,15 @@ class Socket {
   void close();
   int release();
 
-  // Listens on host:port (port 0 picks a free port; host "" or "0.0.0.0"
-  // listens on all IPv4 addresses). Raises Error(kInternal) on failure.
+  // Listens on host:port (port 0 picks a free port). host: a name, an IPv4
+  // or IPv6 address (brackets allowed: "[fd00::1]"); "" listens on every
+  // address, IPv6 and IPv4 (IPv4 only without IPv6), "0.0.0.0" on every IPv4
+  // one, "::" on every IPv6 and IPv4 one. Raises Error(kInternal) on failure.
   static Socket listen(const std::string& host, int port, int backlog = 128);
   // Connects to host:port, retrying refused connections until deadline
-  // (the server may not be up yet). Raises Error(kTimeout) naming the
-  // address when the deadline passes.
+  // (the server may not be up yet); every address of the host (IPv6, IPv4)
+  // is tried in turn. Raises Error(kTimeout) naming the address when the
+  // deadline passes.
   static Socket connect(const std::string& host, int port, Deadline deadline);
   // Like connect(), but a listener that keeps refusing for refused_limit is
   // taken to be gone: raises Error(kPeerFailure) then instead of waiting for
@@ -48,7 +53,8 @@ class Socket {
   // invalid Socket on timeout.
   Socket accept(Deadline deadline, std::string* peer_addr = nullptr) const;
 
-  // Port this socket is bound to, and the local IPv4 address it uses.
+  // Port this socket is bound to, and the local address it uses (IPv4
+  // dotted, or IPv6 text; an IPv4 address mapped into IPv6 as IPv4).
   int local_port() const;
   std::string local_address() const;
 
@@ -66,6 +72,15 @@ class Socket {
  private:
   int fd_ = -1;
 };
+
+// "[fd00::1]" -> "fd00::1"; anything else unchanged.
+std::string unbracket_host(const std::string& host);
+// "host:port", or "[v6 address]:port".
+std::string endpoint_text(const std::string& host, int port);
+// The numeric host of a socket address (IPv4-mapped IPv6 as IPv4), and
+// "host:port" / "[v6]:port" with its port.
+std::string sockaddr_host(const sockaddr* addr);
+std::string sockaddr_endpoint(const sockaddr* addr);
 
 // This host's name (gethostname), or RINGCC_HOSTNAME when set.
 std::string host_name();

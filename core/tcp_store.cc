@@ -211,7 +211,7 @@ TcpStoreServer::Loop::Loop(const std::string& host, int port, const std::string&
   RINGCC_CHECK(wake_fd_.get() >= 0, ErrorKind::kInternal, "eventfd() failed: ", std::strerror(errno));
   listener_.set_nonblocking(true);
   port_ = listener_.local_port();
-  RINGCC_LOG(kDebug, "rendezvous store listening on ", host.empty() ? "0.0.0.0" : host, ":", port_,
+  RINGCC_LOG(kDebug, "rendezvous store listening on ", endpoint_text(host.empty() ? "*" : host, port_),
              secret_.empty() ? " (no secret)" : " (authenticated)");
 }
 
@@ -286,7 +286,7 @@ void TcpStoreServer::Loop::run() {
 void TcpStoreServer::Loop::accept_clients() {
   // Bounded so a flood of connections cannot starve the existing clients.
   for (int i = 0; i < 512; ++i) {
-    sockaddr_in addr{};
+    sockaddr_storage addr{};
     socklen_t len = sizeof(addr);
     int fd = ::accept4(listener_.fd(), reinterpret_cast<sockaddr*>(&addr), &len,
                        SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -310,9 +310,7 @@ void TcpStoreServer::Loop::accept_clients() {
       }
       raise(ErrorKind::kInternal, "accept() failed: ", std::strerror(err));
     }
-    char text[INET_ADDRSTRLEN] = {0};
-    ::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text));
-    add_client(Socket(fd), std::string(text) + ":" + std::to_string(ntohs(addr.sin_port)));
+    add_client(Socket(fd), sockaddr_endpoint(reinterpret_cast<const sockaddr*>(&addr)));
   }
 }
 
@@ -651,7 +649,7 @@ TcpStore::TcpStore(const std::string& host, int port, const std::string& secret,
     : host_(host),
       port_(port),
       secret_(secret),
-      who_("the rendezvous store at " + host + ":" + std::to_string(port) + " (rank 0)"),
+      who_("the rendezvous store at " + endpoint_text(host, port) + " (rank 0)"),
       io_timeout_s_(timeout_seconds()) {
   // A store that is shutting down (a previous job on the same port) may
   // accept and then drop us before its greeting, or leave a connection it
@@ -679,7 +677,7 @@ TcpStore::TcpStore(const std::string& host, int port, const std::string& secret,
 
 TcpStore::~TcpStore() = default;
 
-std::string TcpStore::address() const { return host_ + ":" + std::to_string(port_); }
+std::string TcpStore::address() const { return endpoint_text(host_, port_); }
 
 Socket TcpStore::open_connection(Deadline deadline, bool* greeted,
                                  std::chrono::milliseconds refused_limit,

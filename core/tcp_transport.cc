@@ -295,16 +295,14 @@ void TcpTransport::accept_loop() {
 
 void TcpTransport::accept_pending(std::vector<std::unique_ptr<PendingHandshake>>* pending) {
   while (pending->size() < kMaxPendingHandshakes) {
-    sockaddr_in addr{};
+    sockaddr_storage addr{};
     socklen_t len = sizeof(addr);
     const int fd = ::accept4(listener_.fd(), reinterpret_cast<sockaddr*>(&addr), &len,
                              SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;  // none left (EAGAIN), or a transient error: poll again
-    char text[INET_ADDRSTRLEN] = {0};
-    ::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text));
     auto p = std::make_unique<PendingHandshake>();
     p->sock = Socket(fd);
-    p->from = std::string(text) + ":" + std::to_string(ntohs(addr.sin_port));
+    p->from = sockaddr_endpoint(reinterpret_cast<const sockaddr*>(&addr));
     p->nonce = fresh_nonce();
     p->deadline = deadline_after(kHandshakeSeconds);
     std::string greeting(kMagic, 4);
@@ -398,12 +396,12 @@ void TcpTransport::connect(const std::vector<int>& peers,
       Socket sock = Socket::connect(addr.host, addr.port, deadline);
       sock.set_buffer_sizes(buffer_bytes);
       Deadline hs = std::min(deadline, deadline_after(kHandshakeSeconds * 2));
-      std::string who = rank_name(peer) + " at " + addr.host + ":" + std::to_string(addr.port);
+      std::string who = rank_name(peer) + " at " + endpoint_text(addr.host, addr.port);
       char greeting[kGreetingBytes];
       sock.recv_all(greeting, sizeof(greeting), hs, who);
       const int32_t acceptor = get_i32(greeting + 4);
       if (std::memcmp(greeting, kMagic, 4) != 0 || acceptor != peer) {
-        raise(ErrorKind::kPeerFailure, "the process at ", addr.host, ":", addr.port,
+        raise(ErrorKind::kPeerFailure, "the process at ", endpoint_text(addr.host, addr.port),
               " is not ringcc ", rank_name(peer), " of this job");
       }
       const std::string peer_nonce(greeting + 8, kNonceBytes);
@@ -436,7 +434,7 @@ void TcpTransport::connect(const std::vector<int>& peers,
       } catch (const Error&) {
       }
       if (!proven) {
-        raise(ErrorKind::kPeerFailure, "the process at ", addr.host, ":", addr.port,
+        raise(ErrorKind::kPeerFailure, "the process at ", endpoint_text(addr.host, addr.port),
               " could not prove that it is ", rank_name(peer),
               " of this job (it does not know the job secret); nothing was sent to it");
       }

@@ -34,6 +34,9 @@ except ImportError as _error:  # a missing or broken build: say so when used, no
 
     __version__ = "unknown"
 else:
+    from ringcc import mpi_library as _mpi_library
+
+    _mpi_library.register(_core)  # before anything asks the core about MPI
     globals().update({_name_: getattr(_core, _name_) for _name_ in _EXPORTS})
     __version__ = _core.build_info()["version"]
 
@@ -70,7 +73,8 @@ def mpi_built():
 
 
 def mpi_info():
-    """What ringcc found of MPI: {"built", "plugin", "library", "error"}."""
+    """What ringcc found of MPI: {"built", "plugin", "library", "libmpi", "abi",
+    "found_by", "tried", "error"} (docs/api.md, "MPI found at run time")."""
     return dict(_core.mpi_info())
 
 

@@ -206,15 +206,33 @@ def is_local_host(name: str) -> bool:
 # Rank environments and commands
 
 
+def _dual_stack_socket() -> socket.socket:
+    """A TCP socket bound to a free port of every address: IPv6 and IPv4 on one
+    socket where there is IPv6 (the core listens on both), else IPv4."""
+    try:
+        sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    except OSError:
+        sock = None
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            sock.bind(("::", 0))
+            return sock
+        except OSError:
+            sock.close()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("", 0))
+    return sock
+
+
 def find_free_ports(count: int, avoid: Sequence[int] = ()) -> List[int]:
     """Returns `count` distinct TCP ports that are free on this machine now."""
     sockets = []
     ports: List[int] = []
     try:
         while len(ports) < count:
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock = _dual_stack_socket()
             sockets.append(sock)
-            sock.bind(("", 0))
             port = sock.getsockname()[1]
             if port not in avoid:
                 ports.append(port)
@@ -321,6 +339,26 @@ def _exported_variables(specs: Sequence[str], environ: Mapping[str, str]) -> Dic
     return exported
 
 
+def is_ssh_agent(template: str) -> bool:
+    words = shlex.split(template)
+    return bool(words) and os.path.basename(words[0]) == "ssh"
+
+
+def with_ssh_connect_timeout(template: str, seconds: Optional[int]) -> str:
+    """The agent template with `-o ConnectTimeout=N` after `ssh` (an agent that is not ssh: LaunchError)."""
+    if seconds is None:
+        return template
+    if not is_ssh_agent(template):
+        raise LaunchError(f"--ssh-connect-timeout applies to ssh; the agent is {template!r}")
+    words = shlex.split(template)
+    return shlex.join([words[0], "-o", f"ConnectTimeout={seconds}", *words[1:]])
+
+
+def unbracket(host: str) -> str:
+    """"[fd00::1]" -> "fd00::1" (an IPv6 address as URLs and host lists write it)."""
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
 def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[str, str]) -> List[RankLaunch]:
     """Decides where each rank runs, its environment and the command that starts it."""
     if args.hosts is not None and args.hostfile is not None:
@@ -340,14 +378,15 @@ def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[
     else:
         num_ranks = sum(host.slots for host in hosts) if args.num_proc is None else args.num_proc
         placements = place_ranks(hosts, num_ranks)
-    agent = args.agent if args.agent is not None else DEFAULT_AGENT
+    agent = with_ssh_connect_timeout(args.agent if args.agent is not None else DEFAULT_AGENT,
+                                     args.ssh_connect_timeout)
 
     def through_agent(host: str) -> bool:
         return hosts is not None and (args.agent is not None or not is_local_host(host))
 
     first_host = placements[0].host
     if args.master_addr:
-        master_addr = args.master_addr
+        master_addr = unbracket(args.master_addr)
     elif not any(through_agent(p.host) for p in placements):
         master_addr = "127.0.0.1"
     elif through_agent(first_host):
@@ -377,6 +416,8 @@ def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[
     launches = []
     for placement in placements:
         variables = job_variables(placement, master_addr, master_port, torch_port, secret)
+        if args.network_interface:
+            variables[NETWORK_INTERFACE_VARIABLE] = args.network_interface
         if through_agent(placement.host):
             rank_env = {**forwarded_to_agent_ranks}
             rank_env.setdefault("PYTHONUNBUFFERED", environ.get("PYTHONUNBUFFERED", "1"))
@@ -392,6 +433,10 @@ def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[
             rank_env.update(variables)
             launches.append(RankLaunch(placement, list(command), rank_env, through_agent=False))
     return launches
+
+
+# --network-interface: what the ranks' core reads (core/net_interface.h).
+NETWORK_INTERFACE_VARIABLE = "RINGCC_SOCKET_IFNAME"
 
 
 def _one_thread_per_rank(rank_env, environ, placement) -> None:
@@ -432,11 +477,19 @@ class _Console:
 
 
 def _forward_output(pipe, prefix: bytes, stream_name: str, console: _Console,
-                    on_line: Optional[Callable[[bytes], None]] = None) -> None:
-    with pipe:
+                    on_line: Optional[Callable[[bytes], None]] = None, copy=None) -> None:
+    """Copies a rank's lines to the console (with the prefix) and, unchanged, to `copy` (a file) if
+    given; `on_line` sees each line first."""
+    with pipe, (copy if copy is not None else contextlib.nullcontext()):
         for line in iter(pipe.readline, b""):
             if on_line is not None:
                 on_line(line)
+            if copy is not None:
+                try:
+                    copy.write(line)
+                    copy.flush()  # a rank that dies leaves its last lines in the file
+                except OSError:
+                    pass  # a full disk must not stop the console copy
             if prefix and not line.endswith(b"\n"):
                 line += b"\n"
             console.write_line(stream_name, prefix + line)
@@ -445,10 +498,26 @@ def _forward_output(pipe, prefix: bytes, stream_name: str, console: _Console,
 # The lines ringcc logs (on stderr) when a rank aborts the job on an
 # uncaught exception: one of its own, or one that another rank's failure
 # caused (whose message names that rank first).
-_ABORT_LINE = re.compile(rb"\[ringcc rank (\d+)\] ERROR: rank (\d+) aborts the job: ([^\r\n]*)")
+_ABORT_LINE = re.compile(rb"\[ringcc [^\]]*\brank (\d+)\b[^\]]*\] ERROR: rank (\d+) aborts the job: ([^\r\n]*)")
 _CONSEQUENCE_LINE = re.compile(
-    rb"\[ringcc rank (\d+)\] ERROR: rank (\d+) aborts after a failure elsewhere in the job: ([^\r\n]*)")
+    rb"\[ringcc [^\]]*\brank (\d+)\b[^\]]*\] ERROR: rank (\d+) aborts after a failure elsewhere in the job: "
+    rb"([^\r\n]*)")
 _NAMED_RANK = re.compile(r"\brank (\d+)\b|\brank\(s\) \[(\d+)")
+
+
+def rank_output_paths(directory: str, rank: int, size: int) -> Tuple[str, str]:
+    """DIR/rank.N/stdout and DIR/rank.N/stderr, N zero-padded to the width of the last rank (as horovodrun)."""
+    rank_dir = os.path.join(directory, f"rank.{rank:0{len(str(size - 1))}d}")
+    return os.path.join(rank_dir, "stdout"), os.path.join(rank_dir, "stderr")
+
+
+def prepare_output_files(directory: str, size: int) -> None:
+    """Creates every rank's directory before any rank starts (a LaunchError if it cannot)."""
+    for rank in range(size):
+        try:
+            os.makedirs(os.path.dirname(rank_output_paths(directory, rank, size)[0]), exist_ok=True)
+        except OSError as error:
+            raise LaunchError(f"--output-filename: {error}") from None
 
 
 def _signal_process_group(process: subprocess.Popen, signum: int) -> None:
@@ -496,9 +565,10 @@ def _recording_signals(received: List[int]) -> Iterator[None]:
 class JobRunner:
     """Starts the ranks, forwards their output, and stops them all when one fails."""
 
-    def __init__(self, prefix_output: bool, grace_period: float) -> None:
+    def __init__(self, prefix_output: bool, grace_period: float, output_dir: Optional[str] = None) -> None:
         self._prefix_output = prefix_output
         self._grace_period = grace_period
+        self._output_dir = output_dir  # --output-filename: one file per rank and stream there too
         self._console = _Console()
         self._ranks: List[Tuple[int, subprocess.Popen]] = []
         self._readers: List[threading.Thread] = []
@@ -544,12 +614,19 @@ class JobRunner:
                 self._stop_all(interrupted=False)
                 return EXIT_CANNOT_START
             self._ranks.append((rank, process))
-            for pipe, stream_name in ((process.stdout, "stdout"), (process.stderr, "stderr")):
+            copies: Tuple = (None, None)
+            if self._output_dir is not None:
+                paths = rank_output_paths(self._output_dir, rank, launch.placement.size)
+                try:
+                    copies = tuple(open(path, "wb") for path in paths)
+                except OSError as error:
+                    self._console.message(f"--output-filename: {error}; rank {rank}'s output goes to the console only")
+            for (pipe, stream_name), copy in zip(((process.stdout, "stdout"), (process.stderr, "stderr")), copies):
                 prefix = f"[{rank}]<{stream_name}>: ".encode() if self._prefix_output else b""
                 on_line = (lambda line, r=rank: self._note_line(r, line)) if stream_name == "stderr" else None
                 reader = threading.Thread(
                     target=_forward_output,
-                    args=(pipe, prefix, stream_name, self._console, on_line),
+                    args=(pipe, prefix, stream_name, self._console, on_line, copy),
                     name=f"ringrun-rank{rank}-{stream_name}",
                     daemon=True,
                 )
@@ -719,6 +796,11 @@ def plan_mpi_command(args: argparse.Namespace, command: Sequence[str], environ: 
     itself through MPI: no MASTER_ADDR, no RINGCC_RANK)."""
     if args.agent is not None:
         raise LaunchError("--agent does not apply with --mpi (mpirun starts the remote ranks)")
+    if args.ssh_connect_timeout is not None:
+        raise LaunchError("--ssh-connect-timeout does not apply with --mpi (give mpirun's own option in --mpi-args)")
+    if args.output_filename is not None and flavour == "mpich":
+        raise LaunchError("--output-filename with --mpi needs Open MPI's mpirun; for MPICH's mpiexec give "
+                          "--mpi-args '-outfile-pattern DIR/rank.%r.stdout -errfile-pattern DIR/rank.%r.stderr'")
     if args.hosts is not None and args.hostfile is not None:
         raise LaunchError("give either -H or --hostfile, not both")
     hosts = parse_hosts(args.hosts) if args.hosts is not None else None
@@ -743,6 +825,8 @@ def plan_mpi_command(args: argparse.Namespace, command: Sequence[str], environ: 
             if "=" in item:
                 name, _, value = item.partition("=")
                 cmd += ["-genv", name, value]
+        if args.network_interface:
+            cmd += ["-genv", NETWORK_INTERFACE_VARIABLE, args.network_interface]
         if names:
             cmd += ["-genvlist", ",".join(n for n in names if not any(i.startswith(n + "=") for i in args.export))]
     else:
@@ -758,6 +842,10 @@ def plan_mpi_command(args: argparse.Namespace, command: Sequence[str], environ: 
         for item in args.export:
             if "=" in item:
                 cmd += ["-x", item]
+        if args.network_interface:
+            cmd += ["-x", f"{NETWORK_INTERFACE_VARIABLE}={args.network_interface}"]
+        if args.output_filename is not None:
+            cmd += ["--output-filename", args.output_filename]
     cmd += shlex.split(args.mpi_args or "")
     return cmd + list(command)
 
@@ -859,10 +947,7 @@ def format_build_report(build_info: Mapping, installed_frameworks: Mapping[str, 
         lines.append(f"    {mark(bool(available))} {key}")
     mpi = build_info.get("mpi")
     if mpi is not None:
-        if mpi.get("built"):
-            lines += ["", f"MPI: yes ({mpi.get('library') or 'unknown MPI'}; {mpi.get('plugin')})"]
-        else:
-            lines += ["", f"MPI: no ({mpi.get('error') or 'not built'})"]
+        lines += [""] + format_mpi_report(mpi)
     libraries = build_info.get("gpu_libraries")
     if libraries is not None:
         lines += ["", "Run-time libraries (GPU):"]
@@ -905,6 +990,26 @@ def _gpu_libraries_report() -> dict:
             except Exception as error:
                 report[key] = {"found": False, "hint": str(error)}
     return report
+
+
+MPI_ABI_LABELS = {"openmpi": "Open MPI's ABI", "mpich": "the MPICH ABI", "mpiabi": "MPI's standard ABI"}
+
+
+def format_mpi_report(mpi: Mapping) -> List[str]:
+    """Which MPI library ringcc found at run time, and whether it can use it (ringcc.mpi_info())."""
+    if mpi.get("built"):
+        abi = MPI_ABI_LABELS.get(mpi.get("abi", ""), mpi.get("abi") or "unknown ABI")
+        lines = [f"MPI: yes ({mpi.get('library') or 'unknown MPI'}, {abi})"]
+        if mpi.get("libmpi"):
+            lines.append(f"    library: {mpi['libmpi']} (found by: {mpi.get('found_by') or '?'})")
+        lines.append(f"    plugin:  {mpi.get('plugin')}")
+    else:
+        lines = [f"MPI: no ({mpi.get('error') or 'not built'})"]
+    tried = [line for line in str(mpi.get("tried") or "").splitlines() if line]
+    if tried:
+        lines.append("    passed over:")
+        lines += [f"      {line}" for line in tried]
+    return lines
 
 
 def check_build() -> int:
@@ -972,6 +1077,24 @@ agent:
   (the rank's shell reads it from there), so it never shows in ps; agents
   must pass standard input on (docker exec -i, kubectl exec -i). Ranks
   started directly get all of ringrun's environment.
+  --ssh-connect-timeout N makes ssh give up on a host it cannot connect to
+  within N seconds (-o ConnectTimeout=N; the job then fails, naming the
+  rank); it applies to the default agent and to --agent 'ssh ...'.
+
+network:
+  Hosts may be names, IPv4 or IPv6 addresses (-H '[fd00::2]:4'), and so may
+  --master-addr. By default the ranks of different hosts connect over the
+  address that reaches rank 0's store. --network-interface IFACES chooses
+  the interface instead, the same on every host: an interface name (eth1;
+  a prefix such as "eth" takes the first eth* interface, "=eth1" only eth1),
+  an address of the host, a subnet (10.1.0.0/16, fd00:1::/64) that the
+  hosts' addresses on that network share, a comma-separated list tried in
+  order, or "^docker,lo" for any interface but these. It sets
+  RINGCC_SOCKET_IFNAME in every rank; without the flag ranks also read
+  HOROVOD_GLOO_IFACE, GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME, and
+  RINGCC_SOCKET_FAMILY=ipv4|ipv6 narrows the address taken. A rank whose
+  host has no such interface fails at init, listing the host's interfaces.
+  Ranks that all run on one host use 127.0.0.1 whatever the interface.
 
 environment of each rank:
   RINGCC_RANK, RINGCC_SIZE, RINGCC_LOCAL_RANK, RINGCC_LOCAL_SIZE,
@@ -989,7 +1112,10 @@ environment of each rank:
 output:
   Every line of a rank's stdout and stderr is copied to ringrun's stdout and
   stderr as "[RANK]<stdout>: line" and "[RANK]<stderr>: line"
-  (--no-prefix: unchanged).
+  (--no-prefix: unchanged). --output-filename DIR writes each rank's lines,
+  unprefixed, to DIR/rank.N/stdout and DIR/rank.N/stderr as well (N padded
+  with zeros to the width of the last rank, as horovodrun does: rank.03 of
+  12), a line at a time; DIR and its rank directories are created.
 
 exit status:
   0 when every rank succeeds. When a rank fails, ringrun names the rank that
@@ -1008,13 +1134,18 @@ through MPI (--mpi):
   PATH, PYTHONPATH, LD_LIBRARY_PATH and every RINGCC_*, HOROVOD_*, OMPI_MCA_*
   and UCX_* variable plus the -x ones (MPICH: -genvlist); as root it adds
   --allow-run-as-root, and --oversubscribe for more ranks than cores on this
-  host. The ranks find the job through MPI. --timeout applies; --agent,
-  --master-addr and the output prefix do not (mpirun copies the output).
+  host. The ranks find the job through MPI. --timeout applies;
+  --network-interface is passed as RINGCC_SOCKET_IFNAME, --output-filename
+  to Open MPI's mpirun (its own layout, DIR/1/rank.N/stdout); --agent,
+  --master-addr, --ssh-connect-timeout and the output prefix do not apply
+  (mpirun starts and copies the ranks).
 
 examples:
   ringrun -np 4 python train.py --epochs 3
   ringrun -np 8 -H host1:4,host2:4 python train.py
   ringrun -H ns0:2,ns1:2 --agent 'ip netns exec {host}' python train.py
+  ringrun -np 8 -H '[fd00::1]:4,[fd00::2]:4' --network-interface ib0 python train.py
+  ringrun -np 4 --output-filename logs python train.py     (logs/rank.0/stdout ...)
   ringrun --mpi -np 4 -H host1:2,host2:2 python train.py
 """
 
@@ -1030,6 +1161,16 @@ def _non_negative_float(text: str) -> float:
     value = float(text)
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of seconds: {text}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
     return value
 
 
@@ -1093,7 +1234,8 @@ def build_parser() -> CommandLineParser:
                         help='file with one host a line: "host slots=N", "host:N" or "host"')
     parser.add_argument("--agent", metavar="TEMPLATE",
                         help="command that starts ranks on a host, {host} replaced (see 'agent' below)")
-    parser.add_argument("--master-addr", metavar="ADDR", help="address of the job's rendezvous store")
+    parser.add_argument("--master-addr", metavar="ADDR",
+                        help="address of the job's rendezvous store (a name, IPv4 or IPv6 address)")
     parser.add_argument("--master-port", type=_port, metavar="PORT",
                         help="port of the job's rendezvous store (default: a free port)")
     parser.add_argument("-x", dest="export", action="append", default=[], metavar="NAME[=VALUE]",
@@ -1102,6 +1244,16 @@ def build_parser() -> CommandLineParser:
                         help="pass all of ringrun's environment to ranks started through the agent too")
     parser.add_argument("--no-prefix", action="store_true",
                         help="copy the ranks' output without the [RANK]<stream>: prefix")
+    parser.add_argument("--output-filename", metavar="DIR",
+                        help="also write each rank's output, unprefixed, to DIR/rank.N/stdout and "
+                             "DIR/rank.N/stderr (N zero-padded; see 'output' below)")
+    parser.add_argument("--network-interface", metavar="IFACES",
+                        help="the interface ranks on different hosts connect over: a name (eth1), an address, "
+                             "a subnet (10.1.0.0/16), a comma-separated list of these, or ^excluded,names; sets "
+                             "RINGCC_SOCKET_IFNAME in every rank (see 'network' below)")
+    parser.add_argument("--ssh-connect-timeout", type=_positive_int, metavar="SECONDS",
+                        help="give up on a host whose ssh connection is not made within this long "
+                             "(ssh -o ConnectTimeout; default: ssh's own)")
     parser.add_argument("--timeout", type=_positive_float, metavar="SECONDS",
                         help="stop every rank and exit 124 after this long")
     parser.add_argument("--grace-period", type=_non_negative_float, default=DEFAULT_GRACE_PERIOD_S,
@@ -1140,7 +1292,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except LaunchError as error:
         print(f"ringrun: {error}", file=sys.stderr)
         return EXIT_USAGE
-    runner = JobRunner(prefix_output=not args.no_prefix, grace_period=args.grace_period)
+    try:
+        if args.output_filename is not None:
+            prepare_output_files(args.output_filename, len(launches))
+    except LaunchError as error:
+        print(f"ringrun: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    runner = JobRunner(prefix_output=not args.no_prefix, grace_period=args.grace_period,
+                       output_dir=args.output_filename)
     try:
         return runner.run(launches, args.timeout)
     except KeyboardInterrupt:  # Ctrl-C after the ranks were stopped, while their last output drained

@@ -1,6 +1,7 @@
-/* libringcc_mpi: ringcc's MPI calls behind a small C ABI (ringcc_mpi.h).
- * Compiled with the flags of the MPI the build found; nothing else of ringcc
- * links against libmpi. */
+/* libringcc_mpi_*: ringcc's MPI calls behind a small C ABI (ringcc_mpi.h).
+ * Compiled once per MPI ABI against that ABI's mpi.h (MPI_ABI defined: MPI
+ * 5's standard ABI), never linked to a libmpi: the core loads the libmpi it
+ * finds first, and this plugin's MPI symbols resolve against it. */
 #include "ringcc_mpi.h"
 
 #include <limits.h>
@@ -82,6 +83,18 @@ static int wait_bounded(MPI_Request* req, int timeout_ms) {
 }
 
 int rcmpi_abi_version(void) { return RCMPI_ABI_VERSION; }
+
+const char* rcmpi_mpi_abi(void) {
+#if defined(MPI_ABI_VERSION)
+  return "mpiabi";
+#elif defined(OPEN_MPI)
+  return "openmpi";
+#elif defined(MPICH)
+  return "mpich";
+#else
+#error "mpi.h is neither Open MPI's, MPICH's nor the standard ABI's"
+#endif
+}
 
 const char* rcmpi_library_version(void) {
   static char text[MPI_MAX_LIBRARY_VERSION_STRING + 1];
@@ -173,7 +186,11 @@ int rcmpi_comm_dup_world(rcmpi_comm** out, int timeout_ms) { return dup_of(MPI_C
 
 int rcmpi_comm_dup_handle(int64_t fortran_handle, rcmpi_comm** out, int timeout_ms) {
   if (fortran_handle < INT_MIN || fortran_handle > INT_MAX) return RCMPI_ERR_BAD_ARGUMENT;
+#if defined(MPI_ABI_VERSION)
+  MPI_Comm comm = MPI_Comm_fromint((int)fortran_handle);
+#else
   MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)fortran_handle);
+#endif
   if (comm == MPI_COMM_NULL) return RCMPI_ERR_BAD_ARGUMENT;
   return dup_of(comm, out, timeout_ms);
 }

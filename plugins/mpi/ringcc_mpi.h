@@ -1,8 +1,12 @@
-/* The C ABI of libringcc_mpi, the plugin that holds every MPI call of ringcc.
+/* The C ABI of libringcc_mpi_*, the plugins that hold every MPI call of ringcc.
  *
- * The plugin is the only part of ringcc linked against libmpi: the core
- * dlopen()s it at run time (core/mpi_library.cc), so `import ringcc` works
- * where MPI is absent. Communicators and requests cross the ABI as opaque
+ * One plugin is compiled per MPI ABI (libringcc_mpi_openmpi.so,
+ * libringcc_mpi_mpich.so, libringcc_mpi_abi.so) against that ABI's headers
+ * only: no plugin is linked to an MPI library. At run time the core finds a
+ * libmpi, loads it, tells which ABI it speaks and loads the matching plugin,
+ * whose MPI symbols then resolve against that libmpi (core/mpi_library.cc).
+ * So `import ringcc` works where MPI is absent, and an MPI installed after
+ * ringcc is used without rebuilding it. Communicators and requests cross the ABI as opaque
  * pointers (MPI_Comm and MPI_Request are ints in MPICH, pointers in Open
  * MPI). Every function returns 0 on success or an MPI error code, whose text
  * rcmpi_error_string() gives. Sizes are 64-bit; a count that does not fit
@@ -22,7 +26,7 @@
 extern "C" {
 #endif
 
-#define RCMPI_ABI_VERSION 1
+#define RCMPI_ABI_VERSION 2
 
 #define RCMPI_ERR_UNSUPPORTED (-1)
 #define RCMPI_ERR_TOO_LARGE (-2)
@@ -39,6 +43,9 @@ typedef struct rcmpi_req rcmpi_req;   /* wraps an MPI_Request */
 typedef struct rcmpi_msg rcmpi_msg;   /* wraps an MPI_Message (a matched probe) */
 
 int rcmpi_abi_version(void);
+/* The MPI ABI this plugin was compiled for: "openmpi", "mpich" or "mpiabi"
+ * (MPI 5's standard ABI). */
+const char* rcmpi_mpi_abi(void);
 /* MPI's own name and version (MPI_Get_library_version, first line). */
 const char* rcmpi_library_version(void);
 void rcmpi_error_string(int code, char* buf, int len);
@@ -52,7 +59,8 @@ int rcmpi_finalized(int* flag);
 int rcmpi_finalize(void);
 
 /* A duplicate of MPI_COMM_WORLD, or of the communicator whose Fortran handle
- * (MPI_Comm_c2f; mpi4py's comm.py2f()) is `fortran_handle`. Collective over
+ * (MPI_Comm_c2f; mpi4py's comm.py2f(); MPI_Comm_toint under the standard
+ * ABI, which has no Fortran handles of fixed size) is `fortran_handle`. Collective over
  * the communicator: every rank calls it. Waits at most timeout_ms (MPI_Comm_idup
  * polled with MPI_Test); on timeout returns RCMPI_ERR_TIMEOUT. */
 #define RCMPI_ERR_TIMEOUT (-4)
