@@ -5,7 +5,7 @@
 #include <string>
 
 #include "bindings/device_arrays.h"
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace py = pybind11;
 using ringcc::DataType;

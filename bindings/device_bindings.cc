@@ -10,7 +10,7 @@
 #include "core/device/gpu_libraries.h"
 #include "core/device/gpu_selection.h"
 #include "core/device/kernel_cache.h"
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace py = pybind11;
 using ringcc::device::GpuLibrary;

@@ -3,7 +3,7 @@
 
 #include <pybind11/pybind11.h>
 
-#include "core/interrupt.h"
+#include "core/base/interrupt.h"
 
 namespace ringcc_py {
 

@@ -21,9 +21,9 @@
 #include <string_view>
 
 #include "bindings/global_communicator.h"
-#include "core/collective_args.h"
+#include "core/collective/collective_args.h"
 #include "core/communicator.h"
-#include "core/error.h"
+#include "core/base/error.h"
 #include "xla/ffi/api/c_api.h"
 #include "xla/ffi/api/ffi.h"
 

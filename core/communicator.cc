@@ -9,24 +9,24 @@
 #include <thread>
 #include <unordered_set>
 
-#include "core/device/gpu_collectives.h"
-#include "core/env.h"
-#include "core/error.h"
-#include "core/fusion_buffer.h"
-#include "core/job_secret.h"
-#include "core/interrupt.h"
-#include "core/job_settings.h"
-#include "core/log.h"
-#include "core/mpi_collectives.h"
-#include "core/mpi_library.h"
-#include "core/mpi_transport.h"
-#include "core/net_interface.h"
-#include "core/reduction.h"
-#include "core/sha256.h"
-#include "core/shm_collectives.h"
-#include "core/socket.h"
-#include "core/tcp_store.h"
-#include "core/tcp_transport.h"
+#include "core/backends/gpu_collectives.h"
+#include "core/base/env.h"
+#include "core/base/error.h"
+#include "core/collective/fusion_buffer.h"
+#include "core/rendezvous/job_secret.h"
+#include "core/base/interrupt.h"
+#include "core/backends/job_settings.h"
+#include "core/base/log.h"
+#include "core/backends/mpi/mpi_collectives.h"
+#include "core/os/mpi_library.h"
+#include "core/transport/mpi_transport.h"
+#include "core/os/net_interface.h"
+#include "core/collective/reduction.h"
+#include "core/base/sha256.h"
+#include "core/algorithms/shm_collectives.h"
+#include "core/os/socket.h"
+#include "core/rendezvous/tcp_store.h"
+#include "core/transport/tcp_transport.h"
 
 namespace ringcc {
 
@@ -38,10 +38,6 @@ std::string random_hex(size_t bytes) {
   return to_hex(buf.data(), buf.size());
 }
 
-std::chrono::milliseconds until(Deadline deadline) {
-  return std::max(std::chrono::milliseconds(1),
-                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
-}
 
 // Jobs this process was part of and left: a store that still serves one is
 // not the job an init() is looking for.

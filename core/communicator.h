@@ -13,13 +13,13 @@
 #include <thread>
 #include <vector>
 
-#include "core/collective_args.h"
-#include "core/env.h"
-#include "core/fusion_buffer.h"
-#include "core/rendezvous.h"
-#include "core/ring_algorithms.h"
-#include "core/store.h"
-#include "core/work.h"
+#include "core/collective/collective_args.h"
+#include "core/base/env.h"
+#include "core/collective/fusion_buffer.h"
+#include "core/rendezvous/rendezvous.h"
+#include "core/algorithms/ring_algorithms.h"
+#include "core/rendezvous/store.h"
+#include "core/collective/work.h"
 
 namespace ringcc {
 

@@ -13,11 +13,11 @@
 #include <utility>
 #include <vector>
 
-#include "core/collective_args.h"
+#include "core/collective/collective_args.h"
 #include "core/device/cuda_device.h"
 #include "core/device/gpu_selection.h"
-#include "core/socket.h"
-#include "core/store.h"
+#include "core/base/deadline.h"
+#include "core/rendezvous/store.h"
 
 namespace ringcc {
 namespace device {

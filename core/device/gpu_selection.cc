@@ -4,7 +4,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace ringcc {
 namespace device {

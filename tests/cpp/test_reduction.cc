@@ -15,10 +15,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/error.h"
-#include "core/reduce_op.h"
-#include "core/reduction.h"
+#include "core/collective/dtype.h"
+#include "core/base/error.h"
+#include "core/collective/reduce_op.h"
+#include "core/collective/reduction.h"
 
 using ringcc::DataType;
 using ringcc::ReduceOp;

@@ -5,10 +5,10 @@
 #include <thread>
 
 #include "core/device/gpu_libraries.h"
-#include "core/env.h"
-#include "core/error.h"
-#include "core/log.h"
-#include "core/sha256.h"
+#include "core/base/env.h"
+#include "core/base/error.h"
+#include "core/base/log.h"
+#include "core/base/sha256.h"
 
 namespace ringcc {
 
@@ -17,10 +17,6 @@ using device::CudaDevice;
 
 namespace {
 
-std::chrono::milliseconds until(Deadline deadline) {
-  return std::max(std::chrono::milliseconds(1),
-                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
-}
 
 std::string hex_of(const void* data, size_t size) { return to_hex(data, size); }
 

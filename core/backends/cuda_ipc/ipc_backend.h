@@ -34,7 +34,7 @@
 
 #include "core/device/device_backend.h"
 #include "core/device/device_memory.h"
-#include "core/shm_segment.h"
+#include "core/os/shm_segment.h"
 
 namespace ringcc {
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <mutex>
 
-#include "core/env.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "core/base/env.h"
+#include "core/base/error.h"
+#include "core/base/log.h"
 
 namespace ringcc {
 

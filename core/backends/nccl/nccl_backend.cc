@@ -5,9 +5,9 @@
 #include <thread>
 
 #include "core/device/gpu_libraries.h"
-#include "core/error.h"
-#include "core/log.h"
-#include "core/sha256.h"
+#include "core/base/error.h"
+#include "core/base/log.h"
+#include "core/base/sha256.h"
 
 namespace ringcc {
 
@@ -16,10 +16,6 @@ using device::CudaDevice;
 
 namespace {
 
-std::chrono::milliseconds until(Deadline deadline) {
-  return std::max(std::chrono::milliseconds(1),
-                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
-}
 
 void from_hex(const std::string& hex, void* out, size_t size) {
   if (hex.size() != 2 * size) raise(ErrorKind::kInternal, "malformed NCCL unique id in the store");
