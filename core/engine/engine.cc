@@ -9,6 +9,7 @@
 #include "core/base/error.h"
 #include "core/base/interrupt.h"
 #include "core/base/log.h"
+#include "core/base/wire.h"
 
 namespace ringcc {
 

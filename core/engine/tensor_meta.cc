@@ -1,27 +1,12 @@
 #include "core/engine/tensor_meta.h"
 
-#include <cstring>
 #include <sstream>
 
-#include "core/base/error.h"
+#include "core/base/wire.h"
 
 namespace ringcc {
 
 namespace {
-
-template <typename T>
-void put(std::string* out, T v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-
-template <typename T>
-T get(const std::string& in, size_t* pos) {
-  if (*pos + sizeof(T) > in.size()) raise(ErrorKind::kInternal, "truncated negotiation message");
-  T v;
-  std::memcpy(&v, in.data() + *pos, sizeof(T));
-  *pos += sizeof(T);
-  return v;
-}
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::ostringstream os;
@@ -32,22 +17,6 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }
 
 }  // namespace
-
-void put_u32(std::string* out, uint32_t v) { put(out, v); }
-uint32_t get_u32(const std::string& in, size_t* pos) { return get<uint32_t>(in, pos); }
-
-void put_string(std::string* out, const std::string& s) {
-  put<uint32_t>(out, static_cast<uint32_t>(s.size()));
-  out->append(s);
-}
-
-std::string get_string(const std::string& in, size_t* pos) {
-  const uint32_t n = get<uint32_t>(in, pos);
-  if (*pos + n > in.size()) raise(ErrorKind::kInternal, "truncated negotiation message");
-  std::string s = in.substr(*pos, n);
-  *pos += n;
-  return s;
-}
 
 int64_t TensorMeta::elements() const {
   int64_t n = 1;
@@ -67,26 +36,26 @@ bool TensorMeta::operator==(const TensorMeta& o) const {
 }
 
 void TensorMeta::serialize(std::string* out) const {
-  put<uint8_t>(out, static_cast<uint8_t>(kind));
-  put<uint8_t>(out, static_cast<uint8_t>(dtype));
-  put<uint8_t>(out, static_cast<uint8_t>(op));
-  put<int32_t>(out, root);
-  put<double>(out, prescale);
-  put<double>(out, postscale);
-  put<uint8_t>(out, static_cast<uint8_t>(shape.size()));
-  for (int64_t d : shape) put<int64_t>(out, d);
+  put_u8(out, static_cast<uint8_t>(kind));
+  put_u8(out, static_cast<uint8_t>(dtype));
+  put_u8(out, static_cast<uint8_t>(op));
+  put_i32(out, root);
+  put_f64(out, prescale);
+  put_f64(out, postscale);
+  put_u8(out, static_cast<uint8_t>(shape.size()));
+  for (int64_t d : shape) put_i64(out, d);
 }
 
 TensorMeta TensorMeta::parse(const std::string& in, size_t* pos) {
   TensorMeta m;
-  m.kind = static_cast<CollectiveKind>(get<uint8_t>(in, pos));
-  m.dtype = static_cast<DataType>(get<uint8_t>(in, pos));
-  m.op = static_cast<ReduceOp>(get<uint8_t>(in, pos));
-  m.root = get<int32_t>(in, pos);
-  m.prescale = get<double>(in, pos);
-  m.postscale = get<double>(in, pos);
-  const uint8_t ndim = get<uint8_t>(in, pos);
-  for (uint8_t i = 0; i < ndim; ++i) m.shape.push_back(get<int64_t>(in, pos));
+  m.kind = static_cast<CollectiveKind>(get_u8(in, pos));
+  m.dtype = static_cast<DataType>(get_u8(in, pos));
+  m.op = static_cast<ReduceOp>(get_u8(in, pos));
+  m.root = get_i32(in, pos);
+  m.prescale = get_f64(in, pos);
+  m.postscale = get_f64(in, pos);
+  const uint8_t ndim = get_u8(in, pos);
+  for (uint8_t i = 0; i < ndim; ++i) m.shape.push_back(get_i64(in, pos));
   return m;
 }
 

@@ -40,10 +40,4 @@ bool compatible(const TensorMeta& a, const TensorMeta& b);
 std::string describe_disagreement(const std::string& name, const std::vector<TensorMeta>& metas,
                                   const std::vector<int>& ranks);
 
-// Serialization helpers for the negotiation messages.
-void put_u32(std::string* out, uint32_t v);
-uint32_t get_u32(const std::string& in, size_t* pos);
-void put_string(std::string* out, const std::string& s);
-std::string get_string(const std::string& in, size_t* pos);
-
 }  // namespace ringcc

@@ -24,6 +24,7 @@
 #include "core/base/interrupt.h"
 #include "core/base/log.h"
 #include "core/base/sha256.h"
+#include "core/base/wire.h"
 
 namespace ringcc {
 namespace {
@@ -55,23 +56,14 @@ constexpr auto kRefusedMeansGone = std::chrono::milliseconds(500);
 enum Op : uint8_t { kSet = 1, kGet = 2, kTryGet = 3, kAdd = 4 };
 enum Status : uint8_t { kOk = 0, kNotFound = 1, kTimedOut = 2, kFailed = 3 };
 
-void put_u64(std::string* out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
-}
-
-uint64_t get_u64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= uint64_t(static_cast<uint8_t>(p[i])) << (8 * i);
-  return v;
-}
-
 std::string encode_i64(int64_t v) {
   std::string s;
-  put_u64(&s, static_cast<uint64_t>(v));
+  put_i64(&s, v);
   return s;
 }
 
-int64_t decode_i64(const std::string& s) { return static_cast<int64_t>(get_u64(s.data())); }
+// s holds 8 bytes (the requests and replies that carry a number are checked).
+int64_t decode_i64(const std::string& s) { return static_cast<int64_t>(load_u64(s.data())); }
 
 // The proofs of the store's handshake: each side's HMAC covers both fresh
 // nonces and names its own role, so neither can be replayed or reflected.
@@ -438,8 +430,8 @@ bool TcpStoreServer::Loop::handle_request(Client& c) {
   if (c.buffered() < kRequestHeaderSize) return false;
   const char* header = c.unread();
   uint8_t op = static_cast<uint8_t>(header[0]);
-  uint64_t key_size = get_u64(header + 1);
-  uint64_t value_size = get_u64(header + 9);
+  uint64_t key_size = load_u64(header + 1);
+  uint64_t value_size = load_u64(header + 9);
 
   const char* problem = nullptr;
   if (op < kSet || op > kAdd) {
@@ -790,7 +782,7 @@ TcpStore::Reply TcpStore::request(uint8_t op, const std::string& key, const std:
     char header[kReplyHeaderSize];
     conn.recv_all(header, sizeof(header), deadline, who_);
     reply.status = static_cast<uint8_t>(header[0]);
-    uint64_t size = get_u64(header + 1);
+    uint64_t size = load_u64(header + 1);
     RINGCC_CHECK(size <= kMaxValueSize + kMaxKeySize, ErrorKind::kInternal, who_,
                  " sent a malformed reply");
     reply.payload.resize(size);
