@@ -104,14 +104,6 @@ void reject_device_by_name(ringcc::MemoryKind memory) {
 // and the next call is in step on every rank. This rank raises its own
 // error at once.
 
-CollectiveArgs failed_call(CollectiveKind kind, const std::string& why) {
-  CollectiveArgs failed;
-  failed.kind = CollectiveKind::kLocalError;
-  failed.failed_kind = kind;
-  failed.local_error = why;
-  return failed;
-}
-
 // A collective's kind by its name ("allreduce", "reduce_scatter" or
 // "reducescatter", ...), for adapters.
 CollectiveKind kind_of(const std::string& name) {
@@ -129,12 +121,12 @@ CollectiveKind kind_of(const std::string& name) {
 void report_failed_call(ringcc::Communicator* c, CollectiveKind kind, const std::string& why,
                         const std::string& name) {
   if (!name.empty()) {
-    if (g_engine) g_engine->enqueue(name, failed_call(kind, why), nullptr, 0);
+    if (g_engine) g_engine->enqueue(name, ringcc::failed_call(kind, why), nullptr, 0);
     return;
   }
   if (c) {
     py::gil_scoped_release release;
-    c->submit(failed_call(kind, why));
+    c->submit(ringcc::failed_call(kind, why));
   }
 }
 
@@ -614,8 +606,8 @@ py::object do_grouped_allreduce(ringcc::Communicator& c, py::handle tensors, py:
 }
 
 // A rendezvous store implemented in Python (torch's c10d store, say):
-// set(key, bytes), get(key) -> bytes, add(key, int) -> int, check([keys])
-// -> bool, and wait([keys], timedelta). Every call takes the GIL.
+// set(key, bytes), get(key) -> bytes, add(key, int) -> int and
+// check([keys]) -> bool. Every call takes the GIL.
 class PythonStore : public ringcc::Store {
  public:
   explicit PythonStore(py::object store) : store_(std::move(store)) {}

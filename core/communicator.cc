@@ -585,9 +585,7 @@ void Communicator::execute(CollectiveArgs& a) {
   CollectiveArgs* todo = &a;
   if (!local_error.empty()) {
     // Take part anyway, so that the peers fail at once instead of waiting.
-    failed.kind = CollectiveKind::kLocalError;
-    failed.failed_kind = a.kind;
-    failed.local_error = local_error;
+    failed = failed_call(a.kind, local_error);
     failed.send_counts.assign(static_cast<size_t>(size_), 0);
     todo = &failed;
   }
@@ -606,13 +604,11 @@ void Communicator::execute(CollectiveArgs& a) {
       run_host(*todo, deadline);
     }
   } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kPeerFailure || e.kind() == ErrorKind::kTimeout) fail(e, true);
+    if (e.kind() == ErrorKind::kPeerFailure || e.kind() == ErrorKind::kTimeout) fail(e);
     if (e.kind() == ErrorKind::kInterrupted) {
       // Abandoned halfway: the peers cannot finish it without us.
       fail(Error(ErrorKind::kInterrupted,
-                 std::string("interrupted by a signal (its handler raised) during ") +
-                     collective_name(a.kind)),
-           true);
+                 std::string("interrupted by a signal (its handler raised) during ") + collective_name(a.kind)));
     }
     throw;
   }
@@ -707,11 +703,10 @@ void Communicator::break_links(const std::string& message, const std::string& re
   }
 }
 
-void Communicator::fail(const std::exception& e, bool) {
+void Communicator::fail(const Error& e) {
   // What follows must finish even though a signal may be pending.
   UninterruptibleWait quiet;
-  const Error* err = dynamic_cast<const Error*>(&e);
-  std::string reason = e.what();
+  const std::string reason = e.what();
   // Record the first failure in the job where every rank can read it, then
   // break our links so that everyone blocked on us fails fast too.
   const std::string first = record_failure("rank " + std::to_string(rank_) + ": " + reason);
@@ -721,14 +716,18 @@ void Communicator::fail(const std::exception& e, bool) {
   }
   break_links(message, reason);
   RINGCC_LOG(kError, message);
-  throw Error(err ? err->kind() : ErrorKind::kPeerFailure, message);
+  throw Error(e.kind(), message);
+}
+
+void Communicator::break_job(const std::string& record, const std::string& message, const std::string& reason) {
+  UninterruptibleWait quiet;
+  // Recorded first, so that peers that only see a closed socket can tell why.
+  record_failure(record);
+  break_links(message, reason);
 }
 
 void Communicator::abort(const std::string& reason) {
-  UninterruptibleWait quiet;
-  // Recorded first, so that peers that only see a closed socket can tell why.
-  record_failure("rank " + std::to_string(rank_) + " aborted: " + reason);
-  break_links("this rank aborted: " + reason, reason);
+  break_job("rank " + std::to_string(rank_) + " aborted: " + reason, "this rank aborted: " + reason, reason);
 }
 
 void Communicator::execute_grouped(std::vector<CollectiveArgs>& list) {
@@ -836,8 +835,7 @@ void Communicator::await_turn(uint64_t ticket) {
       UninterruptibleWait quiet;
       const std::string reason =
           "interrupted by a signal (its handler raised) while waiting to start a collective";
-      record_failure("rank " + std::to_string(rank_) + ": " + reason);
-      break_links(reason, reason);
+      break_job("rank " + std::to_string(rank_) + ": " + reason, reason, reason);
       lock.lock();
       wait_order(lock, Deadline::max(), my_turn);
       lock.unlock();
@@ -976,8 +974,7 @@ void Communicator::shutdown() {
           interrupted ? std::string("interrupted by a signal (its handler raised) while shutting down")
                       : detail::concat("shutdown() gave up after ", timeout_s(),
                                        " s (RINGCC_TIMEOUT_S) on collectives that were still running");
-      record_failure("rank " + std::to_string(rank_) + ": " + reason);
-      break_links(reason, reason);
+      break_job("rank " + std::to_string(rank_) + ": " + reason, reason, reason);
       lock.lock();
       wait_order(lock, Deadline::max(), idle);
     }

@@ -15,6 +15,7 @@
 
 #include "core/collective/collective_args.h"
 #include "core/base/env.h"
+#include "core/base/error.h"
 #include "core/collective/fusion_buffer.h"
 #include "core/rendezvous/rendezvous.h"
 #include "core/algorithms/ring_algorithms.h"
@@ -122,7 +123,13 @@ class Communicator {
   void execute_grouped(std::vector<CollectiveArgs>& list);
   void execute_work(Work& work);
   void validate(CollectiveArgs& a, std::string* local_error);
-  [[noreturn]] void fail(const std::exception& e, bool peer_failure);
+  // A collective failed for `e` (a peer failed, a wait timed out or was
+  // interrupted): gives up on the job (break_job), naming the job's first
+  // failure if it was another, and raises.
+  [[noreturn]] void fail(const Error& e);
+  // Gives up on the job: records `record` as its first failure unless one
+  // is recorded, then breaks the links (break_links).
+  void break_job(const std::string& record, const std::string& message, const std::string& reason);
   // Records `reason` as the job's first failure unless one is recorded;
   // returns the first failure recorded before it ("" if none).
   std::string record_failure(const std::string& reason);

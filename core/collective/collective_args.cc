@@ -3,6 +3,14 @@
 
 namespace ringcc {
 
+CollectiveArgs failed_call(CollectiveKind kind, std::string why) {
+  CollectiveArgs failed;
+  failed.kind = CollectiveKind::kLocalError;
+  failed.failed_kind = kind;
+  failed.local_error = std::move(why);
+  return failed;
+}
+
 // Fewer, longer runs to gather, reduce and scatter; a single run needs no
 // fusion-buffer copies at all.
 void coalesce_segments(CollectiveArgs& a) {

@@ -93,6 +93,12 @@ inline void move_args(CollectiveArgs& dst, CollectiveArgs&& src) {
   }
 }
 
+// The collective a rank takes part in when it cannot start one of `kind`
+// (a bad argument on this rank alone): the peers then fail at once with
+// `why` (MismatchError naming this rank) instead of waiting for it, and
+// the next collective is in step on every rank.
+CollectiveArgs failed_call(CollectiveKind kind, std::string why);
+
 // Merges neighbouring segments of a fused allreduce whose inputs and
 // outputs each continue where the previous ones end (views of one buffer,
 // as frameworks' flat gradient buckets give). One run left over with real

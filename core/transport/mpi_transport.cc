@@ -262,10 +262,7 @@ void MpiTransport::check_failed() {
   }
 }
 
-std::unique_ptr<Request> MpiTransport::isend(int peer, const void* data, size_t size,
-                                             const MemoryContext& mem) {
-  RINGCC_CHECK(mem.kind == MemoryKind::kHost, ErrorKind::kInvalidArgument,
-               "the MPI transport carries host memory only");
+std::unique_ptr<Request> MpiTransport::isend(int peer, const void* data, size_t size) {
   RINGCC_CHECK(reaches(peer), ErrorKind::kInternal, "no MPI peer ", peer);
   if (!failure_.empty()) raise(ErrorKind::kPeerFailure, failure_);
   auto req = std::make_unique<MpiSendRequest>(this, peer);
@@ -280,10 +277,7 @@ std::unique_ptr<Request> MpiTransport::isend(int peer, const void* data, size_t 
   return req;
 }
 
-std::unique_ptr<Request> MpiTransport::irecv(int peer, void* data, size_t size,
-                                             const MemoryContext& mem) {
-  RINGCC_CHECK(mem.kind == MemoryKind::kHost, ErrorKind::kInvalidArgument,
-               "the MPI transport carries host memory only");
+std::unique_ptr<Request> MpiTransport::irecv(int peer, void* data, size_t size) {
   RINGCC_CHECK(reaches(peer), ErrorKind::kInternal, "no MPI peer ", peer);
   if (!failure_.empty()) raise(ErrorKind::kPeerFailure, failure_);
   Link* link = links_[static_cast<size_t>(peer)].get();

@@ -37,10 +37,8 @@ class MpiTransport : public Transport {
 
   const char* name() const override { return "mpi"; }
   bool reaches(int peer) const override;
-  std::unique_ptr<Request> isend(int peer, const void* data, size_t size,
-                                 const MemoryContext& mem) override;
-  std::unique_ptr<Request> irecv(int peer, void* data, size_t size,
-                                 const MemoryContext& mem) override;
+  std::unique_ptr<Request> isend(int peer, const void* data, size_t size) override;
+  std::unique_ptr<Request> irecv(int peer, void* data, size_t size) override;
   void abort(const std::string& reason) override;
 
   MpiComm& comm() { return *comm_; }

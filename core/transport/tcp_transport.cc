@@ -319,7 +319,6 @@ void TcpTransport::accept_pending(std::vector<std::unique_ptr<PendingHandshake>>
 }
 
 void TcpTransport::refuse(PendingHandshake& p, const std::string& why) {
-  ++refused_;
   RINGCC_LOG(kWarning, "refused a connection from ", p.from, ": ", why);
   p.sock.close();
 }
@@ -486,10 +485,7 @@ bool TcpTransport::reaches(int peer) const {
 // offset o travels on socket (o / stripe) % sockets. Both ends derive the
 // same mapping from offsets alone, so message boundaries need not match
 // between sender and receiver.
-std::unique_ptr<Request> TcpTransport::post(int peer, uint8_t* data, size_t size, bool is_send,
-                                            const MemoryContext& mem) {
-  RINGCC_CHECK(mem.kind == MemoryKind::kHost, ErrorKind::kInvalidArgument,
-               "the TCP transport carries host memory only");
+std::unique_ptr<Request> TcpTransport::post(int peer, uint8_t* data, size_t size, bool is_send) {
   RINGCC_CHECK(reaches(peer), ErrorKind::kInternal, "no TCP connection to rank ", peer);
   Link* link = links_[peer].get();
   link->check();
@@ -512,14 +508,12 @@ std::unique_ptr<Request> TcpTransport::post(int peer, uint8_t* data, size_t size
   return req;
 }
 
-std::unique_ptr<Request> TcpTransport::isend(int peer, const void* data, size_t size,
-                                             const MemoryContext& mem) {
-  return post(peer, static_cast<uint8_t*>(const_cast<void*>(data)), size, true, mem);
+std::unique_ptr<Request> TcpTransport::isend(int peer, const void* data, size_t size) {
+  return post(peer, static_cast<uint8_t*>(const_cast<void*>(data)), size, true);
 }
 
-std::unique_ptr<Request> TcpTransport::irecv(int peer, void* data, size_t size,
-                                             const MemoryContext& mem) {
-  return post(peer, static_cast<uint8_t*>(data), size, false, mem);
+std::unique_ptr<Request> TcpTransport::irecv(int peer, void* data, size_t size) {
+  return post(peer, static_cast<uint8_t*>(data), size, false);
 }
 
 void TcpTransport::leave() {

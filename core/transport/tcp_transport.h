@@ -53,23 +53,18 @@ class TcpTransport : public Transport {
 
   const char* name() const override { return "tcp"; }
   bool reaches(int peer) const override;
-  std::unique_ptr<Request> isend(int peer, const void* data, size_t size,
-                                 const MemoryContext& mem) override;
-  std::unique_ptr<Request> irecv(int peer, void* data, size_t size,
-                                 const MemoryContext& mem) override;
+  std::unique_ptr<Request> isend(int peer, const void* data, size_t size) override;
+  std::unique_ptr<Request> irecv(int peer, void* data, size_t size) override;
   void abort(const std::string& reason) override;
   void leave() override;
 
-  // Number of connections refused since start (for tests and logs).
-  int refused_connections() const { return refused_.load(); }
 
   struct Piece;
   struct Link;
   struct PendingHandshake;
 
  private:
-  std::unique_ptr<Request> post(int peer, uint8_t* data, size_t size, bool is_send,
-                                const MemoryContext& mem);
+  std::unique_ptr<Request> post(int peer, uint8_t* data, size_t size, bool is_send);
   void accept_loop();
   void accept_pending(std::vector<std::unique_ptr<PendingHandshake>>* pending);
   // Reads the connector's claim; false once the connection was accepted
@@ -86,7 +81,6 @@ class TcpTransport : public Transport {
   Socket listener_;
   std::thread acceptor_;
   std::atomic<bool> stopping_{false};
-  std::atomic<int> refused_{0};
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -5,10 +5,8 @@
 // sends (a message may be received in other pieces than it was sent in;
 // the ring allreduce and the chain broadcast rely on this).
 //
-// Transports carry host memory today (TCP, shared memory). A device transport
-// (NCCL) carries device pointers on a stream: the MemoryKind and stream of an
-// endpoint say what the pointers are; a transport that cannot serve them
-// raises Error(kInvalidArgument) from isend/irecv.
+// Transports carry host memory; device memory moves through the device
+// backends (core/backends/), which have their own ways.
 #pragma once
 
 #include <poll.h>
@@ -18,18 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "core/collective/collective_args.h"  // MemoryKind
 #include "core/base/deadline.h"
 
 namespace ringcc {
-
-// Where a buffer lives: host memory, or device memory ordered on a stream
-// (an opaque cudaStream_t; null means the default stream).
-struct MemoryContext {
-  MemoryKind kind = MemoryKind::kHost;
-  int device = -1;
-  void* stream = nullptr;
-};
 
 // One outstanding send or receive.
 class Request {
@@ -44,7 +33,7 @@ class Request {
   // Adds the descriptors whose readiness would let progress() advance;
   // returns false for requests that cannot be waited on through poll(2).
   // Lets a waiter sleep on several requests at once.
-  virtual bool add_pollfds(std::vector<pollfd>* fds) { return false; }
+  virtual bool add_pollfds(std::vector<pollfd>* /*fds*/) { return false; }
   // The peer this request talks to (for messages).
   virtual int peer() const = 0;
 };
@@ -55,10 +44,8 @@ class Transport {
   virtual const char* name() const = 0;
   // True when this transport has a connection to peer.
   virtual bool reaches(int peer) const = 0;
-  virtual std::unique_ptr<Request> isend(int peer, const void* data, size_t size,
-                                         const MemoryContext& mem = {}) = 0;
-  virtual std::unique_ptr<Request> irecv(int peer, void* data, size_t size,
-                                         const MemoryContext& mem = {}) = 0;
+  virtual std::unique_ptr<Request> isend(int peer, const void* data, size_t size) = 0;
+  virtual std::unique_ptr<Request> irecv(int peer, void* data, size_t size) = 0;
   // Makes every peer blocked on us fail fast (closes connections, raises
   // abort flags). The transport is unusable afterwards.
   virtual void abort(const std::string& reason) = 0;
