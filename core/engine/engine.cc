@@ -21,6 +21,8 @@ constexpr int kIdleCyclesBeforeBackoff = 200;
 constexpr double kIdleCycleMs = 10.0;
 // Local entries kept for reuse (about 200 bytes each).
 constexpr size_t kMaxSpareEntries = 4096;
+// LocalEntry::busy_bit of a failed call: its name is not held in flight.
+constexpr int kNotBusy = -2;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -78,7 +80,8 @@ struct Engine::LocalEntry {
   bool announced = false;  // announced in full
   uint64_t taken = 0;      // when the engine took it (take_incoming's count)
   // What marks its name in flight (under mu_): busy_bits_[busy_bit], or
-  // its name in busy_names_ when -1.
+  // its name in busy_names_ when -1; nothing for a failed call
+  // (kNotBusy), which a call of the same name may follow at once.
   int busy_bit = -1;
   int64_t negotiating_us = 0;  // enqueued (0: no timeline recorded then)
   // An allreduce's buffers, as its Work holds them: a fused batch gathers
@@ -235,7 +238,11 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
   entry->cache_bit = bit;
   entry->cache_epoch = cache_epoch_;
   entry->busy_bit = bit;
-  if (bit >= 0) {
+  if (entry->meta.kind == CollectiveKind::kLocalError) {
+    // The caller already has its error and may call again under the name
+    // at once: that call waits for this one (take_incoming()).
+    entry->busy_bit = kNotBusy;
+  } else if (bit >= 0) {
     busy_bits_[static_cast<size_t>(bit)] = 1;
   } else {
     busy_names_.insert(entry->name);
@@ -247,7 +254,7 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
 void Engine::release_busy(LocalEntry& entry) {
   if (entry.busy_bit >= 0) {
     busy_bits_[static_cast<size_t>(entry.busy_bit)] = 0;
-  } else {
+  } else if (entry.busy_bit != kNotBusy) {
     busy_names_.erase(entry.name);
   }
 }
