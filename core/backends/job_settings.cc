@@ -5,54 +5,12 @@
 #include <map>
 #include <sstream>
 
+#include "core/backends/registry.h"
 #include "core/base/env.h"
-#include "core/base/error.h"
-#include "core/backends/mpi/mpi_collectives.h"
-#include "core/algorithms/ring_algorithms.h"
-#include "core/algorithms/shm_collectives.h"
-#include "core/transport/tcp_transport.h"
 
 namespace ringcc {
 
 namespace {
-
-struct SharedSetting {
-  const char* name;
-  const char* horovod_name;  // read when ours is unset, or null
-  std::function<std::string()> value;  // as the component uses it; may raise
-};
-
-std::vector<SharedSetting> shared_settings() {
-  auto num = [](auto v) { return std::to_string(v); };
-  std::vector<SharedSetting> list = {
-      {"RINGCC_TRANSPORT", nullptr, [] { return env_str("RINGCC_TRANSPORT", "auto"); }},
-      {"RINGCC_SHM_AREA_BYTES", nullptr, [num] { return num(ShmCollectives::area_bytes_from_env()); }},
-      {"RINGCC_SHM_SMALL_BYTES", nullptr, [num] { return num(ShmCollectives::small_bytes_from_env()); }},
-      {"RINGCC_TCP_SOCKETS", nullptr, [num] { return num(TcpTransport::sockets_from_env()); }},
-      {"RINGCC_TCP_STRIPE_BYTES", nullptr, [num] { return num(TcpTransport::stripe_bytes_from_env()); }},
-      {"RINGCC_CHUNK_BYTES", nullptr, [num] { return num(ring_chunk_bytes_from_env()); }},
-      {"RINGCC_HIERARCHICAL_ALLREDUCE", "HOROVOD_HIERARCHICAL_ALLREDUCE",
-       [] {
-         return std::string(
-             env_int("RINGCC_HIERARCHICAL_ALLREDUCE", 1, "HOROVOD_HIERARCHICAL_ALLREDUCE") != 0 ? "1" : "0");
-       }},
-      // As EngineOptions::from_env() and the communicator read them.
-      {"RINGCC_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD",
-       [num] { return num(env_int("RINGCC_FUSION_THRESHOLD", 64 << 20, "HOROVOD_FUSION_THRESHOLD")); }},
-      {"RINGCC_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY",
-       [num] {
-         return num(std::max(static_cast<int>(env_int("RINGCC_CACHE_CAPACITY", 1024, "HOROVOD_CACHE_CAPACITY")), 0));
-       }},
-  };
-  // The MPI transport's algorithm choices matter only where it carries the
-  // data (a different RINGCC_TRANSPORT is reported on its own).
-  if (env_str("RINGCC_TRANSPORT", "auto") == "mpi") {
-    list.push_back({"RINGCC_MPI_ALGORITHM", nullptr, [num] { return num(MpiCollectives::algorithm_from_env()); }});
-    list.push_back({"RINGCC_MPI_RING_BYTES", nullptr, [num] { return num(MpiCollectives::ring_bytes_from_env()); }});
-    list.push_back({"RINGCC_MPI_INLINE_BYTES", nullptr, [num] { return num(MpiCollectives::inline_bytes_from_env()); }});
-  }
-  return list;
-}
 
 struct Entry {
   std::string value;

@@ -65,9 +65,16 @@ struct CollectiveArgs : CollectiveScalars {
   std::vector<int64_t> send_counts;  // alltoall: elements to each rank (in rank order)
   // Allreduce of several buffers in one collective: when set, the input and
   // the output are the concatenations of these segments (in and out are
-  // unused; count is their total). Transports that can gather and scatter
-  // use them directly; the others go through the fusion buffer.
+  // unused; count is their total). Backends that can gather and scatter
+  // use them directly; for the others the communicator packs them into its
+  // fusion buffer.
   std::vector<BufferSegment> segments;
+  // Filled in for a fused allreduce that the communicator packed into its
+  // fusion buffer (its backend does not gather segments): when the packing
+  // ended and when the collective ended, in Timeline::now_us() time; 0 when
+  // the backend ran on the segments in place. For the engine's timeline.
+  int64_t packed_us = 0;
+  int64_t reduced_us = 0;
   // kLocalError: why this rank could not start the collective.
   std::string local_error;
   // Filled in by the collective: elements received from each rank

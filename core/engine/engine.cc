@@ -1231,32 +1231,20 @@ void Engine::execute_batch(const Batch& items, int64_t fusion_id) {
       const size_t bytes = static_cast<size_t>(total) * es;
       const std::string args =
           timeline_.active() ? fusion_args + ", \"bytes\": " + std::to_string(bytes) : std::string();
-      coalesce_segments(a);
-      if (comm_->gathers_segments() || a.segments.empty()) {
-        // Shared memory reads the tensors in place and writes the results
-        // back in place; tensors that lie one after another in memory run
-        // as one buffer on any transport. No fusion buffer, no extra copies.
-        comm_->run(a);
-        if (timeline_.active()) {
-          const int64_t t_done = Timeline::now_us();
-          for (const auto& item : items) {
-            if (item.local) timeline_.phase(name_of(item), "ALLREDUCE", t_ready, t_done, args);
-          }
-        }
-      } else {
-        fusion_.pack(a.segments, es);
-        const int64_t t_packed = Timeline::now_us();
-        CollectiveArgs fused = fusion_.allreduce(total, meta.dtype, meta.op, meta.prescale, meta.postscale);
-        comm_->run(fused);
-        const int64_t t_reduced = Timeline::now_us();
-        fusion_.unpack(a.segments, es);
+      // The communicator gathers the segments in place where its backend
+      // can (shared memory reads the tensors and writes the results back),
+      // else packs them into its fusion buffer and says when it did.
+      comm_->run(a);
+      if (timeline_.active()) {
         const int64_t t_done = Timeline::now_us();
-        if (timeline_.active()) {
-          for (const auto& item : items) {
-            if (!item.local) continue;
-            timeline_.phase(name_of(item), "MEMCPY_IN_FUSION_BUFFER", t_ready, t_packed, args);
-            timeline_.phase(name_of(item), "ALLREDUCE", t_packed, t_reduced, args);
-            timeline_.phase(name_of(item), "MEMCPY_OUT_FUSION_BUFFER", t_reduced, t_done, args);
+        for (const auto& item : items) {
+          if (!item.local) continue;
+          if (a.packed_us == 0) {
+            timeline_.phase(name_of(item), "ALLREDUCE", t_ready, t_done, args);
+          } else {
+            timeline_.phase(name_of(item), "MEMCPY_IN_FUSION_BUFFER", t_ready, a.packed_us, args);
+            timeline_.phase(name_of(item), "ALLREDUCE", a.packed_us, a.reduced_us, args);
+            timeline_.phase(name_of(item), "MEMCPY_OUT_FUSION_BUFFER", a.reduced_us, t_done, args);
           }
         }
       }

@@ -28,7 +28,6 @@
 
 #include "core/communicator.h"
 #include "core/base/error.h"
-#include "core/collective/fusion_buffer.h"
 #include "core/engine/tensor_meta.h"
 #include "core/base/timeline.h"
 #include "core/collective/work.h"
@@ -234,7 +233,6 @@ class Engine {
   int last_joined_ = -1;                                 // identical
   std::vector<std::string> pending_aborts_;              // rank 0: to announce
   std::vector<uint8_t> zeros_;
-  FusionBuffer fusion_;
   CollectiveArgs fused_args_;  // execute_batch(): the fused allreduce, reused
   std::vector<std::shared_ptr<Work>> to_wake_;  // finished Works with a waiter to wake
   int idle_cycles_ = 0;

@@ -1,7 +1,9 @@
 #include "core/os/mpi_library.h"
 
 #include <dlfcn.h>
+#include <sched.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 
 #include "core/base/env.h"
 #include "core/base/error.h"
+#include "core/base/interrupt.h"
 #include "core/base/log.h"
 
 namespace ringcc {
@@ -489,6 +492,47 @@ MpiComm::~MpiComm() {
   int finalized = 0;
   api.finalized(&finalized);
   if (!finalized) api.comm_free(comm_);
+}
+
+MpiPause::MpiPause() {
+  static const double spin_s = static_cast<double>(std::max<int64_t>(env_int("RINGCC_MPI_SPIN_US", 1000), 0)) / 1e6;
+  const Clock::time_point now = Clock::now();
+  busy_until_ = now + std::chrono::microseconds(100);
+  spin_until_ = deadline_after(spin_s);
+}
+
+void MpiPause::operator()() {
+  const Clock::time_point now = Clock::now();
+  if (now < busy_until_) return;  // the first 100 us: test again at once (keeps the CPU)
+  if (now < spin_until_) {
+    sched_yield();
+    return;
+  }
+  poll_interrupt();
+  const long us = std::min<long>(1000, 50L << std::min(round_, 5));
+  timespec ts{0, us * 1000L};
+  nanosleep(&ts, nullptr);
+  ++round_;
+}
+
+void mpi_wait(rcmpi_req* req, Deadline deadline, const char* what, int64_t* bytes) {
+  const MpiApi& api = mpi_api();
+  MpiPause pause;
+  for (;;) {
+    int done = 0;
+    int rc = api.test(req, &done, bytes);
+    if (rc != 0) {
+      api.cancel(req);
+      mpi_check(rc, what);
+    }
+    if (done) return;
+    if (Clock::now() >= deadline) {
+      api.cancel(req);
+      raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(), " s in ", what,
+            " waiting for the other MPI ranks (RINGCC_TIMEOUT_S sets the limit)");
+    }
+    pause();
+  }
 }
 
 }  // namespace ringcc

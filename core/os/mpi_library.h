@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/deadline.h"
 #include "plugins/mpi/ringcc_mpi.h"
 
 namespace ringcc {
@@ -126,5 +127,25 @@ class MpiComm {
   rcmpi_comm* comm_;
   int rank_ = 0, size_ = 1;
 };
+
+// How a rank waits on MPI, which has no descriptor to sleep on: it tests
+// back to back for 100 us, then yields the CPU between tests until
+// RINGCC_MPI_SPIN_US (default 1000 us: a peer a little behind is caught
+// without a sleep's wake-up delay), then sleeps in slices from 50 us growing
+// to 1 ms.
+class MpiPause {
+ public:
+  MpiPause();
+  void operator()();
+
+ private:
+  Deadline busy_until_;
+  Deadline spin_until_;
+  int round_ = 0;
+};
+
+// Completes one MPI request by MPI_Test, bounded by deadline (sleeping in
+// short slices); frees it. Raises Error(kTimeout) naming `what`.
+void mpi_wait(rcmpi_req* req, Deadline deadline, const char* what, int64_t* bytes = nullptr);
 
 }  // namespace ringcc

@@ -59,24 +59,4 @@ class MpiTransport : public Transport {
   std::vector<rcmpi_req*> abort_sends_;
 };
 
-// How a rank waits on MPI, which has no descriptor to sleep on: it tests
-// back to back for 100 us, then yields the CPU between tests until
-// RINGCC_MPI_SPIN_US (default 1000 us: a peer a little behind is caught
-// without a sleep's wake-up delay), then sleeps in slices from 50 us growing
-// to 1 ms.
-class MpiPause {
- public:
-  MpiPause();
-  void operator()();
-
- private:
-  Deadline busy_until_;
-  Deadline spin_until_;
-  int round_ = 0;
-};
-
-// Completes one MPI request by MPI_Test, bounded by deadline (sleeping in
-// short slices); frees it. Raises Error(kTimeout) naming `what`.
-void mpi_wait(rcmpi_req* req, Deadline deadline, const char* what, int64_t* bytes = nullptr);
-
 }  // namespace ringcc
