@@ -2,18 +2,18 @@
 // each rank, run once every rank has enqueued them.
 //
 // One thread per process runs cycles (RINGCC_CYCLE_TIME_MS). In each cycle
-// the ranks allgather a short message: the tensors they enqueued since the
-// last cycle (name and description), and a bit per tensor of the response
-// cache (names negotiated before) that is ready again. Every rank then
-// holds the same table and reaches the same decisions without a
-// coordinator: which tensors are ready on every rank, whether their
-// descriptions agree, and in what order to run them. Ready allreduces of
-// one dtype, reduction and scaling are fused up to RINGCC_FUSION_THRESHOLD.
-// Rank 0 watches for stalls (RINGCC_STALL_CHECK_S) and, past
+// the ranks allgather a short message and every rank reaches the same
+// decisions without a coordinator (negotiation.h): which tensors are ready
+// on every rank, whether their descriptions agree, and in what order to
+// run them. Names negotiated before go by one bit of the response cache
+// (response_cache.h). Ready allreduces of one dtype, reduction and scaling
+// are fused up to RINGCC_FUSION_THRESHOLD. Rank 0 watches for stalls
+// (stall_inspector.h: RINGCC_STALL_CHECK_S) and, past
 // RINGCC_STALL_SHUTDOWN_S, fails the stalled tensors on every rank.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -26,11 +26,14 @@
 #include <unordered_set>
 #include <vector>
 
-#include "core/communicator.h"
 #include "core/base/error.h"
-#include "core/engine/tensor_meta.h"
 #include "core/base/timeline.h"
 #include "core/collective/work.h"
+#include "core/communicator.h"
+#include "core/engine/negotiation.h"
+#include "core/engine/response_cache.h"
+#include "core/engine/stall_inspector.h"
+#include "core/engine/tensor_meta.h"
 
 namespace ringcc {
 
@@ -104,24 +107,47 @@ class Engine {
 
  private:
   struct LocalEntry;
-  struct TableEntry;
+  struct ReadyItem;
+  struct Batch;
 
   void loop();
+  // Waits until the next cycle is due (under mu_): at the cycle time, at
+  // once for a nudge, slowly after a long idle stretch.
+  void pace(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point* next);
   bool caller_waits();  // under mu_: the last nudge's Work is still pending
+
+  // The steps of a cycle, in order.
   void cycle();
+  void size_bits();  // room for every bit the cache may hand out
   void take_incoming();
   // behind_failed_: an entry waits there; those whose turn came go to taken_.
   void put_behind_failed(std::unique_ptr<LocalEntry> entry);
   void take_behind_failed();
   std::string build_message();
-  void apply_messages(const std::vector<std::string>& messages, std::vector<bool>* joined,
-                      std::vector<std::string>* aborts, std::vector<int>* shut_down,
-                      bool* any_new);
-  struct ReadyItem;
+  struct Exchange {
+    std::vector<std::string> messages;  // by rank
+    double exchange_us = 0, peer_wait_us = 0;
+  };
+  void exchange(const std::string& msg, Exchange* out);
+  void note_joins(const std::vector<bool>& joined);
+  void fail_aborted(const std::vector<std::string>& aborts, const std::vector<bool>& joined);
+  void collect_ready(std::vector<ReadyItem>* ready, double now);
+  void record_stats(double negotiation_us, const Exchange& exchange, bool any_new, bool cached_ready);
+  void note_idle(bool any_ready, bool any_new);
   void run_ready(std::vector<ReadyItem>& ready);
-  struct Batch;
+  void finish_join();
+  void stop_if_shut_down(const std::vector<int>& shut_down);
+
+  // A batch: ready tensors that run as one collective.
   void execute_batch(const Batch& items, int64_t fusion_id);
+  void run_single(const ReadyItem& item, const TensorMeta& meta, int64_t t_ready, const std::string& fusion_args);
+  void run_fused(const Batch& items, const TensorMeta& meta, int64_t t_ready, const std::string& fusion_args);
+  // A joined rank's part in a collective it did not enqueue: zeros, and
+  // a result thrown away.
+  CollectiveArgs joined_args(const TensorMeta& meta);
+  void finish_batch(const Batch& items, std::exception_ptr error);
   void wake_finished();  // wakes the callers of Works execute_batch() finished
+
   // Forgets a tensor that ran or failed: its table entry or cache-bit
   // state, and (when this rank enqueued it) its local entry.
   void retire(const ReadyItem& item);
@@ -135,19 +161,16 @@ class Engine {
   // Hands the entries dropped this cycle to enqueue() for reuse.
   void recycle_retired();
   LocalEntry* find_local(const std::string& name);
-  // The cache bit of name if it is cached with exactly this description.
-  int cached_bit(const std::string& name, const TensorMeta& meta) const;
-  void inspect_stalls();
-  // The first submitted description of e; "" in *why when all agree.
-  const TensorMeta& first_meta(const TableEntry& e) const;
-  bool agree(const std::string& name, const TableEntry& e, std::string* why) const;
+  // Puts a tensor that ran into the response cache (the same decision on
+  // every rank), so that its next round is announced by one bit.
   void remember(const std::string& name, const TableEntry& e);
+  // Makes room in a full cache: the bit of the least recently used name
+  // no rank waits on, its local entry announced in full again; -1 if none.
+  int evict();
   void fail_all(const std::string& why, ErrorKind kind);
   // Fails this rank's join (rank 0 gave up on it: RINGCC_STALL_SHUTDOWN_S).
   void fail_join(const std::string& why);
   std::string join_stall_why_ranks(const std::vector<bool>& joined) const;
-  std::vector<int> missing_ranks(const TableEntry& e) const;
-  std::vector<int> missing_ranks(size_t bit) const;
 
   std::shared_ptr<Communicator> comm_;
   EngineOptions opt_;
@@ -188,52 +211,24 @@ class Engine {
   // their cache bit by bit.
   std::unordered_map<std::string, std::unique_ptr<LocalEntry>> local_;
   std::vector<std::unique_ptr<LocalEntry>> retired_;  // dropped this cycle
-  // The engine thread changes the cache under mu_; enqueuing threads look
-  // names up under it. cache_epoch_ counts evictions: a lookup made before
-  // one is repeated.
-  uint64_t cache_epoch_ = 0;
   // enqueue()'s guess at the next bit: the bit enqueued after bit b last
   // time (-1: none), and the bit of the last tensor enqueued. Under mu_.
   std::vector<int> next_bit_hint_;
   int last_enqueued_bit_ = -1;
-  std::vector<std::string> cache_names_;                 // identical
-  std::vector<std::shared_ptr<const TensorMeta>> cache_metas_;  // identical
-  std::unordered_map<std::string, int> cache_index_;     // identical
-  std::vector<uint64_t> cache_used_;                     // identical: last use, for LRU
-  // Ready cache hits run in the order their names entered the cache, which
-  // is the order a training loop enqueues them (see build_message()),
-  // whichever bits eviction handed them: the bits in that order, rebuilt
-  // when the cache changes.
-  std::vector<uint64_t> cache_entered_;                  // identical
-  std::vector<int> bits_in_order_;                       // identical
-  bool bits_reordered_ = false;                          // identical: rebuild bits_in_order_
-  uint64_t cache_clock_ = 0;                             // identical
-  std::unordered_map<std::string, std::unique_ptr<TableEntry>> table_;  // identical
-  // The cache-hit path: a tensor announced by its bit is ready when every
-  // rank that has not joined sets the bit; it needs no table entry unless
-  // some rank announced the same name in full (bit_in_table_).
-  std::string my_bits_;                       // bits of my pending cached tensors
+  // The response cache (identical): the engine thread changes it under
+  // mu_, enqueuing threads look names up under it.
+  ResponseCache cache_;
+  Negotiation negotiation_;  // identical
+  std::string my_bits_;                                    // bits of my pending cached tensors
   std::vector<std::unique_ptr<LocalEntry>> local_by_bit_;  // my pending tensor of each bit
-  std::vector<std::string> rank_bits_;        // identical: each rank's bits, last cycle
-  std::string any_bits_;                      // identical: OR of rank_bits_
-  std::string all_bits_;                      // identical: bits ready on every rank, this cycle
-  std::vector<char> bit_in_table_;            // identical
-  std::vector<double> bit_first_seen_;        // identical: pending since (0: not pending)
-  std::vector<int> stall_bits_;               // identical: the bits whose bit_first_seen_ may be set
-  std::vector<double> bit_last_warned_;       // rank 0: last stall warning per bit
-  uint64_t table_seq_ = 0;                               // identical
-  std::vector<bool> was_joined_;                         // identical
+  StallInspector stalls_;  // identical (rank 0 inspects)
+  MessageBuilder message_;
+  CycleNews news_;
   bool joined_ = false;
   bool sent_shutdown_ = false;  // the last message carried this rank's shutdown
-  // Rank 0: since when some ranks have joined and the others made no
-  // progress (0: no join pending), and whether it gave up on the join.
-  double join_pending_since_ = 0;
-  double join_last_warned_ = 0;
-  bool join_abort_sent_ = false;
-  int last_joined_ = -1;                                 // identical
-  std::vector<std::string> pending_aborts_;              // rank 0: to announce
+  int last_joined_ = -1;        // identical
   std::vector<uint8_t> zeros_;
-  CollectiveArgs fused_args_;  // execute_batch(): the fused allreduce, reused
+  CollectiveArgs fused_args_;  // run_fused(): the fused allreduce, reused
   std::vector<std::shared_ptr<Work>> to_wake_;  // finished Works with a waiter to wake
   int idle_cycles_ = 0;
   bool sent_news_ = false;   // the last cycle announced new names or newly set bits
