@@ -77,7 +77,10 @@ struct Engine::LocalEntry {
   bool announced = false;  // announced in full
   uint64_t taken = 0;      // when the engine took it (take_incoming's count)
   // What marks its name in flight (under mu_): busy_bits_[busy_bit], or
-  // its name in busy_names_ when -1.
+  // its name in busy_names_ when -1. A failed call (kLocalError) marks
+  // nothing: its caller already has its error and may call the name again
+  // at once; that call waits behind it (see take_incoming()).
+  bool marks_busy = false;
   int busy_bit = -1;
   int64_t negotiating_us = 0;  // enqueued (0: no timeline recorded then)
   // An allreduce's buffers, as its Work holds them: a fused batch gathers
@@ -166,6 +169,7 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
   // after the previous tensor's last time is checked first, which spares
   // the hash lookup.
   const CollectiveArgs& a = args;
+  const bool marks_busy = a.kind != CollectiveKind::kLocalError;  // see LocalEntry::marks_busy
   auto holds = [&](int b) {  // bit b is this name with this description
     return b >= 0 && static_cast<size_t>(b) < cache_names_.size() &&
            cache_names_[static_cast<size_t>(b)] == name &&
@@ -233,10 +237,11 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
   entry->negotiating_us = stamp;
   entry->cache_bit = bit;
   entry->cache_epoch = cache_epoch_;
-  entry->busy_bit = bit;
-  if (bit >= 0) {
+  entry->marks_busy = marks_busy;
+  entry->busy_bit = marks_busy ? bit : -1;
+  if (marks_busy && bit >= 0) {
     busy_bits_[static_cast<size_t>(bit)] = 1;
-  } else {
+  } else if (marks_busy) {
     busy_names_.insert(entry->name);
   }
   incoming_.push_back(std::move(entry));
@@ -244,6 +249,7 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
 }
 
 void Engine::release_busy(LocalEntry& entry) {
+  if (!entry.marks_busy) return;
   if (entry.busy_bit >= 0) {
     busy_bits_[static_cast<size_t>(entry.busy_bit)] = 0;
   } else {

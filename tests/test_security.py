@@ -545,7 +545,9 @@ def rank0_in_shm_setup(tmp_path: Path, name: str, env: dict, secret_of) -> tuple
                 raise
             time.sleep(0.05)
     job = store.get("ringcc/job", timeout=10).decode()
-    store.set("ringcc/host/1", b"shm-test-host")
+    # What rank 1 would publish: its host and the settings the ranks compare
+    # (the same environment as rank 0's, so the same text).
+    store.set("ringcc/host/1", store.get("ringcc/host/0", timeout=10))
     return process, job
 
 
