@@ -1186,8 +1186,9 @@ class CommandLineParser(argparse.ArgumentParser):
 
     def split_command(self, argv: Sequence[str]) -> Tuple[List[str], List[str]]:
         """Splits argv into ringrun's options and the rank command, so the command's own flags stay its own."""
-        options_with_values = {
-            option for action in self._actions if action.nargs != 0 for option in action.option_strings
+        values_of = {  # how many words follow each option
+            option: (action.nargs if isinstance(action.nargs, int) else 1)
+            for action in self._actions if action.nargs != 0 for option in action.option_strings
         }
         index = 0
         while index < len(argv):
@@ -1196,7 +1197,7 @@ class CommandLineParser(argparse.ArgumentParser):
                 return list(argv[:index]), list(argv[index + 1 :])
             if not word.startswith("-") or word == "-":
                 break
-            index += 2 if word in options_with_values else 1
+            index += 1 + values_of.get(word, 0)
         return list(argv[:index]), list(argv[index:])
 
 
@@ -1267,6 +1268,9 @@ def build_parser() -> CommandLineParser:
     parser.add_argument("--check-build", action="store_true",
                         help="show the frameworks, controllers and transports available, and exit")
     parser.add_argument("--version", action="version", version=f"ringrun (ringcc) {ringcc_version()}")
+    from ringcc.elastic import driver as elastic_driver
+
+    elastic_driver.add_arguments(parser)
     return parser
 
 
@@ -1285,6 +1289,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f"command (ringrun -np 2 python train.py)", file=sys.stderr)
     if args.mpi:
         return run_mpi(args, command)
+    from ringcc.elastic import driver as elastic_driver
+
+    if elastic_driver.is_elastic(args):
+        return elastic_driver.run_elastic(args, command)
     if args.mpi_args:
         parser.error("--mpi-args needs --mpi")
     try:
