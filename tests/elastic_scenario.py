@@ -121,7 +121,7 @@ def run(out: Path, steps: int, removal: bool, env: Dict[str, str], ringrun: List
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
-    parser.add_argument("--steps", type=int, default=120)
+    parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--removal", action="store_true", help="remove the host from discovery instead of killing")
     args = parser.parse_args()
     ringrun = [sys.executable, "-m", "ringcc.launcher"]

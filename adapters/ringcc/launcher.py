@@ -1293,6 +1293,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     if elastic_driver.is_elastic(args):
         return elastic_driver.run_elastic(args, command)
+    misused = elastic_driver.elastic_only_options(args)
+    if misused:
+        print(f"ringrun: {', '.join(misused)} applies to elastic mode (--host-discovery-script, --min-np or "
+              f"--max-np)", file=sys.stderr)
+        return EXIT_USAGE
     if args.mpi_args:
         parser.error("--mpi-args needs --mpi")
     try:

@@ -100,6 +100,15 @@ def is_elastic(args) -> bool:
             or getattr(args, "max_np", None) is not None)
 
 
+def elastic_only_options(args) -> List[str]:
+    """Elastic options given to a job that is not elastic."""
+    given = [("--blacklist-cooldown-range", args.blacklist_cooldown_range is not None),
+             ("--reset-limit", args.reset_limit is not None),
+             ("--elastic-timeout", args.elastic_timeout is not None),
+             ("--slots-per-host", args.slots_per_host != 1)]
+    return [name for name, present in given if present]
+
+
 # --------------------------------------------------------------------------
 # Hosts
 
@@ -112,7 +121,8 @@ def parse_discovery_output(text: str, default_slots: int) -> Dict[str, int]:
         if not line:
             continue
         host = launcher.parse_host_entry(line, f"discovery output line {number}")
-        hosts[host.name] = host.slots if (":" in line.lstrip("[").split("]")[-1]) else default_slots
+        counted = "]:" in line if line.startswith("[") else line.count(":") == 1
+        hosts[host.name] = host.slots if counted else default_slots
     return hosts
 
 
