@@ -1140,6 +1140,15 @@ through MPI (--mpi):
   --master-addr, --ssh-connect-timeout and the output prefix do not apply
   (mpirun starts and copies the ranks).
 
+elastic mode (--host-discovery-script, --min-np or --max-np):
+  Horovod's elastic mode: the driver runs the discovery script every second
+  (lines "host:slots"), starts workers on free slots of hosts that are not
+  blacklisted, up to --max-np, and tells each worker's ringcc.init() its
+  rank in the next membership; scripts use hvd.elastic.run (see
+  docs/elastic.md). A host whose worker fails is blacklisted (for good, or
+  for --blacklist-cooldown-range MIN MAX seconds, doubling); its running
+  workers stay. The job succeeds when a worker exits with 0.
+
 examples:
   ringrun -np 4 python train.py --epochs 3
   ringrun -np 8 -H host1:4,host2:4 python train.py
@@ -1147,6 +1156,7 @@ examples:
   ringrun -np 8 -H '[fd00::1]:4,[fd00::2]:4' --network-interface ib0 python train.py
   ringrun -np 4 --output-filename logs python train.py     (logs/rank.0/stdout ...)
   ringrun --mpi -np 4 -H host1:2,host2:2 python train.py
+  ringrun -np 2 --min-np 1 --max-np 4 --host-discovery-script ./discover.sh python train.py
 """
 
 
@@ -1287,10 +1297,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"ringrun: warning: {', '.join(misplaced)} came after the command, so the command gets "
               f"{'them' if len(misplaced) > 1 else 'it'}, not ringrun; put ringrun's options before the "
               f"command (ringrun -np 2 python train.py)", file=sys.stderr)
-    if args.mpi:
-        return run_mpi(args, command)
     from ringcc.elastic import driver as elastic_driver
 
+    if args.mpi and elastic_driver.is_elastic(args):
+        print("ringrun: elastic mode does not start workers through mpirun (--mpi)", file=sys.stderr)
+        return EXIT_USAGE
+    if args.mpi:
+        return run_mpi(args, command)
     if elastic_driver.is_elastic(args):
         return elastic_driver.run_elastic(args, command)
     misused = elastic_driver.elastic_only_options(args)
