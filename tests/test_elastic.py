@@ -411,3 +411,14 @@ def test_torch_training_through_2_1_2_workers_equals_a_replay(tmp_path, removal)
     assert ("blacklisted" in log) is not removal, log[-3000:]
     left = [name for name in os.listdir("/dev/shm") if any(f"-p{pid}-" in name for pid in summary["pids"])]
     assert not left, left
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_workers_that_end_before_joining_end_the_job(tmp_path, code):
+    """Workers that never call ringcc.init(): the job ends with their status, at once."""
+    command = [sys.executable, "-m", "ringcc.launcher", "-np", "2", "--min-np", "1", "--timeout", "60",
+               sys.executable, "-c", f"raise SystemExit({code})"]
+    completed = run_command(command, rank_environment(), 90, cwd=str(tmp_path))
+    assert completed.returncode == code and completed.seconds < 30, completed.describe()
+    if code:
+        assert "every worker failed before the first membership met" in completed.stderr

@@ -383,8 +383,6 @@ class ElasticDriver:
             if w.leaving:
                 continue
             if code == 0:
-                if w.generation == 0:
-                    continue  # a worker that never joined a membership ended quietly
                 if self.succeeded_at is None:
                     self.succeeded_at = now
                 continue
@@ -398,6 +396,10 @@ class ElasticDriver:
                 self.first_failure_code = launcher.exit_status(code)
             if self.formation is not None and w in self.formation.members:
                 self._void_formation(f"worker {w.id} failed before the membership met")
+        if (self.generation == 0 and self.workers and self.succeeded_at is None
+                and not any(w.alive for w in self.workers.values())):
+            self.failure = ("every worker failed before the first membership met; stopping",
+                            self.first_failure_code or 1)
         if self.generation > 0 and self.succeeded_at is None and not any(
                 w.alive and not w.leaving and w.holds_state for w in self.workers.values()):
             self.failure = ("no worker that holds the training state is left (every worker that had "
@@ -756,7 +758,7 @@ class ElasticDriver:
         worker.waiting_since = time.monotonic()
         worker.reply = None
         self.lock.notify_all()
-        while worker.reply is None and not self.stopping.is_set():
+        while worker.reply is None and worker.alive and not self.stopping.is_set():
             self.lock.wait(1.0)
         reply = worker.reply or {"action": "leave", "reason": "the job is over"}
         worker.reply = None
