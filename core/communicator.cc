@@ -207,9 +207,10 @@ void Communicator::open_store(const RendezvousInfo& info, Deadline deadline, Sec
   try {
     store_ = std::make_shared<TcpStore>(reach, info.master_port, secret_, deadline);
   } catch (const Error& e) {
-    if (!single || e.kind() != ErrorKind::kTimeout) throw;
-    raise(ErrorKind::kTimeout, e.what(), " (every rank was taken to be on this host, as ",
-          info.single_host_reason, ", so rank 0 serves the store on 127.0.0.1 only)");
+    if (e.kind() != ErrorKind::kTimeout) throw;
+    if (!single) raise(ErrorKind::kTimeout, e.what(), " (rank 0 serves the rendezvous store)");
+    raise(ErrorKind::kTimeout, e.what(), " (rank 0 serves the rendezvous store; every rank was taken to "
+          "be on this host, as ", info.single_host_reason, ", so it serves it on 127.0.0.1 only)");
   }
 }
 
@@ -309,8 +310,16 @@ void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
   std::vector<std::string> hosts(static_cast<size_t>(size_));
   std::vector<std::string> settings(static_cast<size_t>(size_));
   for (int r = 0; r < size_; ++r) {
-    const std::string text =
-        r == rank_ ? mine : store.get("ringcc/host/" + std::to_string(r), until(deadline));
+    std::string text = mine;
+    if (r != rank_) {
+      try {
+        text = store.get("ringcc/host/" + std::to_string(r), until(deadline));
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::kTimeout) throw;
+        raise(ErrorKind::kTimeout, "rank ", r, " did not join the job (it exited, crashed, hangs or never "
+              "started): ", e.what());
+      }
+    }
     const size_t nl = text.find('\n');
     hosts[static_cast<size_t>(r)] = text.substr(0, nl);
     if (nl != std::string::npos) settings[static_cast<size_t>(r)] = text.substr(nl + 1);

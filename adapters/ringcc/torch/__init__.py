@@ -29,3 +29,6 @@ register_backend()
 
 # Horovod's torch API (hvd.init, hvd.allreduce, hvd.DistributedOptimizer, ...).
 from ringcc.torch.horovod import *  # noqa: E402,F401,F403
+
+# Horovod's elastic API (hvd.elastic.run, hvd.elastic.TorchState, ...).
+from ringcc.torch import elastic  # noqa: E402,F401
