@@ -99,7 +99,16 @@ std::vector<std::string> Communicator::exchange_hosts(Deadline deadline) {
   std::vector<std::string> hosts(static_cast<size_t>(size_));
   std::vector<std::string> settings(static_cast<size_t>(size_));
   for (int r = 0; r < size_; ++r) {
-    const std::string text = r == rank_ ? mine : store.get("ringcc/host/" + std::to_string(r), until(deadline));
+    std::string text = mine;
+    if (r != rank_) {
+      try {
+        text = store.get("ringcc/host/" + std::to_string(r), until(deadline));
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::kTimeout) throw;
+        raise(ErrorKind::kTimeout, "rank ", r, " did not join the job (it exited, crashed, hangs or never "
+              "started): ", e.what());
+      }
+    }
     const size_t nl = text.find('\n');
     hosts[static_cast<size_t>(r)] = text.substr(0, nl);
     if (nl != std::string::npos) settings[static_cast<size_t>(r)] = text.substr(nl + 1);

@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 import rank_cases
-from rank_harness import CaseList, Skip, check_equal, expect, expect_error, run_cases
+from rank_harness import CaseList, Skip, check_equal, expect, expect_error, fail, run_cases
 
 ringcc = None  # imported by main()
 
@@ -105,6 +105,31 @@ def init_with_comm(ctx):
         sub.Free()
         ringcc.init()
     expect(ringcc.size() == ctx.size, "init() again takes MPI_COMM_WORLD")
+
+
+@CASES.case("mpi/reinit-leaks-nothing")
+def reinit_leaks_nothing(ctx):
+    """20 cycles of shutdown(), init() through MPI, collectives and a mismatch: the
+    process ends each cycle with the descriptors and threads it had after the first."""
+
+    def held():
+        return sorted(os.listdir("/proc/self/fd")), len(os.listdir("/proc/self/task"))
+
+    first = None
+    for cycle in range(20):
+        ringcc.shutdown()
+        ringcc.init()
+        check_equal(ringcc.allreduce(np.full(100, ctx.rank + 1.0)), np.full(100, ctx.size * (ctx.size + 1) / 2),
+                    f"cycle {cycle}: allreduce")
+        expect_error(ringcc.MismatchError, [], lambda: ringcc.allreduce(np.ones(3 + ctx.rank)),
+                     f"cycle {cycle}: allreduce with a size per rank")
+        got = ringcc.allreduce_async(np.ones(4, np.int32), name=f"reinit/{cycle}").wait(30)
+        check_equal(got, np.full(4, ctx.size, np.int32), f"cycle {cycle}: named allreduce")
+        if first is None:
+            first = held()
+        elif held() != first:
+            fail(f"cycle {cycle}: holds {held()}, after the first cycle {first}")
+            return
 
 
 def _on_import(module):

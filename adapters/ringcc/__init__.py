@@ -2,6 +2,8 @@
 over shared memory and TCP, for NumPy arrays and anything exposing DLPack or
 the buffer protocol. See docs/api.md for the whole API."""
 
+import os as _os
+
 from ringcc._log import get_logger as _get_logger
 
 _get_logger()  # the "ringcc" logger: level from RINGCC_LOG_LEVEL, the core's line format
@@ -47,8 +49,14 @@ def init(comm=None):
     srun (MPI launchers) it comes from MPI: rank and size of MPI_COMM_WORLD,
     no MASTER_ADDR needed; ringcc initialises MPI unless the user (mpi4py)
     already did. `comm`: an mpi4py communicator (or its Fortran handle,
-    comm.py2f()) whose ranks form the job instead of MPI_COMM_WORLD."""
+    comm.py2f()) whose ranks form the job instead of MPI_COMM_WORLD.
+    In a worker of ringrun's elastic mode, the rank, size and store come
+    from the elastic driver (ringcc/elastic/worker.py)."""
     if comm is None:
+        if _os.environ.get("RINGCC_ELASTIC_DRIVER") and not _core.is_initialized():
+            from ringcc.elastic import worker as _elastic_worker
+
+            return _elastic_worker.init(_core.init, _core)
         return _core.init()
     return _core.init(_mpi_handle(comm))
 

@@ -1140,6 +1140,15 @@ through MPI (--mpi):
   --master-addr, --ssh-connect-timeout and the output prefix do not apply
   (mpirun starts and copies the ranks).
 
+elastic mode (--host-discovery-script, --min-np or --max-np):
+  Horovod's elastic mode: the driver runs the discovery script every second
+  (lines "host:slots"), starts workers on free slots of hosts that are not
+  blacklisted, up to --max-np, and tells each worker's ringcc.init() its
+  rank in the next membership; scripts use hvd.elastic.run (see
+  docs/elastic.md). A host whose worker fails is blacklisted (for good, or
+  for --blacklist-cooldown-range MIN MAX seconds, doubling); its running
+  workers stay. The job succeeds when a worker exits with 0.
+
 examples:
   ringrun -np 4 python train.py --epochs 3
   ringrun -np 8 -H host1:4,host2:4 python train.py
@@ -1147,6 +1156,7 @@ examples:
   ringrun -np 8 -H '[fd00::1]:4,[fd00::2]:4' --network-interface ib0 python train.py
   ringrun -np 4 --output-filename logs python train.py     (logs/rank.0/stdout ...)
   ringrun --mpi -np 4 -H host1:2,host2:2 python train.py
+  ringrun -np 2 --min-np 1 --max-np 4 --host-discovery-script ./discover.sh python train.py
 """
 
 
@@ -1186,8 +1196,9 @@ class CommandLineParser(argparse.ArgumentParser):
 
     def split_command(self, argv: Sequence[str]) -> Tuple[List[str], List[str]]:
         """Splits argv into ringrun's options and the rank command, so the command's own flags stay its own."""
-        options_with_values = {
-            option for action in self._actions if action.nargs != 0 for option in action.option_strings
+        values_of = {  # how many words follow each option
+            option: (action.nargs if isinstance(action.nargs, int) else 1)
+            for action in self._actions if action.nargs != 0 for option in action.option_strings
         }
         index = 0
         while index < len(argv):
@@ -1196,7 +1207,7 @@ class CommandLineParser(argparse.ArgumentParser):
                 return list(argv[:index]), list(argv[index + 1 :])
             if not word.startswith("-") or word == "-":
                 break
-            index += 2 if word in options_with_values else 1
+            index += 1 + values_of.get(word, 0)
         return list(argv[:index]), list(argv[index:])
 
 
@@ -1267,6 +1278,9 @@ def build_parser() -> CommandLineParser:
     parser.add_argument("--check-build", action="store_true",
                         help="show the frameworks, controllers and transports available, and exit")
     parser.add_argument("--version", action="version", version=f"ringrun (ringcc) {ringcc_version()}")
+    from ringcc.elastic import driver as elastic_driver
+
+    elastic_driver.add_arguments(parser)
     return parser
 
 
@@ -1283,8 +1297,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"ringrun: warning: {', '.join(misplaced)} came after the command, so the command gets "
               f"{'them' if len(misplaced) > 1 else 'it'}, not ringrun; put ringrun's options before the "
               f"command (ringrun -np 2 python train.py)", file=sys.stderr)
+    from ringcc.elastic import driver as elastic_driver
+
+    if args.mpi and elastic_driver.is_elastic(args):
+        print("ringrun: elastic mode does not start workers through mpirun (--mpi)", file=sys.stderr)
+        return EXIT_USAGE
     if args.mpi:
         return run_mpi(args, command)
+    if elastic_driver.is_elastic(args):
+        return elastic_driver.run_elastic(args, command)
+    misused = elastic_driver.elastic_only_options(args)
+    if misused:
+        print(f"ringrun: {', '.join(misused)} applies to elastic mode (--host-discovery-script, --min-np or "
+              f"--max-np)", file=sys.stderr)
+        return EXIT_USAGE
     if args.mpi_args:
         parser.error("--mpi-args needs --mpi")
     try:

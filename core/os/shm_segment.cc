@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,6 +66,23 @@ ShmSegment ShmSegment::create(const std::string& name, size_t size) {
     shm_unlink(name.c_str());
     raise(ErrorKind::kInternal, "cannot size shared memory segment ", name, " to ", size,
           " bytes: ", std::strerror(err), " (is /dev/shm large enough?)");
+  }
+  // Reserve the pages now: on a full /dev/shm the first touch of a page
+  // would otherwise kill the process with SIGBUS.
+  int reserved;
+  do {
+    reserved = posix_fallocate(fd, 0, static_cast<off_t>(size));
+  } while (reserved == EINTR);
+  if (reserved != 0 && reserved != EINVAL && reserved != EOPNOTSUPP) {
+    struct statvfs fs {};
+    const bool known = fstatvfs(fd, &fs) == 0;
+    ::close(fd);
+    shm_unlink(name.c_str());
+    raise(ErrorKind::kInternal, "cannot reserve ", size, " bytes of shared memory for segment ", name,
+          ": ", std::strerror(reserved),
+          known ? " (/dev/shm has " + std::to_string(static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize) +
+                      " bytes free; make it larger, or set RINGCC_TRANSPORT=tcp)"
+                : std::string(" (make /dev/shm larger, or set RINGCC_TRANSPORT=tcp)"));
   }
   ShmSegment seg;
   try {

@@ -153,9 +153,10 @@ void open_store(const RendezvousInfo& info, Deadline deadline, SecretFile* host_
   try {
     m->store = std::make_shared<TcpStore>(reach, info.master_port, m->secret, deadline);
   } catch (const Error& e) {
-    if (!single || e.kind() != ErrorKind::kTimeout) throw;
-    raise(ErrorKind::kTimeout, e.what(), " (every rank was taken to be on this host, as ",
-          info.single_host_reason, ", so rank 0 serves the store on 127.0.0.1 only)");
+    if (e.kind() != ErrorKind::kTimeout) throw;
+    if (!single) raise(ErrorKind::kTimeout, e.what(), " (rank 0 serves the rendezvous store)");
+    raise(ErrorKind::kTimeout, e.what(), " (rank 0 serves the rendezvous store; every rank was taken to "
+          "be on this host, as ", info.single_host_reason, ", so it serves it on 127.0.0.1 only)");
   }
 }
 

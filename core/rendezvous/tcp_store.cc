@@ -814,8 +814,14 @@ void TcpStore::set(const std::string& key, const std::string& value) {
 std::string TcpStore::get(const std::string& key, std::chrono::milliseconds timeout) {
   const int64_t timeout_ms = std::clamp<int64_t>(timeout.count(), 0, kMaxWaitMs);
   auto raise_timeout = [&] {
+    // The job's per-rank keys end in the rank that posts them: name it.
+    const size_t slash = key.rfind('/');
+    const std::string last = slash == std::string::npos ? "" : key.substr(slash + 1);
+    const bool per_rank = !last.empty() && last.size() < 10 &&
+                          last.find_first_not_of("0123456789") == std::string::npos;
     raise(ErrorKind::kTimeout, "timed out after ", format_seconds(timeout_ms / 1000.0),
-          " s waiting for key '", key, "' in the rendezvous store at ", address());
+          " s waiting for key '", key, "' in the rendezvous store at ", address(),
+          per_rank ? " (rank " + last + " posts it: it exited, crashed, hangs or never got there)" : "");
   };
   Reply reply;
   try {

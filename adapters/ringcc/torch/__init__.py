@@ -39,3 +39,6 @@ from ringcc.torch.functions import (  # noqa: E402,F401
 )
 from ringcc.torch.optimizer import DistributedOptimizer  # noqa: E402,F401
 from ringcc.torch.sync_batch_norm import SyncBatchNorm  # noqa: E402,F401
+
+# Horovod's elastic API (hvd.elastic.run, hvd.elastic.TorchState, ...).
+from ringcc.torch import elastic  # noqa: E402,F401

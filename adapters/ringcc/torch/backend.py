@@ -45,6 +45,7 @@ import torch.distributed as dist
 from ringcc import _core
 from ringcc.torch.dtypes import CORE_DTYPES
 from ringcc.torch.errors import as_dist_error
+from ringcc.torch.fresh_store import fresh_prefix
 from ringcc.torch.work import Completer, FutureWaitable, RingWork, profile_range
 
 BACKEND_NAME = "ring"
@@ -333,6 +334,8 @@ class ProcessGroupRing(dist.ProcessGroup):
         self._stuck = False
         _adopt_timeout(self._timeout_s)
         self._core_timeout_s = _core_timeout_s()
+        # torchrun keeps its store across restarts: meet where no earlier attempt wrote.
+        store = self._store = dist.PrefixStore(fresh_prefix(store, rank, size, self._core_timeout_s), store)
         self._comm = _core.Communicator(rank, size, store)
         _LIVE_GROUPS.add(self)
 

@@ -109,21 +109,8 @@ def _core_op(op) -> int:
 # Errors
 
 
-class HorovodInternalError(RuntimeError):
-    """A collective failed: a peer died or aborted, the ranks disagreed on a
-    tensor (shape, dtype, op, root), or the core failed. Errors raised from
-    `synchronize()` are this class and the ringcc error at once, e.g.
-    `except ringcc.PeerFailureError` and `except hvd.HorovodInternalError`
-    both catch a dead peer."""
-
-
-class HostsUpdatedInterrupt(RuntimeError):
-    """Horovod's elastic signal that the hosts changed. ringcc has no elastic
-    mode, so it is never raised; it exists for scripts that catch it."""
-
-    def __init__(self, skip_sync=False):
-        super().__init__()
-        self.skip_sync = skip_sync
+# Shared with ringcc.elastic (hvd.elastic catches and raises them).
+from ringcc.elastic import HorovodInternalError, HostsUpdatedInterrupt  # noqa: E402,F401
 
 
 def _internal_error(error: BaseException) -> BaseException:

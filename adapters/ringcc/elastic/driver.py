@@ -1,0 +1,839 @@
+"""ringrun's elastic mode (Horovod's `horovodrun --host-discovery-script`):
+
+    ringrun -np 2 --min-np 1 --max-np 4 --host-discovery-script ./discover.sh python train.py
+
+The driver runs the discovery script every second (lines "host:slots", or
+"host" with --slots-per-host slots), starts a worker on each free slot of a
+host that is not blacklisted (up to --max-np workers), and forms the
+memberships the workers join: ringcc.init() in a worker asks the driver
+for its rank (ringcc/elastic/worker.py). A membership is formed when every
+live worker of the previous one has asked for the next (after a failure
+their collectives fail; after a host change their state.commit() raises
+HostsUpdatedInterrupt on every rank), together with the new workers that
+are ready; the workers of the previous membership keep their order, so
+rank 0 holds the latest state.
+
+A worker that fails blacklists its host: no new worker starts there, for
+the cooldown of --blacklist-cooldown-range (Horovod's exponential backoff)
+or, without it, for the rest of the job. Workers still running on a
+blacklisted host keep their place. --reset-limit bounds the number of
+memberships after the first. The job succeeds when a worker exits with 0
+(the others then get RINGCC_TIMEOUT_S to finish); it fails when no worker
+of the last membership is left to hold the state, when fewer than
+--min-np workers can run for --elastic-timeout seconds, or past
+--reset-limit. See docs/elastic.md.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import secrets
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ringcc import launcher
+from ringcc.elastic import protocol
+from ringcc.elastic.worker import DRIVER_VARIABLE, WORKER_VARIABLE
+
+DISCOVERY_INTERVAL_S = 1.0
+DEFAULT_ELASTIC_TIMEOUT_S = 600.0
+DEFAULT_TIMEOUT_S = 60.0  # RINGCC_TIMEOUT_S's default
+COOLDOWN_LOWER_LIMIT_S = 1
+COOLDOWN_UPPER_LIMIT_S = 3600
+DISCOVERY_SCRIPT_TIMEOUT_S = 60.0
+WATCH_HOLD_S = 30.0
+RENOTIFY_S = 2.0  # a worker that waits to be let in is announced again this often
+LOOP_S = 0.05
+
+ADDED, REMOVED = 2, 1  # ringcc.elastic.HostUpdateResult
+
+# Variables of an outer job that must not reach the workers: they get theirs at init().
+JOB_VARIABLES = (
+    "RINGCC_RANK", "RINGCC_SIZE", "RINGCC_LOCAL_RANK", "RINGCC_LOCAL_SIZE", "RINGCC_CROSS_RANK",
+    "RINGCC_CROSS_SIZE", "RINGCC_MASTER_ADDR", "RINGCC_MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK",
+    "HOROVOD_LOCAL_SIZE", "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE",
+)
+
+
+class ElasticError(Exception):
+    """Ends the job with a message (and exit status 1)."""
+
+
+# --------------------------------------------------------------------------
+# Command line
+
+
+def add_arguments(parser) -> None:
+    """Horovod's elastic options, on ringrun's parser."""
+    group = parser.add_argument_group(
+        "elastic mode", "given --host-discovery-script, --min-np or --max-np (see docs/elastic.md)")
+    group.add_argument("--host-discovery-script", metavar="SCRIPT",
+                       help="prints the available hosts, one 'host:slots' (or 'host') a line; run every "
+                            "second. Enables elastic mode")
+    group.add_argument("--min-np", "--min-num-proc", dest="min_np", type=int, metavar="N",
+                       help="fewest workers to train with; below it the job waits for hosts (default: -np)")
+    group.add_argument("--max-np", "--max-num-proc", dest="max_np", type=int, metavar="N",
+                       help="most workers to run (default: -np)")
+    group.add_argument("--slots-per-host", "--slots", dest="slots_per_host", type=int, default=1, metavar="N",
+                       help="slots of a host the discovery script lists without a count (default: 1)")
+    group.add_argument("--elastic-timeout", type=float, metavar="SECONDS",
+                       help="how long to wait for enough workers (RINGCC_ELASTIC_TIMEOUT_S, "
+                            "HOROVOD_ELASTIC_TIMEOUT; default: 600)")
+    group.add_argument("--reset-limit", type=int, metavar="N",
+                       help="stop the job after this many changes of membership (default: no limit)")
+    group.add_argument("--blacklist-cooldown-range", type=int, nargs=2, metavar=("MIN", "MAX"),
+                       help="seconds a host whose worker failed stays blacklisted: MIN, doubling with "
+                            "every failure, at most MAX (default: for good)")
+
+
+def is_elastic(args) -> bool:
+    return (getattr(args, "host_discovery_script", None) is not None or getattr(args, "min_np", None) is not None
+            or getattr(args, "max_np", None) is not None)
+
+
+def elastic_only_options(args) -> List[str]:
+    """Elastic options given to a job that is not elastic."""
+    given = [("--blacklist-cooldown-range", args.blacklist_cooldown_range is not None),
+             ("--reset-limit", args.reset_limit is not None),
+             ("--elastic-timeout", args.elastic_timeout is not None),
+             ("--slots-per-host", args.slots_per_host != 1)]
+    return [name for name, present in given if present]
+
+
+# --------------------------------------------------------------------------
+# Hosts
+
+
+def parse_discovery_output(text: str, default_slots: int) -> Dict[str, int]:
+    """{host: slots} from the discovery script's lines, in their order."""
+    hosts: Dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        host = launcher.parse_host_entry(line, f"discovery output line {number}")
+        counted = "]:" in line if line.startswith("[") else line.count(":") == 1
+        hosts[host.name] = host.slots if counted else default_slots
+    return hosts
+
+
+class ScriptDiscovery:
+    def __init__(self, script: str, default_slots: int) -> None:
+        self._script = script
+        self._default_slots = default_slots
+
+    def find(self) -> Dict[str, int]:
+        try:
+            done = subprocess.run(self._script, shell=True, capture_output=True, text=True,
+                                  timeout=DISCOVERY_SCRIPT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise ElasticError(f"the host discovery script {self._script!r} ran for more than "
+                               f"{DISCOVERY_SCRIPT_TIMEOUT_S:g} s") from None
+        if done.returncode != 0:
+            raise ElasticError(f"the host discovery script {self._script!r} exited with {done.returncode}: "
+                               f"{done.stderr.strip()[-500:]}")
+        try:
+            return parse_discovery_output(done.stdout, self._default_slots)
+        except launcher.LaunchError as error:
+            raise ElasticError(f"the host discovery script {self._script!r}: {error}") from None
+
+
+class FixedDiscovery:
+    def __init__(self, hosts: Sequence[launcher.Host]) -> None:
+        self._hosts = {h.name: h.slots for h in hosts}
+
+    def find(self) -> Dict[str, int]:
+        return dict(self._hosts)
+
+
+class HostState:
+    """A host's blacklisting (Horovod's HostState): for good without a
+    cooldown range, else for a cooldown that doubles with every failure."""
+
+    def __init__(self, cooldown_range: Optional[Tuple[int, int]]) -> None:
+        self._range = cooldown_range
+        self.blacklisted = False
+        self.count = 0
+        self.until = 0.0
+
+    def blacklist(self, now: float) -> float:
+        """Blacklists the host; returns how long (inf: for good)."""
+        self.blacklisted = True
+        if self._range is None:
+            return float("inf")
+        if self.until > now:
+            return self.until - now
+        lower, upper = self._range
+        self.count += 1
+        delay = lower * (1 << self.count) + random.uniform(0, 1) * lower
+        seconds = max(lower, min(upper, delay))
+        self.until = now + seconds
+        return seconds
+
+    def available(self, now: float) -> bool:
+        if self.blacklisted and self._range is not None and now >= self.until:
+            self.blacklisted = False  # the cooldown is over
+        return not self.blacklisted
+
+
+# --------------------------------------------------------------------------
+# Workers
+
+
+@dataclass
+class Worker:
+    id: str
+    host: str
+    slot: int
+    process: subprocess.Popen
+    started: float
+    generation: int = 0  # the last membership it belongs to (0: none yet)
+    first_generation: int = 0  # the first one
+    holds_state: bool = False  # it synchronised the training state (or started the job with it)
+    rank: int = -1
+    waiting: bool = False  # its join waits for a reply
+    waiting_since: float = 0.0
+    reply: Optional[dict] = None
+    leaving: bool = False  # told to leave, or stopped by the driver: its exit is no failure
+    removal: bool = False  # its slot was removed from the hosts
+    exit_code: Optional[int] = None
+    announced: float = 0.0  # when its wait to be let in was last announced
+
+    @property
+    def alive(self) -> bool:
+        return self.exit_code is None
+
+
+@dataclass
+class Formation:
+    """A membership whose rank 0 has not chosen its store's port yet."""
+
+    generation: int
+    members: List[Worker]
+    assignments: Dict[str, dict] = field(default_factory=dict)
+
+
+class ElasticDriver:
+    def __init__(self, args, command: Sequence[str], environ: Dict[str, str]) -> None:
+        self.args = args
+        self.command = list(command)
+        self.environ = environ
+        self.console = launcher._Console()
+        num_proc = args.num_proc
+        self.min_np = args.min_np if args.min_np is not None else num_proc
+        self.max_np = args.max_np if args.max_np is not None else num_proc
+        if self.min_np is None and self.max_np is None:
+            raise launcher.LaunchError("elastic mode needs -np, --min-np or --max-np")
+        self.min_np = self.min_np if self.min_np is not None else 1
+        self.start_np = num_proc if num_proc is not None else self.min_np
+        if self.max_np is None:
+            self.max_np = max(self.start_np, self.min_np)
+        if not 1 <= self.min_np <= self.start_np <= self.max_np:
+            raise launcher.LaunchError(f"elastic mode needs 1 <= --min-np ({self.min_np}) <= -np "
+                                       f"({self.start_np}) <= --max-np ({self.max_np})")
+        if args.reset_limit is not None and args.reset_limit < 0:
+            raise launcher.LaunchError("--reset-limit must not be negative")
+        cooldown = tuple(args.blacklist_cooldown_range) if args.blacklist_cooldown_range else None
+        if cooldown is not None:
+            lower, upper = cooldown
+            if lower < COOLDOWN_LOWER_LIMIT_S or upper > COOLDOWN_UPPER_LIMIT_S or lower > upper:
+                raise launcher.LaunchError(
+                    f"--blacklist-cooldown-range: MIN >= {COOLDOWN_LOWER_LIMIT_S}, MAX <= "
+                    f"{COOLDOWN_UPPER_LIMIT_S} and MIN <= MAX, got {lower} {upper}")
+        self.cooldown = cooldown
+        if args.host_discovery_script is not None:
+            if args.hosts is not None or args.hostfile is not None:
+                raise launcher.LaunchError("give either --host-discovery-script or -H/--hostfile, not both")
+            self.discovery = ScriptDiscovery(args.host_discovery_script, args.slots_per_host)
+        elif args.hosts is not None or args.hostfile is not None:
+            hosts = launcher.parse_hosts(args.hosts) if args.hosts is not None else launcher.parse_hostfile(args.hostfile)
+            self.discovery = FixedDiscovery(hosts)
+        else:
+            self.discovery = FixedDiscovery([launcher.Host("localhost", self.max_np)])
+        if args.output_filename is not None:
+            raise launcher.LaunchError("--output-filename is not available in elastic mode")
+        if args.slots_per_host < 1:
+            raise launcher.LaunchError("--slots-per-host must be at least 1")
+        self.elastic_timeout = args.elastic_timeout or _env_float(
+            environ, ("RINGCC_ELASTIC_TIMEOUT_S", "HOROVOD_ELASTIC_TIMEOUT"), DEFAULT_ELASTIC_TIMEOUT_S)
+        self.join_timeout = _env_float(environ, ("RINGCC_TIMEOUT_S",), DEFAULT_TIMEOUT_S)
+        self.discovery_interval = _env_float(environ, ("RINGCC_ELASTIC_DISCOVERY_INTERVAL_S",),
+                                             DISCOVERY_INTERVAL_S)
+        self.secret = environ.get("RINGCC_SECRET") or secrets.token_hex(32)
+        self.agent = launcher.with_ssh_connect_timeout(
+            args.agent if args.agent is not None else launcher.DEFAULT_AGENT, args.ssh_connect_timeout)
+        self.exported = launcher._exported_variables(args.export, environ)
+
+        self.lock = threading.Condition()
+        self.hosts: Dict[str, int] = {}  # the last discovery
+        self.host_order: List[str] = []  # hosts in the order first seen
+        self.host_states: Dict[str, HostState] = {}
+        self.workers: Dict[str, Worker] = {}
+        self.slot_starts: Dict[Tuple[str, int], int] = {}  # workers started on each slot so far
+        self.generation = 0  # the last membership that met
+        self.formed = 0  # memberships formed so far (one that fell apart before it met included)
+        self.resets = 0
+        self.formation: Optional[Formation] = None
+        self.updates: List[Tuple[float, int]] = []  # (timestamp, HostUpdateResult flags)
+        self.succeeded_at: Optional[float] = None
+        self.failure: Optional[Tuple[str, int]] = None  # (message, exit status) ending the job
+        self.first_failure_code: Optional[int] = None
+        self.short_since: Optional[float] = None  # when fewer than --min-np workers could run
+        self.discovery_error: Optional[str] = None
+        self.readers: List[threading.Thread] = []
+        self.stopping = threading.Event()
+        self.server: Optional[socket.socket] = None
+        self.port = 0
+
+    # -- the main loop --------------------------------------------------------
+
+    def run(self) -> int:
+        received: List[int] = []
+        try:
+            self._listen()
+        except OSError as error:
+            self.console.message(f"elastic mode: cannot listen for workers: {error}")
+            return launcher.EXIT_CANNOT_START
+        try:
+            hosts = self.discovery.find()  # a first failure is fatal, as in Horovod
+        except ElasticError as error:
+            self.console.message(str(error))
+            return 1
+        with self.lock:
+            self._apply_discovery(hosts)
+        threading.Thread(target=self._discover, name="ringrun-discovery", daemon=True).start()
+        deadline = None if self.args.timeout is None else time.monotonic() + self.args.timeout
+        status: Optional[int] = None
+        started = time.monotonic()
+        with launcher._recording_signals(received):
+            while status is None:
+                if received:
+                    self.console.message(f"received {signal.Signals(received[0]).name}; stopping all workers")
+                    self._stop_all(interrupted=True, received=received)
+                    status = 128 + received[0]
+                    break
+                if deadline is not None and time.monotonic() >= deadline:
+                    self.console.message(f"timed out after {self.args.timeout:g} s; stopping all workers")
+                    self._stop_all(interrupted=False, received=received)
+                    status = launcher.EXIT_TIMEOUT
+                    break
+                with self.lock:
+                    status = self._step(time.monotonic(), started)
+                    self.lock.notify_all()
+                if status is None:
+                    time.sleep(LOOP_S)
+            if status is not None and any(w.alive for w in self.workers.values()):
+                self._stop_all(interrupted=False, received=received)
+        self.stopping.set()
+        with self.lock:
+            self.lock.notify_all()
+        if self.server is not None:
+            self.server.close()
+        deadline_drain = time.monotonic() + 2.0
+        for reader in self.readers:
+            reader.join(timeout=max(0.0, deadline_drain - time.monotonic()))
+        return status
+
+    def _step(self, now: float, started: float) -> Optional[int]:
+        """One round of decisions (under the lock); the exit status once the job is over."""
+        self._reap(now)
+        if self.failure is not None:
+            message, code = self.failure
+            self.console.message(message)
+            return code
+        if self.succeeded_at is not None:
+            self._release_waiting("the job is done")
+            live = [w for w in self.workers.values() if w.alive]
+            if not live:
+                failed = [w for w in self.workers.values() if w.exit_code and not w.leaving
+                          and w.generation == self.generation]
+                return launcher.exit_status(failed[0].exit_code) if failed else 0
+            if now - self.succeeded_at > self.join_timeout:
+                self.console.message(f"a worker finished {self.join_timeout:g} s ago; stopping the others")
+                for w in live:
+                    w.leaving = True
+                return 0
+            return None
+        self._check_formation()
+        self._maybe_form(now)
+        self._scale(now, started)
+        self._announce(now)
+        return None
+
+    # -- workers' exits -------------------------------------------------------
+
+    def _reap(self, now: float) -> None:
+        for w in list(self.workers.values()):
+            if not w.alive:
+                continue
+            code = w.process.poll()
+            if code is None:
+                continue
+            w.exit_code = code
+            w.waiting = False
+            if w.leaving:
+                continue
+            if code == 0:
+                if self.succeeded_at is None:
+                    self.succeeded_at = now
+                continue
+            described = launcher.describe_exit(0, code).replace("rank 0", f"worker {w.id}", 1)
+            state = self.host_states.setdefault(w.host, HostState(self.cooldown))
+            seconds = state.blacklist(time.time())
+            how = "for the rest of the job" if seconds == float("inf") else f"for {seconds:.1f} s"
+            self.console.message(f"{described} (rank {w.rank} of membership {w.generation}); "
+                                 f"host {w.host} blacklisted {how}")
+            if self.first_failure_code is None:
+                self.first_failure_code = launcher.exit_status(code)
+            if self.formation is not None and w in self.formation.members:
+                self._void_formation(f"worker {w.id} failed before the membership met")
+        if (self.generation == 0 and self.workers and self.succeeded_at is None
+                and not any(w.alive for w in self.workers.values())):
+            self.failure = ("every worker failed before the first membership met; stopping",
+                            self.first_failure_code or 1)
+        if self.generation > 0 and self.succeeded_at is None and not any(
+                w.alive and not w.leaving and w.holds_state for w in self.workers.values()):
+            self.failure = ("no worker that holds the training state is left (every worker that had "
+                            "synchronised it failed or left); stopping", self.first_failure_code or 1)
+
+    # -- memberships ----------------------------------------------------------
+
+    def _void_formation(self, why: str) -> None:
+        formation, self.formation = self.formation, None
+        for w in formation.members:
+            if w.alive and w.waiting:
+                w.reply = {"action": "retry", "reason": why}
+
+    def _check_formation(self) -> None:
+        formation = self.formation
+        if formation is None:
+            return
+        rank0 = formation.members[0]
+        if not rank0.alive:
+            self._void_formation(f"rank 0 ({rank0.id}) exited before it chose its store's port")
+
+    def _maybe_form(self, now: float) -> None:
+        if self.formation is not None:
+            return
+        live = [w for w in self.workers.values() if w.alive and not w.leaving]
+        waiting = [w for w in live if w.waiting and w.reply is None]
+        if not waiting:
+            return
+        if self.generation == 0:
+            # The first membership: every worker started so far (one that
+            # has not asked within the elastic timeout is given up on).
+            if len(waiting) < len(live):
+                for w in live:
+                    if not w.waiting and now - w.started > self.elastic_timeout:
+                        self.console.message(f"worker {w.id} did not start within {self.elastic_timeout:g} s; "
+                                             "stopping it")
+                        w.leaving = True
+                        _signal(w.process, signal.SIGKILL)
+                return
+            members, newcomers = [], waiting
+        else:
+            members = [w for w in live if w.generation == self.generation]
+            late = [w for w in members if not (w.waiting and w.reply is None)]
+            if late:
+                first = min((w.waiting_since for w in members if w.waiting), default=None)
+                if first is not None and now - first > self.join_timeout:
+                    for w in late:
+                        self.console.message(
+                            f"worker {w.id} (rank {w.rank}) did not leave membership {self.generation} within "
+                            f"{self.join_timeout:g} s of the others; killing it")
+                        _signal(w.process, signal.SIGKILL)
+                return
+            newcomers = [w for w in waiting if w.generation == 0]
+        leaving = [w for w in members + newcomers if w.removal]
+        for w in leaving:
+            w.leaving = True
+            w.reply = {"action": "leave", "reason": f"host {w.host} (slot {w.slot}) was removed"}
+        members = [w for w in members if not w.removal]
+        newcomers = [w for w in newcomers if not w.removal]
+        # Those that hold the training state first, the oldest first, so
+        # that rank 0 (which the others synchronise from) holds it.
+        candidates = sorted(members + newcomers, key=lambda w: (
+            not w.holds_state, w.first_generation or float("inf"), w.rank if w.generation else 0,
+            self._host_index(w.host), w.slot))
+        if self.generation > 0 and not (candidates and candidates[0].holds_state):
+            self.failure = ("no worker that holds the training state is left (every worker that had "
+                            "synchronised it failed or left); stopping", self.first_failure_code or 1)
+            return
+        chosen = candidates[:self.max_np]
+        for w in candidates[self.max_np:]:
+            w.leaving = True
+            w.reply = {"action": "leave", "reason": f"more than --max-np {self.max_np} workers"}
+        if len(chosen) < self.min_np:
+            return  # waits for more workers (_scale starts them, or gives up)
+        if self.generation > 0:
+            if self.args.reset_limit is not None and self.resets >= self.args.reset_limit:
+                self.failure = (f"the membership changed {self.resets} times, the --reset-limit; stopping",
+                                self.first_failure_code or 1)
+                return
+            self.resets += 1
+        self._form(chosen)
+
+    def _host_index(self, host: str) -> int:
+        return self.host_order.index(host) if host in self.host_order else len(self.host_order)
+
+    def _form(self, chosen: List[Worker]) -> None:
+        self.formed += 1
+        generation = self.formed
+        size = len(chosen)
+        local_of: Dict[str, List[Worker]] = {}
+        for w in chosen:
+            local_of.setdefault(w.host, []).append(w)
+        cross_count: Dict[int, int] = {}
+        for w in chosen:
+            local_rank = local_of[w.host].index(w)
+            cross_count[local_rank] = cross_count.get(local_rank, 0) + 1
+        all_local = all(self._is_local(w.host) for w in chosen)
+        rank0_host = chosen[0].host
+        if all_local:
+            master_addr = "127.0.0.1"
+        elif self._is_local(rank0_host):
+            master_addr = socket.gethostname()
+        else:
+            master_addr = launcher.unbracket(rank0_host)
+        formation = Formation(generation, chosen)
+        seen_cross: Dict[int, int] = {}
+        for rank, w in enumerate(chosen):
+            local_rank = local_of[w.host].index(w)
+            cross_rank = seen_cross.get(local_rank, 0)
+            seen_cross[local_rank] = cross_rank + 1
+            formation.assignments[w.id] = {
+                "action": "assign", "generation": generation, "rank": rank, "size": size,
+                "local_rank": local_rank, "local_size": len(local_of[w.host]),
+                "cross_rank": cross_rank, "cross_size": cross_count[local_rank],
+                "host": w.host, "master_addr": master_addr, "master_port": 0,
+            }
+        self.formation = formation
+        chosen[0].reply = {**formation.assignments[chosen[0].id], "choose_port": True}
+        self.console.message(f"membership {generation}: {size} worker(s): "
+                             + ", ".join(f"{w.id} as rank {r}" for r, w in enumerate(chosen)))
+
+    def _port_chosen(self, worker_id: str, generation: int, port: int) -> dict:
+        formation = self.formation
+        if (formation is None or formation.generation != generation or formation.members[0].id != worker_id
+                or not isinstance(port, int) or not 0 < port < 65536):
+            return {"action": "retry"}
+        self.formation = None
+        self.generation = generation
+        for rank, w in enumerate(formation.members):
+            w.generation, w.rank = generation, rank
+            w.first_generation = w.first_generation or generation
+            if generation == 1:
+                w.holds_state = True  # every worker starts the job with the same state
+            if rank > 0:
+                w.reply = {**formation.assignments[w.id], "master_port": port}
+        return {"action": "ok"}
+
+    def _release_waiting(self, why: str) -> None:
+        for w in self.workers.values():
+            if w.alive and w.waiting and w.reply is None:
+                w.leaving = True
+                w.reply = {"action": "leave", "reason": why}
+
+    # -- hosts and starting workers -------------------------------------------
+
+    def _discover(self) -> None:
+        while not self.stopping.wait(self.discovery_interval):
+            try:
+                hosts = self.discovery.find()
+            except ElasticError as error:
+                with self.lock:
+                    if self.discovery_error != str(error):
+                        self.console.message(f"{error} (trying again)")
+                    self.discovery_error = str(error)
+                continue
+            with self.lock:
+                self.discovery_error = None
+                self._apply_discovery(hosts)
+
+    def _apply_discovery(self, hosts: Dict[str, int]) -> None:
+        if hosts == self.hosts:
+            return
+        for host in hosts:
+            if host not in self.host_order:
+                self.host_order.append(host)
+        self.hosts = hosts
+        removed = False
+        for w in self.workers.values():
+            if w.alive and not w.leaving and not w.removal and w.slot >= hosts.get(w.host, 0):
+                w.removal = True
+                removed = True
+                if w.generation == 0 and not w.waiting:
+                    w.leaving = True
+                    _signal(w.process, signal.SIGTERM)
+        if removed:
+            self._notify(REMOVED)
+
+    def _is_local(self, host: str) -> bool:
+        return self.args.agent is None and launcher.is_local_host(host)
+
+    def _free_slots(self, now: float) -> List[Tuple[str, int]]:
+        free = []
+        for host in self.host_order:
+            slots = self.hosts.get(host, 0)
+            state = self.host_states.get(host)
+            if slots == 0 or (state is not None and not state.available(time.time())):
+                continue
+            used = {w.slot for w in self.workers.values() if w.alive and w.host == host}
+            free += [(host, slot) for slot in range(slots) if slot not in used]
+        return free
+
+    def _scale(self, now: float, started: float) -> None:
+        if self.stopping.is_set() or self.discovery_error is not None and not self.hosts:
+            return
+        running = [w for w in self.workers.values() if w.alive and not w.leaving and not w.removal]
+        free = self._free_slots(now)
+        if self.generation == 0 and not self.workers:
+            # The first workers start once -np slots are there (Horovod).
+            if len(free) < self.start_np:
+                self._check_short(now, len(free), f"{self.start_np} slots to start with")
+                return
+        room = self.max_np - len(running)
+        for host, slot in free[:max(0, room)]:
+            self._start(host, slot, now)
+        running = [w for w in self.workers.values() if w.alive and not w.leaving and not w.removal]
+        if len(running) < self.min_np:
+            self._check_short(now, len(running), f"--min-np {self.min_np} workers")
+        else:
+            self.short_since = None
+
+    def _check_short(self, now: float, have: int, need: str) -> None:
+        if self.short_since is None:
+            self.short_since = now
+            self.console.message(f"waiting for {need} (have {have}; up to {self.elastic_timeout:g} s)")
+        elif now - self.short_since > self.elastic_timeout:
+            self.failure = (f"timed out after {self.elastic_timeout:g} s waiting for {need} (have {have}); "
+                            "stopping", self.first_failure_code or 1)
+
+    def _start(self, host: str, slot: int, now: float) -> None:
+        started_here = self.slot_starts.get((host, slot), 0) + 1
+        self.slot_starts[(host, slot)] = started_here
+        worker_id = f"{host}[{slot}]" + (f".{started_here}" if started_here > 1 else "")
+        variables = {
+            DRIVER_VARIABLE: f"{self._driver_address(host)}:{self.port}",
+            WORKER_VARIABLE: worker_id,
+            "RINGCC_SECRET": self.secret,
+            "RINGCC_HOSTNAME": host,
+            "RINGCC_ELASTIC_TIMEOUT_S": f"{self.elastic_timeout:g}",
+        }
+        if self.args.network_interface:
+            variables[launcher.NETWORK_INTERFACE_VARIABLE] = self.args.network_interface
+        base = {k: v for k, v in {**self.environ, **self.exported}.items() if k not in JOB_VARIABLES}
+        stdin = None
+        if self._is_local(host):
+            env = {**base, **variables}
+            env.setdefault("PYTHONUNBUFFERED", "1")
+            argv = list(self.command)
+        else:
+            forwarded = dict(self.exported)
+            if self.args.env_all:
+                forwarded = {k: v for k, v in self.environ.items() if launcher._VARIABLE_NAME.fullmatch(k)
+                             and k not in launcher.HOST_SPECIFIC_VARIABLES and k not in JOB_VARIABLES}
+                forwarded.update(self.exported)
+            rank_env = {**forwarded, **variables}
+            rank_env.setdefault("PYTHONUNBUFFERED", self.environ.get("PYTHONUNBUFFERED", "1"))
+            stdin = (rank_env.pop("RINGCC_SECRET") + "\n").encode()
+            argv = launcher.agent_command(self.agent, host, rank_env, self.command, os.getcwd())
+            env = dict(self.environ)
+        try:
+            process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            if stdin is not None:
+                try:
+                    with process.stdin:
+                        process.stdin.write(stdin)
+                except BrokenPipeError:
+                    pass
+        except OSError as error:
+            self.console.message(f"cannot start a worker on {host}: {error}")
+            state = self.host_states.setdefault(host, HostState(self.cooldown))
+            state.blacklist(time.time())
+            return
+        worker = Worker(worker_id, host, slot, process, now)
+        self.workers[worker_id] = worker
+        for pipe, stream in ((process.stdout, "stdout"), (process.stderr, "stderr")):
+            prefix = f"[{worker_id}]<{stream}>: ".encode() if not self.args.no_prefix else b""
+            reader = threading.Thread(target=launcher._forward_output, args=(pipe, prefix, stream, self.console),
+                                      name=f"ringrun-{worker_id}-{stream}", daemon=True)
+            reader.start()
+            self.readers.append(reader)
+
+    def _driver_address(self, host: str) -> str:
+        if self._is_local(host):
+            return "127.0.0.1"
+        address = self.args.master_addr or socket.gethostname()
+        return f"[{launcher.unbracket(address)}]" if ":" in launcher.unbracket(address) else address
+
+    # -- host updates ---------------------------------------------------------
+
+    def _notify(self, flags: int) -> None:
+        last = self.updates[-1][0] if self.updates else 0.0
+        self.updates.append((max(time.time(), last + 0.001), flags))
+        self.lock.notify_all()
+
+    def _announce(self, now: float) -> None:
+        """Tells the running membership about workers that wait to be let
+        in and about removed slots, again every RENOTIFY_S."""
+        if self.generation == 0 or self.formation is not None:
+            return
+        flags = 0
+        for w in self.workers.values():
+            if not w.alive or w.leaving:
+                continue
+            if (w.generation == 0 and w.waiting) or (w.removal and w.generation == self.generation):
+                if now - w.announced >= RENOTIFY_S:
+                    w.announced = now
+                    flags |= REMOVED if w.removal else ADDED
+        if flags:
+            self._notify(flags)
+
+    # -- requests -------------------------------------------------------------
+
+    def _listen(self) -> None:
+        any_remote = self.args.agent is not None or not all(
+            launcher.is_local_host(h) for h in getattr(self.discovery, "_hosts", {"remote": 1}))
+        if any_remote:
+            sock = launcher._dual_stack_socket()
+        else:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+        sock.listen(128)
+        self.server = sock
+        self.port = sock.getsockname()[1]
+        threading.Thread(target=self._accept, name="ringrun-elastic-server", daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(10.0)  # the handshake; a join then waits as long as it must
+            try:
+                protocol.serve_one(conn, self.secret.encode(), self._handle)
+            except (OSError, protocol.ProtocolError) as error:
+                if isinstance(error, protocol.ProtocolError):
+                    self.console.message(f"elastic mode: refused a request: {error}")
+
+    def _handle(self, request: dict) -> dict:
+        op = request.get("op")
+        worker_id = request.get("worker")
+        with self.lock:
+            worker = self.workers.get(worker_id)
+            if worker is None:
+                return {"action": "stop", "reason": f"unknown worker {worker_id!r}"}
+            if op == "join":
+                return self._join(worker)
+            if op == "port":
+                return self._port_chosen(worker_id, request.get("generation"), request.get("port"))
+            if op == "watch":
+                return self._watch(request.get("since"))
+            if op == "synced":
+                worker.holds_state = True
+                return {"action": "ok"}
+        return {"action": "stop", "reason": f"unknown request {op!r}"}
+
+    def _join(self, worker: Worker) -> dict:
+        if self.stopping.is_set() or self.succeeded_at is not None or self.failure is not None:
+            worker.leaving = True
+            return {"action": "leave", "reason": "the job is over"}
+        worker.waiting = True
+        worker.waiting_since = time.monotonic()
+        worker.reply = None
+        self.lock.notify_all()
+        while worker.reply is None and worker.alive and not self.stopping.is_set():
+            self.lock.wait(1.0)
+        reply = worker.reply or {"action": "leave", "reason": "the job is over"}
+        worker.reply = None
+        worker.waiting = False
+        return reply
+
+    def _watch(self, since) -> dict:
+        latest = self.updates[-1][0] if self.updates else 0.0
+        if since is None:
+            return {"timestamp": latest, "update": 0}
+        deadline = time.monotonic() + WATCH_HOLD_S
+        while (not self.updates or self.updates[-1][0] <= since) and not self.stopping.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            self.lock.wait(min(remaining, 1.0))
+        flags = 0
+        for timestamp, update in self.updates:
+            if timestamp > since:
+                flags |= update
+        return {"timestamp": self.updates[-1][0] if self.updates else 0.0, "update": flags}
+
+    # -- stopping -------------------------------------------------------------
+
+    def _stop_all(self, interrupted: bool, received: List[int]) -> None:
+        with self.lock:
+            live = [w for w in self.workers.values() if w.alive]
+            for w in live:
+                w.leaving = True
+        escalation = [signal.SIGTERM, signal.SIGKILL]
+        if interrupted:
+            escalation.insert(0, signal.SIGINT)
+        seen = len(received)
+        for signum in escalation:
+            if len(received) > seen:
+                signum = signal.SIGKILL
+            live = [w for w in live if w.process.poll() is None]
+            if not live:
+                break
+            for w in live:
+                _signal(w.process, signum)
+            if signum == signal.SIGKILL:
+                break
+            end = time.monotonic() + self.args.grace_period
+            while time.monotonic() < end and any(w.process.poll() is None for w in live) and len(received) == seen:
+                time.sleep(LOOP_S)
+        for w in live:
+            try:
+                w.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.console.message(f"process {w.process.pid} did not exit after SIGKILL")
+
+
+def _signal(process: subprocess.Popen, signum: int) -> None:
+    try:
+        os.killpg(process.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _env_float(environ, names, default: float) -> float:
+    for name in names:
+        value = environ.get(name)
+        if value:
+            try:
+                return float(value)
+            except ValueError:
+                pass
+    return default
+
+
+def run_elastic(args, command: Sequence[str]) -> int:
+    try:
+        driver = ElasticDriver(args, command, dict(os.environ))
+    except launcher.LaunchError as error:
+        print(f"ringrun: {error}", file=sys.stderr)
+        return launcher.EXIT_USAGE
+    return driver.run()

@@ -1,0 +1,424 @@
+"""Elastic training: Horovod's elastic API (ringcc.elastic, hvd.elastic) and
+ringrun's elastic mode (ringcc/elastic/driver.py).
+
+Units first (no processes): State and run_fn as Horovod defines them, the
+sampler, TorchState, the driver's pieces and its authenticated protocol.
+Then jobs: a framework-free job through a killed worker and a refill after
+the blacklist's cooldown, through a stopped (SIGSTOP) worker, against the
+reset limit and --min-np; and PyTorch training through 2 workers, then 1
+(killed, or its host removed from discovery), then 2 again (a host added to
+discovery), whose parameters must equal, bit for bit, a replay of the same
+memberships at the same steps (tests/elastic_scenario.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import TESTS_DIR, rank_environment, ringrun_command, run_command
+
+import ringcc
+import ringcc.elastic as elastic
+from ringcc.elastic import driver, protocol
+
+JOB_LIMIT_S = 120
+STEPS = 200  # enough for a worker to start and join before the end
+
+
+# --------------------------------------------------------------------------
+# State and run_fn
+
+
+class Recorder(elastic.ObjectState):
+    def __init__(self, **kwargs):
+        self.calls = []
+        super().__init__(lambda obj: obj, lambda: 0, **kwargs)
+
+    def sync(self):
+        self.calls.append("sync")
+        super().sync()
+
+    def restore(self):
+        self.calls.append("restore")
+        super().restore()
+
+    def reset(self):
+        self.calls.append("reset")
+
+
+def test_commit_raises_hosts_updated_interrupt_once_per_update():
+    state = Recorder(x=1)
+    state.commit()  # nothing new
+    state.on_hosts_updated(10.0, elastic.HostUpdateResult.added)
+    with pytest.raises(elastic.HostsUpdatedInterrupt) as raised:
+        state.commit()
+    assert raised.value.skip_sync is False
+    state.commit()  # already seen
+    state.on_hosts_updated(5.0, elastic.HostUpdateResult.removed)  # older than the last one seen
+    state.check_host_updates()
+    state.on_hosts_updated(11.0, elastic.HostUpdateResult.removed)
+    with pytest.raises(elastic.HostsUpdatedInterrupt) as raised:
+        state.check_host_updates()
+    assert raised.value.skip_sync is True  # only removals: the remaining workers share the state
+    state.on_hosts_updated(12.0, elastic.HostUpdateResult.removed)
+    state.on_hosts_updated(13.0, elastic.HostUpdateResult.added)
+    with pytest.raises(elastic.HostsUpdatedInterrupt) as raised:
+        state.check_host_updates()
+    assert raised.value.skip_sync is False
+
+
+def test_run_restores_after_a_failure_and_keeps_the_state_after_an_interrupt():
+    state = Recorder(x=0)
+    resets, callbacks = [], []
+    state.register_reset_callbacks([lambda: callbacks.append(state.x)])
+    attempts = []
+
+    def reset():
+        resets.append(len(attempts))
+
+    def train(state):
+        attempts.append(state.x)
+        if len(attempts) == 1:
+            state.x = 5
+            state.commit()
+            state.x = 6  # not committed: undone by the failure
+            raise ringcc.PeerFailureError("rank 1 exited or crashed during allreduce")
+        if len(attempts) == 2:
+            state.x = 7
+            state.commit()
+            raise elastic.HostsUpdatedInterrupt(skip_sync=True)
+        if len(attempts) == 3:
+            raise elastic.HorovodInternalError("a collective failed")
+        return state.x
+
+    assert elastic.run_fn(train, reset)(state) == 7
+    assert attempts == [0, 5, 7, 7]
+    assert resets == [1, 2, 3]
+    assert callbacks == [5, 7, 7]
+    # sync before the first call, none after the interrupt that skips it, and after the failures
+    assert state.calls == ["sync", "restore", "reset", "sync", "reset", "restore", "reset", "sync"]
+
+
+def test_run_raises_what_is_not_a_failure_of_the_job():
+    def train(state):
+        raise ringcc.MismatchError("ranks disagree on the number of elements")
+
+    with pytest.raises(ringcc.MismatchError):
+        elastic.run_fn(train, lambda: None)(Recorder())
+    with pytest.raises(ZeroDivisionError):
+        elastic.run_fn(lambda state: 1 / 0, lambda: None)(Recorder())
+
+
+def test_object_state_save_restore_sync():
+    state = elastic.ObjectState(lambda obj: {**obj, "epoch": 9}, lambda: 0, epoch=1, batch=2)
+    state.epoch = 3
+    state.restore()
+    assert (state.epoch, state.batch) == (1, 2)
+    state.epoch = 4
+    state.save()
+    state.epoch = 5
+    state.restore()
+    assert state.epoch == 4
+    state.sync()
+    assert state.epoch == 9
+
+
+# --------------------------------------------------------------------------
+# PyTorch: ElasticSampler and TorchState
+
+
+@pytest.fixture
+def hvd_of_size(monkeypatch):
+    torch = pytest.importorskip("torch")
+    from ringcc.torch import horovod
+
+    def set_size(size, rank):
+        monkeypatch.setattr(horovod, "size", lambda: size)
+        monkeypatch.setattr(horovod, "rank", lambda: rank)
+
+    return torch, set_size
+
+
+def test_elastic_sampler_shares_out_what_is_left(hvd_of_size):
+    _, set_size = hvd_of_size
+    from ringcc.torch.elastic import ElasticSampler
+
+    set_size(3, 1)
+    sampler = ElasticSampler(range(10), shuffle=False)
+    assert list(sampler) == [1, 4, 7, 0] and len(sampler) == 4  # padded with the first samples
+    sampler.record_batch(0, 2)  # every rank did 2: 6 processed
+    saved = sampler.state_dict()
+    assert saved == {"epoch": 0, "processed_num": 6}
+    set_size(2, 0)
+    sampler.load_state_dict(saved)
+    assert list(sampler) == [6, 8]
+    set_size(2, 1)
+    sampler.reset()
+    assert list(sampler) == [7, 9]
+    sampler.set_epoch(1)
+    assert len(sampler) == 5
+    shuffled = ElasticSampler(range(10), shuffle=True, seed=3)
+    again = ElasticSampler(range(10), shuffle=True, seed=3)
+    assert list(shuffled) == list(again) and sorted(list(shuffled)) != list(shuffled)
+
+
+def test_torch_state_commits_and_restores_models_optimizers_samplers_and_objects(hvd_of_size):
+    torch, set_size = hvd_of_size
+    from ringcc.torch.elastic import ElasticSampler, TorchState
+
+    set_size(1, 0)
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    sampler = ElasticSampler(range(8))
+    state = TorchState(model, optimizer, sampler=sampler, epoch=0)
+    weight = model.weight.detach().clone()
+    model(torch.ones(4, 3)).sum().backward()
+    optimizer.step()
+    sampler.record_batch(0, 2)
+    state.epoch = 1
+    state.restore()
+    assert torch.equal(model.weight, weight) and not optimizer.state_dict()["state"]
+    assert sampler.processed_num == 0 and state.epoch == 0
+    optimizer.step()
+    sampler.record_batch(0, 2)
+    state.epoch = 2
+    state.save()  # commit() without the check for host updates (a broadcast)
+    committed = model.weight.detach().clone()
+    optimizer.step()
+    state.restore()
+    assert torch.equal(model.weight, committed) and sampler.processed_num == 2 and state.epoch == 2
+    other = torch.nn.Linear(3, 2)
+    state.model = other  # a handled attribute replaced: committed at once
+    assert state.model is other and torch.equal(state._handlers["model"]._saved_model_state["weight"],
+                                                other.weight)
+
+
+def test_hvd_elastic_is_ringcc_torch_elastic():
+    pytest.importorskip("torch")
+    import ringcc.torch as hvd
+
+    assert hvd.elastic.run and hvd.elastic.TorchState and hvd.elastic.ElasticSampler
+    assert hvd.HostsUpdatedInterrupt is elastic.HostsUpdatedInterrupt
+    assert hvd.HorovodInternalError is hvd.elastic.HorovodInternalError is elastic.HorovodInternalError
+
+
+# --------------------------------------------------------------------------
+# The driver's pieces
+
+
+def test_discovery_output_and_slots():
+    text = "host-1:4\nhost-2\n\n[fd00::1]:2\nfd00::2\n"
+    assert driver.parse_discovery_output(text, 3) == {"host-1": 4, "host-2": 3, "fd00::1": 2, "fd00::2": 3}
+    with pytest.raises(Exception, match="slot count"):
+        driver.parse_discovery_output("host:x\n", 1)
+
+
+def test_blacklist_cooldown_doubles_within_the_range(monkeypatch):
+    monkeypatch.setattr(driver.random, "uniform", lambda a, b: 0.5)
+    state = driver.HostState((10, 100))
+    assert state.blacklist(1000.0) == 25.0 and not state.available(1010.0)
+    assert state.available(1025.0)
+    assert state.blacklist(2000.0) == 45.0
+    assert state.blacklist(2001.0) == 44.0  # still cooling down: the same end
+    for start in (3000.0, 4000.0, 5000.0):
+        seconds = state.blacklist(start)
+    assert seconds == 100.0
+    forever = driver.HostState(None)
+    assert forever.blacklist(0.0) == float("inf") and not forever.available(1e12)
+
+
+def test_ringrun_parses_elastic_options(tmp_path):
+    from ringcc import launcher
+
+    parser = launcher.build_parser()
+    options, command = parser.split_command(
+        ["-np", "2", "--blacklist-cooldown-range", "1", "5", "--min-np", "1", "python", "train.py", "--min-np", "7"])
+    assert command == ["python", "train.py", "--min-np", "7"]
+    args = parser.parse_args(options)
+    assert args.blacklist_cooldown_range == [1, 5] and args.min_np == 1 and driver.is_elastic(args)
+    for argv, message in (
+            (["--min-np", "3", "-np", "2"], "--min-np (3) <= -np (2)"),
+            (["-np", "2", "--min-np", "1", "--blacklist-cooldown-range", "0", "5"], "MIN >= 1"),
+            (["-np", "2", "--reset-limit", "3"], "--reset-limit applies to elastic mode"),
+            (["-np", "2", "--host-discovery-script", "x.sh", "-H", "a:2"], "not both")):
+        completed = run_command([sys.executable, "-m", "ringcc.launcher", *argv, "true"],
+                                rank_environment(), 30)
+        assert completed.returncode == 2 and message in completed.stderr, completed.describe()
+
+
+def serve_in_thread(secret: bytes, handle):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    errors = []
+
+    def loop():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5)
+                try:
+                    protocol.serve_one(conn, secret, handle)
+                except (OSError, protocol.ProtocolError) as error:
+                    errors.append(error)
+
+    threading.Thread(target=loop, daemon=True).start()
+    return server, errors
+
+
+def test_protocol_refuses_strangers_wrong_secrets_and_replays():
+    handled = []
+    server, errors = serve_in_thread(b"right", lambda request: handled.append(request) or {"ok": True})
+    port = server.getsockname()[1]
+    try:
+        assert protocol.request("127.0.0.1", port, b"right", {"op": "x"}, 5) == {"ok": True}
+        with pytest.raises((protocol.ProtocolError, OSError)):
+            protocol.request("127.0.0.1", port, b"wrong", {"op": "y"}, 5)
+        # A recorded request sent again (the server's nonce is new): refused.
+        with socket.create_connection(("127.0.0.1", port), 5) as sock:
+            nonce = protocol._recv_exact(sock, protocol.NONCE_BYTES)
+            text = json.dumps({"op": "z", "nonce": "00" * 32}).encode()
+            recorded = text, protocol._mac(b"right", protocol.REQUEST_LABEL, nonce, text)
+            protocol._send_frame(sock, *recorded)
+            protocol._recv_frame(sock)
+        with socket.create_connection(("127.0.0.1", port), 5) as sock:
+            protocol._recv_exact(sock, protocol.NONCE_BYTES)
+            protocol._send_frame(sock, *recorded)
+            assert sock.recv(1) == b""
+        # Garbage, and a frame too long to read.
+        for junk in (b"\x00\x00\x00\x05hello" + b"x" * 32, b"\xff\xff\xff\xff"):
+            with socket.create_connection(("127.0.0.1", port), 5) as sock:
+                protocol._recv_exact(sock, protocol.NONCE_BYTES)
+                sock.sendall(junk)
+                assert sock.recv(1) == b""
+        time.sleep(0.2)
+        assert [r["op"] for r in handled] == ["x", "z"]
+        assert len(errors) == 4, errors
+    finally:
+        server.close()
+
+
+# --------------------------------------------------------------------------
+# Jobs without a framework
+
+
+def numpy_job(tmp_path, launcher_options, job_args, env=None):
+    out = tmp_path / "out"
+    out.mkdir()
+    command = ringrun_command(2, [str(TESTS_DIR / "elastic_numpy_job.py"), "--out", str(out), *job_args],
+                              ["--timeout", str(JOB_LIMIT_S), *launcher_options])
+    completed = run_command(command, rank_environment(env), JOB_LIMIT_S + 30, cwd=str(tmp_path))
+    result_path = out / "result.json"
+    result = json.loads(result_path.read_text()) if result_path.exists() else None
+    steps = []
+    for path in out.glob("*.jsonl"):
+        steps += [json.loads(line) for line in path.read_text().splitlines()]
+    return completed, result, sorted(steps, key=lambda s: s["t"])
+
+
+def sizes_seen(steps):
+    sizes = []
+    for step in steps:
+        if not sizes or sizes[-1] != step["size"]:
+            sizes.append(step["size"])
+    return sizes
+
+
+def test_a_killed_worker_is_replaced_after_the_cooldown(tmp_path):
+    """2 workers, one killed at step 10: the other goes on alone within a second, and after
+    the host's cooldown a new worker joins (2 again); the sum is as if nothing happened."""
+    completed, result, steps = numpy_job(
+        tmp_path, ["--min-np", "1", "--max-np", "2", "--blacklist-cooldown-range", "1", "1"],
+        ["--fault", "kill", "--steps", "150"])
+    assert completed.returncode == 0, completed.describe()
+    assert result["total"] == [150.0] * 8 and result["step"] == 150, result
+    assert sizes_seen(steps) == [2, 1, 2], (sizes_seen(steps), completed.describe())
+    assert "blacklisted for 1.0 s" in completed.stderr and "membership 3: 2 worker(s)" in completed.stderr
+    killed = [s for s in steps if s["step"] == 10 and s["rank"] == 1][0]
+    first_alone = [s for s in steps if s["size"] == 1][0]
+    assert first_alone["t"] - killed["t"] < 5.0, completed.describe()
+    pids = {str(s["pid"]) for s in steps}
+    left = [name for name in os.listdir("/dev/shm") if any(f"-p{pid}-" in name for pid in pids)]
+    assert not left, left
+
+
+def test_a_stopped_worker_is_timed_out_killed_and_left_behind(tmp_path):
+    """A worker stopped with SIGSTOP: the other's collective times out (RINGCC_TIMEOUT_S), the
+    driver kills the stopped one when it does not come to the next membership, and the job
+    finishes with one worker."""
+    completed, result, steps = numpy_job(
+        tmp_path, ["--min-np", "1", "--max-np", "2"], ["--fault", "stop", "--steps", "40"],
+        env={"RINGCC_TIMEOUT_S": "3"})
+    assert completed.returncode == 0, completed.describe()
+    assert result["total"] == [40.0] * 8 and result["size"] == 1, result
+    assert "did not leave membership 1 within 3 s" in completed.stderr, completed.describe()
+    assert "killed by signal SIGKILL" in completed.stderr
+
+
+def test_reset_limit_stops_the_job(tmp_path):
+    completed, result, _ = numpy_job(tmp_path, ["--min-np", "1", "--max-np", "2", "--reset-limit", "0"],
+                                     ["--fault", "kill"])
+    assert completed.returncode not in (0, None) and result is None, completed.describe()
+    assert "the --reset-limit" in completed.stderr
+
+
+def test_too_few_workers_for_min_np_stops_the_job_after_the_elastic_timeout(tmp_path):
+    completed, result, _ = numpy_job(tmp_path, ["--min-np", "2", "--max-np", "2", "--elastic-timeout", "2"],
+                                     ["--fault", "kill"])
+    assert completed.returncode not in (0, None) and result is None, completed.describe()
+    assert "timed out after 2 s waiting for --min-np 2 workers" in completed.stderr, completed.describe()
+
+
+# --------------------------------------------------------------------------
+# PyTorch training through membership changes
+
+
+@pytest.mark.parametrize("removal", [False, True], ids=["killed", "host-removed"])
+def test_torch_training_through_2_1_2_workers_equals_a_replay(tmp_path, removal):
+    """hvd.elastic.run with TorchState, ElasticSampler and DistributedOptimizer: 2 workers,
+    then 1 (kill -9, or the host removed from discovery: the worker leaves at a commit), then
+    2 (a host added to discovery). The final parameters equal, bit for bit, those of a replay
+    with the same size at every kept step; the changes take at most 5 s (to 1 worker) and
+    15 s (a new worker's first step; 10 s on an idle machine, docs/benchmarks.md)."""
+    torch = pytest.importorskip("torch")
+    sys.path.insert(0, str(TESTS_DIR))
+    import elastic_scenario
+    import elastic_train
+
+    env = rank_environment({"PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")})
+    summary = elastic_scenario.run(tmp_path / "out", STEPS, removal, env,
+                                   [sys.executable, "-m", "ringcc.launcher"], limit_s=JOB_LIMIT_S)
+    log = (tmp_path / "out" / "ringrun.log").read_text(errors="replace")
+    assert summary["returncode"] == 0, log[-4000:]
+    sizes = summary["sizes"]
+    assert len(sizes) == STEPS and sizes_seen([{"size": s} for s in sizes]) == [2, 1, 2], sizes
+    assert summary["to_one_worker_s"] < 5.0, summary
+    assert summary["added_worker_first_step_s"] < 15.0, summary
+    got = torch.load(tmp_path / "out" / "final.pt")
+    want = elastic_train.replay(sizes)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert torch.equal(g, w), f"parameter {i} differs from the replay: {(g - w).abs().max()}"
+    assert ("blacklisted" in log) is not removal, log[-3000:]
+    left = [name for name in os.listdir("/dev/shm") if any(f"-p{pid}-" in name for pid in summary["pids"])]
+    assert not left, left
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_workers_that_end_before_joining_end_the_job(tmp_path, code):
+    """Workers that never call ringcc.init(): the job ends with their status, at once."""
+    command = [sys.executable, "-m", "ringcc.launcher", "-np", "2", "--min-np", "1", "--timeout", "60",
+               sys.executable, "-c", f"raise SystemExit({code})"]
+    completed = run_command(command, rank_environment(), 90, cwd=str(tmp_path))
+    assert completed.returncode == code and completed.seconds < 30, completed.describe()
+    if code:
+        assert "every worker failed before the first membership met" in completed.stderr
