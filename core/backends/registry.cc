@@ -19,6 +19,7 @@ namespace ringcc {
 // folder core/backends/<name>/ defines BackendEntry <name>_backend() (and
 // its CMakeLists.txt the library core/backends/CMakeLists.txt lists).
 #define RINGCC_BACKENDS(X) \
+  X(single)                \
   X(mpi)                   \
   X(shm)                   \
   X(hierarchical)          \
