@@ -888,10 +888,10 @@ void nudge_engine(const std::shared_ptr<ringcc::Work>& waiting) {
   if (g_engine) g_engine->nudge(waiting);
 }
 
-void bind_collectives(py::module_& m) {
-  bind_handle(m);
-  bind_fast_paths(m);
+namespace {
 
+// The class Communicator, for adapters that run several process groups.
+void bind_communicator(py::module_& m) {
   // A communicator of its own, for adapters that run several process
   // groups: rank and size within the group, and a Python store to meet in.
   py::class_<ringcc::Communicator, CommPtr>(m, "Communicator")
@@ -970,7 +970,10 @@ void bind_collectives(py::module_& m) {
         return do_grouped_allreduce(*c, ts, op, pre, post, inplace, async);
       }, py::arg("tensors"), py::arg("op") = 0, py::arg("prescale") = 1.0,
          py::arg("postscale") = 1.0, py::arg("inplace") = false, py::arg("async_op") = false);
+}
 
+// Joining the job: ringcc.init()'s communicator and its engine's.
+void bind_init(py::module_& m) {
   m.def("init", [](py::object mpi_handle) {
     if (g_comm) return;
     // The job through MPI: a communicator was given, or an MPI launcher
@@ -1017,6 +1020,10 @@ void bind_collectives(py::module_& m) {
     }
     g_engine = std::move(e);
   }, py::arg("mpi_handle") = py::none());
+}
+
+// MPI's state, leaving the job, and aborting every communicator.
+void bind_lifecycle(py::module_& m) {
   m.def("mpi_built", [] { return ringcc::mpi_plugin_info().loaded; },
         "True when ringcc's MPI plugin is present and loads (MPI usable).");
   m.def("mpi_info", [] {
@@ -1089,6 +1096,10 @@ void bind_collectives(py::module_& m) {
      "Aborts every communicator of this process: whatever a peer waits for from this rank\n"
      "fails at once with PeerFailureError naming it and `reason`. For a process that exits\n"
      "on an error.");
+}
+
+// What ringcc.init()'s communicator is: rank, size, transport.
+void bind_queries(py::module_& m) {
   m.def("is_initialized", [] { return static_cast<bool>(g_comm); });
   m.def("global_communicator", [] { return g_comm ? py::cast(g_comm) : py::none(); });
   m.def("rank", [] { return comm().rank(); });
@@ -1101,7 +1112,10 @@ void bind_collectives(py::module_& m) {
   m.def("gpu_backend", [] { return comm().gpu_backend_name(); },
         "The backend of CUDA collectives (\"nccl\", \"ipc\", \"host\"), \"\" before the first one.");
   m.def("fusion_threshold", [] { return comm().fusion_threshold(); });
+}
 
+// The collectives of the module (ringcc/__init__.py) and the engine's controls.
+void bind_module_collectives(py::module_& m) {
   // The module-level collectives (ringcc/__init__.py passes its arguments
   // through as given: converting them here makes every bad one the call's
   // error on every rank, see fail_call). name: None, or a non-empty str
@@ -1191,6 +1205,18 @@ void bind_collectives(py::module_& m) {
                                  bool inplace, bool async) {
     return do_grouped_allreduce(comm(), ts, op, pre, post, inplace, async);
   });
+}
+
+}  // namespace
+
+void bind_collectives(py::module_& m) {
+  bind_handle(m);
+  bind_fast_paths(m);
+  bind_communicator(m);
+  bind_init(m);
+  bind_lifecycle(m);
+  bind_queries(m);
+  bind_module_collectives(m);
 }
 
 }  // namespace ringcc_py

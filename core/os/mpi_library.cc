@@ -239,30 +239,11 @@ bool open_plugin(Loaded* l, int mode) {
   return true;
 }
 
-Loaded load() {
-  Loaded l;
-  MpiPluginInfo& info = l.info;
-  const std::string explicit_plugin = env_str("RINGCC_MPI_PLUGIN", "");
-  if (!explicit_plugin.empty()) {
-    info.path = explicit_plugin;
-    info.found_by = "RINGCC_MPI_PLUGIN";
-    // RTLD_GLOBAL: a plugin linked to its own libmpi makes it global, as
-    // MPI's own components (dlopen()ed by libmpi) need.
-    open_plugin(&l, RTLD_NOW | RTLD_GLOBAL);
-    return l;
-  }
-  const std::string plugin_dir = module_directory().empty() ? std::string(".") : module_directory();
-  bool any_plugin = false;
-  for (const char* abi : {"openmpi", "mpich", "mpiabi"}) any_plugin |= file_exists(plugin_dir + "/" + plugin_file(abi));
-  if (!any_plugin) {
-    info.path = plugin_dir + "/libringcc_mpi_*.so";
-    info.error = "ringcc was built without MPI (no libringcc_mpi_*.so in " + plugin_dir +
-                 "; it was built with RINGCC_MPI=OFF)";
-    return l;
-  }
-
+// Where to look for libmpi, in order: RINGCC_MPI_LIB's entries when set;
+// else an MPI already in the process alone; else mpi4py's, the Python
+// environment's, ringcc's prefix, the launchers' on PATH and the system's.
+std::vector<Candidate> libmpi_candidates(const std::string& user_list, const std::string& plugin_dir) {
   std::vector<Candidate> candidates;
-  const std::string user_list = env_str("RINGCC_MPI_LIB", "");
   if (!user_list.empty()) {
     for (const std::string& entry : split_paths(user_list)) add_location(&candidates, entry, "RINGCC_MPI_LIB", true);
   } else {
@@ -307,6 +288,34 @@ Loaded load() {
       }
     }
   }
+
+  return candidates;
+}
+
+Loaded load() {
+  Loaded l;
+  MpiPluginInfo& info = l.info;
+  const std::string explicit_plugin = env_str("RINGCC_MPI_PLUGIN", "");
+  if (!explicit_plugin.empty()) {
+    info.path = explicit_plugin;
+    info.found_by = "RINGCC_MPI_PLUGIN";
+    // RTLD_GLOBAL: a plugin linked to its own libmpi makes it global, as
+    // MPI's own components (dlopen()ed by libmpi) need.
+    open_plugin(&l, RTLD_NOW | RTLD_GLOBAL);
+    return l;
+  }
+  const std::string plugin_dir = module_directory().empty() ? std::string(".") : module_directory();
+  bool any_plugin = false;
+  for (const char* abi : {"openmpi", "mpich", "mpiabi"}) any_plugin |= file_exists(plugin_dir + "/" + plugin_file(abi));
+  if (!any_plugin) {
+    info.path = plugin_dir + "/libringcc_mpi_*.so";
+    info.error = "ringcc was built without MPI (no libringcc_mpi_*.so in " + plugin_dir +
+                 "; it was built with RINGCC_MPI=OFF)";
+    return l;
+  }
+
+  const std::string user_list = env_str("RINGCC_MPI_LIB", "");
+  const std::vector<Candidate> candidates = libmpi_candidates(user_list, plugin_dir);
 
   std::string why_family;
   const std::string want = launcher_abi(&why_family);
