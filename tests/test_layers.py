@@ -115,3 +115,55 @@ def test_ringcc_torch_modules_import_downwards():
     for module in TORCH_ORDER:
         above = torch_imports(module) & set(TORCH_ORDER) - allowed[module]
         assert not above, f"ringcc/torch/{module}.py imports {sorted(above)}, which import it"
+
+
+# Sizes that keep a file and a function readable in one sitting.
+MAX_FILE_LINES = 800
+MAX_FUNCTION_LINES = 120
+# A definition starts at the left margin (the code's style) and opens its
+# body at the end of that line or of a continuation line; its body ends at
+# the closing brace at the left margin.
+DEFINITION = re.compile(r"^(?!namespace\b|class\b|struct\b|enum\b|union\b|extern\b|template\b|using\b|typedef\b)[A-Za-z_].*\(")
+
+
+def long_functions(root: Path, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """Functions defined at the left margin whose definitions run past `limit` lines."""
+    found = []
+    for source in sorted(root.rglob("*")):
+        if source.suffix not in (".h", ".cc", ".cuh"):
+            continue
+        start, in_body = None, False
+        for number, line in enumerate(source.read_text().splitlines(), 1):
+            if start is None:
+                if DEFINITION.match(line):
+                    start = number
+                else:
+                    continue
+            if not in_body:
+                if line.rstrip().endswith("{"):
+                    in_body = True
+                elif line.rstrip().endswith((";", "}")) or not line.strip():
+                    start = None  # a declaration, or a one-line definition
+                continue
+            if line.startswith("}"):
+                if number - start + 1 > limit:
+                    found.append(f"{source.relative_to(root.parent)}:{start}: {number - start + 1} lines")
+                start, in_body = None, False
+    return found
+
+
+def test_no_core_file_is_too_long():
+    long = [f"{p.relative_to(REPO)}: {n} lines" for p in sorted(CORE.rglob("*")) if p.suffix in (".h", ".cc", ".cuh")
+            for n in [len(p.read_text().splitlines())] if n > MAX_FILE_LINES]
+    assert long == []
+
+
+def test_no_function_is_too_long():
+    assert long_functions(CORE) + long_functions(REPO / "bindings") == []
+
+
+def test_the_length_check_sees_a_long_function(tmp_path):
+    (tmp_path / "core").mkdir()
+    body = "\n".join(f"  x += {i};" for i in range(MAX_FUNCTION_LINES))
+    (tmp_path / "core" / "long.cc").write_text(f"int Long::f(int x) const {{\n{body}\n}}\n\nint g() {{\n  return 1;\n}}\n")
+    assert long_functions(tmp_path / "core") == [f"core/long.cc:1: {MAX_FUNCTION_LINES + 2} lines"]
