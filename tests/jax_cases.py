@@ -559,6 +559,31 @@ def _(ctx):
         expect(bool(np.all(got == n * (n + 1) / 2)), f"allreduce after {what}: {got}")
 
 
+@case("lowering/cuda-platform")
+def lowering_cuda(ctx):
+    # On a machine without a GPU, JAX still lowers for the CUDA platform:
+    # each collective becomes a custom call of the same target (ringcc's
+    # CUDA handler takes XLA's stream), threaded by the ordered effect's
+    # token from one to the next. ROCm has no handler: a clear error.
+    def f(x):
+        a = rj.allreduce(x, op="average")
+        b = rj.allgather(a)
+        c = rj.broadcast(b, root=0)
+        return rj.reduce_scatter(c, op="sum"), rj.alltoall(c)
+    targets = ("ringcc_allreduce", "ringcc_allgather", "ringcc_broadcast", "ringcc_reduce_scatter",
+               "ringcc_alltoall")
+    checks = [jax.export.DisabledSafetyCheck.custom_call(t) for t in targets]
+    spec = jax.ShapeDtypeStruct((2 * ctx.size, 3), jnp.float32)
+    exported = jax.export.export(jax.jit(f), platforms=["cuda"], disabled_checks=checks)(spec)
+    calls = [line for line in exported.mlir_module().splitlines() if "stablehlo.custom_call" in line]
+    found = [t for t in targets if any(f"@{t}(" in line for line in calls)]
+    expect(found == list(targets), f"custom calls for CUDA: {found}")
+    expect(all("!stablehlo.token" in line for line in calls), "every custom call takes the effect's token")
+    expect_error(NotImplementedError, ["CPU and CUDA platforms"],
+                 lambda: jax.export.export(jax.jit(f), platforms=["rocm"], disabled_checks=checks)(spec),
+                 "lowering for ROCm")
+
+
 def on_import(rc):
     """Imports jax (64-bit types on) and ringcc.jax once ringcc is imported, before init()."""
     global jax, jnp, rj, ringcc
