@@ -11,6 +11,7 @@ tests/test_jax.py parametrizes its tests from CASES.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -557,6 +558,19 @@ def _(ctx):
                            f"{what} (rank {last}'s)")
         got = host(rj.allreduce(jnp.full((3,), ctx.rank + 1.0, jnp.float32)))
         expect(bool(np.all(got == n * (n + 1) / 2)), f"allreduce after {what}: {got}")
+
+
+@case("platform/as-expected")
+def platform(ctx):
+    # RINGCC_TEST_EXPECT_JAX_PLATFORM (tests/gpu: "gpu"): the arrays of
+    # these cases, and the collectives' results, live on that platform.
+    want = os.environ.get("RINGCC_TEST_EXPECT_JAX_PLATFORM", "cpu")
+    x = jnp.arange(4, dtype=jnp.float32) + ctx.rank
+    y = jax.jit(lambda v: rj.allreduce(v, op="sum"))(x)
+    got = {d.platform for d in y.devices()}
+    expect(jax.default_backend() == want and got == {want},
+           f"default backend {jax.default_backend()}, result on {got}; expected {want}")
+    check_equal(host(y), np.arange(4, dtype=np.float32) * ctx.size + sum(range(ctx.size)), "allreduce")
 
 
 @case("lowering/cuda-platform")
