@@ -180,6 +180,18 @@ void CudaDevice::scale(CUstream stream, void* dst, const void* src, int64_t coun
         "cuLaunchKernel (scale)");
 }
 
+bool CudaDevice::launch_timestamp(CUstream stream, unsigned long long* slot) {
+  CUfunction f = nullptr;
+  try {
+    f = function("ringcc_timestamp");
+  } catch (const Error&) {
+    return false;
+  }
+  void* params[] = {&slot};
+  Scope scope(*this);
+  return api_.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr) == CUDA_SUCCESS;
+}
+
 void CudaDevice::reduce(CUstream stream, void* dst, const void* const* srcs, int nsrc, int64_t count,
                         DataType dtype, ReduceOp op, double postscale) {
   if (count <= 0) return;

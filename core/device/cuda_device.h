@@ -83,6 +83,10 @@ class CudaDevice {
   // recorded there); nothing when they are the same stream.
   void order_after(cuda::CUstream waiter, cuda::CUstream producer);
 
+  // Enqueues ringcc_timestamp(slot) on `stream` (RINGCC_GPU_TRACE: `slot`
+  // is device-visible memory); false when the kernels cannot be loaded.
+  bool launch_timestamp(cuda::CUstream stream, unsigned long long* slot);
+
   // Loads the kernels now (they load on first use otherwise).
   void load_kernels();
   // Where the loaded kernels came from ("CUBIN for sm_90, compiled by NVRTC 13.0").

@@ -262,6 +262,7 @@ void NcclBackend::allreduce(CollectiveArgs& a, Deadline deadline) {
   };
   if (a.segments.empty()) {
     one(a.in, a.out, a.count);
+    if (job_.trace) job_.trace->host_mark("nccl-enqueued");
   } else {
     for (const BufferSegment& seg : a.segments) {
       if ((!seg.in || !seg.out) && seg.count > 0) {
