@@ -264,9 +264,12 @@ class RingWork(dist.Work):
         return self.source_rank()
 
     def synchronize(self) -> None:
-        """Blocks until the operation completed, on the device too."""
+        """CUDA: blocks until the operation completed, on the device too.
+        CPU: nothing is queued on a stream (as gloo's)."""
+        if self._stream is None:
+            return None
         self.wait()
-        for stream in [self._stream, *self._more_streams] if self._stream is not None else []:
+        for stream in [self._stream, *self._more_streams]:
             stream.synchronize()
 
     def block_current_stream(self) -> None:
