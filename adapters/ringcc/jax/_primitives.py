@@ -77,6 +77,11 @@ def _register_targets():
     cuda = getattr(_core, "jax_ffi_cuda_targets", dict)()
     for name, capsule in cuda.items():
         jax.ffi.register_ffi_target(name, capsule, platform="CUDA")
+    if cuda:
+        # The handlers reach the core directly: it learns here where the
+        # packages' NCCL and NVRTC are (nothing is loaded yet).
+        from ringcc import gpu_libraries
+        gpu_libraries.configure()
     return targets, cuda
 
 
