@@ -189,18 +189,18 @@ void IpcBackend::begin_step(CUstream s) {
   check_usable();
   const uint32_t g = gen_.load() + 1;
   gen_.store(g);
-  // Every peer must be done reading this rank's area from the last step.
+  // Every rank must be done with this rank's area from the last step: the
+  // peers reading it, and this rank too, whose last step may have run on
+  // another stream (this rank's own done word, written at the end of it).
   if (g > 1) {
-    for (int r = 0; r < n_; ++r) {
-      if (r != me_) wait_for(s, r, kDone);
-    }
+    for (int r = 0; r < n_; ++r) wait_for(s, r, kDone);
   }
 }
 
 void IpcBackend::signal(CUstream s, Flag which) {
   const uint32_t g = gen_.load();
   for (int r = 0; r < n_; ++r) {
-    if (r == me_ && which != kDone) continue;  // this rank's own done word: for the teardown
+    if (r == me_ && which != kDone) continue;  // this rank's own done word: for the next step and the teardown
     dev_.check(api_.cuStreamWriteValue32_v2(s, flag(r, which, me_), g, CU_STREAM_WRITE_VALUE_DEFAULT),
                "cuStreamWriteValue32");
   }
