@@ -405,6 +405,32 @@ def stream_order(ctx):
         raise Skip("needs a real GPU")
 
 
+@CASES.case("collectives_on_alternating_streams", tags=("device",))
+def alternating_streams(ctx):
+    # Back-to-back collectives on two streams, one of them held up by
+    # matrix products: a step on one stream must not overwrite the staging
+    # area the previous step, on the other, still reads.
+    if ARRAYS != "torch":
+        raise Skip("needs torch on a real GPU")
+    import torch
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    results = []
+    for i in range(24):
+        stream = streams[i % 2]
+        with torch.cuda.stream(stream):
+            x = torch.full((1 << 14,), float(ctx.rank + i), device="cuda")
+            if i % 4 == 1:
+                a = torch.full((1024, 1024), 1.0 / 1024, device="cuda")
+                for _ in range(6):
+                    a = a @ a  # a @ a == a: keeps the stream busy, changes nothing
+                x.add_(a[0, 0] * 0)
+            ringcc.allreduce_(x)
+            results.append((x, float(sum(r + i for r in range(ctx.size)))))
+    torch.cuda.synchronize()
+    for i, (x, want) in enumerate(results):
+        expect(bool((x == want).all().item()), f"collective {i}: got {x[:3].tolist()}, expected {want}")
+
+
 def main(argv=None) -> int:
     def on_import(module):
         global ringcc
