@@ -646,6 +646,7 @@ void Communicator::run_host(CollectiveArgs& a, Deadline deadline) {
 }
 
 void Communicator::run_device(CollectiveArgs& a, Deadline deadline) {
+  const Clock::time_point started = Clock::now();  // for RINGCC_GPU_TRACE
   if (size_ > 1) {
     // Every rank agrees on the collective (and learns the others' counts)
     // through the host path, exactly as for host buffers, so that a rank
@@ -674,7 +675,7 @@ void Communicator::run_device(CollectiveArgs& a, Deadline deadline) {
     }
     gpu = gpu_.get();
   }
-  gpu->run(a, deadline);
+  gpu->run(a, deadline, started);
 }
 
 std::string Communicator::gpu_backend_name() const {

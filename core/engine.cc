@@ -28,8 +28,8 @@ double now_s() {
 // True when `meta` describes the collective `a` of this shape.
 bool describes(const TensorMeta& meta, const CollectiveArgs& a, const int64_t* shape, size_t ndim) {
   return meta.kind == a.kind && meta.dtype == a.dtype && meta.op == a.op && meta.root == a.root &&
-         meta.prescale == a.prescale && meta.postscale == a.postscale && meta.shape.size() == ndim &&
-         std::equal(shape, shape + ndim, meta.shape.begin());
+         meta.prescale == a.prescale && meta.postscale == a.postscale && meta.memory == a.memory &&
+         meta.shape.size() == ndim && std::equal(shape, shape + ndim, meta.shape.begin());
 }
 
 std::string rank_list(const std::vector<int>& ranks) {
@@ -219,6 +219,7 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
     entry->meta.prescale = a.prescale;
     entry->meta.postscale = a.postscale;
     entry->meta.shape.assign(shape, shape + ndim);
+    entry->meta.memory = a.memory;
   }
   // An allreduce's result is known in size now; its buffers for a fused batch.
   if (a.kind == CollectiveKind::kAllreduce) args.result_count = args.count;
@@ -1097,7 +1098,7 @@ void Engine::run_ready(std::vector<ReadyItem>& ready) {
         const int64_t b = m.elements() * static_cast<int64_t>(dtype_size(m.dtype));
         std::string ignored;
         if (m.kind != meta.kind || m.dtype != meta.dtype || m.op != meta.op ||
-            m.prescale != meta.prescale || m.postscale != meta.postscale ||
+            m.prescale != meta.prescale || m.postscale != meta.postscale || m.memory != meta.memory ||
             bytes + b > opt_.fusion_threshold ||
             (next.entry && !agree(next.name, *next.entry, &ignored))) {
           break;
@@ -1166,6 +1167,8 @@ void Engine::execute_batch(const Batch& items, int64_t fusion_id) {
       CollectiveArgs a;
       if (local) {
         a = local->work->list()[0];
+      } else if (meta.memory != MemoryKind::kHost) {
+        stand_in_refused(meta.kind, meta.memory, &a);
       } else {
         // A joined rank takes part with zeros and throws the result away.
         a.kind = meta.kind;
@@ -1208,6 +1211,19 @@ void Engine::execute_batch(const Batch& items, int64_t fusion_id) {
     } else {
       // Built in place of the last batch's list (kept for its storage).
       CollectiveArgs& a = fused_args_;
+      // Device buffers are fused on the device (the GPU backend takes the
+      // segments), on the device and stream of this rank's tensors (a
+      // named device collective runs on the process's side stream).
+      const LocalEntry* first_local = nullptr;
+      bool all_local = true;
+      for (const auto& item : items) {
+        if (item.local && !first_local) first_local = item.local;
+        all_local = all_local && item.local;
+      }
+      a.memory = meta.memory;
+      a.device = first_local ? first_local->work->list()[0].device : -1;
+      a.stream = first_local ? first_local->work->list()[0].stream : nullptr;
+      a.local_error.clear();
       a.kind = CollectiveKind::kAllreduce;
       a.dtype = meta.dtype;
       a.op = meta.op;
@@ -1230,7 +1246,11 @@ void Engine::execute_batch(const Batch& items, int64_t fusion_id) {
       const std::string args =
           timeline_.active() ? fusion_args + ", \"bytes\": " + std::to_string(bytes) : std::string();
       coalesce_segments(a);
-      if (comm_->gathers_segments() || a.segments.empty()) {
+      if (meta.memory != MemoryKind::kHost && !all_local) {
+        CollectiveArgs refused;
+        stand_in_refused(CollectiveKind::kAllreduce, meta.memory, &refused);
+        comm_->run(refused);
+      } else if (comm_->gathers_segments() || a.segments.empty() || meta.memory != MemoryKind::kHost) {
         // Shared memory reads the tensors in place and writes the results
         // back in place; tensors that lie one after another in memory run
         // as one buffer on any transport. No fusion buffer, no extra copies.
@@ -1300,6 +1320,16 @@ void Engine::execute_batch(const Batch& items, int64_t fusion_id) {
       }
     }
   }
+}
+
+void Engine::stand_in_refused(CollectiveKind kind, MemoryKind memory, CollectiveArgs* a) const {
+  // A joined rank has no device buffers to stand in with: it takes part
+  // as a failed participant, so that the others raise MismatchError.
+  a->kind = CollectiveKind::kLocalError;
+  a->failed_kind = kind;
+  a->local_error = "rank " + std::to_string(rank_) + " has joined (join()) and cannot stand in with zeros for a " +
+                   "collective of tensors in " + memory_kind_name(memory) + " (join() covers host tensors only)";
+  a->send_counts.assign(static_cast<size_t>(size_), 0);
 }
 
 void Engine::inspect_stalls() {

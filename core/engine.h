@@ -138,6 +138,8 @@ class Engine {
   LocalEntry* find_local(const std::string& name);
   // The cache bit of name if it is cached with exactly this description.
   int cached_bit(const std::string& name, const TensorMeta& meta) const;
+  // A joined rank's part in a collective of device tensors: a failed call.
+  void stand_in_refused(CollectiveKind kind, MemoryKind memory, CollectiveArgs* a) const;
   void inspect_stalls();
   // The first submitted description of e; "" in *why when all agree.
   const TensorMeta& first_meta(const TableEntry& e) const;

@@ -15,6 +15,7 @@
 
 #include "core/collective_args.h"
 #include "core/device/cuda_device.h"
+#include "core/device/gpu_trace.h"
 #include "core/device/gpu_selection.h"
 #include "core/socket.h"
 #include "core/store.h"
@@ -33,6 +34,9 @@ struct DeviceJob {
   // Runs a collective over host memory through the communicator's host
   // path (its own header exchange and deadline), for host staging.
   std::function<void(CollectiveArgs&)> host_run;
+  // RINGCC_GPU_TRACE: where a backend marks the phases of a call (null
+  // when not tracing; see gpu_trace.h).
+  GpuTrace* trace = nullptr;
 
   // (rank, process id) of the other ranks on this host, for liveness checks.
   std::vector<std::pair<int, int>> local_peer_pids() const {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "core/backends/cuda_ipc/ipc_backend.h"
+#include "core/device/device_memory.h"
 #include "core/backends/host_staging/staging_backend.h"
 #include "core/backends/nccl/nccl_backend.h"
 #include "core/device/gpu_libraries.h"
@@ -61,6 +62,8 @@ void GpuCollectives::set_up(int device, Deadline deadline) {
   job.device = &dev;
   job.timeout_s = timeout_s_;
   job.host_run = host_run_;
+  trace_ = GpuTrace::from_env(dev, rank_);
+  job.trace = trace_.get();
   job.ranks.resize(static_cast<size_t>(size_));
   job.ranks[static_cast<size_t>(rank_)] = mine;
   if (size_ > 1) {
@@ -88,7 +91,7 @@ void GpuCollectives::set_up(int device, Deadline deadline) {
   device_ = device;
 }
 
-void GpuCollectives::run(CollectiveArgs& a, Deadline deadline) {
+void GpuCollectives::run(CollectiveArgs& a, Deadline deadline, Clock::time_point started) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!aborted_.empty()) raise(ErrorKind::kPeerFailure, "GPU collectives were aborted: ", aborted_);
@@ -102,7 +105,16 @@ void GpuCollectives::run(CollectiveArgs& a, Deadline deadline) {
     raise(ErrorKind::kInvalidArgument, "this communicator runs its GPU collectives on cuda:", device_,
           ", but the tensor is on cuda:", a.device);
   }
+  GpuTrace* trace = a.kind == CollectiveKind::kBarrier || a.kind == CollectiveKind::kLocalError ? nullptr : trace_.get();
+  if (trace) {
+    trace->begin(a, backend_->name(), started);
+    trace->device_mark(device::stream_of(a), "start");
+  }
   backend_->run(a, deadline);
+  if (trace) {
+    trace->device_mark(device::stream_of(a), "end");
+    trace->end(device::stream_of(a));
+  }
 }
 
 void GpuCollectives::abort(const std::string& reason) {

@@ -30,7 +30,8 @@ class GpuCollectives {
 
   // Runs a device collective whose agreement the host path has checked.
   // The first one sets the backend up (a collective step over the store).
-  void run(CollectiveArgs& a, Deadline deadline);
+  // `started`: when the call reached the communicator (RINGCC_GPU_TRACE).
+  void run(CollectiveArgs& a, Deadline deadline, Clock::time_point started = Clock::now());
   // See DeviceBackend::abort; before setup, later runs raise.
   void abort(const std::string& reason);
 
@@ -49,6 +50,7 @@ class GpuCollectives {
   std::function<void(CollectiveArgs&)> host_run_;
   int device_ = -1;
   mutable std::mutex mu_;  // backend_ against abort from other threads
+  std::unique_ptr<GpuTrace> trace_;  // before backend_: the backend refers to it
   std::unique_ptr<DeviceBackend> backend_;
   std::string aborted_;
 };

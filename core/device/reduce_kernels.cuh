@@ -21,12 +21,18 @@
 //       dst[i] = s.ptr[0][i] op ... op s.ptr[nsrc-1][i], then * postscale
 //       when postscale != 1 (dst may equal s.ptr[0])
 // with dtype in float16 bfloat16 float32 float64 int8 uint8 int32 int64 and
-// op in sum min max product (average reduces as sum with a postscale).
+// op in sum min max product (average reduces as sum with a postscale), and
+//   ringcc_timestamp(unsigned long long* slot)
+//       *slot = the GPU's global nanosecond timer (%globaltimer, the same for
+//       every context on the device), for the phase timing of
+//       RINGCC_GPU_TRACE; one thread (the host build: the host's realtime
+//       clock)
 
 #ifdef RINGCC_KERNELS_ON_HOST
 // Host build: one "thread" walks every element (the grid-stride loops
 // below cover the whole range with a grid of one block of one thread).
 #include <cstring>
+#include <ctime>
 struct RingccDim3 {
   unsigned int x, y, z;
 };
@@ -318,3 +324,15 @@ RINGCC_KERNELS_OF(int8, ringcc_kernels::Native<rc_i8>)
 RINGCC_KERNELS_OF(uint8, ringcc_kernels::Native<rc_u8>)
 RINGCC_KERNELS_OF(int32, ringcc_kernels::Native<rc_i32>)
 RINGCC_KERNELS_OF(int64, ringcc_kernels::Native<rc_i64>)
+
+extern "C" RINGCC_GLOBAL void ringcc_timestamp(unsigned long long* slot) {
+#ifdef RINGCC_KERNELS_ON_HOST
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  *slot = static_cast<unsigned long long>(now.tv_sec) * 1000000000ull + static_cast<unsigned long long>(now.tv_nsec);
+#else
+  unsigned long long now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  *slot = now;
+#endif
+}
