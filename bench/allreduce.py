@@ -2,8 +2,8 @@
 
     ringrun --no-prefix -np 2 python -m bench.allreduce [--minbytes 8] [--maxbytes 256M]
         [--stepfactor 4] [--ops allreduce,allgather,broadcast] [--dtype float32] [--iters N]
-        [--warmup N] [--repeats 3] [--compare gloo,mpi,socket] [--check] [--json PATH]
-        [--csv PATH] [--plot PATH.png] [--no-progress]
+        [--warmup N] [--repeats 3] [--device cpu|cuda] [--compare gloo,nccl,mpi,socket]
+        [--check] [--json PATH] [--csv PATH] [--plot PATH.png] [--no-progress]
 
 Rank 0 prints one table per collective (size, count, type, time, algbw, busbw,
 as nccl-tests' PERFORMANCE.md defines them, and the spread of the point's
@@ -27,10 +27,20 @@ sweep R times, interleaving the implementations (ringcc, gloo, mpi, ringcc,
 ...), so that slow drifts of the machine hit every side alike; tables show
 medians over the repeats, and the JSON has every repeat.
 
+--device cuda: the buffers are torch tensors on the rank's GPU (local rank
+modulo the GPUs torch sees), and every iteration is the collective followed
+by torch.cuda.synchronize(): the time of a blocking call (bench.cuda_buffers).
+ringcc then runs on its GPU backends (docs/gpu.md), on torch's current
+stream.
+
 Peers (--compare):
   gloo  torch.distributed's gloo in these same processes, through torch's
         env:// rendezvous (ringrun sets RANK, WORLD_SIZE, MASTER_ADDR,
-        MASTER_PORT), on tensors sharing the NumPy buffers.
+        MASTER_PORT), on tensors sharing the NumPy buffers (--device cuda:
+        on the same CUDA tensors ringcc gets).
+  nccl  (--device cuda) torch.distributed's nccl backend, the same way:
+        every rank on a GPU of its own (NCCL refuses ranks that share one),
+        or a single rank.
   mpi   under mpirun/mpiexec (the bench started as an MPI job, e.g.
         mpirun -np 2 python -m bench.allreduce): mpi4py's MPI_Allreduce,
         MPI_Allgather and MPI_Bcast in these same processes, interleaved with
@@ -38,13 +48,13 @@ Peers (--compare):
         mpi4py over Open MPI in a job of its own: rank 0 runs mpirun -np N
         between the sweeps (bench.peers_mpi) while the other ranks sleep on a
         file in a directory rank 0 broadcast to them, so that no waiting rank
-        spins on a CPU the MPI ranks need. Single host only.
+        spins on a CPU the MPI ranks need. Single host only. Host memory only.
   socket  (allreduce only) the bytes a ring allreduce sends and receives,
         2(n-1)/n of the buffer each way per rank, moved over plain TCP
         sockets between neighbours on 127.0.0.1 with no reduction
         (bench.peers_socket): what plain sockets carry for the same traffic,
         beside which to read ringcc's RINGCC_TRANSPORT=tcp figures. Single
-        host only.
+        host only. Host memory only.
 A peer that is unknown or cannot run is reported as skipped, with the reason.
 """
 import argparse
@@ -66,15 +76,17 @@ from .table import (RATIO_DEFINITION, SPREAD_DEFINITION, aggregate, op_table, pa
                     summary_text)
 
 DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64")
-PEERS = ("gloo", "mpi", "socket")
+PEERS = ("gloo", "nccl", "mpi", "socket")
+DEVICES = ("cpu", "cuda")
 
 
 class RingccBackend(Backend):
     name = "ringcc"
 
-    def __init__(self, ringcc):
+    def __init__(self, ringcc, device=None):
         self.rc = ringcc
         self.rank, self.size = ringcc.rank(), ringcc.size()
+        self.device = device  # None: NumPy buffers; else the rank's torch CUDA device
 
     def max_over_ranks(self, value):
         a = np.array([value], np.float64)
@@ -94,6 +106,13 @@ class RingccBackend(Backend):
         return bytes(buf).rstrip(b"\0").decode()
 
     def loop(self, op, x, out):
+        if self.device is not None:
+            from .cuda_buffers import cuda_loop
+            rc = self.rc
+            calls = {"allreduce": lambda t, o: rc.allreduce_(t),
+                     "allgather": lambda t, o: rc.allgather(t, out=o),
+                     "broadcast": lambda t, o: rc.broadcast_(t, 0)}
+            return cuda_loop(self.device, x, out, calls[op])
         if op == "allreduce":
             f = self.rc.allreduce_
 
@@ -136,7 +155,10 @@ def parse_args(argv=None):
     p.add_argument("--target-s", type=float, default=0.25,
                    help="adaptive iterations aim at this many seconds per point (default 0.25)")
     p.add_argument("--repeats", type=int, default=3, help="whole-sweep repeats (default 3)")
-    p.add_argument("--compare", default="", help="comma list of peers to time too (gloo,mpi,socket)")
+    p.add_argument("--device", default="cpu", choices=DEVICES,
+                   help="where the buffers live: host memory (default) or the rank's GPU "
+                        "(torch CUDA tensors; each call is followed by torch.cuda.synchronize())")
+    p.add_argument("--compare", default="", help="comma list of peers to time too (gloo,nccl,mpi,socket)")
     p.add_argument("-c", "--check", action="store_true",
                    help="verify every point once against the expected values")
     p.add_argument("--json", metavar="PATH", help="write every result to this JSON file")
@@ -175,12 +197,18 @@ def parse_args(argv=None):
 class Bench:
     def __init__(self, args, ringcc):
         self.args, self.rc = args, ringcc
-        self.ours = RingccBackend(ringcc)
+        self.device = None
+        if getattr(args, "device", "cpu") == "cuda":
+            from .cuda_buffers import device_for
+            local = getattr(ringcc, "local_rank", None)
+            self.device = device_for(local() if local is not None else ringcc.rank())
+        self.ours = RingccBackend(ringcc, self.device)
         self.rank0 = self.ours.rank == 0
         self.world = self.ours.size
         self.peers = []            # peers that run, in --compare order
         self.peer_info = {}        # name -> {"status", "reason", "version", "skipped_ops"}
         self.gloo = None
+        self.nccl = None
         self.socket = None
         self.mpi_local = None      # the in-process MPI peer (the bench runs under mpirun)
         self.sync_dir = None
@@ -200,6 +228,10 @@ class Bench:
                 self.skip_peer(name, f"unknown peer (known: {', '.join(PEERS)})")
             elif name == "gloo":
                 self.open_gloo()
+            elif name == "nccl":
+                self.open_nccl()
+            elif self.device is not None:
+                self.skip_peer(name, "it moves host memory only, and --device cuda is on")
             elif name == "socket":
                 self.open_socket()
             else:
@@ -214,7 +246,7 @@ class Bench:
     def open_gloo(self):
         from .peers_gloo import open_gloo
 
-        backend, reason = open_gloo(self.world, self.args.peer_timeout)
+        backend, reason = open_gloo(self.world, self.args.peer_timeout, self.device)
         # Every rank must agree, or the gloo sweeps would hang.
         if self.ours.max_over_ranks(0.0 if backend else 1.0) > 0:
             if backend:
@@ -224,6 +256,25 @@ class Bench:
         self.gloo = backend
         self.peers.append("gloo")
         self.peer_info["gloo"] = {"status": "ok", "version": backend.version, "skipped_ops": {}}
+
+    def open_nccl(self):
+        from .peers_gloo import open_torch_peer
+
+        shares = 0.0
+        if self.device is not None:
+            import torch
+            local = getattr(self.rc, "local_size", None)
+            shares = 1.0 if local is not None and local() > torch.cuda.device_count() else 0.0
+        shares = self.ours.max_over_ranks(shares) > 0
+        backend, reason = open_torch_peer("nccl", self.world, self.args.peer_timeout, self.device, shares)
+        if self.ours.max_over_ranks(0.0 if backend else 1.0) > 0:
+            if backend:
+                backend.close()
+            self.skip_peer("nccl", reason or "torch's nccl backend could not start on another rank")
+            return
+        self.nccl = backend
+        self.peers.append("nccl")
+        self.peer_info["nccl"] = {"status": "ok", "version": backend.version, "skipped_ops": {}}
 
     def open_socket(self):
         from .peers_socket import open_socket_peer
@@ -267,7 +318,9 @@ class Bench:
         self.peer_info["mpi"] = {"status": "ok", "skipped_ops": {}}
 
     def close(self):
-        for peer in (self.gloo, self.socket):
+        # torch's default group (the torch peer opened first) goes last.
+        torch_peers = [p for p in (self.nccl, self.gloo) if p is not None]
+        for peer in sorted(torch_peers, key=lambda p: p.group is None) + [self.socket]:
             if peer is not None:
                 peer.close()
         if self.sync_dir and self.rank0:
@@ -360,13 +413,13 @@ class Bench:
                 t0 = time.perf_counter()
                 if impl == "ringcc":
                     out = self.run_local(self.ours, repeat)
-                elif impl == "gloo":
-                    if "gloo" not in self.peers:
+                elif impl in ("gloo", "nccl"):
+                    if impl not in self.peers:
                         continue
                     try:
-                        out = self.run_local(self.gloo, repeat)
+                        out = self.run_local(self.gloo if impl == "gloo" else self.nccl, repeat)
                     except Exception as e:  # noqa: BLE001 - a failing peer is reported, not fatal
-                        self.skip_peer("gloo", f"failed during the sweep: {e}")
+                        self.skip_peer(impl, f"failed during the sweep: {e}")
                         continue
                 elif impl == "socket":
                     if "socket" not in self.peers:
@@ -418,7 +471,7 @@ class Bench:
         iters = a.iters if a.iters is not None else f"adaptive (~{a.target_s:g} s a point)"
         warmup = a.warmup if a.warmup is not None else "adaptive"
         print(f"# ringcc {getattr(self.rc, '__version__', '?')} benchmark: {self.world} ranks "
-              f"over {getattr(self.rc, 'transport_name', lambda: '?')()}, "
+              f"over {getattr(self.rc, 'transport_name', lambda: '?')()}{self.device_text()}, "
               f"{a.dtype}, {format_size(a.sizes[0])} .. {format_size(a.sizes[-1])} "
               f"({len(a.sizes)} sizes), iters {iters}, warmup {warmup}, {a.repeats} repeat(s)")
         print("# peers: " + (", ".join(f"{p} ({self.peer_info[p].get('version', '?')})" for p in shown)
@@ -449,6 +502,15 @@ class Bench:
         if a.plot:
             self.write_plot(agg, shown)
         return 1 if wrong else 0
+
+    def device_text(self):
+        """", CUDA tensors on NVIDIA H200 (ringcc's ipc backend), blocking calls" or ""."""
+        if self.device is None:
+            return ""
+        import torch
+        backend = getattr(self.rc, "gpu_backend", lambda: "")() or "?"
+        return (f", CUDA tensors on {torch.cuda.get_device_name(self.device)} (ringcc's {backend} "
+                f"backend), blocking calls")
 
     def versions(self):
         versions = {"ringcc": getattr(self.rc, "__version__", "unknown")}
@@ -491,6 +553,7 @@ class Bench:
         doc = {
             "meta": {
                 "ranks": self.world, "dtype": a.dtype, "ops": a.ops, "sizes": a.sizes,
+                "device": a.device, "gpu_backend": getattr(self.rc, "gpu_backend", lambda: "")() or None,
                 "repeats": a.repeats, "iters": a.iters if a.iters is not None else "adaptive",
                 "warmup": a.warmup if a.warmup is not None else "adaptive",
                 "target_s": a.target_s, "check": a.check,

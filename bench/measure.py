@@ -169,6 +169,16 @@ def _count_wrong(a, scale):
     return wrong
 
 
+def _once(backend, op, x, out):
+    """Runs the collective once; a loop over device copies of the buffers
+    (its `fetch`) brings the results back into x and out."""
+    run = backend.loop(op, x, out)
+    run(1)
+    fetch = getattr(run, "fetch", None)
+    if fetch is not None:
+        fetch()
+
+
 def check_once(case, backend, x, out):
     """Runs the collective once on known data; returns the number of wrong
     elements (the maximum over ranks).
@@ -178,19 +188,19 @@ def check_once(case, backend, x, out):
     r, n = backend.rank, backend.size
     if case.op == "allreduce":
         _fill_pattern(x, 1 + r % 2)
-        backend.loop(case.op, x, out)(1)
+        _once(backend, case.op, x, out)
         wrong = _count_wrong(x, sum(1 + q % 2 for q in range(n)))
     elif case.op == "allgather":
         _fill_pattern(x, r % 40 + 1)
         out.fill(0)
-        backend.loop(case.op, x, out)(1)
+        _once(backend, case.op, x, out)
         wrong = sum(_count_wrong(out[q * case.count:(q + 1) * case.count], q % 40 + 1) for q in range(n))
     else:
         if r == 0:
             _fill_pattern(x, 7)
         else:
             x.fill(0)
-        backend.loop(case.op, x, out)(1)
+        _once(backend, case.op, x, out)
         wrong = _count_wrong(x, 7)
     timing_fill(case, r, x, out)
     return int(backend.max_over_ranks(float(wrong)))
@@ -202,7 +212,9 @@ def check_once(case, backend, x, out):
 
 class Backend:
     """What an implementation provides. `loop(op, x, out)` returns a function
-    running the collective n times in a plain Python loop."""
+    running the collective n times in a plain Python loop (over x and out,
+    or over device copies of them: then the function has a `fetch()` that
+    copies the results back)."""
 
     name = "?"
     rank = 0

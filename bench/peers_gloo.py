@@ -1,8 +1,12 @@
-"""The gloo peer: torch.distributed's gloo backend, in the bench's own processes.
+"""The torch peers: torch.distributed's gloo and nccl backends, in the
+bench's own processes.
 
 The process group joins through torch's env:// rendezvous (RANK, WORLD_SIZE,
-MASTER_ADDR, MASTER_PORT, which ringrun sets) and works on CPU tensors that
-share the bench's NumPy buffers (torch.from_numpy), so no copies are timed.
+MASTER_ADDR, MASTER_PORT, which ringrun sets); the first peer opened is
+torch's default group, a second one a group of its own. On the CPU the
+tensors share the bench's NumPy buffers (torch.from_numpy), so no copies are
+timed; with --device cuda they are copies on the rank's GPU
+(bench.cuda_buffers), and nccl runs only there.
 """
 import os
 from datetime import timedelta
@@ -14,39 +18,63 @@ from .measure import Backend
 ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
-def open_gloo(world, timeout_s):
-    """Returns (GlooBackend, None), or (None, reason) when gloo cannot be used."""
+def open_gloo(world, timeout_s, device=None):
+    """Returns (TorchPeer for gloo, None), or (None, reason) when gloo cannot be used."""
+    return open_torch_peer("gloo", world, timeout_s, device)
+
+
+def open_torch_peer(name, world, timeout_s, device=None, shares_gpu=False):
+    """(TorchPeer, None) for torch's backend `name` ("gloo" or "nccl"), or
+    (None, reason). device: None (CPU) or the rank's torch CUDA device;
+    shares_gpu: some ranks share a GPU (NCCL refuses them)."""
     try:
         import torch
         import torch.distributed as dist
     except ImportError as e:
         return None, f"torch is not importable ({e})"
-    if not dist.is_available() or not dist.is_gloo_available():
+    if not dist.is_available():
+        return None, "this torch build has no torch.distributed"
+    if name == "gloo" and not dist.is_gloo_available():
         return None, "this torch build has no gloo backend"
+    if name == "nccl":
+        if device is None:
+            return None, "torch's nccl backend runs on CUDA tensors only (use --device cuda)"
+        if not dist.is_nccl_available():
+            return None, "this torch build has no nccl backend"
+        if shares_gpu:
+            return None, "ranks share a GPU, which NCCL refuses (\"Duplicate GPU detected\")"
     missing = [v for v in ENV if not os.environ.get(v)]
     if missing:
         return None, "torch's env:// variables are not set: " + ", ".join(missing)
     if int(os.environ["WORLD_SIZE"]) != world:
         return None, f"WORLD_SIZE={os.environ['WORLD_SIZE']} but ringcc has {world} ranks"
+    timeout = timedelta(seconds=timeout_s)
     try:
-        dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=timeout_s))
+        if not dist.is_initialized():
+            kwargs = {"device_id": device} if name == "nccl" else {}
+            dist.init_process_group(name, init_method="env://", timeout=timeout, **kwargs)
+            group = None
+        else:
+            group = dist.new_group(backend=name, timeout=timeout)
     except Exception as e:  # noqa: BLE001 - any failure means "peer unavailable"
-        return None, f"init_process_group('gloo') failed: {e}"
-    return GlooBackend(torch, dist), None
+        return None, f"init_process_group('{name}') failed: {e}"
+    return TorchPeer(name, torch, dist, group, device), None
 
 
-class GlooBackend(Backend):
-    name = "gloo"
-
-    def __init__(self, torch, dist):
-        self.torch, self.dist = torch, dist
+class TorchPeer(Backend):
+    def __init__(self, name, torch, dist, group, device):
+        self.name = name
+        self.torch, self.dist, self.group, self.device = torch, dist, group, device
         self.rank, self.size = dist.get_rank(), dist.get_world_size()
         # all_gather_into_tensor is deprecated in favour of all_gather_single in newer torch.
         self._allgather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
         self.version = f"torch {torch.__version__}"
+        if name == "nccl":
+            version = torch.cuda.nccl.version()
+            self.version += " (NCCL " + ".".join(str(v) for v in version) + ")"
 
     def close(self):
-        if self.dist.is_initialized():
+        if self.group is None and self.dist.is_initialized():
             self.dist.destroy_process_group()
 
     def tensor(self, a):
@@ -57,30 +85,39 @@ class GlooBackend(Backend):
 
     def max_over_ranks(self, value):
         t = self.torch.tensor([value], dtype=self.torch.float64)
-        self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX)
+        if self.device is not None and self.name == "nccl":
+            t = t.to(self.device)
+        self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX, group=self.group)
         return float(t.item())
 
     def barrier(self):
-        self.dist.barrier()
+        if self.name == "nccl":
+            self.max_over_ranks(0.0)  # nccl's barrier guesses a device; this one knows it
+        else:
+            self.dist.barrier(group=self.group)
+
+    def call(self, op):
+        dist, group = self.dist, self.group
+        if op == "allreduce":
+            return lambda t, o: dist.all_reduce(t, group=group)
+        if op == "allgather":
+            f = self._allgather
+            return lambda t, o: f(o, t, group=group)
+        src = dist.get_global_rank(group, 0) if group is not None else 0
+        return lambda t, o: dist.broadcast(t, src, group=group)
 
     def loop(self, op, x, out):
+        call = self.call(op)
+        if self.device is not None:
+            from .cuda_buffers import cuda_loop
+            return cuda_loop(self.device, x, out, call)
         t = self.tensor(x)
-        if op == "allreduce":
-            f = self.dist.all_reduce
+        o = self.tensor(out) if out is not None else None
 
-            def run(n):
-                for _ in range(n):
-                    f(t)
-        elif op == "allgather":
-            f, o = self._allgather, self.tensor(out)
-
-            def run(n):
-                for _ in range(n):
-                    f(o, t)
-        else:
-            f = self.dist.broadcast
-
-            def run(n):
-                for _ in range(n):
-                    f(t, 0)
+        def run(n):
+            for _ in range(n):
+                call(t, o)
         return run
+
+
+GlooBackend = TorchPeer  # the name this module's peer had

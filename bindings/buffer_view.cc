@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 
 #include "bindings/device_arrays.h"
 #include "core/base/error.h"
@@ -105,20 +106,49 @@ BufferView from_numpy(py::handle obj, bool writable, const char* what) {
   return v;
 }
 
+// A framework's own export for objects of `type`, cheaper than its DLPack
+// protocol methods (ringcc.gpu_arrays.fast_exporter), or None. Looked up
+// once per type; the types stay referenced (they are few).
+py::handle fast_exporter(PyTypeObject* type) {
+  static auto* cache = new std::unordered_map<PyTypeObject*, PyObject*>();
+  auto it = cache->find(type);
+  if (it != cache->end()) return it->second;
+  py::object exporter = py::module_::import("ringcc.gpu_arrays").attr("fast_exporter")(
+      py::handle(reinterpret_cast<PyObject*>(type)));
+  Py_INCREF(reinterpret_cast<PyObject*>(type));
+  PyObject* held = exporter.release().ptr();
+  cache->emplace(type, held);
+  return held;
+}
+
 BufferView from_dlpack(py::handle obj, const char* what) {
   // A producer on a CUDA device is asked for its tensor on the stream ringcc
   // will use (DLPack's stream argument), so that it orders its pending work
-  // before ringcc's; anything else is exported as before.
+  // before ringcc's; anything else is exported as before. A framework that
+  // ringcc knows (torch) exports directly: its tensor, and the stream it
+  // is current on, with nothing to order.
+  void* stream = nullptr;
+  py::object capsule;
+  py::handle exporter = fast_exporter(Py_TYPE(obj.ptr()));
+  if (!exporter.is_none()) {
+    py::object exported = py::reinterpret_borrow<py::object>(exporter)(obj);
+    if (!exported.is_none()) {
+      auto pair = py::reinterpret_borrow<py::tuple>(exported);
+      capsule = pair[0];
+      if (!pair[1].is_none()) stream = reinterpret_cast<void*>(static_cast<uintptr_t>(pair[1].cast<int64_t>()));
+    }
+  }
+  const bool fast = static_cast<bool>(capsule);
   int32_t device_type = kDLCPU, device_id = 0;
-  if (py::hasattr(obj, "__dlpack_device__")) {
+  if (!fast && py::hasattr(obj, "__dlpack_device__")) {
     py::tuple where = obj.attr("__dlpack_device__")();
     device_type = where[0].cast<int32_t>();
     device_id = where[1].cast<int32_t>();
   }
-  const bool cuda = device_type == kDLCUDA;
-  void* stream = nullptr;
-  py::object capsule;
-  if (cuda) {
+  const bool cuda = device_type == kDLCUDA || (fast && stream);
+  if (fast) {
+    // exported above
+  } else if (cuda) {
     stream = consumer_stream(obj, device_id);
     capsule = obj.attr("__dlpack__")(py::arg("stream") = dlpack_stream_number(stream));
   } else {

@@ -84,12 +84,22 @@ ringcc::Communicator& comm() {
 
 py::object default_result(Prepared& p) { return p.out; }
 
-// The background engine (named collectives) fuses in host memory.
-void reject_device_by_name(ringcc::MemoryKind memory) {
-  if (memory != ringcc::MemoryKind::kHost) {
-    ringcc::raise(ErrorKind::kInvalidArgument, "named collectives (the background engine) take host "
-                  "tensors only; call without a name for CUDA tensors");
-  }
+// A named collective of CUDA tensors runs when the background engine gets
+// to it, fused with others, on the process's side stream for the device
+// (ordered after the caller's stream now); waiting for its handle orders
+// the waiting thread's stream after it. Returns the stream it runs on.
+void* route_named_device(ringcc::CollectiveScalars& a) {
+  if (a.memory == ringcc::MemoryKind::kHost) return nullptr;
+  a.stream = side_stream_after(a.device, a.stream);
+  return a.stream;
+}
+
+// A handle of a device collective orders its waiter's stream (handle.h).
+void note_device(HandleState& h, const ringcc::CollectiveScalars& a, py::handle like) {
+  if (a.memory == ringcc::MemoryKind::kHost) return;
+  h.device = a.device;
+  h.stream = a.stream;
+  h.device_like = py::reinterpret_borrow<py::object>(like);
 }
 
 // ---------------------------------------------------------------------------
@@ -337,6 +347,7 @@ void fill_input(Prepared& p, const BufferView& in) {
   p.args.device = in.device;
   p.args.stream = in.stream;
   p.keep.push_back(in.owner);
+  if (in.memory != ringcc::MemoryKind::kHost) p.device_like = in.origin;
 }
 
 // Input and output of a collective whose result has the input's shape
@@ -414,16 +425,15 @@ py::object launch(ringcc::Communicator& c, CollectiveKind kind, Make&& make, boo
     name = name_of(name_obj);
     if (!name.empty()) engine();  // raises before init()
     p = make();
-    if (!name.empty()) reject_device_by_name(p->args.memory);
+    if (!name.empty()) route_named_device(p->args);
   } catch (...) {
     fail_call(&c, kind, name);
   }
   if (!name.empty()) {
-    // The Prepared keeps only what the result needs; the engine owns the args.
-    std::shared_ptr<ringcc::Work> work =
-        engine().enqueue(name, std::move(p->args), p->shape.data(), p->shape.size());
     HandleState h;
-    h.work = std::move(work);
+    note_device(h, p->args, p->device_like);
+    // The Prepared keeps only what the result needs; the engine owns the args.
+    h.work = engine().enqueue(name, std::move(p->args), p->shape.data(), p->shape.size());
     h.preps.push_back(std::move(p));
     h.named = true;
     return make_handle(std::move(h));
@@ -436,6 +446,7 @@ py::object launch(ringcc::Communicator& c, CollectiveKind kind, Make&& make, boo
     }
     // The allocator points at the Prepared that the handle now owns.
     HandleState h;
+    note_device(h, p->args, p->device_like);
     h.work = std::move(work);
     h.preps.push_back(std::move(p));
     return make_handle(std::move(h));
@@ -591,6 +602,7 @@ py::object do_grouped_allreduce(ringcc::Communicator& c, py::handle tensors, py:
       work = c.submit_grouped(std::move(list));
     }
     HandleState h;
+    if (!preps.empty()) note_device(h, preps[0]->args, preps[0]->device_like);
     h.work = std::move(work);
     h.preps = std::move(preps);
     h.grouped = true;
@@ -694,11 +706,12 @@ PyObject* fail_named_in_place(const char* name, Py_ssize_t name_len) {
 // whose result is `tensor` (kept alive until the collective is done).
 PyObject* enqueue_in_place(ringcc::Engine& e, PyObject* tensor, const char* name,
                            Py_ssize_t name_len, const HostTensor& in, int op, double pre, double post) {
-  reject_device_by_name(in.memory);
+  CollectiveArgs a = in_place_allreduce(in, op, pre, post);
+  route_named_device(a);
   HandleState* h = nullptr;
   py::object handle = new_handle(&h);  // dropped as a done handle if enqueue raises
-  h->work = e.enqueue(std::string_view(name, static_cast<size_t>(name_len)),
-                      in_place_allreduce(in, op, pre, post), in.shape(), in.ndim);
+  note_device(*h, a, tensor);
+  h->work = e.enqueue(std::string_view(name, static_cast<size_t>(name_len)), std::move(a), in.shape(), in.ndim);
   h->named = true;
   h->fixed_result = true;
   h->result = py::reinterpret_borrow<py::object>(tensor);

@@ -136,13 +136,28 @@ py::int_ dlpack_stream_number(void* stream) {
   return py::int_(static_cast<int64_t>(reinterpret_cast<uintptr_t>(stream)));
 }
 
+void* side_stream_after(int device, void* caller) {
+  auto& dev = ringcc::device::CudaDevice::get(device);
+  ringcc::cuda::CUstream side = dev.side_stream();
+  dev.order_after(side, static_cast<ringcc::cuda::CUstream>(caller));
+  return side;
+}
+
+void order_consumer_after(py::handle like, int device, void* stream) {
+  void* consumer = consumer_stream(like, device);
+  if (consumer == stream) return;
+  auto& dev = ringcc::device::CudaDevice::get(device);
+  dev.order_after(static_cast<ringcc::cuda::CUstream>(consumer), static_cast<ringcc::cuda::CUstream>(stream));
+}
+
 void require_cuda_driver(const char* what) {
-  static bool configured = false;
-  if (!configured) {
-    py::module_::import("ringcc.gpu_libraries").attr("configure")();
-    configured = true;
-  }
+  // Under the GIL: the first CUDA tensor hands the package's library
+  // directories to the core; once the driver loaded, nothing more to check.
+  static bool loaded = false;
+  if (loaded) return;
+  py::module_::import("ringcc.gpu_libraries").attr("configure")();
   ringcc::device::cuda_driver(std::string(what) + " lives on a CUDA device: it");
+  loaded = true;
 }
 
 py::object new_device_array(py::handle like, const std::vector<int64_t>& shape, ringcc::DataType dtype, int device,

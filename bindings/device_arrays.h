@@ -23,6 +23,17 @@ void* consumer_stream(pybind11::handle tensor, int device);
 // default stream, 2 for the per-thread one, else the handle.
 pybind11::int_ dlpack_stream_number(void* stream);
 
+// For a collective of CUDA tensors that the background engine runs (a
+// named one): the process's side stream for `device`, ordered after the
+// work queued on `caller` so far. The engine may run the collective later
+// and fused with others; the caller's stream goes on meanwhile.
+void* side_stream_after(int device, void* caller);
+
+// A device collective on `stream` has been enqueued: the stream this
+// thread uses for `like` (ringcc.cuda_stream()'s, else its library's
+// current stream) waits for it. Nothing when that is `stream` itself.
+void order_consumer_after(pybind11::handle like, int device, void* stream);
+
 // Raises InvalidArgumentError naming what to install unless the CUDA
 // driver loads and initialises (the package's library directories are
 // handed to the core first).

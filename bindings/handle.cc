@@ -3,6 +3,7 @@
 #include <new>
 #include <string>
 
+#include "bindings/device_arrays.h"
 #include "bindings/errors.h"
 #include "bindings/fastcall_args.h"
 #include "bindings/global_communicator.h"
@@ -77,6 +78,10 @@ py::object wait_for(HandleState& h, double timeout) {
     } else {
       h.result = h.preps.empty() ? py::none() : h.preps[0]->result(*h.preps[0]);
     }
+  }
+  if (h.device >= 0) {
+    // Enqueued: what the waiting thread queues next on its stream comes after it.
+    order_consumer_after(h.device_like, h.device, h.stream);
   }
   return h.result;
 }
@@ -164,7 +169,9 @@ HandleState* handle_state(PyObject* obj) {
 }
 
 PyObject* finished_result(HandleState& h) {
-  if (!h.fixed_result || !h.preps.empty() || !(h.finished || h.work->succeeded())) return nullptr;
+  if (!h.fixed_result || !h.preps.empty() || h.device >= 0 || !(h.finished || h.work->succeeded())) {
+    return nullptr;
+  }
   h.finished = true;
   h.work.reset();  // the engine may reuse it
   return h.result.inc_ref().ptr();

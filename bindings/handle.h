@@ -27,6 +27,12 @@ struct HandleState {
   bool fixed_result = false;
   bool finished = false;
   pybind11::object result = pybind11::none();
+  // A collective of CUDA tensors (device >= 0): the stream it is enqueued
+  // on, and a tensor of it. Once it is enqueued, wait() makes the waiting
+  // thread's stream for that tensor's library wait for it.
+  int device = -1;
+  void* stream = nullptr;
+  pybind11::object device_like;
 
   bool done() const { return finished || !work || work->done(); }
 };

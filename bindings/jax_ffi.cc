@@ -1,7 +1,9 @@
 // XLA FFI handlers for ringcc.jax: each JAX collective lowers to a custom
 // call whose handler, run by XLA on one of its threads, hands the device
 // buffers (host memory on the CPU platform) straight to the core. No Python,
-// no GIL, no copy through NumPy.
+// no GIL, no copy through NumPy. On the CUDA platform the handlers take the
+// stream XLA hands them and enqueue the collective there (the core's GPU
+// backends): it runs in XLA's stream order, without a host synchronisation.
 //
 // Every handler takes and returns an XLA token besides its data: ringcc.jax
 // threads that token through every ringcc collective of a computation (and,
@@ -21,9 +23,11 @@
 #include <string_view>
 
 #include "bindings/global_communicator.h"
+#include "core/base/error.h"
 #include "core/collective/collective_args.h"
 #include "core/communicator.h"
-#include "core/base/error.h"
+#include "core/device/cuda_device.h"
+#include "core/device/gpu_libraries.h"
 #include "xla/ffi/api/c_api.h"
 #include "xla/ffi/api/ffi.h"
 
@@ -135,6 +139,38 @@ void fill_output(CollectiveArgs& a, ffi::Result<ffi::AnyBuffer>& y) {
   a.out_count = static_cast<int64_t>(y->element_count());
 }
 
+// Where a CUDA handler's buffers live: XLA's stream, and the CUDA device of
+// the buffer (its pointer's, else the context XLA made current).
+struct Place {
+  bool cuda = false;
+  void* stream = nullptr;
+};
+
+constexpr Place kHost{};
+
+std::string set_place(CollectiveArgs& a, const Place& place, const void* any_buffer) {
+  if (!place.cuda) return "";
+  try {
+    const ringcc::cuda::DriverApi& api = ringcc::device::cuda_driver("a JAX array on a CUDA device");
+    int ordinal = -1;
+    if (!any_buffer ||
+        api.cuPointerGetAttribute(&ordinal, ringcc::cuda::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                  reinterpret_cast<ringcc::cuda::CUdeviceptr>(any_buffer)) != ringcc::cuda::CUDA_SUCCESS) {
+      ringcc::cuda::CUdevice device = -1;
+      if (api.cuCtxGetDevice(&device) != ringcc::cuda::CUDA_SUCCESS) {
+        return "cannot tell the CUDA device of the buffers (no pointer attribute, no current context)";
+      }
+      ordinal = device;
+    }
+    a.memory = ringcc::MemoryKind::kCuda;
+    a.device = ordinal;
+    a.stream = place.stream;
+  } catch (const ringcc::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 ffi::Error check_result(CollectiveArgs& a, const char* what) {
   if (a.result_count != a.out_count) {
     return ffi::Error::Internal(std::string("ringcc: ") + what + " produced " +
@@ -144,11 +180,12 @@ ffi::Error check_result(CollectiveArgs& a, const char* what) {
   return ffi::Error::Success();
 }
 
-ffi::Error AllreduceImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
-                         ffi::Result<ffi::Token>, int64_t op, double prescale, double postscale) {
+ffi::Error Allreduce(const Place& place, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y, int64_t op,
+                     double prescale, double postscale) {
   CollectiveArgs a;
   a.kind = CollectiveKind::kAllreduce;
   std::string why = fill_input(a, x);
+  if (why.empty()) why = set_place(a, place, x.untyped_data());
   if (!why.empty()) return fail_locally(a.kind, why);
   a.op = static_cast<ringcc::ReduceOp>(op);
   a.prescale = prescale;
@@ -157,34 +194,34 @@ ffi::Error AllreduceImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffe
   return run(a);
 }
 
-ffi::Error BroadcastImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
-                         ffi::Result<ffi::Token>, int64_t root) {
+ffi::Error Broadcast(const Place& place, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y, int64_t root) {
   CollectiveArgs a;
   a.kind = CollectiveKind::kBroadcast;
   std::string why = fill_input(a, x);
+  if (why.empty()) why = set_place(a, place, x.untyped_data());
   if (!why.empty()) return fail_locally(a.kind, why);
   a.root = static_cast<int>(root);
   fill_output(a, y);
   return run(a);
 }
 
-ffi::Error AllgatherImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
-                         ffi::Result<ffi::Token>) {
+ffi::Error Allgather(const Place& place, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y) {
   CollectiveArgs a;
   a.kind = CollectiveKind::kAllgather;
   std::string why = fill_input(a, x);
+  if (why.empty()) why = set_place(a, place, y->untyped_data());
   if (!why.empty()) return fail_locally(a.kind, why);
   fill_output(a, y);  // the core checks that every rank's rows add up to it
   ffi::Error e = run(a);
   return e.failure() ? e : check_result(a, "allgather");
 }
 
-ffi::Error ReduceScatterImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
-                             ffi::Result<ffi::Token>, int64_t op, double prescale,
-                             double postscale) {
+ffi::Error ReduceScatter(const Place& place, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y, int64_t op,
+                         double prescale, double postscale) {
   CollectiveArgs a;
   a.kind = CollectiveKind::kReduceScatter;
   std::string why = fill_input(a, x);
+  if (why.empty()) why = set_place(a, place, x.untyped_data());
   if (!why.empty()) return fail_locally(a.kind, why);
   a.op = static_cast<ringcc::ReduceOp>(op);
   a.prescale = prescale;
@@ -193,11 +230,11 @@ ffi::Error ReduceScatterImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyB
   return run(a);
 }
 
-ffi::Error AlltoallImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
-                        ffi::Result<ffi::Token>, int64_t nranks) {
+ffi::Error Alltoall(const Place& place, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y, int64_t nranks) {
   CollectiveArgs a;
   a.kind = CollectiveKind::kAlltoall;
   std::string why = fill_input(a, x);
+  if (why.empty()) why = set_place(a, place, x.untyped_data());
   if (!why.empty()) return fail_locally(a.kind, why);
   const int64_t rows = a.count / a.row_elems;
   if (nranks < 1 || rows % nranks != 0) {
@@ -210,6 +247,48 @@ ffi::Error AlltoallImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer
   fill_output(a, y);
   ffi::Error e = run(a);
   return e.failure() ? e : check_result(a, "alltoall");
+}
+
+// The handlers of each platform: the CPU's take host buffers; CUDA's take
+// the stream XLA runs them on.
+ffi::Error AllreduceImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y, ffi::Result<ffi::Token>,
+                         int64_t op, double prescale, double postscale) {
+  return Allreduce(kHost, x, y, op, prescale, postscale);
+}
+ffi::Error AllreduceCudaImpl(void* stream, ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
+                             ffi::Result<ffi::Token>, int64_t op, double prescale, double postscale) {
+  return Allreduce(Place{true, stream}, x, y, op, prescale, postscale);
+}
+ffi::Error BroadcastImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y, ffi::Result<ffi::Token>,
+                         int64_t root) {
+  return Broadcast(kHost, x, y, root);
+}
+ffi::Error BroadcastCudaImpl(void* stream, ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
+                             ffi::Result<ffi::Token>, int64_t root) {
+  return Broadcast(Place{true, stream}, x, y, root);
+}
+ffi::Error AllgatherImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y, ffi::Result<ffi::Token>) {
+  return Allgather(kHost, x, y);
+}
+ffi::Error AllgatherCudaImpl(void* stream, ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
+                             ffi::Result<ffi::Token>) {
+  return Allgather(Place{true, stream}, x, y);
+}
+ffi::Error ReduceScatterImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y, ffi::Result<ffi::Token>,
+                             int64_t op, double prescale, double postscale) {
+  return ReduceScatter(kHost, x, y, op, prescale, postscale);
+}
+ffi::Error ReduceScatterCudaImpl(void* stream, ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
+                                 ffi::Result<ffi::Token>, int64_t op, double prescale, double postscale) {
+  return ReduceScatter(Place{true, stream}, x, y, op, prescale, postscale);
+}
+ffi::Error AlltoallImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y, ffi::Result<ffi::Token>,
+                        int64_t nranks) {
+  return Alltoall(kHost, x, y, nranks);
+}
+ffi::Error AlltoallCudaImpl(void* stream, ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
+                            ffi::Result<ffi::Token>, int64_t nranks) {
+  return Alltoall(Place{true, stream}, x, y, nranks);
 }
 
 ffi::Error BarrierImpl(ffi::Token, ffi::Result<ffi::Token>) {
@@ -279,6 +358,55 @@ XLA_FFI_DEFINE_HANDLER(kRingccAlltoall, AlltoallImpl,
                            .Ret<ffi::Token>()
                            .Attr<int64_t>("nranks"));
 
+// The CUDA platform's: the same, after XLA's stream.
+XLA_FFI_DEFINE_HANDLER(kRingccAllreduceCuda, AllreduceCudaImpl,
+                       ffi::Ffi::Bind()
+                           .Ctx<ffi::PlatformStream<void*>>()
+                           .Arg<ffi::AnyBuffer>()
+                           .Arg<ffi::Token>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Ret<ffi::Token>()
+                           .Attr<int64_t>("op")
+                           .Attr<double>("prescale")
+                           .Attr<double>("postscale"));
+
+XLA_FFI_DEFINE_HANDLER(kRingccBroadcastCuda, BroadcastCudaImpl,
+                       ffi::Ffi::Bind()
+                           .Ctx<ffi::PlatformStream<void*>>()
+                           .Arg<ffi::AnyBuffer>()
+                           .Arg<ffi::Token>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Ret<ffi::Token>()
+                           .Attr<int64_t>("root"));
+
+XLA_FFI_DEFINE_HANDLER(kRingccAllgatherCuda, AllgatherCudaImpl,
+                       ffi::Ffi::Bind()
+                           .Ctx<ffi::PlatformStream<void*>>()
+                           .Arg<ffi::AnyBuffer>()
+                           .Arg<ffi::Token>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Ret<ffi::Token>());
+
+XLA_FFI_DEFINE_HANDLER(kRingccReduceScatterCuda, ReduceScatterCudaImpl,
+                       ffi::Ffi::Bind()
+                           .Ctx<ffi::PlatformStream<void*>>()
+                           .Arg<ffi::AnyBuffer>()
+                           .Arg<ffi::Token>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Ret<ffi::Token>()
+                           .Attr<int64_t>("op")
+                           .Attr<double>("prescale")
+                           .Attr<double>("postscale"));
+
+XLA_FFI_DEFINE_HANDLER(kRingccAlltoallCuda, AlltoallCudaImpl,
+                       ffi::Ffi::Bind()
+                           .Ctx<ffi::PlatformStream<void*>>()
+                           .Arg<ffi::AnyBuffer>()
+                           .Arg<ffi::Token>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Ret<ffi::Token>()
+                           .Attr<int64_t>("nranks"));
+
 XLA_FFI_DEFINE_HANDLER(kRingccBarrier, BarrierImpl,
                        ffi::Ffi::Bind().Arg<ffi::Token>().Ret<ffi::Token>());
 
@@ -308,6 +436,22 @@ void bind_jax_ffi(py::module_& m) {
     add("ringcc_fail", kRingccFail);
     return d;
   }, "XLA FFI handlers of ringcc.jax's collectives (CPU platform): name -> PyCapsule.");
+  m.def("jax_ffi_cuda_targets", [] {
+    py::dict d;
+    auto add = [&d](const char* name, XLA_FFI_Handler* fn) {
+      d[name] = py::capsule(reinterpret_cast<void*>(fn));
+    };
+    add("ringcc_allreduce", kRingccAllreduceCuda);
+    add("ringcc_broadcast", kRingccBroadcastCuda);
+    add("ringcc_allgather", kRingccAllgatherCuda);
+    add("ringcc_reduce_scatter", kRingccReduceScatterCuda);
+    add("ringcc_alltoall", kRingccAlltoallCuda);
+    // A barrier and a failed call move no device data: the same handlers.
+    add("ringcc_barrier", kRingccBarrier);
+    add("ringcc_fail", kRingccFail);
+    return d;
+  }, "XLA FFI handlers of ringcc.jax's collectives for the CUDA platform (on XLA's stream):\n"
+     "name -> PyCapsule.");
   m.def("jax_ffi_api_version", [] {
     return py::make_tuple(XLA_FFI_API_MAJOR, XLA_FFI_API_MINOR);
   }, "The XLA FFI API version (major, minor) of the headers the handlers were built with.");
@@ -319,6 +463,8 @@ namespace py = pybind11;
 
 void bind_jax_ffi(py::module_& m) {
   m.def("jax_ffi_targets", [] { return py::dict(); },
+        "Empty: this build of ringcc has no XLA FFI handlers (built without jaxlib's headers).");
+  m.def("jax_ffi_cuda_targets", [] { return py::dict(); },
         "Empty: this build of ringcc has no XLA FFI handlers (built without jaxlib's headers).");
   m.def("jax_ffi_api_version", [] { return py::none(); },
         "None: this build of ringcc has no XLA FFI handlers.");

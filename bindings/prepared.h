@@ -18,6 +18,9 @@ struct Prepared {
   std::vector<int64_t> shape;  // the input's full shape
   std::vector<pybind11::object> keep;
   pybind11::object out;  // the output array (set late for allgather/alltoall)
+  // A CUDA collective: its input tensor, whose library's current stream a
+  // wait orders after the collective (bindings/device_arrays.h).
+  pybind11::object device_like;
   std::function<pybind11::object(Prepared&)> result;
 };
 

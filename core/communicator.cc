@@ -15,6 +15,8 @@
 #include "core/base/log.h"
 #include "core/base/timeline.h"
 #include "core/collective/fusion_buffer.h"
+#include "core/device/cuda_device.h"
+#include "core/device/device_memory.h"
 #include "core/os/mpi_library.h"
 #include "core/os/socket.h"
 #include "core/rendezvous/meeting.h"
@@ -340,6 +342,7 @@ Backend& Communicator::host_backend(const CollectiveArgs& a) {
 }
 
 void Communicator::run_device(CollectiveArgs& a, Deadline deadline) {
+  const Clock::time_point started = Clock::now();  // for RINGCC_GPU_TRACE
   if (size_ > 1) {
     // Every rank agrees on the collective (and learns the others' counts)
     // through the host path, exactly as for host buffers, so that a rank
@@ -356,7 +359,18 @@ void Communicator::run_device(CollectiveArgs& a, Deadline deadline) {
     a.recv_counts.assign(1, mine);
     a.alltoall_counts.assign(1, mine);
   }
-  device_backend(a.device, deadline).run(a, deadline);
+  Backend& backend = device_backend(a.device, deadline);
+  device::GpuTrace* trace =
+      a.kind == CollectiveKind::kBarrier || a.kind == CollectiveKind::kLocalError ? nullptr : gpu_trace_.get();
+  if (trace) {
+    trace->begin(a, backend.name(), started);
+    trace->device_mark(device::stream_of(a), "start");
+  }
+  backend.run(a, deadline);
+  if (trace) {
+    trace->device_mark(device::stream_of(a), "end");
+    trace->end(device::stream_of(a));
+  }
 }
 
 Backend& Communicator::device_backend(int device, Deadline deadline) {
@@ -377,6 +391,8 @@ Backend& Communicator::device_backend(int device, Deadline deadline) {
   // Host staging runs the host algorithms chunk by chunk, each with its own
   // deadline, through this communicator's host path.
   job.host_run = [this](CollectiveArgs& h) { run_host(h, deadline_after(timeout_s())); };
+  gpu_trace_ = device::GpuTrace::from_env(device::CudaDevice::get(device), rank_);
+  job.trace = gpu_trace_.get();
   // Setting up compiles (or loads) the device kernels and starts NCCL on
   // every rank before they meet: a one-time step, bounded more loosely.
   std::unique_ptr<Backend> made =

@@ -21,6 +21,7 @@
 #include "core/collective/collective_args.h"
 #include "core/collective/fusion_buffer.h"
 #include "core/collective/work.h"
+#include "core/device/gpu_trace.h"
 #include "core/rendezvous/rendezvous.h"
 #include "core/rendezvous/store.h"
 #include "core/rendezvous/topology.h"
@@ -172,6 +173,9 @@ class Communicator {
   // Changed by the thread running collectives, under backends_mu_ (abort()
   // and gpu_backend_name() read them from other threads).
   mutable std::mutex backends_mu_;
+  // RINGCC_GPU_TRACE's record of device collectives (null when not
+  // tracing); before backends_, which refer to it.
+  std::unique_ptr<device::GpuTrace> gpu_trace_;
   std::vector<std::unique_ptr<Backend>> backends_;
   int device_ = -1;
   int64_t fusion_threshold_ = 64 << 20;

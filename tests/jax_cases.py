@@ -11,6 +11,7 @@ tests/test_jax.py parametrizes its tests from CASES.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -557,6 +558,44 @@ def _(ctx):
                            f"{what} (rank {last}'s)")
         got = host(rj.allreduce(jnp.full((3,), ctx.rank + 1.0, jnp.float32)))
         expect(bool(np.all(got == n * (n + 1) / 2)), f"allreduce after {what}: {got}")
+
+
+@case("platform/as-expected")
+def platform(ctx):
+    # RINGCC_TEST_EXPECT_JAX_PLATFORM (tests/gpu: "gpu"): the arrays of
+    # these cases, and the collectives' results, live on that platform.
+    want = os.environ.get("RINGCC_TEST_EXPECT_JAX_PLATFORM", "cpu")
+    x = jnp.arange(4, dtype=jnp.float32) + ctx.rank
+    y = jax.jit(lambda v: rj.allreduce(v, op="sum"))(x)
+    got = {d.platform for d in y.devices()}
+    expect(jax.default_backend() == want and got == {want},
+           f"default backend {jax.default_backend()}, result on {got}; expected {want}")
+    check_equal(host(y), np.arange(4, dtype=np.float32) * ctx.size + sum(range(ctx.size)), "allreduce")
+
+
+@case("lowering/cuda-platform")
+def lowering_cuda(ctx):
+    # On a machine without a GPU, JAX still lowers for the CUDA platform:
+    # each collective becomes a custom call of the same target (ringcc's
+    # CUDA handler takes XLA's stream), threaded by the ordered effect's
+    # token from one to the next. ROCm has no handler: a clear error.
+    def f(x):
+        a = rj.allreduce(x, op="average")
+        b = rj.allgather(a)
+        c = rj.broadcast(b, root=0)
+        return rj.reduce_scatter(c, op="sum"), rj.alltoall(c)
+    targets = ("ringcc_allreduce", "ringcc_allgather", "ringcc_broadcast", "ringcc_reduce_scatter",
+               "ringcc_alltoall")
+    checks = [jax.export.DisabledSafetyCheck.custom_call(t) for t in targets]
+    spec = jax.ShapeDtypeStruct((2 * ctx.size, 3), jnp.float32)
+    exported = jax.export.export(jax.jit(f), platforms=["cuda"], disabled_checks=checks)(spec)
+    calls = [line for line in exported.mlir_module().splitlines() if "stablehlo.custom_call" in line]
+    found = [t for t in targets if any(f"@{t}(" in line for line in calls)]
+    expect(found == list(targets), f"custom calls for CUDA: {found}")
+    expect(all("!stablehlo.token" in line for line in calls), "every custom call takes the effect's token")
+    expect_error(NotImplementedError, ["CPU and CUDA platforms"],
+                 lambda: jax.export.export(jax.jit(f), platforms=["rocm"], disabled_checks=checks)(spec),
+                 "lowering for ROCm")
 
 
 def on_import(rc):

@@ -267,11 +267,69 @@ def backend(ctx):
     ctx.note(f"backend {got}")
 
 
-@CASES.case("named_cuda_collective_refused")
-def named_refused(ctx):
-    x = to_device(np.ones(4, np.float32))
-    expect_error(ringcc.InvalidArgumentError, ["named collectives", "CUDA"],
-                 lambda: ringcc.allreduce_async_(x, name="gpu.tensor"), "named CUDA allreduce")
+@CASES.case("named_cuda_collectives")
+def named_collectives(ctx):
+    # Named collectives of CUDA tensors through the background engine:
+    # enqueued in a different order on each rank, the allreduces of one
+    # dtype fused on the device, each waited for by its handle.
+    dt = np.dtype(np.float32)
+    shapes = [(3,), (257,), (4, 33), (1,), (2000,)]
+    inputs = [exact_inputs(ctx, s, dt, salt=10 + i) for i, s in enumerate(shapes)]
+    tensors = [to_device(per_rank[ctx.rank]) for per_rank in inputs]
+    order = list(range(len(shapes)))
+    if ctx.rank % 2:
+        order.reverse()
+    handles = {i: ringcc.allreduce_async_(tensors[i], op=ringcc.Sum, name=f"gpu.named.{i}") for i in order}
+    gathered = ringcc.allgather_async(to_device(np.full((ctx.rank + 1, 2), ctx.rank, np.int32)),
+                                      name="gpu.named.gather")
+    for i in range(len(shapes)):
+        expect(ringcc.synchronize(handles[i]) is tensors[i], "the handle's result is the tensor")
+    out = ringcc.synchronize(gathered)
+    synchronize()
+    for i in range(len(shapes)):
+        check_equal(to_host(tensors[i], dt), expected_reduction(inputs[i], "Sum"), f"named tensor {i}")
+    want = np.concatenate([np.full((r + 1, 2), r, np.int32) for r in range(ctx.size)])
+    check_equal(to_host(out, np.int32).reshape(-1, 2), want, "named allgather")
+    # An out-of-place named allreduce with scaling, and a named broadcast.
+    y = to_device(inputs[1][ctx.rank])
+    z = ringcc.synchronize(ringcc.allreduce_async(y, op=ringcc.Average, name="gpu.named.avg",
+                                                  prescale_factor=2.0))
+    b = to_device(np.arange(10, dtype=np.float64) * (ctx.rank + 1))
+    ringcc.synchronize(ringcc.broadcast_async_(b, root=ctx.size - 1, name="gpu.named.bcast"))
+    synchronize()
+    check_equal(to_host(z, dt), expected_reduction(inputs[1], "Average", 2.0), "named average")
+    check_equal(to_host(b, np.float64), np.arange(10, dtype=np.float64) * ctx.size, "named broadcast")
+
+
+@CASES.case("named_host_against_cuda_tensor", min_size=2)
+def named_memory_mismatch(ctx):
+    # One name, a host array on rank 0 and CUDA tensors elsewhere: every
+    # rank's handle raises MismatchError saying where the tensors live.
+    data = np.ones(8, np.float32)
+    tensor = data if ctx.rank == 0 else to_device(data)
+    handle = ringcc.allreduce_async(tensor, name="gpu.named.mixed")
+    expect_error(ringcc.MismatchError, ["gpu.named.mixed", "where the tensor lives", "host memory",
+                                        "CUDA device memory"],
+                 lambda: ringcc.synchronize(handle), "a named collective of host and CUDA tensors")
+    x = to_device(np.full(4, ctx.rank, np.float32))
+    ringcc.synchronize(ringcc.allreduce_async_(x, op=ringcc.Sum, name="gpu.named.after"))
+    synchronize()
+    check_equal(to_host(x, np.float32), np.full(4, sum(range(ctx.size)), np.float32), "named after a mismatch")
+
+
+@CASES.case("join_refuses_to_stand_in_for_cuda_tensors", min_size=2)
+def join_with_cuda(ctx):
+    # A joined rank stands in with zeros for host tensors only: the others'
+    # named collective of CUDA tensors fails with MismatchError saying so.
+    if ctx.rank == 0:
+        last = ringcc.join()
+        expect(last != 0 or ctx.size == 1, f"join returned {last}")
+        return
+    x = to_device(np.ones(6, np.float32))
+    handle = ringcc.allreduce_async_(x, name="gpu.join.x")
+    expect_error(ringcc.MismatchError, ["rank 0 has joined", "CUDA device memory"],
+                 lambda: ringcc.synchronize(handle), "a named CUDA allreduce after rank 0 joined")
+    ringcc.join()
 
 
 @CASES.case("explicit_stream")
@@ -345,6 +403,32 @@ def stream_order(ctx):
         expect(bool((y == want).all()), f"y = {cupy.asnumpy(y[:4])}, expected {want}")
     else:
         raise Skip("needs a real GPU")
+
+
+@CASES.case("collectives_on_alternating_streams", tags=("device",))
+def alternating_streams(ctx):
+    # Back-to-back collectives on two streams, one of them held up by
+    # matrix products: a step on one stream must not overwrite the staging
+    # area the previous step, on the other, still reads.
+    if ARRAYS != "torch":
+        raise Skip("needs torch on a real GPU")
+    import torch
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    results = []
+    for i in range(24):
+        stream = streams[i % 2]
+        with torch.cuda.stream(stream):
+            x = torch.full((1 << 14,), float(ctx.rank + i), device="cuda")
+            if i % 4 == 1:
+                a = torch.full((1024, 1024), 1.0 / 1024, device="cuda")
+                for _ in range(6):
+                    a = a @ a  # a @ a == a: keeps the stream busy, changes nothing
+                x.add_(a[0, 0] * 0)
+            ringcc.allreduce_(x)
+            results.append((x, float(sum(r + i for r in range(ctx.size)))))
+    torch.cuda.synchronize()
+    for i, (x, want) in enumerate(results):
+        expect(bool((x == want).all().item()), f"collective {i}: got {x[:3].tolist()}, expected {want}")
 
 
 def main(argv=None) -> int:

@@ -33,7 +33,7 @@ def expected_entry_points():
     for dtype in DTYPES:
         names.append(f"ringcc_scale_{dtype}")
         names += [f"ringcc_reduce_{dtype}_{op}" for op in OPS]
-    return names
+    return names + ["ringcc_timestamp"]
 
 
 def test_the_core_lists_every_entry_point():
@@ -165,3 +165,12 @@ def test_host_build_of_the_scale_kernel_matches_the_core(host_kernels, dtype):
             ctypes.c_void_p(got.ctypes.data), ctypes.c_void_p(x.ctypes.data), ctypes.c_longlong(x.size),
             ctypes.c_double(factor))
         assert got.tobytes() == expect.tobytes(), (dtype, factor)
+
+
+def test_host_build_of_the_timestamp_kernel_reads_the_clock(host_kernels):
+    import time
+    slot = ctypes.c_ulonglong(0)
+    before = time.time_ns()
+    host_kernels.ringcc_timestamp(ctypes.byref(slot))
+    after = time.time_ns()
+    assert before <= slot.value <= after

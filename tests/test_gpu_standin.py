@@ -314,3 +314,51 @@ def test_cpu_only_jobs_load_no_gpu_library(ranks, fake_cuda, nvrtc):
     assert len(before) == 2 and all(line.endswith("LOADED []") for line in before), completed.describe()
     after = [line for line in completed.stdout.splitlines() if "AFTER" in line]
     assert len(after) == 2 and all(fake_cuda["RINGCC_CUDA_LIB"] in line for line in after), completed.describe()
+
+
+@pytest.mark.parametrize("backend", ["ipc", "nccl", "host"])
+def test_gpu_trace_records_every_phase(ranks, fake_cuda, request, tmp_path, backend):
+    # RINGCC_GPU_TRACE=<prefix>: one JSON line per device collective and
+    # rank, with the host phases and the device marks the backend placed
+    # (the stand-in's "GPU timer" is the host clock); bench.gpu_trace sums
+    # them up.
+    code = textwrap.dedent("""
+        import os, sys, numpy as np, ringcc
+        sys.path.insert(0, os.environ["TESTS_DIR"])
+        import rank_gpu_cases as cases
+        ringcc.init()
+        cases.ringcc = ringcc
+        x = cases.to_device(np.ones(64, np.float32))
+        for _ in range(6):
+            ringcc.allreduce_(x)
+        ringcc.barrier()
+        ringcc.shutdown()
+    """)
+    prefix = str(tmp_path / "trace")
+    env = {**fake_cuda, "RINGCC_GPU_BACKEND": backend, "RINGCC_GPU_TRACE": prefix, "TESTS_DIR": str(ranks.tests_dir),
+           "RINGCC_NVRTC_LIB": request.getfixturevalue("nvrtc")}
+    if backend == "nccl":
+        env.update(RINGCC_NCCL_LIB=fake_cuda["STANDIN_NCCL"], RINGCC_FAKE_CUDA_GPU="per-rank")
+    completed = ranks.run(ranks.command(2, ["-c", code]), ranks.environment(env), 120)
+    assert completed.returncode == 0, completed.describe()
+    marks = {"ipc": ["start", "area-free", "sent", "peers-ready", "reduced", "end"], "nccl": ["start", "end"],
+             "host": ["start", "end"]}[backend]
+    host = {"ipc": ["agreed", "enqueued"], "nccl": ["agreed", "nccl-enqueued", "enqueued"],
+            "host": ["agreed", "previous-done", "on-host", "reduced-on-host", "enqueued"]}[backend]
+    for rank in (0, 1):
+        lines = (tmp_path / f"trace.rank{rank}.jsonl").read_text().splitlines()
+        records = [json.loads(line) for line in lines]
+        assert len(records) == 6 and [r["call"] for r in records] == list(range(1, 7)), lines
+        for r in records:
+            assert (r["rank"], r["kind"], r["backend"], r["bytes"]) == (rank, "allreduce", backend, 256), r
+            assert list(r["host_us"]) == host, r
+            assert list(r["device_ns"]) == marks, r
+            times = list(r["device_ns"].values())
+            assert times == sorted(times) and times[0] > 0, r  # the stand-in runs them in order
+            assert abs(times[0] - r["host_start_ns"]) < 60e9, r
+    sys.path.insert(0, str(REPO))
+    from bench.gpu_trace import load, summarize
+    text = "\n".join(summarize(load(prefix), skip=1))
+    assert f"allreduce of 256 B on {backend}, 2 rank(s), median of 5 calls" in text, text
+    if backend == "ipc":
+        assert "device span, first rank's start to last rank's end" in text, text

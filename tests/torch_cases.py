@@ -696,6 +696,8 @@ def _one_rank_arguments(ctx):
         ("all_to_all_single with bad input splits", ValueError, "do not split",
          lambda: dist.all_to_all_single(torch.empty(n), torch.ones(n), [1] * n,
                                         pick([2] + [1] * (n - 1), [1] * n))),
+        ("all_gather between two devices", ValueError, "must be on one device",
+         lambda: dist.all_gather([torch.empty(4, device=pick("meta", "cpu")) for _ in range(n)], torch.ones(4))),
         ("all_to_all into a list of the wrong length", ValueError, "output list has",
          lambda: dist.all_to_all([torch.empty(1) for _ in range(pick(n + 1, n))],
                                  [torch.ones(1) for _ in range(n)])),

@@ -1,6 +1,7 @@
 """CUDA tensors in ringcc's NumPy-style API (ringcc.allreduce and friends):
-which stream a collective runs on, and how results are allocated. Imported
-by the core only when a CUDA tensor shows up.
+which stream a collective runs on, and how results are allocated; and the
+cheaper export of the framework tensors ringcc knows (fast_exporter, which
+the core asks once per type of a DLPack object).
 
 Stream: ``with ringcc.cuda_stream(s):`` (an int handle, or any object with
 ``cuda_stream``, ``ptr`` or ``__cuda_stream__``) sets it for the calling
@@ -71,6 +72,45 @@ def consumer_stream(tensor, device):
     if not chosen:  # 0 and None: the legacy default stream
         return LEGACY_STREAM
     return int(chosen)
+
+
+def fast_exporter(cls):
+    """For the core, once per type: a function that exports an object of
+    `cls` as (DLPack capsule, stream handle or None for host memory), more
+    cheaply than the object's __dlpack_device__ and __dlpack__, or returns
+    None to leave it to them; None when ringcc knows no such way for `cls`.
+
+    torch: torch._C._to_dlpack (what Tensor.__dlpack__ calls), and for a
+    CUDA tensor the stream torch has current for its device, which is the
+    one its pending work is on, so that nothing needs ordering. Tensors that
+    __dlpack__ refuses (requiring grad, conjugated, not strided) and CUDA
+    tensors under ringcc.cuda_stream() take the protocol's path."""
+    if cls.__module__.split(".")[0] != "torch":
+        return None
+    import torch
+    if cls not in (torch.Tensor, torch.nn.Parameter):
+        return None  # subclasses may override __dlpack__ or __torch_function__
+    to_dlpack = getattr(torch._C, "_to_dlpack", None)
+    if to_dlpack is None:
+        return None
+    strided = torch.strided
+    raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+    def current_stream(device):
+        if raw_stream is not None:
+            return raw_stream(device)
+        return torch.cuda.current_stream(device).cuda_stream
+
+    def export(tensor):
+        if tensor.requires_grad or tensor.layout is not strided or tensor.is_conj():
+            return None
+        if not tensor.is_cuda:
+            return (to_dlpack(tensor), None) if tensor.is_cpu else None
+        if getattr(_local, "stream", None) is not None:
+            return None
+        return to_dlpack(tensor), current_stream(tensor.get_device()) or LEGACY_STREAM
+
+    return export
 
 
 def empty_like_library(tensor, shape, dtype, device):

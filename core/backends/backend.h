@@ -28,6 +28,7 @@ class MpiComm;
 class MpiTransport;
 namespace device {
 class CudaDevice;
+class GpuTrace;
 }
 
 // What a backend is told about its communicator when it is made.
@@ -57,6 +58,9 @@ struct BackendJob {
   std::vector<device::GpuRankInfo> gpus;
   std::string chosen_because;  // why the registry chose this backend, for its log
   std::function<void(CollectiveArgs&)> host_run;
+  // RINGCC_GPU_TRACE: where a device backend marks the phases of a call
+  // (null when not tracing; see device/gpu_trace.h).
+  device::GpuTrace* trace = nullptr;
 
   // (rank, process id) of the other ranks on this host, for liveness checks.
   std::vector<std::pair<int, int>> local_peer_pids() const { return device::local_peer_pids(gpus, rank); }

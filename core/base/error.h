@@ -17,7 +17,7 @@ enum class ErrorKind {
   kTimeout,          // a bounded wait ran out (RINGCC_TIMEOUT_S)
   kNotInitialized,   // use before init() or after shutdown()
   kInternal,         // a system call failed or an invariant broke
-  kInterrupted,      // a signal handler raised while this thread waited (core/interrupt.h)
+  kInterrupted,      // a signal handler raised while this thread waited (core/base/interrupt.h)
 };
 
 class Error : public std::runtime_error {

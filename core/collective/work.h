@@ -28,7 +28,7 @@ class Work {
   // Blocks until done or timeout (negative: no limit of its own; whoever
   // runs the collective bounds it); returns done(). Rethrows the
   // collective's error, if any, once done. On an interruptible thread
-  // (core/interrupt.h) it may throw Error(kInterrupted) instead; the
+  // (core/base/interrupt.h) it may throw Error(kInterrupted) instead; the
   // collective goes on, and a later wait() can still collect it.
   bool wait(double timeout_seconds) {
     if (!done()) {

@@ -105,10 +105,12 @@ enum CUstreamWriteValue_flags : int { RINGCC_CUDA_WRITE_VALUE_FLAGS(RINGCC_CUDA_
 enum CUipcMem_flags : int { RINGCC_CUDA_IPC_MEM_FLAGS(RINGCC_CUDA_ENUMERATOR) };
 #undef RINGCC_CUDA_ENUMERATOR
 
-// CU_MEMHOSTALLOC_PORTABLE (pinned memory usable from every context),
+// CU_MEMHOSTALLOC_PORTABLE (pinned memory usable from every context) and
+// _DEVICEMAP (mapped into the device's address space),
 // CU_MEMHOSTREGISTER_PORTABLE / _DEVICEMAP and CU_IPC_HANDLE_SIZE, macros in
 // cuda.h.
 constexpr unsigned int kMemHostAllocPortable = 0x01;
+constexpr unsigned int kMemHostAllocDeviceMap = 0x02;
 constexpr unsigned int kMemHostRegisterPortable = 0x01;
 constexpr unsigned int kMemHostRegisterDeviceMap = 0x02;
 constexpr size_t kIpcHandleSize = 64;

@@ -98,6 +98,27 @@ void CudaDevice::check(CUresult r, const char* what) const {
   }
 }
 
+CUstream CudaDevice::side_stream() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!side_) {
+    Scope scope(*this);
+    check(api_.cuStreamCreate(&side_, CU_STREAM_NON_BLOCKING), "cuStreamCreate (side stream)");
+  }
+  return side_;
+}
+
+void CudaDevice::order_after(CUstream waiter, CUstream producer) {
+  if (waiter == producer) return;
+  Scope scope(*this);
+  CUevent event = nullptr;
+  check(api_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  // The event may be destroyed once waited on: the wait keeps what it needs.
+  CUresult r = api_.cuEventRecord(event, producer);
+  if (r == CUDA_SUCCESS) r = api_.cuStreamWaitEvent(waiter, event, 0);
+  api_.cuEventDestroy_v2(event);
+  check(r, "ordering one stream after another (cuEventRecord, cuStreamWaitEvent)");
+}
+
 void CudaDevice::load_kernels() {
   std::lock_guard<std::mutex> lock(mu_);
   if (module_) return;
@@ -157,6 +178,18 @@ void CudaDevice::scale(CUstream stream, void* dst, const void* src, int64_t coun
   check(api_.cuLaunchKernel(f, blocks_for(count, dtype_size(dtype)), 1, 1, 512, 1, 1, 0, stream, params,
                             nullptr),
         "cuLaunchKernel (scale)");
+}
+
+bool CudaDevice::launch_timestamp(CUstream stream, unsigned long long* slot) {
+  CUfunction f = nullptr;
+  try {
+    f = function("ringcc_timestamp");
+  } catch (const Error&) {
+    return false;
+  }
+  void* params[] = {&slot};
+  Scope scope(*this);
+  return api_.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr) == CUDA_SUCCESS;
 }
 
 void CudaDevice::reduce(CUstream stream, void* dst, const void* const* srcs, int nsrc, int64_t count,

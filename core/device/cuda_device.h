@@ -73,6 +73,20 @@ class CudaDevice {
               DataType dtype, ReduceOp op, double postscale);
   static constexpr int kMaxSources = 16;  // RINGCC_MAX_SOURCES of the kernels
 
+  // A stream of this process on the device, apart from any caller's, for
+  // collectives that run when the background engine gets to them (named
+  // collectives): ordered after the caller's stream when they are
+  // enqueued, waited for by the caller's stream when they are waited for.
+  // Created on first use (non-blocking), kept for the life of the process.
+  cuda::CUstream side_stream();
+  // Makes `waiter` wait for the work queued on `producer` so far (an event
+  // recorded there); nothing when they are the same stream.
+  void order_after(cuda::CUstream waiter, cuda::CUstream producer);
+
+  // Enqueues ringcc_timestamp(slot) on `stream` (RINGCC_GPU_TRACE: `slot`
+  // is device-visible memory); false when the kernels cannot be loaded.
+  bool launch_timestamp(cuda::CUstream stream, unsigned long long* slot);
+
   // Loads the kernels now (they load on first use otherwise).
   void load_kernels();
   // Where the loaded kernels came from ("CUBIN for sm_90, compiled by NVRTC 13.0").
@@ -90,6 +104,7 @@ class CudaDevice {
   cuda::CUmodule module_ = nullptr;
   std::string origin_;
   std::map<std::string, cuda::CUfunction> functions_;
+  cuda::CUstream side_ = nullptr;
 };
 
 }  // namespace device

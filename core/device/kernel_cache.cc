@@ -130,6 +130,7 @@ std::vector<std::string> kernel_entry_points() {
     out.push_back(scale_kernel_name(dtype));
     for (const char* op : kOps) out.push_back(std::string("ringcc_reduce_") + dtype_name(dtype) + "_" + op);
   }
+  out.push_back("ringcc_timestamp");
   return out;
 }
 

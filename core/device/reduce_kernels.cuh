@@ -1,12 +1,12 @@
 // ringcc's device kernels: scaling and N-way reductions for every dtype and
-// operator of core/dtype.h and core/reduce_op.h. Compiled at run time by
+// operator of core/collective/dtype.h and core/collective/reduce_op.h. Compiled at run time by
 // NVRTC for the device's architecture (core/device/kernel_cache.cc embeds
 // this file as a string), so it includes no header at all: fixed-width
 // types and the float16/bfloat16 conversions are written out here.
 //
 // The same text also compiles as host C++ (RINGCC_KERNELS_ON_HOST), which
 // the stand-in CUDA driver of the tests uses to run the kernels' logic on
-// host memory. The arithmetic follows core/reduction.cc exactly: 16-bit
+// host memory. The arithmetic follows core/collective/reduction.cc exactly: 16-bit
 // floats are widened to float32, every source is combined in float32 and
 // the result is rounded once (round to nearest even); integers wrap on sum
 // and product; float min/max propagate NaN; integer scaling goes through
@@ -21,12 +21,18 @@
 //       dst[i] = s.ptr[0][i] op ... op s.ptr[nsrc-1][i], then * postscale
 //       when postscale != 1 (dst may equal s.ptr[0])
 // with dtype in float16 bfloat16 float32 float64 int8 uint8 int32 int64 and
-// op in sum min max product (average reduces as sum with a postscale).
+// op in sum min max product (average reduces as sum with a postscale), and
+//   ringcc_timestamp(unsigned long long* slot)
+//       *slot = the GPU's global nanosecond timer (%globaltimer, the same for
+//       every context on the device), for the phase timing of
+//       RINGCC_GPU_TRACE; one thread (the host build: the host's realtime
+//       clock)
 
 #ifdef RINGCC_KERNELS_ON_HOST
 // Host build: one "thread" walks every element (the grid-stride loops
 // below cover the whole range with a grid of one block of one thread).
 #include <cstring>
+#include <ctime>
 struct RingccDim3 {
   unsigned int x, y, z;
 };
@@ -180,7 +186,7 @@ struct Max {
 // uint8 products of bytes promote to int: the wrap-around cast above still
 // gives the low 8 bits, as the host's unsigned char arithmetic does.
 
-// x * factor as core/reduction.cc's scale_one does it.
+// x * factor as core/collective/reduction.cc's scale_one does it.
 template <class T> struct Scale;
 template <> struct Scale<float> {
   static RINGCC_DEVICE float apply(float x, double f) { return x * (float)f; }
@@ -318,3 +324,15 @@ RINGCC_KERNELS_OF(int8, ringcc_kernels::Native<rc_i8>)
 RINGCC_KERNELS_OF(uint8, ringcc_kernels::Native<rc_u8>)
 RINGCC_KERNELS_OF(int32, ringcc_kernels::Native<rc_i32>)
 RINGCC_KERNELS_OF(int64, ringcc_kernels::Native<rc_i64>)
+
+extern "C" RINGCC_GLOBAL void ringcc_timestamp(unsigned long long* slot) {
+#ifdef RINGCC_KERNELS_ON_HOST
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  *slot = static_cast<unsigned long long>(now.tv_sec) * 1000000000ull + static_cast<unsigned long long>(now.tv_nsec);
+#else
+  unsigned long long now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  *slot = now;
+#endif
+}

@@ -15,8 +15,8 @@ namespace {
 // True when `meta` describes the collective `a` of this shape.
 bool describes(const TensorMeta& meta, const CollectiveArgs& a, const int64_t* shape, size_t ndim) {
   return meta.kind == a.kind && meta.dtype == a.dtype && meta.op == a.op && meta.root == a.root &&
-         meta.prescale == a.prescale && meta.postscale == a.postscale && meta.shape.size() == ndim &&
-         std::equal(shape, shape + ndim, meta.shape.begin());
+         meta.prescale == a.prescale && meta.postscale == a.postscale && meta.memory == a.memory &&
+         meta.shape.size() == ndim && std::equal(shape, shape + ndim, meta.shape.begin());
 }
 
 }  // namespace
@@ -130,6 +130,7 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
     entry->meta.prescale = a.prescale;
     entry->meta.postscale = a.postscale;
     entry->meta.shape.assign(shape, shape + ndim);
+    entry->meta.memory = a.memory;
   }
   // An allreduce's result is known in size now; its buffers for a fused batch.
   if (a.kind == CollectiveKind::kAllreduce) args.result_count = args.count;

@@ -145,6 +145,9 @@ class Engine {
   // A joined rank's part in a collective it did not enqueue: zeros, and
   // a result thrown away.
   CollectiveArgs joined_args(const TensorMeta& meta);
+  // ... and in a collective of device tensors, which it cannot stand in for:
+  // a failed call.
+  void stand_in_refused(CollectiveKind kind, MemoryKind memory, CollectiveArgs* a) const;
   void finish_batch(const Batch& items, std::exception_ptr error);
   void wake_finished();  // wakes the callers of Works execute_batch() finished
 

@@ -57,7 +57,7 @@ void Engine::run_ready(std::vector<ReadyItem>& ready) {
         const int64_t b = m.elements() * static_cast<int64_t>(dtype_size(m.dtype));
         std::string ignored;
         if (m.kind != meta.kind || m.dtype != meta.dtype || m.op != meta.op || m.prescale != meta.prescale ||
-            m.postscale != meta.postscale || bytes + b > opt_.fusion_threshold ||
+            m.postscale != meta.postscale || m.memory != meta.memory || bytes + b > opt_.fusion_threshold ||
             (next.entry && !negotiation_.agree(next.name, *next.entry, &ignored))) {
           break;
         }
@@ -255,7 +255,14 @@ void Engine::execute_batch(const Batch& items, int64_t fusion_id) {
 void Engine::run_single(const ReadyItem& item, const TensorMeta& meta, int64_t t_ready,
                         const std::string& fusion_args) {
   LocalEntry* local = item.local;
-  CollectiveArgs a = local ? local->work->list()[0] : joined_args(meta);
+  CollectiveArgs a;
+  if (local) {
+    a = local->work->list()[0];
+  } else if (meta.memory != MemoryKind::kHost) {
+    stand_in_refused(meta.kind, meta.memory, &a);
+  } else {
+    a = joined_args(meta);
+  }
   comm_->run(a);
   if (!local) return;
   CollectiveArgs& mine = local->work->list()[0];
@@ -298,9 +305,38 @@ CollectiveArgs Engine::joined_args(const TensorMeta& meta) {
   return a;
 }
 
+void Engine::stand_in_refused(CollectiveKind kind, MemoryKind memory, CollectiveArgs* a) const {
+  // A joined rank has no device buffers to stand in with: it takes part
+  // as a failed participant, so that the others raise MismatchError.
+  a->kind = CollectiveKind::kLocalError;
+  a->failed_kind = kind;
+  a->local_error = "rank " + std::to_string(rank_) + " has joined (join()) and cannot stand in with zeros for a " +
+                   "collective of tensors in " + memory_kind_name(memory) + " (join() covers host tensors only)";
+  a->send_counts.assign(static_cast<size_t>(size_), 0);
+}
+
 void Engine::run_fused(const Batch& items, const TensorMeta& meta, int64_t t_ready, const std::string& fusion_args) {
   // Built in place of the last batch's list (kept for its storage).
   CollectiveArgs& a = fused_args_;
+  // Device buffers are fused on the device (the GPU backend takes the
+  // segments), on the device and stream of this rank's tensors (a named
+  // device collective runs on the process's side stream).
+  const LocalEntry* first_local = nullptr;
+  bool all_local = true;
+  for (const auto& item : items) {
+    if (item.local && !first_local) first_local = item.local;
+    all_local = all_local && item.local;
+  }
+  if (meta.memory != MemoryKind::kHost && !all_local) {
+    CollectiveArgs refused;
+    stand_in_refused(CollectiveKind::kAllreduce, meta.memory, &refused);
+    comm_->run(refused);
+    return;
+  }
+  a.memory = meta.memory;
+  a.device = first_local ? first_local->work->list()[0].device : -1;
+  a.stream = first_local ? first_local->work->list()[0].stream : nullptr;
+  a.local_error.clear();
   a.kind = CollectiveKind::kAllreduce;
   a.dtype = meta.dtype;
   a.op = meta.op;

@@ -32,7 +32,7 @@ int64_t TensorMeta::row_elems() const {
 
 bool TensorMeta::operator==(const TensorMeta& o) const {
   return kind == o.kind && dtype == o.dtype && op == o.op && root == o.root &&
-         prescale == o.prescale && postscale == o.postscale && shape == o.shape;
+         prescale == o.prescale && postscale == o.postscale && shape == o.shape && memory == o.memory;
 }
 
 void TensorMeta::serialize(std::string* out) const {
@@ -42,6 +42,7 @@ void TensorMeta::serialize(std::string* out) const {
   put_i32(out, root);
   put_f64(out, prescale);
   put_f64(out, postscale);
+  put_u8(out, static_cast<uint8_t>(memory));
   put_u8(out, static_cast<uint8_t>(shape.size()));
   for (int64_t d : shape) put_i64(out, d);
 }
@@ -54,6 +55,7 @@ TensorMeta TensorMeta::parse(const std::string& in, size_t* pos) {
   m.root = get_i32(in, pos);
   m.prescale = get_f64(in, pos);
   m.postscale = get_f64(in, pos);
+  m.memory = static_cast<MemoryKind>(get_u8(in, pos));
   const uint8_t ndim = get_u8(in, pos);
   for (uint8_t i = 0; i < ndim; ++i) m.shape.push_back(get_i64(in, pos));
   return m;
@@ -61,7 +63,8 @@ TensorMeta TensorMeta::parse(const std::string& in, size_t* pos) {
 
 bool compatible(const TensorMeta& a, const TensorMeta& b) {
   if (a.kind == CollectiveKind::kLocalError || a.kind != b.kind || a.dtype != b.dtype || a.op != b.op || a.root != b.root ||
-      a.prescale != b.prescale || a.postscale != b.postscale || a.shape.size() != b.shape.size()) {
+      a.prescale != b.prescale || a.postscale != b.postscale || a.shape.size() != b.shape.size() ||
+      a.memory != b.memory) {
     return false;
   }
   const bool ragged = a.kind == CollectiveKind::kAllgather || a.kind == CollectiveKind::kAlltoall;
@@ -92,6 +95,8 @@ std::string describe_disagreement(const std::string& name, const std::vector<Ten
   if (differs(kind)) return head + "the collective (" + listing(kind) + ")";
   auto dtype = [](const TensorMeta& m) { return std::string(dtype_name(m.dtype)); };
   if (differs(dtype)) return head + "the dtype (" + listing(dtype) + ")";
+  auto memory = [](const TensorMeta& m) { return std::string(memory_kind_name(m.memory)); };
+  if (differs(memory)) return head + "where the tensor lives (" + listing(memory) + ")";
   const CollectiveKind k = metas[0].kind;
   const bool ragged = k == CollectiveKind::kAllgather || k == CollectiveKind::kAlltoall;
   auto shape = [&](const TensorMeta& m) {

@@ -1,6 +1,6 @@
 // What ranks negotiate about a named tensor: the collective, its dtype,
-// shape, reduction, root and scale factors. Two ranks' descriptions of one
-// name must agree (allgather and alltoall may differ in the first
+// shape, reduction, root, scale factors and where it lives (host or CUDA
+// memory). Two ranks' descriptions of one name must agree (allgather and alltoall may differ in the first
 // dimension), or every rank gets an error naming the tensor.
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/collective/collective_args.h"
 #include "core/collective/op_header.h"
 
 namespace ringcc {
@@ -20,6 +21,7 @@ struct TensorMeta {
   double prescale = 1.0;
   double postscale = 1.0;
   std::vector<int64_t> shape;
+  MemoryKind memory = MemoryKind::kHost;
 
   int64_t elements() const;
   int64_t row_elems() const;  // elements per row of the first dimension

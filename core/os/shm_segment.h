@@ -60,7 +60,7 @@ uint64_t pid_namespace_id();
 
 // Removes what ringcc processes of this user left in /dev/shm when they
 // were killed (SIGKILL gives them no chance to clean up): segments named by
-// owned_name and job-secret files (core/job_secret.h) whose creator, in
+// owned_name and job-secret files (core/rendezvous/job_secret.h) whose creator, in
 // this pid namespace, has exited. Best effort, never raises.
 void remove_stale_shm_objects();
 

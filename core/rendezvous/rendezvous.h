@@ -19,7 +19,7 @@ struct RendezvousInfo {
   std::string source;       // which launcher's variables were used, for messages
   // True when the launcher's variables say that every rank runs on this
   // host (single_host_reason says which); such a job serves its store on
-  // 127.0.0.1 and needs no secret of the user's (core/job_secret.h).
+  // 127.0.0.1 and needs no secret of the user's (core/rendezvous/job_secret.h).
   bool single_host = false;
   std::string single_host_reason;
   std::string advertise_address;  // where peers reach us; empty: found from the store

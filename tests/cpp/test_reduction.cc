@@ -1,4 +1,4 @@
-// Tests for the reduction kernels (core/reduction.h) and the dtype and
+// Tests for the reduction kernels (core/collective/reduction.h) and the dtype and
 // reduce-op helpers. Every kernel result is compared with a scalar reference
 // written here from the definitions, including reference float16/bfloat16
 // conversions built on frexp/ldexp/nearbyint rather than bit tricks.

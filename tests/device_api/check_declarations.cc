@@ -122,6 +122,7 @@ RINGCC_NCCL_RED_OPS(RINGCC_SAME_VALUE)
 RINGCC_NVRTC_RESULTS(RINGCC_SAME_VALUE)
 #undef RINGCC_SAME_VALUE
 static_assert(ringcc::cuda::kMemHostAllocPortable == CU_MEMHOSTALLOC_PORTABLE, "CU_MEMHOSTALLOC_PORTABLE");
+static_assert(ringcc::cuda::kMemHostAllocDeviceMap == CU_MEMHOSTALLOC_DEVICEMAP, "CU_MEMHOSTALLOC_DEVICEMAP");
 static_assert(ringcc::cuda::kMemHostRegisterPortable == CU_MEMHOSTREGISTER_PORTABLE, "CU_MEMHOSTREGISTER_PORTABLE");
 static_assert(ringcc::cuda::kMemHostRegisterDeviceMap == CU_MEMHOSTREGISTER_DEVICEMAP, "CU_MEMHOSTREGISTER_DEVICEMAP");
 static_assert(ringcc::cuda::kIpcHandleSize == CU_IPC_HANDLE_SIZE, "CU_IPC_HANDLE_SIZE");

@@ -1,5 +1,6 @@
 """tests/gpu without pytest (for a GPU machine that lacks it): runs the same
-groups of tests/rank_gpu_cases.py and the killed-rank job with ringrun,
+groups of tests/rank_gpu_cases.py, of the framework adapters
+(tests/rank_gpu_torch.py, tests/jax_cases.py) and the killed-rank job with ringrun,
 prints every case's status and exits 1 when any case failed."""
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ TESTS = HERE.parent
 sys.path[:0] = [str(HERE), str(TESTS)]
 
 import ringcc  # noqa: E402
-from gpu_env import GROUP_ENV, GROUPS, NOT_ON_GPU, arrays_env, gpu_skip_reason, kill_outcomes, library_reason  # noqa: E402
+from gpu_env import (FRAMEWORK_GROUPS, GROUP_ENV, GROUPS, NOT_ON_GPU, arrays_env, framework_reason,  # noqa: E402
+                     gpu_skip_reason, kill_outcomes, library_reason)
+from jax_cases import CASES as JAX_CASES  # noqa: E402
 from rank_gpu_cases import CASES  # noqa: E402
+from rank_gpu_torch import CASES as TORCH_CASES  # noqa: E402
 from rank_harness import read_results  # noqa: E402
 
 
@@ -69,6 +73,32 @@ def main() -> int:
         print(f"[{name}] done in {time.monotonic() - started:.0f} s (ringrun exit {completed.returncode})")
         if completed.returncode != 0:
             print(completed.stderr[-3000:])
+    for name, (size, script, env, what, patterns) in FRAMEWORK_GROUPS.items():
+        reason = framework_reason(what, ringcc)
+        if reason:
+            print(f"[{name}] skipped: {reason}")
+            continue
+        out = root / name
+        out.mkdir()
+        started = time.monotonic()
+        args = [str(TESTS / script), "--out", str(out)]
+        if patterns:
+            args += ["--cases", ",".join(patterns)]
+        completed = ringrun(size, args, {**GROUP_ENV, **env}, 180)
+        results = read_results(str(out), size)
+        cases = TORCH_CASES if script == "rank_gpu_torch.py" else JAX_CASES
+        for case in cases.select(size, (), list(patterns) or None):
+            records = [results.get(r, {}).get("cases", {}).get(case.name) for r in range(size)]
+            statuses = {rec["status"] if rec else "missing" for rec in records}
+            if statuses == {"pass"}:
+                passed += 1
+            elif statuses == {"skip"}:
+                skipped += 1
+            else:
+                failed += 1
+                messages = [f"rank {r}: {rec['message'] if rec else 'no record'}" for r, rec in enumerate(records)]
+                print(f"FAIL [{name}] {case.name}\n  " + "\n  ".join(messages))
+        print(f"[{name}] done in {time.monotonic() - started:.0f} s (ringrun exit {completed.returncode})")
     for backend in ("ipc", "host"):
         out = root / f"kill-{backend}"
         out.mkdir()

@@ -82,6 +82,41 @@ GROUPS = {
     "ipc-2-cupy": (2, {"RINGCC_TEST_ARRAYS": "cupy", "RINGCC_TEST_EXPECT_BACKEND": "ipc"}, ("device",), "cupy"),
 }
 GROUP_ENV = {"RINGCC_TIMEOUT_S": "30"}
+
+# The framework adapters on the GPU, two ranks sharing it (CUDA IPC):
+# name: (ranks, rank script in tests/, environment, what it needs, case patterns).
+JAX_GPU_CASES = ("platform/*", "allreduce/*/jit", "allreduce/float32/sum/eager", "allreduce/scalar-and-empty",
+                 "allreduce/scale-factors", "allreduce/large-4MiB", "allgather/*/jit", "allgather/int8-and-bfloat16",
+                 "broadcast/*", "reduce_scatter/rows5/*/jit", "alltoall/*", "barrier/*", "ordering/*", "grad/*",
+                 "vmap/*", "donation/*", "errors/*")
+FRAMEWORK_GROUPS = {
+    "torch-2": (2, "rank_gpu_torch.py", {"RINGCC_TEST_EXPECT_BACKEND": "ipc"}, "torch", ()),
+    # JAX on its CUDA platform, without taking most of the GPU's memory at
+    # start (two processes share it).
+    "jax-2": (2, "jax_cases.py", {"JAX_PLATFORMS": "cuda", "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+                                  "RINGCC_TEST_EXPECT_JAX_PLATFORM": "gpu"}, "jax", JAX_GPU_CASES),
+}
+
+
+def jax_cuda_reason(ringcc):
+    """None when ringcc.jax can run on JAX's CUDA platform here (checked
+    without importing jax: that would start its GPU client in this process)."""
+    if not have("jax"):
+        return "jax is not installed"
+    if not any(have(m) for m in ("jax_cuda13_plugin", "jax_cuda12_plugin", "jax_plugins.xla_cuda13",
+                                 "jax_plugins.xla_cuda12", "jaxlib.cuda")):
+        return "jax has no CUDA plugin (pip install jax[cuda13])"
+    if not getattr(ringcc._core, "jax_ffi_cuda_targets", dict)():
+        return "this ringcc was built without the XLA FFI handlers (no jaxlib headers at build time)"
+    return None
+
+
+def framework_reason(what, ringcc):
+    if what == "torch":
+        return torch_cuda_reason()
+    if what == "jax":
+        return jax_cuda_reason(ringcc)
+    return f"unknown framework {what}"
 # Cases of rank_gpu_cases.py that only make sense without NCCL at hand.
 NOT_ON_GPU = ("forced_nccl_without_nccl", "forced_ipc_without_nvrtc")
 

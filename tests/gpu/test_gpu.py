@@ -3,11 +3,15 @@ GPU machine (they skip, saying why, anywhere else).
 
 The groups run tests/rank_gpu_cases.py (every dtype and op with pre/post-
 scale, multi-step, fused, ragged allgather, broadcast, uneven
-reduce-scatter, alltoall, host/CUDA mismatch, explicit streams, and a
-kernel queued after the collective on the same stream seeing its result
-with no host synchronisation) over: NCCL at world size 1; 2 and 4 ranks
-sharing the GPU through CUDA IPC; host staging forced; CuPy arrays. A
-killed rank makes the others raise within 10 s."""
+reduce-scatter, alltoall, host/CUDA mismatch, named collectives through the
+engine, explicit streams, and a kernel queued after the collective on the
+same stream seeing its result with no host synchronisation) over: NCCL at
+world size 1; 2 and 4 ranks sharing the GPU through CUDA IPC; host staging
+forced; CuPy arrays. The framework adapters on 2 ranks sharing the GPU:
+backend "ring" (every collective, async work and stream order, DDP against
+gloo's result) and the Horovod API (collectives, DistributedOptimizer) in
+tests/rank_gpu_torch.py; ringcc.jax on JAX's CUDA platform (tests/jax_cases.py,
+a selection). A killed rank makes the others raise within 10 s."""
 
 from __future__ import annotations
 
@@ -16,8 +20,11 @@ import os
 import pytest
 
 from conftest import ringcc
-from gpu_env import (GROUP_ENV, GROUPS, NOT_ON_GPU, arrays_env, gpu_skip_reason, kill_outcomes, library_reason)
+from gpu_env import (FRAMEWORK_GROUPS, GROUP_ENV, GROUPS, NOT_ON_GPU, arrays_env, framework_reason, gpu_skip_reason,
+                     kill_outcomes, library_reason)
+from jax_cases import CASES as JAX_CASES
 from rank_gpu_cases import CASES
+from rank_gpu_torch import CASES as TORCH_CASES
 
 REASON = gpu_skip_reason(ringcc)
 pytestmark = pytest.mark.skipif(REASON is not None, reason=str(REASON))
@@ -53,6 +60,44 @@ def test_case(ranks, group, case_name):
 @pytest.mark.parametrize("group", list(GROUPS))
 def test_group_finished_cleanly(ranks, group):
     run_group(ranks, group).assert_clean_exit()
+
+
+# --- the framework adapters: backend "ring" and the Horovod API (torch), ringcc.jax
+
+FRAMEWORK_CASES = {"rank_gpu_torch.py": TORCH_CASES, "jax_cases.py": JAX_CASES}
+
+
+def run_framework_group(ranks, name):
+    size, script, env, what, patterns = FRAMEWORK_GROUPS[name]
+    reason = framework_reason(what, ringcc)
+    if reason:
+        pytest.skip(reason)
+    return ranks.group(f"gpu-real-{name}", size, script, env={**inherited(), **GROUP_ENV, **env},
+                       cases=patterns, timeout=180)
+
+
+FRAMEWORK_PARAMS = [
+    pytest.param(name, case.name, id=f"{name}:{case.name}")
+    for name, (size, script, env, what, patterns) in FRAMEWORK_GROUPS.items()
+    for case in FRAMEWORK_CASES[script].select(size, (), list(patterns) or None)
+]
+
+
+@pytest.mark.parametrize("group,case_name", FRAMEWORK_PARAMS)
+def test_framework_case(ranks, group, case_name):
+    run_framework_group(ranks, group).assert_case(case_name)
+
+
+@pytest.mark.parametrize("group", list(FRAMEWORK_GROUPS))
+def test_framework_group_finished_cleanly(ranks, group):
+    run = run_framework_group(ranks, group)
+    if group.startswith("torch"):
+        # torch_harness's records: every case ran and the ranks left together.
+        for rank in range(run.size):
+            entry = run.results.get(rank)
+            assert entry and entry["end"] is not None and not entry["end"].get("broken"), run.completed.describe()
+    else:
+        run.assert_clean_exit()
 
 
 @pytest.mark.parametrize("backend", ["ipc", "host"])

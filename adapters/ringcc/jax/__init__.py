@@ -10,7 +10,8 @@
         return rj.allreduce(g, op="average")
 
 Each collective lowers to an XLA FFI custom call whose handler, compiled into
-ringcc._core, runs the C++ core directly on XLA's buffers (CPU platform): no
+ringcc._core, runs the C++ core directly on XLA's buffers (CPU platform; on
+CUDA, on the device buffers, enqueued on XLA's stream): no
 Python callback and no copy through NumPy. Collectives run in program order on
 every rank: they carry an ordered JAX effect, so XLA threads a token through
 them (see docs/jax.md). Shapes must match across ranks where the NumPy API

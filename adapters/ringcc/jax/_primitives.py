@@ -72,10 +72,20 @@ def _register_targets():
     targets = _core.jax_ffi_targets()
     for name, capsule in targets.items():
         jax.ffi.register_ffi_target(name, capsule, platform="cpu")
-    return targets
+    # The CUDA platform's handlers take XLA's stream; JAX keeps them until
+    # its CUDA plugin loads (registering them costs nothing without one).
+    cuda = getattr(_core, "jax_ffi_cuda_targets", dict)()
+    for name, capsule in cuda.items():
+        jax.ffi.register_ffi_target(name, capsule, platform="CUDA")
+    if cuda:
+        # The handlers reach the core directly: it learns here where the
+        # packages' NCCL and NVRTC are (nothing is loaded yet).
+        from ringcc import gpu_libraries
+        gpu_libraries.configure()
+    return targets, cuda
 
 
-TARGETS = _register_targets()
+TARGETS, CUDA_TARGETS = _register_targets()
 
 
 # ---------------------------------------------------------------- checks
@@ -132,8 +142,8 @@ def _lower(target, *, alias=False):
 def _unsupported_platform(name):
     def lowering(ctx, *args, **kwargs):
         raise NotImplementedError(
-            f"ringcc.jax.{name} runs on the CPU platform only (its XLA FFI handler is "
-            "registered for 'cpu'); place the arrays on a CPU device")
+            f"ringcc.jax.{name} runs on the CPU and CUDA platforms (its XLA FFI handlers are "
+            "registered for 'cpu' and 'CUDA'); place the arrays on a CPU or CUDA device")
     return lowering
 
 
@@ -151,11 +161,14 @@ def _primitive(name, abstract_eval, lowering_attrs, alias=False, multiple_result
     p.def_effectful_abstract_eval(abstract_eval)
     lower = _lower(f"ringcc_{name}", alias=alias)
 
-    def cpu_lowering(ctx, *operands, **params):
+    def lowering(ctx, *operands, **params):
         return lower(ctx, *operands, **lowering_attrs(params))
 
-    _mlir.register_lowering(p, cpu_lowering, platform="cpu")
-    for platform in ("cuda", "rocm", "tpu"):
+    # The same custom call on CPU and CUDA: each platform has its handler.
+    _mlir.register_lowering(p, lowering, platform="cpu")
+    if f"ringcc_{name}" in CUDA_TARGETS:
+        _mlir.register_lowering(p, lowering, platform="cuda")
+    for platform in ("rocm", "tpu") if f"ringcc_{name}" in CUDA_TARGETS else ("cuda", "rocm", "tpu"):
         _mlir.register_lowering(p, _unsupported_platform(name), platform=platform)
     return p
 

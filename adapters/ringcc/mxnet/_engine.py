@@ -111,10 +111,15 @@ def numpy_dtype(array) -> np.dtype:
 
 
 def check_array(array, what: str = "tensor") -> None:
-    """Raises for what ringcc cannot run on: not an NDArray, sparse, unsupported dtype."""
+    """Raises for what ringcc cannot run on: not an NDArray, not in host
+    memory, sparse, unsupported dtype."""
     if not isinstance(array, mx.nd.NDArray):
         raise ringcc.UnsupportedTypeError(
             f"{what} must be an mxnet NDArray, got {type(array).__name__}")
+    if not on_host(array):
+        raise ringcc.InvalidArgumentError(
+            f"{what} is on {array.context}; ringcc.mxnet runs collectives of CPU arrays only "
+            "(its GPU arrays are not supported): copy it with .copyto(mx.cpu()) first")
     if array.stype != "default":
         raise ringcc.UnsupportedTypeError(
             f"{what} is a sparse NDArray ({array.stype}); ringcc.mxnet reduces dense arrays "

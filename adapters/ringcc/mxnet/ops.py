@@ -55,42 +55,11 @@ def _reduce_op(average, op):
     return ringcc._op(op)
 
 
-class _Staged:
-    """Host (CPU) NDArrays standing in for the given ones: device arrays are
-    copied to the host before the collective and written ones back after it
-    (MXNet operations, ordered by its engine); host arrays are used as they
-    are. (The MXNet 1.9.1 wheels on PyPI are CPU-only: this path is untested.)"""
-
-    def __init__(self):
-        self._host = {}
-        self._back = []
-
-    def read(self, array):
-        key = id(array)
-        if key not in self._host:
-            self._host[key] = array if _engine.on_host(array) else array.copyto(mx.cpu())
-        return self._host[key]
-
-    def write(self, array):
-        # A device array's contents are copied too: in-place collectives read them.
-        host = self.read(array)
-        if host is not array:
-            self._back.append((host, array))
-        return host
-
-    def finish(self):
-        for host, array in self._back:
-            host.copyto(array)
-
-
 def run(label: str, reads: Sequence, writes: Sequence, start, priority: int = 0) -> None:
-    """Pushes one engine operation over `reads` + `writes` (NDArrays on any
-    context); start(views, handles) gets views in that order."""
-    staged = _Staged()
-    host_reads = [staged.read(a) for a in reads]
-    host_writes = [staged.write(a) for a in writes]
-    _engine.push(label, host_reads, host_writes, host_reads + host_writes, start, priority)
-    staged.finish()
+    """Pushes one engine operation over `reads` + `writes` (host NDArrays,
+    checked by _engine.check_array); start(views, handles) gets views in
+    that order."""
+    _engine.push(label, list(reads), list(writes), list(reads) + list(writes), start, priority)
 
 
 def reduce_lists(label: str, entries, *, op=ringcc.Sum, prescale_factor: float = 1.0,
@@ -285,7 +254,7 @@ def allgather(tensor, name=None, priority=0):
     except Exception as error:
         fail("allgather", error, [n])
         raise
-    host = tensor if _engine.on_host(tensor) else tensor.copyto(mx.cpu())
+    host = tensor
     host.wait_to_read()
     _engine.check_errors()
     gathered = ringcc.allgather_async(_engine.host_view(host), name=n).wait()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures
+import contextlib
 import datetime
 import functools
 import logging
@@ -58,7 +59,7 @@ def _raise_as_dist_error(error: BaseException):
     if mapped is error:
         raise error
     raise mapped from error
-DEVICES = ("cpu",)
+DEVICES = ("cpu", "cuda")
 
 log = logging.getLogger("ringcc.torch")
 
@@ -137,14 +138,30 @@ def _rows_view(t: torch.Tensor) -> torch.Tensor:
     return t if t.dtype in _CORE_DTYPES else t.view(torch.uint8)
 
 
-def _check_cpu(tensors: Sequence[torch.Tensor], what: str, sparse_ok: bool = False) -> None:
+_CPU = torch.device("cpu")
+
+
+def _device_of(tensors: Sequence[torch.Tensor], what: str, sparse_ok: bool = False) -> torch.device:
+    """The one device of a call's tensors: the CPU or one CUDA device."""
+    device = None
     for t in tensors:
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{what}: expected tensors, got {type(t).__name__}")
-        if t.device.type != "cpu":
-            raise ValueError(f"{what}: backend 'ring' takes CPU tensors for now, got one on {t.device}")
         if t.layout != torch.strided and not (sparse_ok and t.layout == torch.sparse_coo):
             raise ValueError(f"{what}: backend 'ring' does not support {t.layout} tensors here")
+        d = t.device
+        if d.type not in DEVICES:
+            raise ValueError(f"{what}: backend 'ring' takes CPU and CUDA tensors, got one on {d}")
+        if device is None:
+            device = d
+        elif d != device:
+            raise ValueError(f"{what}: the tensors of one call must be on one device, got {device} and {d}")
+    return device if device is not None else _CPU
+
+
+def _on_stream(stream):
+    """Makes `stream` torch's current stream for the block (None: nothing)."""
+    return torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
 
 
 def _one(tensors: Sequence[torch.Tensor], what: str) -> torch.Tensor:
@@ -332,6 +349,8 @@ class ProcessGroupRing(dist.ProcessGroup):
         self._coalescing: Optional[List[RingWork]] = None
         self._closed = False
         self._stuck = False
+        self._cuda_index: Optional[int] = None  # the CUDA device of this process's collectives
+        self._side: Optional["torch.cuda.Stream"] = None
         _adopt_timeout(self._timeout_s)
         self._core_timeout_s = _core_timeout_s()
         # torchrun keeps its store across restarts: meet where no earlier attempt wrote.
@@ -373,23 +392,43 @@ class ProcessGroupRing(dist.ProcessGroup):
 
     def _issue(self, name: str, opts, outputs: Sequence[torch.Tensor],
                start: Callable[[bool], Optional[list]],
-               finish: Optional[Callable[[], None]] = None) -> RingWork:
+               finish: Optional[Callable[[], None]] = None,
+               device: torch.device = _CPU) -> RingWork:
         """Runs start(async_op): it issues the core call(s) and returns their
         handles (async) or None (ran inline, done). Then a RingWork.
 
         A synchronous request (opts.asyncOp False) runs inline on this
         thread when the core's own bound on waits (RINGCC_TIMEOUT_S) is no
         longer than the group's timeout; otherwise it is queued and waited
-        for with the group's timeout."""
+        for with the group's timeout.
+
+        CUDA tensors (`device`): an inline request runs on the current
+        stream. Anything queued runs on the group's side stream, which
+        first waits for the current stream (as torch's nccl backend runs on
+        its own stream): the current stream goes on while the collective
+        waits for the core's queue and the peers; the work's wait() makes
+        the waiting stream wait for the side stream, synchronize() blocks."""
         if self._closed:
             raise RuntimeError(f"{self!r} has been shut down")
         sync = getattr(opts, "asyncOp", True) is False
         timeout_s = self._op_timeout(opts)
         inline = sync and self._inline_ok(opts)
+        stream = None
+        if device.type == "cuda":
+            current = torch.cuda.current_stream(device)
+            if inline:
+                stream = current
+            else:
+                stream = self._side_stream(device)
+                stream.wait_stream(current)
         profile = profile_range(f"{BACKEND_NAME}:{name}")
         _note_issued()
         try:
-            handles = start(not inline)
+            if stream is None:
+                handles = start(not inline)
+            else:
+                with torch.cuda.stream(stream):  # the core takes torch's current stream
+                    handles = start(not inline)
         except BaseException as error:
             if profile is not None:
                 profile.close()
@@ -397,23 +436,46 @@ class ProcessGroupRing(dist.ProcessGroup):
         if inline:
             try:
                 if finish is not None:
-                    with torch.no_grad():
+                    with torch.no_grad(), _on_stream(stream):
                         finish()
             except BaseException as error:
                 _raise_as_dist_error(error)
             finally:
                 if profile is not None:
                     profile.close()
-            work = RingWork(outputs)
+            work = RingWork(outputs, stream=stream)
         else:
+            if stream is not None:
+                # The caller may drop its outputs before the side stream is
+                # done with them: their memory is not reused until then.
+                for t in outputs:
+                    if t.is_cuda:
+                        t.record_stream(stream)
             work = RingWork(outputs, handles or [], finish, timeout_s=timeout_s,
                             completer=self._completer, profile=profile,
-                            what=self._what(name), on_timeout=self._mark_stuck)
+                            what=self._what(name), on_timeout=self._mark_stuck, stream=stream)
             if sync:
                 work.wait()
         if self._coalescing is not None:
             self._coalescing.append(work)
         return work
+
+    def _device(self, tensors: Sequence[torch.Tensor], what: str, sparse_ok: bool = False) -> torch.device:
+        """The device of a call's tensors (see _device_of); a process runs
+        its CUDA collectives on one device."""
+        device = _device_of(tensors, what, sparse_ok)
+        if device.type == "cuda":
+            if self._cuda_index is None:
+                self._cuda_index = device.index
+            elif device.index != self._cuda_index:
+                raise ValueError(f"{what}: backend 'ring' runs this process's CUDA collectives on "
+                                 f"cuda:{self._cuda_index} (one device per process), got a tensor on {device}")
+        return device
+
+    def _side_stream(self, device: torch.device) -> "torch.cuda.Stream":
+        if self._side is None:
+            self._side = torch.cuda.Stream(device)
+        return self._side
 
     def _what(self, name: str) -> str:
         return f"ring {name} on rank {self._rank} of group {self._group_name!r}"
@@ -448,10 +510,21 @@ class ProcessGroupRing(dist.ProcessGroup):
 
     def allreduce(self, tensors, opts=None):
         # The common case, kept short: one dense contiguous CPU tensor that
-        # the core reduces, asked for synchronously or not.
+        # the core reduces, asked for synchronously or not; a CUDA one asked
+        # for synchronously (on the current stream).
         if len(tensors) == 1 and opts is not None:
             t = tensors[0]
             op = _FAST_OPS.get(opts.reduceOp.op.value)
+            if (t.is_cuda and op is not None and t.dtype in _CORE_DTYPES and t.layout == torch.strided
+                    and getattr(opts, "asyncOp", True) is False and t.device.index == self._cuda_index
+                    and not t.requires_grad and t.is_contiguous() and not self._closed
+                    and self._coalescing is None and not torch.autograd._profiler_enabled()
+                    and self._inline_ok(opts)):
+                try:
+                    self._comm.allreduce(t, None, op, 1.0, 1.0, True, False)
+                except _core.RingccError as error:
+                    _raise_as_dist_error(error)
+                return RingWork((t,), stream=torch.cuda.current_stream(t.device))
             if (op is not None and t.dtype in _CORE_DTYPES and t.is_cpu and t.layout == torch.strided
                     and not t.requires_grad and t.is_contiguous() and not self._closed
                     and self._coalescing is None and not torch.autograd._profiler_enabled()):
@@ -472,23 +545,23 @@ class ProcessGroupRing(dist.ProcessGroup):
 
     @_fails_on_every_rank("allreduce")
     def _allreduce_checked(self, tensors, opts):
-        _check_cpu(tensors, "allreduce", sparse_ok=True)
+        device = self._device(tensors, "allreduce", sparse_ok=True)
         kind, factor = _reduction(opts)
         if len(tensors) == 1 and tensors[0].is_sparse:
             return self._sparse_allreduce(tensors[0], kind, opts)
         if len(tensors) == 1:
-            return self._allreduce_one("all_reduce", tensors[0], kind, factor, opts)
-        return self._allreduce_many("all_reduce", list(tensors), kind, factor, opts)
+            return self._allreduce_one("all_reduce", tensors[0], kind, factor, opts, device)
+        return self._allreduce_many("all_reduce", list(tensors), kind, factor, opts, device)
 
     @_fails_on_every_rank("allreduce")
     def allreduce_coalesced(self, tensors, opts=None):
-        _check_cpu(tensors, "allreduce_coalesced")
+        device = self._device(tensors, "allreduce_coalesced")
         kind, factor = _reduction(opts)
-        return self._allreduce_many("allreduce_coalesced", list(tensors), kind, factor, opts)
+        return self._allreduce_many("allreduce_coalesced", list(tensors), kind, factor, opts, device)
 
-    def _allreduce_one(self, name, tensor, kind, factor, opts):
+    def _allreduce_one(self, name, tensor, kind, factor, opts, device=_CPU):
         if not _core_reduces(kind, tensor.dtype):
-            return self._fallback_allreduce(name, [tensor], kind, factor, opts)
+            return self._fallback_allreduce(name, [tensor], kind, factor, opts, device)
         op = _CORE_OPS[kind]
         comm = self._comm
         t = _plain(tensor)
@@ -496,20 +569,21 @@ class ProcessGroupRing(dist.ProcessGroup):
             def start(async_op):
                 h = comm.allreduce(t, op=op, prescale=factor, inplace=True, async_op=async_op)
                 return [h] if async_op else None
-            return self._issue(name, opts, [tensor], start)
+            return self._issue(name, opts, [tensor], start, device=device)
         staged = t.contiguous()
 
         def start(async_op):
             h = comm.allreduce(staged, op=op, prescale=factor, inplace=True, async_op=async_op)
             return [h] if async_op else None
-        return self._issue(name, opts, [tensor], start, lambda: tensor.copy_(staged))
+        return self._issue(name, opts, [tensor], start, lambda: tensor.copy_(staged), device=device)
 
-    def _allreduce_many(self, name, tensors, kind, factor, opts):
-        """Fused: the core packs the list into its fusion buffer."""
+    def _allreduce_many(self, name, tensors, kind, factor, opts, device=_CPU):
+        """Fused: the core packs the list into its fusion buffer (CUDA
+        tensors: fused on the device)."""
         if not tensors:
             return self._issue(name, opts, [], lambda a: [] if a else None)
         if not all(_core_reduces(kind, t.dtype) for t in tensors):
-            return self._fallback_allreduce(name, tensors, kind, factor, opts)
+            return self._fallback_allreduce(name, tensors, kind, factor, opts, device)
         op = _CORE_OPS[kind]
         comm = self._comm
         staged = []
@@ -530,7 +604,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         def finish():
             for t, s in copies:
                 t.copy_(s)
-        return self._issue(name, opts, tensors, start, finish if copies else None)
+        return self._issue(name, opts, tensors, start, finish if copies else None, device=device)
 
     def _sparse_allreduce(self, tensor, kind, opts):
         """Sparse COO SUM (as gloo does it): every rank's indices and values
@@ -542,6 +616,8 @@ class ProcessGroupRing(dist.ProcessGroup):
             if tensor.dtype not in _CORE_DTYPES:
                 raise TypeError(f"sparse all_reduce: unsupported dtype {tensor.dtype}")
         check()
+        if tensor.is_cuda:
+            return self._sparse_allreduce_through_host(tensor, kind, opts)
         local = _plain(tensor).coalesce()
         indices = local._indices().t().contiguous()  # one row per non-zero
         values = local._values().contiguous()
@@ -568,7 +644,21 @@ class ProcessGroupRing(dist.ProcessGroup):
             tensor.copy_(summed)
         return self._issue("all_reduce", opts, [tensor], start, finish)
 
-    def _fallback_allreduce(self, name, tensors, kind, factor, opts):
+    def _sparse_allreduce_through_host(self, tensor, kind, opts):
+        """A sparse CUDA tensor: summed as a CPU copy, copied back (sparse
+        tensors are rare enough in collectives not to have a device path)."""
+        host = _plain(tensor).cpu()
+        inner = self._sparse_allreduce(host, kind, opts)
+
+        def finish():
+            tensor.copy_(host.to(tensor.device))
+        work = RingWork([tensor], [_WorkWaitable(inner)], finish, timeout_s=self._op_timeout(opts),
+                        completer=self._completer)
+        if getattr(opts, "asyncOp", True) is False:
+            work.wait()
+        return work
+
+    def _fallback_allreduce(self, name, tensors, kind, factor, opts, device=_CPU):
         """Reductions the core lacks (bitwise ops, bool, int16, complex, ...):
         gather every rank's bytes, reduce locally."""
         def check():  # e.g. a bitwise reduction of floats
@@ -577,8 +667,8 @@ class ProcessGroupRing(dist.ProcessGroup):
         check()
         n = self._size
         packed = torch.cat([_input_units(t).view(torch.uint8) for t in tensors]) if tensors else \
-            torch.empty(0, dtype=torch.uint8)
-        gathered = torch.empty(n * packed.numel(), dtype=torch.uint8)
+            torch.empty(0, dtype=torch.uint8, device=device)
+        gathered = torch.empty(n * packed.numel(), dtype=torch.uint8, device=device)
         comm = self._comm
 
         def start(async_op):
@@ -593,13 +683,13 @@ class ProcessGroupRing(dist.ProcessGroup):
                 stacked = per_rank[:, offset:offset + nbytes].contiguous().view(t.dtype).view((n,) + tuple(t.shape))
                 t.copy_(_reduce_locally(stacked, kind, factor))
                 offset += nbytes
-        return self._issue(name, opts, tensors, start, finish)
+        return self._issue(name, opts, tensors, start, finish, device=device)
 
     # -- broadcast -------------------------------------------------------------
 
     @_fails_on_every_rank("broadcast")
     def broadcast(self, tensors, opts=None):
-        _check_cpu(tensors, "broadcast")
+        device = self._device(tensors, "broadcast")
         root = getattr(opts, "rootRank", 0)
         tensor = _one(tensors, "broadcast")
         self._check_rank(root, "root")
@@ -610,13 +700,14 @@ class ProcessGroupRing(dist.ProcessGroup):
             def start(async_op):
                 h = comm.broadcast(units, root=root, inplace=True, async_op=async_op)
                 return [h] if async_op else None
-            return self._issue("broadcast", opts, [tensor], start)
+            return self._issue("broadcast", opts, [tensor], start, device=device)
         staged = _input_units(t)
 
         def start(async_op):
             h = comm.broadcast(staged, root=root, inplace=True, async_op=async_op)
             return [h] if async_op else None
-        return self._issue("broadcast", opts, [tensor], start, lambda: _store_units(staged, tensor))
+        return self._issue("broadcast", opts, [tensor], start, lambda: _store_units(staged, tensor),
+                           device=device)
 
     def _check_rank(self, rank: int, what: str) -> None:
         if not 0 <= rank < self._size:
@@ -628,15 +719,15 @@ class ProcessGroupRing(dist.ProcessGroup):
     def reduce(self, tensors, opts=None):
         """Reduction to the root only: an allreduce whose non-root ranks
         write into scratch, so their tensors stay as they were."""
-        _check_cpu(tensors, "reduce")
+        device = self._device(tensors, "reduce")
         tensor = _one(tensors, "reduce")
         root = getattr(opts, "rootRank", 0)
         self._check_rank(root, "root")
         kind, factor = _reduction(opts)
         if self._rank == root:
-            return self._allreduce_one("reduce", tensor, kind, factor, opts)
+            return self._allreduce_one("reduce", tensor, kind, factor, opts, device)
         scratch = _plain(tensor).clone(memory_format=torch.contiguous_format)
-        work = self._allreduce_one("reduce", scratch, kind, factor, opts)
+        work = self._allreduce_one("reduce", scratch, kind, factor, opts, device)
         work._outputs = [tensor]
         return work
 
@@ -648,12 +739,12 @@ class ProcessGroupRing(dist.ProcessGroup):
         rank (all_gather_v) as long as each output matches its rank's input."""
         inp = _one(input_tensors, "allgather")
         outs = list(_one(output_tensors, "allgather"))
-        _check_cpu([inp, *outs], "allgather")
+        device = self._device([inp, *outs], "allgather")
         self._check_list(outs, "allgather output list", inp)
         units = _input_units(inp)
         unit = units.dtype
         total = sum(_unit_count(o) for o in outs)
-        gathered = torch.empty(total, dtype=unit)
+        gathered = torch.empty(total, dtype=unit, device=device)
         comm = self._comm
 
         def start(async_op):
@@ -666,7 +757,7 @@ class ProcessGroupRing(dist.ProcessGroup):
                 n = _unit_count(o)
                 _store_units(gathered[offset:offset + n], o)
                 offset += n
-        return self._issue("all_gather", opts, outs, start, finish)
+        return self._issue("all_gather", opts, outs, start, finish, device=device)
 
     def _check_root_list(self, what: str, root: int, lists, role: str, like: torch.Tensor) -> None:
         """gather/scatter: the root passes one list of a tensor per rank; the others pass none."""
@@ -689,7 +780,7 @@ class ProcessGroupRing(dist.ProcessGroup):
     @_fails_on_every_rank("allgather")
     def all_gather_single(self, output_tensor, input_tensor, opts=None):
         """all_gather_into_tensor: inputs concatenated in rank order."""
-        _check_cpu([output_tensor, input_tensor], "all_gather_into_tensor")
+        device = self._device([output_tensor, input_tensor], "all_gather_into_tensor")
         self._check_dtypes(output_tensor, input_tensor)
         units = _input_units(input_tensor)
         comm = self._comm
@@ -698,14 +789,14 @@ class ProcessGroupRing(dist.ProcessGroup):
             def start(async_op):
                 h = comm.allgather(units, out=out, async_op=async_op)
                 return [h] if async_op else None
-            return self._issue("_allgather_base", opts, [output_tensor], start)
-        staged = torch.empty(_unit_count(output_tensor), dtype=units.dtype)
+            return self._issue("_allgather_base", opts, [output_tensor], start, device=device)
+        staged = torch.empty(_unit_count(output_tensor), dtype=units.dtype, device=device)
 
         def start(async_op):
             h = comm.allgather(units, out=staged, async_op=async_op)
             return [h] if async_op else None
         return self._issue("_allgather_base", opts, [output_tensor], start,
-                           lambda: _store_units(staged, output_tensor))
+                           lambda: _store_units(staged, output_tensor), device=device)
 
     @staticmethod
     def _check_dtypes(a: torch.Tensor, b: torch.Tensor) -> None:
@@ -718,7 +809,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         input_list[i]; the inputs' bytes are packed and gathered together."""
         inputs = list(input_list)
         outputs = [list(o) for o in output_lists]
-        _check_cpu(inputs + [t for o in outputs for t in o], "allgather_coalesced")
+        device = self._device(inputs + [t for o in outputs for t in o], "allgather_coalesced")
 
         def check():
             if len(outputs) != self._size:
@@ -732,9 +823,9 @@ class ProcessGroupRing(dist.ProcessGroup):
                     self._check_dtypes(out, inp)
         check()
         packed = torch.cat([_input_units(t).view(torch.uint8) for t in inputs]) if inputs else \
-            torch.empty(0, dtype=torch.uint8)
+            torch.empty(0, dtype=torch.uint8, device=device)
         sizes = [[t.numel() * t.element_size() for t in o] for o in outputs]
-        gathered = torch.empty(sum(map(sum, sizes)), dtype=torch.uint8)
+        gathered = torch.empty(sum(map(sum, sizes)), dtype=torch.uint8, device=device)
         comm = self._comm
 
         def start(async_op):
@@ -749,7 +840,7 @@ class ProcessGroupRing(dist.ProcessGroup):
                     t.copy_(gathered[offset:offset + nbytes].view(t.dtype).view(t.shape))
                     offset += nbytes
         flat_outputs = [t for o in outputs for t in o]
-        return self._issue("all_gather_coalesced", opts, flat_outputs, start, finish)
+        return self._issue("all_gather_coalesced", opts, flat_outputs, start, finish, device=device)
 
     def all_gather_single_coalesced(self, output_tensors, input_tensors, opts=None):
         return self._each("all_gather_into_tensor_coalesced", opts,
@@ -761,7 +852,8 @@ class ProcessGroupRing(dist.ProcessGroup):
         works = [fn(*args, None) for fn, args in calls]  # opts None: async
         outputs = [t for w in works for t in w._outputs]
         waits = [_WorkWaitable(w) for w in works]
-        work = RingWork(outputs, waits, timeout_s=self._op_timeout(opts), completer=self._completer)
+        work = RingWork(outputs, waits, timeout_s=self._op_timeout(opts), completer=self._completer,
+                        **_streams_of(works))
         if sync:
             work.wait()
         return work
@@ -772,22 +864,22 @@ class ProcessGroupRing(dist.ProcessGroup):
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         out = _one(output_tensors, "reduce_scatter")
         pieces = list(_one(input_tensors, "reduce_scatter"))
-        _check_cpu([out, *pieces], "reduce_scatter")
+        device = self._device([out, *pieces], "reduce_scatter")
         self._check_list(pieces, "reduce_scatter input list", out)
         kind, factor = _reduction(opts)
         sizes = [p.numel() for p in pieces]
         if len(set(sizes)) == 1 and _core_reduces(kind, out.dtype):
             stacked = torch.cat([_input_units(p) for p in pieces]).view(self._size, -1)
-            return self._reduce_scatter_rows("reduce_scatter", stacked, out, kind, factor, opts)
+            return self._reduce_scatter_rows("reduce_scatter", stacked, out, kind, factor, opts, device)
         # Uneven pieces (reduce_scatter_v) or a reduction the core lacks:
         # reduce everything, keep our piece.
         whole = torch.cat([_input_units(p).view(torch.uint8) for p in pieces]).view(out.dtype)
-        return self._reduce_then_keep("reduce_scatter", whole, sizes, out, kind, factor, opts)
+        return self._reduce_then_keep("reduce_scatter", whole, sizes, out, kind, factor, opts, device)
 
     @_fails_on_every_rank("reduce_scatter")
     def reduce_scatter_single(self, output_tensor, input_tensor, opts=None):
         """reduce_scatter_tensor: the input holds size x output elements."""
-        _check_cpu([output_tensor, input_tensor], "reduce_scatter_tensor")
+        device = self._device([output_tensor, input_tensor], "reduce_scatter_tensor")
 
         def check():
             self._check_dtypes(output_tensor, input_tensor)
@@ -800,32 +892,34 @@ class ProcessGroupRing(dist.ProcessGroup):
             whole = _input_units(input_tensor).view(torch.uint8).view(output_tensor.dtype)
             sizes = [output_tensor.numel()] * self._size
             return self._reduce_then_keep("_reduce_scatter_base", whole, sizes, output_tensor, kind,
-                                          factor, opts)
+                                          factor, opts, device)
         stacked = _input_units(input_tensor).view(self._size, -1)
-        return self._reduce_scatter_rows("_reduce_scatter_base", stacked, output_tensor, kind, factor, opts)
+        return self._reduce_scatter_rows("_reduce_scatter_base", stacked, output_tensor, kind, factor, opts,
+                                         device)
 
-    def _reduce_scatter_rows(self, name, stacked, out, kind, factor, opts):
+    def _reduce_scatter_rows(self, name, stacked, out, kind, factor, opts, device=_CPU):
         op = _CORE_OPS[kind]
         comm = self._comm
         direct = _output_units(out)
-        target = direct.view(1, -1) if direct is not None else torch.empty(1, stacked.shape[1], dtype=stacked.dtype)
+        target = direct.view(1, -1) if direct is not None else torch.empty(1, stacked.shape[1], dtype=stacked.dtype,
+                                                                            device=device)
 
         def start(async_op):
             h = comm.reduce_scatter(stacked, out=target, op=op, prescale=factor, async_op=async_op)
             return [h] if async_op else None
         finish = None if direct is not None else (lambda: _store_units(target.view(-1), out))
-        return self._issue(name, opts, [out], start, finish)
+        return self._issue(name, opts, [out], start, finish, device=device)
 
-    def _reduce_then_keep(self, name, whole, sizes, out, kind, factor, opts):
+    def _reduce_then_keep(self, name, whole, sizes, out, kind, factor, opts, device=_CPU):
         scratch = whole.clone()
-        work = self._allreduce_one(name, scratch, kind, factor, _AsyncOf(opts))
+        work = self._allreduce_one(name, scratch, kind, factor, _AsyncOf(opts), device)
         begin = sum(sizes[:self._rank])
         piece = sizes[self._rank]
 
         def finish():
             out.copy_(scratch[begin:begin + piece].view(out.shape))
         combined = RingWork([out], [_WorkWaitable(work)], finish, timeout_s=self._op_timeout(opts),
-                            completer=self._completer)
+                            completer=self._completer, stream=work._stream)
         if getattr(opts, "asyncOp", True) is False:
             combined.wait()
         return combined
@@ -844,14 +938,14 @@ class ProcessGroupRing(dist.ProcessGroup):
         inp = _one(input_tensors, "gather")
         root = getattr(opts, "rootRank", 0)
         outs = list(output_tensors[0]) if self._rank == root and output_tensors else []
-        _check_cpu([inp, *outs], "gather")
+        device = self._device([inp, *outs], "gather")
 
         self._check_root_list("gather", root, output_tensors, "output", inp)
         units = _input_units(inp)
         splits = [0] * self._size
         splits[root] = units.numel()
         total = sum(_unit_count(o) for o in outs)
-        received = torch.empty(total, dtype=units.dtype)
+        received = torch.empty(total, dtype=units.dtype, device=device)
         comm = self._comm
 
         def start(async_op):
@@ -864,14 +958,14 @@ class ProcessGroupRing(dist.ProcessGroup):
                 n = _unit_count(o)
                 _store_units(received[offset:offset + n], o)
                 offset += n
-        return self._issue("gather", opts, outs, start, finish if outs else None)
+        return self._issue("gather", opts, outs, start, finish if outs else None, device=device)
 
     @_fails_on_every_rank("alltoall")
     def scatter(self, output_tensors, input_tensors, opts=None):
         out = _one(output_tensors, "scatter")
         root = getattr(opts, "rootRank", 0)
         pieces = list(input_tensors[0]) if self._rank == root and input_tensors else []
-        _check_cpu([out, *pieces], "scatter")
+        device = self._device([out, *pieces], "scatter")
 
         self._check_root_list("scatter", root, input_tensors, "input", out)
         unit = _unit_dtype(out.dtype)
@@ -879,24 +973,24 @@ class ProcessGroupRing(dist.ProcessGroup):
             send = torch.cat([_input_units(p) for p in pieces])
             splits = [_unit_count(p) for p in pieces]
         else:
-            send = torch.empty(0, dtype=unit)
+            send = torch.empty(0, dtype=unit, device=device)
             splits = [0] * self._size
         comm = self._comm
         direct = _output_units(out)
-        target = direct if direct is not None else torch.empty(_unit_count(out), dtype=unit)
+        target = direct if direct is not None else torch.empty(_unit_count(out), dtype=unit, device=device)
 
         def start(async_op):
             h = comm.alltoall(send, splits=splits, out=target, async_op=async_op)
             return [h] if async_op else None
         finish = None if direct is not None else (lambda: _store_units(target, out))
-        return self._issue("scatter", opts, [out], start, finish)
+        return self._issue("scatter", opts, [out], start, finish, device=device)
 
     # -- alltoall ----------------------------------------------------------
 
     @_fails_on_every_rank("alltoall")
     def alltoall(self, output_tensors, input_tensors, opts=None):
         outs, ins = list(output_tensors), list(input_tensors)
-        _check_cpu(outs + ins, "alltoall")
+        device = self._device(outs + ins, "alltoall")
 
         def check():
             self._check_list(outs, "alltoall output list")
@@ -906,7 +1000,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         check()
         send = torch.cat([_input_units(t) for t in ins])
         splits = [_unit_count(t) for t in ins]
-        received = torch.empty(sum(_unit_count(o) for o in outs), dtype=send.dtype)
+        received = torch.empty(sum(_unit_count(o) for o in outs), dtype=send.dtype, device=device)
         comm = self._comm
 
         def start(async_op):
@@ -919,13 +1013,13 @@ class ProcessGroupRing(dist.ProcessGroup):
                 n = _unit_count(o)
                 _store_units(received[offset:offset + n], o)
                 offset += n
-        return self._issue("all_to_all", opts, outs, start, finish)
+        return self._issue("all_to_all", opts, outs, start, finish, device=device)
 
     @_fails_on_every_rank("alltoall")
     def all_to_all_single(self, output_tensor, input_tensor, output_split_sizes, input_split_sizes,
                           opts=None):
         """all_to_all_single: splits count rows of dim 0 (equal when empty)."""
-        _check_cpu([output_tensor, input_tensor], "all_to_all_single")
+        device = self._device([output_tensor, input_tensor], "all_to_all_single")
         in_splits = [int(s) for s in input_split_sizes] if input_split_sizes else None
         out_splits = [int(s) for s in output_split_sizes] if output_split_sizes else None
 
@@ -949,7 +1043,8 @@ class ProcessGroupRing(dist.ProcessGroup):
         direct = _plain(output_tensor)
         direct = _units(direct) if direct.is_contiguous() else None
         target = direct if direct is not None else torch.empty(_unit_count(output_tensor),
-                                                                dtype=_unit_dtype(output_tensor.dtype))
+                                                                dtype=_unit_dtype(output_tensor.dtype),
+                                                                device=device)
         comm = self._comm
         result = {}
 
@@ -969,7 +1064,7 @@ class ProcessGroupRing(dist.ProcessGroup):
                     f"ranks but output_split_sizes is {out_splits}")
             if direct is None:
                 _store_units(target, output_tensor)
-        return self._issue("all_to_all_single", opts, [output_tensor], start, finish)
+        return self._issue("all_to_all_single", opts, [output_tensor], start, finish, device=device)
 
     # -- barrier -------------------------------------------------------------
 
@@ -1017,8 +1112,12 @@ class ProcessGroupRing(dist.ProcessGroup):
         store, key = self._store, self._count_key(dstRank, self._rank, tag)
         try:
             tensor = _one(tensors, "send")
-            _check_cpu([tensor], "send")
+            device = self._device([tensor], "send")
             units = _input_units(tensor)
+            if device.type == "cuda":
+                # Point-to-point goes through host memory: a pair of ranks
+                # has no device communicator of its own.
+                units = units.cpu()
         except Exception as error:
             self._fail_transfer(self._channel(self._rank, dstRank, tag), error, key)
             raise
@@ -1036,7 +1135,7 @@ class ProcessGroupRing(dist.ProcessGroup):
                              f"of {self._size})")
         try:
             tensor = _one(tensors, "recv")
-            _check_cpu([tensor], "recv")
+            self._device([tensor], "recv")
         except Exception as error:
             with self._p2p_lock:
                 self._taken[(srcRank, tag)] = self._taken.get((srcRank, tag), 0) + 1
@@ -1050,7 +1149,8 @@ class ProcessGroupRing(dist.ProcessGroup):
                         source_rank=srcRank)
 
     def _submit_recv(self, tensor, src, tag):
-        direct = _output_units(tensor)
+        cuda = tensor.is_cuda
+        direct = None if cuda else _output_units(tensor)
         target = direct if direct is not None else torch.empty(_unit_count(tensor),
                                                                 dtype=_unit_dtype(tensor.dtype))
 
@@ -1058,7 +1158,14 @@ class ProcessGroupRing(dist.ProcessGroup):
             channel.comm().broadcast(target, root=0, inplace=True)
             if direct is None:
                 with torch.no_grad():
-                    _store_units(target, tensor)
+                    if cuda:
+                        # Received in host memory (see send): copied in, and
+                        # done before the work completes.
+                        with torch.cuda.device(tensor.device):
+                            _store_units(target.to(tensor.device), tensor)
+                            torch.cuda.current_stream(tensor.device).synchronize()
+                    else:
+                        _store_units(target, tensor)
             return src
         return self._channel_locked(src, self._rank, tag).submit(transfer)
 
@@ -1075,7 +1182,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         `tag` that no receive took yet (senders count their messages in the
         store); work.source_rank() tells which."""
         tensor = _one(tensors, "recv_anysource")
-        _check_cpu([tensor], "recv_anysource")
+        self._device([tensor], "recv_anysource")
         profile = profile_range(f"{BACKEND_NAME}:recvAnySource")
         if self._anysource is None:
             with self._p2p_lock:
@@ -1123,7 +1230,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         works, self._coalescing = self._coalescing or [], None
         outputs = [t for w in works for t in w._outputs]
         return RingWork(outputs, [_WorkWaitable(w) for w in works], timeout_s=self._timeout_s,
-                        completer=self._completer)
+                        completer=self._completer, **_streams_of(works))
 
     # -- names torch used before 2.6 (and still accepts) ---------------------
 
@@ -1199,8 +1306,19 @@ class _AsyncOf:
         return getattr(self._opts, name)
 
 
+def _streams_of(works: Sequence[RingWork]) -> dict:
+    """The CUDA streams of works combined into one (RingWork's stream and
+    more_streams): the combined work's wait orders the waiter after each."""
+    streams = []
+    for w in works:
+        if w._stream is not None and all(w._stream != s for s in streams):
+            streams.append(w._stream)
+    return {"stream": streams[0], "more_streams": streams[1:]} if streams else {}
+
+
 class _WorkWaitable:
-    """A RingWork seen as a waitable (for works made of works)."""
+    """A RingWork seen as a waitable (for works made of works): waiting for
+    it orders no stream (the combined work does that)."""
 
     __slots__ = ("work",)
 
@@ -1208,7 +1326,12 @@ class _WorkWaitable:
         self.work = work
 
     def wait(self, timeout=None):
-        return self.work.wait(timeout)
+        work = self.work
+        if not work._done:
+            work._complete(timeout if timeout is not None and timeout > 0 else None)
+        if work._error is not None:
+            raise work._error
+        return True
 
     def done(self) -> bool:
         return self.work.is_completed()

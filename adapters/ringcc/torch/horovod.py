@@ -19,13 +19,21 @@ in the same order on every rank (as in Horovod). Blocking calls are the
 asynchronous ones followed by `synchronize()`. Collectives on other process
 sets run on the set's own communicator in issue order (see process_sets.py).
 
-Tensors reach the core through DLPack, zero-copy when they are CPU,
-contiguous and of a dtype the core handles (float16, bfloat16, float32,
-float64, int8, uint8, int32, int64); in-place calls then write into the
-tensor's own memory. Anything else is staged through a CPU contiguous copy:
-non-contiguous tensors, tensors on another device (copied to the CPU and
-back), int16 reductions (in int32), complex Sum/Average (as real pairs), and
-other dtypes for broadcast/allgather/alltoall (moved as bytes).
+Tensors reach the core through DLPack, zero-copy when they are contiguous
+and of a dtype the core handles (float16, bfloat16, float32, float64, int8,
+uint8, int32, int64), on the CPU or a CUDA device; in-place calls then
+write into the tensor's own memory. Anything else is staged through a
+contiguous copy on the tensor's device: non-contiguous tensors, int16
+reductions (in int32), complex Sum/Average (as real pairs), and other
+dtypes for broadcast/allgather/alltoall (moved as bytes).
+
+CUDA tensors stay on their device (the core's GPU backends). A named
+collective (the global set) runs when the engine gets to it, on the
+process's side stream for the device, after the work queued on the
+tensor's current stream when it was enqueued; `synchronize(handle)` makes
+the current stream wait for it (it does not block for the device), so what
+follows on that stream sees the result. Collectives on other process sets
+run on the tensor's current stream, in issue order.
 
 Errors raised from `synchronize()`/`Handle.wait()` (peer failure, ranks that
 disagree on a tensor's shape or dtype, internal errors) are at once
@@ -255,7 +263,9 @@ def gloo_enabled() -> bool:
 
 
 def nccl_built() -> bool:
-    return False
+    """True when ringcc found a usable NCCL (libnccl.so.2) at run time
+    (ringcc.nccl_info()): CUDA tensors on distinct GPUs go through it."""
+    return bool(ringcc.nccl_info()["found"])
 
 
 def ddl_built() -> bool:
@@ -267,7 +277,9 @@ def ccl_built() -> bool:
 
 
 def cuda_built() -> bool:
-    return False
+    """True when ringcc found the CUDA driver (libcuda.so.1) at run time
+    (ringcc.cuda_info()): collectives take CUDA tensors."""
+    return bool(ringcc.cuda_info()["found"])
 
 
 def rocm_built() -> bool:
@@ -445,9 +457,16 @@ def _check_tensor(tensor, what: str) -> torch.Tensor:
     return tensor.detach()
 
 
-def _plain_cpu(t: torch.Tensor) -> torch.Tensor:
-    """`t` (detached) on the CPU and contiguous: t itself when it already is."""
-    if t.device.type != "cpu":
+def _as_torch(x) -> torch.Tensor:
+    """A result the core allocated: a NumPy array (host) or already a torch
+    tensor (CUDA, allocated by torch on the input's device)."""
+    return x if isinstance(x, torch.Tensor) else torch.from_numpy(x)
+
+
+def _plain_contiguous(t: torch.Tensor) -> torch.Tensor:
+    """`t` (detached) contiguous on its own device (the CPU or CUDA): t
+    itself when it already is. Other devices go through the CPU."""
+    if t.device.type not in ("cpu", "cuda"):
         t = t.cpu()
     return t.contiguous()
 
@@ -472,10 +491,10 @@ def _reduce_wire(t: torch.Tensor, op: int, what: str) -> torch.Tensor:
     _check_reducible(t, op, what)
     dtype = t.dtype
     if dtype in _CORE_DTYPES:
-        return _plain_cpu(t)
+        return _plain_contiguous(t)
     if dtype == torch.int16:
-        return _plain_cpu(t).to(torch.int32)
-    return torch.view_as_real(_plain_cpu(t))
+        return _plain_contiguous(t).to(torch.int32)
+    return torch.view_as_real(_plain_contiguous(t))
 
 
 def _from_reduce_wire(w: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -500,11 +519,13 @@ def _rows(t: torch.Tensor):
 
 
 def _move_wire(t: torch.Tensor) -> torch.Tensor:
-    """A CPU contiguous tensor that carries `t` for broadcast, allgather or
-    alltoall: t itself (as rows) for dtypes torch and NumPy share, else its
-    bytes as (rows, bytes per row) uint8, sharing t's memory when possible."""
-    t = _plain_cpu(t)
-    if t.dtype in _NUMPY_DTYPES:
+    """A contiguous tensor that carries `t` for broadcast, allgather or
+    alltoall: t itself (as rows) for the core's dtypes whose late-allocated
+    outputs torch can take (on the CPU NumPy's, so not bfloat16; on CUDA all
+    of them), else its bytes as (rows, bytes per row) uint8, sharing t's
+    memory when possible."""
+    t = _plain_contiguous(t)
+    if t.dtype in (_CORE_DTYPES if t.is_cuda else _NUMPY_DTYPES):
         return t if t.dim() else t.reshape(1)
     rows, per_row = _rows(t)
     return t.reshape(rows, per_row).view(torch.uint8)
@@ -526,8 +547,7 @@ def _from_move_wire(w: torch.Tensor, like: torch.Tensor, first_dim: Optional[int
 
 
 def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.device.type == "cpu" and b.device.type == "cpu" and a.data_ptr() == b.data_ptr() \
-        and a.is_contiguous() and b.is_contiguous()
+    return a.device == b.device and a.data_ptr() == b.data_ptr() and a.is_contiguous() and b.is_contiguous()
 
 
 def _set_rank(process_set, global_rank: int, what: str) -> int:
@@ -606,11 +626,11 @@ def _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, proces
         pre, post = float(prescale_factor), float(postscale_factor)
         if inplace:
             direct = _shares_memory(wire, t) and t.dtype == wire.dtype or (
-                t.dtype.is_complex and t.device.type == "cpu" and t.is_contiguous())
+                t.dtype.is_complex and t.device.type in ("cpu", "cuda") and t.is_contiguous())
             out = None
         else:
             direct = False
-            out = torch.empty(wire.shape, dtype=wire.dtype)
+            out = torch.empty(wire.shape, dtype=wire.dtype, device=wire.device)
         comm = None if glob else process_set._communicator()
     except Exception as error:
         _report_failed(error, "allreduce", [full], process_set)
@@ -775,7 +795,7 @@ def _grouped_allreduce_start(tensors, name, op, prescale_factor, postscale_facto
             if not inplace:
                 results.append(_from_reduce_wire(w, p))
                 continue
-            if not (p.device.type == "cpu" and p.is_contiguous() and w.data_ptr() == p.data_ptr()):
+            if not (p.device.type in ("cpu", "cuda") and p.is_contiguous() and w.data_ptr() == p.data_ptr()):
                 with torch.no_grad():
                     t.copy_(_from_reduce_wire(w, p))
             results.append(t)
@@ -909,7 +929,7 @@ def _allgather_start(tensor, name, process_set, what: str) -> Handle:
         h = _enqueue(lambda: comm.allgather(wire, None, True))
 
     def finish_rows(results):
-        out = torch.from_numpy(results[0])
+        out = _as_torch(results[0])
         total_rows = out.shape[0]
         if t.dim() == 0:
             return _from_move_wire(out, t.reshape(1), total_rows)
@@ -1099,7 +1119,7 @@ def _alltoall_start(tensor, splits, name, process_set, what: str) -> Handle:
 
     def finish(results):
         output, received = results[0]
-        out = torch.from_numpy(output)
+        out = _as_torch(output)
         like = t if t.dim() else t.reshape(1)
         return (_from_move_wire(out, like, int(out.shape[0])),
                 torch.tensor(list(received), dtype=split_dtype))
@@ -1170,7 +1190,7 @@ def _reducescatter_start(tensor, name, op, process_set, prescale_factor, postsca
             comm = process_set._communicator()
             n, r = process_set.size(), process_set.rank()
         rows = _block_rows(int(wire.shape[0]), n, r)
-        out = torch.empty((rows,) + tuple(wire.shape[1:]), dtype=wire.dtype)
+        out = torch.empty((rows,) + tuple(wire.shape[1:]), dtype=wire.dtype, device=wire.device)
         pre, post = float(prescale_factor), float(postscale_factor)
     except Exception as error:
         _report_failed(error, "reduce_scatter", [full], process_set)
@@ -1318,8 +1338,10 @@ def join(device=-1) -> int:
     """Declares that this rank has no more data: until every rank has joined,
     it takes part in the others' named collectives on the global set with
     zeros (allreduce) so they can go on. Returns the last rank to join.
-    `device` is accepted and ignored (CPU tensors only). Process sets other
-    than the global one are not covered."""
+    `device` is accepted and ignored: a joined rank stands in for host
+    tensors only (the others' collectives of CUDA tensors fail with
+    MismatchError saying so). Process sets other than the global one are
+    not covered."""
     _require_init()
     try:
         return int(ringcc.join())

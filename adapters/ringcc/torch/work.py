@@ -13,13 +13,18 @@ is the list of output tensors. The first error is kept and raised from every
 raised as a torch.distributed.DistBackendError that is also the ringcc error
 (ringcc/torch/errors.py).
 
-CUDA works will add a stream event recorded at issue and waited on in
-`synchronize()`/`wait()` (the `_device` attribute is where that goes); CPU
-works need none.
+A CUDA work knows the stream its collective is enqueued on (`stream`: the
+caller's current stream for a request run inline, else the process group's
+side stream). Its `wait()` blocks until the collective is enqueued, then
+makes the waiting thread's current stream wait for that stream (an event),
+as torch's nccl backend does; `synchronize()` also blocks the host until
+the device is done. The finish step runs on that stream, and the future
+(`get_future()`) is a CUDA future of its device, completed on it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import queue
 import threading
@@ -29,6 +34,7 @@ from typing import Callable, List, Optional, Sequence
 import torch
 import torch.distributed as dist
 
+import ringcc
 from ringcc import _core
 from ringcc.torch.errors import as_dist_error
 
@@ -102,8 +108,14 @@ class RingWork(dist.Work):
                  finish: Optional[Callable[[], None]] = None, *, timeout_s: Optional[float] = None,
                  completer: Optional["Completer"] = None, profile: Optional[_ProfileRange] = None,
                  source_rank: int = -1, device: Optional[torch.device] = None, what: str = "",
-                 on_timeout: Optional[Callable[[], None]] = None) -> None:
+                 on_timeout: Optional[Callable[[], None]] = None,
+                 stream: Optional["torch.cuda.Stream"] = None, more_streams: Sequence = ()) -> None:
         super().__init__()
+        self._stream = stream
+        self._more_streams = list(more_streams)  # works combined: their other streams
+        # A CUDA work keeps the core's handles (and so the tensors they hold)
+        # until it is dropped, not just until the collective is enqueued.
+        self._keep = list(waits) if stream is not None else None
         self._what = what or "the operation"
         self._on_timeout = on_timeout
         self._outputs: List[torch.Tensor] = list(outputs)
@@ -113,7 +125,7 @@ class RingWork(dist.Work):
         self._completer = completer
         self._profile = profile
         self._src_rank = source_rank
-        self._device = device
+        self._device = device if device is not None or stream is None else stream.device
         self._lock = threading.Lock()
         self._error: Optional[BaseException] = None
         self._future: Optional[torch.futures.Future] = None
@@ -127,6 +139,13 @@ class RingWork(dist.Work):
         """Waits for every waitable; returns the first error (None if none).
         Raises the core's TimeoutError when `timeout_s` passes first."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        # The core's handles of a CUDA collective order nothing on their own:
+        # this work orders its waiter's stream itself (wait()).
+        quiet = ringcc.cuda_stream(self._stream) if self._stream is not None else contextlib.nullcontext()
+        with quiet:
+            return self._wait_each(deadline, timeout_s)
+
+    def _wait_each(self, deadline, timeout_s) -> Optional[BaseException]:
         for waitable in self._waits:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
@@ -155,7 +174,7 @@ class RingWork(dist.Work):
                 return
             if error is None and self._finish is not None:
                 try:
-                    with torch.no_grad():
+                    with torch.no_grad(), self._on_stream():
                         self._finish()
                 except BaseException as finish_error:  # noqa: BLE001
                     error = finish_error
@@ -170,13 +189,19 @@ class RingWork(dist.Work):
         if future is not None:
             self._complete_future(future)
 
+    def _on_stream(self):
+        """The work's stream as torch's current one (CUDA works)."""
+        return torch.cuda.stream(self._stream) if self._stream is not None else contextlib.nullcontext()
+
     def _complete_future(self, future) -> None:
         if future.done():
             return
         if self._error is not None:
             future.set_exception(self._error)
         else:
-            future.set_result(self._outputs)
+            # A CUDA future records its events on the current stream.
+            with self._on_stream():
+                future.set_result(self._outputs)
 
     def _complete(self, timeout_s: Optional[float]) -> None:
         if self._done:
@@ -199,7 +224,17 @@ class RingWork(dist.Work):
             self._complete(timeout_seconds(timeout))
         if self._error is not None:
             raise self._error
+        self._order_current_stream()
         return True
+
+    def _order_current_stream(self) -> None:
+        """The waiting thread's current stream waits for the work's stream."""
+        stream = self._stream
+        if stream is not None:
+            current = torch.cuda.current_stream(stream.device)
+            for s in [stream, *self._more_streams]:
+                if current != s:
+                    current.wait_stream(s)
 
     def is_completed(self) -> bool:
         if self._done:
@@ -229,9 +264,13 @@ class RingWork(dist.Work):
         return self.source_rank()
 
     def synchronize(self) -> None:
-        # CPU: nothing is queued on a stream. (CUDA: make the current stream
-        # wait for the event recorded at completion.)
-        return None
+        """CUDA: blocks until the operation completed, on the device too.
+        CPU: nothing is queued on a stream (as gloo's)."""
+        if self._stream is None:
+            return None
+        self.wait()
+        for stream in [self._stream, *self._more_streams]:
+            stream.synchronize()
 
     def block_current_stream(self) -> None:
         self.wait()
@@ -241,7 +280,10 @@ class RingWork(dist.Work):
         with self._lock:
             future = self._future
             if future is None:
-                future = self._future = torch.futures.Future()
+                if self._stream is not None:
+                    future = self._future = torch.futures.Future(devices=[self._stream.device])
+                else:
+                    future = self._future = torch.futures.Future()
                 if self._done:
                     self._complete_future(future)
                     return future

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/device/gpu_libraries.h"
+#include "core/device/gpu_trace.h"
 #include "core/base/env.h"
 #include "core/base/error.h"
 #include "core/base/log.h"
@@ -185,18 +186,18 @@ void IpcBackend::begin_step(CUstream s) {
   check_usable();
   const uint32_t g = gen_.load() + 1;
   gen_.store(g);
-  // Every peer must be done reading this rank's area from the last step.
+  // Every rank must be done with this rank's area from the last step: the
+  // peers reading it, and this rank too, whose last step may have run on
+  // another stream (this rank's own done word, written at the end of it).
   if (g > 1) {
-    for (int r = 0; r < n_; ++r) {
-      if (r != me_) wait_for(s, r, kDone);
-    }
+    for (int r = 0; r < n_; ++r) wait_for(s, r, kDone);
   }
 }
 
 void IpcBackend::signal(CUstream s, Flag which) {
   const uint32_t g = gen_.load();
   for (int r = 0; r < n_; ++r) {
-    if (r == me_ && which != kDone) continue;  // this rank's own done word: for the teardown
+    if (r == me_ && which != kDone) continue;  // this rank's own done word: for the next step and the teardown
     dev_.check(api_.cuStreamWriteValue32_v2(s, flag(r, which, me_), g, CU_STREAM_WRITE_VALUE_DEFAULT),
                "cuStreamWriteValue32");
   }
@@ -286,15 +287,23 @@ void IpcBackend::allreduce(CollectiveArgs& a) {
   std::vector<const void*> srcs(static_cast<size_t>(n_));
   for (int64_t off = 0; off < count; off += step) {
     const int64_t m = std::min(step, count - off);
+    // RINGCC_GPU_TRACE marks the phases of the first step.
+    auto mark = [&](const char* name) {
+      if (job_.trace && off == 0) job_.trace->device_mark(s, name);
+    };
     begin_step(s);
+    mark("area-free");
     copy_in(s, a, off, m, area(me_));
     signal(s, kReady);
+    mark("sent");
     wait_all(s, kReady);
+    mark("peers-ready");
     if (one_shot) {
       // Every rank reduces the same sources in rank order: identical results.
       for (int r = 0; r < n_; ++r) srcs[static_cast<size_t>(r)] = area(r);
       dev_.reduce(s, static_cast<uint8_t*>(a.out) + off * static_cast<int64_t>(es), srcs.data(), n_, m, a.dtype,
                   a.op, a.postscale);
+      mark("reduced");
     } else {
       const int64_t shard = std::max<int64_t>(kAlignElems, ceil_div(ceil_div(m, n_), kAlignElems) * kAlignElems);
       auto lo = [&](int r) { return std::min<int64_t>(shard * r, m); };
@@ -302,8 +311,10 @@ void IpcBackend::allreduce(CollectiveArgs& a) {
       for (int r = 0; r < n_; ++r) srcs[static_cast<size_t>(r)] = area(r) + my_lo * static_cast<int64_t>(es);
       dev_.reduce(s, area(me_) + my_lo * static_cast<int64_t>(es), srcs.data(), n_, my_len, a.dtype, a.op,
                   a.postscale);
+      mark("reduced");
       signal(s, kReduced);
       wait_all(s, kReduced);
+      mark("peers-reduced");
       for (int r = 0; r < n_; ++r) {
         const int64_t rlo = lo(r), rlen = lo(r + 1) - rlo;
         copy_out(s, a, off + rlo, rlen, area(r) + rlo * static_cast<int64_t>(es));

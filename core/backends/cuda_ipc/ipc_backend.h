@@ -61,7 +61,8 @@ class IpcBackend : public Backend {
   void check_usable() const;
   void begin_step(cuda::CUstream s);
   // Writes this step's generation as this rank's word `which` in the pages
-  // of every peer (and, for kDone, its own).
+  // of every peer (and, for kDone, its own: the next step, maybe on another
+  // stream, waits for it before it overwrites this rank's area).
   void signal(cuda::CUstream s, Flag which);
   // The stream waits until `peer` has signalled `which` for this step (for
   // kDone: the previous step) in this rank's page.

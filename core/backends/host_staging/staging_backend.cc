@@ -6,6 +6,7 @@
 #include "core/base/env.h"
 #include "core/base/error.h"
 #include "core/base/log.h"
+#include "core/device/gpu_trace.h"
 
 namespace ringcc {
 
@@ -93,6 +94,7 @@ void StagingBackend::allreduce(CollectiveArgs& a) {
   const int64_t step = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes_) / es);
   const int64_t chunks = (count + step - 1) / step;
   after_previous();
+  if (job_.trace) job_.trace->host_mark("previous-done");
   uint8_t* buf[2] = {static_cast<uint8_t*>(chunk_[0].reserve(static_cast<size_t>(step * es))),
                      static_cast<uint8_t*>(chunk_[1].reserve(static_cast<size_t>(step * es)))};
   // Chunk k goes down into buf[k % 2] as soon as buf[k % 2]'s copy up of
@@ -114,6 +116,7 @@ void StagingBackend::allreduce(CollectiveArgs& a) {
   for (int64_t k = 0; k < chunks; ++k) {
     const int64_t off = k * step, m = std::min(step, count - off);
     dev_.check(api_.cuEventSynchronize(copied_[k % 2].get()), "cuEventSynchronize");
+    if (job_.trace && k == 0) job_.trace->host_mark("on-host");
     CollectiveArgs host;
     host.kind = CollectiveKind::kAllreduce;
     host.dtype = a.dtype;
@@ -123,6 +126,7 @@ void StagingBackend::allreduce(CollectiveArgs& a) {
     host.prescale = a.prescale;
     host.postscale = a.postscale;
     job_.host_run(host);
+    if (job_.trace && k == 0) job_.trace->host_mark("reduced-on-host");
     device::for_each_piece(a, true, off, m, [&](uint8_t* dst, int64_t rel, int64_t n) {
       if (dst) to_device(s, dst, buf[k % 2] + rel * es, static_cast<size_t>(n * es));
     });

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/device/gpu_libraries.h"
+#include "core/device/gpu_trace.h"
 #include "core/base/error.h"
 #include "core/base/log.h"
 #include "core/base/sha256.h"
@@ -258,6 +259,7 @@ void NcclBackend::allreduce(CollectiveArgs& a, Deadline deadline) {
   };
   if (a.segments.empty()) {
     one(a.in, a.out, a.count);
+    if (job_.trace) job_.trace->host_mark("nccl-enqueued");
   } else {
     for (const BufferSegment& seg : a.segments) {
       if ((!seg.in || !seg.out) && seg.count > 0) {
@@ -306,6 +308,9 @@ void NcclBackend::reduce_scatter(CollectiveArgs& a, Deadline deadline) {
   a.result_count = block_rows(rows, n, job_.rank) * a.row_elems;
   const void* in = a.in;
   if (a.prescale != 1.0 && a.count > 0) {
+    // The last user of the scratch buffer may have been another stream.
+    if (scratch_stream_ && scratch_stream_ != s) dev_.order_after(s, scratch_stream_);
+    scratch_stream_ = s;
     void* scaled = scratch_.reserve(static_cast<size_t>(a.count * es));
     dev_.scale(s, scaled, a.in, a.count, a.dtype, a.prescale);
     in = scaled;

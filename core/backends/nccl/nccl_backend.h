@@ -66,6 +66,7 @@ class NcclBackend : public Backend {
   nccl::ncclComm_t comm_ = nullptr;
   bool nonblocking_ = false;
   device::DeviceBuffer scratch_;  // prescaled inputs, the barrier's word
+  cuda::CUstream scratch_stream_ = nullptr;  // the stream that used scratch_ last
   std::atomic<bool> aborted_{false};
   mutable std::mutex mu_;         // guards comm_ against abort from the watchdog
   std::string reason_;
