@@ -152,12 +152,12 @@ def _device_of(tensors: Sequence[torch.Tensor], what: str, sparse_ok: bool = Fal
         if t.layout != torch.strided and not (sparse_ok and t.layout == torch.sparse_coo):
             raise ValueError(f"{what}: backend 'ring' does not support {t.layout} tensors here")
         d = t.device
-        if d.type not in DEVICES:
-            raise ValueError(f"{what}: backend 'ring' takes CPU and CUDA tensors, got one on {d}")
         if device is None:
             device = d
         elif d != device:
             raise ValueError(f"{what}: the tensors of one call must be on one device, got {device} and {d}")
+    if device is not None and device.type not in DEVICES:
+        raise ValueError(f"{what}: backend 'ring' takes CPU and CUDA tensors, got one on {device}")
     return device if device is not None else _CPU
 
 
