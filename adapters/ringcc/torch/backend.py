@@ -35,6 +35,7 @@ import functools
 import logging
 import math
 import os
+import sys
 import threading
 import time
 import weakref
@@ -150,12 +151,12 @@ def _device_of(tensors: Sequence[torch.Tensor], what: str, sparse_ok: bool = Fal
         if t.layout != torch.strided and not (sparse_ok and t.layout == torch.sparse_coo):
             raise ValueError(f"{what}: backend 'ring' does not support {t.layout} tensors here")
         d = t.device
-        if d.type not in DEVICES:
-            raise ValueError(f"{what}: backend 'ring' takes CPU and CUDA tensors, got one on {d}")
         if device is None:
             device = d
         elif d != device:
             raise ValueError(f"{what}: the tensors of one call must be on one device, got {device} and {d}")
+    if device is not None and device.type not in DEVICES:
+        raise ValueError(f"{what}: backend 'ring' takes CPU and CUDA tensors, got one on {device}")
     return device if device is not None else _CPU
 
 
@@ -180,6 +181,9 @@ def _reduction(opts) -> Tuple[object, float]:
     op = getattr(opts, "reduceOp", dist.ReduceOp.SUM)
     kind = op.op if hasattr(op, "op") else op
     if kind == _RedOpType.PREMUL_SUM:
+        if not hasattr(op, "factor"):  # torch before 2.7 keeps it from Python
+            raise ValueError(f"PREMUL_SUM needs torch 2.7 or later with backend 'ring' "
+                             f"(this is torch {torch.__version__})")
         factor = op.factor
         return kind, float(factor.item() if isinstance(factor, torch.Tensor) else factor)
     return kind, 1.0
@@ -1335,6 +1339,64 @@ class _WorkWaitable:
 
     def done(self) -> bool:
         return self.work.is_completed()
+
+
+# --------------------------------------------------------------------------
+# torch before 2.7
+
+
+def _torch_keeps_python_works() -> bool:
+    """Whether C++ holds the Python object of a Work that Python hands it
+    (c10d's PyWorkHolder, torch 2.7 and later)."""
+    major, minor = (int("".join(c for c in part if c.isdigit()) or 0)
+                    for part in torch.__version__.split("+")[0].split(".")[:2])
+    return (major, minor) >= (2, 7)
+
+
+def _c10d_owned(method):
+    """Before torch 2.7 C++ keeps only the C++ half of a Python Work: once
+    the RingWork is collected (DDP's constructor drops it at once), C++'s
+    wait() is the base Work's, which nothing ever completes. There a
+    collective hands back a C++ work wrapping the RingWork's future, which
+    C++ owns and whose wait() returns when the collective is done."""
+    wrap = torch._C._distributed_c10d._create_work_from_future
+
+    @functools.wraps(method)
+    def issue(self, *args, **kwargs):
+        work = method(self, *args, **kwargs)
+        if isinstance(work, RingWork) and not _from_python_api(sys._getframe(1)):
+            return wrap(work.get_future())
+        return work
+    return issue
+
+
+def _from_python_api(frame) -> bool:
+    """Whether torch.distributed's Python functions (or ringcc's) made the
+    call: they keep the RingWork, whose wait() raises the collective's
+    error, where the C++ wrapper's wait() would only wait."""
+    if frame is None:
+        return False
+    name = frame.f_code.co_filename.replace(os.sep, "/")
+    return name.endswith("/torch/distributed/distributed_c10d.py") or "/ringcc/" in name
+
+
+def _group_name_property(self) -> str:
+    return self._group_name
+
+
+if not _torch_keeps_python_works():
+    for _name in ("allreduce", "allreduce_coalesced", "broadcast", "reduce", "allgather",
+                  "_allgather_base", "allgather_coalesced", "allgather_into_tensor_coalesced",
+                  "reduce_scatter", "_reduce_scatter_base", "reduce_scatter_tensor_coalesced",
+                  "gather", "scatter", "alltoall", "alltoall_base", "barrier", "send", "recv",
+                  "end_coalescing"):
+        setattr(ProcessGroupRing, _name, _c10d_owned(getattr(ProcessGroupRing, _name)))
+    # torch 2.5 and 2.6 read a group's name from its C++ backends, which a
+    # Python process group has none of.
+    ProcessGroupRing._set_group_name = ProcessGroupRing.setGroupName
+    ProcessGroupRing._set_group_desc = ProcessGroupRing.setGroupDesc
+    ProcessGroupRing.group_name = property(_group_name_property)
+    ProcessGroupRing.group_desc = property(ProcessGroupRing.getGroupDesc)
 
 
 # --------------------------------------------------------------------------
