@@ -215,7 +215,7 @@ def run_test(cls, dt, test_skips, name: str, rank: int, world: int, test_dir: st
         dist.init_process_group(init_method=case.init_method, backend="ring", world_size=world,
                                 rank=rank, timeout=timeout)
         case._barrier()
-        common_utils.set_rng_seed()
+        common_utils.set_rng_seed(common_utils.SEED)
         getattr(case, name)()
     except unittest.SkipTest as skip:
         status, reason = "skip", str(skip)
