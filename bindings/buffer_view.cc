@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "bindings/device_arrays.h"
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace py = pybind11;
 using ringcc::DataType;

@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/collective_args.h"
-#include "core/dtype.h"
+#include "core/collective/collective_args.h"
+#include "core/collective/dtype.h"
 
 namespace ringcc_py {
 

@@ -21,15 +21,15 @@
 #include "bindings/handle.h"
 #include "bindings/prepared.h"
 #include "core/communicator.h"
-#include "core/engine.h"
-#include "core/prefix_store.h"
-#include "core/env.h"
-#include "core/error.h"
-#include "core/interrupt.h"
-#include "core/log.h"
-#include "core/mpi_library.h"
-#include "core/rendezvous.h"
-#include "core/store.h"
+#include "core/engine/engine.h"
+#include "core/rendezvous/prefix_store.h"
+#include "core/base/env.h"
+#include "core/base/error.h"
+#include "core/base/interrupt.h"
+#include "core/base/log.h"
+#include "core/os/mpi_library.h"
+#include "core/rendezvous/rendezvous.h"
+#include "core/rendezvous/store.h"
 
 namespace py = pybind11;
 using ringcc::CollectiveArgs;
@@ -114,14 +114,6 @@ void note_device(HandleState& h, const ringcc::CollectiveScalars& a, py::handle 
 // and the next call is in step on every rank. This rank raises its own
 // error at once.
 
-CollectiveArgs failed_call(CollectiveKind kind, const std::string& why) {
-  CollectiveArgs failed;
-  failed.kind = CollectiveKind::kLocalError;
-  failed.failed_kind = kind;
-  failed.local_error = why;
-  return failed;
-}
-
 // A collective's kind by its name ("allreduce", "reduce_scatter" or
 // "reducescatter", ...), for adapters.
 CollectiveKind kind_of(const std::string& name) {
@@ -139,12 +131,12 @@ CollectiveKind kind_of(const std::string& name) {
 void report_failed_call(ringcc::Communicator* c, CollectiveKind kind, const std::string& why,
                         const std::string& name) {
   if (!name.empty()) {
-    if (g_engine) g_engine->enqueue(name, failed_call(kind, why), nullptr, 0);
+    if (g_engine) g_engine->enqueue(name, ringcc::failed_call(kind, why), nullptr, 0);
     return;
   }
   if (c) {
     py::gil_scoped_release release;
-    c->submit(failed_call(kind, why));
+    c->submit(ringcc::failed_call(kind, why));
   }
 }
 
@@ -626,8 +618,8 @@ py::object do_grouped_allreduce(ringcc::Communicator& c, py::handle tensors, py:
 }
 
 // A rendezvous store implemented in Python (torch's c10d store, say):
-// set(key, bytes), get(key) -> bytes, add(key, int) -> int, check([keys])
-// -> bool, and wait([keys], timedelta). Every call takes the GIL.
+// set(key, bytes), get(key) -> bytes, add(key, int) -> int and
+// check([keys]) -> bool. Every call takes the GIL.
 class PythonStore : public ringcc::Store {
  public:
   explicit PythonStore(py::object store) : store_(std::move(store)) {}
@@ -909,10 +901,10 @@ void nudge_engine(const std::shared_ptr<ringcc::Work>& waiting) {
   if (g_engine) g_engine->nudge(waiting);
 }
 
-void bind_collectives(py::module_& m) {
-  bind_handle(m);
-  bind_fast_paths(m);
+namespace {
 
+// The class Communicator, for adapters that run several process groups.
+void bind_communicator(py::module_& m) {
   // A communicator of its own, for adapters that run several process
   // groups: rank and size within the group, and a Python store to meet in.
   py::class_<ringcc::Communicator, CommPtr>(m, "Communicator")
@@ -991,7 +983,10 @@ void bind_collectives(py::module_& m) {
         return do_grouped_allreduce(*c, ts, op, pre, post, inplace, async);
       }, py::arg("tensors"), py::arg("op") = 0, py::arg("prescale") = 1.0,
          py::arg("postscale") = 1.0, py::arg("inplace") = false, py::arg("async_op") = false);
+}
 
+// Joining the job: ringcc.init()'s communicator and its engine's.
+void bind_init(py::module_& m) {
   m.def("init", [](py::object mpi_handle) {
     if (g_comm) return;
     // The job through MPI: a communicator was given, or an MPI launcher
@@ -1038,6 +1033,10 @@ void bind_collectives(py::module_& m) {
     }
     g_engine = std::move(e);
   }, py::arg("mpi_handle") = py::none());
+}
+
+// MPI's state, leaving the job, and aborting every communicator.
+void bind_lifecycle(py::module_& m) {
   m.def("mpi_built", [] { return ringcc::mpi_plugin_info().loaded; },
         "True when ringcc's MPI plugin is present and loads (MPI usable).");
   m.def("mpi_info", [] {
@@ -1110,6 +1109,10 @@ void bind_collectives(py::module_& m) {
      "Aborts every communicator of this process: whatever a peer waits for from this rank\n"
      "fails at once with PeerFailureError naming it and `reason`. For a process that exits\n"
      "on an error.");
+}
+
+// What ringcc.init()'s communicator is: rank, size, transport.
+void bind_queries(py::module_& m) {
   m.def("is_initialized", [] { return static_cast<bool>(g_comm); });
   m.def("global_communicator", [] { return g_comm ? py::cast(g_comm) : py::none(); });
   m.def("rank", [] { return comm().rank(); });
@@ -1122,7 +1125,10 @@ void bind_collectives(py::module_& m) {
   m.def("gpu_backend", [] { return comm().gpu_backend_name(); },
         "The backend of CUDA collectives (\"nccl\", \"ipc\", \"host\"), \"\" before the first one.");
   m.def("fusion_threshold", [] { return comm().fusion_threshold(); });
+}
 
+// The collectives of the module (ringcc/__init__.py) and the engine's controls.
+void bind_module_collectives(py::module_& m) {
   // The module-level collectives (ringcc/__init__.py passes its arguments
   // through as given: converting them here makes every bad one the call's
   // error on every rank, see fail_call). name: None, or a non-empty str
@@ -1212,6 +1218,18 @@ void bind_collectives(py::module_& m) {
                                  bool inplace, bool async) {
     return do_grouped_allreduce(comm(), ts, op, pre, post, inplace, async);
   });
+}
+
+}  // namespace
+
+void bind_collectives(py::module_& m) {
+  bind_handle(m);
+  bind_fast_paths(m);
+  bind_communicator(m);
+  bind_init(m);
+  bind_lifecycle(m);
+  bind_queries(m);
+  bind_module_collectives(m);
 }
 
 }  // namespace ringcc_py

@@ -7,7 +7,7 @@
 
 #include "core/device/cuda_device.h"
 #include "core/device/gpu_libraries.h"
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace py = pybind11;
 using ringcc::ErrorKind;

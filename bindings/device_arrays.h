@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/dtype.h"
+#include "core/collective/dtype.h"
 
 namespace ringcc_py {
 

@@ -8,9 +8,10 @@
 #include "bindings/device_arrays.h"
 #include "core/device/cuda_device.h"
 #include "core/device/gpu_libraries.h"
-#include "core/device/gpu_selection.h"
+#include "core/device/gpu_report.h"
 #include "core/device/kernel_cache.h"
-#include "core/error.h"
+#include "core/backends/registry.h"
+#include "core/base/error.h"
 
 namespace py = pybind11;
 using ringcc::device::GpuLibrary;
@@ -97,10 +98,10 @@ void bind_device(py::module_& m) {
     d["devices"] = devices;
     return d;
   }, "The CUDA driver ringcc found, its version and its devices.");
-  // The backend choice (core/device/gpu_selection.h) for a list of ranks'
-  // reports: {"host", "uuid", "nccl", "nvrtc", "forced"} each.
+  // The device backend the registry chooses (core/backends/registry.h) for
+  // a list of ranks' reports: {"host", "uuid", "nccl", "nvrtc", "forced"} each.
   m.def("_choose_gpu_backend", [](const py::list& ranks) {
-    std::vector<ringcc::device::GpuRankInfo> infos;
+    ringcc::BackendJob job;
     for (auto item : ranks) {
       py::dict d = item.cast<py::dict>();
       ringcc::device::GpuRankInfo i;
@@ -109,10 +110,11 @@ void bind_device(py::module_& m) {
       i.nccl = d["nccl"].cast<bool>();
       i.nvrtc = d["nvrtc"].cast<bool>();
       i.forced = d.contains("forced") ? d["forced"].cast<std::string>() : "";
-      infos.push_back(i);
+      job.gpus.push_back(i);
     }
-    const ringcc::device::GpuChoice c = ringcc::device::choose_gpu_backend(infos);
-    return py::make_tuple(ringcc::device::gpu_backend_name(c.kind), c.reason);
+    job.size = static_cast<int>(job.gpus.size());
+    const ringcc::BackendChoice c = ringcc::choose_device_backend(job);
+    return py::make_tuple(c.entry->name, c.reason);
   });
   m.def("_kernel_entry_points", &ringcc::device::kernel_entry_points);
   m.def("_kernel_source", [] { return ringcc::device::kernel_source(); });

@@ -2,8 +2,8 @@
 
 #include <pythread.h>
 
-#include "core/error.h"
-#include "core/interrupt.h"
+#include "core/base/error.h"
+#include "core/base/interrupt.h"
 
 namespace py = pybind11;
 

@@ -3,7 +3,7 @@
 
 #include <pybind11/pybind11.h>
 
-#include "core/interrupt.h"
+#include "core/base/interrupt.h"
 
 namespace ringcc_py {
 
@@ -19,7 +19,7 @@ void bind_errors(pybind11::module_& m);
 void set_python_error();
 
 // Makes the core's waits on the interpreter's main thread run pending
-// signal handlers every ~50 ms (core/interrupt.h); a handler's exception
+// signal handlers every ~50 ms (core/base/interrupt.h); a handler's exception
 // ends the wait and is raised in place of the core's kInterrupted error.
 void install_interrupt_hook();
 

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "core/communicator.h"
-#include "core/work.h"
+#include "core/collective/work.h"
 
 namespace ringcc_py {
 

@@ -7,7 +7,7 @@
 #include "bindings/errors.h"
 #include "bindings/fastcall_args.h"
 #include "bindings/global_communicator.h"
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace py = pybind11;
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "bindings/prepared.h"
-#include "core/work.h"
+#include "core/collective/work.h"
 
 namespace ringcc_py {
 

@@ -23,11 +23,11 @@
 #include <string_view>
 
 #include "bindings/global_communicator.h"
-#include "core/collective_args.h"
+#include "core/base/error.h"
+#include "core/collective/collective_args.h"
 #include "core/communicator.h"
 #include "core/device/cuda_device.h"
 #include "core/device/gpu_libraries.h"
-#include "core/error.h"
 #include "xla/ffi/api/c_api.h"
 #include "xla/ffi/api/ffi.h"
 
@@ -114,10 +114,7 @@ ffi::Error run(CollectiveArgs& args) {
 // Python side checks the same at trace time): take part anyway with the
 // reason, so that the peers fail at once instead of waiting for us.
 ffi::Error fail_locally(CollectiveKind kind, const std::string& why) {
-  CollectiveArgs failed;
-  failed.kind = CollectiveKind::kLocalError;
-  failed.failed_kind = kind;
-  failed.local_error = why;
+  CollectiveArgs failed = ringcc::failed_call(kind, why);
   ffi::Error peers = run(failed);
   (void)peers;
   return ffi::Error(ffi::ErrorCode::kInvalidArgument,
@@ -308,10 +305,7 @@ ffi::Error BarrierImpl(ffi::Token, ffi::Result<ffi::Token>) {
 // result is never written.
 ffi::Error FailImpl(ffi::Token, ffi::Result<ffi::AnyBuffer>, ffi::Result<ffi::Token>, int64_t kind,
                     std::string_view error_class, std::string_view reason) {
-  CollectiveArgs failed;
-  failed.kind = CollectiveKind::kLocalError;
-  failed.failed_kind = static_cast<CollectiveKind>(kind);
-  failed.local_error = std::string(reason);
+  CollectiveArgs failed = ringcc::failed_call(static_cast<CollectiveKind>(kind), std::string(reason));
   ffi::Error peers = run(failed);
   (void)peers;  // this rank's own error is the one it found
   return ffi::Error(ffi::ErrorCode::kInvalidArgument,

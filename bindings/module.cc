@@ -3,8 +3,8 @@
 #include <pybind11/stl.h>
 
 #include "bindings/errors.h"
-#include "core/mpi_library.h"
-#include "core/net_interface.h"
+#include "core/os/mpi_library.h"
+#include "core/os/net_interface.h"
 
 namespace py = pybind11;
 

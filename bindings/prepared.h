@@ -9,7 +9,7 @@
 #include <functional>
 #include <vector>
 
-#include "core/collective_args.h"
+#include "core/collective/collective_args.h"
 
 namespace ringcc_py {
 

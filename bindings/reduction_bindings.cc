@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "bindings/buffer_view.h"
-#include "core/dtype.h"
-#include "core/error.h"
-#include "core/reduce_op.h"
-#include "core/reduction.h"
+#include "core/collective/dtype.h"
+#include "core/base/error.h"
+#include "core/collective/reduce_op.h"
+#include "core/collective/reduction.h"
 
 namespace py = pybind11;
 

@@ -11,11 +11,11 @@
 #include <string>
 
 #include "bindings/errors.h"
-#include "core/env.h"
-#include "core/error.h"
-#include "core/sha256.h"
-#include "core/socket.h"
-#include "core/tcp_store.h"
+#include "core/base/env.h"
+#include "core/base/error.h"
+#include "core/base/sha256.h"
+#include "core/os/socket.h"
+#include "core/rendezvous/tcp_store.h"
 
 namespace py = pybind11;
 

@@ -5,68 +5,39 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <map>
 #include <thread>
-#include <unordered_set>
 
-#include "core/device/gpu_collectives.h"
-#include "core/env.h"
-#include "core/error.h"
-#include "core/fusion_buffer.h"
-#include "core/job_secret.h"
-#include "core/interrupt.h"
-#include "core/job_settings.h"
-#include "core/log.h"
-#include "core/mpi_collectives.h"
-#include "core/mpi_library.h"
-#include "core/mpi_transport.h"
-#include "core/net_interface.h"
-#include "core/reduction.h"
-#include "core/sha256.h"
-#include "core/shm_collectives.h"
-#include "core/socket.h"
-#include "core/tcp_store.h"
-#include "core/tcp_transport.h"
+#include "core/backends/job_settings.h"
+#include "core/backends/registry.h"
+#include "core/base/env.h"
+#include "core/base/error.h"
+#include "core/base/interrupt.h"
+#include "core/base/log.h"
+#include "core/base/timeline.h"
+#include "core/collective/fusion_buffer.h"
+#include "core/device/cuda_device.h"
+#include "core/device/device_memory.h"
+#include "core/os/mpi_library.h"
+#include "core/os/socket.h"
+#include "core/rendezvous/meeting.h"
+#include "core/rendezvous/tcp_store.h"
+#include "core/transport/mpi_transport.h"
+#include "core/transport/tcp_links.h"
 
 namespace ringcc {
 
 namespace {
 
-std::string random_hex(size_t bytes) {
-  std::vector<uint8_t> buf(bytes);
-  random_bytes(buf.data(), buf.size());
-  return to_hex(buf.data(), buf.size());
-}
+// The least time the ranks give each other to set a device backend up.
+constexpr double kDeviceSetUpSeconds = 120;
 
-std::chrono::milliseconds until(Deadline deadline) {
-  return std::max(std::chrono::milliseconds(1),
-                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
-}
-
-// Jobs this process was part of and left: a store that still serves one is
-// not the job an init() is looking for.
-std::mutex g_left_jobs_mu;
-std::unordered_set<std::string> g_left_jobs;
-
-bool left_job(const std::string& job_id) {
-  std::lock_guard<std::mutex> lock(g_left_jobs_mu);
-  return g_left_jobs.count(job_id) > 0;
-}
-
-void remember_left_job(const std::string& job_id) {
-  std::lock_guard<std::mutex> lock(g_left_jobs_mu);
-  g_left_jobs.insert(job_id);
-}
-
-std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    size_t nl = s.find('\n', start);
-    out.push_back(s.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
-    if (nl == std::string::npos) return out;
-    start = nl + 1;
+// RINGCC_TRANSPORT, checked.
+std::string transport_from_env() {
+  const std::string mode = env_str("RINGCC_TRANSPORT", "auto");
+  if (mode != "auto" && mode != "tcp" && mode != "shm" && mode != "mpi") {
+    raise(ErrorKind::kInvalidArgument, "RINGCC_TRANSPORT must be auto, tcp, shm or mpi, got '", mode, "'");
   }
+  return mode;
 }
 
 }  // namespace
@@ -77,10 +48,17 @@ Communicator::Communicator(const RendezvousInfo& info, std::shared_ptr<Store> st
       store_(std::move(store)),
       fixed_timeout_s_(info.timeout_s) {
   set_log_rank(rank_);
-  world_.me = rank_;
-  for (int r = 0; r < size_; ++r) world_.ranks.push_back(r);
-  world_.links.assign(static_cast<size_t>(size_), nullptr);
-  if (size_ > 1) join_job(info, deadline_after(timeout_s()));
+  job_.rank = rank_;
+  job_.size = size_;
+  job_.timeout_s = timeout_s();
+  job_.world.me = rank_;
+  for (int r = 0; r < size_; ++r) job_.world.ranks.push_back(r);
+  job_.world.links.assign(static_cast<size_t>(size_), nullptr);
+  if (size_ > 1) {
+    join_job(info, deadline_after(timeout_s()));
+  } else {
+    backends_ = make_host_backends(job_, deadline_after(timeout_s()));
+  }
   // Read after the ranks compared it (a value this rank cannot parse fails
   // every rank's join, not this rank's alone).
   fusion_threshold_ = env_int("RINGCC_FUSION_THRESHOLD", 64 << 20, "HOROVOD_FUSION_THRESHOLD");
@@ -95,217 +73,30 @@ Communicator::~Communicator() {
   }
 }
 
-// Under MPI there is no MASTER_ADDR: rank 0 serves the store on a free port
-// (or RINGCC_MASTER_PORT) and sends its addresses, the port and the job
-// secret to the others with an MPI broadcast; they connect to the first
-// address that answers (127.0.0.1 first when every rank is on this host).
-void Communicator::meet_through_mpi(const RendezvousInfo& info, Deadline deadline) {
-  const MpiApi& api = mpi_api();
-  MpiComm& comm = *info.mpi;
-  std::string text;
-  // Every rank on this host: the store listens on 127.0.0.1 only.
-  int local_rank = 0, local_size = 0;
-  const bool single_host =
-      api.comm_node(comm.get(), &local_rank, &local_size) == 0 && local_size == size_;
-  if (rank_ == 0) {
-    if (secret_.empty()) secret_ = random_hex(32);
-    std::string error;
-    int port = 0;
-    try {
-      const std::string listen = single_host ? "127.0.0.1" : env_str("RINGCC_LISTEN_ADDR", "");
-      store_server_ = std::make_unique<TcpStoreServer>(listen, info.master_port, secret_);
-      port = store_server_->port();
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    std::vector<std::string> addrs;
-    if (single_host) {
-      addrs.push_back("127.0.0.1");
-    } else {
-      if (!info.master_addr.empty()) addrs.push_back(info.master_addr);
-      // The chosen interface's address first (RINGCC_SOCKET_IFNAME and the
-      // like), then every address but loopback and link-local ones. A
-      // failure goes to the other ranks with the rest, not left for their timeout.
-      try {
-        const SocketInterface iface = socket_interface_from_env();
-        if (!iface.address.empty()) addrs.push_back(iface.address);
-        for (bool ipv6 : {false, true}) {
-          for (const LocalAddress& a : local_addresses()) {
-            if (a.ipv6 == ipv6 && !a.loopback && !a.link_local && a.address != iface.address) {
-              addrs.push_back(a.address);
-            }
-          }
-        }
-      } catch (const std::exception& e) {
-        if (error.empty()) error = e.what();
-      }
-      addrs.push_back(host_name());
-    }
-    text = error.empty() ? "ok\n" : "error\n" + error + "\n";
-    text += std::to_string(port) + "\n" + secret_ + "\n";
-    for (const auto& a : addrs) text += a + "\n";
-  }
-  // Length first, then the text.
-  int64_t len = static_cast<int64_t>(text.size());
-  rcmpi_req* req = nullptr;
-  mpi_check(api.ibcast(comm.get(), &len, sizeof(len), 0, &req), "MPI_Ibcast");
-  mpi_wait(req, deadline, "the rendezvous through MPI");
-  text.resize(static_cast<size_t>(len));
-  mpi_check(api.ibcast(comm.get(), &text[0], len, 0, &req), "MPI_Ibcast");
-  mpi_wait(req, deadline, "the rendezvous through MPI");
-  auto lines = split_lines(text);
-  if (lines.size() < 4 || lines[0] != "ok") {
-    raise(ErrorKind::kInternal, "rank 0 could not serve the rendezvous store: ",
-          lines.size() > 1 ? lines[1] : std::string("?"));
-  }
-  const int port = std::stoi(lines[1]);
-  secret_ = lines[2];
-  secret_shared_ = true;
-  std::string tried;
-  for (size_t i = 3; i < lines.size() && !store_; ++i) {
-    if (lines[i].empty()) continue;
-    try {
-      const Deadline one = std::min(deadline, deadline_after(rank_ == 0 ? 30.0 : 3.0));
-      store_ = std::make_shared<TcpStore>(lines[i], port, secret_, one);
-    } catch (const Error& e) {
-      tried += (tried.empty() ? "" : "; ") + lines[i] + ": " + e.what();
-    }
-  }
-  if (!store_) {
-    raise(ErrorKind::kTimeout, "cannot reach rank 0's rendezvous store at port ", port, " (", tried,
-          "); set RINGCC_MASTER_ADDR to an address of rank 0's host that the others can reach");
-  }
-}
-
-// Rank 0 serves the store, every rank connects. No store ever serves the
-// job secret unauthenticated: with a secret (the user's, or a single-host
-// job's automatic one) every connection is authenticated; without one, a
-// job that may span hosts refuses to start unless RINGCC_INSECURE=1.
-void Communicator::open_store(const RendezvousInfo& info, Deadline deadline, SecretFile* host_secret) {
-  const bool single = info.single_host;
-  if (secret_.empty()) {
-    if (single) {
-      *host_secret = SecretFile::find_or_create("port" + std::to_string(info.master_port));
-      secret_ = host_secret->secret();
-    } else if (insecure_allowed()) {
-      warn_insecure("the job found from " + info.source +
-                    " may span hosts and was given no secret");
-    } else {
-      raise(ErrorKind::kInvalidArgument, "this job (found from ", info.source,
-            ") may span hosts and has no job secret: set RINGCC_SECRET, or RINGCC_SECRET_FILE "
-            "(a file holding it), to the same secret on every rank (docs/api.md, \"Security\", "
-            "shows how under torchrun, SLURM and Kubernetes; ringrun does it for you). A job "
-            "whose ranks all run on this host needs none when its launcher says so (e.g. "
-            "LOCAL_WORLD_SIZE equal to WORLD_SIZE). RINGCC_INSECURE=1 starts without a secret, "
-            "unauthenticated.");
-    }
-  }
-  secret_shared_ = !secret_.empty();
-  const std::string listen = single ? "127.0.0.1" : env_str("RINGCC_LISTEN_ADDR", "");
-  const std::string reach = single ? "127.0.0.1" : info.master_addr;
-  if (rank_ == 0) store_server_ = std::make_unique<TcpStoreServer>(listen, info.master_port, secret_);
-  try {
-    store_ = std::make_shared<TcpStore>(reach, info.master_port, secret_, deadline);
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::kTimeout) throw;
-    if (!single) raise(ErrorKind::kTimeout, e.what(), " (rank 0 serves the rendezvous store)");
-    raise(ErrorKind::kTimeout, e.what(), " (rank 0 serves the rendezvous store; every rank was taken to "
-          "be on this host, as ", info.single_host_reason, ", so it serves it on 127.0.0.1 only)");
-  }
-}
-
-// Makes sure that every rank holds the same secret before links are made.
-// Through our own authenticated store or MPI they already do; through a
-// store of the adapter's (torch's, which anyone who reaches it may read),
-// the secret never travels in the store: ranks on one host read it from a
-// private file that rank 0 makes (only the file's name travels), ranks on
-// several hosts need the user's RINGCC_SECRET (or RINGCC_INSECURE=1).
-void Communicator::agree_on_link_secret(Store& store, bool all_local, const RendezvousInfo& info,
-                                        SecretFile* made, Deadline deadline) {
-  if (secret_shared_) return;
-  std::string how;
-  if (rank_ == 0) {
-    if (!secret_.empty()) {
-      how = "own";
-    } else if (all_local) {
-      *made = SecretFile::create_unique();
-      secret_ = made->secret();
-      how = "file " + made->path();
-    } else if (insecure_allowed()) {
-      warn_insecure("the ranks (found from " + info.source + ") span hosts and were given no secret");
-      secret_ = random_hex(32);
-      store.set("ringcc/secret", secret_);
-      how = "store";
-    } else {
-      how = "none";
-    }
-    store.set("ringcc/secret-how", how);
-  } else {
-    how = store.get("ringcc/secret-how", until(deadline));
-  }
-  if (how == "none") {
-    raise(ErrorKind::kInvalidArgument, "the ranks (found from ", info.source,
-          ") span hosts and have no job secret: set RINGCC_SECRET, or RINGCC_SECRET_FILE (a file "
-          "holding it), to the same secret on every rank (docs/api.md, \"Security\"), or "
-          "RINGCC_INSECURE=1 to connect them unauthenticated");
-  }
-  if (rank_ == 0) return;
-  if (how == "own") {
-    RINGCC_CHECK(!secret_.empty(), ErrorKind::kInvalidArgument,
-                 "rank 0 has a job secret (RINGCC_SECRET or RINGCC_SECRET_FILE) but rank ", rank_,
-                 " has none: give every rank the same");
-    return;
-  }
-  RINGCC_CHECK(secret_.empty(), ErrorKind::kInvalidArgument, "rank ", rank_,
-               " has a job secret (RINGCC_SECRET or RINGCC_SECRET_FILE) but rank 0 has none: "
-               "give every rank the same");
-  if (how.rfind("file ", 0) == 0) {
-    secret_ = SecretFile::read(how.substr(5));
-  } else {
-    secret_ = store.get("ringcc/secret", until(deadline));
-  }
-}
-
 void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
-  secret_ = info.secret.empty() ? secret_from_env() : info.secret;
   // A single-host job's automatic secret: removed (by this object) when
   // join_job returns or fails; by then every rank has read it.
   SecretFile host_secret;
-  if (!store_ && info.mpi) meet_through_mpi(info, deadline);
-  const bool own_store = !store_;
-  if (own_store && rank_ == 0) open_store(info, deadline, &host_secret);
-  if (rank_ == 0) {
-    job_id_ = random_hex(6);
-    store_->set("ringcc/job", job_id_);
-  } else {
-    // Rank 0 may still serve the store of a job this process has left (an
-    // init() right after a shutdown() is faster than rank 0's): meet again
-    // once it serves the new one.
-    for (;;) {
-      try {
-        if (!store_) open_store(info, deadline, &host_secret);
-        job_id_ = store_->get("ringcc/job", until(deadline));
-        if (!own_store || !left_job(job_id_)) break;
-      } catch (const Error& e) {
-        // The old store closed under us, or refused the new job's secret.
-        if (!own_store || e.kind() != ErrorKind::kPeerFailure || Clock::now() >= deadline) throw;
-      }
-      if (Clock::now() >= deadline) {
-        raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(),
-              " s waiting for rank 0 to start a new job at ", info.master_addr, ":",
-              info.master_port, " (it still serves a job this process left)");
-      }
-      store_.reset();
-      poll_interrupt();
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
-  Store& store = *store_;
+  Meeting meeting = meet(info, std::move(store_), deadline, &host_secret);
+  store_ = meeting.store;
+  store_server_ = std::move(meeting.server);
+  secret_ = meeting.secret;
+  job_id_ = meeting.job_id;
+  topology_ = topology_of(exchange_hosts(deadline), rank_);
+  job_.topology = topology_;
+  job_.store = store_;
+  job_.key_prefix = "ringcc-" + job_id_;
+  job_.transport = transport_from_env();
+  connect_links(info, meeting, deadline);
+  backends_ = make_host_backends(job_, deadline);
+  RINGCC_LOG(kDebug, "joined ", size_, " ranks over ", transport_name_, " (job ", job_id_, ")");
+}
 
-  // Who is where (ranks are grouped by host name), and the settings every
-  // rank must share, compared before any transport is set up.
-  const std::string host = host_name();
-  const std::string mine = host + "\n" + shared_settings_text();
+// Who is where (ranks are grouped by host name), and the settings every rank
+// must share, compared before any link is made.
+std::vector<std::string> Communicator::exchange_hosts(Deadline deadline) {
+  Store& store = *store_;
+  const std::string mine = host_name() + "\n" + shared_settings_text();
   store.set("ringcc/host/" + std::to_string(rank_), mine);
   std::vector<std::string> hosts(static_cast<size_t>(size_));
   std::vector<std::string> settings(static_cast<size_t>(size_));
@@ -325,118 +116,70 @@ void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
     if (nl != std::string::npos) settings[static_cast<size_t>(r)] = text.substr(nl + 1);
   }
   check_shared_settings(settings, deadline);
-  std::vector<int> local, local_rank_of(static_cast<size_t>(size_));
-  std::map<std::string, int> seen;
-  for (int r = 0; r < size_; ++r) {
-    local_rank_of[static_cast<size_t>(r)] = seen[hosts[static_cast<size_t>(r)]]++;
-    if (hosts[static_cast<size_t>(r)] == host) local.push_back(r);
-  }
-  local_size_ = static_cast<int>(local.size());
-  local_rank_ = local_rank_of[static_cast<size_t>(rank_)];
-  cross_size_ = 0;
-  cross_rank_ = 0;
-  for (int r = 0; r < size_; ++r) {
-    if (local_rank_of[static_cast<size_t>(r)] != local_rank_) continue;
-    if (r < rank_) ++cross_rank_;
-    ++cross_size_;
-  }
+  return hosts;
+}
 
-  const std::string mode = env_str("RINGCC_TRANSPORT", "auto");
-  if (mode != "auto" && mode != "tcp" && mode != "shm" && mode != "mpi") {
-    raise(ErrorKind::kInvalidArgument, "RINGCC_TRANSPORT must be auto, tcp, shm or mpi, got '", mode,
-          "'");
-  }
+void Communicator::connect_links(const RendezvousInfo& info, Meeting& meeting, Deadline deadline) {
+  const std::string& mode = job_.transport;
   if (mode == "mpi") {
-    if (!info.mpi) {
-      raise(ErrorKind::kInvalidArgument,
-            "RINGCC_TRANSPORT=mpi needs a job started through MPI (ringcc.init() under "
-            "mpirun/mpiexec/srun, or ringcc.init(comm=an_mpi4py_communicator)); this communicator "
-            "met through ", info.source);
-    }
-    const MpiState& state = mpi_ensure_initialized();
-    if (state.thread_level < RCMPI_THREAD_MULTIPLE) {
-      raise(ErrorKind::kInvalidArgument, "RINGCC_TRANSPORT=mpi needs MPI_THREAD_MULTIPLE (ringcc "
-            "calls MPI from its background threads) but MPI was initialised with ",
-            mpi_thread_level_name(state.thread_level),
-            "; initialise MPI with MPI_THREAD_MULTIPLE (mpi4py does by default; "
-            "mpi4py.rc.thread_level = 'multiple') or let ringcc initialise it");
-    }
-    mpi_comm_ = info.mpi->dup(timeout_s());
-    mpi_ = std::make_unique<MpiTransport>(mpi_comm_);
-    mpi_coll_ = std::make_unique<MpiCollectives>(mpi_comm_, mpi_.get());
-    for (int r = 0; r < size_; ++r) {
-      if (r != rank_) world_.links[static_cast<size_t>(r)] = mpi_.get();
-    }
-    RINGCC_LOG(kDebug, "joined ", size_, " ranks over MPI (job ", job_id_, ", ",
-               mpi_plugin_info().library, ")");
+    connect_mpi_links(info);
+    transport_name_ = "mpi";
     return;
   }
-  const bool all_local = local_size_ == size_;
+  const bool all_local = topology_.all_local();
   if (mode == "shm" && !all_local) {
-    raise(ErrorKind::kInvalidArgument,
-          "RINGCC_TRANSPORT=shm needs every rank on one host, but the ranks span ",
-          seen.size(), " hosts");
+    raise(ErrorKind::kInvalidArgument, "RINGCC_TRANSPORT=shm needs every rank on one host, but the ranks span ",
+          topology_.hosts, " hosts");
   }
   if (all_local && mode != "tcp") {
-    shm_ = std::make_unique<ShmCollectives>(store, "ringcc-" + job_id_, world_.ranks, rank_,
-                                            deadline);
-    RINGCC_LOG(kDebug, "joined ", size_, " ranks over shared memory (job ", job_id_, ")");
+    transport_name_ = "shm";  // shared memory carries everything: no links
     return;
   }
-
+  transport_name_ = mode != "tcp" && topology_.local_size > 1 ? "shm+tcp" : "tcp";
   // Made by rank 0 when the ranks meet through an adapter's store; removed
   // once every rank has connected (so has read it).
   SecretFile link_secret;
-  agree_on_link_secret(store, all_local, info, &link_secret, deadline);
-  // Every rank on this host: links listen on, and are reached at, 127.0.0.1.
-  // Across hosts, an interface chosen by name or address (RINGCC_SOCKET_IFNAME
-  // and the like) gives both, unless RINGCC_LISTEN_ADDR / RINGCC_ADVERTISE_ADDR say.
-  const SocketInterface iface = all_local ? SocketInterface{} : socket_interface_from_env();
-  std::string listen = all_local ? "127.0.0.1" : env_str("RINGCC_LISTEN_ADDR", "");
-  if (listen.empty()) listen = iface.address;
-  tcp_ = std::make_unique<TcpTransport>(rank_, size_, secret_, job_id_, listen);
-  std::string addr = all_local ? "127.0.0.1" : env_str("RINGCC_ADVERTISE_ADDR", info.advertise_address);
-  if (addr.empty()) addr = iface.address;
-  if (addr.empty()) {
-    if (auto* tcp_store = dynamic_cast<TcpStore*>(store_.get())) addr = tcp_store->local_address();
-  }
-  if (addr.empty()) addr = host;
-  advertise_address_ = addr;
-  if (!iface.variable.empty()) {
-    RINGCC_LOG(kDebug, "links listen on ", endpoint_text(listen.empty() ? "*" : listen, tcp_->listen_port()),
-               ", reached at ", addr, " (interface ", iface.interface, " from ", iface.variable, "=", iface.spec, ")");
-  }
-  store.set("ringcc/tcp/" + std::to_string(rank_), addr + "\n" + std::to_string(tcp_->listen_port()));
-  std::vector<TcpPeerAddress> addresses(static_cast<size_t>(size_));
-  std::vector<int> peers;
+  agree_on_link_secret(meeting, rank_, all_local, info, &link_secret, deadline);
+  secret_ = meeting.secret;
+  TcpLinks tcp =
+      connect_tcp_links(*store_, rank_, size_, secret_, job_id_, all_local, info.advertise_address, deadline);
+  advertise_address_ = tcp.advertise_address;
   for (int r = 0; r < size_; ++r) {
-    if (r == rank_) continue;
-    auto lines = split_lines(store.get("ringcc/tcp/" + std::to_string(r), until(deadline)));
-    addresses[static_cast<size_t>(r)] = {lines.at(0), std::stoi(lines.at(1))};
-    peers.push_back(r);
+    if (r != rank_) job_.world.links[static_cast<size_t>(r)] = tcp.transport.get();
   }
-  tcp_->connect(peers, addresses, deadline);
-  for (int r : peers) world_.links[static_cast<size_t>(r)] = tcp_.get();
+  PeerSet& cross = job_.cross;
+  for (int r : topology_.cross_ranks) {
+    if (r == rank_) cross.me = static_cast<int>(cross.ranks.size());
+    cross.ranks.push_back(r);
+    cross.links.push_back(r == rank_ ? nullptr : tcp.transport.get());
+  }
+  links_ = std::move(tcp.transport);
+}
 
-  // Several hosts with several ranks each: allreduce goes hierarchical
-  // (reduce-scatter in shared memory, allreduce of the shards over TCP
-  // between hosts, allgather in shared memory) when every host has the same
-  // number of ranks.
-  bool homogeneous = true;
-  for (const auto& entry : seen) homogeneous = homogeneous && entry.second == local_size_;
-  const bool want = env_int("RINGCC_HIERARCHICAL_ALLREDUCE", 1, "HOROVOD_HIERARCHICAL_ALLREDUCE") != 0;
-  if (mode != "tcp" && local_size_ > 1) {
-    local_shm_ = std::make_unique<ShmCollectives>(store, "ringcc-" + job_id_, local, local_rank_,
-                                                  deadline);
-    hierarchical_ = want && homogeneous && cross_size_ > 1;
+void Communicator::connect_mpi_links(const RendezvousInfo& info) {
+  if (!info.mpi) {
+    raise(ErrorKind::kInvalidArgument,
+          "RINGCC_TRANSPORT=mpi needs a job started through MPI (ringcc.init() under "
+          "mpirun/mpiexec/srun, or ringcc.init(comm=an_mpi4py_communicator)); this communicator "
+          "met through ", info.source);
   }
+  const MpiState& state = mpi_ensure_initialized();
+  if (state.thread_level < RCMPI_THREAD_MULTIPLE) {
+    raise(ErrorKind::kInvalidArgument, "RINGCC_TRANSPORT=mpi needs MPI_THREAD_MULTIPLE (ringcc "
+          "calls MPI from its background threads) but MPI was initialised with ",
+          mpi_thread_level_name(state.thread_level),
+          "; initialise MPI with MPI_THREAD_MULTIPLE (mpi4py does by default; "
+          "mpi4py.rc.thread_level = 'multiple') or let ringcc initialise it");
+  }
+  mpi_comm_ = info.mpi->dup(timeout_s());
+  auto mpi = std::make_unique<MpiTransport>(mpi_comm_);
+  job_.mpi = mpi_comm_;
+  job_.mpi_links = mpi.get();
   for (int r = 0; r < size_; ++r) {
-    if (local_rank_of[static_cast<size_t>(r)] != local_rank_) continue;
-    if (r == rank_) cross_.me = static_cast<int>(cross_.ranks.size());
-    cross_.ranks.push_back(r);
-    cross_.links.push_back(r == rank_ ? nullptr : tcp_.get());
+    if (r != rank_) job_.world.links[static_cast<size_t>(r)] = mpi.get();
   }
-  RINGCC_LOG(kDebug, "joined ", size_, " ranks over TCP (job ", job_id_, ")");
+  links_ = std::move(mpi);
+  RINGCC_LOG(kDebug, "MPI links: ", mpi_plugin_info().library);
 }
 
 void Communicator::check_shared_settings(const std::vector<std::string>& settings,
@@ -460,56 +203,6 @@ void Communicator::check_shared_settings(const std::vector<std::string>& setting
   } catch (...) {
   }
   raise(invalid ? ErrorKind::kInvalidArgument : ErrorKind::kMismatch, problem);
-}
-
-std::string Communicator::transport_name() const {
-  if (size_ == 1) return "self";
-  if (mpi_coll_) return "mpi";
-  if (shm_) return "shm";
-  return local_shm_ ? "shm+tcp" : "tcp";
-}
-
-void Communicator::hierarchical_allreduce(CollectiveArgs& a, Deadline deadline) {
-  // Every rank first agrees on the collective with every other rank (the
-  // same opening as the flat algorithms), so that a mismatch anywhere is
-  // reported on every rank before the phases below begin.
-  ring_exchange_headers(world_, a, deadline);
-  if (a.kind == CollectiveKind::kLocalError || a.agree_only) return;
-
-  const size_t es = dtype_size(a.dtype);
-  auto* out = static_cast<uint8_t*>(a.out);
-  uint8_t* shard = out + block_first_row(a.count, local_size_, local_rank_) * static_cast<int64_t>(es);
-  const int64_t mine = block_rows(a.count, local_size_, local_rank_);
-
-  // Reduce-scatter within the host (shared memory).
-  CollectiveArgs rs = a;
-  rs.kind = CollectiveKind::kReduceScatter;
-  rs.row_elems = 1;
-  rs.postscale = 1.0;
-  rs.out = shard;
-  rs.out_count = mine;
-  local_shm_->run(rs, deadline);
-
-  // Allreduce of this rank's shard with its peers on the other hosts (TCP).
-  CollectiveArgs ar;
-  ar.kind = CollectiveKind::kAllreduce;
-  ar.dtype = a.dtype;
-  ar.op = a.op;
-  ar.in = ar.out = shard;
-  ar.count = ar.out_count = mine;
-  ar.postscale = a.postscale;
-  run_over_transport(cross_, ar, scratch_, deadline);
-
-  // Allgather of the shards within the host (shared memory).
-  CollectiveArgs ag;
-  ag.kind = CollectiveKind::kAllgather;
-  ag.dtype = a.dtype;
-  ag.in = shard;
-  ag.count = mine;
-  ag.out = out;
-  ag.out_count = a.count;
-  local_shm_->run(ag, deadline);
-  a.result_count = a.count;
 }
 
 void Communicator::validate(CollectiveArgs& a, std::string* err) {
@@ -564,7 +257,11 @@ void Communicator::validate(CollectiveArgs& a, std::string* err) {
   }
 }
 
-double Communicator::take_peer_wait_us() { return shm_ ? shm_->take_peer_wait_us() : 0.0; }
+double Communicator::take_peer_wait_us() {
+  double us = 0;
+  for (const auto& backend : backends_) us += backend->take_peer_wait_us();
+  return us;
+}
 
 void Communicator::execute(CollectiveArgs& a) {
   if (shut_down_) raise(ErrorKind::kNotInitialized, "ringcc has been shut down");
@@ -573,34 +270,30 @@ void Communicator::execute(CollectiveArgs& a) {
     raise(ErrorKind::kPeerFailure, "the communicator is unusable after an earlier failure: ",
           abort_reason_);
   }
-  coalesce_segments(a);
-  if (!a.segments.empty() && !shm_ && a.memory == MemoryKind::kHost) {
-    // Only the shared-memory allreduce gathers and scatters segments itself.
-    fusion_.pack(a.segments, dtype_size(a.dtype));
-    CollectiveArgs fused = fusion_.allreduce(a.count, a.dtype, a.op, a.prescale, a.postscale);
-    execute(fused);
-    fusion_.unpack(a.segments, dtype_size(a.dtype));
-    a.result_count = a.count;
-    return;
+  if (!a.segments.empty()) {
+    a.packed_us = a.reduced_us = 0;
+    coalesce_segments(a);
+    if (!a.segments.empty() && a.memory == MemoryKind::kHost && !host_backend(a).gathers_segments()) {
+      run_packed(a);
+      return;
+    }
   }
   std::string local_error;
   validate(a, &local_error);
   if (a.memory != MemoryKind::kHost && local_error.empty()) {
-    std::lock_guard<std::mutex> lock(gpu_mu_);
+    std::lock_guard<std::mutex> lock(backends_mu_);
     if (a.device < 0) {
       local_error = std::string(collective_name(a.kind)) + ": a CUDA tensor without its device";
-    } else if (gpu_ && gpu_->device() >= 0 && a.device != gpu_->device()) {
+    } else if (device_ >= 0 && a.device != device_) {
       local_error = std::string(collective_name(a.kind)) + ": this communicator runs its GPU collectives on cuda:" +
-                    std::to_string(gpu_->device()) + ", but the tensor is on cuda:" + std::to_string(a.device);
+                    std::to_string(device_) + ", but the tensor is on cuda:" + std::to_string(a.device);
     }
   }
   CollectiveArgs failed;
   CollectiveArgs* todo = &a;
   if (!local_error.empty()) {
     // Take part anyway, so that the peers fail at once instead of waiting.
-    failed.kind = CollectiveKind::kLocalError;
-    failed.failed_kind = a.kind;
-    failed.local_error = local_error;
+    failed = failed_call(a.kind, local_error);
     failed.send_counts.assign(static_cast<size_t>(size_), 0);
     todo = &failed;
   }
@@ -619,30 +312,33 @@ void Communicator::execute(CollectiveArgs& a) {
       run_host(*todo, deadline);
     }
   } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kPeerFailure || e.kind() == ErrorKind::kTimeout) fail(e, true);
+    if (e.kind() == ErrorKind::kPeerFailure || e.kind() == ErrorKind::kTimeout) fail(e);
     if (e.kind() == ErrorKind::kInterrupted) {
       // Abandoned halfway: the peers cannot finish it without us.
       fail(Error(ErrorKind::kInterrupted,
-                 std::string("interrupted by a signal (its handler raised) during ") +
-                     collective_name(a.kind)),
-           true);
+                 std::string("interrupted by a signal (its handler raised) during ") + collective_name(a.kind)));
     }
     throw;
   }
   if (!local_error.empty()) raise(ErrorKind::kInvalidArgument, local_error);
 }
 
-void Communicator::run_host(CollectiveArgs& a, Deadline deadline) {
-  if (mpi_coll_) {
-    mpi_coll_->run(a, scratch_, deadline);
-  } else if (shm_) {
-    shm_->run(a, deadline);
-  } else if (hierarchical_ && (a.kind == CollectiveKind::kAllreduce ||
-                               a.failed_kind == CollectiveKind::kAllreduce)) {
-    hierarchical_allreduce(a, deadline);
-  } else {
-    run_over_transport(world_, a, scratch_, deadline);
+void Communicator::run_packed(CollectiveArgs& a) {
+  const size_t es = dtype_size(a.dtype);
+  fusion_.pack(a.segments, es);
+  a.packed_us = Timeline::now_us();
+  CollectiveArgs fused = fusion_.allreduce(a.count, a.dtype, a.op, a.prescale, a.postscale);
+  execute(fused);
+  a.reduced_us = Timeline::now_us();
+  fusion_.unpack(a.segments, es);
+  a.result_count = a.count;
+}
+
+Backend& Communicator::host_backend(const CollectiveArgs& a) {
+  for (const auto& backend : backends_) {
+    if (backend->memory() == MemoryKind::kHost && backend->takes(a)) return *backend;
   }
+  raise(ErrorKind::kInternal, "no backend of this communicator takes ", collective_name(a.kind));
 }
 
 void Communicator::run_device(CollectiveArgs& a, Deadline deadline) {
@@ -663,24 +359,58 @@ void Communicator::run_device(CollectiveArgs& a, Deadline deadline) {
     a.recv_counts.assign(1, mine);
     a.alltoall_counts.assign(1, mine);
   }
-  device::GpuCollectives* gpu = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(gpu_mu_);
-    if (!gpu_) {
-      // Host staging runs the host algorithms chunk by chunk, each with
-      // its own deadline, through this communicator's host path.
-      gpu_ = std::make_unique<device::GpuCollectives>(
-          rank_, size_, store_, "ringcc/gpu/", timeout_s(),
-          [this](CollectiveArgs& h) { run_host(h, deadline_after(timeout_s())); });
-    }
-    gpu = gpu_.get();
+  Backend& backend = device_backend(a.device, deadline);
+  device::GpuTrace* trace =
+      a.kind == CollectiveKind::kBarrier || a.kind == CollectiveKind::kLocalError ? nullptr : gpu_trace_.get();
+  if (trace) {
+    trace->begin(a, backend.name(), started);
+    trace->device_mark(device::stream_of(a), "start");
   }
-  gpu->run(a, deadline, started);
+  backend.run(a, deadline);
+  if (trace) {
+    trace->device_mark(device::stream_of(a), "end");
+    trace->end(device::stream_of(a));
+  }
+}
+
+Backend& Communicator::device_backend(int device, Deadline deadline) {
+  {
+    std::lock_guard<std::mutex> lock(backends_mu_);
+    for (const auto& backend : backends_) {
+      if (backend->memory() != MemoryKind::kCuda) continue;
+      if (device != device_) {
+        raise(ErrorKind::kInvalidArgument, "this communicator runs its GPU collectives on cuda:", device_,
+              ", but the tensor is on cuda:", device);
+      }
+      return *backend;
+    }
+  }
+  BackendJob job = job_;
+  job.key_prefix = "ringcc/gpu/";
+  job.timeout_s = timeout_s();
+  // Host staging runs the host algorithms chunk by chunk, each with its own
+  // deadline, through this communicator's host path.
+  job.host_run = [this](CollectiveArgs& h) { run_host(h, deadline_after(timeout_s())); };
+  gpu_trace_ = device::GpuTrace::from_env(device::CudaDevice::get(device), rank_);
+  job.trace = gpu_trace_.get();
+  // Setting up compiles (or loads) the device kernels and starts NCCL on
+  // every rank before they meet: a one-time step, bounded more loosely.
+  std::unique_ptr<Backend> made =
+      make_device_backend(job, device, std::max(deadline, deadline_after(std::max(timeout_s(), kDeviceSetUpSeconds))));
+  std::lock_guard<std::mutex> abort_lock(abort_mu_);
+  if (broken()) made->abort(abort_reason_);
+  std::lock_guard<std::mutex> lock(backends_mu_);
+  device_ = device;
+  backends_.push_back(std::move(made));
+  return *backends_.back();
 }
 
 std::string Communicator::gpu_backend_name() const {
-  std::lock_guard<std::mutex> lock(gpu_mu_);
-  return gpu_ ? gpu_->backend_name() : "";
+  std::lock_guard<std::mutex> lock(backends_mu_);
+  for (const auto& backend : backends_) {
+    if (backend->memory() == MemoryKind::kCuda) return backend->name();
+  }
+  return "";
 }
 
 std::string Communicator::record_failure(const std::string& reason) {
@@ -711,21 +441,17 @@ void Communicator::break_links(const std::string& message, const std::string& re
   std::lock_guard<std::mutex> lock(abort_mu_);
   if (abort_reason_.empty()) abort_reason_ = message;
   broken_.store(true, std::memory_order_release);
-  if (shm_) shm_->abort(reason);
-  if (local_shm_) local_shm_->abort(reason);
-  if (tcp_) tcp_->abort(reason);
-  if (mpi_) mpi_->abort(reason);
   {
-    std::lock_guard<std::mutex> lock(gpu_mu_);
-    if (gpu_) gpu_->abort(reason);
+    std::lock_guard<std::mutex> lock(backends_mu_);
+    for (const auto& backend : backends_) backend->abort(reason);
   }
+  if (links_) links_->abort(reason);
 }
 
-void Communicator::fail(const std::exception& e, bool) {
+void Communicator::fail(const Error& e) {
   // What follows must finish even though a signal may be pending.
   UninterruptibleWait quiet;
-  const Error* err = dynamic_cast<const Error*>(&e);
-  std::string reason = e.what();
+  const std::string reason = e.what();
   // Record the first failure in the job where every rank can read it, then
   // break our links so that everyone blocked on us fails fast too.
   const std::string first = record_failure("rank " + std::to_string(rank_) + ": " + reason);
@@ -735,14 +461,18 @@ void Communicator::fail(const std::exception& e, bool) {
   }
   break_links(message, reason);
   RINGCC_LOG(kError, message);
-  throw Error(err ? err->kind() : ErrorKind::kPeerFailure, message);
+  throw Error(e.kind(), message);
+}
+
+void Communicator::break_job(const std::string& record, const std::string& message, const std::string& reason) {
+  UninterruptibleWait quiet;
+  // Recorded first, so that peers that only see a closed socket can tell why.
+  record_failure(record);
+  break_links(message, reason);
 }
 
 void Communicator::abort(const std::string& reason) {
-  UninterruptibleWait quiet;
-  // Recorded first, so that peers that only see a closed socket can tell why.
-  record_failure("rank " + std::to_string(rank_) + " aborted: " + reason);
-  break_links("this rank aborted: " + reason, reason);
+  break_job("rank " + std::to_string(rank_) + " aborted: " + reason, "this rank aborted: " + reason, reason);
 }
 
 void Communicator::execute_grouped(std::vector<CollectiveArgs>& list) {
@@ -850,8 +580,7 @@ void Communicator::await_turn(uint64_t ticket) {
       UninterruptibleWait quiet;
       const std::string reason =
           "interrupted by a signal (its handler raised) while waiting to start a collective";
-      record_failure("rank " + std::to_string(rank_) + ": " + reason);
-      break_links(reason, reason);
+      break_job("rank " + std::to_string(rank_) + ": " + reason, reason, reason);
       lock.lock();
       wait_order(lock, Deadline::max(), my_turn);
       lock.unlock();
@@ -990,8 +719,7 @@ void Communicator::shutdown() {
           interrupted ? std::string("interrupted by a signal (its handler raised) while shutting down")
                       : detail::concat("shutdown() gave up after ", timeout_s(),
                                        " s (RINGCC_TIMEOUT_S) on collectives that were still running");
-      record_failure("rank " + std::to_string(rank_) + ": " + reason);
-      break_links(reason, reason);
+      break_job("rank " + std::to_string(rank_) + ": " + reason, reason, reason);
       lock.lock();
       wait_order(lock, Deadline::max(), idle);
     }
@@ -1007,20 +735,19 @@ void Communicator::shutdown() {
   }
   shut_down_ = true;
   {
-    std::unique_ptr<device::GpuCollectives> gpu;
+    std::vector<std::unique_ptr<Backend>> backends;
     {
-      std::lock_guard<std::mutex> lock(gpu_mu_);
-      gpu.swap(gpu_);
+      std::lock_guard<std::mutex> lock(backends_mu_);
+      backends.swap(backends_);
     }
-    gpu.reset();  // waits (bounded) for the peers to finish with this rank's device buffers
+    // The last made first: the device backend waits (bounded) for the
+    // peers to finish with this rank's device buffers.
+    while (!backends.empty()) backends.pop_back();
   }
   {
     std::lock_guard<std::mutex> lock(abort_mu_);
-    shm_.reset();
-    local_shm_.reset();
-    tcp_.reset();
-    mpi_coll_.reset();
-    mpi_.reset();
+    links_.reset();
+    job_ = BackendJob();
     mpi_comm_.reset();
     store_.reset();
     store_server_.reset();
@@ -1032,9 +759,8 @@ void Communicator::leave_in_step(Deadline deadline) {
   if (size_ <= 1 || !store_) return;
   // A peer still waiting for us in a collective we will never join fails
   // now rather than at its deadline (what we sent still arrives).
-  if (shm_) shm_->leave();
-  if (local_shm_) local_shm_->leave();
-  if (tcp_) tcp_->leave();
+  for (const auto& backend : backends_) backend->shutdown();
+  if (links_) links_->leave();
   if (broken()) return;
   // Rank 0 keeps serving the store until every rank has checked out: a
   // slower rank may still be meeting the others through it. A failure

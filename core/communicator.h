@@ -1,7 +1,9 @@
-// The communicator: a job's ranks, how they are grouped by host, and the
-// transports between them. Collectives run in the order they are issued
-// (blocking and asynchronous alike); the first peer failure aborts the
-// communicator so that every rank blocked on us fails fast too.
+// The communicator: a job's ranks, how they are grouped by host, the links
+// between them and the backends that run its collectives (one per kind of
+// memory and collective, chosen from the registry, core/backends/).
+// Collectives run in the order they are issued (blocking and asynchronous
+// alike); the first peer failure aborts the communicator so that every rank
+// blocked on us fails fast too.
 #pragma once
 
 #include <atomic>
@@ -13,26 +15,24 @@
 #include <thread>
 #include <vector>
 
-#include "core/collective_args.h"
-#include "core/env.h"
-#include "core/fusion_buffer.h"
-#include "core/rendezvous.h"
-#include "core/ring_algorithms.h"
-#include "core/store.h"
-#include "core/work.h"
+#include "core/backends/backend.h"
+#include "core/base/env.h"
+#include "core/base/error.h"
+#include "core/collective/collective_args.h"
+#include "core/collective/fusion_buffer.h"
+#include "core/collective/work.h"
+#include "core/device/gpu_trace.h"
+#include "core/rendezvous/rendezvous.h"
+#include "core/rendezvous/store.h"
+#include "core/rendezvous/topology.h"
 
 namespace ringcc {
 
-namespace device {
-class GpuCollectives;
-}
-class MpiCollectives;
 class MpiComm;
+struct Meeting;
 class SecretFile;
-class MpiTransport;
-class ShmCollectives;
 class TcpStoreServer;
-class TcpTransport;
+class Transport;
 
 class Communicator {
  public:
@@ -46,12 +46,12 @@ class Communicator {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  int local_rank() const { return local_rank_; }
-  int local_size() const { return local_size_; }
-  int cross_rank() const { return cross_rank_; }
-  int cross_size() const { return cross_size_; }
-  // "shm", "tcp", "shm+tcp" or "mpi": what carries the data.
-  std::string transport_name() const;
+  int local_rank() const { return topology_.local_rank; }
+  int local_size() const { return topology_.local_size; }
+  int cross_rank() const { return topology_.cross_rank; }
+  int cross_size() const { return topology_.cross_size; }
+  // "self" (one rank), "shm", "tcp", "shm+tcp" or "mpi": what carries the data.
+  const std::string& transport_name() const { return transport_name_; }
 
   // Runs a collective, blocking, after every earlier one.
   void run(CollectiveArgs& args);
@@ -76,9 +76,6 @@ class Communicator {
   // True once a failure or abort broke the communicator.
   bool broken() const { return broken_.load(std::memory_order_acquire); }
 
-  // True when fused allreduces (CollectiveArgs::segments) run without
-  // packing into a fusion buffer first.
-  bool gathers_segments() const { return static_cast<bool>(shm_); }
   // Microseconds this rank's collectives spent waiting for peers to arrive
   // since the last call (shared memory only; 0 where the transport cannot
   // tell waiting from moving data). Call between collectives.
@@ -100,29 +97,42 @@ class Communicator {
   int64_t fusion_threshold() const { return fusion_threshold_; }
 
   // The backend of this communicator's CUDA collectives: "nccl", "ipc",
-  // "host", or "" before the first one (core/device/gpu_collectives.h).
+  // "host", or "" before the first one (core/backends/registry.h).
   std::string gpu_backend_name() const;
 
  private:
   void join_job(const RendezvousInfo& info, Deadline deadline);
-  void meet_through_mpi(const RendezvousInfo& info, Deadline deadline);
-  void open_store(const RendezvousInfo& info, Deadline deadline, SecretFile* host_secret);
-  void agree_on_link_secret(Store& store, bool all_local, const RendezvousInfo& info,
-                            SecretFile* made, Deadline deadline);
+  // Every rank's host name, after the ranks compared the settings they
+  // must share (check_shared_settings).
+  std::vector<std::string> exchange_hosts(Deadline deadline);
   // Raises on every rank (MismatchError naming the variable, the values and
   // the ranks) when settings[r], rank r's shared_settings_text(), differ.
   void check_shared_settings(const std::vector<std::string>& settings, Deadline deadline);
+  // The links between the ranks (into links_ and job_): MPI's, none where
+  // shared memory carries everything, else TCP's.
+  void connect_links(const RendezvousInfo& info, Meeting& meeting, Deadline deadline);
+  void connect_mpi_links(const RendezvousInfo& info);
   void execute(CollectiveArgs& a);
-  // The data movement of an agreed collective over host memory.
-  void run_host(CollectiveArgs& a, Deadline deadline);
+  // A fused allreduce whose backend does not gather segments, through the
+  // fusion buffer.
+  void run_packed(CollectiveArgs& a);
+  // The host backend that takes `a`: the first in registry order.
+  Backend& host_backend(const CollectiveArgs& a);
+  void run_host(CollectiveArgs& a, Deadline deadline) { host_backend(a).run(a, deadline); }
   // A collective of CUDA buffers: agreement over the host path, then the
-  // GPU backend (set up on the first one).
+  // device backend (made on the first one).
   void run_device(CollectiveArgs& a, Deadline deadline);
-  void hierarchical_allreduce(CollectiveArgs& a, Deadline deadline);
+  Backend& device_backend(int device, Deadline deadline);
   void execute_grouped(std::vector<CollectiveArgs>& list);
   void execute_work(Work& work);
   void validate(CollectiveArgs& a, std::string* local_error);
-  [[noreturn]] void fail(const std::exception& e, bool peer_failure);
+  // A collective failed for `e` (a peer failed, a wait timed out or was
+  // interrupted): gives up on the job (break_job), naming the job's first
+  // failure if it was another, and raises.
+  [[noreturn]] void fail(const Error& e);
+  // Gives up on the job: records `record` as its first failure unless one
+  // is recorded, then breaks the links (break_links).
+  void break_job(const std::string& record, const std::string& message, const std::string& reason);
   // Records `reason` as the job's first failure unless one is recorded;
   // returns the first failure recorded before it ("" if none).
   std::string record_failure(const std::string& reason);
@@ -146,30 +156,28 @@ class Communicator {
   void finish_turn();
 
   int rank_ = 0, size_ = 1;
-  int local_rank_ = 0, local_size_ = 1;
-  int cross_rank_ = 0, cross_size_ = 1;
+  Topology topology_;
+  std::string transport_name_ = "self";
   std::string job_id_;
   std::string secret_;
-  bool secret_shared_ = false;  // every rank is known to hold secret_ (authenticated store, MPI)
   std::string advertise_address_;
   std::shared_ptr<Store> store_;
   std::unique_ptr<TcpStoreServer> store_server_;
-  std::unique_ptr<TcpTransport> tcp_;
-  // RINGCC_TRANSPORT=mpi: a communicator of our own, its transport and the
-  // collectives over it (core/mpi_collectives.h).
-  std::shared_ptr<MpiComm> mpi_comm_;
-  std::unique_ptr<MpiTransport> mpi_;
-  std::unique_ptr<MpiCollectives> mpi_coll_;
-  std::unique_ptr<ShmCollectives> shm_;  // set when every rank is on this host
-  // Across hosts: shared memory within this host, TCP between the ranks
-  // that share our local rank (one per host).
-  std::unique_ptr<ShmCollectives> local_shm_;
-  PeerSet cross_;
-  bool hierarchical_ = false;
-  PeerSet world_;
-  RingScratch scratch_;
-  mutable std::mutex gpu_mu_;  // gpu_ against abort() from other threads
-  std::unique_ptr<device::GpuCollectives> gpu_;
+  // The links between the ranks (TCP or MPI), when the job has any.
+  std::unique_ptr<Transport> links_;
+  std::shared_ptr<MpiComm> mpi_comm_;  // RINGCC_TRANSPORT=mpi: a communicator of our own
+  // What the backends are made for (the device backend later, from it).
+  BackendJob job_;
+  // The backends this communicator made, in registry order (the device
+  // backend, made on the first CUDA collective, last); the device it serves.
+  // Changed by the thread running collectives, under backends_mu_ (abort()
+  // and gpu_backend_name() read them from other threads).
+  mutable std::mutex backends_mu_;
+  // RINGCC_GPU_TRACE's record of device collectives (null when not
+  // tracing); before backends_, which refer to it.
+  std::unique_ptr<device::GpuTrace> gpu_trace_;
+  std::vector<std::unique_ptr<Backend>> backends_;
+  int device_ = -1;
   int64_t fusion_threshold_ = 64 << 20;
   FusionBuffer fusion_;
 

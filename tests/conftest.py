@@ -49,8 +49,36 @@ HARD_TIMEOUT_MARGIN_S = 20
 OUTPUT_TAIL_CHARS = 4000
 
 
+# The three kinds of test (tests/README.md), as markers: `pytest -m unit`
+# runs the one-process tests alone. A file not listed here is a multi-rank
+# test (marker "ranks").
+UNIT_TESTS = {
+    "test_crypto.py", "test_device_api.py", "test_device_kernels.py", "test_gpu_libraries.py",
+    "test_layers.py", "test_logging.py", "test_mpi_search.py", "test_packaging.py",
+    "test_reduction_kernels.py", "test_single_rank.py",
+}
+FRAMEWORK_TESTS = {
+    "test_elastic_torchrun.py", "test_examples.py", "test_jax.py", "test_mxnet.py",
+    "test_torch_backend.py", "test_torch_conformance.py", "test_torch_horovod.py",
+}
+
+
+def kind_of_test(file_name: str) -> str:
+    if file_name in UNIT_TESTS:
+        return "unit"
+    return "framework" if file_name in FRAMEWORK_TESTS else "ranks"
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes several seconds and a lot of memory")
+    config.addinivalue_line("markers", "unit: one process, no group of ranks (tests/README.md)")
+    config.addinivalue_line("markers", "ranks: groups of ranks, on the core alone (tests/README.md)")
+    config.addinivalue_line("markers", "framework: through torch, JAX or MXNet (tests/README.md)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        item.add_marker(kind_of_test(item.path.name))
 
 
 def rank_environment(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:

@@ -41,7 +41,7 @@ MISMATCH_SECONDS = 5.0
 DTYPES = ["float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64"]
 OPS = ["Sum", "Average", "Min", "Max", "Product"]
 
-# The engine's defaults (core/engine.h).
+# The engine's defaults (core/engine/engine.h).
 DEFAULT_FUSION_THRESHOLD = 64 << 20
 DEFAULT_CACHE_CAPACITY = 1024
 DEFAULT_CYCLE_TIME_MS = 1.0

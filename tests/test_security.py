@@ -2,7 +2,7 @@
 authentication, where ringcc listens, and what it leaves in /dev/shm.
 
 Strangers here are Python socket clients that know the wire protocols
-(core/tcp_store.h, core/tcp_transport.cc) but not the job secret. Ranks run
+(core/rendezvous/tcp_store.h, core/transport/tcp_transport.cc) but not the job secret. Ranks run
 as plain processes with a launcher's variables (torchrun's, ringrun's) set
 by the test, or as communicators on threads of this process that meet
 through a store the test controls. Every wait is bounded.

@@ -210,7 +210,7 @@ def test_recipe_with_horovod_import_under_torchrun(tmp_path):
     shim = tmp_path / "shim" / "horovod"
     shim.mkdir(parents=True)
     (shim / "__init__.py").write_text("")
-    (shim / "torch.py").write_text("from ringcc.torch.horovod import *  # noqa: F401,F403\n")
+    (shim / "torch.py").write_text("from ringcc.torch import *  # noqa: F401,F403\n")
     env = rank_environment(GROUP_ENV)
     env["PYTHONPATH"] = f"{tmp_path / 'shim'}:{env['PYTHONPATH']}"
     checkpoint = tmp_path / "checkpoint.pth"

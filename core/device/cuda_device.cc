@@ -6,7 +6,7 @@
 
 #include "core/device/gpu_libraries.h"
 #include "core/device/kernel_cache.h"
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace ringcc {
 namespace device {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "core/device/cuda_api.h"
-#include "core/dtype.h"
-#include "core/reduce_op.h"
+#include "core/collective/dtype.h"
+#include "core/collective/reduce_op.h"
 
 namespace ringcc {
 namespace device {

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "core/device/gpu_libraries.h"
-#include "core/error.h"
-#include "core/shm_segment.h"
+#include "core/base/error.h"
+#include "core/os/shm_segment.h"
 
 namespace ringcc {
 namespace device {

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/collective_args.h"
+#include "core/collective/collective_args.h"
 #include "core/device/cuda_device.h"
 
 namespace ringcc {

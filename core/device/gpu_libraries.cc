@@ -7,7 +7,7 @@
 #include <sstream>
 #include <type_traits>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace ringcc {
 namespace device {

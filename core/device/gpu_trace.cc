@@ -4,9 +4,9 @@
 #include <sstream>
 #include <thread>
 
+#include "core/base/env.h"
+#include "core/base/log.h"
 #include "core/device/gpu_libraries.h"
-#include "core/env.h"
-#include "core/log.h"
 
 namespace ringcc {
 namespace device {

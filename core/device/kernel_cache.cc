@@ -17,9 +17,9 @@
 
 #include "core/device/gpu_libraries.h"
 #include "core/device/reduce_kernels_source.h"  // generated from reduce_kernels.cuh
-#include "core/error.h"
-#include "core/log.h"
-#include "core/sha256.h"
+#include "core/base/error.h"
+#include "core/base/log.h"
+#include "core/base/sha256.h"
 
 namespace ringcc {
 namespace device {

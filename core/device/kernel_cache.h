@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/device/nvrtc_api.h"
-#include "core/dtype.h"
-#include "core/reduce_op.h"
+#include "core/collective/dtype.h"
+#include "core/collective/reduce_op.h"
 
 namespace ringcc {
 namespace device {

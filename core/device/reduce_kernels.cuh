@@ -1,12 +1,12 @@
 // ringcc's device kernels: scaling and N-way reductions for every dtype and
-// operator of core/dtype.h and core/reduce_op.h. Compiled at run time by
+// operator of core/collective/dtype.h and core/collective/reduce_op.h. Compiled at run time by
 // NVRTC for the device's architecture (core/device/kernel_cache.cc embeds
 // this file as a string), so it includes no header at all: fixed-width
 // types and the float16/bfloat16 conversions are written out here.
 //
 // The same text also compiles as host C++ (RINGCC_KERNELS_ON_HOST), which
 // the stand-in CUDA driver of the tests uses to run the kernels' logic on
-// host memory. The arithmetic follows core/reduction.cc exactly: 16-bit
+// host memory. The arithmetic follows core/collective/reduction.cc exactly: 16-bit
 // floats are widened to float32, every source is combined in float32 and
 // the result is rounded once (round to nearest even); integers wrap on sum
 // and product; float min/max propagate NaN; integer scaling goes through
@@ -186,7 +186,7 @@ struct Max {
 // uint8 products of bytes promote to int: the wrap-around cast above still
 // gives the low 8 bits, as the host's unsigned char arithmetic does.
 
-// x * factor as core/reduction.cc's scale_one does it.
+// x * factor as core/collective/reduction.cc's scale_one does it.
 template <class T> struct Scale;
 template <> struct Scale<float> {
   static RINGCC_DEVICE float apply(float x, double f) { return x * (float)f; }

@@ -24,9 +24,9 @@ struct rcmpi_req {
   int is_recv;
 };
 
-/* ringcc's DataType codes (core/dtype.h). */
+/* ringcc's DataType codes (core/collective/dtype.h). */
 enum { DT_F16 = 0, DT_BF16 = 1, DT_F32 = 2, DT_F64 = 3, DT_I8 = 4, DT_U8 = 5, DT_I32 = 6, DT_I64 = 7 };
-/* ringcc's ReduceOp codes (core/reduce_op.h); Average arrives as Sum. */
+/* ringcc's ReduceOp codes (core/collective/reduce_op.h); Average arrives as Sum. */
 enum { OP_SUM = 0, OP_AVG = 1, OP_MIN = 2, OP_MAX = 3, OP_PROD = 4 };
 
 static int map_dtype(int dtype, MPI_Datatype* out, int* size) {

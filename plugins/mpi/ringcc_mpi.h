@@ -4,7 +4,7 @@
  * libringcc_mpi_mpich.so, libringcc_mpi_abi.so) against that ABI's headers
  * only: no plugin is linked to an MPI library. At run time the core finds a
  * libmpi, loads it, tells which ABI it speaks and loads the matching plugin,
- * whose MPI symbols then resolve against that libmpi (core/mpi_library.cc).
+ * whose MPI symbols then resolve against that libmpi (core/os/mpi_library.cc).
  * So `import ringcc` works where MPI is absent, and an MPI installed after
  * ringcc is used without rebuilding it. Communicators and requests cross the ABI as opaque
  * pointers (MPI_Comm and MPI_Request are ints in MPICH, pointers in Open
@@ -13,8 +13,8 @@
  * MPI's int is refused with RCMPI_ERR_TOO_LARGE (the core splits messages
  * and uses its own algorithms for such collectives).
  *
- * Data types and reductions use ringcc's codes (core/dtype.h and
- * core/reduce_op.h); types MPI has no equivalent for (float16, bfloat16)
+ * Data types and reductions use ringcc's codes (core/collective/dtype.h and
+ * core/collective/reduce_op.h); types MPI has no equivalent for (float16, bfloat16)
  * are refused with RCMPI_ERR_UNSUPPORTED.
  */
 #ifndef RINGCC_MPI_PLUGIN_H_

@@ -1,4 +1,4 @@
-// Tests for the reduction kernels (core/reduction.h) and the dtype and
+// Tests for the reduction kernels (core/collective/reduction.h) and the dtype and
 // reduce-op helpers. Every kernel result is compared with a scalar reference
 // written here from the definitions, including reference float16/bfloat16
 // conversions built on frexp/ldexp/nearbyint rather than bit tricks.
@@ -15,10 +15,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/error.h"
-#include "core/reduce_op.h"
-#include "core/reduction.h"
+#include "core/collective/dtype.h"
+#include "core/base/error.h"
+#include "core/collective/reduce_op.h"
+#include "core/collective/reduction.h"
 
 using ringcc::DataType;
 using ringcc::ReduceOp;

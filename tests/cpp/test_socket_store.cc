@@ -15,12 +15,12 @@
 #include <thread>
 #include <vector>
 
-#include "core/env.h"
-#include "core/error.h"
-#include "core/log.h"
-#include "core/sha256.h"
-#include "core/socket.h"
-#include "core/tcp_store.h"
+#include "core/base/env.h"
+#include "core/base/error.h"
+#include "core/base/log.h"
+#include "core/base/sha256.h"
+#include "core/os/socket.h"
+#include "core/rendezvous/tcp_store.h"
 
 using namespace ringcc;
 using std::chrono::milliseconds;

@@ -45,6 +45,7 @@ import torch
 import torch.distributed as dist
 
 from ringcc import _core
+from ringcc.torch.dtypes import CORE_DTYPES
 from ringcc.torch.errors import as_dist_error
 from ringcc.torch.fresh_store import fresh_prefix
 from ringcc.torch.work import Completer, FutureWaitable, RingWork, profile_range
@@ -78,10 +79,7 @@ _CORE_OPS = {
 _FAST_OPS = {int(kind): op for kind, op in _CORE_OPS.items() if kind != _RedOpType.PREMUL_SUM}
 # dtypes the core moves and reduces itself; others move as bytes and reduce
 # through the gather-then-reduce fallback.
-_CORE_DTYPES = frozenset({
-    torch.float16, torch.bfloat16, torch.float32, torch.float64,
-    torch.int8, torch.uint8, torch.int32, torch.int64,
-})
+_CORE_DTYPES = CORE_DTYPES
 
 
 # --------------------------------------------------------------------------
@@ -273,50 +271,6 @@ def _fails_on_every_rank(kind: str):
 
 
 # --------------------------------------------------------------------------
-# The store
-
-
-class _PollingStore:
-    """torch's store as the core meets through it, with wait() polling
-    check() instead of blocking.
-
-    A TCPStore client runs one request at a time: a thread blocked in its
-    wait() would hold up every other store call of the process, such as a
-    second communicator's rendezvous on another thread (point-to-point
-    channels join concurrently, in whatever order the ranks use them) or a
-    sender's message count."""
-
-    __slots__ = ("_store",)
-
-    def __init__(self, store) -> None:
-        self._store = store
-
-    def set(self, key, value):
-        self._store.set(key, value)
-
-    def get(self, key):
-        return self._store.get(key)
-
-    def add(self, key, delta):
-        return self._store.add(key, delta)
-
-    def check(self, keys):
-        return self._store.check(keys)
-
-    def wait(self, keys, timeout=None):
-        seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
-        if seconds is None or seconds <= 0:
-            seconds = _core_timeout_s()  # every wait is bounded
-        deadline = time.monotonic() + seconds
-        delay = 0.0002
-        while not self._store.check(list(keys)):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"keys {list(keys)} were not set within {seconds:g} s")
-            time.sleep(delay)
-            delay = min(delay * 2, 0.01)
-
-
-# --------------------------------------------------------------------------
 # Point-to-point
 
 
@@ -343,7 +297,7 @@ class _Channel:
         """The channel's communicator (joined on first use: blocks until the
         peer joins too)."""
         if self._comm is None:
-            self._comm = _core.Communicator(self._me, 2, _PollingStore(self._store))
+            self._comm = _core.Communicator(self._me, 2, self._store)
         return self._comm
 
     def close(self) -> None:
@@ -405,7 +359,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         self._core_timeout_s = _core_timeout_s()
         # torchrun keeps its store across restarts: meet where no earlier attempt wrote.
         store = self._store = dist.PrefixStore(fresh_prefix(store, rank, size, self._core_timeout_s), store)
-        self._comm = _core.Communicator(rank, size, _PollingStore(store))
+        self._comm = _core.Communicator(rank, size, store)
         _LIVE_GROUPS.add(self)
 
     def __repr__(self) -> str:

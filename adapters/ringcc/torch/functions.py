@@ -82,8 +82,6 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, prefix="Paramete
 def _create_state(optimizer, model) -> None:
     """Horovod's way to give a new optimizer its state: a step with zero
     gradients."""
-    from ringcc.torch.optimizer import _DistributedOptimizer
-
     sparse = set()
     if model is not None:
         for module in model.modules():
@@ -97,11 +95,9 @@ def _create_state(optimizer, model) -> None:
             if isinstance(optimizer, torch.optim.SparseAdam) or (
                     isinstance(optimizer, torch.optim.SGD) and id(p) in sparse):
                 p.grad = p.grad.to_sparse()
-    if isinstance(optimizer, _DistributedOptimizer):
-        # Its own step would reduce the gradients, which needs every rank.
-        super(_DistributedOptimizer, optimizer).step()
-    else:
-        optimizer.step()
+    # A DistributedOptimizer's own step would reduce the gradients, which
+    # needs every rank: the wrapped optimizer's step instead.
+    getattr(optimizer, "_step_without_reduction", optimizer.step)()
 
 
 def _dumps(obj) -> bytes:

@@ -56,6 +56,7 @@ import torch
 import ringcc
 from ringcc import _core
 from ringcc.torch import process_sets as _process_sets
+from ringcc.torch.dtypes import CORE_DTYPE_CODES, CORE_DTYPES
 from ringcc.torch.errors import as_dist_error
 from ringcc.torch.compression import (  # noqa: F401  (re-exported)
     BF16Compressor,
@@ -434,13 +435,12 @@ def _enqueue(call: Callable[[], object]):
 # --------------------------------------------------------------------------
 # Tensors as the core takes them
 
-_CORE_DTYPES = frozenset({torch.float16, torch.bfloat16, torch.float32, torch.float64,
-                          torch.int8, torch.uint8, torch.int32, torch.int64})
+_CORE_DTYPES = CORE_DTYPES
 # dtypes whose late-allocated outputs (NumPy arrays) torch can wrap
 _NUMPY_DTYPES = _CORE_DTYPES - {torch.bfloat16}
 # allreduce_async_'s direct path: the core's dtype code of each core dtype,
 # the ops it takes as they are, the core's handle and entry point.
-_DIRECT_DTYPE_CODES = {getattr(torch, name): code for name, code in _core.DTYPE_CODES.items()}
+_DIRECT_DTYPE_CODES = CORE_DTYPE_CODES
 _DIRECT_OPS = frozenset((Sum, Average, Min, Max, Product))
 _CoreHandle = _core.Handle
 _allreduce_async_raw = _core._allreduce_async_raw
@@ -1349,18 +1349,6 @@ def join(device=-1) -> int:
         raise _internal_error(error) from None
 
 
-# --------------------------------------------------------------------------
-# The rest of the API lives in modules of its own.
-
-from ringcc.torch.functions import (  # noqa: E402,F401
-    allgather_object,
-    broadcast_object,
-    broadcast_optimizer_state,
-    broadcast_parameters,
-)
-from ringcc.torch.optimizer import DistributedOptimizer  # noqa: E402,F401
-from ringcc.torch.sync_batch_norm import SyncBatchNorm  # noqa: E402,F401
-
 __all__ = [
     # lifetime and topology
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
@@ -1386,9 +1374,6 @@ __all__ = [
     "HorovodAlltoall", "HorovodReducescatter",
     # process sets
     "ProcessSet", "global_process_set", "add_process_set", "remove_process_set",
-    # higher level
-    "DistributedOptimizer", "broadcast_parameters", "broadcast_optimizer_state",
-    "broadcast_object", "allgather_object", "SyncBatchNorm",
     # timeline and errors
     "start_timeline", "stop_timeline", "HorovodInternalError", "HostsUpdatedInterrupt",
     "NotInitializedError",

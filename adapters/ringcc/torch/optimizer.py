@@ -27,6 +27,7 @@ import torch
 
 from ringcc.torch import horovod as _hvd
 from ringcc.torch.compression import Compression
+from ringcc.torch.functions import broadcast_object
 from ringcc.torch.process_sets import global_process_set
 
 __all__ = ["DistributedOptimizer"]
@@ -110,8 +111,7 @@ class _DistributedOptimizer:
             p_list = [p for group in self.param_groups for p in group["params"] if p.requires_grad]
             # The same order on every rank: rank 0's.
             names = [self._parameter_names.get(p) for p in p_list]
-            names = _hvd.broadcast_object(names, root_rank=self._root_rank(),
-                                          process_set=self.process_set)
+            names = broadcast_object(names, root_rank=self._root_rank(), process_set=self.process_set)
             p_list.sort(key=lambda p: names.index(self._parameter_names.get(p)))
             if isinstance(self._groups, list):
                 p_groups, grouped = [], set()
@@ -283,6 +283,12 @@ class _DistributedOptimizer:
             self.synchronize()
         self._synchronized = False
         return super().step(closure)
+
+    def _step_without_reduction(self):
+        """The wrapped optimizer's own step, on the gradients as they are
+        (broadcast_optimizer_state's step with zero gradients: a reducing
+        step would need every rank)."""
+        return super().step()
 
     def zero_grad(self, *args, **kwargs):
         if self._handles:

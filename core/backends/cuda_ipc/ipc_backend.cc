@@ -5,10 +5,11 @@
 #include <thread>
 
 #include "core/device/gpu_libraries.h"
-#include "core/env.h"
-#include "core/error.h"
-#include "core/log.h"
-#include "core/sha256.h"
+#include "core/device/gpu_trace.h"
+#include "core/base/env.h"
+#include "core/base/error.h"
+#include "core/base/log.h"
+#include "core/base/sha256.h"
 
 namespace ringcc {
 
@@ -17,10 +18,6 @@ using device::CudaDevice;
 
 namespace {
 
-std::chrono::milliseconds until(Deadline deadline) {
-  return std::max(std::chrono::milliseconds(1),
-                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
-}
 
 std::string hex_of(const void* data, size_t size) { return to_hex(data, size); }
 
@@ -39,7 +36,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-IpcBackend::IpcBackend(const device::DeviceJob& job, Deadline deadline)
+IpcBackend::IpcBackend(const BackendJob& job, Deadline deadline)
     : job_(job), dev_(*job.device), api_(job.device->api()), n_(job.size), me_(job.rank) {
   if (n_ > CudaDevice::kMaxSources) {
     raise(ErrorKind::kInvalidArgument, "CUDA IPC serves at most ", CudaDevice::kMaxSources, " ranks");
@@ -147,7 +144,7 @@ void IpcBackend::set_up_host_flags(Deadline deadline) {
   // every page, then the names are removed (the mappings stay).
   uint8_t nonce[8];
   random_bytes(nonce, sizeof(nonce));
-  const std::string mine = "/ringcc-ipcflags-" + std::to_string(job_.ranks[static_cast<size_t>(me_)].pid) + "-" +
+  const std::string mine = "/ringcc-ipcflags-" + std::to_string(job_.gpus[static_cast<size_t>(me_)].pid) + "-" +
                            to_hex(nonce, sizeof(nonce));
   flag_pages_.resize(static_cast<size_t>(n_));
   flag_pages_[static_cast<size_t>(me_)] = ShmSegment::create(mine, 4096);
@@ -481,5 +478,37 @@ void IpcBackend::abort(const std::string& reason) {
   } catch (...) {
   }
 }
+
+namespace {
+
+// The device reduction reads one source per rank.
+constexpr size_t kMaxIpcRanks = 16;
+
+std::string refuses(const BackendJob& job, bool forced) {
+  const size_t hosts = device::hosts_of(job.gpus);
+  if (hosts > 1) return "the ranks span " + std::to_string(hosts) + " hosts (CUDA IPC needs every rank on one host)";
+  const std::string no_nvrtc = device::ranks_without(job.gpus, &device::GpuRankInfo::nvrtc);
+  if (!no_nvrtc.empty()) {
+    return "NVRTC (for CUDA IPC's device kernels) was not found on rank(s) " + no_nvrtc +
+           ": pip install nvidia-cuda-nvrtc (CUDA 13) or nvidia-cuda-nvrtc-cu12 (CUDA 12), or point "
+           "RINGCC_NVRTC_LIB at a libnvrtc.so";
+  }
+  if (job.gpus.size() > kMaxIpcRanks) {
+    return "CUDA IPC serves at most " + std::to_string(kMaxIpcRanks) + " ranks, not " +
+           std::to_string(job.gpus.size());
+  }
+  // Ranks on GPUs of their own are NCCL's; CUDA IPC serves them only when told to.
+  const size_t gpus = device::gpus_of(job.gpus);
+  if (!forced && gpus > 1) return "the ranks use " + std::to_string(gpus) + " GPUs (CUDA IPC serves ranks that share one)";
+  return "";
+}
+
+std::unique_ptr<Backend> make(const BackendJob& job, Deadline deadline) {
+  return std::make_unique<IpcBackend>(job, deadline);
+}
+
+}  // namespace
+
+BackendEntry cuda_ipc_backend() { return {"ipc", MemoryKind::kCuda, &refuses, &make, nullptr}; }
 
 }  // namespace ringcc

@@ -32,19 +32,20 @@
 #include <string>
 #include <vector>
 
-#include "core/device/device_backend.h"
+#include "core/backends/backend.h"
 #include "core/device/device_memory.h"
-#include "core/shm_segment.h"
+#include "core/os/shm_segment.h"
 
 namespace ringcc {
 
-class IpcBackend : public device::DeviceBackend {
+class IpcBackend : public Backend {
  public:
   // Collective over the job: exchanges the areas' handles through the store.
-  IpcBackend(const device::DeviceJob& job, Deadline deadline);
+  IpcBackend(const BackendJob& job, Deadline deadline);
   ~IpcBackend() override;
 
   const char* name() const override { return "ipc"; }
+  MemoryKind memory() const override { return MemoryKind::kCuda; }
   void run(CollectiveArgs& a, Deadline deadline) override;
   void abort(const std::string& reason) override;
 
@@ -79,7 +80,7 @@ class IpcBackend : public device::DeviceBackend {
   void release_waits();
   void set_up_host_flags(Deadline deadline);
 
-  device::DeviceJob job_;
+  BackendJob job_;
   device::CudaDevice& dev_;
   const cuda::DriverApi& api_;
   int n_ = 1, me_ = 0;
@@ -98,5 +99,7 @@ class IpcBackend : public device::DeviceBackend {
   std::string reason_;
   std::unique_ptr<device::Watchdog> watchdog_;
 };
+
+BackendEntry cuda_ipc_backend();
 
 }  // namespace ringcc

@@ -3,16 +3,17 @@
 #include <algorithm>
 #include <mutex>
 
-#include "core/env.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "core/base/env.h"
+#include "core/base/error.h"
+#include "core/base/log.h"
+#include "core/device/gpu_trace.h"
 
 namespace ringcc {
 
 using namespace ringcc::cuda;
 using device::CudaDevice;
 
-StagingBackend::StagingBackend(const device::DeviceJob& job)
+StagingBackend::StagingBackend(const BackendJob& job)
     : job_(job),
       dev_(*job.device),
       api_(job.device->api()),
@@ -22,7 +23,12 @@ StagingBackend::StagingBackend(const device::DeviceJob& job)
       in_(*job.device),
       out_(*job.device),
       copied_{device::Event(*job.device), device::Event(*job.device)},
-      last_(*job.device) {}
+      last_(*job.device) {
+  if (job.gpus[static_cast<size_t>(job.rank)].forced.empty()) {
+    RINGCC_LOG(kWarning, "GPU collectives go through host memory (slow): ", job.chosen_because,
+               "; RINGCC_GPU_BACKEND=nccl|ipc|host chooses one");
+  }
+}
 
 StagingBackend::~StagingBackend() {
   // The last copies out of the pinned buffers finish before they are freed.
@@ -187,5 +193,18 @@ void StagingBackend::abort(const std::string& reason) {
   reason_ = reason;
   aborted_.store(true);
 }
+
+namespace {
+
+// Host memory serves every job.
+std::string refuses(const BackendJob& /*job*/, bool /*forced*/) { return ""; }
+
+std::unique_ptr<Backend> make(const BackendJob& job, Deadline /*deadline*/) {
+  return std::make_unique<StagingBackend>(job);
+}
+
+}  // namespace
+
+BackendEntry host_staging_backend() { return {"host", MemoryKind::kCuda, &refuses, &make, nullptr}; }
 
 }  // namespace ringcc

@@ -1,7 +1,7 @@
 // GPU collectives through host memory, where neither NCCL nor CUDA IPC can
 // serve (no NCCL, no IPC permission, ranks on several hosts sharing GPUs):
 // device-to-host copies into pinned buffers, ringcc's host algorithms (the
-// communicator's own host path, handed in as DeviceJob::host_run), then
+// communicator's own host path, handed in as BackendJob::host_run), then
 // host-to-device copies. Allreduce is pipelined in chunks: while the host
 // reduces one chunk, the stream copies the next one down and the previous
 // one back up. The host waits for the caller's stream (the data must be on
@@ -16,17 +16,18 @@
 #include <mutex>
 #include <string>
 
-#include "core/device/device_backend.h"
+#include "core/backends/backend.h"
 #include "core/device/device_memory.h"
 
 namespace ringcc {
 
-class StagingBackend : public device::DeviceBackend {
+class StagingBackend : public Backend {
  public:
-  explicit StagingBackend(const device::DeviceJob& job);
+  explicit StagingBackend(const BackendJob& job);
   ~StagingBackend() override;
 
   const char* name() const override { return "host"; }
+  MemoryKind memory() const override { return MemoryKind::kCuda; }
   void run(CollectiveArgs& a, Deadline deadline) override;
   void abort(const std::string& reason) override;
 
@@ -42,7 +43,7 @@ class StagingBackend : public device::DeviceBackend {
   void allreduce(CollectiveArgs& a);
   void whole(CollectiveArgs& a);
 
-  device::DeviceJob job_;
+  BackendJob job_;
   device::CudaDevice& dev_;
   const cuda::DriverApi& api_;
   size_t chunk_bytes_;
@@ -55,5 +56,7 @@ class StagingBackend : public device::DeviceBackend {
   mutable std::mutex mu_;
   std::string reason_;
 };
+
+BackendEntry host_staging_backend();
 
 }  // namespace ringcc

@@ -5,9 +5,10 @@
 #include <thread>
 
 #include "core/device/gpu_libraries.h"
-#include "core/error.h"
-#include "core/log.h"
-#include "core/sha256.h"
+#include "core/device/gpu_trace.h"
+#include "core/base/error.h"
+#include "core/base/log.h"
+#include "core/base/sha256.h"
 
 namespace ringcc {
 
@@ -16,10 +17,6 @@ using device::CudaDevice;
 
 namespace {
 
-std::chrono::milliseconds until(Deadline deadline) {
-  return std::max(std::chrono::milliseconds(1),
-                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
-}
 
 void from_hex(const std::string& hex, void* out, size_t size) {
   if (hex.size() != 2 * size) raise(ErrorKind::kInternal, "malformed NCCL unique id in the store");
@@ -32,7 +29,7 @@ constexpr size_t kGroupOps = 1024;
 
 }  // namespace
 
-NcclBackend::NcclBackend(const device::DeviceJob& job, Deadline deadline)
+NcclBackend::NcclBackend(const BackendJob& job, Deadline deadline)
     : job_(job),
       dev_(*job.device),
       nccl_(device::nccl_library("the NCCL backend")),
@@ -465,5 +462,30 @@ void NcclBackend::abort(const std::string& reason) {
     comm_ = nullptr;
   }
 }
+
+namespace {
+
+std::string refuses(const BackendJob& job, bool forced) {
+  const std::string no_nccl = device::ranks_without(job.gpus, &device::GpuRankInfo::nccl);
+  if (!no_nccl.empty()) {
+    return "NCCL was not found on rank(s) " + no_nccl +
+           ": pip install nvidia-nccl-cu13 (CUDA 13) or nvidia-nccl-cu12 (CUDA 12), or point RINGCC_NCCL_LIB at a "
+           "libnccl.so.2";
+  }
+  const std::string shared = device::first_shared_gpu(job.gpus);
+  if (!shared.empty()) {
+    return shared + ", and NCCL refuses ranks that share a GPU (\"Duplicate GPU detected\")" +
+           (forced ? "; use RINGCC_GPU_BACKEND=ipc or host, or give each rank its own GPU" : "");
+  }
+  return "";
+}
+
+std::unique_ptr<Backend> make(const BackendJob& job, Deadline deadline) {
+  return std::make_unique<NcclBackend>(job, deadline);
+}
+
+}  // namespace
+
+BackendEntry nccl_backend() { return {"nccl", MemoryKind::kCuda, &refuses, &make, nullptr}; }
 
 }  // namespace ringcc

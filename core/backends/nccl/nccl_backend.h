@@ -24,18 +24,19 @@
 #include <mutex>
 #include <string>
 
-#include "core/device/device_backend.h"
+#include "core/backends/backend.h"
 #include "core/device/device_memory.h"
 #include "core/device/nccl_api.h"
 
 namespace ringcc {
 
-class NcclBackend : public device::DeviceBackend {
+class NcclBackend : public Backend {
  public:
-  NcclBackend(const device::DeviceJob& job, Deadline deadline);
+  NcclBackend(const BackendJob& job, Deadline deadline);
   ~NcclBackend() override;
 
   const char* name() const override { return "nccl"; }
+  MemoryKind memory() const override { return MemoryKind::kCuda; }
   void run(CollectiveArgs& a, Deadline deadline) override;
   void abort(const std::string& reason) override;
 
@@ -58,7 +59,7 @@ class NcclBackend : public device::DeviceBackend {
   void alltoall(CollectiveArgs& a, Deadline deadline);
   void barrier(CollectiveArgs& a, Deadline deadline);
 
-  device::DeviceJob job_;
+  BackendJob job_;
   device::CudaDevice& dev_;
   const nccl::NcclApi& nccl_;
   int version_ = 0;
@@ -71,5 +72,7 @@ class NcclBackend : public device::DeviceBackend {
   std::string reason_;
   std::unique_ptr<device::Watchdog> watchdog_;
 };
+
+BackendEntry nccl_backend();
 
 }  // namespace ringcc

@@ -1,0 +1,34 @@
+// Ring allgather where every rank may contribute a different number of
+// elements (known to all from the header exchange): n-1 steps, each passing
+// one rank's block to the right, received straight into the output.
+#include <cstring>
+
+#include "core/algorithms/ring_algorithms.h"
+
+namespace ringcc {
+
+void ring_allgather(const PeerSet& ps, CollectiveArgs& a, Deadline deadline) {
+  const int n = ps.size();
+  const size_t es = dtype_size(a.dtype);
+  std::vector<int64_t> displ(static_cast<size_t>(n) + 1, 0);
+  for (int r = 0; r < n; ++r) {
+    displ[static_cast<size_t>(r) + 1] = displ[static_cast<size_t>(r)] + a.recv_counts[static_cast<size_t>(r)];
+  }
+  a.result_count = displ.back();
+  auto* out = static_cast<uint8_t*>(a.out_count >= 0 ? a.out : a.allocate(a.result_count));
+  a.out = out;
+  auto block = [&](int r) { return out + static_cast<size_t>(displ[static_cast<size_t>(r)]) * es; };
+  auto bytes = [&](int r) { return static_cast<size_t>(a.recv_counts[static_cast<size_t>(r)]) * es; };
+  if (bytes(ps.me) > 0 && block(ps.me) != a.in) std::memcpy(block(ps.me), a.in, bytes(ps.me));
+
+  Transport* right = ps.links[static_cast<size_t>(ps.right())];
+  Transport* left = ps.links[static_cast<size_t>(ps.left())];
+  for (int s = 0; s < n - 1; ++s) {
+    const int sb = (ps.me - s + n) % n, rb = (ps.me - s - 1 + n) % n;
+    auto sreq = right->isend(ps.ranks[static_cast<size_t>(ps.right())], block(sb), bytes(sb));
+    auto rreq = left->irecv(ps.ranks[static_cast<size_t>(ps.left())], block(rb), bytes(rb));
+    wait_all({sreq.get(), rreq.get()}, deadline, "allgather");
+  }
+}
+
+}  // namespace ringcc

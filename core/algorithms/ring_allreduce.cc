@@ -1,0 +1,125 @@
+// Ring allreduce: a reduce-scatter (n-1 steps; each step sends one segment
+// to the right neighbour and reduces the segment arriving from the left,
+// chunk by chunk so reduction overlaps the transfer of the next chunk),
+// then an allgather of the reduced segments (n-1 steps). The segment the
+// last reduce-scatter step completes is the one the allgather's first step
+// sends: each of its chunks goes out as soon as it is reduced, while it is
+// still in cache, so the two phases run as one pipeline (transports carry
+// byte streams, so the receiver takes the segment in one piece).
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "core/collective/reduction.h"
+#include "core/algorithms/ring_algorithms.h"
+
+namespace ringcc {
+
+namespace {
+
+// Chunks of reduced data sent on to the right neighbour as they are done.
+struct Forward {
+  Transport* to = nullptr;
+  int rank = -1;
+  std::vector<std::unique_ptr<Request>> sends;
+  size_t first_pending = 0;  // sends before it have completed
+
+  // The sends still to progress: the oldest pending and the newest (sends
+  // on one link complete in order, and progressing one moves the link).
+  void add_pending(std::vector<Request*>* out) {
+    while (first_pending < sends.size() && sends[first_pending]->progress()) ++first_pending;
+    if (first_pending < sends.size()) out->push_back(sends[first_pending].get());
+    if (sends.size() > first_pending + 1) out->push_back(sends.back().get());
+  }
+};
+
+// Receives `len` elements from `from` in chunks and reduces each into dst,
+// while `also` (our own send) keeps progressing. With `forward`, each
+// reduced chunk is sent on at once.
+void recv_reduce(Transport* t, int from, uint8_t* dst, int64_t len, const CollectiveArgs& a,
+                 uint8_t* staging, int64_t chunk_elems, Request* also, Deadline deadline,
+                 Forward* forward) {
+  const size_t es = dtype_size(a.dtype);
+  const int64_t nchunks = (len + chunk_elems - 1) / chunk_elems;
+  std::unique_ptr<Request> pending[2];
+  auto post = [&](int64_t k) {
+    const int64_t off = k * chunk_elems, m = std::min(chunk_elems, len - off);
+    pending[k % 2] = t->irecv(from, staging + static_cast<size_t>(k % 2) * static_cast<size_t>(chunk_elems) * es,
+                              static_cast<size_t>(m) * es);
+  };
+  if (nchunks > 0) post(0);
+  for (int64_t k = 0; k < nchunks; ++k) {
+    if (k + 1 < nchunks) post(k + 1);
+    std::vector<Request*> others;
+    if (also) others.push_back(also);
+    if (k + 1 < nchunks) others.push_back(pending[(k + 1) % 2].get());
+    if (forward) forward->add_pending(&others);
+    wait_one(pending[k % 2].get(), others, deadline, "allreduce");
+    const int64_t off = k * chunk_elems, m = std::min(chunk_elems, len - off);
+    uint8_t* reduced = dst + static_cast<size_t>(off) * es;
+    reduce_inplace(reduced, staging + static_cast<size_t>(k % 2) * static_cast<size_t>(chunk_elems) * es,
+                   m, a.dtype, a.op);
+    if (forward) {
+      forward->sends.push_back(forward->to->isend(forward->rank, reduced, static_cast<size_t>(m) * es));
+    }
+  }
+}
+
+}  // namespace
+
+void ring_allreduce(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch,
+                    Deadline deadline) {
+  const int n = ps.size();
+  const size_t es = dtype_size(a.dtype);
+  auto* buf = static_cast<uint8_t*>(a.out);
+  if (a.prescale != 1.0) {
+    scale_copy(buf, a.in, a.count, a.dtype, a.prescale);
+  } else if (a.in != a.out && a.count > 0) {
+    std::memcpy(buf, a.in, static_cast<size_t>(a.count) * es);
+  }
+  a.result_count = a.count;
+  if (n > 1 && a.count > 0) {
+    auto seg_lo = [&](int j) { return a.count * j / n; };
+    const int64_t chunk_elems = std::max<int64_t>(1, static_cast<int64_t>(ring_chunk_bytes() / es));
+    uint8_t* staging = scratch.get(scratch.chunks, 2 * static_cast<size_t>(chunk_elems) * es);
+    Transport* right = ps.links[static_cast<size_t>(ps.right())];
+    Transport* left = ps.links[static_cast<size_t>(ps.left())];
+    const int right_rank = ps.ranks[static_cast<size_t>(ps.right())];
+    const int left_rank = ps.ranks[static_cast<size_t>(ps.left())];
+
+    Forward forward;  // the allgather's first sends
+    forward.to = right;
+    forward.rank = right_rank;
+    for (int s = 0; s < n - 1; ++s) {  // reduce-scatter
+      const int sseg = (ps.me - s + n) % n, rseg = (ps.me - s - 1 + n) % n;
+      auto sreq = right->isend(right_rank, buf + static_cast<size_t>(seg_lo(sseg)) * es,
+                               static_cast<size_t>(seg_lo(sseg + 1) - seg_lo(sseg)) * es);
+      recv_reduce(left, left_rank, buf + static_cast<size_t>(seg_lo(rseg)) * es,
+                  seg_lo(rseg + 1) - seg_lo(rseg), a, staging, chunk_elems, sreq.get(), deadline,
+                  s == n - 2 ? &forward : nullptr);
+      wait_all({sreq.get()}, deadline, "allreduce");
+    }
+    {  // allgather, first step: its segment went out chunk by chunk above
+      const int rseg = ps.me;
+      auto rreq = left->irecv(left_rank, buf + static_cast<size_t>(seg_lo(rseg)) * es,
+                              static_cast<size_t>(seg_lo(rseg + 1) - seg_lo(rseg)) * es);
+      std::vector<Request*> all{rreq.get()};
+      for (size_t i = forward.first_pending; i < forward.sends.size(); ++i) {
+        all.push_back(forward.sends[i].get());
+      }
+      wait_all(all, deadline, "allreduce");
+    }
+    for (int s = 1; s < n - 1; ++s) {  // allgather, the other steps
+      const int sseg = (ps.me + 1 - s + n) % n, rseg = (ps.me - s + n) % n;
+      auto sreq = right->isend(right_rank, buf + static_cast<size_t>(seg_lo(sseg)) * es,
+                               static_cast<size_t>(seg_lo(sseg + 1) - seg_lo(sseg)) * es);
+      auto rreq = left->irecv(left_rank, buf + static_cast<size_t>(seg_lo(rseg)) * es,
+                              static_cast<size_t>(seg_lo(rseg + 1) - seg_lo(rseg)) * es);
+      wait_all({sreq.get(), rreq.get()}, deadline, "allreduce");
+    }
+  }
+  if (a.postscale != 1.0) scale_inplace(buf, a.count, a.dtype, a.postscale);
+}
+
+}  // namespace ringcc

@@ -1,0 +1,651 @@
+#include "core/algorithms/shm_collectives.h"
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "core/base/env.h"
+#include "core/base/error.h"
+#include "core/base/interrupt.h"
+#include "core/base/log.h"
+#include "core/collective/reduction.h"
+
+namespace ringcc {
+
+struct alignas(64) ShmControl {
+  std::atomic<uint32_t> phase;     // last phase this rank arrived at (futex word)
+  std::atomic<uint32_t> sleepers;  // peers sleeping on `phase`
+  std::atomic<uint32_t> aborted;
+  std::atomic<uint32_t> left;  // this rank shut down: it arrives at no later phase
+  int32_t pid;
+  // A word peers read through process_vm_readv(2) to learn whether this
+  // host lets them read our memory directly (cross-memory attach), and its
+  // address in our own address space.
+  uint64_t probe;
+  uint64_t probe_addr;
+  char reason[512];
+};
+
+constexpr uint64_t kProbeValue = 0x72696e6763636d61ULL;
+
+namespace {
+
+constexpr size_t kAlign = 4096;
+// The data areas start this far into a page. User buffers mostly start at
+// page offset 0 to 64 (malloc's and mmap's headers, 64-byte alignment), and
+// copying between addresses that sit a few bytes apart modulo 4 KiB makes
+// loads wait on unrelated stores (4K aliasing): with many small tensors of
+// one buffer (a fused batch) that halved the copy speed. Half a page keeps
+// them apart.
+constexpr size_t kAreaSkew = 2048 + 64;
+
+size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+// True when phase a is at or past phase b (wrap-around safe).
+bool reached(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) >= 0; }
+
+void copy_scaled(void* dst, const void* src, int64_t count, DataType dtype, double factor) {
+  if (count <= 0) return;
+  if (factor == 1.0) {
+    if (dst != src) std::memcpy(dst, src, static_cast<size_t>(count) * dtype_size(dtype));
+  } else {
+    scale_copy(dst, src, count, dtype, factor);
+  }
+}
+
+// The logical input and output of an allreduce: the args' contiguous
+// buffers, or the concatenation of their segments.
+class Layout {
+ public:
+  explicit Layout(const CollectiveArgs& a) : a_(a), es_(static_cast<int64_t>(dtype_size(a.dtype))) {
+    if (segmented()) {
+      starts_.reserve(a.segments.size() + 1);
+      int64_t at = 0;
+      for (const auto& seg : a.segments) {
+        starts_.push_back(at);
+        at += seg.count;
+      }
+      starts_.push_back(at);
+    }
+  }
+  bool segmented() const { return !a_.segments.empty(); }
+
+  // Copies elements [lo, lo + len) of the input to dst, scaled.
+  void gather(uint8_t* dst, int64_t lo, int64_t len, double factor) const {
+    if (!segmented()) {
+      copy_scaled(dst, static_cast<const uint8_t*>(a_.in) + lo * es_, len, a_.dtype, factor);
+      return;
+    }
+    for_each(lo, len, [&](const BufferSegment& seg, int64_t seg_off, int64_t rel, int64_t n) {
+      if (seg.in) {
+        copy_scaled(dst + rel * es_, static_cast<const uint8_t*>(seg.in) + seg_off * es_, n, a_.dtype, factor);
+      } else {
+        std::memset(dst + rel * es_, 0, static_cast<size_t>(n * es_));
+      }
+    });
+  }
+  // f(input memory, offset relative to lo, elements) for each run of
+  // [lo, lo + len) that lies contiguously in the input; the memory is null
+  // for a segment that contributes zeros.
+  template <class F>
+  void for_each_input(int64_t lo, int64_t len, F f) const {
+    if (!segmented()) {
+      f(static_cast<const uint8_t*>(a_.in) + lo * es_, int64_t{0}, len);
+      return;
+    }
+    for_each(lo, len, [&](const BufferSegment& seg, int64_t seg_off, int64_t rel, int64_t n) {
+      f(seg.in ? static_cast<const uint8_t*>(seg.in) + seg_off * es_ : nullptr, rel, n);
+    });
+  }
+  // Copies src to elements [lo, lo + len) of the output, scaled.
+  void scatter(const uint8_t* src, int64_t lo, int64_t len, double factor) const {
+    if (!segmented()) {
+      copy_scaled(static_cast<uint8_t*>(a_.out) + lo * es_, src, len, a_.dtype, factor);
+      return;
+    }
+    for_each(lo, len, [&](const BufferSegment& seg, int64_t seg_off, int64_t rel, int64_t n) {
+      if (seg.out) {
+        copy_scaled(static_cast<uint8_t*>(seg.out) + seg_off * es_, src + rel * es_, n, a_.dtype, factor);
+      }
+    });
+  }
+
+ private:
+  // f(segment, offset in it, offset relative to lo, elements) for each
+  // part of [lo, lo + len) that lies in one segment.
+  template <class F>
+  void for_each(int64_t lo, int64_t len, F f) const {
+    size_t k = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), lo) - starts_.begin());
+    k = k > 0 ? k - 1 : 0;
+    int64_t pos = lo;
+    const int64_t end = lo + len;
+    while (pos < end && k < a_.segments.size()) {
+      const int64_t take = std::min(end, starts_[k + 1]) - pos;
+      if (take > 0) {
+        f(a_.segments[k], pos - starts_[k], pos - lo, take);
+        pos += take;
+      }
+      ++k;
+    }
+  }
+
+  const CollectiveArgs& a_;
+  int64_t es_;
+  std::vector<int64_t> starts_;
+};
+
+std::chrono::microseconds spin_budget() {
+  static const auto budget = std::chrono::microseconds(env_int("RINGCC_SPIN_US", 50));
+  return budget;
+}
+
+}  // namespace
+
+size_t ShmCollectives::area_bytes_from_env() {
+  return round_up(static_cast<size_t>(std::max<int64_t>(env_int("RINGCC_SHM_AREA_BYTES", 4 << 20),
+                                                        64 * 1024)),
+                  kAlign);
+}
+
+size_t ShmCollectives::small_bytes_from_env() {
+  return static_cast<size_t>(std::clamp<int64_t>(env_int("RINGCC_SHM_SMALL_BYTES", 64 * 1024), 0,
+                                                 static_cast<int64_t>(area_bytes_from_env())));
+}
+
+ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix,
+                               std::vector<int> ranks, int me, Deadline deadline)
+    : ranks_(std::move(ranks)), me_(me) {
+  const size_t n = ranks_.size();
+  area_bytes_ = area_bytes_from_env();
+  small_bytes_ = small_bytes_from_env();
+  header_bytes_ = round_up(sizeof(OpHeader) + 8 * n, 64);
+  segment_bytes_ = round_up(sizeof(ShmControl) + 2 * header_bytes_, kAlign) + kAreaSkew +
+                   2 * area_bytes_;
+
+  // Our segment's name is in /dev/shm only from here until every rank has
+  // mapped it: removed then, or at once if anything below fails. A rank
+  // killed in between leaves it behind; its pid in the name lets the next
+  // job on this host remove it.
+  remove_stale_shm_objects();
+  const std::string mine = ShmSegment::owned_name(
+      key_prefix + "-" + std::to_string(ranks_[static_cast<size_t>(me_)]));
+  segments_.resize(n);
+  segments_[static_cast<size_t>(me_)] = ShmSegment::create(mine, segment_bytes_);
+  try {
+    ShmControl* ctl = new (segments_[static_cast<size_t>(me_)].data()) ShmControl();
+    ctl->phase.store(0);
+    ctl->sleepers.store(0);
+    ctl->aborted.store(0);
+    ctl->left.store(0);
+    ctl->pid = static_cast<int32_t>(getpid());
+    ctl->probe = kProbeValue;
+    ctl->probe_addr = reinterpret_cast<uint64_t>(&ctl->probe);
+
+    auto wait_ms = [&] {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    };
+    store.set(key_prefix + "/created/" + std::to_string(ranks_[static_cast<size_t>(me_)]), mine);
+    for (size_t i = 0; i < n; ++i) {
+      if (static_cast<int>(i) == me_) continue;
+      const std::string name =
+          store.get(key_prefix + "/created/" + std::to_string(ranks_[i]), wait_ms());
+      if (!ShmSegment::is_owned_name(name)) {
+        raise(ErrorKind::kInternal, "rank ", ranks_[i],
+              " announced a shared memory segment with an unexpected name");
+      }
+      segments_[i] = ShmSegment::open(name, segment_bytes_);
+    }
+    // Can we read the peers' memory directly? Every rank tries on every
+    // peer and tells the others with its "mapped" mark, so all decide alike.
+    bool cma = env_int("RINGCC_SHM_CMA", 1) != 0;
+    for (size_t i = 0; i < n && cma; ++i) {
+      if (static_cast<int>(i) == me_) continue;
+      uint64_t value = 0;
+      const ShmControl* peer = control(static_cast<int>(i));
+      cma = read_peer(static_cast<int>(i), &value, peer->probe_addr, sizeof(value)) &&
+            value == kProbeValue;
+    }
+    store.set(key_prefix + "/mapped/" + std::to_string(ranks_[static_cast<size_t>(me_)]),
+              cma ? "cma" : "1");
+    for (size_t i = 0; i < n; ++i) {
+      if (static_cast<int>(i) == me_) continue;
+      cma = store.get(key_prefix + "/mapped/" + std::to_string(ranks_[i]), wait_ms()) == "cma" && cma;
+    }
+    cma_ = cma;
+  } catch (...) {
+    ShmSegment::unlink(mine);
+    throw;
+  }
+  // Everyone has mapped every segment: the names can go, so nothing is left
+  // behind in /dev/shm even if a rank is killed later.
+  ShmSegment::unlink(mine);
+  srcs_.resize(n);
+}
+
+ShmCollectives::~ShmCollectives() = default;
+
+bool ShmCollectives::read_peer(int peer, void* dst, uint64_t remote_addr, size_t bytes) const {
+  const pid_t pid = control(peer)->pid;
+  auto* out = static_cast<uint8_t*>(dst);
+  size_t done = 0;
+  while (done < bytes) {
+    // At most 1 GiB per call: the kernel may stop short anyway.
+    const size_t want = std::min<size_t>(bytes - done, size_t{1} << 30);
+    iovec local{out + done, want};
+    iovec remote{reinterpret_cast<void*>(remote_addr + done), want};
+    const ssize_t got = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    if (got <= 0) {
+      if (got < 0 && errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<size_t>(got);
+  }
+  return true;
+}
+
+ShmControl* ShmCollectives::control(int i) const {
+  return reinterpret_cast<ShmControl*>(segments_[static_cast<size_t>(i)].data());
+}
+
+uint8_t* ShmCollectives::header_slot(int i, int parity) const {
+  return segments_[static_cast<size_t>(i)].data() + sizeof(ShmControl) +
+         static_cast<size_t>(parity) * header_bytes_;
+}
+
+uint8_t* ShmCollectives::area(int i, int parity) const {
+  return segments_[static_cast<size_t>(i)].data() +
+         round_up(sizeof(ShmControl) + 2 * header_bytes_, kAlign) + kAreaSkew +
+         static_cast<size_t>(parity) * area_bytes_;
+}
+
+void ShmCollectives::abort(const std::string& reason) {
+  ShmControl* ctl = control(me_);
+  if (ctl->aborted.load()) return;
+  std::snprintf(ctl->reason, sizeof(ctl->reason), "%s", reason.c_str());
+  ctl->aborted.store(1);
+  futex_wake_all(&ctl->phase);  // sleepers re-check and see the flag
+  // Our own waits sleep on the peers' words: wake them too.
+  for (int i = 0; i < size(); ++i) {
+    if (i != me_) futex_wake_all(&control(i)->phase);
+  }
+}
+
+void ShmCollectives::leave() {
+  ShmControl* ctl = control(me_);
+  ctl->left.store(1);
+  futex_wake_all(&ctl->phase);
+}
+
+void ShmCollectives::wait_for_peer(int peer, uint32_t phase, Deadline dl, const char* what) {
+  ShmControl* ctl = control(peer);
+  // A peer that aborted never arrives: its flag is checked before every
+  // return, so nobody reads an area its owner gave up on.
+  ShmControl* self = control(me_);
+  auto arrived = [&] {
+    if (self->aborted.load(std::memory_order_relaxed)) {
+      raise(ErrorKind::kPeerFailure, "this rank aborted: ", self->reason);
+    }
+    if (ctl->aborted.load(std::memory_order_acquire)) {
+      raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)],
+            " aborted: ", ctl->reason);
+    }
+    if (reached(ctl->phase.load(std::memory_order_acquire), phase)) return true;
+    // A rank that left finished every phase it will ever reach: the ones
+    // above cannot come.
+    if (ctl->left.load(std::memory_order_acquire) &&
+        !reached(ctl->phase.load(std::memory_order_acquire), phase)) {
+      raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)],
+            " shut ringcc down (it left the job) while this rank waited for it in ", what);
+    }
+    return false;
+  };
+  if (arrived()) return;
+  const auto waiting_since = Clock::now();
+  auto count_wait = [&] {
+    peer_wait_us_ += std::chrono::duration<double, std::micro>(Clock::now() - waiting_since).count();
+  };
+  auto spin_until = waiting_since + spin_budget();
+  while (Clock::now() < spin_until) {
+    for (int k = 0; k < 64; ++k) {
+      if (arrived()) return count_wait();
+    }
+  }
+  for (;;) {
+    poll_interrupt();
+    ctl->sleepers.fetch_add(1);
+    uint32_t seen = ctl->phase.load();
+    if (!reached(seen, phase) && !ctl->aborted.load() && !ctl->left.load()) {
+      futex_wait(&ctl->phase, seen, 50);
+    }
+    ctl->sleepers.fetch_sub(1);
+    if (arrived()) return count_wait();
+    if (!process_alive(ctl->pid)) {
+      raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)], " (pid ",
+            ctl->pid, ") exited or crashed during ", what);
+    }
+    if (Clock::now() >= dl) {
+      raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(), " s in ", what,
+            " waiting for rank ", ranks_[static_cast<size_t>(peer)],
+            " (RINGCC_TIMEOUT_S sets the limit)");
+    }
+  }
+}
+
+void ShmCollectives::sync(Deadline dl, const char* what) {
+  ShmControl* ctl = control(me_);
+  ++phase_;
+  ctl->phase.store(phase_);
+  if (ctl->sleepers.load()) futex_wake_all(&ctl->phase);
+  for (int i = 0; i < size(); ++i) {
+    if (i != me_) wait_for_peer(i, phase_, dl, what);
+  }
+}
+
+void ShmCollectives::put_header(int p, const CollectiveArgs& a) {
+  const OpHeader h = make_header(a);
+  uint8_t* slot = header_slot(me_, p);
+  std::memcpy(slot, &h, sizeof(h));
+  if (a.kind == CollectiveKind::kAlltoall) {
+    std::memcpy(slot + sizeof(OpHeader), a.send_counts.data(), 8 * a.send_counts.size());
+  }
+}
+
+void ShmCollectives::check_headers(int p, CollectiveArgs& a) {
+  const size_t n = ranks_.size();
+  std::vector<OpHeader> headers(n);
+  std::vector<int64_t> counts;
+  const bool alltoall = a.kind == CollectiveKind::kAlltoall;
+  if (alltoall) counts.resize(n * n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* slot = header_slot(static_cast<int>(i), p);
+    std::memcpy(&headers[i], slot, sizeof(OpHeader));
+    if (alltoall && headers[i].kind == static_cast<int32_t>(CollectiveKind::kAlltoall)) {
+      std::memcpy(&counts[i * n], slot + sizeof(OpHeader), 8 * n);
+    }
+  }
+  check_agreement(headers, ranks_, counts, me_);
+  a.recv_counts.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    a.recv_counts[i] = alltoall ? counts[i * n + static_cast<size_t>(me_)] : headers[i].count;
+  }
+  if (a.agree_only && alltoall) a.alltoall_counts = std::move(counts);
+}
+
+void ShmCollectives::run(CollectiveArgs& a, Deadline dl) {
+  // A device collective's agreement: headers only (every data path starts
+  // with the same header phase, so a rank with host buffers still meets it).
+  const CollectiveKind kind = a.agree_only ? CollectiveKind::kBarrier : a.kind;
+  switch (kind) {
+    case CollectiveKind::kAllreduce: return allreduce(a, dl);
+    case CollectiveKind::kReduceScatter: return reduce_scatter(a, dl);
+    case CollectiveKind::kAllgather: return allgather(a, dl);
+    case CollectiveKind::kBroadcast: return broadcast(a, dl);
+    case CollectiveKind::kAlltoall: return alltoall(a, dl);
+    case CollectiveKind::kBarrier:
+    case CollectiveKind::kLocalError: {
+      int p = next_parity();
+      put_header(p, a);
+      sync(dl, collective_name(a.kind));
+      check_headers(p, a);
+      return;
+    }
+  }
+}
+
+void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
+  const int n = size();
+  const size_t es = dtype_size(a.dtype);
+  auto* out = static_cast<uint8_t*>(a.out);
+  const int64_t count = a.count;
+  const Layout layout(a);
+
+  if (static_cast<size_t>(count) * es <= small_bytes_) {
+    // One phase: everyone publishes, everyone reduces everything.
+    int p = next_parity();
+    put_header(p, a);
+    layout.gather(area(me_, p), 0, count, a.prescale);
+    sync(dl, "allreduce");
+    check_headers(p, a);
+    if (count > 0) {
+      for (int i = 0; i < n; ++i) srcs_[static_cast<size_t>(i)] = area(i, p);
+      uint8_t* result = out;
+      if (layout.segmented()) {
+        if (scratch_.size() < static_cast<size_t>(count) * es) scratch_.resize(static_cast<size_t>(count) * es);
+        result = scratch_.data();
+      }
+      reduce_many(result, srcs_.data(), n, count, a.dtype, a.op);
+      if (a.postscale != 1.0) scale_inplace(result, count, a.dtype, a.postscale);
+      if (layout.segmented()) layout.scatter(result, 0, count, 1.0);
+    }
+    return;
+  }
+
+  // Pieces. Each rank owns one segment of a piece: it publishes only the
+  // segments others own, reduces its own segment from its input and the
+  // peers' published copies into its area, and everyone copies the reduced
+  // segments out of their owners' areas.
+  const int64_t piece_elems = static_cast<int64_t>(area_bytes_ / es);
+  const int64_t ses = static_cast<int64_t>(es);
+  for (int64_t off = 0, first = 1; first || off < count; off += piece_elems, first = 0) {
+    const int64_t m = std::min(piece_elems, count - off);
+    auto seg_lo = [&](int j) { return m * j / n; };
+    int p = next_parity();
+    if (first) put_header(p, a);
+    for (int j = 0; j < n; ++j) {
+      if (j == me_) continue;
+      layout.gather(area(me_, p) + seg_lo(j) * ses, off + seg_lo(j), seg_lo(j + 1) - seg_lo(j),
+                    a.prescale);
+    }
+    sync(dl, "allreduce");
+    if (first) check_headers(p, a);
+    const int64_t lo = seg_lo(me_), len = seg_lo(me_ + 1) - lo;
+    if (len > 0) {
+      uint8_t* mine = area(me_, p) + lo * ses;
+      if (a.prescale == 1.0) {
+        // Our own part straight from the input, run by run (one run unless
+        // the input is a list of buffers): no copy of it into the area.
+        layout.for_each_input(off + lo, len, [&](const uint8_t* src, int64_t rel, int64_t cnt) {
+          if (!src) {  // zeros: reduced in place in the area
+            std::memset(mine + rel * ses, 0, static_cast<size_t>(cnt * ses));
+            src = mine + rel * ses;
+          }
+          srcs_[0] = src;
+          for (int i = 0, k = 1; i < n; ++i) {
+            if (i != me_) srcs_[static_cast<size_t>(k++)] = area(i, p) + (lo + rel) * ses;
+          }
+          reduce_many(mine + rel * ses, srcs_.data(), n, cnt, a.dtype, a.op);
+        });
+      } else {
+        layout.gather(mine, off + lo, len, a.prescale);
+        srcs_[0] = mine;
+        for (int i = 0, k = 1; i < n; ++i) {
+          if (i != me_) srcs_[static_cast<size_t>(k++)] = area(i, p) + lo * ses;
+        }
+        reduce_many(mine, srcs_.data(), n, len, a.dtype, a.op);
+      }
+    }
+    sync(dl, "allreduce");
+    for (int j = 0; j < n; ++j) {
+      const int64_t jlo = seg_lo(j), jlen = seg_lo(j + 1) - jlo;
+      layout.scatter(area(j, p) + jlo * ses, off + jlo, jlen, a.postscale);
+    }
+  }
+}
+
+void ShmCollectives::reduce_scatter(CollectiveArgs& a, Deadline dl) {
+  const int n = size();
+  const size_t es = dtype_size(a.dtype);
+  const auto* in = static_cast<const uint8_t*>(a.in);
+  auto* out = static_cast<uint8_t*>(a.out);
+  const int64_t rows = a.row_elems > 0 ? a.count / a.row_elems : 0;
+  // Each piece carries, for every rank's block, the next q elements of it.
+  const int64_t q = std::max<int64_t>(1, static_cast<int64_t>(area_bytes_ / es) / n);
+  int64_t longest = 0;
+  for (int r = 0; r < n; ++r) longest = std::max(longest, block_rows(rows, n, r) * a.row_elems);
+  const int64_t my_first = block_first_row(rows, n, me_) * a.row_elems;
+  const int64_t my_len = block_rows(rows, n, me_) * a.row_elems;
+  for (int64_t off = 0, first = 1; first || off < longest; off += q, first = 0) {
+    int p = next_parity();
+    if (first) put_header(p, a);
+    for (int r = 0; r < n; ++r) {
+      const int64_t blen = block_rows(rows, n, r) * a.row_elems;
+      const int64_t bstart = block_first_row(rows, n, r) * a.row_elems;
+      const int64_t m = std::clamp<int64_t>(blen - off, 0, q);
+      copy_scaled(area(me_, p) + r * q * static_cast<int64_t>(es),
+                  in + (bstart + off) * static_cast<int64_t>(es), m, a.dtype, a.prescale);
+    }
+    sync(dl, "reduce_scatter");
+    if (first) check_headers(p, a);
+    const int64_t m = std::clamp<int64_t>(my_len - off, 0, q);
+    if (m > 0) {
+      for (int i = 0; i < n; ++i) {
+        srcs_[static_cast<size_t>(i)] = area(i, p) + me_ * q * static_cast<int64_t>(es);
+      }
+      uint8_t* dst = out + off * static_cast<int64_t>(es);
+      reduce_many(dst, srcs_.data(), n, m, a.dtype, a.op);
+      if (a.postscale != 1.0) scale_inplace(dst, m, a.dtype, a.postscale);
+    }
+  }
+  (void)my_first;
+  a.result_count = my_len;
+}
+
+void ShmCollectives::allgather(CollectiveArgs& a, Deadline dl) {
+  const int n = size();
+  const size_t es = dtype_size(a.dtype);
+  const auto* in = static_cast<const uint8_t*>(a.in);
+  const int64_t piece_elems = static_cast<int64_t>(area_bytes_ / es);
+  std::vector<int64_t> displ;
+  int64_t longest = 0;
+  uint8_t* out = nullptr;
+  for (int64_t off = 0, first = 1; first || off < longest; off += piece_elems, first = 0) {
+    int p = next_parity();
+    if (first) {
+      put_header(p, a);
+      // Where our input lives, for peers that read it directly.
+      const uint64_t addr = reinterpret_cast<uint64_t>(in);
+      std::memcpy(header_slot(me_, p) + sizeof(OpHeader), &addr, sizeof(addr));
+    }
+    // A contribution longer than one piece goes through cross-memory
+    // attach when the host allows it (decided below, alike on every rank):
+    // no need to stage it.
+    if (!(first && cma_ && a.count > piece_elems)) {
+      copy_scaled(area(me_, p), in + off * static_cast<int64_t>(es),
+                  std::clamp<int64_t>(a.count - off, 0, piece_elems), a.dtype, 1.0);
+    }
+    sync(dl, "allgather");
+    if (first) {
+      std::vector<uint64_t> addrs(static_cast<size_t>(n));
+      for (int r = 0; r < n; ++r) {
+        std::memcpy(&addrs[static_cast<size_t>(r)], header_slot(r, p) + sizeof(OpHeader), sizeof(uint64_t));
+      }
+      check_headers(p, a);
+      displ.assign(static_cast<size_t>(n) + 1, 0);
+      for (int r = 0; r < n; ++r) {
+        displ[static_cast<size_t>(r) + 1] = displ[static_cast<size_t>(r)] + a.recv_counts[static_cast<size_t>(r)];
+        longest = std::max(longest, a.recv_counts[static_cast<size_t>(r)]);
+      }
+      a.result_count = displ.back();
+      out = static_cast<uint8_t*>(a.out_count >= 0 ? a.out : a.allocate(a.result_count));
+      a.out = out;
+      if (cma_ && longest > piece_elems) {
+        // One copy per byte: every rank reads every peer's input straight
+        // into its output, then waits until all are done reading its own.
+        bool ok = true;
+        int read_errno = 0;
+        for (int k = 1; k <= n; ++k) {
+          const int r = (me_ + k) % n;  // peers in a staggered order, then ourselves
+          const int64_t bytes = a.recv_counts[static_cast<size_t>(r)] * static_cast<int64_t>(es);
+          uint8_t* dst = out + displ[static_cast<size_t>(r)] * static_cast<int64_t>(es);
+          if (r == me_) {
+            if (bytes > 0 && dst != in) std::memmove(dst, in, static_cast<size_t>(bytes));
+          } else if (bytes > 0 && ok) {
+            ok = read_peer(r, dst, addrs[static_cast<size_t>(r)], static_cast<size_t>(bytes));
+            if (!ok) read_errno = errno;
+          }
+        }
+        sync(dl, "allgather");
+        if (!ok) {
+          raise(ErrorKind::kInternal, "reading a peer's allgather input through process_vm_readv failed: ",
+                std::strerror(read_errno), " (RINGCC_SHM_CMA=0 turns direct reads off)");
+        }
+        return;
+      }
+    }
+    for (int r = 0; r < n; ++r) {
+      const int64_t m = std::clamp<int64_t>(a.recv_counts[static_cast<size_t>(r)] - off, 0, piece_elems);
+      copy_scaled(out + (displ[static_cast<size_t>(r)] + off) * static_cast<int64_t>(es),
+                  area(r, p), m, a.dtype, 1.0);
+    }
+  }
+}
+
+void ShmCollectives::broadcast(CollectiveArgs& a, Deadline dl) {
+  const size_t es = dtype_size(a.dtype);
+  const int root = static_cast<int>(std::find(ranks_.begin(), ranks_.end(), a.root) - ranks_.begin());
+  const bool is_root = root == me_;
+  const auto* in = static_cast<const uint8_t*>(a.in);
+  auto* out = static_cast<uint8_t*>(a.out);
+  const int64_t piece_elems = static_cast<int64_t>(area_bytes_ / es);
+  for (int64_t off = 0, first = 1; first || off < a.count; off += piece_elems, first = 0) {
+    const int64_t m = std::clamp<int64_t>(a.count - off, 0, piece_elems);
+    int p = next_parity();
+    if (first) put_header(p, a);
+    if (is_root) copy_scaled(area(me_, p), in + off * static_cast<int64_t>(es), m, a.dtype, 1.0);
+    sync(dl, "broadcast");
+    if (first) check_headers(p, a);
+    if (!is_root && root < size()) {
+      copy_scaled(out + off * static_cast<int64_t>(es), area(root, p), m, a.dtype, 1.0);
+    }
+  }
+  if (is_root && out != in) copy_scaled(out, in, a.count, a.dtype, 1.0);
+}
+
+void ShmCollectives::alltoall(CollectiveArgs& a, Deadline dl) {
+  const int n = size();
+  const size_t es = dtype_size(a.dtype);
+  const auto* in = static_cast<const uint8_t*>(a.in);
+  const int64_t q = std::max<int64_t>(1, static_cast<int64_t>(area_bytes_ / es) / n);
+  std::vector<int64_t> sdispl(static_cast<size_t>(n) + 1, 0), rdispl;
+  for (int d = 0; d < n; ++d) {
+    sdispl[static_cast<size_t>(d) + 1] = sdispl[static_cast<size_t>(d)] + a.send_counts[static_cast<size_t>(d)];
+  }
+  int64_t longest = 0;
+  uint8_t* out = nullptr;
+  for (int64_t off = 0, first = 1; first || off < longest; off += q, first = 0) {
+    int p = next_parity();
+    if (first) put_header(p, a);
+    for (int d = 0; d < n; ++d) {
+      const int64_t m = std::clamp<int64_t>(a.send_counts[static_cast<size_t>(d)] - off, 0, q);
+      copy_scaled(area(me_, p) + d * q * static_cast<int64_t>(es),
+                  in + (sdispl[static_cast<size_t>(d)] + off) * static_cast<int64_t>(es), m,
+                  a.dtype, 1.0);
+    }
+    sync(dl, "alltoall");
+    if (first) {
+      check_headers(p, a);
+      // Longest message between any pair decides the number of pieces.
+      for (int s = 0; s < n; ++s) {
+        const auto* counts = reinterpret_cast<const int64_t*>(header_slot(s, p) + sizeof(OpHeader));
+        for (int d = 0; d < n; ++d) longest = std::max(longest, counts[d]);
+      }
+      rdispl.assign(static_cast<size_t>(n) + 1, 0);
+      for (int s = 0; s < n; ++s) {
+        rdispl[static_cast<size_t>(s) + 1] = rdispl[static_cast<size_t>(s)] + a.recv_counts[static_cast<size_t>(s)];
+      }
+      a.result_count = rdispl.back();
+      out = static_cast<uint8_t*>(a.out_count >= 0 ? a.out : a.allocate(a.result_count));
+      a.out = out;
+    }
+    for (int s = 0; s < n; ++s) {
+      const int64_t m = std::clamp<int64_t>(a.recv_counts[static_cast<size_t>(s)] - off, 0, q);
+      copy_scaled(out + (rdispl[static_cast<size_t>(s)] + off) * static_cast<int64_t>(es),
+                  area(s, p) + me_ * q * static_cast<int64_t>(es), m, a.dtype, 1.0);
+    }
+  }
+}
+
+}  // namespace ringcc

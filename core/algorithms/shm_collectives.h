@@ -1,0 +1,99 @@
+// Collectives among ranks on one host, through shared memory. Each rank
+// owns a segment with a control block (a phase counter that peers wait on,
+// an abort flag), two header slots and two data areas used alternately by
+// successive pieces, so one barrier per piece suffices to keep writers from
+// overwriting what a slow reader still needs.
+//
+// Allreduce copies each piece into the rank's area once, every rank reduces
+// its own segment of the piece across all areas, and every rank copies the
+// reduced segments out: 2 phases per piece, no data crosses a socket.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/collective/collective_args.h"
+#include "core/os/shm_segment.h"
+#include "core/base/deadline.h"
+#include "core/rendezvous/store.h"
+
+namespace ringcc {
+
+struct ShmControl;
+
+class ShmCollectives {
+ public:
+  // ranks: the global ranks of the local group, in order; me: my index in
+  // it. Creates my segment, waits (through the store, bounded by deadline)
+  // for the others, maps theirs and removes the names.
+  ShmCollectives(Store& store, const std::string& key_prefix, std::vector<int> ranks, int me,
+                 Deadline deadline);
+  ~ShmCollectives();
+
+  // The data area and the small-message limit in bytes, as
+  // RINGCC_SHM_AREA_BYTES and RINGCC_SHM_SMALL_BYTES set them (every rank
+  // of a job must have the same).
+  static size_t area_bytes_from_env();
+  static size_t small_bytes_from_env();
+
+  int size() const { return static_cast<int>(ranks_.size()); }
+
+  // Runs the collective described by args (all its ranks are local).
+  void run(CollectiveArgs& args, Deadline deadline);
+
+  // Tells every local peer blocked on us that we gave up, and why.
+  void abort(const std::string& reason);
+  // Tells the local peers that this rank takes part in no more collectives:
+  // one waiting for a phase we never reach fails at once. Phases we reached
+  // stay readable.
+  void leave();
+
+  // Microseconds spent waiting for peers to arrive since the last call.
+  double take_peer_wait_us() {
+    const double us = peer_wait_us_;
+    peer_wait_us_ = 0;
+    return us;
+  }
+
+ private:
+  void allreduce(CollectiveArgs& a, Deadline dl);
+  void reduce_scatter(CollectiveArgs& a, Deadline dl);
+  void allgather(CollectiveArgs& a, Deadline dl);
+  void broadcast(CollectiveArgs& a, Deadline dl);
+  void alltoall(CollectiveArgs& a, Deadline dl);
+
+  // Starts a piece: returns its parity (which header slot and area to use).
+  int next_parity() { return static_cast<int>(piece_++ & 1); }
+  // Publishes this rank's header for the piece of parity p.
+  void put_header(int p, const CollectiveArgs& a);
+  // After the first phase of a collective: everyone's headers agree, or
+  // raises on every rank alike. Fills alltoall counts.
+  void check_headers(int p, CollectiveArgs& a);
+  // Arrive at the next phase and wait for every peer to arrive too.
+  void sync(Deadline dl, const char* what);
+  void wait_for_peer(int peer, uint32_t phase, Deadline dl, const char* what);
+
+  ShmControl* control(int i) const;
+  // Copies bytes at remote_addr in local peer `peer` into dst through
+  // process_vm_readv(2); false when the kernel refuses.
+  bool read_peer(int peer, void* dst, uint64_t remote_addr, size_t bytes) const;
+  uint8_t* header_slot(int i, int parity) const;
+  uint8_t* area(int i, int parity) const;
+
+  std::vector<int> ranks_;
+  int me_;
+  size_t area_bytes_;
+  size_t header_bytes_;
+  size_t small_bytes_;
+  size_t segment_bytes_;
+  std::vector<ShmSegment> segments_;
+  uint32_t phase_ = 0;
+  uint64_t piece_ = 0;
+  double peer_wait_us_ = 0;  // see take_peer_wait_us()
+  bool cma_ = false;  // every rank can read every peer's memory directly
+  std::vector<const void*> srcs_;  // scratch for reduce_many
+  std::vector<uint8_t> scratch_;   // small segmented allreduces reduce here
+};
+
+}  // namespace ringcc

@@ -1,0 +1,106 @@
+#include "core/backends/hierarchical/hierarchical_backend.h"
+
+#include "core/algorithms/shm_collectives.h"
+#include "core/base/env.h"
+
+namespace ringcc {
+
+namespace {
+
+bool wanted() { return env_int("RINGCC_HIERARCHICAL_ALLREDUCE", 1, "HOROVOD_HIERARCHICAL_ALLREDUCE") != 0; }
+
+class HierarchicalBackend : public Backend {
+ public:
+  HierarchicalBackend(const BackendJob& job, Deadline deadline)
+      : world_(job.world),
+        cross_(job.cross),
+        local_rank_(job.topology.local_rank),
+        local_size_(job.topology.local_size),
+        local_(*job.store, job.key_prefix, job.topology.local_ranks, job.topology.local_rank, deadline) {}
+
+  const char* name() const override { return "hierarchical"; }
+  MemoryKind memory() const override { return MemoryKind::kHost; }
+  bool takes(const CollectiveArgs& a) const override {
+    return a.kind == CollectiveKind::kAllreduce || a.failed_kind == CollectiveKind::kAllreduce;
+  }
+  void run(CollectiveArgs& a, Deadline deadline) override;
+  void abort(const std::string& reason) override { local_.abort(reason); }
+  void shutdown() override { local_.leave(); }
+
+ private:
+  PeerSet world_;
+  PeerSet cross_;
+  int local_rank_, local_size_;
+  ShmCollectives local_;
+  RingScratch scratch_;
+};
+
+void HierarchicalBackend::run(CollectiveArgs& a, Deadline deadline) {
+  // Every rank first agrees on the collective with every other rank (the
+  // same opening as the flat algorithms), so that a mismatch anywhere is
+  // reported on every rank before the phases below begin.
+  ring_exchange_headers(world_, a, deadline);
+  if (a.kind == CollectiveKind::kLocalError || a.agree_only) return;
+
+  const size_t es = dtype_size(a.dtype);
+  auto* out = static_cast<uint8_t*>(a.out);
+  uint8_t* shard = out + block_first_row(a.count, local_size_, local_rank_) * static_cast<int64_t>(es);
+  const int64_t mine = block_rows(a.count, local_size_, local_rank_);
+
+  // Reduce-scatter within the host (shared memory).
+  CollectiveArgs rs = a;
+  rs.kind = CollectiveKind::kReduceScatter;
+  rs.row_elems = 1;
+  rs.postscale = 1.0;
+  rs.out = shard;
+  rs.out_count = mine;
+  local_.run(rs, deadline);
+
+  // Allreduce of this rank's shard with its peers on the other hosts (TCP).
+  CollectiveArgs ar;
+  ar.kind = CollectiveKind::kAllreduce;
+  ar.dtype = a.dtype;
+  ar.op = a.op;
+  ar.in = ar.out = shard;
+  ar.count = ar.out_count = mine;
+  ar.postscale = a.postscale;
+  run_over_transport(cross_, ar, scratch_, deadline);
+
+  // Allgather of the shards within the host (shared memory).
+  CollectiveArgs ag;
+  ag.kind = CollectiveKind::kAllgather;
+  ag.dtype = a.dtype;
+  ag.in = shard;
+  ag.count = mine;
+  ag.out = out;
+  ag.out_count = a.count;
+  local_.run(ag, deadline);
+  a.result_count = a.count;
+}
+
+std::string refuses(const BackendJob& job, bool /*forced*/) {
+  const Topology& t = job.topology;
+  if (job.transport == "tcp" || job.transport == "mpi") return "RINGCC_TRANSPORT=" + job.transport;
+  if (t.all_local()) return "every rank is on one host";
+  if (t.local_size < 2) return "one rank on this host";
+  if (!t.homogeneous) return "the hosts run different numbers of ranks";
+  if (!wanted()) return "RINGCC_HIERARCHICAL_ALLREDUCE=0";
+  return "";
+}
+
+std::unique_ptr<Backend> make(const BackendJob& job, Deadline deadline) {
+  return std::make_unique<HierarchicalBackend>(job, deadline);
+}
+
+void settings(std::vector<SharedSetting>* out) {
+  out->push_back({"RINGCC_HIERARCHICAL_ALLREDUCE", "HOROVOD_HIERARCHICAL_ALLREDUCE",
+                  [] { return std::string(wanted() ? "1" : "0"); }});
+}
+
+}  // namespace
+
+BackendEntry hierarchical_backend() {
+  return {"hierarchical", MemoryKind::kHost, &refuses, &make, &settings};
+}
+
+}  // namespace ringcc

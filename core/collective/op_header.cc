@@ -1,0 +1,167 @@
+#include "core/collective/op_header.h"
+
+#include <cstring>
+#include <sstream>
+
+#include "core/collective/collective_args.h"
+#include "core/base/error.h"
+
+namespace ringcc {
+
+const char* memory_kind_name(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::kHost: return "host memory";
+    case MemoryKind::kCuda: return "CUDA device memory";
+  }
+  return "unknown memory";
+}
+
+const char* collective_name(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllreduce: return "allreduce";
+    case CollectiveKind::kAllgather: return "allgather";
+    case CollectiveKind::kBroadcast: return "broadcast";
+    case CollectiveKind::kReduceScatter: return "reduce_scatter";
+    case CollectiveKind::kAlltoall: return "alltoall";
+    case CollectiveKind::kBarrier: return "barrier";
+    case CollectiveKind::kLocalError: return "a failed call";
+  }
+  return "an unknown collective";
+}
+
+std::string failed_call_text(int rank, CollectiveKind kind, const std::string& reason) {
+  // Reasons often start with the collective's name already.
+  const std::string name = collective_name(kind);
+  const bool named = reason.compare(0, name.size() + 2, name + ": ") == 0;
+  return "rank " + std::to_string(rank) + " could not start " + name + ": " +
+         (named ? reason.substr(name.size() + 2) : reason);
+}
+
+namespace {
+
+// "rank 0: X, rank 1: Y" listing each rank's value of a field.
+template <typename Field>
+std::string list_values(const std::vector<OpHeader>& headers, const std::vector<int>& ranks,
+                        Field field) {
+  std::ostringstream os;
+  for (size_t i = 0; i < headers.size(); ++i) {
+    if (i) os << ", ";
+    os << "rank " << ranks[i] << ": " << field(headers[i]);
+  }
+  return os.str();
+}
+
+template <typename Field>
+bool all_equal(const std::vector<OpHeader>& headers, Field field) {
+  for (const auto& h : headers) {
+    if (!(field(h) == field(headers[0]))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void check_agreement(const std::vector<OpHeader>& headers, const std::vector<int>& ranks,
+                     const std::vector<int64_t>& alltoall_counts, int my_index) {
+  const size_t n = headers.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (headers[i].magic != OpHeader().magic) {
+      raise(ErrorKind::kInternal, "corrupt collective header from rank ", ranks[i]);
+    }
+  }
+  // A rank that failed locally: it raises its own error, everyone else
+  // learns why.
+  const auto local_error = static_cast<int32_t>(CollectiveKind::kLocalError);
+  if (headers[static_cast<size_t>(my_index)].kind == local_error) {
+    raise(ErrorKind::kInvalidArgument, headers[static_cast<size_t>(my_index)].reason);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const OpHeader& h = headers[i];
+    if (h.kind != local_error) continue;
+    const std::string reason(h.reason, strnlen(h.reason, sizeof(h.reason)));
+    raise(ErrorKind::kMismatch,
+          failed_call_text(ranks[i], static_cast<CollectiveKind>(h.failed_kind), reason));
+  }
+  auto kind_of = [](const OpHeader& h) { return collective_name(static_cast<CollectiveKind>(h.kind)); };
+  if (!all_equal(headers, [](const OpHeader& h) { return h.kind; })) {
+    raise(ErrorKind::kMismatch, "ranks called different collectives (",
+          list_values(headers, ranks, kind_of), ")");
+  }
+  const auto kind = static_cast<CollectiveKind>(headers[0].kind);
+  const char* name = collective_name(kind);
+  if (kind == CollectiveKind::kBarrier) return;
+
+  auto memory_of = [](const OpHeader& h) { return memory_kind_name(static_cast<MemoryKind>(h.memory)); };
+  if (!all_equal(headers, [](const OpHeader& h) { return h.memory; })) {
+    raise(ErrorKind::kMismatch, name, ": ranks disagree on where the data lives (",
+          list_values(headers, ranks, memory_of),
+          "); pass tensors of the same kind of memory on every rank");
+  }
+
+  auto dtype_of = [](const OpHeader& h) { return dtype_name(static_cast<DataType>(h.dtype)); };
+  if (!all_equal(headers, [](const OpHeader& h) { return h.dtype; })) {
+    raise(ErrorKind::kMismatch, name, ": ranks disagree on the dtype (",
+          list_values(headers, ranks, dtype_of), ")");
+  }
+  auto count_of = [](const OpHeader& h) { return h.count; };
+  auto row_of = [](const OpHeader& h) { return h.row_elems; };
+  auto op_of = [](const OpHeader& h) { return reduce_op_name(static_cast<ReduceOp>(h.op)); };
+  auto root_of = [](const OpHeader& h) { return h.root; };
+
+  switch (kind) {
+    case CollectiveKind::kAllreduce:
+    case CollectiveKind::kReduceScatter:
+      if (!all_equal(headers, count_of)) {
+        raise(ErrorKind::kMismatch, name, ": ranks disagree on the number of elements (",
+              list_values(headers, ranks, count_of), ")");
+      }
+      if (kind == CollectiveKind::kReduceScatter && !all_equal(headers, row_of)) {
+        raise(ErrorKind::kMismatch, name, ": ranks disagree on the shape after the first dimension (",
+              "elements per row: ", list_values(headers, ranks, row_of), ")");
+      }
+      if (!all_equal(headers, [](const OpHeader& h) { return h.op; })) {
+        raise(ErrorKind::kMismatch, name, ": ranks disagree on the reduction (",
+              list_values(headers, ranks, op_of), ")");
+      }
+      break;
+    case CollectiveKind::kBroadcast:
+      if (!all_equal(headers, root_of)) {
+        raise(ErrorKind::kMismatch, name, ": ranks disagree on the root (",
+              list_values(headers, ranks, root_of), ")");
+      }
+      if (!all_equal(headers, count_of)) {
+        raise(ErrorKind::kMismatch, name, ": ranks disagree on the number of elements (",
+              list_values(headers, ranks, count_of), ")");
+      }
+      break;
+    case CollectiveKind::kAllgather:
+    case CollectiveKind::kAlltoall:
+      if (!all_equal(headers, row_of)) {
+        raise(ErrorKind::kMismatch, name, ": ranks disagree on the shape after the first dimension (",
+              "elements per row: ", list_values(headers, ranks, row_of), ")");
+      }
+      break;
+    default:
+      raise(ErrorKind::kInternal, "unknown collective kind ", headers[0].kind);
+  }
+
+  // Outputs that callers sized themselves must fit what arrives.
+  for (size_t r = 0; r < n; ++r) {
+    int64_t want = -1;
+    if (kind == CollectiveKind::kAllgather) {
+      want = 0;
+      for (const auto& h : headers) want += h.count;
+    } else if (kind == CollectiveKind::kAlltoall) {
+      want = 0;
+      for (size_t s = 0; s < n; ++s) want += alltoall_counts[s * n + r];
+    } else {
+      continue;
+    }
+    if (headers[r].out_count >= 0 && headers[r].out_count != want) {
+      raise(ErrorKind::kMismatch, name, ": rank ", ranks[r], "'s output holds ",
+            headers[r].out_count, " elements but ", want, " arrive");
+    }
+  }
+}
+
+}  // namespace ringcc

@@ -1,0 +1,61 @@
+// The header every rank contributes at the start of a collective. Ranks
+// exchange headers before any data moves (a small allgather, or a slot in
+// shared memory), so every rank sees every header and reaches the same
+// verdict: on disagreement all of them raise the same MismatchError and the
+// communicator stays usable.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/collective/dtype.h"
+#include "core/collective/reduce_op.h"
+
+namespace ringcc {
+
+enum class CollectiveKind : int32_t {
+  kAllreduce = 1,
+  kAllgather = 2,
+  kBroadcast = 3,
+  kReduceScatter = 4,
+  kAlltoall = 5,
+  kBarrier = 6,
+  // A rank that could not start the collective (bad argument on that rank
+  // alone) still takes part in the exchange with this kind and its reason,
+  // so that its peers fail at once instead of waiting for it.
+  kLocalError = 7,
+};
+
+const char* collective_name(CollectiveKind kind);
+
+// What the peers of a rank that could not start a collective are told:
+// "rank R could not start KIND: REASON".
+std::string failed_call_text(int rank, CollectiveKind kind, const std::string& reason);
+
+struct OpHeader {
+  uint32_t magic = 0x52434348;  // "RCCH"
+  int32_t kind = 0;
+  int32_t dtype = 0;
+  int32_t op = 0;
+  int32_t root = 0;
+  int32_t failed_kind = 0;   // with kLocalError: the collective that failed
+  int64_t count = 0;         // elements this rank contributes
+  int64_t row_elems = 1;     // elements per row (allgather, alltoall)
+  int64_t out_count = -1;    // elements the caller's output holds; -1: any
+  int32_t memory = 0;        // MemoryKind of the buffers
+  int32_t reserved = 0;
+  char reason[160] = {};     // with kLocalError: why this rank failed
+};
+
+static_assert(sizeof(OpHeader) % 8 == 0, "OpHeader must pack into 8-byte words");
+
+// Checks what every rank must agree on. headers[i] came from the rank
+// ranks[i]; `extra` holds each rank's per-destination element counts for
+// alltoall (size n*n, row i from rank i), empty otherwise. Raises
+// Error(kMismatch) or Error(kInvalidArgument) with the same message on
+// every rank.
+void check_agreement(const std::vector<OpHeader>& headers, const std::vector<int>& ranks,
+                     const std::vector<int64_t>& alltoall_counts, int my_index);
+
+}  // namespace ringcc

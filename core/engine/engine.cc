@@ -1,0 +1,363 @@
+#include "core/engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/base/env.h"
+#include "core/base/error.h"
+#include "core/base/interrupt.h"
+#include "core/engine/engine_entries.h"
+
+namespace ringcc {
+
+namespace {
+
+// True when `meta` describes the collective `a` of this shape.
+bool describes(const TensorMeta& meta, const CollectiveArgs& a, const int64_t* shape, size_t ndim) {
+  return meta.kind == a.kind && meta.dtype == a.dtype && meta.op == a.op && meta.root == a.root &&
+         meta.prescale == a.prescale && meta.postscale == a.postscale && meta.memory == a.memory &&
+         meta.shape.size() == ndim && std::equal(shape, shape + ndim, meta.shape.begin());
+}
+
+}  // namespace
+
+EngineOptions EngineOptions::from_env() {
+  EngineOptions o;
+  // Horovod's HOROVOD_CYCLE_TIME is in milliseconds too.
+  o.cycle_time_ms = env_double("RINGCC_CYCLE_TIME_MS", 1.0, "HOROVOD_CYCLE_TIME");
+  o.fusion_threshold = env_int("RINGCC_FUSION_THRESHOLD", 64 << 20, "HOROVOD_FUSION_THRESHOLD");
+  o.stall_check_s = env_double("RINGCC_STALL_CHECK_S", 60.0, "HOROVOD_STALL_CHECK_TIME_SECONDS");
+  o.stall_shutdown_s = env_double("RINGCC_STALL_SHUTDOWN_S", kDefaultStallShutdownS,
+                                  "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS");
+  o.cache_capacity = static_cast<int>(env_int("RINGCC_CACHE_CAPACITY", 1024, "HOROVOD_CACHE_CAPACITY"));
+  o.timeline_path = env_str("RINGCC_TIMELINE", "", "HOROVOD_TIMELINE");
+  if (o.cycle_time_ms < 0) o.cycle_time_ms = 0;
+  return o;
+}
+
+Engine::Engine(std::shared_ptr<Communicator> comm, EngineOptions options)
+    : comm_(std::move(comm)),
+      opt_(std::move(options)),
+      rank_(comm_->rank()),
+      size_(comm_->size()),
+      cache_(opt_.cache_capacity),
+      negotiation_(size_),
+      stalls_(opt_.stall_check_s, opt_.stall_shutdown_s) {
+  next_bit_hint_.assign(static_cast<size_t>(std::max(opt_.cache_capacity, 0)), -1);
+  idle_by_bit_.resize(static_cast<size_t>(std::max(opt_.cache_capacity, 0)));
+  busy_bits_.assign(static_cast<size_t>(std::max(opt_.cache_capacity, 0)), 0);
+  stats_ = EngineStats();
+  if (!opt_.timeline_path.empty() && rank_ == 0) timeline_.start(opt_.timeline_path);
+  thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() {
+  UninterruptibleWait quiet;  // a destructor cannot raise the handler's exception
+  try {
+    shutdown();
+  } catch (...) {
+  }
+}
+
+std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& args, const int64_t* shape,
+                                      size_t ndim) {
+  // Described and looked up here, on the caller's thread, so that the
+  // engine's cycle only splices the entry in. Entries of tensors that ran
+  // come back for reuse with what they hold (the name's and the shape's
+  // storage, and the Work once its handle let go of it): steady-state
+  // training allocates nothing here, and takes the lock once.
+  const int64_t stamp = timeline_.active() ? Timeline::now_us() : 0;  // 0: not stamped
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!broken_.empty() || stopped_ || shutdown_requested_) {
+    const bool broken = !broken_.empty();
+    const Error error = broken ? Error(broken_kind_, broken_)
+                               : Error(ErrorKind::kNotInitialized, "ringcc has been shut down");
+    lock.unlock();
+    std::vector<CollectiveArgs> list;
+    list.push_back(std::move(args));
+    auto work = std::make_shared<Work>(std::move(list), false);
+    work->finish(std::make_exception_ptr(error));
+    return work;
+  }
+  // The response cache's bit for this name and description, if it has
+  // one. The engine thread changes the cache under mu_ too. A training loop
+  // enqueues its tensors in the same order every step: the bit that came
+  // after the previous tensor's last time is checked first, which spares
+  // the hash lookup.
+  const CollectiveArgs& a = args;
+  auto holds = [&](int b) {  // bit b is this name with this description
+    return b >= 0 && static_cast<size_t>(b) < cache_.size() && cache_.name(static_cast<size_t>(b)) == name &&
+           describes(*cache_.meta(static_cast<size_t>(b)), a, shape, ndim);
+  };
+  int bit = -1;
+  if (last_enqueued_bit_ >= 0 && holds(next_bit_hint_[static_cast<size_t>(last_enqueued_bit_)])) {
+    bit = next_bit_hint_[static_cast<size_t>(last_enqueued_bit_)];
+  }
+  int name_bit = bit;  // the name's bit, whatever description it was cached with
+  if (bit < 0) {
+    name_bit = cache_.bit_of(std::string(name));
+    if (holds(name_bit)) bit = name_bit;
+  }
+  // A name may be enqueued again once its previous collective completed.
+  // Checked here, on the caller's thread, so that the answer depends only
+  // on what the caller could know (as Horovod's enqueue does).
+  bool busy = name_bit >= 0 && busy_bits_[static_cast<size_t>(name_bit)];
+  if (!busy && !busy_names_.empty()) busy = busy_names_.count(std::string(name)) > 0;
+  if (busy) {
+    lock.unlock();
+    raise(ErrorKind::kInvalidArgument, "a collective named '", name,
+          "' is already in flight on this rank; names must be unique until they complete");
+  }
+  if (last_enqueued_bit_ >= 0 && bit >= 0) next_bit_hint_[static_cast<size_t>(last_enqueued_bit_)] = bit;
+  last_enqueued_bit_ = bit;
+  // The entry the name had the last time it ran, with its name and
+  // description in place; else a spare one, described here.
+  std::unique_ptr<LocalEntry> entry;
+  if (bit >= 0 && idle_by_bit_[static_cast<size_t>(bit)]) {
+    entry = std::move(idle_by_bit_[static_cast<size_t>(bit)]);
+  } else {
+    if (!spare_.empty()) {
+      entry = std::move(spare_.back());
+      spare_.pop_back();
+    } else {
+      entry = std::make_unique<LocalEntry>();
+    }
+    if (std::string_view(entry->name) != name) entry->name.assign(name.data(), name.size());
+    entry->meta.kind = a.kind;
+    entry->meta.dtype = a.dtype;
+    entry->meta.op = a.op;
+    entry->meta.root = a.root;
+    entry->meta.prescale = a.prescale;
+    entry->meta.postscale = a.postscale;
+    entry->meta.shape.assign(shape, shape + ndim);
+    entry->meta.memory = a.memory;
+  }
+  // An allreduce's result is known in size now; its buffers for a fused batch.
+  if (a.kind == CollectiveKind::kAllreduce) args.result_count = args.count;
+  entry->segment = {a.in, a.out, a.count};
+  std::shared_ptr<Work> work;
+  if (Work::reusable(entry->work)) {
+    work = std::move(entry->work);
+    work->reset(std::move(args));
+  } else {
+    std::vector<CollectiveArgs> list;
+    list.push_back(std::move(args));
+    work = std::make_shared<Work>(std::move(list), false);
+  }
+  entry->work = work;
+  entry->announced = false;
+  entry->negotiating_us = stamp;
+  entry->cache_bit = bit;
+  entry->cache_epoch = cache_.epoch();
+  entry->busy_bit = bit;
+  if (entry->meta.kind == CollectiveKind::kLocalError) {
+    // The caller already has its error and may call again under the name
+    // at once: that call waits for this one (take_incoming()).
+    entry->busy_bit = kNotBusy;
+  } else if (bit >= 0) {
+    busy_bits_[static_cast<size_t>(bit)] = 1;
+  } else {
+    busy_names_.insert(entry->name);
+  }
+  incoming_.push_back(std::move(entry));
+  return work;
+}
+
+void Engine::nudge(const std::shared_ptr<Work>& waiting) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    nudged_work_ = waiting;
+    nudged_generation_ = waiting->generation();
+    nudged_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool Engine::caller_waits() {
+  // The caller's tensor may have run since: it saw its Work pending, but
+  // the engine finished it before the nudge came (or the caller let go of
+  // it, and enqueue() may have reused it since).
+  auto waiting = nudged_work_.lock();
+  return waiting && !waiting->done() && waiting->generation() == nudged_generation_;
+}
+
+std::shared_ptr<Work> Engine::join() {
+  auto work = std::make_shared<Work>(std::vector<CollectiveArgs>(1), false);
+  std::unique_lock<std::mutex> lock(mu_);
+  // A join already in progress (a wait for it was interrupted, or another
+  // thread joined): wait for the same one.
+  if (join_work_) return join_work_;
+  if (!broken_.empty()) raise(broken_kind_, broken_);
+  if (stopped_) raise(ErrorKind::kNotInitialized, "ringcc has been shut down");
+  join_work_ = work;
+  cv_.notify_all();
+  return work;
+}
+
+void Engine::start_timeline(const std::string& path) {
+  if (rank_ == 0) timeline_.start(path);
+}
+
+void Engine::stop_timeline() { timeline_.stop(); }
+
+EngineStats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return stats_;
+}
+
+void Engine::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutdown_requested_ = true;
+  }
+  cv_.notify_all();
+  if (!thread_.joinable()) return;
+  // Every engine stops in the first cycle that carries a rank's shutdown,
+  // so this waits one cycle (bounded by the communicator's timeout). Past
+  // that, or on an interrupt, the engine's links are aborted: the cycle
+  // fails at once here and on the peers.
+  const Deadline deadline = deadline_after(comm_->timeout_s());
+  std::exception_ptr interrupted;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!thread_exited_ && Clock::now() < deadline) {
+      if (interruptible()) {
+        lock.unlock();
+        try {
+          poll_interrupt();
+        } catch (const Error&) {
+          interrupted = std::current_exception();
+        }
+        lock.lock();
+        if (interrupted) break;
+      }
+      cv_.wait_until(lock, std::min(deadline, Clock::now() + kInterruptPoll),
+                     [&] { return thread_exited_; });
+    }
+    if (!thread_exited_) {
+      lock.unlock();
+      comm_->abort(interrupted ? "interrupted by a signal (its handler raised) while shutting down"
+                               : detail::concat("shutdown() waited ", comm_->timeout_s(),
+                                                " s (RINGCC_TIMEOUT_S) for the other ranks' engines"));
+    }
+  }
+  thread_.join();
+  timeline_.stop();
+  if (interrupted) std::rethrow_exception(interrupted);
+}
+
+void Engine::loop() {
+  struct Exit {  // tells shutdown() however the loop ends
+    Engine* engine;
+    ~Exit() {
+      {
+        std::lock_guard<std::mutex> lock(engine->mu_);
+        engine->thread_exited_ = true;
+      }
+      engine->cv_.notify_all();
+    }
+  } exit_notice{this};
+  auto next = std::chrono::steady_clock::now();
+  for (;;) {
+    try {
+      cycle();
+    } catch (const Error& e) {
+      fail_all(e.what(), e.kind());
+      break;
+    } catch (const std::exception& e) {
+      fail_all(e.what(), ErrorKind::kInternal);
+      break;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stopped_) break;
+    pace(lock, &next);
+  }
+}
+
+void Engine::pace(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point* next) {
+  // A caller blocks on a tensor and this rank announced news that the
+  // peers' messages of this cycle, perhaps built before they had it too,
+  // could not answer: the next cycle, not the next period, tells what is
+  // ready. (Nothing else calls for a cycle at once: each is a rendezvous of
+  // every rank's engine, and one entered early waits there with a message
+  // that is stale when the others arrive.)
+  if (sent_news_ && caller_waits() && opt_.cycle_time_ms > 0) {
+    *next = std::chrono::steady_clock::now();
+    return;
+  }
+  // Pace the cycles; after a long idle stretch, cycle slowly until this
+  // rank has work again (a peer's work wakes us at our next cycle at the
+  // latest).
+  const double ms =
+      idle_cycles_ > kIdleCyclesBeforeBackoff ? std::max(kIdleCycleMs, opt_.cycle_time_ms) : opt_.cycle_time_ms;
+  *next += std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
+  const auto now = std::chrono::steady_clock::now();
+  if (*next < now) *next = now;
+  if (idle_cycles_ > kIdleCyclesBeforeBackoff) {
+    cv_.wait_until(lock, *next, [&] { return !incoming_.empty() || join_work_ || shutdown_requested_; });
+    if (!incoming_.empty()) idle_cycles_ = 0;
+    *next = std::chrono::steady_clock::now();
+  } else {
+    // A rank blocked in synchronize() gains nothing from more batching:
+    // its nudge starts the next cycle at once.
+    if (cv_.wait_until(lock, *next, [&] { return shutdown_requested_ || (nudged_ && caller_waits()); })) {
+      *next = std::chrono::steady_clock::now();  // early: the next period counts from here
+    }
+    nudged_ = false;
+  }
+}
+
+void Engine::fail_all(const std::string& why, ErrorKind kind) {
+  std::vector<std::unique_ptr<LocalEntry>> incoming;
+  std::shared_ptr<Work> join_work;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (broken_.empty() && kind != ErrorKind::kNotInitialized) {
+      broken_ = why;
+      // Ranks that cannot agree on the engine's settings stay a mismatch;
+      // anything else that stops the engine is a failure of the job.
+      broken_kind_ = kind == ErrorKind::kMismatch ? kind : ErrorKind::kPeerFailure;
+    }
+    stopped_ = true;
+    incoming.swap(incoming_);
+    join_work.swap(join_work_);
+    std::fill(busy_bits_.begin(), busy_bits_.end(), 0);
+    busy_names_.clear();
+  }
+  wake_finished();  // callers of Works that finished before the failure
+  auto error = std::make_exception_ptr(Error(kind, why));
+  for (auto& entry : local_) entry.second->work->finish(error);
+  local_.clear();
+  failed_pending_ = 0;
+  for (auto& entry : local_by_bit_) {
+    if (entry) entry->work->finish(error);
+    entry.reset();
+  }
+  std::fill(my_bits_.begin(), my_bits_.end(), '\0');
+  for (auto& entry : incoming) entry->work->finish(error);
+  for (auto& entry : behind_failed_) entry->work->finish(error);
+  behind_failed_.clear();
+  if (join_work) join_work->finish(error);
+}
+
+std::string Engine::join_stall_why_ranks(const std::vector<bool>& joined) const {
+  std::vector<int> missing;
+  for (int r = 0; r < size_; ++r) {
+    if (!joined[static_cast<size_t>(r)]) missing.push_back(r);
+  }
+  return "join() waited more than " + std::to_string(static_cast<int>(opt_.stall_shutdown_s)) +
+         " s for rank(s) " + rank_list(missing) +
+         " to join or to run a named collective (RINGCC_STALL_SHUTDOWN_S)";
+}
+
+void Engine::fail_join(const std::string& why) {
+  std::shared_ptr<Work> work;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    work.swap(join_work_);
+  }
+  joined_ = false;
+  if (work) work->finish(std::make_exception_ptr(Error(ErrorKind::kTimeout, why)));
+}
+
+}  // namespace ringcc

@@ -1,0 +1,255 @@
+// The background engine: collectives enqueued by name, in any order on
+// each rank, run once every rank has enqueued them.
+//
+// One thread per process runs cycles (RINGCC_CYCLE_TIME_MS). In each cycle
+// the ranks allgather a short message and every rank reaches the same
+// decisions without a coordinator (negotiation.h): which tensors are ready
+// on every rank, whether their descriptions agree, and in what order to
+// run them. Names negotiated before go by one bit of the response cache
+// (response_cache.h). Ready allreduces of one dtype, reduction and scaling
+// are fused up to RINGCC_FUSION_THRESHOLD. Rank 0 watches for stalls
+// (stall_inspector.h: RINGCC_STALL_CHECK_S) and, past
+// RINGCC_STALL_SHUTDOWN_S, fails the stalled tensors on every rank.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/base/error.h"
+#include "core/base/timeline.h"
+#include "core/collective/work.h"
+#include "core/communicator.h"
+#include "core/engine/negotiation.h"
+#include "core/engine/response_cache.h"
+#include "core/engine/stall_inspector.h"
+#include "core/engine/tensor_meta.h"
+
+namespace ringcc {
+
+// The default bound on a named collective (and a join) that some ranks
+// enqueued and others did not: like torch's process-group timeout, long
+// enough for a rank to checkpoint or evaluate while the others wait.
+constexpr double kDefaultStallShutdownS = 600.0;
+
+struct EngineOptions {
+  double cycle_time_ms = 1.0;
+  int64_t fusion_threshold = 64 << 20;
+  double stall_check_s = 60.0;
+  double stall_shutdown_s = kDefaultStallShutdownS;  // 0: never fail stalled tensors
+  int cache_capacity = 1024;
+  std::string timeline_path;
+
+  // RINGCC_* settings, with Horovod's names as fallbacks.
+  static EngineOptions from_env();
+};
+
+struct EngineStats {
+  uint64_t cycles = 0;
+  uint64_t cached_cycles = 0;       // cycles whose ready tensors all came from the cache
+  double negotiation_us = 0;        // mean time to agree, over all cycles
+  double cached_negotiation_us = 0; // mean over the cache-hit cycles
+  // The parts of a cache-hit cycle: this rank's own work (building,
+  // parsing and deciding) and the message exchange (which also absorbs
+  // any wait for slower ranks).
+  double cached_decide_us = 0;
+  double cached_exchange_us = 0;
+  // Of the exchange, the time spent waiting for the other ranks' engines
+  // to reach the cycle (measured over shared memory; 0 elsewhere), and what
+  // negotiating costs without it: own work plus moving the messages.
+  double cached_peer_wait_us = 0;
+  double cached_overhead_us = 0;
+  uint64_t fused_collectives = 0;
+  uint64_t tensors = 0;
+};
+
+class Engine {
+ public:
+  // comm: a communicator for the engine's own use (its order of
+  // collectives is the engine's, not the caller's).
+  Engine(std::shared_ptr<Communicator> comm, EngineOptions options);
+  ~Engine();
+
+  // Queues a named collective; `args` (moved from) carries the buffers
+  // (kind, dtype, in/out, counts, op, root, scales, splits), `shape` (ndim
+  // values, copied) its full shape. args.kind == kLocalError: this rank
+  // could not start the collective args.failed_kind under this name
+  // (args.local_error says why); once every rank has submitted the name,
+  // it fails on every rank with MismatchError naming this rank and why.
+  std::shared_ptr<Work> enqueue(std::string_view name, CollectiveArgs&& args, const int64_t* shape,
+                                size_t ndim);
+  // Queues this rank's join: it completes when every rank has joined; its
+  // result_count is the last rank to join.
+  std::shared_ptr<Work> join();
+  // Starts the next cycle now instead of at the cycle time: for a caller
+  // that is about to block on `waiting`, a Work this engine returned. The
+  // nudge lasts until that Work is done, so a caller whose tensor a cycle
+  // already ran starts no further cycle (every cycle is a rendezvous with
+  // the other ranks' engines).
+  void nudge(const std::shared_ptr<Work>& waiting);
+
+  void start_timeline(const std::string& path);
+  void stop_timeline();
+  EngineStats stats() const;
+
+  // Leaves in step with the other ranks; fails what is still queued.
+  void shutdown();
+
+ private:
+  struct LocalEntry;
+  struct ReadyItem;
+  struct Batch;
+
+  void loop();
+  // Waits until the next cycle is due (under mu_): at the cycle time, at
+  // once for a nudge, slowly after a long idle stretch.
+  void pace(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point* next);
+  bool caller_waits();  // under mu_: the last nudge's Work is still pending
+
+  // The steps of a cycle, in order.
+  void cycle();
+  void size_bits();  // room for every bit the cache may hand out
+  void take_incoming();
+  // behind_failed_: an entry waits there; those whose turn came go to taken_.
+  void put_behind_failed(std::unique_ptr<LocalEntry> entry);
+  void take_behind_failed();
+  std::string build_message();
+  struct Exchange {
+    std::vector<std::string> messages;  // by rank
+    double exchange_us = 0, peer_wait_us = 0;
+  };
+  void exchange(const std::string& msg, Exchange* out);
+  void note_joins(const std::vector<bool>& joined);
+  void fail_aborted(const std::vector<std::string>& aborts, const std::vector<bool>& joined);
+  void collect_ready(std::vector<ReadyItem>* ready, double now);
+  void record_stats(double negotiation_us, const Exchange& exchange, bool any_new, bool cached_ready);
+  void note_idle(bool any_ready, bool any_new);
+  void run_ready(std::vector<ReadyItem>& ready);
+  void finish_join();
+  void stop_if_shut_down(const std::vector<int>& shut_down);
+
+  // A batch: ready tensors that run as one collective.
+  void execute_batch(const Batch& items, int64_t fusion_id);
+  void run_single(const ReadyItem& item, const TensorMeta& meta, int64_t t_ready, const std::string& fusion_args);
+  void run_fused(const Batch& items, const TensorMeta& meta, int64_t t_ready, const std::string& fusion_args);
+  // A joined rank's part in a collective it did not enqueue: zeros, and
+  // a result thrown away.
+  CollectiveArgs joined_args(const TensorMeta& meta);
+  // ... and in a collective of device tensors, which it cannot stand in for:
+  // a failed call.
+  void stand_in_refused(CollectiveKind kind, MemoryKind memory, CollectiveArgs* a) const;
+  void finish_batch(const Batch& items, std::exception_ptr error);
+  void wake_finished();  // wakes the callers of Works execute_batch() finished
+
+  // Forgets a tensor that ran or failed: its table entry or cache-bit
+  // state, and (when this rank enqueued it) its local entry.
+  void retire(const ReadyItem& item);
+  const std::string& name_of(const ReadyItem& item) const;
+  void drop_local(const std::string& name);
+  // Under mu_: the entry's name may be enqueued again.
+  void release_busy(LocalEntry& entry);
+  // Frees the entry's name, then finishes its Work with `error`.
+  void finish_local(LocalEntry& entry, std::exception_ptr error);
+  void drop_local_bit(size_t bit);  // my pending tensor of a cache bit
+  // Hands the entries dropped this cycle to enqueue() for reuse.
+  void recycle_retired();
+  LocalEntry* find_local(const std::string& name);
+  // Puts a tensor that ran into the response cache (the same decision on
+  // every rank), so that its next round is announced by one bit.
+  void remember(const std::string& name, const TableEntry& e);
+  // Makes room in a full cache: the bit of the least recently used name
+  // no rank waits on, its local entry announced in full again; -1 if none.
+  int evict();
+  void fail_all(const std::string& why, ErrorKind kind);
+  // Fails this rank's join (rank 0 gave up on it: RINGCC_STALL_SHUTDOWN_S).
+  void fail_join(const std::string& why);
+  std::string join_stall_why_ranks(const std::vector<bool>& joined) const;
+
+  std::shared_ptr<Communicator> comm_;
+  EngineOptions opt_;
+  Timeline timeline_;
+  int rank_, size_;
+
+  // Shared with user threads.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  // Enqueued tensors the engine thread has not taken yet, described and
+  // looked up in the response cache by the enqueuing thread.
+  std::vector<std::unique_ptr<LocalEntry>> incoming_;
+  std::vector<std::unique_ptr<LocalEntry>> taken_;  // the engine thread's, swapped with incoming_
+  // Entries of tensors that ran, for enqueue() to reuse: a training loop
+  // enqueues and retires the same number every step, and reusing them
+  // saves an allocation on one thread freed on the other.
+  std::vector<std::unique_ptr<LocalEntry>> spare_;
+  // ... and those of names in the response cache, by bit: the name's next
+  // enqueue() finds its name and description in place.
+  std::vector<std::unique_ptr<LocalEntry>> idle_by_bit_;
+  std::shared_ptr<Work> join_work_;
+  // Names enqueued on this rank whose collectives have not completed: by
+  // cache bit, and (names enqueued without one) by name. enqueue() refuses
+  // a name in flight.
+  std::vector<char> busy_bits_;
+  std::unordered_set<std::string> busy_names_;
+  bool shutdown_requested_ = false;
+  bool thread_exited_ = false;  // the engine thread returned (cv_ tells)
+  bool nudged_ = false;               // a nudge came since the engine last woke
+  std::weak_ptr<Work> nudged_work_;  // what the nudging caller waits on
+  uint64_t nudged_generation_ = 0;   // ... and its Work::generation() then
+  bool stopped_ = false;
+  std::string broken_;
+  ErrorKind broken_kind_ = ErrorKind::kPeerFailure;
+
+  // The engine thread's own state; identical on every rank where noted.
+  // My pending tensors: those announced in full by name, those announced by
+  // their cache bit by bit.
+  std::unordered_map<std::string, std::unique_ptr<LocalEntry>> local_;
+  std::vector<std::unique_ptr<LocalEntry>> retired_;  // dropped this cycle
+  // enqueue()'s guess at the next bit: the bit enqueued after bit b last
+  // time (-1: none), and the bit of the last tensor enqueued. Under mu_.
+  std::vector<int> next_bit_hint_;
+  int last_enqueued_bit_ = -1;
+  // The response cache (identical): the engine thread changes it under
+  // mu_, enqueuing threads look names up under it.
+  ResponseCache cache_;
+  Negotiation negotiation_;  // identical
+  std::string my_bits_;                                    // bits of my pending cached tensors
+  std::vector<std::unique_ptr<LocalEntry>> local_by_bit_;  // my pending tensor of each bit
+  StallInspector stalls_;  // identical (rank 0 inspects)
+  MessageBuilder message_;
+  CycleNews news_;
+  bool joined_ = false;
+  bool sent_shutdown_ = false;  // the last message carried this rank's shutdown
+  int last_joined_ = -1;        // identical
+  std::vector<uint8_t> zeros_;
+  CollectiveArgs fused_args_;  // run_fused(): the fused allreduce, reused
+  std::vector<std::shared_ptr<Work>> to_wake_;  // finished Works with a waiter to wake
+  int idle_cycles_ = 0;
+  bool sent_news_ = false;   // the last cycle announced new names or newly set bits
+  bool bits_added_ = false;  // a tensor was announced by its bit since the last message
+  uint64_t taken_count_ = 0;  // tensors take_incoming() took, for the order of announcements
+
+  mutable std::mutex stats_mu_;
+  EngineStats stats_;
+  std::thread thread_;
+
+  // The engine thread's, for failed calls. Last: the members above are laid
+  // out for the per-tensor path (what the enqueuing threads and the engine
+  // thread each touch).
+  // Enqueued under the name of this rank's failed call (kLocalError) while
+  // it was pending (failed calls too): taken once it is gone, in the order
+  // they came.
+  std::vector<std::unique_ptr<LocalEntry>> behind_failed_;
+  size_t failed_pending_ = 0;  // entries of local_ that are failed calls
+};
+
+}  // namespace ringcc

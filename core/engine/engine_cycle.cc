@@ -1,0 +1,321 @@
+// The steps of the engine's cycle: take what callers enqueued, announce
+// it, negotiate (negotiation.h), fail what rank 0 gave up on, and run what
+// is ready on every rank.
+#include <algorithm>
+#include <chrono>
+
+#include "core/base/error.h"
+#include "core/base/log.h"
+#include "core/engine/engine.h"
+#include "core/engine/engine_entries.h"
+
+namespace ringcc {
+
+void Engine::take_incoming() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    taken_.swap(incoming_);  // both keep their storage for the next cycles
+    if (join_work_ && !joined_) joined_ = true;
+  }
+  if (!behind_failed_.empty()) take_behind_failed();
+  for (auto& entry : taken_) {
+    const std::string& name = entry->name;
+    // A lookup from before an eviction may name a reused bit: redo it (the
+    // cache only changes on this thread).
+    if (entry->cache_epoch != cache_.epoch()) {
+      entry->cache_bit = cache_.bit_of(name, entry->meta);
+      entry->cache_epoch = cache_.epoch();
+    }
+    const int b = entry->cache_bit;
+    auto pending = b < 0 || failed_pending_ > 0 ? local_.find(name) : local_.end();
+    if (pending != local_.end() && pending->second->meta.kind == CollectiveKind::kLocalError) {
+      // This rank's call of that name failed (its caller has its error and
+      // may call again at once, and fail again): the failure must reach the
+      // peers first.
+      put_behind_failed(std::move(entry));
+      continue;
+    }
+    const bool duplicate = b >= 0 ? static_cast<bool>(local_by_bit_[static_cast<size_t>(b)])
+                                  : pending != local_.end();
+    if (!duplicate && entry->meta.kind == CollectiveKind::kLocalError) ++failed_pending_;
+    if (duplicate) {
+      entry->work->finish(std::make_exception_ptr(Error(
+          ErrorKind::kInvalidArgument, "a collective named '" + name +
+                                           "' is already in flight on this rank; names must be unique until they complete")));
+      continue;
+    }
+    entry->taken = taken_count_++;
+    if (b >= 0) {
+      my_bits_[static_cast<size_t>(b / 8)] |= static_cast<char>(1 << (b % 8));
+      bits_added_ = true;
+      local_by_bit_[static_cast<size_t>(b)] = std::move(entry);
+    } else {
+      local_.emplace(name, std::move(entry));
+    }
+  }
+  taken_.clear();
+}
+
+// Out of line, as everything about failed calls: take_incoming() runs per
+// tensor of every training step.
+__attribute__((noinline)) void Engine::put_behind_failed(std::unique_ptr<LocalEntry> entry) {
+  behind_failed_.push_back(std::move(entry));
+}
+
+__attribute__((noinline)) void Engine::take_behind_failed() {
+  // Those whose failed call is gone go first, in the order they came.
+  std::vector<std::unique_ptr<LocalEntry>> turn;
+  size_t kept = 0;
+  for (auto& entry : behind_failed_) {
+    if (local_.count(entry->name)) {
+      behind_failed_[kept++] = std::move(entry);
+    } else {
+      turn.push_back(std::move(entry));
+    }
+  }
+  behind_failed_.resize(kept);
+  taken_.insert(taken_.begin(), std::make_move_iterator(turn.begin()),
+                std::make_move_iterator(turn.end()));
+}
+
+std::string Engine::build_message() {
+  uint8_t flags = 0;
+  if (joined_) flags |= kFlagJoined;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutdown_requested_) flags |= kFlagShutdown;
+  }
+  sent_shutdown_ = flags & kFlagShutdown;
+  // Cached names: one bit each, every cycle until they run. Others: in
+  // full, once, in the order they were enqueued: the table numbers them in
+  // the order the messages list them, and the response cache hands out its
+  // bits in that order. Later steps then run the tensors in the order the
+  // training loop enqueues them, which gives neighbouring views of one
+  // buffer as neighbouring segments (one run).
+  message_.start();
+  std::vector<LocalEntry*> fresh;
+  for (auto& [name, entry] : local_) {
+    if (!entry->announced) fresh.push_back(entry.get());
+  }
+  std::sort(fresh.begin(), fresh.end(), [](const LocalEntry* a, const LocalEntry* b) { return a->taken < b->taken; });
+  for (LocalEntry* entry : fresh) {
+    entry->announced = true;
+    if (entry->meta.kind == CollectiveKind::kLocalError) {
+      const CollectiveArgs& failed = entry->work->list()[0];
+      message_.announce_failed(entry->name, entry->meta, failed.failed_kind, failed.local_error);
+    } else {
+      message_.announce(entry->name, entry->meta);
+    }
+  }
+  // Steady-state training sets the same bits every step: what is news is
+  // a bit set since the last message, not a different set of bits.
+  sent_news_ = message_.announced() > 0 || bits_added_;
+  bits_added_ = false;
+  std::string msg;
+  message_.finish(flags, my_bits_, stalls_.aborts(), &msg);
+  stalls_.clear_aborts();
+  return msg;
+}
+
+void Engine::cycle() {
+  const auto start = std::chrono::steady_clock::now();
+  size_bits();
+  take_incoming();
+  Exchange exchanged;
+  exchange(build_message(), &exchanged);
+  const double now = now_s();
+  negotiation_.apply(exchanged.messages, cache_, now, &news_);
+  note_joins(news_.joined);
+  const std::vector<bool>& joined = news_.joined;
+  const bool some_joined = std::any_of(joined.begin(), joined.end(), [](bool j) { return j; });
+  const bool all_joined = std::all_of(joined.begin(), joined.end(), [](bool j) { return j; });
+  fail_aborted(news_.aborts, joined);
+
+  std::vector<ReadyItem> ready;
+  collect_ready(&ready, now);
+  const double negotiation_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  record_stats(negotiation_us, exchanged, news_.any_new, !ready.empty());
+  note_idle(!ready.empty(), news_.any_new);
+  if (rank_ == 0) stalls_.track_join(some_joined, all_joined, !ready.empty(), now);
+  run_ready(ready);
+  recycle_retired();
+  if (rank_ == 0) {
+    const std::string stalled = stalls_.inspect(negotiation_, cache_, now_s());
+    if (!stalled.empty()) RINGCC_LOG(kWarning, stalled);
+  }
+  if (all_joined) finish_join();
+  stop_if_shut_down(news_.shut_down);
+  // Last, so that the woken callers find this thread about to sleep rather
+  // than competing with them for a core over its remaining bookkeeping.
+  wake_finished();
+}
+
+void Engine::size_bits() {
+  // Room for every bit the cache may hand out (identical on all ranks).
+  const size_t cap = cache_.capacity();
+  if (my_bits_.size() == (cap + 7) / 8) return;
+  my_bits_.assign((cap + 7) / 8, '\0');
+  local_by_bit_.clear();
+  local_by_bit_.resize(cap);
+  negotiation_.resize_bits(cap);
+  stalls_.resize_bits(cap);
+}
+
+void Engine::exchange(const std::string& msg, Exchange* out) {
+  // Everyone's message to everyone.
+  std::vector<uint8_t> gathered;
+  CollectiveArgs ag;
+  ag.kind = CollectiveKind::kAllgather;
+  ag.dtype = DataType::kUInt8;
+  ag.in = msg.data();
+  ag.count = static_cast<int64_t>(msg.size());
+  ag.allocate = [&gathered](int64_t n) -> void* {
+    gathered.resize(static_cast<size_t>(std::max<int64_t>(n, 1)));
+    return gathered.data();
+  };
+  comm_->take_peer_wait_us();  // counts from here
+  const auto sent = std::chrono::steady_clock::now();
+  comm_->run(ag);
+  const auto received = std::chrono::steady_clock::now();
+  out->peer_wait_us = comm_->take_peer_wait_us();
+  out->exchange_us = std::chrono::duration<double, std::micro>(received - sent).count();
+  out->messages.resize(static_cast<size_t>(size_));
+  int64_t off = 0;
+  for (int r = 0; r < size_; ++r) {
+    const int64_t n = ag.recv_counts[static_cast<size_t>(r)];
+    out->messages[static_cast<size_t>(r)].assign(reinterpret_cast<const char*>(gathered.data()) + off,
+                                                 static_cast<size_t>(n));
+    off += n;
+  }
+}
+
+void Engine::note_joins(const std::vector<bool>& joined) {
+  const std::vector<bool>& before = negotiation_.joined();
+  for (int r = 0; r < size_; ++r) {
+    if (joined[static_cast<size_t>(r)] && !before[static_cast<size_t>(r)]) last_joined_ = r;
+  }
+  negotiation_.set_joined(joined);
+}
+
+// Stalled tensors rank 0 gave up on: they fail everywhere.
+void Engine::fail_aborted(const std::vector<std::string>& aborts, const std::vector<bool>& joined) {
+  for (const auto& name : aborts) {
+    if (name.empty()) {  // the join
+      fail_join(join_stall_why_ranks(joined));
+      continue;
+    }
+    std::vector<int> missing;
+    auto& table = negotiation_.table();
+    auto it = table.find(name);
+    const int bit = cache_.bit_of(name);
+    if (it != table.end()) {
+      missing = negotiation_.missing_ranks(*it->second);
+      table.erase(it);
+    } else if (bit >= 0 && negotiation_.pending_anywhere(static_cast<size_t>(bit))) {
+      missing = negotiation_.missing_ranks(static_cast<size_t>(bit));
+      stalls_.stop(static_cast<size_t>(bit));
+    } else {
+      continue;
+    }
+    const std::string why = "tensor '" + name + "' stalled for more than " +
+                            std::to_string(static_cast<int>(opt_.stall_shutdown_s)) + " s waiting on rank(s) " +
+                            rank_list(missing) + " (RINGCC_STALL_SHUTDOWN_S)";
+    if (LocalEntry* local = find_local(name)) {
+      finish_local(*local, std::make_exception_ptr(Error(ErrorKind::kTimeout, why)));
+      drop_local(name);
+    }
+  }
+}
+
+// Ready on every rank (joined ranks count as ready): first the cache hits
+// in the order their names entered the cache, then table entries in the
+// order they appeared.
+void Engine::collect_ready(std::vector<ReadyItem>* ready, double now) {
+  const size_t ready_bits = negotiation_.find_ready_bits(cache_);
+  stalls_.track_bits(negotiation_, cache_, now);
+  std::vector<std::pair<TableEntry*, const std::string*>> entries;
+  negotiation_.ready_entries(&entries);
+  ready->reserve(ready_bits + entries.size());
+  if (ready_bits) {
+    const std::string& all = negotiation_.all_bits();
+    for (int bit : cache_.bits_in_order()) {
+      const auto b = static_cast<size_t>(bit);
+      if (!(all[b / 8] & (1 << (b % 8)))) continue;
+      ReadyItem item;
+      item.meta = cache_.meta(b).get();
+      item.local = local_by_bit_[b].get();
+      item.bit = bit;
+      ready->push_back(std::move(item));
+      if (ready->size() == ready_bits) break;
+    }
+  }
+  for (auto& [e, name] : entries) {
+    ReadyItem item;
+    item.name = *name;
+    item.entry = e;
+    item.meta = &negotiation_.first_meta(*e);
+    item.local = find_local(item.name);
+    ready->push_back(std::move(item));
+  }
+}
+
+void Engine::record_stats(double negotiation_us, const Exchange& exchange, bool any_new, bool cached_ready) {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  stats_.cycles++;
+  stats_.negotiation_us += (negotiation_us - stats_.negotiation_us) / static_cast<double>(stats_.cycles);
+  if (any_new || !cached_ready) return;
+  stats_.cached_cycles++;
+  const double k = static_cast<double>(stats_.cached_cycles);
+  stats_.cached_negotiation_us += (negotiation_us - stats_.cached_negotiation_us) / k;
+  stats_.cached_exchange_us += (exchange.exchange_us - stats_.cached_exchange_us) / k;
+  stats_.cached_decide_us += (negotiation_us - exchange.exchange_us - stats_.cached_decide_us) / k;
+  const double waited = std::min(exchange.peer_wait_us, exchange.exchange_us);
+  stats_.cached_peer_wait_us += (waited - stats_.cached_peer_wait_us) / k;
+  stats_.cached_overhead_us += (negotiation_us - waited - stats_.cached_overhead_us) / k;
+}
+
+void Engine::note_idle(bool any_ready, bool any_new) {
+  bool any_pending = false;
+  for (char c : negotiation_.any_bits()) any_pending = any_pending || c;
+  bool mine_pending = false;
+  for (char c : my_bits_) mine_pending = mine_pending || c;
+  const bool idle =
+      !any_ready && negotiation_.table().empty() && local_.empty() && !mine_pending && !any_new && !any_pending;
+  idle_cycles_ = idle ? idle_cycles_ + 1 : 0;
+}
+
+// A join completes once every rank has joined.
+void Engine::finish_join() {
+  std::shared_ptr<Work> work;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    work.swap(join_work_);
+  }
+  joined_ = false;
+  if (work) {
+    // The last rank to join (the highest of those that joined in the
+    // same cycle).
+    work->list()[0].result_count = last_joined_;
+    work->finish(nullptr);
+  }
+  negotiation_.clear_joined();
+}
+
+// A rank that shut down takes part in nothing more, so no pending named
+// collective (nor a join) can complete: every engine stops in this same
+// cycle, failing what is pending, rather than wait for it.
+void Engine::stop_if_shut_down(const std::vector<int>& shut_down) {
+  if (shut_down.empty()) return;
+  if (sent_shutdown_) {
+    fail_all("ringcc was shut down before this collective completed", ErrorKind::kNotInitialized);
+  } else {
+    fail_all("rank(s) " + rank_list(shut_down) +
+                 " shut ringcc down, so named collectives cannot complete (call "
+                 "ringcc.shutdown() here too, and init() again to go on)",
+             ErrorKind::kPeerFailure);
+  }
+}
+
+
+}  // namespace ringcc

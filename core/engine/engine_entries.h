@@ -1,0 +1,63 @@
+// The engine's records of tensors and its constants, shared by its
+// implementation files (engine.cc: the callers' side and the engine
+// thread's loop; engine_cycle.cc: a cycle's steps; engine_batch.cc:
+// running what is ready).
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "core/engine/engine.h"
+
+namespace ringcc {
+
+constexpr int kIdleCyclesBeforeBackoff = 200;
+constexpr double kIdleCycleMs = 10.0;
+// Local entries kept for reuse (about 200 bytes each).
+constexpr size_t kMaxSpareEntries = 4096;
+// LocalEntry::busy_bit of a failed call: its name is not held in flight.
+constexpr int kNotBusy = -2;
+
+inline double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// A tensor this rank enqueued and that has not run yet.
+struct Engine::LocalEntry {
+  std::string name;
+  std::shared_ptr<Work> work;
+  TensorMeta meta;
+  int cache_bit = -1;      // announced through the cache
+  uint64_t cache_epoch = 0;  // cache_epoch_ when cache_bit was looked up
+  bool announced = false;  // announced in full
+  uint64_t taken = 0;      // when the engine took it (take_incoming's count)
+  // What marks its name in flight (under mu_): busy_bits_[busy_bit], or
+  // its name in busy_names_ when -1; nothing for a failed call
+  // (kNotBusy), which a call of the same name may follow at once.
+  int busy_bit = -1;
+  int64_t negotiating_us = 0;  // enqueued (0: no timeline recorded then)
+  // An allreduce's buffers, as its Work holds them: a fused batch gathers
+  // these without reaching into each Work.
+  BufferSegment segment;
+};
+
+// A tensor that is ready on every rank, about to run (same on all ranks).
+struct Engine::ReadyItem {
+  std::string name;                  // table entries only: see name_of()
+  const TensorMeta* meta = nullptr;  // the agreed description
+  LocalEntry* local = nullptr;       // null: this rank joined and sends zeros
+  int bit = -1;                      // >= 0: ready through the cache bit alone
+  TableEntry* entry = nullptr;       // otherwise: its table entry
+};
+
+// Ready items that run as one collective: a stretch of the cycle's list.
+struct Engine::Batch {
+  const ReadyItem* first;
+  size_t n;
+  const ReadyItem* begin() const { return first; }
+  const ReadyItem* end() const { return first + n; }
+  size_t size() const { return n; }
+  const ReadyItem& operator[](size_t k) const { return first[k]; }
+};
+
+}  // namespace ringcc

@@ -1,0 +1,45 @@
+// What ranks negotiate about a named tensor: the collective, its dtype,
+// shape, reduction, root, scale factors and where it lives (host or CUDA
+// memory). Two ranks' descriptions of one name must agree (allgather and alltoall may differ in the first
+// dimension), or every rank gets an error naming the tensor.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/collective/collective_args.h"
+#include "core/collective/op_header.h"
+
+namespace ringcc {
+
+struct TensorMeta {
+  CollectiveKind kind = CollectiveKind::kAllreduce;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int32_t root = 0;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  std::vector<int64_t> shape;
+  MemoryKind memory = MemoryKind::kHost;
+
+  int64_t elements() const;
+  int64_t row_elems() const;  // elements per row of the first dimension
+  bool operator==(const TensorMeta& o) const;
+
+  void serialize(std::string* out) const;
+  // Reads one TensorMeta at *pos, advancing it; raises on malformed data.
+  static TensorMeta parse(const std::string& in, size_t* pos);
+};
+
+// Equal in everything ranks must agree on (allgather and alltoall may
+// differ in the first dimension); never for a rank's failed call
+// (kLocalError, see Engine::enqueue).
+bool compatible(const TensorMeta& a, const TensorMeta& b);
+
+// Describes how metas[i] (from ranks[i]) disagree, or returns "" when the
+// tensor can run. Allgather and alltoall may differ in the first dimension.
+std::string describe_disagreement(const std::string& name, const std::vector<TensorMeta>& metas,
+                                  const std::vector<int>& ranks);
+
+}  // namespace ringcc

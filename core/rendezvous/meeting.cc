@@ -1,0 +1,268 @@
+#include "core/rendezvous/meeting.h"
+
+#include <algorithm>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "core/base/env.h"
+#include "core/base/error.h"
+#include "core/base/interrupt.h"
+#include "core/base/sha256.h"
+#include "core/os/mpi_library.h"
+#include "core/os/net_interface.h"
+#include "core/os/socket.h"
+
+namespace ringcc {
+
+namespace {
+
+std::string random_hex(size_t bytes) {
+  std::vector<uint8_t> buf(bytes);
+  random_bytes(buf.data(), buf.size());
+  return to_hex(buf.data(), buf.size());
+}
+
+// Jobs this process was part of and left: a store that still serves one is
+// not the job a meet() is looking for.
+std::mutex g_left_jobs_mu;
+std::unordered_set<std::string> g_left_jobs;
+
+bool left_job(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(g_left_jobs_mu);
+  return g_left_jobs.count(job_id) > 0;
+}
+
+// Rank 0's addresses for the others to try, best first.
+std::vector<std::string> store_addresses(const RendezvousInfo& info, bool single_host, std::string* error) {
+  std::vector<std::string> addrs;
+  if (single_host) {
+    addrs.push_back("127.0.0.1");
+    return addrs;
+  }
+  if (!info.master_addr.empty()) addrs.push_back(info.master_addr);
+  // The chosen interface's address first (RINGCC_SOCKET_IFNAME and the
+  // like), then every address but loopback and link-local ones. A
+  // failure goes to the other ranks with the rest, not left for their timeout.
+  try {
+    const SocketInterface iface = socket_interface_from_env();
+    if (!iface.address.empty()) addrs.push_back(iface.address);
+    for (bool ipv6 : {false, true}) {
+      for (const LocalAddress& a : local_addresses()) {
+        if (a.ipv6 == ipv6 && !a.loopback && !a.link_local && a.address != iface.address) {
+          addrs.push_back(a.address);
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    if (error->empty()) *error = e.what();
+  }
+  addrs.push_back(host_name());
+  return addrs;
+}
+
+// Rank 0's broadcast of where its store is: "ok" or "error\n<why>", the
+// port, the secret, then the addresses to try, one a line.
+std::string broadcast_store_text(MpiComm& comm, std::string text, Deadline deadline) {
+  const MpiApi& api = mpi_api();
+  // Length first, then the text.
+  int64_t len = static_cast<int64_t>(text.size());
+  rcmpi_req* req = nullptr;
+  mpi_check(api.ibcast(comm.get(), &len, sizeof(len), 0, &req), "MPI_Ibcast");
+  mpi_wait(req, deadline, "the rendezvous through MPI");
+  text.resize(static_cast<size_t>(len));
+  mpi_check(api.ibcast(comm.get(), &text[0], len, 0, &req), "MPI_Ibcast");
+  mpi_wait(req, deadline, "the rendezvous through MPI");
+  return text;
+}
+
+// Under MPI there is no MASTER_ADDR: rank 0 serves the store on a free port
+// (or RINGCC_MASTER_PORT) and sends its addresses, the port and the job
+// secret to the others with an MPI broadcast; they connect to the first
+// address that answers (127.0.0.1 first when every rank is on this host).
+void meet_through_mpi(const RendezvousInfo& info, Deadline deadline, Meeting* m) {
+  MpiComm& comm = *info.mpi;
+  std::string text;
+  // Every rank on this host: the store listens on 127.0.0.1 only.
+  int local_rank = 0, local_size = 0;
+  const bool single_host = mpi_api().comm_node(comm.get(), &local_rank, &local_size) == 0 && local_size == info.size;
+  if (info.rank == 0) {
+    if (m->secret.empty()) m->secret = random_hex(32);
+    std::string error;
+    int port = 0;
+    try {
+      const std::string listen = single_host ? "127.0.0.1" : env_str("RINGCC_LISTEN_ADDR", "");
+      m->server = std::make_unique<TcpStoreServer>(listen, info.master_port, m->secret);
+      port = m->server->port();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    const std::vector<std::string> addrs = store_addresses(info, single_host, &error);
+    text = error.empty() ? "ok\n" : "error\n" + error + "\n";
+    text += std::to_string(port) + "\n" + m->secret + "\n";
+    for (const auto& a : addrs) text += a + "\n";
+  }
+  auto lines = split_lines(broadcast_store_text(comm, text, deadline));
+  if (lines.size() < 4 || lines[0] != "ok") {
+    raise(ErrorKind::kInternal, "rank 0 could not serve the rendezvous store: ",
+          lines.size() > 1 ? lines[1] : std::string("?"));
+  }
+  const int port = std::stoi(lines[1]);
+  m->secret = lines[2];
+  m->secret_shared = true;
+  std::string tried;
+  for (size_t i = 3; i < lines.size() && !m->store; ++i) {
+    if (lines[i].empty()) continue;
+    try {
+      const Deadline one = std::min(deadline, deadline_after(info.rank == 0 ? 30.0 : 3.0));
+      m->store = std::make_shared<TcpStore>(lines[i], port, m->secret, one);
+    } catch (const Error& e) {
+      tried += (tried.empty() ? "" : "; ") + lines[i] + ": " + e.what();
+    }
+  }
+  if (!m->store) {
+    raise(ErrorKind::kTimeout, "cannot reach rank 0's rendezvous store at port ", port, " (", tried,
+          "); set RINGCC_MASTER_ADDR to an address of rank 0's host that the others can reach");
+  }
+}
+
+// Rank 0 serves the store, every rank connects.
+void open_store(const RendezvousInfo& info, Deadline deadline, SecretFile* host_secret, Meeting* m) {
+  const bool single = info.single_host;
+  if (m->secret.empty()) {
+    if (single) {
+      *host_secret = SecretFile::find_or_create("port" + std::to_string(info.master_port));
+      m->secret = host_secret->secret();
+    } else if (insecure_allowed()) {
+      warn_insecure("the job found from " + info.source + " may span hosts and was given no secret");
+    } else {
+      raise(ErrorKind::kInvalidArgument, "this job (found from ", info.source,
+            ") may span hosts and has no job secret: set RINGCC_SECRET, or RINGCC_SECRET_FILE "
+            "(a file holding it), to the same secret on every rank (docs/api.md, \"Security\", "
+            "shows how under torchrun, SLURM and Kubernetes; ringrun does it for you). A job "
+            "whose ranks all run on this host needs none when its launcher says so (e.g. "
+            "LOCAL_WORLD_SIZE equal to WORLD_SIZE). RINGCC_INSECURE=1 starts without a secret, "
+            "unauthenticated.");
+    }
+  }
+  m->secret_shared = !m->secret.empty();
+  const std::string listen = single ? "127.0.0.1" : env_str("RINGCC_LISTEN_ADDR", "");
+  const std::string reach = single ? "127.0.0.1" : info.master_addr;
+  if (info.rank == 0) m->server = std::make_unique<TcpStoreServer>(listen, info.master_port, m->secret);
+  try {
+    m->store = std::make_shared<TcpStore>(reach, info.master_port, m->secret, deadline);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kTimeout) throw;
+    if (!single) raise(ErrorKind::kTimeout, e.what(), " (rank 0 serves the rendezvous store)");
+    raise(ErrorKind::kTimeout, e.what(), " (rank 0 serves the rendezvous store; every rank was taken to "
+          "be on this host, as ", info.single_host_reason, ", so it serves it on 127.0.0.1 only)");
+  }
+}
+
+// Rank 0 may still serve the store of a job this process has left (an
+// init() right after a shutdown() is faster than rank 0's): a rank other
+// than 0 meets again once it serves the new one.
+void await_job_id(const RendezvousInfo& info, bool own_store, Deadline deadline, SecretFile* host_secret,
+                  Meeting* m) {
+  for (;;) {
+    try {
+      if (!m->store) open_store(info, deadline, host_secret, m);
+      m->job_id = m->store->get("ringcc/job", until(deadline));
+      if (!own_store || !left_job(m->job_id)) return;
+    } catch (const Error& e) {
+      // The old store closed under us, or refused the new job's secret.
+      if (!own_store || e.kind() != ErrorKind::kPeerFailure || Clock::now() >= deadline) throw;
+    }
+    if (Clock::now() >= deadline) {
+      raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(), " s waiting for rank 0 to start a new job at ",
+            info.master_addr, ":", info.master_port, " (it still serves a job this process left)");
+    }
+    m->store.reset();
+    poll_interrupt();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t nl = s.find('\n', start);
+    out.push_back(s.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+    if (nl == std::string::npos) return out;
+    start = nl + 1;
+  }
+}
+
+void remember_left_job(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(g_left_jobs_mu);
+  g_left_jobs.insert(job_id);
+}
+
+Meeting meet(const RendezvousInfo& info, std::shared_ptr<Store> given, Deadline deadline, SecretFile* host_secret) {
+  Meeting m;
+  m.store = std::move(given);
+  m.secret = info.secret.empty() ? secret_from_env() : info.secret;
+  if (!m.store && info.mpi) meet_through_mpi(info, deadline, &m);
+  const bool own_store = !m.store;
+  if (info.rank == 0) {
+    if (own_store) open_store(info, deadline, host_secret, &m);
+    m.job_id = random_hex(6);
+    m.store->set("ringcc/job", m.job_id);
+  } else {
+    await_job_id(info, own_store, deadline, host_secret, &m);
+  }
+  return m;
+}
+
+void agree_on_link_secret(Meeting& m, int rank, bool all_local, const RendezvousInfo& info, SecretFile* made,
+                          Deadline deadline) {
+  if (m.secret_shared) return;
+  Store& store = *m.store;
+  std::string how;
+  if (rank == 0) {
+    if (!m.secret.empty()) {
+      how = "own";
+    } else if (all_local) {
+      *made = SecretFile::create_unique();
+      m.secret = made->secret();
+      how = "file " + made->path();
+    } else if (insecure_allowed()) {
+      warn_insecure("the ranks (found from " + info.source + ") span hosts and were given no secret");
+      m.secret = random_hex(32);
+      store.set("ringcc/secret", m.secret);
+      how = "store";
+    } else {
+      how = "none";
+    }
+    store.set("ringcc/secret-how", how);
+  } else {
+    how = store.get("ringcc/secret-how", until(deadline));
+  }
+  if (how == "none") {
+    raise(ErrorKind::kInvalidArgument, "the ranks (found from ", info.source,
+          ") span hosts and have no job secret: set RINGCC_SECRET, or RINGCC_SECRET_FILE (a file "
+          "holding it), to the same secret on every rank (docs/api.md, \"Security\"), or "
+          "RINGCC_INSECURE=1 to connect them unauthenticated");
+  }
+  if (rank == 0) return;
+  if (how == "own") {
+    RINGCC_CHECK(!m.secret.empty(), ErrorKind::kInvalidArgument,
+                 "rank 0 has a job secret (RINGCC_SECRET or RINGCC_SECRET_FILE) but rank ", rank,
+                 " has none: give every rank the same");
+    return;
+  }
+  RINGCC_CHECK(m.secret.empty(), ErrorKind::kInvalidArgument, "rank ", rank,
+               " has a job secret (RINGCC_SECRET or RINGCC_SECRET_FILE) but rank 0 has none: "
+               "give every rank the same");
+  if (how.rfind("file ", 0) == 0) {
+    m.secret = SecretFile::read(how.substr(5));
+  } else {
+    m.secret = store.get("ringcc/secret", until(deadline));
+  }
+}
+
+}  // namespace ringcc

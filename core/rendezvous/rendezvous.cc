@@ -1,0 +1,117 @@
+#include "core/rendezvous/rendezvous.h"
+
+#include <cstdlib>
+
+#include "core/base/env.h"
+#include "core/base/error.h"
+#include "core/rendezvous/job_secret.h"
+#include "core/os/mpi_library.h"
+#include "core/os/socket.h"
+
+namespace ringcc {
+
+namespace {
+
+bool read_pair(const char* rank_var, const char* size_var, RendezvousInfo* info) {
+  if (!env_is_set(rank_var) || !env_is_set(size_var)) return false;
+  info->rank = static_cast<int>(env_int(rank_var, 0));
+  info->size = static_cast<int>(env_int(size_var, 1));
+  return true;
+}
+
+bool is_loopback(const std::string& host) {
+  return host.rfind("127.", 0) == 0 || host == "localhost" || host == "::1" ||
+         host.rfind("::ffff:127.", 0) == 0;
+}
+
+// Whether the launcher's variables put every rank on this host.
+void read_single_host(const char* local_size_var, RendezvousInfo* info) {
+  if (is_loopback(info->master_addr)) {
+    info->single_host = true;
+    info->single_host_reason = "the store's address " + info->master_addr + " is a loopback address";
+    return;
+  }
+  if (local_size_var != nullptr && env_is_set(local_size_var) &&
+      env_int(local_size_var, 0) == info->size) {
+    info->single_host = true;
+    info->single_host_reason = std::string(local_size_var) + " equals the world size";
+    return;
+  }
+  if (env_is_set("SLURM_PROCID")) {
+    const char* nodes = env_is_set("SLURM_STEP_NUM_NODES") ? "SLURM_STEP_NUM_NODES" : "SLURM_NNODES";
+    if (env_is_set(nodes) && env_int(nodes, 0) == 1) {
+      info->single_host = true;
+      info->single_host_reason = std::string(nodes) + " is 1";
+    }
+  }
+}
+
+}  // namespace
+
+RendezvousInfo rendezvous_from_env() {
+  RendezvousInfo info;
+  const char* local_size_var = nullptr;  // the launcher's count of ranks on this host
+  if (read_pair("RINGCC_RANK", "RINGCC_SIZE", &info)) {
+    info.source = "ringrun (RINGCC_RANK/RINGCC_SIZE)";
+    local_size_var = "RINGCC_LOCAL_SIZE";
+  } else if (read_pair("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", &info)) {
+    info.source = "Open MPI (OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE)";
+    local_size_var = "OMPI_COMM_WORLD_LOCAL_SIZE";
+  } else if (read_pair("PMI_RANK", "PMI_SIZE", &info)) {
+    info.source = "PMI (PMI_RANK/PMI_SIZE)";
+    local_size_var = "MPI_LOCALNRANKS";
+  } else if (read_pair("SLURM_PROCID", "SLURM_NTASKS", &info)) {
+    info.source = "SLURM (SLURM_PROCID/SLURM_NTASKS)";
+  } else if (read_pair("RANK", "WORLD_SIZE", &info)) {
+    info.source = "torchrun (RANK/WORLD_SIZE)";
+    local_size_var = "LOCAL_WORLD_SIZE";
+  } else {
+    info.source = "a single process (no launcher variables found)";
+    return info;
+  }
+  if (info.size < 1 || info.rank < 0 || info.rank >= info.size) {
+    raise(ErrorKind::kInvalidArgument, "invalid rank ", info.rank, " for world size ", info.size,
+          " from ", info.source);
+  }
+  info.secret = secret_from_env();
+  if (info.size == 1) return info;
+
+  // An IPv6 address may come in brackets ("[fd00::1]"), as in URLs.
+  info.master_addr = unbracket_host(env_str("RINGCC_MASTER_ADDR", env_str("MASTER_ADDR", "")));
+  if (env_is_set("RINGCC_MASTER_PORT")) {
+    info.master_port = static_cast<int>(env_int("RINGCC_MASTER_PORT", 0));
+  } else if (env_is_set("MASTER_PORT")) {
+    info.master_port = static_cast<int>(env_int("MASTER_PORT", 0)) + 1;
+  }
+  if (info.master_addr.empty() || info.master_port <= 0 || info.master_port > 65535) {
+    raise(ErrorKind::kInvalidArgument, "ranks found from ", info.source,
+          " but not where rank 0 serves the rendezvous store: set RINGCC_MASTER_ADDR and "
+          "RINGCC_MASTER_PORT (or MASTER_ADDR and MASTER_PORT; ringcc then uses MASTER_PORT+1),"
+          " or start the job with ringrun");
+  }
+  read_single_host(local_size_var, &info);
+  return info;
+}
+
+bool launched_by_mpi() {
+  return env_is_set("OMPI_COMM_WORLD_SIZE") || env_is_set("PMIX_RANK") || env_is_set("PMI_SIZE") ||
+         env_is_set("PMI_RANK") || env_is_set("MPI_LOCALNRANKS");
+}
+
+RendezvousInfo rendezvous_from_mpi(int64_t fortran_handle) {
+  RendezvousInfo info;
+  mpi_ensure_initialized();
+  info.mpi = MpiComm::dup_of_handle(fortran_handle, timeout_seconds());
+  info.rank = info.mpi->rank();
+  info.size = info.mpi->size();
+  info.source = fortran_handle < 0 ? "MPI (MPI_COMM_WORLD)" : "MPI (the communicator given to init)";
+  info.secret = secret_from_env();
+  info.master_addr = unbracket_host(env_str("RINGCC_MASTER_ADDR", ""));
+  if (env_is_set("RINGCC_MASTER_PORT")) info.master_port = static_cast<int>(env_int("RINGCC_MASTER_PORT", 0));
+  if (info.master_port < 0 || info.master_port > 65535) {
+    raise(ErrorKind::kInvalidArgument, "RINGCC_MASTER_PORT must be a TCP port, got ", info.master_port);
+  }
+  return info;
+}
+
+}  // namespace ringcc

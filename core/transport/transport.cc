@@ -1,0 +1,108 @@
+#include "core/transport/transport.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/base/env.h"
+#include "core/base/error.h"
+#include "core/base/interrupt.h"
+
+namespace ringcc {
+
+namespace {
+
+// How long a waiter polls before it starts to block (RINGCC_SPIN_US).
+std::chrono::microseconds spin_budget() {
+  static const auto budget = std::chrono::microseconds(env_int("RINGCC_SPIN_US", 50));
+  return budget;
+}
+
+std::string pending_peers(const std::vector<Request*>& pending) {
+  std::string out;
+  for (const Request* r : pending) {
+    if (!out.empty()) out += ", ";
+    out += std::to_string(r->peer());
+  }
+  return out;
+}
+
+[[noreturn]] void raise_timeout(const std::vector<Request*>& pending, const char* what) {
+  raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(), " s in ", what,
+        " waiting for rank(s) ", pending_peers(pending),
+        " (RINGCC_TIMEOUT_S sets the limit)");
+}
+
+// Progresses `all`; returns true when `done` says the wait is over.
+template <typename Done>
+void drive(std::vector<Request*> all, Deadline deadline, const char* what, Done done) {
+  auto spin_until = Clock::now() + spin_budget();
+  int idle_rounds = 0;
+  std::vector<pollfd> fds;
+  for (;;) {
+    bool advanced = false;
+    for (size_t i = 0; i < all.size();) {
+      if (all[i]->progress()) {
+        all.erase(all.begin() + static_cast<std::ptrdiff_t>(i));
+        advanced = true;
+      } else {
+        ++i;
+      }
+    }
+    if (done(all)) return;
+    if (advanced) {
+      spin_until = Clock::now() + spin_budget();
+      idle_rounds = 0;
+      continue;
+    }
+    auto now = Clock::now();
+    if (now >= deadline) raise_timeout(all, what);
+    if (now < spin_until) continue;
+    if (++idle_rounds < 16) {
+      sched_yield();
+      continue;
+    }
+    // Sleep until any pending request can move: on all their descriptors
+    // at once when they have some, else on the first one in short slices
+    // so the others are polled too.
+    poll_interrupt();
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+    fds.clear();
+    bool pollable = true;
+    for (Request* r : all) pollable = pollable && r->add_pollfds(&fds);
+    if (pollable && !fds.empty()) {
+      ::poll(fds.data(), fds.size(),
+             interrupt_slice_ms(static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(100, left)))));
+      continue;
+    }
+    int slice = all.size() > 1 ? 1 : 100;
+    all.front()->block(interrupt_slice_ms(static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(slice, left)))));
+  }
+}
+
+}  // namespace
+
+void wait_all(const std::vector<Request*>& requests, Deadline deadline, const char* what) {
+  drive(requests, deadline, what, [](const std::vector<Request*>& left) { return left.empty(); });
+}
+
+void wait_one(Request* target, const std::vector<Request*>& others, Deadline deadline,
+              const char* what) {
+  std::vector<Request*> all{target};
+  all.insert(all.end(), others.begin(), others.end());
+  drive(all, deadline, what, [target](const std::vector<Request*>& left) {
+    return std::find(left.begin(), left.end(), target) == left.end();
+  });
+}
+
+size_t ring_chunk_bytes_from_env() {
+  return static_cast<size_t>(std::max<int64_t>(env_int("RINGCC_CHUNK_BYTES", 1 << 20), 4096));
+}
+
+size_t ring_chunk_bytes() {
+  static const size_t bytes = ring_chunk_bytes_from_env();
+  return bytes;
+}
+
+}  // namespace ringcc

@@ -1,0 +1,331 @@
+// Unit tests of the engine's parts that stand alone (core/engine/): the
+// response cache, the negotiation of one cycle's messages and the stall
+// inspector, each driven directly, without ranks, sockets or threads.
+//
+// Exits 0 when every check passes, 1 otherwise.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/base/error.h"
+#include "core/engine/negotiation.h"
+#include "core/engine/response_cache.h"
+#include "core/engine/stall_inspector.h"
+#include "core/engine/tensor_meta.h"
+
+using namespace ringcc;  // NOLINT(build/namespaces)
+
+namespace {
+
+int g_failures = 0;
+int g_checks = 0;
+
+#define EXPECT(cond)                                                          \
+  do {                                                                        \
+    ++g_checks;                                                               \
+    if (!(cond)) {                                                            \
+      ++g_failures;                                                           \
+      std::fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);    \
+    }                                                                         \
+  } while (0)
+
+// Runs f and returns the kind of the ringcc::Error it raised (-1: none).
+template <typename F>
+int raised_kind(F&& f, std::string* what = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (what) *what = e.what();
+    return static_cast<int>(e.kind());
+  }
+  return -1;
+}
+
+std::shared_ptr<const TensorMeta> meta_of(std::vector<int64_t> shape, DataType dtype = DataType::kFloat32,
+                                          CollectiveKind kind = CollectiveKind::kAllreduce) {
+  auto m = std::make_shared<TensorMeta>();
+  m->kind = kind;
+  m->dtype = dtype;
+  m->shape = std::move(shape);
+  return m;
+}
+
+std::string bits_with(size_t capacity, std::vector<size_t> set) {
+  std::string bits((capacity + 7) / 8, '\0');
+  for (size_t b : set) bits[b / 8] = static_cast<char>(bits[b / 8] | (1 << (b % 8)));
+  return bits;
+}
+
+// One rank's message: flags, cache bits, tensors announced in full, aborts.
+std::string message(uint8_t flags, const std::string& bits,
+                    const std::vector<std::pair<std::string, TensorMeta>>& announced,
+                    const std::vector<std::string>& aborts = {}) {
+  MessageBuilder b;
+  b.start();
+  for (const auto& [name, meta] : announced) b.announce(name, meta);
+  std::string out;
+  b.finish(flags, bits, aborts, &out);
+  return out;
+}
+
+// ---- response cache ----
+
+void test_cache_bits_and_lru() {
+  ResponseCache cache(3);
+  EXPECT(cache.capacity() == 3 && cache.size() == 0 && !cache.full());
+  const size_t a = cache.add("a", meta_of({4}));
+  const size_t b = cache.add("b", meta_of({8}));
+  const size_t c = cache.add("c", meta_of({2, 2}));
+  EXPECT(a == 0 && b == 1 && c == 2 && cache.full());
+  EXPECT(cache.bit_of("b") == 1 && cache.bit_of("zz") == -1);
+  EXPECT(cache.bit_of("b", *meta_of({8})) == 1);
+  EXPECT(cache.bit_of("b", *meta_of({9})) == -1);                      // another shape
+  EXPECT(cache.bit_of("b", *meta_of({8}, DataType::kFloat64)) == -1);  // another dtype
+  // Least recently used first: a, unless touched.
+  auto any = [](size_t) { return true; };
+  EXPECT(cache.victim(any) == 0);
+  cache.touch(size_t{0});
+  EXPECT(cache.victim(any) == 1);
+  EXPECT(cache.touch("b") && !cache.touch("nope"));
+  EXPECT(cache.victim(any) == 2);
+  // A bit some rank waits on is never evicted.
+  EXPECT(cache.victim([](size_t bit) { return bit != 2; }) == 0);
+  EXPECT(cache.victim([](size_t) { return false; }) == -1);
+  // Replacing hands the bit to a new name and counts an eviction.
+  const uint64_t epoch = cache.epoch();
+  cache.replace(2, "d", meta_of({1}));
+  EXPECT(cache.epoch() == epoch + 1);
+  EXPECT(cache.bit_of("c") == -1 && cache.bit_of("d") == 2 && cache.name(2) == "d");
+  EXPECT(cache.meta(2)->shape == std::vector<int64_t>{1});
+}
+
+void test_cache_order_follows_entry_not_bits() {
+  ResponseCache cache(3);
+  cache.add("first", meta_of({1}));
+  cache.add("second", meta_of({1}));
+  cache.add("third", meta_of({1}));
+  EXPECT((cache.bits_in_order() == std::vector<int>{0, 1, 2}));
+  // "fourth" takes bit 0 but entered last: it runs last.
+  cache.replace(0, "fourth", meta_of({1}));
+  EXPECT((cache.bits_in_order() == std::vector<int>{1, 2, 0}));
+  ResponseCache none(-5);
+  EXPECT(none.capacity() == 0 && none.full());
+}
+
+// ---- negotiation ----
+
+void test_negotiation_table_and_readiness() {
+  const size_t capacity = 16;
+  ResponseCache cache(static_cast<int>(capacity));
+  Negotiation n(3);
+  n.resize_bits(capacity);
+  EXPECT(n.bit_bytes() == 2);
+  const std::string none = bits_with(capacity, {});
+  const TensorMeta m = *meta_of({5});
+  CycleNews news;
+  // Cycle 1: ranks 0 and 2 announce "x"; rank 1 announces "y".
+  n.apply({message(0, none, {{"x", m}}), message(0, none, {{"y", m}}), message(0, none, {{"x", m}})}, cache, 1.0,
+          &news);
+  EXPECT(news.any_new && news.shut_down.empty() && news.aborts.empty());
+  EXPECT(n.table().size() == 2);
+  std::vector<std::pair<TableEntry*, const std::string*>> ready;
+  n.ready_entries(&ready);
+  EXPECT(ready.empty());
+  EXPECT((n.missing_ranks(*n.table().at("x")) == std::vector<int>{1}));
+  EXPECT((n.missing_ranks(*n.table().at("y")) == std::vector<int>{0, 2}));
+  // Cycle 2: the missing ranks catch up; rank 2 shuts down, rank 1 joined.
+  n.apply({message(0, none, {{"y", m}}), message(kFlagJoined, none, {{"x", m}}),
+           message(kFlagShutdown, none, {{"y", m}}, {"stuck"})},
+          cache, 2.0, &news);
+  EXPECT((news.shut_down == std::vector<int>{2}));
+  EXPECT((news.joined == std::vector<bool>{false, true, false}));
+  EXPECT((news.aborts == std::vector<std::string>{"stuck"}));
+  n.ready_entries(&ready);
+  // Both ready, in the order they first appeared (x before y).
+  EXPECT(ready.size() == 2 && *ready[0].second == "x" && *ready[1].second == "y");
+  std::string why;
+  EXPECT(n.agree("x", *ready[0].first, &why) && why.empty());
+  EXPECT(n.first_meta(*ready[0].first) == m);
+  EXPECT(n.table().at("x")->first_seen == 1.0);
+}
+
+void test_negotiation_disagreement_and_failure() {
+  ResponseCache cache(8);
+  Negotiation n(2);
+  n.resize_bits(8);
+  const std::string none = bits_with(8, {});
+  CycleNews news;
+  n.apply({message(0, none, {{"t", *meta_of({4})}}), message(0, none, {{"t", *meta_of({4}, DataType::kInt32)}})},
+          cache, 0, &news);
+  std::string why;
+  EXPECT(!n.agree("t", *n.table().at("t"), &why));
+  EXPECT(why.find("'t'") != std::string::npos || why.find("t") != std::string::npos);
+  EXPECT(!why.empty());
+  // Allgather may differ in the first dimension only.
+  Negotiation g(2);
+  g.resize_bits(8);
+  g.apply({message(0, none, {{"g", *meta_of({3, 2}, DataType::kFloat32, CollectiveKind::kAllgather)}}),
+           message(0, none, {{"g", *meta_of({5, 2}, DataType::kFloat32, CollectiveKind::kAllgather)}})},
+          cache, 0, &news);
+  why.clear();
+  EXPECT(g.agree("g", *g.table().at("g"), &why));
+  // A rank whose call failed: every rank gets its reason.
+  Negotiation f(2);
+  f.resize_bits(8);
+  MessageBuilder b;
+  b.start();
+  b.announce_failed("bad", *meta_of({1}, DataType::kFloat32, CollectiveKind::kLocalError),
+                    CollectiveKind::kBroadcast, "root out of range");
+  std::string failed;
+  b.finish(0, none, {}, &failed);
+  f.apply({failed, message(0, none, {{"bad", *meta_of({1})}})}, cache, 0, &news);
+  why.clear();
+  EXPECT(!f.agree("bad", *f.table().at("bad"), &why));
+  EXPECT(why.find("root out of range") != std::string::npos);
+  EXPECT(why.find("rank 0") != std::string::npos);
+}
+
+void test_negotiation_cache_bits() {
+  const size_t capacity = 10;
+  ResponseCache cache(static_cast<int>(capacity));
+  cache.add("w0", meta_of({2}));
+  cache.add("w1", meta_of({2}));
+  cache.add("w2", meta_of({2}));
+  Negotiation n(2);
+  n.resize_bits(capacity);
+  CycleNews news;
+  // Bit 0 on both ranks, bit 1 on rank 0 alone, bit 2 on none.
+  n.apply({message(0, bits_with(capacity, {0, 1}), {}), message(0, bits_with(capacity, {0}), {})}, cache, 0, &news);
+  EXPECT(!news.any_new);
+  EXPECT(n.find_ready_bits(cache) == 1);
+  EXPECT(n.all_bits() == bits_with(capacity, {0}));
+  EXPECT(n.any_bits() == bits_with(capacity, {0, 1}));
+  EXPECT(n.pending_anywhere(1) && !n.pending_anywhere(2));
+  EXPECT((n.missing_ranks(size_t{1}) == std::vector<int>{1}));
+  // A joined rank counts as ready.
+  n.set_joined({false, true});
+  EXPECT(n.find_ready_bits(cache) == 2);
+  n.clear_joined();
+  // A cached name announced in full moves to the table: its bit no longer
+  // makes it ready by itself, and the bits fill in the table's entry.
+  n.apply({message(0, bits_with(capacity, {0}), {}), message(0, bits_with(capacity, {}), {{"w0", *meta_of({3})}})},
+          cache, 0, &news);
+  EXPECT(n.in_table(0));
+  EXPECT(n.find_ready_bits(cache) == 0);
+  std::vector<std::pair<TableEntry*, const std::string*>> ready;
+  n.ready_entries(&ready);
+  EXPECT(ready.size() == 1 && *ready[0].second == "w0");
+  std::string why;
+  EXPECT(!n.agree("w0", *ready[0].first, &why));  // shape {2} from the cache against {3}
+  // Caches of different capacities are a mismatch, said at once.
+  Negotiation other(2);
+  other.resize_bits(capacity);
+  std::string what;
+  EXPECT(raised_kind([&] {
+           other.apply({message(0, bits_with(capacity, {}), {}), message(0, bits_with(64, {}), {})}, cache, 0, &news);
+         }, &what) == static_cast<int>(ErrorKind::kMismatch));
+  EXPECT(what.find("RINGCC_CACHE_CAPACITY") != std::string::npos);
+  // A message cut short is an internal error, not a crash.
+  std::string cut = message(0, bits_with(capacity, {}), {{"x", *meta_of({1, 2, 3})}});
+  cut.resize(cut.size() - 5);
+  EXPECT(raised_kind([&] { other.apply({cut, cut}, cache, 0, &news); }) >= 0);
+  EXPECT(raised_kind([&] { other.apply({"", ""}, cache, 0, &news); }) == static_cast<int>(ErrorKind::kInternal));
+}
+
+// ---- stall inspector ----
+
+void test_stall_inspector_warns_then_aborts() {
+  const size_t capacity = 8;
+  ResponseCache cache(static_cast<int>(capacity));
+  cache.add("grad", meta_of({4}));
+  Negotiation n(3);
+  n.resize_bits(capacity);
+  StallInspector stall(/*check_s=*/10, /*shutdown_s=*/60);
+  stall.resize_bits(capacity);
+  CycleNews news;
+  // "grad" pending on ranks 0 and 2 (by its bit), "late" in the table on rank 1.
+  const std::string bit0 = bits_with(capacity, {0});
+  const std::string none = bits_with(capacity, {});
+  n.apply({message(0, bit0, {}), message(0, none, {{"late", *meta_of({1})}}), message(0, bit0, {})}, cache, 100,
+          &news);
+  n.find_ready_bits(cache);
+  stall.track_bits(n, cache, 100);
+  EXPECT(stall.stalling(0));
+  EXPECT(stall.inspect(n, cache, 105).empty());  // younger than the check time
+  const std::string warning = stall.inspect(n, cache, 111);
+  EXPECT(warning.find("stall: 2 tensor(s)") == 0);
+  EXPECT(warning.find("grad: waiting on rank(s) [1]") != std::string::npos);
+  EXPECT(warning.find("late: waiting on rank(s) [0, 2]") != std::string::npos);
+  EXPECT(stall.inspect(n, cache, 112).empty());  // warned once per check period
+  EXPECT(stall.aborts().empty());
+  stall.inspect(n, cache, 161);
+  EXPECT(stall.aborts().size() == 2);
+  stall.clear_aborts();
+  // The bit stops once it is no longer pending anywhere.
+  n.apply({message(0, none, {}), message(0, none, {}), message(0, none, {})}, cache, 170, &news);
+  n.find_ready_bits(cache);
+  stall.track_bits(n, cache, 170);
+  EXPECT(!stall.stalling(0));
+  stall.stop(0);
+  EXPECT(rank_list({}) == "[]" && rank_list({3, 1}) == "[3, 1]");
+}
+
+void test_stall_inspector_join() {
+  ResponseCache cache(8);
+  Negotiation n(2);
+  n.resize_bits(8);
+  n.set_joined({true, false});
+  StallInspector stall(5, 20);
+  stall.resize_bits(8);
+  // Times are seconds of the engine's clock, which never reads 0.
+  stall.track_join(/*some_joined=*/true, /*all_joined=*/false, /*progressed=*/false, 1);
+  EXPECT(stall.inspect(n, cache, 4).empty());
+  const std::string warning = stall.inspect(n, cache, 7);
+  EXPECT(warning.find("join(): waiting on rank(s) [1]") != std::string::npos);
+  // Progress restarts the clock.
+  stall.track_join(true, false, /*progressed=*/true, 19);
+  stall.inspect(n, cache, 31);
+  EXPECT(stall.aborts().empty());
+  stall.inspect(n, cache, 40);
+  EXPECT((stall.aborts() == std::vector<std::string>{""}));  // "" stands for the join
+  stall.clear_aborts();
+  stall.inspect(n, cache, 80);
+  EXPECT(stall.aborts().empty());  // given up on once
+  // With no check time and no shutdown time, nothing is said.
+  StallInspector quiet(0, 0);
+  quiet.resize_bits(8);
+  quiet.track_join(true, false, false, 0);
+  EXPECT(quiet.inspect(n, cache, 1e6).empty() && quiet.aborts().empty());
+}
+
+}  // namespace
+
+int main() {
+  struct Test {
+    const char* name;
+    void (*run)();
+  };
+  const Test tests[] = {
+      {"cache_bits_and_lru", test_cache_bits_and_lru},
+      {"cache_order_follows_entry_not_bits", test_cache_order_follows_entry_not_bits},
+      {"negotiation_table_and_readiness", test_negotiation_table_and_readiness},
+      {"negotiation_disagreement_and_failure", test_negotiation_disagreement_and_failure},
+      {"negotiation_cache_bits", test_negotiation_cache_bits},
+      {"stall_inspector_warns_then_aborts", test_stall_inspector_warns_then_aborts},
+      {"stall_inspector_join", test_stall_inspector_join},
+  };
+  for (const Test& t : tests) {
+    const int before = g_failures;
+    try {
+      t.run();
+    } catch (const std::exception& e) {
+      ++g_failures;
+      std::fprintf(stderr, "FAIL %s: unexpected exception: %s\n", t.name, e.what());
+    }
+    std::printf("%s %s\n", g_failures == before ? "ok  " : "FAIL", t.name);
+  }
+  std::printf("%d checks, %d failures\n", g_checks, g_failures);
+  return g_failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,169 @@
+"""The core's one-way layering (docs/architecture.md), checked on the
+includes: a file may include its own folder and the folders below it, never
+one above; no folder under core/backends/ includes another, and a backend
+reaches the backends' root only for the interface (backend.h). Also the
+order of ringcc.torch's modules: the collectives (horovod.py) import none
+of the modules built on them."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CORE = REPO / "core"
+
+# Each layer and the layers it may include, lowest first.
+BELOW = {
+    "base": set(),
+    "os": {"base"},
+    "collective": {"base"},
+    "rendezvous": {"base", "os"},
+    "transport": {"base", "os", "rendezvous"},
+    "device": {"base", "os", "collective"},
+    "algorithms": {"base", "os", "collective", "rendezvous", "transport"},
+}
+BELOW["backends"] = set(BELOW)                            # the interface, the registry
+BELOW["communicator"] = BELOW["backends"] | {"backends"}  # core/communicator.*
+BELOW["engine"] = BELOW["communicator"] | {"communicator"}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"(core/[^"]+)"', re.M)
+
+
+def layer_of(path: str) -> tuple[str, str]:
+    """(layer, backend folder or "") of a path relative to the repository."""
+    parts = Path(path).parts
+    if len(parts) == 2:
+        return "communicator", ""
+    if parts[1] == "backends":
+        return "backends", parts[2] if len(parts) > 3 else ""
+    return parts[1], ""
+
+
+def upward_edges(core: Path = CORE) -> list[str]:
+    problems = []
+    for source in sorted(core.rglob("*")):
+        if source.suffix not in (".h", ".cc", ".cuh"):
+            continue
+        name = str(source.relative_to(core.parent))
+        layer, backend = layer_of(name)
+        if layer not in BELOW:
+            problems.append(f"{name}: core/{Path(name).parts[1]} is not a layer of docs/architecture.md")
+            continue
+        for included in INCLUDE.findall(source.read_text()):
+            to_layer, to_backend = layer_of(included)
+            if to_layer == layer and to_backend == backend:
+                continue
+            if to_layer == "backends":
+                if backend and to_backend:
+                    problems.append(f"{name} includes {included}: a backend includes another")
+                elif backend and included != "core/backends/backend.h":
+                    problems.append(f"{name} includes {included}: a backend reaches the registry")
+                elif not backend and to_backend:
+                    problems.append(f"{name} includes {included}: the {layer} reaches a backend "
+                                    "past the registry")
+                elif layer not in ("backends", "communicator", "engine"):
+                    problems.append(f"{name} includes {included}: {layer} is below the backends")
+            elif to_layer not in BELOW[layer]:
+                problems.append(f"{name} includes {included}: {to_layer} is not below {layer}")
+    return problems
+
+
+def test_core_includes_point_downwards():
+    assert upward_edges() == []
+
+
+def test_the_check_sees_an_upward_include(tmp_path):
+    # The same check on a copy with one include that points up, and one
+    # between two backends: both are reported.
+    core = tmp_path / "core"
+    (core / "base").mkdir(parents=True)
+    (core / "base" / "x.h").write_text('#include "core/engine/engine.h"\n')
+    (core / "backends" / "one").mkdir(parents=True)
+    (core / "backends" / "one" / "a.cc").write_text('#include "core/backends/two/b.h"\n')
+    assert len(upward_edges(core)) == 2
+
+
+def test_core_has_no_source_outside_its_layers():
+    loose = [p.name for p in CORE.iterdir() if p.is_file() and p.suffix in (".h", ".cc")]
+    assert sorted(loose) == ["communicator.cc", "communicator.h"]
+
+
+TORCH = REPO / "adapters" / "ringcc" / "torch"
+# Each module of ringcc.torch's Horovod API and the modules it may import.
+TORCH_ORDER = ["horovod", "functions", "optimizer", "sync_batch_norm"]
+
+
+def torch_imports(module: str) -> set[str]:
+    tree = ast.parse((TORCH / f"{module}.py").read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == "ringcc.torch":
+                names.update(alias.name for alias in node.names)
+            elif node.module.startswith("ringcc.torch."):
+                names.add(node.module.rsplit(".", 1)[1])
+        elif isinstance(node, ast.Import):
+            names.update(a.name.rsplit(".", 1)[1] for a in node.names if a.name.startswith("ringcc.torch."))
+    return names
+
+
+def test_ringcc_torch_modules_import_downwards():
+    allowed = {"horovod": set(), "functions": {"horovod"}, "optimizer": {"horovod", "functions"},
+               "sync_batch_norm": {"horovod"}}
+    for module in TORCH_ORDER:
+        above = torch_imports(module) & set(TORCH_ORDER) - allowed[module]
+        assert not above, f"ringcc/torch/{module}.py imports {sorted(above)}, which import it"
+
+
+# Sizes that keep a file and a function readable in one sitting.
+MAX_FILE_LINES = 800
+MAX_FUNCTION_LINES = 120
+# A definition starts at the left margin (the code's style) and opens its
+# body at the end of that line or of a continuation line; its body ends at
+# the closing brace at the left margin.
+DEFINITION = re.compile(r"^(?!namespace\b|class\b|struct\b|enum\b|union\b|extern\b|template\b|using\b|typedef\b)[A-Za-z_].*\(")
+
+
+def long_functions(root: Path, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """Functions defined at the left margin whose definitions run past `limit` lines."""
+    found = []
+    for source in sorted(root.rglob("*")):
+        if source.suffix not in (".h", ".cc", ".cuh"):
+            continue
+        start, in_body = None, False
+        for number, line in enumerate(source.read_text().splitlines(), 1):
+            if start is None:
+                if DEFINITION.match(line):
+                    start = number
+                else:
+                    continue
+            if not in_body:
+                if line.rstrip().endswith("{"):
+                    in_body = True
+                elif line.rstrip().endswith((";", "}")) or not line.strip():
+                    start = None  # a declaration, or a one-line definition
+                continue
+            if line.startswith("}"):
+                if number - start + 1 > limit:
+                    found.append(f"{source.relative_to(root.parent)}:{start}: {number - start + 1} lines")
+                start, in_body = None, False
+    return found
+
+
+def test_no_core_file_is_too_long():
+    long = [f"{p.relative_to(REPO)}: {n} lines" for p in sorted(CORE.rglob("*")) if p.suffix in (".h", ".cc", ".cuh")
+            for n in [len(p.read_text().splitlines())] if n > MAX_FILE_LINES]
+    assert long == []
+
+
+def test_no_function_is_too_long():
+    assert long_functions(CORE) + long_functions(REPO / "bindings") == []
+
+
+def test_the_length_check_sees_a_long_function(tmp_path):
+    (tmp_path / "core").mkdir()
+    body = "\n".join(f"  x += {i};" for i in range(MAX_FUNCTION_LINES))
+    (tmp_path / "core" / "long.cc").write_text(f"int Long::f(int x) const {{\n{body}\n}}\n\nint g() {{\n  return 1;\n}}\n")
+    assert long_functions(tmp_path / "core") == [f"core/long.cc:1: {MAX_FUNCTION_LINES + 2} lines"]
