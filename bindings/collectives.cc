@@ -20,6 +20,7 @@
 #include "bindings/global_communicator.h"
 #include "bindings/handle.h"
 #include "bindings/prepared.h"
+#include "core/os/wait_policy.h"
 #include "core/communicator.h"
 #include "core/engine/engine.h"
 #include "core/rendezvous/prefix_store.h"
@@ -1101,6 +1102,20 @@ void bind_collectives(py::module_& m) {
   m.def("gpu_backend", [] { return comm().gpu_backend_name(); },
         "The backend of CUDA collectives (\"nccl\", \"ipc\", \"host\"), \"\" before the first one.");
   m.def("fusion_threshold", [] { return comm().fusion_threshold(); });
+  m.def("wait_policy", [] {
+        py::dict d;
+        d["setting"] = ringcc::wait_policy_setting();
+        const auto& plan = ringcc::WaitPlan::current();
+        d["mode"] = ringcc::wait_mode_name(plan.mode());
+        d["spin_us"] = static_cast<int64_t>(plan.budget().count());
+        d["oversubscribed"] = ringcc::host_oversubscribed();
+        d["affinity_cpus"] = ringcc::affinity_cpus();
+        return d;
+      },
+      "How this thread waits for peers now (RINGCC_WAIT_POLICY): the setting, the mode "
+      "its next wait uses (spin, yield or block) and its spin budget in microseconds, "
+      "whether the ranks on this host outnumber their CPUs, and the CPUs in this "
+      "process's affinity mask.");
 
   // The module-level collectives (ringcc/__init__.py passes its arguments
   // through as given: converting them here makes every bad one the call's

@@ -10,7 +10,7 @@ _EXPORTS = (
     "Handle", "InternalError", "InvalidArgumentError", "MismatchError", "NotInitializedError",
     "PeerFailureError", "RingccError", "TimeoutError", "UnsupportedTypeError", "build_info",
     "cross_rank", "cross_size", "is_initialized", "local_rank", "local_size", "poll", "rank",
-    "shutdown", "size", "synchronize", "transport_name", "gpu_backend", "DeviceArray",
+    "shutdown", "size", "synchronize", "transport_name", "gpu_backend", "DeviceArray", "wait_policy",
 )
 
 try:
