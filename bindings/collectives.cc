@@ -680,30 +680,140 @@ bool scale_of(PyObject* o, double* out) {
   return false;
 }
 
-// From a catch block of a named in-place allreduce's fast path: fails the
-// call under `name` on every rank (see fail_call) and sets the Python error.
-PyObject* fail_named_in_place(const char* name, Py_ssize_t name_len) {
+// From a catch block of a named call's fast path: fails the call under
+// `name` on every rank (see fail_call) and sets the Python error.
+PyObject* fail_named(CollectiveKind kind, const char* name, Py_ssize_t name_len) {
   try {
-    fail_call(nullptr, CollectiveKind::kAllreduce, std::string(name, static_cast<size_t>(name_len)));
+    fail_call(nullptr, kind, std::string(name, static_cast<size_t>(name_len)));
   } catch (...) {
     set_python_error();
   }
   return nullptr;
 }
 
+PyObject* fail_named_in_place(const char* name, Py_ssize_t name_len) {
+  return fail_named(CollectiveKind::kAllreduce, name, name_len);
+}
+
+// Enqueues `a` (whose input is `in`) by name; a new Handle whose result is
+// `result`, kept alive until the collective is done, as is `source` (the
+// input of an out-of-place call; null for an in-place one).
+PyObject* enqueue_named(ringcc::Engine& e, CollectiveArgs&& a, const HostTensor& in, PyObject* result,
+                        PyObject* source, const char* name, Py_ssize_t name_len) {
+  reject_device_by_name(in.memory);
+  HandleState* h = nullptr;
+  py::object handle = new_handle(&h);  // dropped as a done handle if enqueue raises
+  h->work = e.enqueue(std::string_view(name, static_cast<size_t>(name_len)), std::move(a), in.shape(),
+                      in.ndim);
+  h->named = true;
+  h->fixed_result = true;
+  h->result = py::reinterpret_borrow<py::object>(result);
+  if (source) h->source = py::reinterpret_borrow<py::object>(source);
+  return handle.release().ptr();
+}
+
 // Enqueues the in-place allreduce `a` of `tensor` by name; a new Handle
 // whose result is `tensor` (kept alive until the collective is done).
 PyObject* enqueue_in_place(ringcc::Engine& e, PyObject* tensor, const char* name,
                            Py_ssize_t name_len, const HostTensor& in, int op, double pre, double post) {
-  reject_device_by_name(in.memory);
-  HandleState* h = nullptr;
-  py::object handle = new_handle(&h);  // dropped as a done handle if enqueue raises
-  h->work = e.enqueue(std::string_view(name, static_cast<size_t>(name_len)),
-                      in_place_allreduce(in, op, pre, post), in.shape(), in.ndim);
-  h->named = true;
-  h->fixed_result = true;
-  h->result = py::reinterpret_borrow<py::object>(tensor);
-  return handle.release().ptr();
+  return enqueue_named(e, in_place_allreduce(in, op, pre, post), in, tensor, nullptr, name, name_len);
+}
+
+// A name for a fast path: a non-empty exact str, its UTF-8 text in *text.
+bool fast_name(PyObject* name, const char** text, Py_ssize_t* len) {
+  return name && PyUnicode_CheckExact(name) && PyUnicode_GET_LENGTH(name) > 0 &&
+         (*text = PyUnicode_AsUTF8AndSize(name, len)) != nullptr;
+}
+
+// ringcc.allreduce_async with a name and no `out`, of a plain NumPy array:
+// the output is allocated here (NumPy's C API, no Python call) and the
+// collective goes to the engine like the in-place one. Everything else
+// goes to `general`, the Python implementation.
+PyObject* allreduce_async_out_of_place(PyObject* general, PyObject* const* args, Py_ssize_t nargs,
+                                       PyObject* kwnames) {
+  static const FastcallParams params(
+      "allreduce_async", {"tensor", "op", "name", "prescale_factor", "postscale_factor", "out"}, 2, 1);
+  PyObject *tensor = nullptr, *op_obj = nullptr, *name = nullptr, *pre_obj = nullptr,
+           *post_obj = nullptr, *out = nullptr;
+  long op = 0;
+  double pre = 1.0, post = 1.0;
+  Py_ssize_t name_len = 0;
+  const char* name_text = nullptr;
+  HostTensor in;
+  const bool fast =
+      params.try_bind(args, nargs, kwnames, &tensor, &op_obj, &name, &pre_obj, &post_obj, &out) &&
+      (!out || out == Py_None) &&
+      (!op_obj || (PyLong_CheckExact(op_obj) && (op = PyLong_AsLong(op_obj)) >= 0 &&
+                   op <= static_cast<long>(ringcc::ReduceOp::kProduct))) &&
+      (!pre_obj || scale_of(pre_obj, &pre)) && (!post_obj || scale_of(post_obj, &post)) &&
+      fast_name(name, &name_text, &name_len) && plain_numpy(tensor, &in, false);
+  if (!fast) {
+    PyErr_Clear();
+    return PyObject_Vectorcall(general, args, static_cast<size_t>(nargs), kwnames);
+  }
+  try {
+    ringcc::Engine& e = engine();
+    py::object result = py::reinterpret_steal<py::object>(new_numpy_like(tensor));
+    if (!result) throw py::error_already_set();
+    CollectiveArgs a = in_place_allreduce(in, static_cast<int>(op), pre, post);
+    a.out = py::detail::array_proxy(result.ptr())->data;
+    return enqueue_named(e, std::move(a), in, result.ptr(), tensor, name_text, name_len);
+  } catch (...) {
+    return fail_named(CollectiveKind::kAllreduce, name_text, name_len);
+  }
+}
+
+// The arguments of a broadcast from `root` of `in` into `out`.
+CollectiveArgs broadcast_args(const HostTensor& in, void* out, int root) {
+  CollectiveArgs a;
+  a.kind = CollectiveKind::kBroadcast;
+  a.root = root;
+  a.dtype = in.dtype;
+  a.in = in.ptr;
+  a.out = out;
+  a.count = in.count;
+  a.out_count = in.count;
+  a.row_elems = in.row_elems();
+  a.memory = in.memory;
+  return a;
+}
+
+// ringcc.broadcast_async (inplace false, no `out`) and broadcast_async_
+// with a name, of a plain NumPy array and an int root: as above.
+template <bool kInPlace>
+PyObject* broadcast_async_fast(PyObject* general, PyObject* const* args, Py_ssize_t nargs,
+                               PyObject* kwnames) {
+  static const FastcallParams params(kInPlace ? "broadcast_async_" : "broadcast_async",
+                                     {"tensor", "root", "name", "out"}, 2, 1);
+  PyObject *tensor = nullptr, *root_obj = nullptr, *name = nullptr, *out = nullptr;
+  long root = 0;
+  Py_ssize_t name_len = 0;
+  const char* name_text = nullptr;
+  HostTensor in;
+  const bool fast =
+      params.try_bind(args, nargs, kwnames, &tensor, &root_obj, &name, &out) && !(kInPlace && out) &&
+      (!out || out == Py_None) &&
+      (!root_obj || (PyLong_CheckExact(root_obj) && (root = PyLong_AsLong(root_obj)) >= 0 &&
+                     root <= std::numeric_limits<int>::max())) &&
+      fast_name(name, &name_text, &name_len) && plain_numpy(tensor, &in, kInPlace);
+  if (!fast) {
+    PyErr_Clear();
+    return PyObject_Vectorcall(general, args, static_cast<size_t>(nargs), kwnames);
+  }
+  try {
+    ringcc::Engine& e = engine();
+    if (kInPlace) {
+      return enqueue_named(e, broadcast_args(in, in.ptr, static_cast<int>(root)), in, tensor, nullptr,
+                           name_text, name_len);
+    }
+    py::object result = py::reinterpret_steal<py::object>(new_numpy_like(tensor));
+    if (!result) throw py::error_already_set();
+    return enqueue_named(e, broadcast_args(in, py::detail::array_proxy(result.ptr())->data,
+                                           static_cast<int>(root)),
+                         in, result.ptr(), tensor, name_text, name_len);
+  } catch (...) {
+    return fail_named(CollectiveKind::kBroadcast, name_text, name_len);
+  }
 }
 
 // ringcc.allreduce_async_: a named in-place allreduce handed to the engine.
@@ -757,11 +867,14 @@ PyObject* allreduce_async_inplace(PyObject* general, PyObject* const* args, Py_s
 // dtype code it read, having checked that it is contiguous host memory).
 // The handle's result is `tensor`, which keeps the memory alive. Spares a
 // framework's DLPack export per tensor (torch's costs microseconds).
+// With two more arguments (source, source_ptr) the call is out of place:
+// it reads source's memory at source_ptr (same shape and dtype) and writes
+// `tensor`'s, keeping source alive until done.
 PyObject* allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 8) {
+  if (nargs != 8 && nargs != 10) {
     PyErr_Format(PyExc_TypeError,
-                 "_allreduce_async_raw takes 8 arguments (tensor, data_ptr, shape, dtype, op, "
-                 "name, prescale, postscale), got %zd", nargs);
+                 "_allreduce_async_raw takes 8 or 10 arguments (tensor, data_ptr, shape, dtype, op, "
+                 "name, prescale, postscale[, source, source_ptr]), got %zd", nargs);
     return nullptr;
   }
   PyObject *tensor = args[0], *shape_obj = args[2], *name = args[5];
@@ -804,7 +917,15 @@ PyObject* allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
       in.count *= d;
     }
     if (!ptr && in.count > 0) throw py::value_error("_allreduce_async_raw: null data_ptr");
-    return enqueue_in_place(engine(), tensor, name_text, name_len, in, static_cast<int>(op), pre, post);
+    if (nargs == 8) {
+      return enqueue_in_place(engine(), tensor, name_text, name_len, in, static_cast<int>(op), pre, post);
+    }
+    void* src = PyLong_AsVoidPtr(args[9]);
+    if (!src && PyErr_Occurred()) throw py::error_already_set();
+    if (!src && in.count > 0) throw py::value_error("_allreduce_async_raw: null source_ptr");
+    CollectiveArgs a = in_place_allreduce(in, static_cast<int>(op), pre, post);
+    a.in = src;
+    return enqueue_named(engine(), std::move(a), in, tensor, args[8], name_text, name_len);
   } catch (...) {
     return fail_named_in_place(name_text, name_len);
   }
@@ -819,6 +940,30 @@ PyMethodDef g_allreduce_async_inplace_def = {
     "Starts an in-place allreduce of `tensor`; returns a Handle whose result is `tensor`.\n"
     "With a `name`, the background engine matches it by name across ranks (any enqueue\n"
     "order) and fuses it with other ready tensors."};
+
+PyMethodDef g_allreduce_async_def = {
+    "allreduce_async",
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(allreduce_async_out_of_place)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "allreduce_async($self, tensor, op=0, *, name=None, prescale_factor=1.0, postscale_factor=1.0, "
+    "out=None)\n--\n\n"
+    "Starts an allreduce; returns a Handle. With a `name`, the background engine matches it by\n"
+    "name across ranks (any enqueue order) and fuses it with other ready tensors; without one,\n"
+    "collectives run in issue order."};
+
+PyMethodDef g_broadcast_async_def = {
+    "broadcast_async",
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(broadcast_async_fast<false>)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "broadcast_async($self, tensor, root=0, *, name=None, out=None)\n--\n\n"
+    "Starts a broadcast of root's `tensor`; returns a Handle whose result is a new array (or `out`)."};
+
+PyMethodDef g_broadcast_async_inplace_def = {
+    "broadcast_async_",
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(broadcast_async_fast<true>)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "broadcast_async_($self, tensor, root=0, *, name=None)\n--\n\n"
+    "Starts an in-place broadcast of root's `tensor`; returns a Handle whose result is `tensor`."};
 
 // ringcc.synchronize(handle, timeout=None): waits for a Handle (or calls
 // any other handle's wait(timeout)) and returns its result.
@@ -869,6 +1014,18 @@ void bind_fast_paths(py::module_& m) {
   // _allreduce_async_inplace(general) -> ringcc.allreduce_async_ over `general`.
   m.def("_allreduce_async_inplace", [](py::object general) {
     PyObject* f = PyCFunction_NewEx(&g_allreduce_async_inplace_def, general.ptr(), nullptr);
+    if (!f) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(f);
+  });
+  // _fast_path(which, general) -> the compiled fast path of ringcc.<which>
+  // over `general`, the Python implementation it falls back to.
+  m.def("_fast_path", [](const std::string& which, py::object general) {
+    PyMethodDef* def = which == "allreduce_async"    ? &g_allreduce_async_def
+                       : which == "broadcast_async"  ? &g_broadcast_async_def
+                       : which == "broadcast_async_" ? &g_broadcast_async_inplace_def
+                                                     : nullptr;
+    if (!def) throw py::value_error("no fast path for '" + which + "'");
+    PyObject* f = PyCFunction_NewEx(def, general.ptr(), nullptr);
     if (!f) throw py::error_already_set();
     return py::reinterpret_steal<py::object>(f);
   });

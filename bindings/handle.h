@@ -27,6 +27,8 @@ struct HandleState {
   bool fixed_result = false;
   bool finished = false;
   pybind11::object result = pybind11::none();
+  // An out-of-place call's input, kept alive until the collective is done.
+  pybind11::object source;
 
   bool done() const { return finished || !work || work->done(); }
 };
