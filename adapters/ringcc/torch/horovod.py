@@ -650,6 +650,11 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     """Starts an allreduce of `tensor` (not modified); returns a Handle whose
     result is a new tensor. op defaults to Average. The operation is keyed
     by `name` (generated when None); shape and dtype must match across ranks."""
+    if process_set is global_process_set and average is None:
+        handle = _direct_allreduce(tensor, "allreduce", name, Average if op is None else op,
+                                   prescale_factor, postscale_factor)
+        if handle is not None:
+            return handle
     return _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set,
                             False, "allreduce_async", average)
 
@@ -666,6 +671,25 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
             return handle
     return _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set,
                             True, "allreduce_async_", average)
+
+
+def _direct_allreduce(tensor, kind, name, op, prescale_factor, postscale_factor):
+    """_direct_allreduce_ out of place: the result goes to a new tensor
+    (torch.empty_like) that the handle returns; `tensor` is only read."""
+    if type(op) is int and op in _DIRECT_OPS and isinstance(tensor, torch.Tensor) and \
+            tensor.is_cpu and tensor.layout == _STRIDED:
+        code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
+        if code is not None and tensor.is_contiguous():
+            out = torch.empty_like(tensor, memory_format=torch.contiguous_format, requires_grad=False)
+            try:
+                return _allreduce_async_raw(out, out.data_ptr(), tensor.shape, code, op,
+                                            f"{kind}.{name}" if name else _name(kind, name),
+                                            prescale_factor, postscale_factor, tensor, tensor.data_ptr())
+            except ringcc.NotInitializedError:
+                return None
+            except (ringcc.PeerFailureError, ringcc.InternalError) as error:
+                raise _internal_error(error) from None
+    return None
 
 
 def _direct_allreduce_(tensor, kind, name, op, prescale_factor, postscale_factor):
