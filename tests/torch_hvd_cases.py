@@ -203,6 +203,49 @@ def _(ctx):
     raises(NotImplementedError, lambda: hvd.allreduce(inputs[ctx.rank], op=hvd.Adasum), "Adasum")
 
 
+@case("allreduce/async_out_of_place_direct")
+def _(ctx):
+    """hvd.allreduce_async of plain CPU tensors (the direct path): a new
+    tensor of the input's dtype and shape, the input untouched, Average by
+    default, names reused with new values; tensors the direct path leaves
+    to the general one (non-contiguous, complex) still reduce."""
+    dtypes = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64,
+              torch.uint8, torch.int8]
+    for round_ in range(2):
+        inputs = {(dt, shape): everyone(ctx, shape, dt, salt=round_ * 100 + k)
+                  for k, dt in enumerate(dtypes) for shape in [(), (7,), (3, 5), (0,)]}
+        handles = {key: hvd.allreduce_async(v[ctx.rank], name=f"oop.{key[0]}.{key[1]}", op=hvd.Sum)
+                   for key, v in inputs.items()}
+        for key, h in handles.items():
+            mine = inputs[key][ctx.rank]
+            before = mine.clone()
+            got = hvd.synchronize(h)
+            expect(got is not mine and got.data_ptr() != mine.data_ptr() or mine.numel() == 0,
+                   f"{key}: a new tensor")
+            expect(got.dtype == mine.dtype and got.shape == mine.shape, f"{key}: {got.dtype}{tuple(got.shape)}")
+            same(got, reduce_ref(inputs[key], hvd.Sum), f"allreduce_async {key} round {round_}")
+            same(mine, before, f"{key}: input untouched")
+    # The default op is Average; scale factors apply.
+    xs = everyone(ctx, (4, 4), torch.float64, salt=7)
+    close(hvd.synchronize(hvd.allreduce_async(xs[ctx.rank], name="oop.avg")),
+          reduce_ref(xs, hvd.Average), "allreduce_async default Average")
+    close(hvd.synchronize(hvd.allreduce_async(xs[ctx.rank], name="oop.scaled", op=hvd.Sum,
+                                              prescale_factor=2.0, postscale_factor=0.25)),
+          reduce_ref(xs, hvd.Sum) * 0.5, "allreduce_async scaled")
+    # A tensor that requires grad: the result carries none.
+    g = xs[ctx.rank].clone().requires_grad_()
+    got = hvd.synchronize(hvd.allreduce_async(g, name="oop.grad", op=hvd.Sum))
+    expect(not got.requires_grad, "allreduce_async's result needs no grad")
+    same(got, reduce_ref(xs, hvd.Sum), "allreduce_async of a tensor that requires grad")
+    # The general path: non-contiguous, complex.
+    wide = everyone(ctx, (4, 6), torch.float32, salt=8)
+    got = hvd.synchronize(hvd.allreduce_async(wide[ctx.rank][:, ::2], name="oop.strided", op=hvd.Max))
+    same(got, reduce_ref([w[:, ::2] for w in wide], hvd.Max), "allreduce_async strided")
+    cin = everyone(ctx, (3,), torch.complex64, salt=9)
+    same(hvd.synchronize(hvd.allreduce_async(cin[ctx.rank], name="oop.complex", op=hvd.Sum)),
+         reduce_ref(cin, hvd.Sum), "allreduce_async complex")
+
+
 @case("allreduce/inplace_async_poll_scale_complex_noncontiguous")
 def _(ctx):
     inputs = everyone(ctx, (6, 4), torch.float32)
@@ -350,7 +393,9 @@ def _(ctx):
         bad[index] = value
         raises(error_class, lambda: raw(*bad), f"_allreduce_async_raw with argument {index} = {value!r}",
                fragment)
-    raises(TypeError, lambda: raw(*good[:7]), "_allreduce_async_raw with 7 arguments", "takes 8 arguments")
+    raises(TypeError, lambda: raw(*good[:7]), "_allreduce_async_raw with 7 arguments", "takes 8 or 10 arguments")
+    raises(ValueError, lambda: raw(*good[:5], "raw.bad-source", 1.0, 1.0, x, 0),
+           "_allreduce_async_raw out of place from address 0", "null source_ptr")
 
 
 @case("allreduce/named_out_of_order")
