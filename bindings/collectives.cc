@@ -861,6 +861,146 @@ PyObject* allreduce_async_inplace(PyObject* general, PyObject* const* args, Py_s
   }
 }
 
+// A tensor an adapter described itself: its address, shape (a tuple of
+// ints) and core dtype code, checked; `fn` names the entry point in errors.
+HostTensor raw_tensor(const char* fn, PyObject* ptr_obj, PyObject* shape_obj, PyObject* dtype_obj) {
+  const std::string f(fn);
+  void* ptr = PyLong_AsVoidPtr(ptr_obj);
+  if (!ptr && PyErr_Occurred()) throw py::error_already_set();
+  const long dtype = PyLong_AsLong(dtype_obj);
+  if (dtype == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (dtype < 0 || dtype >= ringcc::kNumDataTypes) {
+    throw py::value_error(f + ": invalid dtype code " + std::to_string(dtype));
+  }
+  if (!PyTuple_Check(shape_obj)) throw py::type_error(f + ": shape must be a tuple of ints");
+  HostTensor in;
+  in.ptr = ptr;
+  in.dtype = static_cast<ringcc::DataType>(dtype);
+  int64_t* shape = in.resize(static_cast<size_t>(PyTuple_GET_SIZE(shape_obj)));
+  in.count = 1;
+  for (size_t i = 0; i < in.ndim; ++i) {
+    const long long d = PyLong_AsLongLong(PyTuple_GET_ITEM(shape_obj, static_cast<Py_ssize_t>(i)));
+    if (d == -1 && PyErr_Occurred()) throw py::error_already_set();
+    if (d < 0 || (d > 0 && in.count > std::numeric_limits<int64_t>::max() / d)) {
+      throw py::value_error(f + ": invalid shape");
+    }
+    shape[i] = d;
+    in.count *= d;
+  }
+  if (!ptr && in.count > 0) throw py::value_error(f + ": null data_ptr");
+  return in;
+}
+
+// A raw entry point's name argument: a non-empty str, its text in *text;
+// else a TypeError set and false.
+bool raw_name(const char* fn, PyObject* name, const char** text, Py_ssize_t* len) {
+  if (!PyUnicode_Check(name) || PyUnicode_GET_LENGTH(name) == 0) {
+    PyErr_Format(PyExc_TypeError, "%s: name must be a non-empty str", fn);
+    return false;
+  }
+  *text = PyUnicode_AsUTF8AndSize(name, len);
+  return *text != nullptr;
+}
+
+// _core._broadcast_async_raw(tensor, data_ptr, shape, dtype, root, name
+// [, source, source_ptr]): the named broadcast of memory an adapter
+// described itself, in place, or (with source) from source's memory into
+// tensor's. The handle's result is `tensor`.
+PyObject* broadcast_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  static constexpr const char* kFn = "_broadcast_async_raw";
+  if (nargs != 6 && nargs != 8) {
+    PyErr_Format(PyExc_TypeError,
+                 "%s takes 6 or 8 arguments (tensor, data_ptr, shape, dtype, root, name[, source, "
+                 "source_ptr]), got %zd", kFn, nargs);
+    return nullptr;
+  }
+  Py_ssize_t name_len = 0;
+  const char* name_text = nullptr;
+  if (!raw_name(kFn, args[5], &name_text, &name_len)) return nullptr;
+  try {
+    const HostTensor in = raw_tensor(kFn, args[1], args[2], args[3]);
+    const long root = PyLong_AsLong(args[4]);
+    if (root == -1 && PyErr_Occurred()) throw py::error_already_set();
+    if (root < 0 || root > std::numeric_limits<int>::max()) {
+      throw py::value_error(std::string(kFn) + ": invalid root " + std::to_string(root));
+    }
+    if (nargs == 6) {
+      return enqueue_named(engine(), broadcast_args(in, in.ptr, static_cast<int>(root)), in, args[0],
+                           nullptr, name_text, name_len);
+    }
+    void* src = PyLong_AsVoidPtr(args[7]);
+    if (!src && PyErr_Occurred()) throw py::error_already_set();
+    if (!src && in.count > 0) throw py::value_error(std::string(kFn) + ": null source_ptr");
+    CollectiveArgs a = broadcast_args(in, in.ptr, static_cast<int>(root));
+    a.in = src;
+    return enqueue_named(engine(), std::move(a), in, args[0], args[6], name_text, name_len);
+  } catch (...) {
+    return fail_named(CollectiveKind::kBroadcast, name_text, name_len);
+  }
+}
+
+// _core._allgather_async_raw(tensor, data_ptr, shape, dtype, name, allocate):
+// the named allgather of memory an adapter described itself (shape with at
+// least one dimension; rows along the first). Once the ranks' row counts
+// are known, allocate(total_rows) (called with the GIL, on the engine's
+// thread) returns the output: a contiguous host tensor with a data_ptr()
+// method, which becomes the handle's result.
+PyObject* allgather_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  static constexpr const char* kFn = "_allgather_async_raw";
+  if (nargs != 6) {
+    PyErr_Format(PyExc_TypeError,
+                 "%s takes 6 arguments (tensor, data_ptr, shape, dtype, name, allocate), got %zd", kFn,
+                 nargs);
+    return nullptr;
+  }
+  Py_ssize_t name_len = 0;
+  const char* name_text = nullptr;
+  if (!raw_name(kFn, args[4], &name_text, &name_len)) return nullptr;
+  try {
+    const HostTensor in = raw_tensor(kFn, args[1], args[2], args[3]);
+    if (in.ndim == 0) throw py::value_error(std::string(kFn) + ": shape needs a first dimension");
+    if (!PyCallable_Check(args[5])) throw py::type_error(std::string(kFn) + ": allocate must be callable");
+    ringcc::Engine& e = engine();
+    auto p = std::make_unique<Prepared>();
+    CollectiveArgs& a = p->args;
+    a.kind = CollectiveKind::kAllgather;
+    a.dtype = in.dtype;
+    a.in = in.ptr;
+    a.count = in.count;
+    a.row_elems = in.row_elems();
+    a.memory = in.memory;
+    p->shape.assign(in.shape(), in.shape() + in.ndim);
+    p->keep.push_back(py::reinterpret_borrow<py::object>(args[0]));
+    p->keep.push_back(py::reinterpret_borrow<py::object>(args[5]));
+    const int64_t row_elems = std::max<int64_t>(a.row_elems, 1);
+    const size_t es = ringcc::dtype_size(in.dtype);
+    Prepared* self = p.get();
+    py::handle allocate = args[5];  // alive in keep
+    a.allocate = [self, allocate, row_elems, es](int64_t elements) -> void* {
+      py::gil_scoped_acquire gil;
+      py::object out = allocate(elements / row_elems);
+      const int64_t bytes = py::cast<int64_t>(out.attr("nbytes"));
+      if (bytes != elements * static_cast<int64_t>(es)) {
+        ringcc::raise(ErrorKind::kInvalidArgument, "allgather: the output allocated holds ", bytes,
+                      " bytes, not ", elements * static_cast<int64_t>(es));
+      }
+      self->out = out;
+      return PyLong_AsVoidPtr(out.attr("data_ptr")().ptr());
+    };
+    p->result = default_result;
+    std::shared_ptr<ringcc::Work> work =
+        e.enqueue(std::string_view(name_text, static_cast<size_t>(name_len)), std::move(p->args),
+                  p->shape.data(), p->shape.size());
+    HandleState h;
+    h.work = std::move(work);
+    h.preps.push_back(std::move(p));
+    h.named = true;
+    return make_handle(std::move(h)).release().ptr();
+  } catch (...) {
+    return fail_named(CollectiveKind::kAllgather, name_text, name_len);
+  }
+}
+
 // _core._allreduce_async_raw(tensor, data_ptr, shape, dtype, op, name,
 // prescale, postscale): the named in-place allreduce of memory an adapter
 // has described itself (a framework tensor whose address, shape and core
@@ -887,36 +1027,14 @@ PyObject* allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
   if (!name_text) return nullptr;
   // Past the name, a bad argument fails the call under it on every rank.
   try {
-    void* ptr = PyLong_AsVoidPtr(args[1]);
-    if (!ptr && PyErr_Occurred()) throw py::error_already_set();
-    const long dtype = PyLong_AsLong(args[3]);
-    if (dtype == -1 && PyErr_Occurred()) throw py::error_already_set();
     const long op = PyLong_AsLong(args[4]);
     if (op == -1 && PyErr_Occurred()) throw py::error_already_set();
     const double pre = scale_factor_of(args[6], "prescale_factor");
     const double post = scale_factor_of(args[7], "postscale_factor");
-    if (dtype < 0 || dtype >= ringcc::kNumDataTypes) {
-      throw py::value_error("_allreduce_async_raw: invalid dtype code " + std::to_string(dtype));
-    }
+    HostTensor in = raw_tensor("_allreduce_async_raw", args[1], shape_obj, args[3]);
     if (op < 0 || op > static_cast<long>(ringcc::ReduceOp::kProduct)) {
       throw py::value_error("_allreduce_async_raw: invalid op code " + std::to_string(op));
     }
-    if (!PyTuple_Check(shape_obj)) throw py::type_error("_allreduce_async_raw: shape must be a tuple of ints");
-    HostTensor in;
-    in.ptr = ptr;
-    in.dtype = static_cast<ringcc::DataType>(dtype);
-    int64_t* shape = in.resize(static_cast<size_t>(PyTuple_GET_SIZE(shape_obj)));
-    in.count = 1;
-    for (size_t i = 0; i < in.ndim; ++i) {
-      const long long d = PyLong_AsLongLong(PyTuple_GET_ITEM(shape_obj, static_cast<Py_ssize_t>(i)));
-      if (d == -1 && PyErr_Occurred()) throw py::error_already_set();
-      if (d < 0 || (d > 0 && in.count > std::numeric_limits<int64_t>::max() / d)) {
-        throw py::value_error("_allreduce_async_raw: invalid shape");
-      }
-      shape[i] = d;
-      in.count *= d;
-    }
-    if (!ptr && in.count > 0) throw py::value_error("_allreduce_async_raw: null data_ptr");
     if (nargs == 8) {
       return enqueue_in_place(engine(), tensor, name_text, name_len, in, static_cast<int>(op), pre, post);
     }
@@ -998,6 +1116,16 @@ PyMethodDef g_fast_functions[] = {
      "_allreduce_async_raw(tensor, data_ptr, shape, dtype, op, name, prescale, postscale)\n--\n\n"
      "For adapters: the named in-place allreduce of contiguous host memory described by its\n"
      "address, shape (a tuple) and core dtype code; the Handle's result is `tensor`."},
+    {"_broadcast_async_raw",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(broadcast_async_raw)), METH_FASTCALL,
+     "_broadcast_async_raw(tensor, data_ptr, shape, dtype, root, name[, source, source_ptr])\n--\n\n"
+     "For adapters: the named broadcast of contiguous host memory described by its address,\n"
+     "shape and core dtype code, in place or from source's memory; the Handle's result is `tensor`."},
+    {"_allgather_async_raw",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(allgather_async_raw)), METH_FASTCALL,
+     "_allgather_async_raw(tensor, data_ptr, shape, dtype, name, allocate)\n--\n\n"
+     "For adapters: the named allgather of contiguous host memory described by its address,\n"
+     "shape and core dtype code; allocate(rows) makes the output, the Handle's result."},
     {"poll", poll, METH_O,
      "poll(handle)\n--\n\nTrue once the collective behind `handle` has completed."},
     {nullptr, nullptr, 0, nullptr},

@@ -470,6 +470,40 @@ def _(ctx):
     same(got[1], torch.cat([g[1] for g in group]), "grouped_allgather_async")
 
 
+@case("allgather_broadcast/async_direct")
+def _(ctx):
+    """allgather_async and broadcast_async(_) of plain CPU tensors (their
+    direct path): results of the input's dtype, rows of every rank in rank
+    order (none from some), inputs untouched out of place, names reused."""
+    n = ctx.size
+    for round_ in range(2):
+        for di, dtype in enumerate([torch.float32, torch.float64, torch.int32, torch.uint8, torch.bfloat16]):
+            inputs = [data(ctx, r, (r % 2 + round_, 2, 3), dtype, salt=di + 10 * round_) for r in range(n)]
+            mine = inputs[ctx.rank]
+            before = mine.clone()
+            got = hvd.synchronize(hvd.allgather_async(mine, name=f"agd.{dtype}"))
+            expect(isinstance(got, torch.Tensor) and got.dtype == dtype, f"allgather_async {dtype}: {type(got)}")
+            same(got, torch.cat(inputs), f"allgather_async {dtype} round {round_}")
+            same(mine, before, f"allgather_async {dtype}: input untouched")
+            root = (round_ + di) % n
+            inputs = [data(ctx, r, (2, 3 + round_), dtype, salt=di + 20 * round_) for r in range(n)]
+            mine = inputs[ctx.rank]
+            before = mine.clone()
+            got = hvd.synchronize(hvd.broadcast_async(mine, root, name=f"bcd.{dtype}"))
+            expect(got.data_ptr() != mine.data_ptr() or mine.numel() == 0, "broadcast_async: a new tensor")
+            same(got, inputs[root], f"broadcast_async {dtype} root {root}")
+            same(mine, before, f"broadcast_async {dtype}: input untouched")
+            t = mine.clone()
+            expect(hvd.synchronize(hvd.broadcast_async_(t, root, name=f"bcd_.{dtype}")) is t,
+                   "broadcast_async_ returns the tensor")
+            same(t, inputs[root], f"broadcast_async_ {dtype} root {root}")
+    # A root past the last rank fails on every rank, and the job goes on.
+    raises(hvd.HorovodInternalError, lambda: hvd.synchronize(hvd.broadcast_async(torch.ones(2), n, name="bcd.bad")),
+           "broadcast_async from a root past the last rank", "root")
+    same(hvd.broadcast(torch.full((2,), float(ctx.rank)), 0, name="bcd.after"), torch.zeros(2),
+         "a broadcast after the failed one")
+
+
 @case("broadcast/roots_inplace_async_dtypes")
 def _(ctx):
     for root in range(ctx.size):
