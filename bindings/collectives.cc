@@ -1001,6 +1001,61 @@ PyObject* allgather_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
   }
 }
 
+// _core._comm_allreduce_async_raw(comm, tensor, data_ptr, shape, dtype, op,
+// prescale, postscale[, source, source_ptr]): _allreduce_async_raw's
+// collective, unnamed, in issue order on communicator `comm` (an adapter's
+// process set). The handle's result is `tensor`.
+PyObject* comm_allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  static constexpr const char* kFn = "_comm_allreduce_async_raw";
+  if (nargs != 8 && nargs != 10) {
+    PyErr_Format(PyExc_TypeError,
+                 "%s takes 8 or 10 arguments (comm, tensor, data_ptr, shape, dtype, op, prescale, "
+                 "postscale[, source, source_ptr]), got %zd", kFn, nargs);
+    return nullptr;
+  }
+  ringcc::Communicator* c = nullptr;
+  try {
+    c = &py::cast<ringcc::Communicator&>(py::handle(args[0]));
+  } catch (...) {
+    PyErr_Format(PyExc_TypeError, "%s: comm must be a ringcc Communicator", kFn);
+    return nullptr;
+  }
+  // Past the communicator, a bad argument fails the call on every rank of it.
+  try {
+    const long op = PyLong_AsLong(args[5]);
+    if (op == -1 && PyErr_Occurred()) throw py::error_already_set();
+    const double pre = scale_factor_of(args[6], "prescale_factor");
+    const double post = scale_factor_of(args[7], "postscale_factor");
+    const HostTensor in = raw_tensor(kFn, args[2], args[3], args[4]);
+    if (op < 0 || op > static_cast<long>(ringcc::ReduceOp::kProduct)) {
+      throw py::value_error(std::string(kFn) + ": invalid op code " + std::to_string(op));
+    }
+    CollectiveArgs a = in_place_allreduce(in, static_cast<int>(op), pre, post);
+    if (nargs == 10) {
+      a.in = PyLong_AsVoidPtr(args[9]);
+      if (!a.in && PyErr_Occurred()) throw py::error_already_set();
+      if (!a.in && in.count > 0) throw py::value_error(std::string(kFn) + ": null source_ptr");
+    }
+    HandleState* h = nullptr;
+    py::object handle = new_handle(&h);
+    {
+      py::gil_scoped_release release;
+      h->work = c->submit(std::move(a));
+    }
+    h->fixed_result = true;
+    h->result = py::reinterpret_borrow<py::object>(args[1]);
+    if (nargs == 10) h->source = py::reinterpret_borrow<py::object>(args[8]);
+    return handle.release().ptr();
+  } catch (...) {
+    try {
+      fail_call(c, CollectiveKind::kAllreduce, "");
+    } catch (...) {
+      set_python_error();
+    }
+    return nullptr;
+  }
+}
+
 // _core._allreduce_async_raw(tensor, data_ptr, shape, dtype, op, name,
 // prescale, postscale): the named in-place allreduce of memory an adapter
 // has described itself (a framework tensor whose address, shape and core
@@ -1116,6 +1171,11 @@ PyMethodDef g_fast_functions[] = {
      "_allreduce_async_raw(tensor, data_ptr, shape, dtype, op, name, prescale, postscale)\n--\n\n"
      "For adapters: the named in-place allreduce of contiguous host memory described by its\n"
      "address, shape (a tuple) and core dtype code; the Handle's result is `tensor`."},
+    {"_comm_allreduce_async_raw",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(comm_allreduce_async_raw)), METH_FASTCALL,
+     "_comm_allreduce_async_raw(comm, tensor, data_ptr, shape, dtype, op, prescale, postscale[, source, "
+     "source_ptr])\n--\n\n"
+     "For adapters: _allreduce_async_raw's allreduce, unnamed, in issue order on `comm`."},
     {"_broadcast_async_raw",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(broadcast_async_raw)), METH_FASTCALL,
      "_broadcast_async_raw(tensor, data_ptr, shape, dtype, root, name[, source, source_ptr])\n--\n\n"

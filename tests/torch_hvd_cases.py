@@ -760,6 +760,21 @@ def _(ctx):
         same(gg[0], total, "set grouped_allreduce_")
         h = hvd.allreduce_async(mine, op=hvd.Sum, process_set=subset)
         same(hvd.synchronize(h), total, "set allreduce_async")
+        # The direct path (plain CPU tensors): many in flight, dtypes, in and out of place.
+        for dtype in (torch.float64, torch.int32, torch.bfloat16):
+            ins = {m: [data(ctx, m, (i % 3 + 1, 2), dtype, salt=50 + i) for i in range(20)] for m in members}
+            before = [x.clone() for x in ins[r]]
+            outs = [hvd.allreduce_async(x, op=hvd.Sum, process_set=subset) for x in ins[r]]
+            inplace = [x.clone() for x in ins[r]]
+            hs = [hvd.allreduce_async_(x, op=hvd.Max, process_set=subset) for x in inplace]
+            for i, (ho, hi) in enumerate(zip(outs, hs)):
+                got = hvd.synchronize(ho)
+                expect(got.dtype == dtype, f"set allreduce_async {dtype}: {got.dtype}")
+                same(got, reduce_ref([ins[m][i] for m in members], hvd.Sum), f"set allreduce_async {dtype} [{i}]")
+                same(ins[r][i], before[i], f"set allreduce_async {dtype} [{i}]: input untouched")
+                expect(hvd.synchronize(hi) is inplace[i], "set allreduce_async_ returns the tensor")
+                same(inplace[i], reduce_ref([ins[m][i] for m in members], hvd.Max),
+                     f"set allreduce_async_ {dtype} [{i}]")
         obj = hvd.broadcast_object({"from": r}, root_rank=last, process_set=subset)
         expect(obj == {"from": last}, f"set broadcast_object: {obj}")
         objs = hvd.allgather_object(r, process_set=subset)

@@ -446,6 +446,7 @@ _DIRECT_OPS = frozenset((Sum, Average, Min, Max, Product))
 _CoreHandle = _core.Handle
 _allreduce_async_raw = _core._allreduce_async_raw
 _broadcast_async_raw = _core._broadcast_async_raw
+_comm_allreduce_async_raw = _core._comm_allreduce_async_raw
 _allgather_async_raw = _core._allgather_async_raw
 _STRIDED = torch.strided
 _core_synchronize = _core.synchronize
@@ -652,9 +653,13 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     """Starts an allreduce of `tensor` (not modified); returns a Handle whose
     result is a new tensor. op defaults to Average. The operation is keyed
     by `name` (generated when None); shape and dtype must match across ranks."""
-    if process_set is global_process_set and average is None:
-        handle = _direct_allreduce(tensor, "allreduce", name, Average if op is None else op,
-                                   prescale_factor, postscale_factor)
+    if average is None:
+        if process_set is global_process_set:
+            handle = _direct_allreduce(tensor, "allreduce", name, Average if op is None else op,
+                                       prescale_factor, postscale_factor)
+        else:
+            handle = _direct_set_allreduce(tensor, process_set, Average if op is None else op,
+                                           prescale_factor, postscale_factor, False)
         if handle is not None:
             return handle
     return _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set,
@@ -666,13 +671,38 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
     """Starts an in-place allreduce: the result is written into `tensor`'s
     own memory, and the handle's result is `tensor`. Wait with
     `synchronize(handle)`, test with `poll(handle)`."""
-    if process_set is global_process_set and average is None:
-        handle = _direct_allreduce_(tensor, "allreduce", name, Average if op is None else op,
-                                    prescale_factor, postscale_factor)
+    if average is None:
+        if process_set is global_process_set:
+            handle = _direct_allreduce_(tensor, "allreduce", name, Average if op is None else op,
+                                        prescale_factor, postscale_factor)
+        else:
+            handle = _direct_set_allreduce(tensor, process_set, Average if op is None else op,
+                                           prescale_factor, postscale_factor, True)
         if handle is not None:
             return handle
     return _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set,
                             True, "allreduce_async_", average)
+
+
+def _direct_set_allreduce(tensor, process_set, op, prescale_factor, postscale_factor, inplace: bool):
+    """_direct_allreduce(_) on a process set this rank is in: in issue order
+    on the set's communicator, by address. None when not such a case."""
+    comm = getattr(process_set, "_comm", None) if isinstance(process_set, ProcessSet) else None
+    if comm is not None and process_set.process_set_id is not None and type(op) is int and \
+            op in _DIRECT_OPS and isinstance(tensor, torch.Tensor) and tensor.is_cpu and \
+            tensor.layout == _STRIDED:
+        code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
+        if code is not None and tensor.is_contiguous():
+            try:
+                if inplace:
+                    return _comm_allreduce_async_raw(comm, tensor, tensor.data_ptr(), tensor.shape, code, op,
+                                                     prescale_factor, postscale_factor)
+                out = torch.empty_like(tensor, memory_format=torch.contiguous_format, requires_grad=False)
+                return _comm_allreduce_async_raw(comm, out, out.data_ptr(), tensor.shape, code, op,
+                                                 prescale_factor, postscale_factor, tensor, tensor.data_ptr())
+            except (ringcc.PeerFailureError, ringcc.InternalError) as error:
+                raise _internal_error(error) from None
+    return None
 
 
 def _direct_allreduce(tensor, kind, name, op, prescale_factor, postscale_factor):
