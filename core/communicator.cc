@@ -1,3 +1,4 @@
+#include "core/os/wait_policy.h"
 #include "core/communicator.h"
 
 #include <unistd.h>
@@ -46,6 +47,7 @@ Communicator::Communicator(const RendezvousInfo& info, std::shared_ptr<Store> st
       store_(std::move(store)),
       fixed_timeout_s_(info.timeout_s) {
   set_log_rank(rank_);
+  wait_policy_setting();  // a bad RINGCC_WAIT_POLICY fails here, before any wait
   job_.rank = rank_;
   job_.size = size_;
   job_.timeout_s = timeout_s();
