@@ -697,7 +697,7 @@ def _direct_set_allreduce(tensor, process_set, op, prescale_factor, postscale_fa
                 if inplace:
                     return _comm_allreduce_async_raw(comm, tensor, tensor.data_ptr(), tensor.shape, code, op,
                                                      prescale_factor, postscale_factor)
-                out = torch.empty_like(tensor, memory_format=torch.contiguous_format, requires_grad=False)
+                out = torch.empty_like(tensor)  # contiguous: tensor is
                 return _comm_allreduce_async_raw(comm, out, out.data_ptr(), tensor.shape, code, op,
                                                  prescale_factor, postscale_factor, tensor, tensor.data_ptr())
             except (ringcc.PeerFailureError, ringcc.InternalError) as error:
@@ -712,7 +712,7 @@ def _direct_allreduce(tensor, kind, name, op, prescale_factor, postscale_factor)
             tensor.is_cpu and tensor.layout == _STRIDED:
         code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
         if code is not None and tensor.is_contiguous():
-            out = torch.empty_like(tensor, memory_format=torch.contiguous_format, requires_grad=False)
+            out = torch.empty_like(tensor)  # contiguous: tensor is
             try:
                 return _allreduce_async_raw(out, out.data_ptr(), tensor.shape, code, op,
                                             f"{kind}.{name}" if name else _name(kind, name),
@@ -1150,7 +1150,7 @@ def _direct_broadcast(tensor, root_rank, name, inplace: bool):
             try:
                 if inplace:
                     return _broadcast_async_raw(tensor, tensor.data_ptr(), tensor.shape, code, root_rank, full)
-                out = torch.empty_like(tensor, memory_format=torch.contiguous_format, requires_grad=False)
+                out = torch.empty_like(tensor)  # contiguous: tensor is
                 return _broadcast_async_raw(out, out.data_ptr(), tensor.shape, code, root_rank, full,
                                             tensor, tensor.data_ptr())
             except ringcc.NotInitializedError:
