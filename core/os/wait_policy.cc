@@ -109,8 +109,10 @@ void WaitPlan::decide() {
     // does not serve: sched_yield() hands the CPU to any runnable thread
     // for a whole time slice, a compiler's or a matrix product's as well
     // as the peer rank's.
+    // Ranks that outnumber their CPUs do not spin at all: a peer they wait
+    // for is more likely waiting for a CPU than about to arrive.
     mode_ = WaitMode::kBlock;
-    budget_ = full / kContendedSpinDivisor;
+    budget_ = host_oversubscribed() ? std::chrono::microseconds(0) : full / kContendedSpinDivisor;
     return;
   }
   mode_ = WaitMode::kSpin;

@@ -6,10 +6,10 @@
 // pool, data loaders) want the CPUs, a spinning waiter holds the very CPU
 // the rank it waits for needs. RINGCC_WAIT_POLICY picks:
 //   auto   (default) spin while waits stay short and nothing else wants the
-//          CPU; yield between checks when this host runs more ranks than
-//          the ranks have CPUs, or while the waiting thread is seen to be
-//          preempted (another runnable thread wanted its CPU); shorten the
-//          spin while spins keep failing. Then sleep.
+//          CPU; sleep at once when this host runs more ranks than the ranks
+//          have CPUs, and after a short spin while the waiting thread is
+//          seen to be preempted (another runnable thread wanted its CPU);
+//          shorten the spin while spins keep failing.
 //   spin   spin for RINGCC_SPIN_US, then sleep (the idle-machine policy).
 //   yield  sched_yield() between checks for RINGCC_SPIN_US, then sleep.
 //   block  sleep at once (after a few checks).
