@@ -333,8 +333,17 @@ void ShmCollectives::wait_for_peer(int peer, uint32_t phase, Deadline dl, const 
     peer_wait_us_ += us;
     plan.finished(within_budget, us);
   };
-  const auto spin_until = waiting_since + plan.budget();
-  if (plan.mode() == WaitMode::kYield) {
+  WaitMode mode = plan.mode();
+  auto budget = plan.budget();
+  if (bulk_ && mode == WaitMode::kBlock && plan.adaptive() && !host_oversubscribed()) {
+    // A preempted thread between the long copies of a large collective:
+    // the peer is copying too, and spinning catches it (alternating runs
+    // under load: 64 MiB allgather and broadcast 10-25 % faster).
+    mode = WaitMode::kSpin;
+    budget = spin_budget();
+  }
+  const auto spin_until = waiting_since + budget;
+  if (mode == WaitMode::kYield) {
     while (Clock::now() < spin_until) {
       sched_yield();
       if (arrived()) return done_waiting(true);
@@ -411,6 +420,7 @@ void ShmCollectives::run(CollectiveArgs& a, Deadline dl) {
   // A device collective's agreement: headers only (every data path starts
   // with the same header phase, so a rank with host buffers still meets it).
   const CollectiveKind kind = a.agree_only ? CollectiveKind::kBarrier : a.kind;
+  bulk_ = static_cast<size_t>(std::max<int64_t>(a.count, 0)) * dtype_size(a.dtype) > small_bytes_;
   switch (kind) {
     case CollectiveKind::kAllreduce: return allreduce(a, dl);
     case CollectiveKind::kReduceScatter: return reduce_scatter(a, dl);

@@ -50,6 +50,7 @@ class WaitPlan {
   // How to wait this time, and for how long before sleeping.
   WaitMode mode() const { return mode_; }
   std::chrono::microseconds budget() const { return budget_; }
+  bool adaptive() const { return adaptive_; }  // RINGCC_WAIT_POLICY=auto
 
   // Call when a wait ended: whether it ended before the budget ran out
   // (false: it went to sleep), and whether it lasted long enough to be
