@@ -520,7 +520,7 @@ class Bench:
                 "warmup": a.warmup if a.warmup is not None else "adaptive",
                 "target_s": a.target_s, "check": a.check,
                 "busy_threads": a.busy_threads, "busy_products_rank0": self.busy.products,
-                "wait_policy": dict(self.rc.wait_policy()),
+                "wait_policy": (dict(self.rc.wait_policy()) if hasattr(self.rc, "wait_policy") else None),
                 "timing": "seconds per iteration of a barrier-free loop, max over ranks; "
                           "time_us/algbw/busbw are medians over repeats",
                 "bandwidth": "nccl-tests PERFORMANCE.md: algbw = S / t; busbw = algbw * "
