@@ -20,7 +20,6 @@
 #include "bindings/global_communicator.h"
 #include "bindings/handle.h"
 #include "bindings/prepared.h"
-#include "core/os/wait_policy.h"
 #include "core/communicator.h"
 #include "core/engine/engine.h"
 #include "core/rendezvous/prefix_store.h"
@@ -29,6 +28,7 @@
 #include "core/base/interrupt.h"
 #include "core/base/log.h"
 #include "core/os/mpi_library.h"
+#include "core/os/wait_policy.h"
 #include "core/rendezvous/rendezvous.h"
 #include "core/rendezvous/store.h"
 

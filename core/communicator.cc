@@ -1,4 +1,3 @@
-#include "core/os/wait_policy.h"
 #include "core/communicator.h"
 
 #include <unistd.h>
@@ -18,6 +17,7 @@
 #include "core/collective/fusion_buffer.h"
 #include "core/os/mpi_library.h"
 #include "core/os/socket.h"
+#include "core/os/wait_policy.h"
 #include "core/rendezvous/meeting.h"
 #include "core/rendezvous/tcp_store.h"
 #include "core/transport/mpi_transport.h"

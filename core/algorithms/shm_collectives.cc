@@ -12,8 +12,8 @@
 #include "core/base/error.h"
 #include "core/base/interrupt.h"
 #include "core/base/log.h"
-#include "core/os/wait_policy.h"
 #include "core/collective/reduction.h"
+#include "core/os/wait_policy.h"
 
 namespace ringcc {
 
@@ -337,8 +337,8 @@ void ShmCollectives::wait_for_peer(int peer, uint32_t phase, Deadline dl, const 
   auto budget = plan.budget();
   if (bulk_ && mode == WaitMode::kBlock && plan.adaptive() && !host_oversubscribed()) {
     // A preempted thread between the long copies of a large collective:
-    // the peer is copying too, and spinning catches it (alternating runs
-    // under load: 64 MiB allgather and broadcast 10-25 % faster).
+    // the peer is copying too and arrives soon, a futex wake-up later than
+    // a spin would see it.
     mode = WaitMode::kSpin;
     budget = spin_budget();
   }

@@ -13,8 +13,6 @@ namespace ringcc {
 
 namespace {
 
-std::atomic<int> g_host_ranks{1};
-std::atomic<int> g_host_cpus{0};
 std::atomic<bool> g_oversubscribed{false};
 
 // Involuntary context switches of the calling thread: another runnable
@@ -70,10 +68,7 @@ int affinity_cpus() {
 }
 
 void note_host_sharing(int ranks, int cpus) {
-  if (ranks < 1 || cpus < 1) return;
-  g_host_ranks.store(ranks);
-  g_host_cpus.store(cpus);
-  if (ranks > cpus) g_oversubscribed.store(true);
+  if (ranks >= 1 && cpus >= 1 && ranks > cpus) g_oversubscribed.store(true);
 }
 
 bool host_oversubscribed() { return g_oversubscribed.load(std::memory_order_relaxed); }
@@ -104,13 +99,13 @@ void WaitPlan::decide() {
     return;
   }
   if (host_oversubscribed() || preempted_) {
-    // Others want the CPUs: a waiter sleeps after a short spin, so its CPU
-    // goes to whoever it waits for (or their compute threads). Yielding
-    // does not serve: sched_yield() hands the CPU to any runnable thread
-    // for a whole time slice, a compiler's or a matrix product's as well
-    // as the peer rank's.
-    // Ranks that outnumber their CPUs do not spin at all: a peer they wait
-    // for is more likely waiting for a CPU than about to arrive.
+    // Others want the CPUs: a waiter sleeps, so that its CPU goes to
+    // whoever it waits for (or their compute threads). Yielding does not
+    // serve: sched_yield() hands the CPU to any runnable thread for a
+    // whole time slice, a compiler's or a matrix product's as well as the
+    // peer rank's. Ranks that outnumber their CPUs do not spin at all (a
+    // peer they wait for is more likely waiting for a CPU than about to
+    // arrive); a preempted thread spins briefly first.
     mode_ = WaitMode::kBlock;
     budget_ = host_oversubscribed() ? std::chrono::microseconds(0) : full / kContendedSpinDivisor;
     return;
@@ -122,10 +117,10 @@ void WaitPlan::decide() {
 void WaitPlan::finished(bool within_budget, double waited_us) {
   if (!adaptive_) return;
   failed_spins_ = within_budget ? 0 : std::min(failed_spins_ + 1, 64);
-  // A yielding thread looks now and then even when its waits are short:
-  // that is how it learns that nothing else wants the CPU any more.
-  const bool sample_yield = mode_ != WaitMode::kSpin && (++yield_waits_ & 7) == 0;
-  if (waited_us >= kLookAfterUs || !within_budget || sample_yield) {
+  // A thread that does not spin looks now and then even when its waits
+  // are short: that is how it learns that nothing else wants the CPU.
+  const bool periodic_look = mode_ != WaitMode::kSpin && (++waits_ & 7) == 0;
+  if (waited_us >= kLookAfterUs || !within_budget || periodic_look) {
     const long now = thread_involuntary_switches();
     if (now >= 0 && last_nivcsw_ >= 0) {
       if (now > last_nivcsw_) {

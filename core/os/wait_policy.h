@@ -34,8 +34,8 @@ int affinity_cpus();
 
 // Tells the policy how many ranks share this host and how many distinct
 // CPUs they may run on together (the union of their affinity masks). Under
-// auto, ranks > cpus makes every wait yield. Process-wide; the largest
-// oversubscription seen wins.
+// auto, ranks > cpus makes every wait sleep at once. Process-wide: once any
+// group of this process was oversubscribed, the host counts as such.
 void note_host_sharing(int ranks, int cpus);
 bool host_oversubscribed();
 
@@ -53,8 +53,8 @@ class WaitPlan {
   bool adaptive() const { return adaptive_; }  // RINGCC_WAIT_POLICY=auto
 
   // Call when a wait ended: whether it ended before the budget ran out
-  // (false: it went to sleep), and whether it lasted long enough to be
-  // worth a look at the thread's context switches (a syscall).
+  // (false: it went to sleep), and how long it took (a long one is worth a
+  // look at the thread's context switches, a syscall).
   void finished(bool within_budget, double waited_us);
 
   // The plan of the calling thread, re-read from the settings on first use.
@@ -68,7 +68,7 @@ class WaitPlan {
   std::chrono::microseconds budget_{50};
   bool adaptive_ = true;
   int failed_spins_ = 0;      // consecutive waits whose spin ran out
-  unsigned yield_waits_ = 0;
+  unsigned waits_ = 0;        // waits not in spin mode, for the periodic look
   int calm_waits_ = 0;        // consecutive long waits with no preemption seen
   bool preempted_ = false;    // recently preempted while waiting
   long last_nivcsw_ = -1;     // the thread's involuntary switches at the last look
