@@ -160,3 +160,17 @@ def test_bench_busy_threads_run_beside_every_implementation(ringcc_module, tmp_p
     assert doc["meta"]["busy_products_rank0"] > 0, doc["meta"]
     assert "1 busy thread(s) per rank" in done.stdout, done.describe()
     assert {8, 512, 32768} <= {e["nbytes"] for e in doc["results"]}, doc["results"]
+
+
+def test_bench_out_of_place_rounds(ringcc_module, tmp_path):
+    """bench.out_of_place runs its rounds (and checks the results) in a short job."""
+    repo = os.path.join(os.path.dirname(__file__), "..")
+    command = ringrun_command(2, ["-m", "bench.out_of_place", "--tensors", "40", "--elements", "64",
+                                  "--rounds", "2", "--torch"], ["--no-prefix"])
+    env = rank_environment({"PYTHONPATH": os.pathsep.join([os.path.abspath(repo),
+                                                           rank_environment()["PYTHONPATH"]])})
+    done = run_command(command, env, TIMEOUT_S, cwd=repo)
+    assert done.returncode == 0, done.describe()
+    for label in ("named out of place", "named in place", "one concatenated", "hvd.allreduce_async_",
+                  "out of place / one concatenated:", "hvd out of place / in place:"):
+        assert label in done.stdout, done.describe()
