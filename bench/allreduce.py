@@ -4,6 +4,7 @@
         [--stepfactor 4] [--ops allreduce,allgather,broadcast] [--dtype float32] [--iters N]
         [--warmup N] [--repeats 3] [--device cpu|cuda] [--compare gloo,nccl,mpi,socket]
         [--check] [--json PATH] [--csv PATH] [--plot PATH.png] [--no-progress]
+        [--busy-threads N]
 
 Rank 0 prints one table per collective (size, count, type, time, algbw, busbw,
 as nccl-tests' PERFORMANCE.md defines them, and the spread of the point's
@@ -32,6 +33,11 @@ modulo the GPUs torch sees), and every iteration is the collective followed
 by torch.cuda.synchronize(): the time of a blocking call (bench.cuda_buffers).
 ringcc then runs on its GPU backends (docs/gpu.md), on torch's current
 stream.
+
+--busy-threads N keeps N compute threads per rank doing matrix products
+(bench/busy.py) while every implementation runs, the mpi peer's ranks
+included: the collectives timed beside the kind of load a framework's own
+threads make.
 
 Peers (--compare):
   gloo  torch.distributed's gloo in these same processes, through torch's
@@ -68,6 +74,8 @@ import tempfile
 import time
 
 import numpy as np
+
+from .busy import MATRIX
 
 from .measure import OPS, Backend, format_size, parse_size, resolve_dtype, size_sweep, sweep
 from .output import (MATPLOTLIB_MISSING, Progress, machine_description, plot_available, plot_busbw,
@@ -170,6 +178,9 @@ def parse_args(argv=None):
                    help="no progress line on stderr while the sweeps run")
     p.add_argument("--peer-timeout", type=float, default=900.0,
                    help="seconds a peer's setup or MPI sweep may take (default 900)")
+    p.add_argument("--busy-threads", type=int, default=0,
+                   help="compute threads per rank doing matrix products while every "
+                        "implementation runs (bench/busy.py; default 0)")
     p.add_argument("--mpirun-args", default="",
                    help="extra mpirun options for the mpi peer, e.g. '--mca btl self,sm'")
     a = p.parse_args(argv)
@@ -183,6 +194,8 @@ def parse_args(argv=None):
         p.error("--warmup must be >= 0")
     if a.repeats < 1:
         p.error("--repeats must be >= 1")
+    if a.busy_threads < 0:
+        p.error("--busy-threads must be >= 0")
     try:
         a.sizes = size_sweep(a.minbytes, a.maxbytes, a.stepfactor)
         a.np_dtype = resolve_dtype(a.dtype)
@@ -215,6 +228,8 @@ class Bench:
         # impl -> op -> nbytes -> {"count", "times", "samples", "iters", "wrong"}
         self.raw = {}
         self.progress = Progress(enabled=self.rank0 and not args.no_progress)
+        from .busy import BusyThreads
+        self.busy = BusyThreads(args.busy_threads)  # paused until run()
 
     def log(self, msg):
         if self.rank0:
@@ -318,6 +333,7 @@ class Bench:
         self.peer_info["mpi"] = {"status": "ok", "skipped_ops": {}}
 
     def close(self):
+        self.busy.stop()
         # torch's default group (the torch peer opened first) goes last.
         torch_peers = [p for p in (self.nccl, self.gloo) if p is not None]
         for peer in sorted(torch_peers, key=lambda p: p.group is None) + [self.socket]:
@@ -368,6 +384,8 @@ class Bench:
         from .peers_mpi import PeerError, run_sweep
 
         self.ours.barrier()
+        # The MPI job brings its own compute threads: ours rest meanwhile.
+        self.busy.pause()
         done = os.path.join(self.sync_dir, f"repeat-{repeat}.done")
         out = None
         if self.rank0:
@@ -377,6 +395,7 @@ class Bench:
                                     self.args.ops, self.args.sizes, self.args.dtype,
                                     timeout_s=self.args.peer_timeout,
                                     extra_mpirun_args=shlex.split(self.args.mpirun_args),
+                                    busy_threads=self.args.busy_threads,
                                     progress=self.mpi_progress(repeat),
                                     **self.sweep_kwargs(repeat))
                     self.peer_info["mpi"]["version"] = out.get("version")
@@ -390,6 +409,7 @@ class Bench:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"rank 0's MPI sweep did not finish (waited for {done})")
                 time.sleep(0.05)
+        self.busy.resume()
         self.ours.barrier()
         return out
 
@@ -408,6 +428,7 @@ class Bench:
         a = self.args
         self.open_peers()
         order = ["ringcc"] + list(self.peers)
+        self.busy.resume()
         for repeat in range(a.repeats):
             for impl in order:
                 t0 = time.perf_counter()
@@ -435,6 +456,7 @@ class Bench:
                     self.progress.update(f"repeat {repeat + 1}/{a.repeats}, {impl}: sweep done in "
                                          f"{time.perf_counter() - t0:.1f} s", force=True)
         self.progress.done()
+        self.busy.stop()
         return self.report()
 
     # -- output --------------------------------------------------------------
@@ -474,6 +496,10 @@ class Bench:
               f"over {getattr(self.rc, 'transport_name', lambda: '?')()}{self.device_text()}, "
               f"{a.dtype}, {format_size(a.sizes[0])} .. {format_size(a.sizes[-1])} "
               f"({len(a.sizes)} sizes), iters {iters}, warmup {warmup}, {a.repeats} repeat(s)")
+        if a.busy_threads:
+            print(f"# load: {a.busy_threads} busy thread(s) per rank doing {MATRIX}x{MATRIX} float32 "
+                  f"matrix products beside every implementation ({self.busy.products} products on "
+                  f"rank 0 during ringcc's and in-process peers' sweeps)")
         print("# peers: " + (", ".join(f"{p} ({self.peer_info[p].get('version', '?')})" for p in shown)
                              or "none"))
         print()
@@ -557,6 +583,8 @@ class Bench:
                 "repeats": a.repeats, "iters": a.iters if a.iters is not None else "adaptive",
                 "warmup": a.warmup if a.warmup is not None else "adaptive",
                 "target_s": a.target_s, "check": a.check,
+                "busy_threads": a.busy_threads, "busy_products_rank0": self.busy.products,
+                "wait_policy": (dict(self.rc.wait_policy()) if hasattr(self.rc, "wait_policy") else None),
                 "timing": "seconds per iteration of a barrier-free loop, max over ranks; "
                           "time_us/algbw/busbw are medians over repeats",
                 "bandwidth": "nccl-tests PERFORMANCE.md: algbw = S / t; busbw = algbw * "

@@ -96,7 +96,7 @@ def mpi_env():
 
 
 def run_sweep(np_, json_path, ops, sizes, dtype_name, iters, warmup, target_s, check,
-              timeout_s, extra_mpirun_args=(), progress=None):
+              timeout_s, extra_mpirun_args=(), progress=None, busy_threads=0):
     """Runs one MPI sweep; returns {"results": [...], "skipped": {...}, "version": ...}.
 
     Raises PeerError with the reason when the job fails or times out.
@@ -110,6 +110,8 @@ def run_sweep(np_, json_path, ops, sizes, dtype_name, iters, warmup, target_s, c
         args += ["--warmup", str(warmup)]
     if check:
         args.append("--check")
+    if busy_threads:
+        args += ["--busy-threads", str(busy_threads)]
     cmd = mpirun_command(np_, args, extra_mpirun_args)
     if os.path.exists(json_path):
         os.unlink(json_path)
@@ -216,6 +218,7 @@ def main(argv=None):
     p.add_argument("--warmup", type=int)
     p.add_argument("--target-s", type=float, default=0.25)
     p.add_argument("--check", action="store_true")
+    p.add_argument("--busy-threads", type=int, default=0)
     a = p.parse_args(argv)
     from mpi4py import MPI
 
@@ -226,9 +229,16 @@ def main(argv=None):
         if backend.rank == 0:
             print(f"{PROGRESS_MARK} {op} {case.nbytes} {index} {total}", flush=True)
 
-    out = sweep(backend, a.ops.split(","), [int(s) for s in a.sizes.split(",")], dtype,
-                iters=a.iters, warmup=a.warmup, target_s=a.target_s, check=a.check,
-                on_point=on_point)
+    from .busy import BusyThreads
+
+    busy = BusyThreads(a.busy_threads)
+    busy.resume()
+    try:
+        out = sweep(backend, a.ops.split(","), [int(s) for s in a.sizes.split(",")], dtype,
+                    iters=a.iters, warmup=a.warmup, target_s=a.target_s, check=a.check,
+                    on_point=on_point)
+    finally:
+        busy.stop()
     if backend.rank == 0:
         out["version"] = backend.version
         tmp = a.json + ".part"

@@ -240,13 +240,15 @@ int64_t HostTensor::row_elems() const {
   return n;
 }
 
-bool writable_numpy(PyObject* obj, HostTensor* t) {
+bool writable_numpy(PyObject* obj, HostTensor* t) { return plain_numpy(obj, t, true); }
+
+bool plain_numpy(PyObject* obj, HostTensor* t, bool writable) {
   auto& api = py::detail::npy_api::get();
   if (Py_TYPE(obj) != api.PyArray_Type_) return false;
   const auto* a = py::detail::array_proxy(obj);
   constexpr int kCContiguous = py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_;
-  constexpr int kWriteable = py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
-  if ((a->flags & (kCContiguous | kWriteable)) != (kCContiguous | kWriteable)) return false;
+  const int need = kCContiguous | (writable ? py::detail::npy_api::NPY_ARRAY_WRITEABLE_ : 0);
+  if ((a->flags & need) != need) return false;
   const auto* d = py::detail::array_descriptor_proxy(a->descr);
   if (d->byteorder == kForeignByteOrder) return false;
   constexpr int kNpyHalf = 23;  // NumPy's NPY_HALF (not in pybind11's list)
@@ -273,6 +275,14 @@ bool writable_numpy(PyObject* obj, HostTensor* t) {
   }
   t->ptr = a->data;
   return true;
+}
+
+PyObject* new_numpy_like(PyObject* obj) {
+  auto& api = py::detail::npy_api::get();
+  const auto* a = py::detail::array_proxy(obj);
+  Py_INCREF(a->descr);  // PyArray_NewFromDescr takes a reference to it
+  return api.PyArray_NewFromDescr_(api.PyArray_Type_, a->descr, a->nd, a->dimensions, nullptr,
+                                   nullptr, 0, nullptr);
 }
 
 HostTensor writable_host_tensor(PyObject* obj, const char* what) {

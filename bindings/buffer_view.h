@@ -63,6 +63,12 @@ struct HostTensor {
 // is writable, C-contiguous, in native byte order and of a core dtype other
 // than bfloat16. False for anything else, which view_of() then judges.
 bool writable_numpy(PyObject* obj, HostTensor* t);
+// The same, writable or not as asked.
+bool plain_numpy(PyObject* obj, HostTensor* t, bool writable);
+
+// A new C-contiguous NumPy array of the dtype and shape of `obj`, one that
+// plain_numpy() took (a new reference; null with the Python error set).
+PyObject* new_numpy_like(PyObject* obj);
 
 // `obj` as writable contiguous memory: writable_numpy(), or view_of()'s
 // checks and errors for everything else (a CUDA tensor keeps its memory

@@ -69,6 +69,7 @@ py::object wait_for(HandleState& h, double timeout) {
     }
     // Done with it: the engine may reuse it for the next tensor it is given.
     h.work.reset();
+    h.source = py::object();
     if (h.fixed_result) {
       // result was set at the start.
     } else if (h.grouped) {
@@ -174,6 +175,7 @@ PyObject* finished_result(HandleState& h) {
   }
   h.finished = true;
   h.work.reset();  // the engine may reuse it
+  h.source = py::object();
   return h.result.inc_ref().ptr();
 }
 

@@ -33,6 +33,8 @@ struct HandleState {
   int device = -1;
   void* stream = nullptr;
   pybind11::object device_like;
+  // An out-of-place call's input, kept alive until the collective is done.
+  pybind11::object source;
 
   bool done() const { return finished || !work || work->done(); }
 };

@@ -19,6 +19,7 @@
 #include "core/device/device_memory.h"
 #include "core/os/mpi_library.h"
 #include "core/os/socket.h"
+#include "core/os/wait_policy.h"
 #include "core/rendezvous/meeting.h"
 #include "core/rendezvous/tcp_store.h"
 #include "core/transport/mpi_transport.h"
@@ -48,6 +49,7 @@ Communicator::Communicator(const RendezvousInfo& info, std::shared_ptr<Store> st
       store_(std::move(store)),
       fixed_timeout_s_(info.timeout_s) {
   set_log_rank(rank_);
+  wait_policy_setting();  // a bad RINGCC_WAIT_POLICY fails here, before any wait
   job_.rank = rank_;
   job_.size = size_;
   job_.timeout_s = timeout_s();

@@ -628,6 +628,82 @@ def allreduce_synchronize_timeout(ctx):
         check_equal(got, np.full(3, n * (n - 1) / 2, dtype=np.float32), "sync/late after the timeout")
 
 
+@CASES.case("allreduce/out-of-place-named")
+def allreduce_out_of_place_named(ctx):
+    """allreduce_async and broadcast_async by name, out of place (their
+    compiled path): the result is a new array of the input's dtype and
+    shape, the input is untouched, many small tensors fuse, names are reused
+    with new values, a handle dropped before its wait still gets its result
+    (the input kept alive), and what the compiled path does not take (`out`,
+    a subclass, a read-only array) still works through the general one."""
+    n, r = ctx.size, ctx.rank
+    before = stats()
+    for round_ in range(2):  # the second round reuses every name (response cache)
+        inputs, handles = {}, {}
+        for k, dt in enumerate([np.float32, np.float64, np.int32, np.int64, np.float16, np.uint8, np.int8]):
+            for shape in [(), (5,), (3, 4), (0,), (2, 0, 3)]:
+                key = (np.dtype(dt).name, shape)
+                inputs[key] = np.full(shape, (r + 1) * (round_ + 1), dtype=dt)
+        for key in [list(inputs)[i] for i in shuffled(ctx, len(inputs), salt=round_)]:
+            handles[key] = ringcc.allreduce_async(inputs[key], name=f"oop/{key[0]}/{key[1]}")
+        for key, handle in handles.items():
+            got = finish(handle, f"oop/{key}")
+            x = inputs[key]
+            if got is None:
+                continue
+            expect(isinstance(got, np.ndarray) and got is not x, f"oop/{key}: a new array")
+            expect(got.dtype == x.dtype and got.shape == x.shape,
+                   f"oop/{key}: dtype/shape {got.dtype}{got.shape} for {x.dtype}{x.shape}")
+            want = (round_ + 1) * n * (n + 1) // 2
+            check_equal(got, np.full(x.shape, want, dtype=x.dtype), f"oop/{key} round {round_}")
+            check_equal(x, np.full(x.shape, (r + 1) * (round_ + 1), dtype=x.dtype), f"oop/{key}: input untouched")
+    # Many small ones: they fuse.
+    xs = [np.full(256, float(r + i), np.float32) for i in range(64)]
+    hs = [ringcc.allreduce_async(x, name=f"oop/fuse/{i}", op=ringcc.Average, prescale_factor=2.0)
+          for i, x in enumerate(xs)]
+    for i, h in enumerate(hs):
+        got = finish(h, f"oop/fuse/{i}")
+        if got is not None:
+            check_equal(got, np.full(256, 2.0 * (i + (n - 1) / 2), np.float32), f"oop/fuse/{i}")
+    expect(grown(before, stats(), "fused_collectives") > 0, "the small out-of-place tensors fused")
+    # A handle dropped before the collective ran: the input must stay alive
+    # (the engine reads it later), and the name is free again afterwards.
+    h = ringcc.allreduce_async(np.full(1000, r + 1.0), name="oop/dropped")
+    del h
+    time.sleep(0.05)
+    again = finish(ringcc.allreduce_async(np.full(1000, r + 1.0), name="oop/dropped-next"), "oop/dropped-next")
+    if again is not None:
+        check_equal(again, np.full(1000, n * (n + 1) / 2), "oop/dropped-next")
+    # What the compiled path leaves to the general one.
+    out = np.empty(6, np.float32)
+    got = finish(ringcc.allreduce_async(np.ones(6, np.float32), name="oop/out", out=out), "oop/out")
+    expect(got is out, "oop/out: the result is the given out")
+    check_equal(out, np.full(6, n, np.float32), "oop/out")
+    sub = np.full(4, r + 1.0).view(_SubArray)
+    got = finish(ringcc.allreduce_async(sub, name="oop/subclass"), "oop/subclass")
+    if got is not None:
+        check_equal(np.asarray(got), np.full(4, n * (n + 1) / 2), "oop/subclass")
+    frozen = np.full(3, r + 1.0)
+    frozen.setflags(write=False)
+    got = finish(ringcc.allreduce_async(frozen, name="oop/read-only"), "oop/read-only")
+    if got is not None:
+        check_equal(got, np.full(3, n * (n + 1) / 2), "oop/read-only input")
+    expect_error(ringcc.InvalidArgumentError, ["name must be a non-empty string"],
+                 lambda: ringcc.allreduce_async(np.ones(4, np.float32), name=""), "name=''")
+    # Broadcast, out of place and in place.
+    for root in range(n):
+        src = np.full((2, 3), 10.0 * (r + 1), np.float64)
+        got = finish(ringcc.broadcast_async(src, root, name=f"oop/bcast/{root}"), f"oop/bcast/{root}")
+        if got is not None:
+            expect(got is not src, "broadcast_async returns a new array")
+            check_equal(got, np.full((2, 3), 10.0 * (root + 1)), f"oop/bcast/{root}")
+            check_equal(src, np.full((2, 3), 10.0 * (r + 1)), f"oop/bcast/{root}: input untouched")
+        mine = np.full(5, r, np.int32)
+        got = finish(ringcc.broadcast_async_(mine, root=root, name=f"oop/bcast_/{root}"), f"oop/bcast_/{root}")
+        expect(got is mine, "broadcast_async_ returns its argument")
+        check_equal(mine, np.full(5, root, np.int32), f"oop/bcast_/{root}")
+
+
 @CASES.case("allreduce/mixed-dtypes-and-ops")
 def allreduce_mixed(ctx):
     """Every dtype with every reduction (and scaled variants), all enqueued in one burst."""

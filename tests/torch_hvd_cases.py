@@ -206,6 +206,49 @@ def _(ctx):
     raises(NotImplementedError, lambda: hvd.allreduce(inputs[ctx.rank], op=hvd.Adasum), "Adasum")
 
 
+@case("allreduce/async_out_of_place_direct")
+def _(ctx):
+    """hvd.allreduce_async of plain CPU tensors (the direct path): a new
+    tensor of the input's dtype and shape, the input untouched, Average by
+    default, names reused with new values; tensors the direct path leaves
+    to the general one (non-contiguous, complex) still reduce."""
+    dtypes = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64,
+              torch.uint8, torch.int8]
+    for round_ in range(2):
+        inputs = {(dt, shape): everyone(ctx, shape, dt, salt=round_ * 100 + k)
+                  for k, dt in enumerate(dtypes) for shape in [(), (7,), (3, 5), (0,)]}
+        handles = {key: hvd.allreduce_async(v[ctx.rank], name=f"oop.{key[0]}.{key[1]}", op=hvd.Sum)
+                   for key, v in inputs.items()}
+        for key, h in handles.items():
+            mine = inputs[key][ctx.rank]
+            before = mine.clone()
+            got = hvd.synchronize(h)
+            expect(got is not mine and got.data_ptr() != mine.data_ptr() or mine.numel() == 0,
+                   f"{key}: a new tensor")
+            expect(got.dtype == mine.dtype and got.shape == mine.shape, f"{key}: {got.dtype}{tuple(got.shape)}")
+            same(got, reduce_ref(inputs[key], hvd.Sum), f"allreduce_async {key} round {round_}")
+            same(mine, before, f"{key}: input untouched")
+    # The default op is Average; scale factors apply.
+    xs = everyone(ctx, (4, 4), torch.float64, salt=7)
+    close(hvd.synchronize(hvd.allreduce_async(xs[ctx.rank], name="oop.avg")),
+          reduce_ref(xs, hvd.Average), "allreduce_async default Average")
+    close(hvd.synchronize(hvd.allreduce_async(xs[ctx.rank], name="oop.scaled", op=hvd.Sum,
+                                              prescale_factor=2.0, postscale_factor=0.25)),
+          reduce_ref(xs, hvd.Sum) * 0.5, "allreduce_async scaled")
+    # A tensor that requires grad: the result carries none.
+    g = xs[ctx.rank].clone().requires_grad_()
+    got = hvd.synchronize(hvd.allreduce_async(g, name="oop.grad", op=hvd.Sum))
+    expect(not got.requires_grad, "allreduce_async's result needs no grad")
+    same(got, reduce_ref(xs, hvd.Sum), "allreduce_async of a tensor that requires grad")
+    # The general path: non-contiguous, complex.
+    wide = everyone(ctx, (4, 6), torch.float32, salt=8)
+    got = hvd.synchronize(hvd.allreduce_async(wide[ctx.rank][:, ::2], name="oop.strided", op=hvd.Max))
+    same(got, reduce_ref([w[:, ::2] for w in wide], hvd.Max), "allreduce_async strided")
+    cin = everyone(ctx, (3,), torch.complex64, salt=9)
+    same(hvd.synchronize(hvd.allreduce_async(cin[ctx.rank], name="oop.complex", op=hvd.Sum)),
+         reduce_ref(cin, hvd.Sum), "allreduce_async complex")
+
+
 @case("allreduce/inplace_async_poll_scale_complex_noncontiguous")
 def _(ctx):
     inputs = everyone(ctx, (6, 4), torch.float32)
@@ -353,7 +396,9 @@ def _(ctx):
         bad[index] = value
         raises(error_class, lambda: raw(*bad), f"_allreduce_async_raw with argument {index} = {value!r}",
                fragment)
-    raises(TypeError, lambda: raw(*good[:7]), "_allreduce_async_raw with 7 arguments", "takes 8 arguments")
+    raises(TypeError, lambda: raw(*good[:7]), "_allreduce_async_raw with 7 arguments", "takes 8 or 10 arguments")
+    raises(ValueError, lambda: raw(*good[:5], "raw.bad-source", 1.0, 1.0, x, 0),
+           "_allreduce_async_raw out of place from address 0", "null source_ptr")
 
 
 @case("allreduce/named_out_of_order")
@@ -426,6 +471,40 @@ def _(ctx):
         same(got[i], torch.cat([g[i] for g in group]), f"grouped_allgather [{i}]")
     got = hvd.synchronize(hvd.grouped_allgather_async(group[ctx.rank], name="gag"))
     same(got[1], torch.cat([g[1] for g in group]), "grouped_allgather_async")
+
+
+@case("allgather_broadcast/async_direct")
+def _(ctx):
+    """allgather_async and broadcast_async(_) of plain CPU tensors (their
+    direct path): results of the input's dtype, rows of every rank in rank
+    order (none from some), inputs untouched out of place, names reused."""
+    n = ctx.size
+    for round_ in range(2):
+        for di, dtype in enumerate([torch.float32, torch.float64, torch.int32, torch.uint8, torch.bfloat16]):
+            inputs = [data(ctx, r, (r % 2 + round_, 2, 3), dtype, salt=di + 10 * round_) for r in range(n)]
+            mine = inputs[ctx.rank]
+            before = mine.clone()
+            got = hvd.synchronize(hvd.allgather_async(mine, name=f"agd.{dtype}"))
+            expect(isinstance(got, torch.Tensor) and got.dtype == dtype, f"allgather_async {dtype}: {type(got)}")
+            same(got, torch.cat(inputs), f"allgather_async {dtype} round {round_}")
+            same(mine, before, f"allgather_async {dtype}: input untouched")
+            root = (round_ + di) % n
+            inputs = [data(ctx, r, (2, 3 + round_), dtype, salt=di + 20 * round_) for r in range(n)]
+            mine = inputs[ctx.rank]
+            before = mine.clone()
+            got = hvd.synchronize(hvd.broadcast_async(mine, root, name=f"bcd.{dtype}"))
+            expect(got.data_ptr() != mine.data_ptr() or mine.numel() == 0, "broadcast_async: a new tensor")
+            same(got, inputs[root], f"broadcast_async {dtype} root {root}")
+            same(mine, before, f"broadcast_async {dtype}: input untouched")
+            t = mine.clone()
+            expect(hvd.synchronize(hvd.broadcast_async_(t, root, name=f"bcd_.{dtype}")) is t,
+                   "broadcast_async_ returns the tensor")
+            same(t, inputs[root], f"broadcast_async_ {dtype} root {root}")
+    # A root past the last rank fails on every rank, and the job goes on.
+    raises(hvd.HorovodInternalError, lambda: hvd.synchronize(hvd.broadcast_async(torch.ones(2), n, name="bcd.bad")),
+           "broadcast_async from a root past the last rank", "root")
+    same(hvd.broadcast(torch.full((2,), float(ctx.rank)), 0, name="bcd.after"), torch.zeros(2),
+         "a broadcast after the failed one")
 
 
 @case("broadcast/roots_inplace_async_dtypes")
@@ -684,6 +763,21 @@ def _(ctx):
         same(gg[0], total, "set grouped_allreduce_")
         h = hvd.allreduce_async(mine, op=hvd.Sum, process_set=subset)
         same(hvd.synchronize(h), total, "set allreduce_async")
+        # The direct path (plain CPU tensors): many in flight, dtypes, in and out of place.
+        for dtype in (torch.float64, torch.int32, torch.bfloat16):
+            ins = {m: [data(ctx, m, (i % 3 + 1, 2), dtype, salt=50 + i) for i in range(20)] for m in members}
+            before = [x.clone() for x in ins[r]]
+            outs = [hvd.allreduce_async(x, op=hvd.Sum, process_set=subset) for x in ins[r]]
+            inplace = [x.clone() for x in ins[r]]
+            hs = [hvd.allreduce_async_(x, op=hvd.Max, process_set=subset) for x in inplace]
+            for i, (ho, hi) in enumerate(zip(outs, hs)):
+                got = hvd.synchronize(ho)
+                expect(got.dtype == dtype, f"set allreduce_async {dtype}: {got.dtype}")
+                same(got, reduce_ref([ins[m][i] for m in members], hvd.Sum), f"set allreduce_async {dtype} [{i}]")
+                same(ins[r][i], before[i], f"set allreduce_async {dtype} [{i}]: input untouched")
+                expect(hvd.synchronize(hi) is inplace[i], "set allreduce_async_ returns the tensor")
+                same(inplace[i], reduce_ref([ins[m][i] for m in members], hvd.Max),
+                     f"set allreduce_async_ {dtype} [{i}]")
         obj = hvd.broadcast_object({"from": r}, root_rank=last, process_set=subset)
         expect(obj == {"from": last}, f"set broadcast_object: {obj}")
         objs = hvd.allgather_object(r, process_set=subset)

@@ -12,7 +12,7 @@ _EXPORTS = (
     "Handle", "InternalError", "InvalidArgumentError", "MismatchError", "NotInitializedError",
     "PeerFailureError", "RingccError", "TimeoutError", "UnsupportedTypeError", "build_info",
     "cross_rank", "cross_size", "is_initialized", "local_rank", "local_size", "poll", "rank",
-    "shutdown", "size", "synchronize", "transport_name", "gpu_backend", "DeviceArray",
+    "shutdown", "size", "synchronize", "transport_name", "gpu_backend", "DeviceArray", "wait_policy",
 )
 
 try:
@@ -150,6 +150,8 @@ try:
     # takes the common arguments (an int op, a str name) itself and hands
     # everything else to the function above.
     allreduce_async_ = _core._allreduce_async_inplace(allreduce_async_)
+    # ... and the named out-of-place one (the output allocated in the core).
+    allreduce_async = _core._fast_path("allreduce_async", allreduce_async)
 except ImportError:  # no compiled core: the function above says so when called
     pass
 
@@ -197,6 +199,14 @@ def broadcast_async(tensor, root=0, *, name=None, out=None):
 
 def broadcast_async_(tensor, root=0, *, name=None):
     return _core._broadcast(tensor, None, root, True, True, name)
+
+
+try:
+    # Named broadcasts of NumPy arrays take the compiled path (see allreduce_async).
+    broadcast_async = _core._fast_path("broadcast_async", broadcast_async)
+    broadcast_async_ = _core._fast_path("broadcast_async_", broadcast_async_)
+except ImportError:
+    pass
 
 
 def reduce_scatter(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0, out=None):

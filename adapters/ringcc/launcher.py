@@ -322,6 +322,7 @@ class RankLaunch:
     env: Dict[str, str]  # the environment of the process started here (the agent's, for agent ranks)
     through_agent: bool
     stdin: Optional[bytes] = None  # written to the process's standard input (the secret, for agent ranks)
+    cpus: Optional[frozenset] = None  # --bind-to core: the CPUs the rank may run on
 
 
 def _exported_variables(specs: Sequence[str], environ: Mapping[str, str]) -> Dict[str, str]:
@@ -413,6 +414,11 @@ def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[
     local_base = {**environ, **exported}
     cwd = os.getcwd()
 
+    bind = getattr(args, "bind_to", "none") or "none"
+    if bind not in BIND_CHOICES:
+        raise LaunchError(f"--bind-to must be one of {', '.join(BIND_CHOICES)}, not {bind!r}")
+    available = sorted(os.sched_getaffinity(0)) if bind == "core" else []
+
     launches = []
     for placement in placements:
         variables = job_variables(placement, master_addr, master_port, torch_port, secret)
@@ -431,8 +437,37 @@ def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[
             rank_env.setdefault("PYTHONUNBUFFERED", "1")
             _one_thread_per_rank(rank_env, environ, placement)
             rank_env.update(variables)
-            launches.append(RankLaunch(placement, list(command), rank_env, through_agent=False))
+            cpus = bind_cpus(placement.local_rank, available) if bind == "core" else None
+            launches.append(RankLaunch(placement, list(command), rank_env, through_agent=False, cpus=cpus))
     return launches
+
+
+BIND_CHOICES = ("none", "core")
+
+
+def cpu_cores(cpus: Sequence[int]) -> List[frozenset]:
+    """The CPUs of `cpus` grouped by physical core (hardware threads of one
+    core together, from /sys/devices/system/cpu), in order of their first CPU;
+    each CPU a core of its own where the topology cannot be read."""
+    cores: Dict[Tuple[str, str], List[int]] = {}
+    for cpu in sorted(cpus):
+        base = f"/sys/devices/system/cpu/cpu{cpu}/topology/"
+        try:
+            with open(base + "physical_package_id") as f:
+                package = f.read().strip()
+            with open(base + "core_id") as f:
+                core = f.read().strip()
+        except OSError:
+            package, core = "cpu", str(cpu)
+        cores.setdefault((package, core), []).append(cpu)
+    return sorted((frozenset(c) for c in cores.values()), key=min)
+
+
+def bind_cpus(local_rank: int, available: Sequence[int]) -> frozenset:
+    """--bind-to core: local rank i runs on core i (its hardware threads),
+    round robin when the ranks outnumber the cores."""
+    cores = cpu_cores(available)
+    return cores[local_rank % len(cores)]
 
 
 # --network-interface: what the ranks' core reads (core/os/net_interface.h).
@@ -604,6 +639,10 @@ class JobRunner:
                     stdout=output,
                     stderr=output,
                     start_new_session=True,
+                    # Bound before the command starts: every thread it makes
+                    # (the engine's, a framework's pools) inherits the mask.
+                    preexec_fn=(None if launch.cpus is None
+                                else (lambda cpus=launch.cpus: os.sched_setaffinity(0, cpus))),
                 )
                 if launch.stdin is not None:
                     with contextlib.suppress(BrokenPipeError):  # the agent failed: its exit says why
@@ -819,6 +858,8 @@ def plan_mpi_command(args: argparse.Namespace, command: Sequence[str], environ: 
     cmd = [mpirun]
     if flavour == "mpich":
         cmd += ["-n", str(num_ranks)]
+        if getattr(args, "bind_to", "none") == "core":
+            cmd += ["-bind-to", "core"]
         if hosts is not None:
             cmd += ["-hosts", ",".join(f"{h.name}:{h.slots}" for h in hosts)]
         for item in args.export:
@@ -830,7 +871,7 @@ def plan_mpi_command(args: argparse.Namespace, command: Sequence[str], environ: 
         if names:
             cmd += ["-genvlist", ",".join(n for n in names if not any(i.startswith(n + "=") for i in args.export))]
     else:
-        cmd += ["-np", str(num_ranks), "--bind-to", "none"]
+        cmd += ["-np", str(num_ranks), "--bind-to", getattr(args, "bind_to", "none") or "none"]
         if hosts is not None:
             cmd += ["-H", ",".join(f"{h.name}:{h.slots}" for h in hosts)]
         elif num_ranks > (cpu_count or os.cpu_count() or 1):
@@ -1270,6 +1311,13 @@ def build_parser() -> CommandLineParser:
     parser.add_argument("--grace-period", type=_non_negative_float, default=DEFAULT_GRACE_PERIOD_S,
                         metavar="SECONDS",
                         help="time ranks get to exit after each stop signal (default: %(default)g)")
+    parser.add_argument("--bind-to", choices=BIND_CHOICES, default="none",
+                        help="none (default): ranks run on any CPU ringrun may use; core: local rank i "
+                             "runs on core i of those (its hardware threads), round robin when ranks "
+                             "outnumber cores; threads the rank starts (ringcc's engine thread "
+                             "included) share its core. Ranks started through an agent are not bound. "
+                             "With --mpi, passed to mpirun's own --bind-to",
+                        )
     parser.add_argument("--mpi", action="store_true",
                         help="start the ranks through mpirun (Open MPI or MPICH) instead of directly; "
                              "-np, -H/--hostfile and -x carry over, ringcc finds the job through MPI")

@@ -1,5 +1,6 @@
 #include "core/algorithms/shm_collectives.h"
 
+#include <sched.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "core/base/interrupt.h"
 #include "core/base/log.h"
 #include "core/collective/reduction.h"
+#include "core/os/wait_policy.h"
 
 namespace ringcc {
 
@@ -26,6 +28,9 @@ struct alignas(64) ShmControl {
   // address in our own address space.
   uint64_t probe;
   uint64_t probe_addr;
+  // The CPUs this rank may run on (its affinity mask, 1024 CPUs): together
+  // the ranks of the host tell whether they outnumber their CPUs.
+  uint64_t cpu_mask[16];
   char reason[512];
 };
 
@@ -137,9 +142,17 @@ class Layout {
   std::vector<int64_t> starts_;
 };
 
-std::chrono::microseconds spin_budget() {
-  static const auto budget = std::chrono::microseconds(env_int("RINGCC_SPIN_US", 50));
-  return budget;
+void read_cpu_mask(uint64_t* words, size_t n_words) {
+  std::memset(words, 0, n_words * sizeof(uint64_t));
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+    words[0] = 1;
+    return;
+  }
+  for (size_t c = 0; c < std::min<size_t>(CPU_SETSIZE, n_words * 64); ++c) {
+    if (CPU_ISSET(c, &set)) words[c / 64] |= uint64_t{1} << (c % 64);
+  }
 }
 
 }  // namespace
@@ -183,6 +196,7 @@ ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix,
     ctl->pid = static_cast<int32_t>(getpid());
     ctl->probe = kProbeValue;
     ctl->probe_addr = reinterpret_cast<uint64_t>(&ctl->probe);
+    read_cpu_mask(ctl->cpu_mask, 16);
 
     auto wait_ms = [&] {
       return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -215,6 +229,15 @@ ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix,
       cma = store.get(key_prefix + "/mapped/" + std::to_string(ranks_[i]), wait_ms()) == "cma" && cma;
     }
     cma_ = cma;
+    // More ranks than CPUs to share among them: waiters must give their
+    // CPU away rather than spin (wait_policy.h).
+    uint64_t all_cpus[16] = {};
+    for (size_t i = 0; i < n; ++i) {
+      for (int w = 0; w < 16; ++w) all_cpus[w] |= control(static_cast<int>(i))->cpu_mask[w];
+    }
+    int cpus = 0;
+    for (uint64_t w : all_cpus) cpus += __builtin_popcountll(w);
+    note_host_sharing(static_cast<int>(n), cpus);
   } catch (...) {
     ShmSegment::unlink(mine);
     throw;
@@ -304,14 +327,33 @@ void ShmCollectives::wait_for_peer(int peer, uint32_t phase, Deadline dl, const 
   };
   if (arrived()) return;
   const auto waiting_since = Clock::now();
-  auto count_wait = [&] {
-    peer_wait_us_ += std::chrono::duration<double, std::micro>(Clock::now() - waiting_since).count();
+  WaitPlan& plan = WaitPlan::current();
+  auto done_waiting = [&](bool within_budget) {
+    const double us = std::chrono::duration<double, std::micro>(Clock::now() - waiting_since).count();
+    peer_wait_us_ += us;
+    plan.finished(within_budget, us);
   };
-  auto spin_until = waiting_since + spin_budget();
-  while (Clock::now() < spin_until) {
-    for (int k = 0; k < 64; ++k) {
-      if (arrived()) return count_wait();
+  WaitMode mode = plan.mode();
+  auto budget = plan.budget();
+  if (bulk_ && mode == WaitMode::kBlock && plan.adaptive() && !host_oversubscribed()) {
+    // A preempted thread between the long copies of a large collective:
+    // the peer is copying too and arrives soon, a futex wake-up later than
+    // a spin would see it.
+    mode = WaitMode::kSpin;
+    budget = spin_budget();
+  }
+  const auto spin_until = waiting_since + budget;
+  if (mode == WaitMode::kYield) {
+    while (Clock::now() < spin_until) {
+      sched_yield();
+      if (arrived()) return done_waiting(true);
     }
+  } else {
+    do {
+      for (int k = 0; k < 64; ++k) {
+        if (arrived()) return done_waiting(true);
+      }
+    } while (Clock::now() < spin_until);
   }
   for (;;) {
     poll_interrupt();
@@ -321,7 +363,7 @@ void ShmCollectives::wait_for_peer(int peer, uint32_t phase, Deadline dl, const 
       futex_wait(&ctl->phase, seen, 50);
     }
     ctl->sleepers.fetch_sub(1);
-    if (arrived()) return count_wait();
+    if (arrived()) return done_waiting(false);
     if (!process_alive(ctl->pid)) {
       raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)], " (pid ",
             ctl->pid, ") exited or crashed during ", what);
@@ -378,6 +420,7 @@ void ShmCollectives::run(CollectiveArgs& a, Deadline dl) {
   // A device collective's agreement: headers only (every data path starts
   // with the same header phase, so a rank with host buffers still meets it).
   const CollectiveKind kind = a.agree_only ? CollectiveKind::kBarrier : a.kind;
+  bulk_ = static_cast<size_t>(std::max<int64_t>(a.count, 0)) * dtype_size(a.dtype) > small_bytes_;
   switch (kind) {
     case CollectiveKind::kAllreduce: return allreduce(a, dl);
     case CollectiveKind::kReduceScatter: return reduce_scatter(a, dl);

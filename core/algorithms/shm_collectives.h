@@ -91,6 +91,10 @@ class ShmCollectives {
   uint32_t phase_ = 0;
   uint64_t piece_ = 0;
   double peer_wait_us_ = 0;  // see take_peer_wait_us()
+  // The collective running moves more than small_bytes_ per rank: its
+  // phases end with long copies, which a waiter catches by spinning even
+  // when its thread has been preempted (wait_policy.h).
+  bool bulk_ = false;
   bool cma_ = false;  // every rank can read every peer's memory directly
   std::vector<const void*> srcs_;  // scratch for reduce_many
   std::vector<uint8_t> scratch_;   // small segmented allreduces reduce here

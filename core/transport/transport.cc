@@ -8,16 +8,11 @@
 #include "core/base/env.h"
 #include "core/base/error.h"
 #include "core/base/interrupt.h"
+#include "core/os/wait_policy.h"
 
 namespace ringcc {
 
 namespace {
-
-// How long a waiter polls before it starts to block (RINGCC_SPIN_US).
-std::chrono::microseconds spin_budget() {
-  static const auto budget = std::chrono::microseconds(env_int("RINGCC_SPIN_US", 50));
-  return budget;
-}
 
 std::string pending_peers(const std::vector<Request*>& pending) {
   std::string out;
@@ -37,7 +32,18 @@ std::string pending_peers(const std::vector<Request*>& pending) {
 // Progresses `all`; returns true when `done` says the wait is over.
 template <typename Done>
 void drive(std::vector<Request*> all, Deadline deadline, const char* what, Done done) {
-  auto spin_until = Clock::now() + spin_budget();
+  // How long to poll before blocking, and whether to give the CPU away
+  // between polls (wait_policy.h).
+  WaitPlan& plan = WaitPlan::current();
+  const auto started = Clock::now();
+  bool within_budget = true;
+  auto finish = [&] {
+    plan.finished(within_budget, std::chrono::duration<double, std::micro>(Clock::now() - started).count());
+  };
+  const bool yielding = plan.mode() == WaitMode::kYield;
+  auto spin_until = started + plan.budget();
+  // Blocking waiters skip the rounds of sched_yield() too.
+  const int yield_rounds = plan.mode() == WaitMode::kBlock ? 0 : 16;
   int idle_rounds = 0;
   std::vector<pollfd> fds;
   for (;;) {
@@ -50,16 +56,20 @@ void drive(std::vector<Request*> all, Deadline deadline, const char* what, Done 
         ++i;
       }
     }
-    if (done(all)) return;
+    if (done(all)) return finish();
     if (advanced) {
-      spin_until = Clock::now() + spin_budget();
+      spin_until = Clock::now() + plan.budget();
       idle_rounds = 0;
       continue;
     }
     auto now = Clock::now();
     if (now >= deadline) raise_timeout(all, what);
-    if (now < spin_until) continue;
-    if (++idle_rounds < 16) {
+    if (now < spin_until) {
+      if (yielding) sched_yield();
+      continue;
+    }
+    within_budget = false;
+    if (++idle_rounds < yield_rounds) {
       sched_yield();
       continue;
     }

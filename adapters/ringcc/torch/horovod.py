@@ -444,6 +444,9 @@ _DIRECT_DTYPE_CODES = CORE_DTYPE_CODES
 _DIRECT_OPS = frozenset((Sum, Average, Min, Max, Product))
 _CoreHandle = _core.Handle
 _allreduce_async_raw = _core._allreduce_async_raw
+_broadcast_async_raw = _core._broadcast_async_raw
+_comm_allreduce_async_raw = _core._comm_allreduce_async_raw
+_allgather_async_raw = _core._allgather_async_raw
 _STRIDED = torch.strided
 _core_synchronize = _core.synchronize
 
@@ -657,6 +660,15 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     """Starts an allreduce of `tensor` (not modified); returns a Handle whose
     result is a new tensor. op defaults to Average. The operation is keyed
     by `name` (generated when None); shape and dtype must match across ranks."""
+    if average is None:
+        if process_set is global_process_set:
+            handle = _direct_allreduce(tensor, "allreduce", name, Average if op is None else op,
+                                       prescale_factor, postscale_factor)
+        else:
+            handle = _direct_set_allreduce(tensor, process_set, Average if op is None else op,
+                                           prescale_factor, postscale_factor, False)
+        if handle is not None:
+            return handle
     return _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set,
                             False, "allreduce_async", average)
 
@@ -666,13 +678,57 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
     """Starts an in-place allreduce: the result is written into `tensor`'s
     own memory, and the handle's result is `tensor`. Wait with
     `synchronize(handle)`, test with `poll(handle)`."""
-    if process_set is global_process_set and average is None:
-        handle = _direct_allreduce_(tensor, "allreduce", name, Average if op is None else op,
-                                    prescale_factor, postscale_factor)
+    if average is None:
+        if process_set is global_process_set:
+            handle = _direct_allreduce_(tensor, "allreduce", name, Average if op is None else op,
+                                        prescale_factor, postscale_factor)
+        else:
+            handle = _direct_set_allreduce(tensor, process_set, Average if op is None else op,
+                                           prescale_factor, postscale_factor, True)
         if handle is not None:
             return handle
     return _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set,
                             True, "allreduce_async_", average)
+
+
+def _direct_set_allreduce(tensor, process_set, op, prescale_factor, postscale_factor, inplace: bool):
+    """_direct_allreduce(_) on a process set this rank is in: in issue order
+    on the set's communicator, by address. None when not such a case."""
+    comm = getattr(process_set, "_comm", None) if isinstance(process_set, ProcessSet) else None
+    if comm is not None and process_set.process_set_id is not None and type(op) is int and \
+            op in _DIRECT_OPS and isinstance(tensor, torch.Tensor) and tensor.is_cpu and \
+            tensor.layout == _STRIDED:
+        code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
+        if code is not None and tensor.is_contiguous():
+            try:
+                if inplace:
+                    return _comm_allreduce_async_raw(comm, tensor, tensor.data_ptr(), tensor.shape, code, op,
+                                                     prescale_factor, postscale_factor)
+                out = torch.empty_like(tensor)  # contiguous: tensor is
+                return _comm_allreduce_async_raw(comm, out, out.data_ptr(), tensor.shape, code, op,
+                                                 prescale_factor, postscale_factor, tensor, tensor.data_ptr())
+            except (ringcc.PeerFailureError, ringcc.InternalError) as error:
+                raise _internal_error(error) from None
+    return None
+
+
+def _direct_allreduce(tensor, kind, name, op, prescale_factor, postscale_factor):
+    """_direct_allreduce_ out of place: the result goes to a new tensor
+    (torch.empty_like) that the handle returns; `tensor` is only read."""
+    if type(op) is int and op in _DIRECT_OPS and isinstance(tensor, torch.Tensor) and \
+            tensor.is_cpu and tensor.layout == _STRIDED:
+        code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
+        if code is not None and tensor.is_contiguous():
+            out = torch.empty_like(tensor)  # contiguous: tensor is
+            try:
+                return _allreduce_async_raw(out, out.data_ptr(), tensor.shape, code, op,
+                                            f"{kind}.{name}" if name else _name(kind, name),
+                                            prescale_factor, postscale_factor, tensor, tensor.data_ptr())
+            except ringcc.NotInitializedError:
+                return None
+            except (ringcc.PeerFailureError, ringcc.InternalError) as error:
+                raise _internal_error(error) from None
+    return None
 
 
 def _direct_allreduce_(tensor, kind, name, op, prescale_factor, postscale_factor):
@@ -940,7 +996,32 @@ def _allgather_start(tensor, name, process_set, what: str) -> Handle:
 def allgather_async(tensor, name=None, process_set=global_process_set) -> Handle:
     """Starts an allgather: every rank's `tensor` concatenated along dim 0 in
     rank order (first dimensions may differ). A 0-dim tensor counts as one row."""
+    if process_set is global_process_set:
+        handle = _direct_allgather(tensor, name)
+        if handle is not None:
+            return handle
     return _allgather_start(tensor, name, process_set, "allgather_async")
+
+
+def _direct_allgather(tensor, name):
+    """allgather_async of a dense contiguous CPU tensor of a core dtype with
+    at least one dimension on the global set: to the engine by address, the
+    output (torch.empty) made once the row counts are known; None for
+    anything else."""
+    if isinstance(tensor, torch.Tensor) and tensor.is_cpu and tensor.layout == _STRIDED and tensor.dim():
+        code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
+        if code is not None and tensor.is_contiguous():
+            tail, dtype = tuple(tensor.shape[1:]), tensor.dtype
+            try:
+                return _allgather_async_raw(
+                    tensor, tensor.data_ptr(), tensor.shape, code,
+                    f"allgather.{name}" if name else _name("allgather", name),
+                    lambda rows: torch.empty((rows,) + tail, dtype=dtype))
+            except ringcc.NotInitializedError:
+                return None
+            except (ringcc.PeerFailureError, ringcc.InternalError) as error:
+                raise _internal_error(error) from None
+    return None
 
 
 class HorovodAllgather(torch.autograd.Function):
@@ -1048,12 +1129,42 @@ def _broadcast_start(tensor, root_rank, name, process_set, inplace: bool, what: 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set) -> Handle:
     """Starts a broadcast of root_rank's `tensor` (a global rank, also for
     process sets); the Handle's result is a new tensor."""
+    if process_set is global_process_set:
+        handle = _direct_broadcast(tensor, root_rank, name, False)
+        if handle is not None:
+            return handle
     return _broadcast_start(tensor, root_rank, name, process_set, False, "broadcast_async")
 
 
 def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set) -> Handle:
     """Starts an in-place broadcast into `tensor`."""
+    if process_set is global_process_set:
+        handle = _direct_broadcast(tensor, root_rank, name, True)
+        if handle is not None:
+            return handle
     return _broadcast_start(tensor, root_rank, name, process_set, True, "broadcast_async_")
+
+
+def _direct_broadcast(tensor, root_rank, name, inplace: bool):
+    """broadcast_async(_) of a dense contiguous CPU tensor of a core dtype
+    from an int root on the global set: to the engine by address (out of
+    place into a torch.empty_like); None for anything else."""
+    if type(root_rank) is int and root_rank >= 0 and isinstance(tensor, torch.Tensor) and \
+            tensor.is_cpu and tensor.layout == _STRIDED:
+        code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
+        if code is not None and tensor.is_contiguous():
+            full = f"broadcast.{name}" if name else _name("broadcast", name)
+            try:
+                if inplace:
+                    return _broadcast_async_raw(tensor, tensor.data_ptr(), tensor.shape, code, root_rank, full)
+                out = torch.empty_like(tensor)  # contiguous: tensor is
+                return _broadcast_async_raw(out, out.data_ptr(), tensor.shape, code, root_rank, full,
+                                            tensor, tensor.data_ptr())
+            except ringcc.NotInitializedError:
+                return None
+            except (ringcc.PeerFailureError, ringcc.InternalError) as error:
+                raise _internal_error(error) from None
+    return None
 
 
 class HorovodBroadcast(torch.autograd.Function):

@@ -1,0 +1,117 @@
+"""Named per-tensor rounds, out of place against in place.
+
+    ringrun --no-prefix -np 2 python -m bench.out_of_place [--tensors 1000] [--elements 1024]
+        [--rounds 15] [--torch]
+
+One round: --tensors float32 arrays of --elements elements, each enqueued by
+name, then every handle synchronized; the time of a round is the maximum
+over ranks, and the figures are medians over --rounds (the cases alternate
+round by round). Cases:
+  named out of place   ringcc.allreduce_async(x, name=...)   (new output arrays)
+  named in place       ringcc.allreduce_async_(x, name=...)
+  one concatenated     ringcc.allreduce(big), big holding every tensor's elements
+With --torch, the same rounds through the Horovod API on torch tensors:
+hvd.allreduce_async against hvd.allreduce_async_ (op=Sum). Rank 0 prints the
+medians and the ratios the docs quote (docs/benchmarks.md, "Contention and
+the out-of-place path").
+"""
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="python -m bench.out_of_place", description=__doc__.split("\n\n")[0])
+    p.add_argument("--tensors", type=int, default=1000)
+    p.add_argument("--elements", type=int, default=1024)
+    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--torch", action="store_true", help="also the Horovod API on torch tensors")
+    a = p.parse_args(argv)
+    if a.tensors < 1 or a.elements < 1 or a.rounds < 1:
+        p.error("--tensors, --elements and --rounds must be >= 1")
+    return a
+
+
+def timed_rounds(cases, rounds, barrier, max_over_ranks):
+    """{case: [seconds per round, max over ranks]}, the cases alternating."""
+    times = {k: [] for k in cases}
+    for _ in range(rounds):
+        for name, run in cases.items():
+            barrier()
+            t = time.perf_counter()
+            run()
+            times[name].append(max_over_ranks(time.perf_counter() - t))
+    return times
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    import ringcc
+
+    ringcc.init()
+
+    def max_over_ranks(value):
+        x = np.array([value])
+        ringcc.allreduce_(x, ringcc.Max)
+        return float(x[0])
+
+    xs = [np.full(a.elements, 1.0, np.float32) for _ in range(a.tensors)]
+    ys = [np.full(a.elements, 1.0, np.float32) for _ in range(a.tensors)]
+    big = np.ones(a.tensors * a.elements, np.float32)
+    # The Horovod API calls a tensor named n "allreduce.n": the core's rounds
+    # use those same names, so that every case fits the response cache
+    # (RINGCC_CACHE_CAPACITY, 1024 names by default).
+    names = [f"oop.{i}" for i in range(a.tensors)]
+    core_names = [f"allreduce.{n}" for n in names]
+
+    def out_of_place():
+        hs = [ringcc.allreduce_async(x, name=n) for x, n in zip(xs, core_names)]
+        return [ringcc.synchronize(h) for h in hs]
+
+    def in_place():
+        hs = [ringcc.allreduce_async_(y, name=n) for y, n in zip(ys, core_names)]
+        for h in hs:
+            ringcc.synchronize(h)
+
+    results = out_of_place()  # the names enter the response cache; the results are checked
+    if not all(np.all(r == ringcc.size()) for r in results):
+        raise SystemExit("bench.out_of_place: wrong allreduce results")
+    times = timed_rounds({"named out of place": out_of_place, "named in place": in_place,
+                          "one concatenated": lambda: ringcc.allreduce(big)},
+                         a.rounds, ringcc.barrier, max_over_ranks)
+    if a.torch:
+        import torch
+        import ringcc.torch as hvd
+
+        ts = [torch.ones(a.elements) for _ in range(a.tensors)]
+        us = [torch.ones(a.elements) for _ in range(a.tensors)]
+
+        def hvd_out():
+            hs = [hvd.allreduce_async(t, name=n, op=hvd.Sum) for t, n in zip(ts, names)]
+            return [hvd.synchronize(h) for h in hs]
+
+        def hvd_in():
+            hs = [hvd.allreduce_async_(u, name=n, op=hvd.Sum) for u, n in zip(us, names)]
+            for h in hs:
+                hvd.synchronize(h)
+
+        times.update(timed_rounds({"hvd.allreduce_async": hvd_out, "hvd.allreduce_async_": hvd_in},
+                                  a.rounds, ringcc.barrier, max_over_ranks))
+    if ringcc.rank() == 0:
+        med = {k: statistics.median(v) for k, v in times.items()}
+        print(f"# {ringcc.size()} ranks, {a.tensors} float32 tensors of {a.elements} elements, "
+              f"median of {a.rounds} rounds (max over ranks)")
+        for k, v in med.items():
+            print(f"{k:24s} {v * 1e3:9.3f} ms")
+        print(f"out of place / one concatenated: {med['named out of place'] / med['one concatenated']:.2f}")
+        print(f"out of place / in place:         {med['named out of place'] / med['named in place']:.2f}")
+        if a.torch:
+            print(f"hvd out of place / in place:     "
+                  f"{med['hvd.allreduce_async'] / med['hvd.allreduce_async_']:.2f}")
+    ringcc.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+#include "core/os/wait_policy.h"
+
+#include <sched.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "core/base/env.h"
+#include "core/base/error.h"
+
+namespace ringcc {
+
+namespace {
+
+std::atomic<bool> g_oversubscribed{false};
+
+// Involuntary context switches of the calling thread: another runnable
+// thread took its CPU (a preemption, or a sched_yield() that handed the
+// CPU over).
+long thread_involuntary_switches() {
+  rusage ru{};
+  if (getrusage(RUSAGE_THREAD, &ru) != 0) return -1;
+  return ru.ru_nivcsw;
+}
+
+// A wait this long is worth a look at the context switches: short waits
+// (an idle machine's small messages) stay free of the syscall.
+constexpr double kLookAfterUs = 20.0;
+// Spins that run out this many times in a row halve the budget (down to
+// an eighth): a peer that keeps arriving late is not caught by spinning.
+constexpr int kFailsPerHalving = 4;
+// Long waits without a preemption before a preempted thread spins again.
+constexpr int kCalmWaitsToSpin = 16;
+// Under contention a waiter spins this fraction of RINGCC_SPIN_US before it
+// sleeps: a peer already running arrives within a few microseconds.
+constexpr int kContendedSpinDivisor = 8;
+
+}  // namespace
+
+const char* wait_mode_name(WaitMode m) {
+  switch (m) {
+    case WaitMode::kSpin: return "spin";
+    case WaitMode::kYield: return "yield";
+    case WaitMode::kBlock: return "block";
+  }
+  return "?";
+}
+
+const std::string& wait_policy_setting() {
+  static const std::string setting = [] {
+    std::string v = env_str("RINGCC_WAIT_POLICY", "auto");
+    if (v.empty()) v = "auto";
+    if (v != "auto" && v != "spin" && v != "yield" && v != "block") {
+      raise(ErrorKind::kInvalidArgument, "RINGCC_WAIT_POLICY must be auto, spin, yield or block, not '",
+            v, "'");
+    }
+    return v;
+  }();
+  return setting;
+}
+
+int affinity_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+void note_host_sharing(int ranks, int cpus) {
+  if (ranks >= 1 && cpus >= 1 && ranks > cpus) g_oversubscribed.store(true);
+}
+
+bool host_oversubscribed() { return g_oversubscribed.load(std::memory_order_relaxed); }
+
+std::chrono::microseconds spin_budget() {
+  static const auto budget =
+      std::chrono::microseconds(std::max<int64_t>(env_int("RINGCC_SPIN_US", 50), 0));
+  return budget;
+}
+
+WaitPlan::WaitPlan() {
+  const std::string& s = wait_policy_setting();
+  adaptive_ = s == "auto";
+  if (s == "yield") mode_ = WaitMode::kYield;
+  if (s == "block") mode_ = WaitMode::kBlock;
+  decide();
+}
+
+WaitPlan& WaitPlan::current() {
+  thread_local WaitPlan plan;
+  return plan;
+}
+
+void WaitPlan::decide() {
+  const auto full = spin_budget();
+  if (!adaptive_) {
+    budget_ = mode_ == WaitMode::kBlock ? std::chrono::microseconds(0) : full;
+    return;
+  }
+  if (host_oversubscribed() || preempted_) {
+    // Others want the CPUs: a waiter sleeps, so that its CPU goes to
+    // whoever it waits for (or their compute threads). Yielding does not
+    // serve: sched_yield() hands the CPU to any runnable thread for a
+    // whole time slice, a compiler's or a matrix product's as well as the
+    // peer rank's. Ranks that outnumber their CPUs do not spin at all (a
+    // peer they wait for is more likely waiting for a CPU than about to
+    // arrive); a preempted thread spins briefly first.
+    mode_ = WaitMode::kBlock;
+    budget_ = host_oversubscribed() ? std::chrono::microseconds(0) : full / kContendedSpinDivisor;
+    return;
+  }
+  mode_ = WaitMode::kSpin;
+  budget_ = full / (1 << std::min(failed_spins_ / kFailsPerHalving, 3));
+}
+
+void WaitPlan::finished(bool within_budget, double waited_us) {
+  if (!adaptive_) return;
+  failed_spins_ = within_budget ? 0 : std::min(failed_spins_ + 1, 64);
+  // A thread that does not spin looks now and then even when its waits
+  // are short: that is how it learns that nothing else wants the CPU.
+  const bool periodic_look = mode_ != WaitMode::kSpin && (++waits_ & 7) == 0;
+  if (waited_us >= kLookAfterUs || !within_budget || periodic_look) {
+    const long now = thread_involuntary_switches();
+    if (now >= 0 && last_nivcsw_ >= 0) {
+      if (now > last_nivcsw_) {
+        preempted_ = true;
+        calm_waits_ = 0;
+      } else if (++calm_waits_ >= kCalmWaitsToSpin) {
+        preempted_ = false;
+        calm_waits_ = 0;
+      }
+    }
+    last_nivcsw_ = now;
+  }
+  decide();
+}
+
+}  // namespace ringcc
