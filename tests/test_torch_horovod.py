@@ -219,6 +219,49 @@ def test_recipe_with_horovod_import_under_torchrun(tmp_path):
     _check_checkpoint(checkpoint, 2, True, completed)
 
 
+NEXT_PORT_TAKEN = r"""
+import numpy as np
+import ringcc
+for _ in range(2):  # a second init() in the process meets on a port of its own
+    ringcc.init()
+    x = np.full(4, ringcc.rank() + 1.0)
+    ringcc.allreduce_(x)
+    assert (x == 3.0).all(), x
+    ringcc.shutdown()
+print("rank", __import__("os").environ["RANK"], "ok")
+"""
+
+
+def test_torchrun_with_the_port_after_master_port_taken(tmp_path):
+    """Under torchrun ringcc's store does not need MASTER_PORT+1 (often
+    taken: ephemeral ports come in sequence): rank 0 publishes a free port
+    through torchrun's store."""
+    import socket
+
+    script = tmp_path / "next_port_taken.py"
+    script.write_text(NEXT_PORT_TAKEN)
+    for _ in range(20):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        taken = socket.socket()
+        try:
+            taken.bind(("127.0.0.1", port + 1))
+            break
+        except OSError:
+            taken.close()
+    else:
+        pytest.skip("no two free ports in a row")
+    with taken:
+        taken.listen(1)
+        command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2",
+                   "--master-addr", "127.0.0.1", "--master-port", str(port), "--max-restarts", "0",
+                   str(script)]
+        completed = run_command(command, rank_environment(GROUP_ENV), 90 + HARD_TIMEOUT_MARGIN_S)
+    assert completed.returncode == 0, completed.describe()
+    assert completed.stdout.count(" ok") == 2, completed.describe()
+
+
 SINGLE_PROCESS = r"""
 import sys
 import torch

@@ -57,7 +57,10 @@ def init(comm=None):
             from ringcc.elastic import worker as _elastic_worker
 
             return _elastic_worker.init(_core.init, _core)
-        return _core.init()
+        from ringcc import torchrun as _torchrun
+
+        with _torchrun.store_port():
+            return _core.init()
     return _core.init(_mpi_handle(comm))
 
 
