@@ -62,4 +62,4 @@ def test_decoders_survive_mutated_input():
         iterations, rejected, accepted = map(int, found.groups())
         # Each target ran in earnest and saw both verdicts (the link
         # acceptor accepts exactly one valid claim: its seed, unmutated).
-        assert iterations >= 500 and rejected > 0, (target, iterations, rejected, accepted)
+        assert iterations >= 100 and rejected > 0, (target, iterations, rejected, accepted)
