@@ -16,6 +16,9 @@
 // --max-alloc-mb (default 256) is a finding too, as is an input that takes
 // more than --hang-s seconds.
 //
+// Before the targets, the inputs that once got through (known_inputs) must
+// each be refused.
+//
 //   ringcc_fuzz [--target all|link_acceptor|link_connector|store_server|
 //                 negotiation|op_header] [--seconds S] [--iterations N]
 //               [--seed K] [--replay ITERATION]
@@ -724,6 +727,56 @@ Tally fuzz_link_connector(const Budget& budget) {
   });
 }
 
+// ---- inputs that once got through ---------------------------------------------
+
+// Each must be refused with ringcc::Error (under UBSan the old code
+// overflowed int64 on them; without it, it accepted them).
+void check_known_inputs() {
+  g_target = "known_inputs";
+  auto refused = [](const char* what, const std::function<void()>& fn) {
+    try {
+      fn();
+    } catch (const Error&) {
+      return;
+    }
+    finding(std::string("accepted a known bad input: ") + what);
+  };
+  auto meta_with_shape = [](const std::vector<int64_t>& shape) {
+    TensorMeta m;
+    m.shape = shape;
+    std::string bytes;
+    m.serialize(&bytes);
+    return bytes;
+  };
+  const std::vector<std::vector<int64_t>> bad_shapes = {
+      {int64_t(1) << 62, 4}, {0, int64_t(1) << 62, 4}, {3, -1}, {INT64_MAX}};
+  for (const auto& shape : bad_shapes) {
+    const std::string bytes = meta_with_shape(shape);
+    refused("a shape beyond 64 bits", [&] {
+      size_t pos = 0;
+      (void)TensorMeta::parse(bytes, &pos);
+    });
+  }
+  std::vector<OpHeader> headers(2);
+  for (auto& h : headers) {
+    h.kind = static_cast<int32_t>(CollectiveKind::kAllgather);
+    h.count = INT64_MAX / 2 + 1;
+    h.row_elems = 1;
+  }
+  refused("allgather counts whose total overflows",
+          [&] { check_agreement(headers, {0, 1}, {}, 0); });
+  headers[1].count = -5;
+  refused("a negative count", [&] { check_agreement(headers, {0, 1}, {}, 0); });
+  for (auto& h : headers) {
+    h.kind = static_cast<int32_t>(CollectiveKind::kAlltoall);
+    h.count = 4;
+  }
+  refused("alltoall counts whose total overflows",
+          [&] { check_agreement(headers, {0, 1}, {INT64_MAX, INT64_MAX, 1, 1}, 0); });
+  refused("missing alltoall counts", [&] { check_agreement(headers, {0, 1}, {}, 0); });
+  std::printf("%-15s %9d inputs, every one refused\n", "known_inputs", static_cast<int>(bad_shapes.size()) + 4);
+}
+
 // ---- the watchdog ------------------------------------------------------------
 
 void watchdog(double hang_s, std::atomic<bool>* done) {
@@ -799,6 +852,8 @@ int main(int argc, char** argv) {
   // With --seconds and several targets, each gets its share.
   Budget each = budget;
   if (!budget.iterations && budget.replay < 0) each.seconds = budget.seconds / static_cast<double>(chosen.size());
+
+  check_known_inputs();
 
   std::atomic<bool> done{false};
   std::thread dog(watchdog, hang_s, &done);
