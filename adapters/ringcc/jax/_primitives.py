@@ -232,7 +232,7 @@ _KINDS = {"allreduce": 1, "allgather": 2, "broadcast": 3, "reduce_scatter": 4, "
 
 
 def _fail_abstract_eval(*, kind, error_class, reason, shape, dtype):
-    return _jcore.ShapedArray(shape, dtype), {effect}
+    return ShapedArray(shape, dtype), {effect}
 
 
 fail_p = _primitive("fail", _fail_abstract_eval,
