@@ -524,6 +524,170 @@ def test_job_that_may_span_hosts_needs_a_secret(tmp_path):
 
 
 # --------------------------------------------------------------------------
+# Strangers while a job runs: its store and its links keep them out, and
+# the collectives' results stay right
+
+# A rank that runs checked allreduces (direct and named) until the file STOP
+# exists (or 40 s pass), after writing READY<rank>; it records how many ran
+# and how many came out wrong.
+RUNNING_RANK_SCRIPT = textwrap.dedent(
+    """
+    import json, os, sys, time
+    import numpy as np
+    import ringcc
+    out = sys.argv[1]
+    ringcc.init()
+    rank, size = ringcc.rank(), ringcc.size()
+    open(os.path.join(out, "ready%d" % rank), "w").close()
+    ran = wrong = 0
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline:
+        # Both ranks stop at the same step: rank 0 decides and tells rank 1.
+        stop = ringcc.broadcast(np.array([os.path.exists(os.path.join(out, "stop"))], dtype=np.int32), root=0)
+        if stop[0]:
+            break
+        base = np.arange(50000, dtype=np.float64) * (ran + 1)
+        total = ringcc.allreduce(base + rank)
+        wrong += int(not np.array_equal(total, 2 * base + sum(range(size))))
+        named = ringcc.allreduce_async(np.full(1000, float(rank + ran)), name="step").wait()
+        wrong += int(not np.array_equal(named, np.full(1000, float(2 * ran + 1))))
+        ran += 1
+    with open(os.path.join(out, "result%d.json" % rank), "w") as file:
+        json.dump({"ran": ran, "wrong": wrong, "transport": ringcc.transport_name()}, file)
+    ringcc.shutdown()
+    """
+)
+
+SECRET = b"the secret of the running job"
+
+
+def store_answer(secret: bytes, server_nonce: bytes) -> bytes:
+    """The client's half of the store handshake under `secret`."""
+    client_nonce = os.urandom(32)
+    proof = hmac.new(secret, b"ringcc-store-client" + server_nonce + client_nonce, hashlib.sha256).digest()
+    return client_nonce + proof
+
+
+def store_greeting(port: int) -> tuple:
+    sock = connect_when_listening(port)
+    greeting = recv_exact(sock, 6 + 32)
+    assert greeting[:4] == b"RCST" and greeting[5] == 1, greeting
+    return sock, greeting[6:]
+
+
+def attack_store(port: int) -> dict:
+    """Garbage, a wrong secret and a replayed handshake at the store.
+    Returns what each got back before the store closed the connection."""
+    seen = {}
+    sock, _ = store_greeting(port)
+    with sock:
+        sock.sendall(os.urandom(64))  # as long as an answer: nothing is left unread
+        seen["garbage"] = recv_until_closed(sock)
+    sock, nonce = store_greeting(port)
+    with sock:
+        sock.sendall(store_answer(WRONG_SECRET, nonce))
+        seen["wrong_secret"] = recv_until_closed(sock)
+    # A handshake recorded from a real client (made with the secret for one
+    # connection's nonce), replayed on another connection, with a request.
+    sock, nonce = store_greeting(port)
+    with sock:
+        recorded = store_answer(SECRET, nonce)
+        sock.sendall(recorded)
+        seen["recorded"] = recv_exact(sock, 33)[:1]
+    sock, _ = store_greeting(port)
+    with sock:
+        sock.sendall(recorded)
+        seen["replayed"] = recv_until_closed(sock)
+    return seen
+
+
+def attack_link(address: tuple, job_id: bytes, claimed: int) -> dict:
+    """Garbage, a wrong secret, a replayed claim and a fresh claim to a
+    link that is already connected, at one rank's listening port."""
+    seen = {}
+    with socket.create_connection(address, timeout=10) as sock:
+        sock.settimeout(10)
+        sock.sendall(b"GET / HTTP/1.1\r\n\r\n" + os.urandom(62))  # a claim's length
+        seen["garbage"] = recv_until_closed(sock)[LINK_GREETING_BYTES:]
+    with socket.create_connection(address, timeout=10) as sock:
+        sock.settimeout(10)
+        greeting = recv_exact(sock, LINK_GREETING_BYTES)
+        sock.sendall(link_claim(WRONG_SECRET, job_id, greeting, claimed=claimed))
+        seen["wrong_secret"] = recv_until_closed(sock)
+    # A claim made with the secret (what a recording of the real handshake
+    # would hold) for one connection's nonce ...
+    with socket.create_connection(address, timeout=10) as sock:
+        sock.settimeout(10)
+        greeting = recv_exact(sock, LINK_GREETING_BYTES)
+        recorded = link_claim(SECRET, job_id, greeting, claimed=claimed)
+        sock.sendall(recorded)
+        # ... is refused all the same: the real rank holds that link.
+        seen["duplicate"] = recv_until_closed(sock)
+    # ... and replayed on a new connection meets a fresh nonce.
+    with socket.create_connection(address, timeout=10) as sock:
+        sock.settimeout(10)
+        recv_exact(sock, LINK_GREETING_BYTES)
+        sock.sendall(recorded)
+        seen["replayed"] = recv_until_closed(sock)
+    return seen
+
+
+def test_strangers_during_a_run_are_refused_and_results_stay_right(tmp_path):
+    port = free_port_pair()
+    env = {"WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+           "RINGCC_TRANSPORT": "tcp", "RINGCC_SECRET": SECRET.decode(), "RINGCC_TIMEOUT_S": "30"}
+    procs = []
+    for rank in range(2):
+        with open(tmp_path / f"rank{rank}.out", "wb") as out:
+            procs.append(subprocess.Popen([sys.executable, "-c", RUNNING_RANK_SCRIPT, str(tmp_path)],
+                                          env=rank_environment({**env, "RANK": str(rank), "LOCAL_RANK": str(rank)}),
+                                          stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT))
+    silent = []
+    try:
+        deadline = time.monotonic() + 30
+        while not all((tmp_path / f"ready{r}").exists() for r in range(2)):
+            assert time.monotonic() < deadline and all(p.poll() is None for p in procs), \
+                [finish(p, tmp_path, f"rank{r}", 1) for r, p in enumerate(procs)]
+            time.sleep(0.02)
+        # An insider's look at where the links listen (strangers would scan).
+        store = _core.TcpStore("127.0.0.1", port + 1, SECRET, timeout=10)
+        job_id = store.get("ringcc/job", timeout=10)
+        links = [link_address(store, r) for r in range(2)]
+        # Silent connections, held for the whole attack.
+        for address in [("127.0.0.1", port + 1), *links]:
+            for _ in range(5):
+                silent.append(socket.create_connection(address, timeout=10))
+        # Rounds spread over a second or so of collectives.
+        rounds = []
+        for _ in range(3):
+            rounds.append((attack_store(port + 1),
+                           [attack_link(links[0], job_id, claimed=1), attack_link(links[1], job_id, claimed=0)]))
+            time.sleep(0.3)
+    finally:
+        (tmp_path / "stop").touch()
+        outputs = [finish(p, tmp_path, f"rank{r}") for r, p in enumerate(procs)]
+        for sock in silent:
+            sock.close()
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    found = results(tmp_path, 2)
+    assert all(r and r["transport"] == "tcp" for r in found), found
+    assert found[0]["ran"] == found[1]["ran"] > 0 and [r["wrong"] for r in found] == [0, 0], found
+
+    for store_seen, link_seen in rounds:
+        assert store_seen["garbage"] == b"\x00", store_seen
+        assert store_seen["wrong_secret"] == b"\x00", store_seen
+        assert store_seen["recorded"] == b"\x01", "the real handshake should have been accepted"
+        assert store_seen["replayed"] == b"\x00", "the store accepted a replayed handshake"
+        for rank, seen in enumerate(link_seen):
+            assert seen == {"garbage": b"", "wrong_secret": b"", "duplicate": b"", "replayed": b""}, (rank, seen)
+    # Each refusal was logged with its reason (rank 0 serves the store).
+    assert outputs[0].count("authentication failed") >= 5 * len(rounds), outputs[0]
+    assert "unexpected or duplicate connection claiming rank 1" in outputs[0], outputs[0]
+    assert "unexpected or duplicate connection claiming rank 0" in outputs[1], outputs[1]
+    assert "not a ringcc peer (bad greeting)" in outputs[1], outputs[1]
+
+
+# --------------------------------------------------------------------------
 # /dev/shm after failures during shared-memory setup
 
 

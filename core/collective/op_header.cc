@@ -64,16 +64,21 @@ bool all_equal(const std::vector<OpHeader>& headers, Field field) {
 void check_agreement(const std::vector<OpHeader>& headers, const std::vector<int>& ranks,
                      const std::vector<int64_t>& alltoall_counts, int my_index) {
   const size_t n = headers.size();
+  // Sizes that no rank can have sent (a corrupt header): refused before any
+  // arithmetic on them. A rank that failed locally may send any sizes.
+  const auto local_error = static_cast<int32_t>(CollectiveKind::kLocalError);
   for (size_t i = 0; i < n; ++i) {
-    if (headers[i].magic != OpHeader().magic) {
+    const OpHeader& h = headers[i];
+    const bool bad_sizes = h.kind != local_error && (h.count < 0 || h.row_elems < 0 || h.out_count < -1);
+    if (h.magic != OpHeader().magic || bad_sizes) {
       raise(ErrorKind::kInternal, "corrupt collective header from rank ", ranks[i]);
     }
   }
   // A rank that failed locally: it raises its own error, everyone else
   // learns why.
-  const auto local_error = static_cast<int32_t>(CollectiveKind::kLocalError);
-  if (headers[static_cast<size_t>(my_index)].kind == local_error) {
-    raise(ErrorKind::kInvalidArgument, headers[static_cast<size_t>(my_index)].reason);
+  const OpHeader& mine = headers[static_cast<size_t>(my_index)];
+  if (mine.kind == local_error) {
+    raise(ErrorKind::kInvalidArgument, std::string(mine.reason, strnlen(mine.reason, sizeof(mine.reason))));
   }
   for (size_t i = 0; i < n; ++i) {
     const OpHeader& h = headers[i];
@@ -136,6 +141,12 @@ void check_agreement(const std::vector<OpHeader>& headers, const std::vector<int
       break;
     case CollectiveKind::kAllgather:
     case CollectiveKind::kAlltoall:
+      if (kind == CollectiveKind::kAlltoall && alltoall_counts.size() != n * n) {
+        raise(ErrorKind::kInternal, name, ": the ranks' counts did not arrive");
+      }
+      for (size_t i = 0; i < alltoall_counts.size(); ++i) {
+        if (alltoall_counts[i] < 0) raise(ErrorKind::kInternal, "corrupt alltoall counts from rank ", ranks[i / n]);
+      }
       if (!all_equal(headers, row_of)) {
         raise(ErrorKind::kMismatch, name, ": ranks disagree on the shape after the first dimension (",
               "elements per row: ", list_values(headers, ranks, row_of), ")");
@@ -147,15 +158,18 @@ void check_agreement(const std::vector<OpHeader>& headers, const std::vector<int
 
   // Outputs that callers sized themselves must fit what arrives.
   for (size_t r = 0; r < n; ++r) {
-    int64_t want = -1;
+    int64_t want = 0;
+    bool overflow = false;
     if (kind == CollectiveKind::kAllgather) {
-      want = 0;
-      for (const auto& h : headers) want += h.count;
+      for (const auto& h : headers) overflow |= __builtin_add_overflow(want, h.count, &want);
     } else if (kind == CollectiveKind::kAlltoall) {
-      want = 0;
-      for (size_t s = 0; s < n; ++s) want += alltoall_counts[s * n + r];
+      for (size_t s = 0; s < n; ++s) overflow |= __builtin_add_overflow(want, alltoall_counts[s * n + r], &want);
     } else {
       continue;
+    }
+    if (overflow) {
+      raise(ErrorKind::kMismatch, name, ": rank ", ranks[r], " would receive more than 2^63 elements (",
+            list_values(headers, ranks, count_of), ")");
     }
     if (headers[r].out_count >= 0 && headers[r].out_count != want) {
       raise(ErrorKind::kMismatch, name, ": rank ", ranks[r], "'s output holds ",

@@ -394,8 +394,12 @@ void Engine::finish_batch(const Batch& items, std::exception_ptr error) {
       if (item.local) release_busy(*item.local);
     }
   }
-  for (const auto& item : items) {
-    if (item.local) item.local->work->publish_done(error);
+  // Last to first: a caller that finds a tensor done without sleeping (its
+  // wait checks before it blocks, and an interruptible wait wakes to check)
+  // then finds every later tensor of the batch done too, since the release
+  // of each done_ publishes the ones stored before it.
+  for (size_t k = items.size(); k-- > 0;) {
+    if (items[k].local) items[k].local->work->publish_done(error);
   }
   std::atomic_thread_fence(std::memory_order_seq_cst);
   for (const auto& item : items) {

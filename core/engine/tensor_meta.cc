@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "core/base/error.h"
 #include "core/base/wire.h"
 
 namespace ringcc {
@@ -57,7 +58,17 @@ TensorMeta TensorMeta::parse(const std::string& in, size_t* pos) {
   m.postscale = get_f64(in, pos);
   m.memory = static_cast<MemoryKind>(get_u8(in, pos));
   const uint8_t ndim = get_u8(in, pos);
-  for (uint8_t i = 0; i < ndim; ++i) m.shape.push_back(get_i64(in, pos));
+  // Every size computed from a shape (elements, elements per row, bytes)
+  // must fit in 64 bits; a first dimension of 0 must not hide the rest.
+  int64_t elements = 1, row = 1;
+  for (uint8_t i = 0; i < ndim; ++i) {
+    const int64_t d = get_i64(in, pos);
+    if (d < 0 || __builtin_mul_overflow(elements, d, &elements) || elements > kMaxElements ||
+        (i > 0 && (__builtin_mul_overflow(row, d, &row) || row > kMaxElements))) {
+      raise(ErrorKind::kInternal, "malformed tensor description: impossible shape");
+    }
+    m.shape.push_back(d);
+  }
   return m;
 }
 

@@ -27,8 +27,14 @@ struct TensorMeta {
   int64_t row_elems() const;  // elements per row of the first dimension
   bool operator==(const TensorMeta& o) const;
 
+  // The most elements a shape (or a row of it) may hold: its size in bytes,
+  // for any dtype, fits in an int64.
+  static constexpr int64_t kMaxElements = INT64_MAX / 16;
+
   void serialize(std::string* out) const;
-  // Reads one TensorMeta at *pos, advancing it; raises on malformed data.
+  // Reads one TensorMeta at *pos, advancing it; raises Error(kInternal) on
+  // malformed data, a negative dimension or more than kMaxElements
+  // elements in all or in a row.
   static TensorMeta parse(const std::string& in, size_t* pos);
 };
 

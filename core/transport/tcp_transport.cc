@@ -38,8 +38,6 @@ constexpr size_t kClaimBytes = 4 + 4 + 4 + kNonceBytes + sizeof(Digest);
 constexpr double kHandshakeSeconds = 5.0;
 // Connections still authenticating; more wait in the listen backlog.
 constexpr size_t kMaxPendingHandshakes = 64;
-constexpr char kConnectorRole[] = "ringcc-link-connector";
-constexpr char kAcceptorRole[] = "ringcc-link-acceptor";
 
 void put_i32(std::string* out, int32_t v) {
   const uint32_t u = static_cast<uint32_t>(v);
@@ -51,6 +49,16 @@ int32_t get_i32(const char* p) {
   for (int i = 0; i < 4; ++i) u |= uint32_t(static_cast<uint8_t>(p[i])) << (8 * i);
   return static_cast<int32_t>(u);
 }
+
+std::string fresh_nonce() {
+  std::string nonce(kNonceBytes, '\0');
+  random_bytes(&nonce[0], nonce.size());
+  return nonce;
+}
+
+std::string rank_name(int rank) { return "rank " + std::to_string(rank); }
+
+}  // namespace
 
 Digest link_proof(const std::string& secret, const char* role, const std::string& job_id,
                   int32_t acceptor, int32_t connector, int32_t index,
@@ -66,16 +74,6 @@ Digest link_proof(const std::string& secret, const char* role, const std::string
   msg += connector_nonce;
   return hmac_sha256(secret, msg.data(), msg.size());
 }
-
-std::string fresh_nonce() {
-  std::string nonce(kNonceBytes, '\0');
-  random_bytes(&nonce[0], nonce.size());
-  return nonce;
-}
-
-std::string rank_name(int rank) { return "rank " + std::to_string(rank); }
-
-}  // namespace
 
 // A connection accepted by the listener that has not proven itself yet.
 struct TcpTransport::PendingHandshake {
@@ -358,7 +356,7 @@ bool TcpTransport::advance_handshake(PendingHandshake& p) {
     refuse(p, "claims an impossible rank or socket index");
     return false;
   }
-  if (!digest_equal(proof, link_proof(secret_, kConnectorRole, job_id_, rank_, peer, index, p.nonce,
+  if (!digest_equal(proof, link_proof(secret_, kLinkConnectorRole, job_id_, rank_, peer, index, p.nonce,
                                       peer_nonce))) {
     refuse(p, "authentication failed (wrong job secret), claimed rank " + std::to_string(peer));
     return false;
@@ -371,7 +369,7 @@ bool TcpTransport::advance_handshake(PendingHandshake& p) {
     return false;
   }
   std::string verdict(1, '\1');
-  const Digest ours = link_proof(secret_, kAcceptorRole, job_id_, rank_, peer, index, p.nonce, peer_nonce);
+  const Digest ours = link_proof(secret_, kLinkAcceptorRole, job_id_, rank_, peer, index, p.nonce, peer_nonce);
   verdict.append(reinterpret_cast<const char*>(ours.data()), ours.size());
   const ssize_t sent = ::send(p.sock.fd(), verdict.data(), verdict.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   if (sent != static_cast<ssize_t>(verdict.size())) {
@@ -406,7 +404,7 @@ void TcpTransport::connect(const std::vector<int>& peers,
       const std::string peer_nonce(greeting + 8, kNonceBytes);
       const std::string nonce = fresh_nonce();
       const int32_t me = rank_, idx = index;
-      const Digest proof = link_proof(secret_, kConnectorRole, job_id_, acceptor, me, idx,
+      const Digest proof = link_proof(secret_, kLinkConnectorRole, job_id_, acceptor, me, idx,
                                       peer_nonce, nonce);
       std::string claim(kMagic, 4);
       put_i32(&claim, me);
@@ -428,7 +426,7 @@ void TcpTransport::connect(const std::vector<int>& peers,
       bool proven = false;
       try {
         sock.recv_all(their_proof.data(), their_proof.size(), hs, who);
-        proven = digest_equal(their_proof, link_proof(secret_, kAcceptorRole, job_id_, acceptor, me,
+        proven = digest_equal(their_proof, link_proof(secret_, kLinkAcceptorRole, job_id_, acceptor, me,
                                                       idx, peer_nonce, nonce));
       } catch (const Error&) {
       }

@@ -18,10 +18,20 @@
 #include <thread>
 #include <vector>
 
+#include "core/base/sha256.h"
 #include "core/os/socket.h"
 #include "core/transport/transport.h"
 
 namespace ringcc {
+
+// The proof each side of a link handshake sends (tcp_transport.cc gives the
+// handshake): HMAC(secret, role || job id || both ranks || socket index ||
+// both nonces), role being the sender's.
+constexpr char kLinkConnectorRole[] = "ringcc-link-connector";
+constexpr char kLinkAcceptorRole[] = "ringcc-link-acceptor";
+Digest link_proof(const std::string& secret, const char* role, const std::string& job_id,
+                  int32_t acceptor, int32_t connector, int32_t index,
+                  const std::string& acceptor_nonce, const std::string& connector_nonce);
 
 struct TcpPeerAddress {
   std::string host;
