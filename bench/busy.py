@@ -10,6 +10,7 @@ The threads run only while resume() is in force: a process that waits
 while another job runs its sweep (the mpi peer under its own mpirun)
 pauses them, so every implementation is timed beside the same load."""
 import threading
+import time
 
 import numpy as np
 
@@ -33,22 +34,24 @@ class BusyThreads:
         a = rng.standard_normal((MATRIX, MATRIX), dtype=np.float32)
         b = rng.standard_normal((MATRIX, MATRIX), dtype=np.float32)
         c = np.empty_like(a)
-        done = 0
         while True:
             self._go.wait()
             if self._stop:
                 break
             np.matmul(a, b, out=c)
-            done += 1
-            if done % 16 == 0:
-                with self._lock:
-                    self.products += 16
-        with self._lock:
-            self.products += done % 16
+            with self._lock:  # a product takes far longer than the lock
+                self.products += 1
 
     def resume(self):
-        if self.count:
-            self._go.set()
+        """Lets the threads run, and returns once they have done a product
+        (at most 5 s): the timing that follows has its load from the start."""
+        if not self.count:
+            return
+        before = self.products
+        self._go.set()
+        deadline = time.monotonic() + 5.0
+        while self.products == before and time.monotonic() < deadline:
+            time.sleep(0.001)
 
     def pause(self):
         self._go.clear()
