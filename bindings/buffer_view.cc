@@ -16,8 +16,7 @@ namespace ringcc_py {
 
 namespace {
 
-constexpr const char* kSupported =
-    "float16, bfloat16, float32, float64, int8, uint8, int32, int64";
+constexpr const char* kSupported = "float16, bfloat16, float32, float64, int8, uint8, int32, int64";
 
 [[noreturn]] void unsupported(const char* what, const std::string& type) {
   ringcc::raise(ErrorKind::kUnsupportedType, what, " has dtype ", type,
@@ -53,8 +52,15 @@ DataType dtype_from_numpy(const py::dtype& dt, const char* what) {
 
 // DLPack's ABI (v0.8, the unversioned capsule "dltensor"), declared here
 // so the build needs no extra header.
-struct DLDevice { int32_t device_type; int32_t device_id; };
-struct DLDataType { uint8_t code; uint8_t bits; uint16_t lanes; };
+struct DLDevice {
+  int32_t device_type;
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+};
 struct DLTensor {
   void* data;
   DLDevice device;
@@ -83,8 +89,8 @@ DataType dtype_from_dlpack(DLDataType t, const char* what) {
     if (t.code == kDLInt && t.bits == 64) return DataType::kInt64;
     if (t.code == kDLUInt && t.bits == 8) return DataType::kUInt8;
   }
-  unsupported(what, "(DLPack code " + std::to_string(t.code) + ", " + std::to_string(t.bits) +
-                        " bits, " + std::to_string(t.lanes) + " lanes)");
+  unsupported(what, "(DLPack code " + std::to_string(t.code) + ", " + std::to_string(t.bits) + " bits, " +
+                        std::to_string(t.lanes) + " lanes)");
 }
 
 BufferView from_numpy(py::handle obj, bool writable, const char* what) {
@@ -113,8 +119,8 @@ py::handle fast_exporter(PyTypeObject* type) {
   static auto* cache = new std::unordered_map<PyTypeObject*, PyObject*>();
   auto it = cache->find(type);
   if (it != cache->end()) return it->second;
-  py::object exporter = py::module_::import("ringcc.gpu_arrays").attr("fast_exporter")(
-      py::handle(reinterpret_cast<PyObject*>(type)));
+  py::object exporter =
+      py::module_::import("ringcc.gpu_arrays").attr("fast_exporter")(py::handle(reinterpret_cast<PyObject*>(type)));
   Py_INCREF(reinterpret_cast<PyObject*>(type));
   PyObject* held = exporter.release().ptr();
   cache->emplace(type, held);
@@ -158,17 +164,16 @@ BufferView from_dlpack(py::handle obj, const char* what) {
   if (!managed) throw py::error_already_set();
   const DLTensor& t = managed->dl_tensor;
   if (t.device.device_type == kDLCUDAManaged) {
-    ringcc::raise(ErrorKind::kInvalidArgument, what, " is in CUDA managed memory, which ringcc does "
+    ringcc::raise(ErrorKind::kInvalidArgument, what,
+                  " is in CUDA managed memory, which ringcc does "
                   "not move; use device memory (or host memory)");
   }
   if (t.device.device_type == kDLCUDA && !cuda) {
     // A producer without __dlpack_device__: its default stream, the legacy one.
     stream = consumer_stream(obj, t.device.device_id);
   }
-  if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost &&
-      t.device.device_type != kDLCUDA) {
-    ringcc::raise(ErrorKind::kInvalidArgument, what, " lives on a device (DLPack device type ",
-                  t.device.device_type,
+  if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost && t.device.device_type != kDLCUDA) {
+    ringcc::raise(ErrorKind::kInvalidArgument, what, " lives on a device (DLPack device type ", t.device.device_type,
                   ") that ringcc does not move; copy it to the CPU (or a CUDA device) first");
   }
   BufferView v;
@@ -187,7 +192,7 @@ BufferView from_dlpack(py::handle obj, const char* what) {
     }
   }
   v.ptr = static_cast<uint8_t*>(t.data) + t.byte_offset;
-  v.owner = capsule;  // the producer frees the memory reference when this dies
+  v.owner = capsule;           // the producer frees the memory reference when this dies
   v.numpy_dtype = py::none();  // found only if an output must be allocated
   if (t.device.device_type == kDLCUDA) {
     v.memory = ringcc::MemoryKind::kCuda;
@@ -212,8 +217,7 @@ BufferView from_buffer(py::handle obj, bool writable, const char* what) {
   int64_t expect = info.itemsize;
   for (py::ssize_t i = info.ndim - 1; i >= 0; --i) {
     if (info.shape[static_cast<size_t>(i)] != 1 && info.strides[static_cast<size_t>(i)] != expect) {
-      ringcc::raise(ErrorKind::kInvalidArgument, what,
-                    " is not C-contiguous; pass a contiguous copy");
+      ringcc::raise(ErrorKind::kInvalidArgument, what, " is not C-contiguous; pass a contiguous copy");
     }
     expect *= info.shape[static_cast<size_t>(i)];
   }
@@ -254,18 +258,33 @@ bool plain_numpy(PyObject* obj, HostTensor* t, bool writable) {
   constexpr int kNpyHalf = 23;  // NumPy's NPY_HALF (not in pybind11's list)
   static_assert(sizeof(int) == 4 && sizeof(long long) == 8, "unexpected C integer sizes");
   switch (d->type_num) {
-    case kNpyHalf: t->dtype = DataType::kFloat16; break;
-    case py::detail::npy_api::NPY_FLOAT_: t->dtype = DataType::kFloat32; break;
-    case py::detail::npy_api::NPY_DOUBLE_: t->dtype = DataType::kFloat64; break;
-    case py::detail::npy_api::NPY_BYTE_: t->dtype = DataType::kInt8; break;
-    case py::detail::npy_api::NPY_UBYTE_: t->dtype = DataType::kUInt8; break;
-    case py::detail::npy_api::NPY_INT_: t->dtype = DataType::kInt32; break;
+    case kNpyHalf:
+      t->dtype = DataType::kFloat16;
+      break;
+    case py::detail::npy_api::NPY_FLOAT_:
+      t->dtype = DataType::kFloat32;
+      break;
+    case py::detail::npy_api::NPY_DOUBLE_:
+      t->dtype = DataType::kFloat64;
+      break;
+    case py::detail::npy_api::NPY_BYTE_:
+      t->dtype = DataType::kInt8;
+      break;
+    case py::detail::npy_api::NPY_UBYTE_:
+      t->dtype = DataType::kUInt8;
+      break;
+    case py::detail::npy_api::NPY_INT_:
+      t->dtype = DataType::kInt32;
+      break;
     case py::detail::npy_api::NPY_LONG_:
       if (sizeof(long) != 8) return false;
       t->dtype = DataType::kInt64;
       break;
-    case py::detail::npy_api::NPY_LONGLONG_: t->dtype = DataType::kInt64; break;
-    default: return false;
+    case py::detail::npy_api::NPY_LONGLONG_:
+      t->dtype = DataType::kInt64;
+      break;
+    default:
+      return false;
   }
   int64_t* shape = t->resize(static_cast<size_t>(a->nd));
   t->count = 1;
@@ -281,8 +300,7 @@ PyObject* new_numpy_like(PyObject* obj) {
   auto& api = py::detail::npy_api::get();
   const auto* a = py::detail::array_proxy(obj);
   Py_INCREF(a->descr);  // PyArray_NewFromDescr takes a reference to it
-  return api.PyArray_NewFromDescr_(api.PyArray_Type_, a->descr, a->nd, a->dimensions, nullptr,
-                                   nullptr, 0, nullptr);
+  return api.PyArray_NewFromDescr_(api.PyArray_Type_, a->descr, a->nd, a->dimensions, nullptr, nullptr, 0, nullptr);
 }
 
 HostTensor writable_host_tensor(PyObject* obj, const char* what) {

@@ -17,12 +17,12 @@ namespace ringcc_py {
 
 struct BufferView {
   void* ptr = nullptr;
-  int64_t count = 0;                // elements
+  int64_t count = 0;  // elements
   ringcc::DataType dtype = ringcc::DataType::kFloat32;
   std::vector<int64_t> shape;
-  pybind11::object owner;           // keeps the memory alive
-  pybind11::object origin;          // the object the view was made of
-  pybind11::object numpy_dtype;     // for outputs the binding allocates
+  pybind11::object owner;        // keeps the memory alive
+  pybind11::object origin;       // the object the view was made of
+  pybind11::object numpy_dtype;  // for outputs the binding allocates
   // kCuda: a DLPack tensor on CUDA device `device`, exported for use on
   // `stream` (the stream ringcc enqueues on, bindings/device_arrays.h).
   ringcc::MemoryKind memory = ringcc::MemoryKind::kHost;

@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <thread>
 #include <mutex>
+#include <thread>
 
 #include "bindings/buffer_view.h"
 #include "bindings/device_arrays.h"
@@ -20,15 +20,15 @@
 #include "bindings/global_communicator.h"
 #include "bindings/handle.h"
 #include "bindings/prepared.h"
-#include "core/communicator.h"
-#include "core/engine/engine.h"
-#include "core/rendezvous/prefix_store.h"
 #include "core/base/env.h"
 #include "core/base/error.h"
 #include "core/base/interrupt.h"
 #include "core/base/log.h"
+#include "core/communicator.h"
+#include "core/engine/engine.h"
 #include "core/os/mpi_library.h"
 #include "core/os/wait_policy.h"
+#include "core/rendezvous/prefix_store.h"
 #include "core/rendezvous/rendezvous.h"
 #include "core/rendezvous/store.h"
 
@@ -42,7 +42,7 @@ namespace ringcc_py {
 namespace {
 
 std::shared_ptr<ringcc::Communicator> g_comm;
-std::mutex g_comm_mu;  // guards g_comm against threads without the GIL (XLA's)
+std::mutex g_comm_mu;                      // guards g_comm against threads without the GIL (XLA's)
 std::unique_ptr<ringcc::Engine> g_engine;  // named collectives of g_comm's ranks
 
 // Every communicator of this process (the module's, its engine's, the
@@ -52,8 +52,7 @@ std::vector<std::weak_ptr<ringcc::Communicator>> g_registry;
 
 void register_communicator(const std::shared_ptr<ringcc::Communicator>& c) {
   std::lock_guard<std::mutex> lock(g_registry_mu);
-  g_registry.erase(std::remove_if(g_registry.begin(), g_registry.end(),
-                                  [](const auto& w) { return w.expired(); }),
+  g_registry.erase(std::remove_if(g_registry.begin(), g_registry.end(), [](const auto& w) { return w.expired(); }),
                    g_registry.end());
   g_registry.push_back(c);
 }
@@ -69,16 +68,14 @@ std::vector<std::shared_ptr<ringcc::Communicator>> live_communicators() {
 
 ringcc::Engine& engine() {
   if (!g_engine) {
-    ringcc::raise(ErrorKind::kNotInitialized,
-                  "ringcc is not initialized: call ringcc.init() first");
+    ringcc::raise(ErrorKind::kNotInitialized, "ringcc is not initialized: call ringcc.init() first");
   }
   return *g_engine;
 }
 
 ringcc::Communicator& comm() {
   if (!g_comm) {
-    ringcc::raise(ErrorKind::kNotInitialized,
-                  "ringcc is not initialized: call ringcc.init() first");
+    ringcc::raise(ErrorKind::kNotInitialized, "ringcc is not initialized: call ringcc.init() first");
   }
   return *g_comm;
 }
@@ -118,9 +115,8 @@ void note_device(HandleState& h, const ringcc::CollectiveScalars& a, py::handle 
 // A collective's kind by its name ("allreduce", "reduce_scatter" or
 // "reducescatter", ...), for adapters.
 CollectiveKind kind_of(const std::string& name) {
-  for (CollectiveKind k : {CollectiveKind::kAllreduce, CollectiveKind::kAllgather,
-                           CollectiveKind::kBroadcast, CollectiveKind::kReduceScatter,
-                           CollectiveKind::kAlltoall, CollectiveKind::kBarrier}) {
+  for (CollectiveKind k : {CollectiveKind::kAllreduce, CollectiveKind::kAllgather, CollectiveKind::kBroadcast,
+                           CollectiveKind::kReduceScatter, CollectiveKind::kAlltoall, CollectiveKind::kBarrier}) {
     if (name == ringcc::collective_name(k)) return k;
   }
   if (name == "reducescatter") return CollectiveKind::kReduceScatter;
@@ -129,8 +125,7 @@ CollectiveKind kind_of(const std::string& name) {
 
 // Takes part in the call as a failed participant without waiting for the
 // peers: queued in issue order (name empty) or handed to the engine.
-void report_failed_call(ringcc::Communicator* c, CollectiveKind kind, const std::string& why,
-                        const std::string& name) {
+void report_failed_call(ringcc::Communicator* c, CollectiveKind kind, const std::string& why, const std::string& name) {
   if (!name.empty()) {
     if (g_engine) g_engine->enqueue(name, ringcc::failed_call(kind, why), nullptr, 0);
     return;
@@ -195,8 +190,7 @@ std::string name_of(py::handle name) {
     if (!text) throw py::error_already_set();
     if (n > 0) return std::string(text, static_cast<size_t>(n));
   }
-  ringcc::raise(ErrorKind::kInvalidArgument, "name must be a non-empty string, got ",
-                std::string(py::repr(name)));
+  ringcc::raise(ErrorKind::kInvalidArgument, "name must be a non-empty string, got ", std::string(py::repr(name)));
 }
 
 // A reduction: an int code (ringcc.Sum ... Product) or a name ("sum",
@@ -221,8 +215,7 @@ double scale_factor_of(py::handle v, const char* what) {
     if (!(d == -1.0 && PyErr_Occurred())) return d;
     PyErr_Clear();
   }
-  throw py::type_error(std::string(what) + " must be a real number, got " +
-                       std::string(py::repr(v)));
+  throw py::type_error(std::string(what) + " must be a real number, got " + std::string(py::repr(v)));
 }
 
 // A broadcast root: an int (range-checked by the core against the size).
@@ -260,8 +253,8 @@ py::object device_output_for(const py::object& out, const BufferView& in, const 
                   ringcc::memory_kind_name(in.memory), " (cuda:", in.device, ")");
   }
   if (v.dtype != in.dtype) {
-    ringcc::raise(ErrorKind::kInvalidArgument, "out has dtype ", ringcc::dtype_name(v.dtype),
-                  " but the input has ", ringcc::dtype_name(in.dtype));
+    ringcc::raise(ErrorKind::kInvalidArgument, "out has dtype ", ringcc::dtype_name(v.dtype), " but the input has ",
+                  ringcc::dtype_name(in.dtype));
   }
   if (count >= 0 && v.count != count) {
     ringcc::raise(ErrorKind::kInvalidArgument, "out holds ", v.count, " elements but ", count, " are needed");
@@ -273,8 +266,8 @@ py::object device_output_for(const py::object& out, const BufferView& in, const 
 
 // Output for an out-of-place call: the caller's `out`, checked, or a new
 // array shaped like `like`.
-py::object output_for(const py::object& out, const BufferView& in, const std::vector<int64_t>& shape,
-                      int64_t count, CollectiveArgs& a) {
+py::object output_for(const py::object& out, const BufferView& in, const std::vector<int64_t>& shape, int64_t count,
+                      CollectiveArgs& a) {
   if (in.memory != ringcc::MemoryKind::kHost) return device_output_for(out, in, shape, count, a);
   if (out.is_none()) {
     py::array arr = new_array(in.numpy_dtype.is_none() ? numpy_dtype_for(in.dtype) : in.numpy_dtype, shape);
@@ -284,12 +277,11 @@ py::object output_for(const py::object& out, const BufferView& in, const std::ve
   }
   BufferView v = view_of(out, true, "out");
   if (v.dtype != in.dtype) {
-    ringcc::raise(ErrorKind::kInvalidArgument, "out has dtype ", ringcc::dtype_name(v.dtype),
-                  " but the input has ", ringcc::dtype_name(in.dtype));
+    ringcc::raise(ErrorKind::kInvalidArgument, "out has dtype ", ringcc::dtype_name(v.dtype), " but the input has ",
+                  ringcc::dtype_name(in.dtype));
   }
   if (count >= 0 && v.count != count) {
-    ringcc::raise(ErrorKind::kInvalidArgument, "out holds ", v.count, " elements but ", count,
-                  " are needed");
+    ringcc::raise(ErrorKind::kInvalidArgument, "out holds ", v.count, " elements but ", count, " are needed");
   }
   a.out = v.ptr;
   a.out_count = v.count;
@@ -299,8 +291,7 @@ py::object output_for(const py::object& out, const BufferView& in, const std::ve
 // An allocator for outputs whose size is known only after the header
 // exchange: it takes the GIL to create the NumPy array.
 void allocate_late(Prepared& p, const BufferView& in) {
-  std::vector<int64_t> row_shape(in.shape.size() > 1 ? in.shape.begin() + 1 : in.shape.end(),
-                                 in.shape.end());
+  std::vector<int64_t> row_shape(in.shape.size() > 1 ? in.shape.begin() + 1 : in.shape.end(), in.shape.end());
   const int64_t row_elems = in.row_elems();
   auto* self = &p;
   if (in.memory != ringcc::MemoryKind::kHost) {
@@ -398,8 +389,7 @@ struct Reduction {
         post(scale_factor_of(post_obj, "postscale_factor")) {}
 };
 
-std::unique_ptr<Prepared> prep_allreduce(py::object tensor, py::object out, const Reduction& r,
-                                         bool inplace) {
+std::unique_ptr<Prepared> prep_allreduce(py::object tensor, py::object out, const Reduction& r, bool inplace) {
   auto p = std::make_unique<Prepared>();
   p->args.kind = CollectiveKind::kAllreduce;
   p->args.op = r.op;
@@ -459,65 +449,72 @@ py::object launch(ringcc::Communicator& c, CollectiveKind kind, Make&& make, boo
   return p->result(*p);
 }
 
-py::object do_allreduce(ringcc::Communicator& c, py::object tensor, py::object out, py::handle op,
-                        py::handle pre, py::handle post, bool inplace, bool async,
-                        py::handle name = py::none()) {
-  return launch(c, CollectiveKind::kAllreduce,
-                [&] { return prep_allreduce(tensor, out, Reduction(op, pre, post), inplace); },
-                async, name);
+py::object do_allreduce(ringcc::Communicator& c, py::object tensor, py::object out, py::handle op, py::handle pre,
+                        py::handle post, bool inplace, bool async, py::handle name = py::none()) {
+  return launch(
+      c, CollectiveKind::kAllreduce, [&] { return prep_allreduce(tensor, out, Reduction(op, pre, post), inplace); },
+      async, name);
 }
 
-py::object do_broadcast(ringcc::Communicator& c, py::object tensor, py::object out,
-                        py::handle root, bool inplace, bool async, py::handle name = py::none()) {
-  return launch(c, CollectiveKind::kBroadcast, [&] {
-    auto p = std::make_unique<Prepared>();
-    p->args.kind = CollectiveKind::kBroadcast;
-    p->args.root = root_of(root, c);
-    same_shape_output(*p, tensor, out, inplace);
-    return p;
-  }, async, name);
+py::object do_broadcast(ringcc::Communicator& c, py::object tensor, py::object out, py::handle root, bool inplace,
+                        bool async, py::handle name = py::none()) {
+  return launch(
+      c, CollectiveKind::kBroadcast,
+      [&] {
+        auto p = std::make_unique<Prepared>();
+        p->args.kind = CollectiveKind::kBroadcast;
+        p->args.root = root_of(root, c);
+        same_shape_output(*p, tensor, out, inplace);
+        return p;
+      },
+      async, name);
 }
 
 py::object do_allgather(ringcc::Communicator& c, py::object tensor, py::object out, bool async,
                         py::handle name = py::none()) {
-  return launch(c, CollectiveKind::kAllgather, [&] {
-    auto p = std::make_unique<Prepared>();
-    p->args.kind = CollectiveKind::kAllgather;
-    BufferView in = view_of(tensor, false, "tensor");
-    if (in.shape.empty()) in.shape = {1};
-    fill_input(*p, in);
-    if (out.is_none()) {
-      allocate_late(*p, in);
-    } else {
-      output_for(out, in, {}, -1, p->args);
-      p->out = out;
-      p->keep.push_back(out);
-    }
-    p->result = default_result;
-    return p;
-  }, async, name);
+  return launch(
+      c, CollectiveKind::kAllgather,
+      [&] {
+        auto p = std::make_unique<Prepared>();
+        p->args.kind = CollectiveKind::kAllgather;
+        BufferView in = view_of(tensor, false, "tensor");
+        if (in.shape.empty()) in.shape = {1};
+        fill_input(*p, in);
+        if (out.is_none()) {
+          allocate_late(*p, in);
+        } else {
+          output_for(out, in, {}, -1, p->args);
+          p->out = out;
+          p->keep.push_back(out);
+        }
+        p->result = default_result;
+        return p;
+      },
+      async, name);
 }
 
-py::object do_reduce_scatter(ringcc::Communicator& c, py::object tensor, py::object out,
-                             py::handle op, py::handle pre, py::handle post, bool async,
-                             py::handle name = py::none()) {
-  return launch(c, CollectiveKind::kReduceScatter, [&] {
-    const Reduction r(op, pre, post);
-    auto p = std::make_unique<Prepared>();
-    p->args.kind = CollectiveKind::kReduceScatter;
-    BufferView in = view_of(tensor, false, "tensor");
-    if (in.shape.empty()) in.shape = {1};
-    fill_input(*p, in);
-    p->args.op = r.op;
-    p->args.prescale = r.pre;
-    p->args.postscale = r.post;
-    std::vector<int64_t> shape = in.shape;
-    shape[0] = ringcc::block_rows(in.rows(), c.size(), c.rank());
-    p->out = output_for(out, in, shape, shape[0] * in.row_elems(), p->args);
-    p->keep.push_back(p->out);
-    p->result = default_result;
-    return p;
-  }, async, name);
+py::object do_reduce_scatter(ringcc::Communicator& c, py::object tensor, py::object out, py::handle op, py::handle pre,
+                             py::handle post, bool async, py::handle name = py::none()) {
+  return launch(
+      c, CollectiveKind::kReduceScatter,
+      [&] {
+        const Reduction r(op, pre, post);
+        auto p = std::make_unique<Prepared>();
+        p->args.kind = CollectiveKind::kReduceScatter;
+        BufferView in = view_of(tensor, false, "tensor");
+        if (in.shape.empty()) in.shape = {1};
+        fill_input(*p, in);
+        p->args.op = r.op;
+        p->args.prescale = r.pre;
+        p->args.postscale = r.post;
+        std::vector<int64_t> shape = in.shape;
+        shape[0] = ringcc::block_rows(in.rows(), c.size(), c.rank());
+        p->out = output_for(out, in, shape, shape[0] * in.row_elems(), p->args);
+        p->keep.push_back(p->out);
+        p->result = default_result;
+        return p;
+      },
+      async, name);
 }
 
 // Rows for each rank from `splits` (any iterable of ints, as int() reads
@@ -528,62 +525,67 @@ std::vector<int64_t> send_counts_of(py::handle splits, int64_t row) {
     py::int_ rows(py::reinterpret_borrow<py::object>(s));  // int(s)
     int overflow = 0;
     const long long v = PyLong_AsLongLongAndOverflow(rows.ptr(), &overflow);
-    if (overflow || (row > 0 && (v > std::numeric_limits<int64_t>::max() / row ||
-                                 v < std::numeric_limits<int64_t>::min() / row))) {
-      ringcc::raise(ErrorKind::kInvalidArgument, "alltoall: split ", std::string(py::str(rows)),
-                    " is out of range");
+    if (overflow ||
+        (row > 0 && (v > std::numeric_limits<int64_t>::max() / row || v < std::numeric_limits<int64_t>::min() / row))) {
+      ringcc::raise(ErrorKind::kInvalidArgument, "alltoall: split ", std::string(py::str(rows)), " is out of range");
     }
     counts.push_back(static_cast<int64_t>(v) * row);
   }
   return counts;
 }
 
-py::object do_alltoall(ringcc::Communicator& c, py::object tensor, py::object splits,
-                       py::object out, bool async, py::handle name = py::none()) {
-  return launch(c, CollectiveKind::kAlltoall, [&] {
-    auto p = std::make_unique<Prepared>();
-    p->args.kind = CollectiveKind::kAlltoall;
-    BufferView in = view_of(tensor, false, "tensor");
-    if (in.shape.empty()) in.shape = {1};
-    fill_input(*p, in);
-    const int n = c.size();
-    const int64_t row = in.row_elems();
-    if (splits.is_none()) {
-      if (in.rows() % n != 0) {
-        ringcc::raise(ErrorKind::kInvalidArgument, "alltoall: the first dimension (", in.rows(),
-                      ") does not divide evenly over ", n, " ranks; pass splits");
-      }
-      p->args.send_counts.assign(static_cast<size_t>(n), in.rows() / n * row);
-    } else {
-      p->args.send_counts = send_counts_of(splits, row);
-    }
-    if (out.is_none()) {
-      allocate_late(*p, in);
-    } else {
-      output_for(out, in, {}, -1, p->args);
-      p->out = out;
-      p->keep.push_back(out);
-    }
-    p->result = [row](Prepared& q) -> py::object {
-      py::list received;
-      for (int64_t k : q.args.recv_counts) received.append(k / row);
-      return py::make_tuple(q.out, received);
-    };
-    return p;
-  }, async, name);
+py::object do_alltoall(ringcc::Communicator& c, py::object tensor, py::object splits, py::object out, bool async,
+                       py::handle name = py::none()) {
+  return launch(
+      c, CollectiveKind::kAlltoall,
+      [&] {
+        auto p = std::make_unique<Prepared>();
+        p->args.kind = CollectiveKind::kAlltoall;
+        BufferView in = view_of(tensor, false, "tensor");
+        if (in.shape.empty()) in.shape = {1};
+        fill_input(*p, in);
+        const int n = c.size();
+        const int64_t row = in.row_elems();
+        if (splits.is_none()) {
+          if (in.rows() % n != 0) {
+            ringcc::raise(ErrorKind::kInvalidArgument, "alltoall: the first dimension (", in.rows(),
+                          ") does not divide evenly over ", n, " ranks; pass splits");
+          }
+          p->args.send_counts.assign(static_cast<size_t>(n), in.rows() / n * row);
+        } else {
+          p->args.send_counts = send_counts_of(splits, row);
+        }
+        if (out.is_none()) {
+          allocate_late(*p, in);
+        } else {
+          output_for(out, in, {}, -1, p->args);
+          p->out = out;
+          p->keep.push_back(out);
+        }
+        p->result = [row](Prepared& q) -> py::object {
+          py::list received;
+          for (int64_t k : q.args.recv_counts) received.append(k / row);
+          return py::make_tuple(q.out, received);
+        };
+        return p;
+      },
+      async, name);
 }
 
 py::object do_barrier(ringcc::Communicator& c, bool async) {
-  return launch(c, CollectiveKind::kBarrier, [] {
-    auto p = std::make_unique<Prepared>();
-    p->args.kind = CollectiveKind::kBarrier;
-    p->result = [](Prepared&) { return py::object(py::none()); };
-    return p;
-  }, async);
+  return launch(
+      c, CollectiveKind::kBarrier,
+      [] {
+        auto p = std::make_unique<Prepared>();
+        p->args.kind = CollectiveKind::kBarrier;
+        p->result = [](Prepared&) { return py::object(py::none()); };
+        return p;
+      },
+      async);
 }
 
-py::object do_grouped_allreduce(ringcc::Communicator& c, py::handle tensors, py::handle op,
-                                py::handle pre, py::handle post, bool inplace, bool async) {
+py::object do_grouped_allreduce(ringcc::Communicator& c, py::handle tensors, py::handle op, py::handle pre,
+                                py::handle post, bool inplace, bool async) {
   std::vector<std::unique_ptr<Prepared>> preps;
   try {
     const Reduction r(op, pre, post);
@@ -646,8 +648,8 @@ class PythonStore : public ringcc::Store {
         }
       }
       if (std::chrono::steady_clock::now() >= deadline) {
-        ringcc::raise(ErrorKind::kTimeout, "timed out after ", timeout.count() / 1000.0,
-                      " s waiting for key '", key, "' in the rendezvous store");
+        ringcc::raise(ErrorKind::kTimeout, "timed out after ", timeout.count() / 1000.0, " s waiting for key '", key,
+                      "' in the rendezvous store");
       }
       ringcc::poll_interrupt();
       std::this_thread::sleep_for(pause);
@@ -670,7 +672,6 @@ class PythonStore : public ringcc::Store {
 };
 
 using CommPtr = std::shared_ptr<ringcc::Communicator>;
-
 
 // The per-tensor paths of training loops, written against the CPython API
 // (pybind11's dispatcher and instance registry cost more than the work).
@@ -710,14 +711,13 @@ PyObject* fail_named_in_place(const char* name, Py_ssize_t name_len) {
 // Enqueues `a` (whose input is `in`) by name; a new Handle whose result is
 // `result`, kept alive until the collective is done, as is `source` (the
 // input of an out-of-place call; null for an in-place one).
-PyObject* enqueue_named(ringcc::Engine& e, CollectiveArgs&& a, const HostTensor& in, PyObject* result,
-                        PyObject* source, const char* name, Py_ssize_t name_len) {
+PyObject* enqueue_named(ringcc::Engine& e, CollectiveArgs&& a, const HostTensor& in, PyObject* result, PyObject* source,
+                        const char* name, Py_ssize_t name_len) {
   route_named_device(a);
   HandleState* h = nullptr;
   py::object handle = new_handle(&h);  // dropped as a done handle if enqueue raises
   note_device(*h, a, result);
-  h->work = e.enqueue(std::string_view(name, static_cast<size_t>(name_len)), std::move(a), in.shape(),
-                      in.ndim);
+  h->work = e.enqueue(std::string_view(name, static_cast<size_t>(name_len)), std::move(a), in.shape(), in.ndim);
   h->named = true;
   h->fixed_result = true;
   h->result = py::reinterpret_borrow<py::object>(result);
@@ -727,8 +727,8 @@ PyObject* enqueue_named(ringcc::Engine& e, CollectiveArgs&& a, const HostTensor&
 
 // Enqueues the in-place allreduce `a` of `tensor` by name; a new Handle
 // whose result is `tensor` (kept alive until the collective is done).
-PyObject* enqueue_in_place(ringcc::Engine& e, PyObject* tensor, const char* name,
-                           Py_ssize_t name_len, const HostTensor& in, int op, double pre, double post) {
+PyObject* enqueue_in_place(ringcc::Engine& e, PyObject* tensor, const char* name, Py_ssize_t name_len,
+                           const HostTensor& in, int op, double pre, double post) {
   return enqueue_named(e, in_place_allreduce(in, op, pre, post), in, tensor, nullptr, name, name_len);
 }
 
@@ -742,24 +742,22 @@ bool fast_name(PyObject* name, const char** text, Py_ssize_t* len) {
 // the output is allocated here (NumPy's C API, no Python call) and the
 // collective goes to the engine like the in-place one. Everything else
 // goes to `general`, the Python implementation.
-PyObject* allreduce_async_out_of_place(PyObject* general, PyObject* const* args, Py_ssize_t nargs,
-                                       PyObject* kwnames) {
-  static const FastcallParams params(
-      "allreduce_async", {"tensor", "op", "name", "prescale_factor", "postscale_factor", "out"}, 2, 1);
-  PyObject *tensor = nullptr, *op_obj = nullptr, *name = nullptr, *pre_obj = nullptr,
-           *post_obj = nullptr, *out = nullptr;
+PyObject* allreduce_async_out_of_place(PyObject* general, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  static const FastcallParams params("allreduce_async",
+                                     {"tensor", "op", "name", "prescale_factor", "postscale_factor", "out"}, 2, 1);
+  PyObject *tensor = nullptr, *op_obj = nullptr, *name = nullptr, *pre_obj = nullptr, *post_obj = nullptr,
+           *out = nullptr;
   long op = 0;
   double pre = 1.0, post = 1.0;
   Py_ssize_t name_len = 0;
   const char* name_text = nullptr;
   HostTensor in;
-  const bool fast =
-      params.try_bind(args, nargs, kwnames, &tensor, &op_obj, &name, &pre_obj, &post_obj, &out) &&
-      (!out || out == Py_None) &&
-      (!op_obj || (PyLong_CheckExact(op_obj) && (op = PyLong_AsLong(op_obj)) >= 0 &&
-                   op <= static_cast<long>(ringcc::ReduceOp::kProduct))) &&
-      (!pre_obj || scale_of(pre_obj, &pre)) && (!post_obj || scale_of(post_obj, &post)) &&
-      fast_name(name, &name_text, &name_len) && plain_numpy(tensor, &in, false);
+  const bool fast = params.try_bind(args, nargs, kwnames, &tensor, &op_obj, &name, &pre_obj, &post_obj, &out) &&
+                    (!out || out == Py_None) &&
+                    (!op_obj || (PyLong_CheckExact(op_obj) && (op = PyLong_AsLong(op_obj)) >= 0 &&
+                                 op <= static_cast<long>(ringcc::ReduceOp::kProduct))) &&
+                    (!pre_obj || scale_of(pre_obj, &pre)) && (!post_obj || scale_of(post_obj, &post)) &&
+                    fast_name(name, &name_text, &name_len) && plain_numpy(tensor, &in, false);
   if (!fast) {
     PyErr_Clear();
     return PyObject_Vectorcall(general, args, static_cast<size_t>(nargs), kwnames);
@@ -794,8 +792,7 @@ CollectiveArgs broadcast_args(const HostTensor& in, void* out, int root) {
 // ringcc.broadcast_async (inplace false, no `out`) and broadcast_async_
 // with a name, of a plain NumPy array and an int root: as above.
 template <bool kInPlace>
-PyObject* broadcast_async_fast(PyObject* general, PyObject* const* args, Py_ssize_t nargs,
-                               PyObject* kwnames) {
+PyObject* broadcast_async_fast(PyObject* general, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   static const FastcallParams params(kInPlace ? "broadcast_async_" : "broadcast_async",
                                      {"tensor", "root", "name", "out"}, 2, 1);
   PyObject *tensor = nullptr, *root_obj = nullptr, *name = nullptr, *out = nullptr;
@@ -803,12 +800,11 @@ PyObject* broadcast_async_fast(PyObject* general, PyObject* const* args, Py_ssiz
   Py_ssize_t name_len = 0;
   const char* name_text = nullptr;
   HostTensor in;
-  const bool fast =
-      params.try_bind(args, nargs, kwnames, &tensor, &root_obj, &name, &out) && !(kInPlace && out) &&
-      (!out || out == Py_None) &&
-      (!root_obj || (PyLong_CheckExact(root_obj) && (root = PyLong_AsLong(root_obj)) >= 0 &&
-                     root <= std::numeric_limits<int>::max())) &&
-      fast_name(name, &name_text, &name_len) && plain_numpy(tensor, &in, kInPlace);
+  const bool fast = params.try_bind(args, nargs, kwnames, &tensor, &root_obj, &name, &out) && !(kInPlace && out) &&
+                    (!out || out == Py_None) &&
+                    (!root_obj || (PyLong_CheckExact(root_obj) && (root = PyLong_AsLong(root_obj)) >= 0 &&
+                                   root <= std::numeric_limits<int>::max())) &&
+                    fast_name(name, &name_text, &name_len) && plain_numpy(tensor, &in, kInPlace);
   if (!fast) {
     PyErr_Clear();
     return PyObject_Vectorcall(general, args, static_cast<size_t>(nargs), kwnames);
@@ -816,14 +812,13 @@ PyObject* broadcast_async_fast(PyObject* general, PyObject* const* args, Py_ssiz
   try {
     ringcc::Engine& e = engine();
     if (kInPlace) {
-      return enqueue_named(e, broadcast_args(in, in.ptr, static_cast<int>(root)), in, tensor, nullptr,
-                           name_text, name_len);
+      return enqueue_named(e, broadcast_args(in, in.ptr, static_cast<int>(root)), in, tensor, nullptr, name_text,
+                           name_len);
     }
     py::object result = py::reinterpret_steal<py::object>(new_numpy_like(tensor));
     if (!result) throw py::error_already_set();
-    return enqueue_named(e, broadcast_args(in, py::detail::array_proxy(result.ptr())->data,
-                                           static_cast<int>(root)),
-                         in, result.ptr(), tensor, name_text, name_len);
+    return enqueue_named(e, broadcast_args(in, py::detail::array_proxy(result.ptr())->data, static_cast<int>(root)), in,
+                         result.ptr(), tensor, name_text, name_len);
   } catch (...) {
     return fail_named(CollectiveKind::kBroadcast, name_text, name_len);
   }
@@ -834,12 +829,10 @@ PyObject* broadcast_async_fast(PyObject* general, PyObject* const* args, Py_ssiz
 // the common case (a tensor, an int op, a non-empty str name, numeric
 // scales): other arguments, their errors and the unnamed path stay its.
 // The handle's result is the tensor itself, kept alive until done.
-PyObject* allreduce_async_inplace(PyObject* general, PyObject* const* args, Py_ssize_t nargs,
-                                  PyObject* kwnames) {
-  static const FastcallParams params(
-      "allreduce_async_", {"tensor", "op", "name", "prescale_factor", "postscale_factor"}, 2, 1);
-  PyObject *tensor = nullptr, *op_obj = nullptr, *name = nullptr, *pre_obj = nullptr,
-           *post_obj = nullptr;
+PyObject* allreduce_async_inplace(PyObject* general, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  static const FastcallParams params("allreduce_async_",
+                                     {"tensor", "op", "name", "prescale_factor", "postscale_factor"}, 2, 1);
+  PyObject *tensor = nullptr, *op_obj = nullptr, *name = nullptr, *pre_obj = nullptr, *post_obj = nullptr;
   long op = 0;
   double pre = 1.0, post = 1.0;
   Py_ssize_t name_len = 0;
@@ -847,20 +840,18 @@ PyObject* allreduce_async_inplace(PyObject* general, PyObject* const* args, Py_s
   // The usual call, allreduce_async_(tensor, name=...), binds without the
   // general parser (a keyword in the caller's code is the interned string).
   static PyObject* const name_key = PyUnicode_InternFromString("name");
-  const bool tensor_and_name = nargs == 1 && kwnames && PyTuple_GET_SIZE(kwnames) == 1 &&
-                               PyTuple_GET_ITEM(kwnames, 0) == name_key;
+  const bool tensor_and_name =
+      nargs == 1 && kwnames && PyTuple_GET_SIZE(kwnames) == 1 && PyTuple_GET_ITEM(kwnames, 0) == name_key;
   if (tensor_and_name) {
     tensor = args[0];
     name = args[1];
   }
   const bool fast =
-      (tensor_and_name ||
-       params.try_bind(args, nargs, kwnames, &tensor, &op_obj, &name, &pre_obj, &post_obj)) &&
+      (tensor_and_name || params.try_bind(args, nargs, kwnames, &tensor, &op_obj, &name, &pre_obj, &post_obj)) &&
       (!op_obj || (PyLong_CheckExact(op_obj) && (op = PyLong_AsLong(op_obj)) >= 0 &&
                    op <= static_cast<long>(ringcc::ReduceOp::kProduct))) &&
-      name && PyUnicode_CheckExact(name) && PyUnicode_GET_LENGTH(name) > 0 &&
-      (!pre_obj || scale_of(pre_obj, &pre)) && (!post_obj || scale_of(post_obj, &post)) &&
-      (name_text = PyUnicode_AsUTF8AndSize(name, &name_len)) != nullptr;
+      name && PyUnicode_CheckExact(name) && PyUnicode_GET_LENGTH(name) > 0 && (!pre_obj || scale_of(pre_obj, &pre)) &&
+      (!post_obj || scale_of(post_obj, &post)) && (name_text = PyUnicode_AsUTF8AndSize(name, &name_len)) != nullptr;
   if (!fast) {
     PyErr_Clear();
     return PyObject_Vectorcall(general, args, static_cast<size_t>(nargs), kwnames);
@@ -924,7 +915,8 @@ PyObject* broadcast_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
   if (nargs != 6 && nargs != 8) {
     PyErr_Format(PyExc_TypeError,
                  "%s takes 6 or 8 arguments (tensor, data_ptr, shape, dtype, root, name[, source, "
-                 "source_ptr]), got %zd", kFn, nargs);
+                 "source_ptr]), got %zd",
+                 kFn, nargs);
     return nullptr;
   }
   Py_ssize_t name_len = 0;
@@ -938,8 +930,8 @@ PyObject* broadcast_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
       throw py::value_error(std::string(kFn) + ": invalid root " + std::to_string(root));
     }
     if (nargs == 6) {
-      return enqueue_named(engine(), broadcast_args(in, in.ptr, static_cast<int>(root)), in, args[0],
-                           nullptr, name_text, name_len);
+      return enqueue_named(engine(), broadcast_args(in, in.ptr, static_cast<int>(root)), in, args[0], nullptr,
+                           name_text, name_len);
     }
     void* src = PyLong_AsVoidPtr(args[7]);
     if (!src && PyErr_Occurred()) throw py::error_already_set();
@@ -961,8 +953,7 @@ PyObject* broadcast_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
 PyObject* allgather_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   static constexpr const char* kFn = "_allgather_async_raw";
   if (nargs != 6) {
-    PyErr_Format(PyExc_TypeError,
-                 "%s takes 6 arguments (tensor, data_ptr, shape, dtype, name, allocate), got %zd", kFn,
+    PyErr_Format(PyExc_TypeError, "%s takes 6 arguments (tensor, data_ptr, shape, dtype, name, allocate), got %zd", kFn,
                  nargs);
     return nullptr;
   }
@@ -994,16 +985,15 @@ PyObject* allgather_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
       py::object out = allocate(elements / row_elems);
       const int64_t bytes = py::cast<int64_t>(out.attr("nbytes"));
       if (bytes != elements * static_cast<int64_t>(es)) {
-        ringcc::raise(ErrorKind::kInvalidArgument, "allgather: the output allocated holds ", bytes,
-                      " bytes, not ", elements * static_cast<int64_t>(es));
+        ringcc::raise(ErrorKind::kInvalidArgument, "allgather: the output allocated holds ", bytes, " bytes, not ",
+                      elements * static_cast<int64_t>(es));
       }
       self->out = out;
       return PyLong_AsVoidPtr(out.attr("data_ptr")().ptr());
     };
     p->result = default_result;
-    std::shared_ptr<ringcc::Work> work =
-        e.enqueue(std::string_view(name_text, static_cast<size_t>(name_len)), std::move(p->args),
-                  p->shape.data(), p->shape.size());
+    std::shared_ptr<ringcc::Work> work = e.enqueue(std::string_view(name_text, static_cast<size_t>(name_len)),
+                                                   std::move(p->args), p->shape.data(), p->shape.size());
     HandleState h;
     h.work = std::move(work);
     h.preps.push_back(std::move(p));
@@ -1023,7 +1013,8 @@ PyObject* comm_allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t 
   if (nargs != 8 && nargs != 10) {
     PyErr_Format(PyExc_TypeError,
                  "%s takes 8 or 10 arguments (comm, tensor, data_ptr, shape, dtype, op, prescale, "
-                 "postscale[, source, source_ptr]), got %zd", kFn, nargs);
+                 "postscale[, source, source_ptr]), got %zd",
+                 kFn, nargs);
     return nullptr;
   }
   ringcc::Communicator* c = nullptr;
@@ -1082,7 +1073,8 @@ PyObject* allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
   if (nargs != 8 && nargs != 10) {
     PyErr_Format(PyExc_TypeError,
                  "_allreduce_async_raw takes 8 or 10 arguments (tensor, data_ptr, shape, dtype, op, "
-                 "name, prescale, postscale[, source, source_ptr]), got %zd", nargs);
+                 "name, prescale, postscale[, source, source_ptr]), got %zd",
+                 nargs);
     return nullptr;
   }
   PyObject *tensor = args[0], *shape_obj = args[2], *name = args[5];
@@ -1118,8 +1110,7 @@ PyObject* allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
 }
 
 PyMethodDef g_allreduce_async_inplace_def = {
-    "allreduce_async_",
-    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(allreduce_async_inplace)),
+    "allreduce_async_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(allreduce_async_inplace)),
     METH_FASTCALL | METH_KEYWORDS,
     "allreduce_async_($self, tensor, op=0, *, name=None, prescale_factor=1.0, postscale_factor=1.0)\n"
     "--\n\n"
@@ -1128,8 +1119,7 @@ PyMethodDef g_allreduce_async_inplace_def = {
     "order) and fuses it with other ready tensors."};
 
 PyMethodDef g_allreduce_async_def = {
-    "allreduce_async",
-    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(allreduce_async_out_of_place)),
+    "allreduce_async", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(allreduce_async_out_of_place)),
     METH_FASTCALL | METH_KEYWORDS,
     "allreduce_async($self, tensor, op=0, *, name=None, prescale_factor=1.0, postscale_factor=1.0, "
     "out=None)\n--\n\n"
@@ -1138,15 +1128,13 @@ PyMethodDef g_allreduce_async_def = {
     "collectives run in issue order."};
 
 PyMethodDef g_broadcast_async_def = {
-    "broadcast_async",
-    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(broadcast_async_fast<false>)),
+    "broadcast_async", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(broadcast_async_fast<false>)),
     METH_FASTCALL | METH_KEYWORDS,
     "broadcast_async($self, tensor, root=0, *, name=None, out=None)\n--\n\n"
     "Starts a broadcast of root's `tensor`; returns a Handle whose result is a new array (or `out`)."};
 
 PyMethodDef g_broadcast_async_inplace_def = {
-    "broadcast_async_",
-    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(broadcast_async_fast<true>)),
+    "broadcast_async_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(broadcast_async_fast<true>)),
     METH_FASTCALL | METH_KEYWORDS,
     "broadcast_async_($self, tensor, root=0, *, name=None)\n--\n\n"
     "Starts an in-place broadcast of root's `tensor`; returns a Handle whose result is `tensor`."};
@@ -1179,28 +1167,27 @@ PyMethodDef g_fast_functions[] = {
      METH_FASTCALL | METH_KEYWORDS,
      "synchronize(handle, timeout=None)\n--\n\n"
      "Waits for `handle` and returns its result (raises its error)."},
-    {"_allreduce_async_raw",
-     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(allreduce_async_raw)), METH_FASTCALL,
+    {"_allreduce_async_raw", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(allreduce_async_raw)),
+     METH_FASTCALL,
      "_allreduce_async_raw(tensor, data_ptr, shape, dtype, op, name, prescale, postscale)\n--\n\n"
      "For adapters: the named in-place allreduce of contiguous host memory described by its\n"
      "address, shape (a tuple) and core dtype code; the Handle's result is `tensor`."},
-    {"_comm_allreduce_async_raw",
-     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(comm_allreduce_async_raw)), METH_FASTCALL,
+    {"_comm_allreduce_async_raw", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(comm_allreduce_async_raw)),
+     METH_FASTCALL,
      "_comm_allreduce_async_raw(comm, tensor, data_ptr, shape, dtype, op, prescale, postscale[, source, "
      "source_ptr])\n--\n\n"
      "For adapters: _allreduce_async_raw's allreduce, unnamed, in issue order on `comm`."},
-    {"_broadcast_async_raw",
-     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(broadcast_async_raw)), METH_FASTCALL,
+    {"_broadcast_async_raw", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(broadcast_async_raw)),
+     METH_FASTCALL,
      "_broadcast_async_raw(tensor, data_ptr, shape, dtype, root, name[, source, source_ptr])\n--\n\n"
      "For adapters: the named broadcast of contiguous host memory described by its address,\n"
      "shape and core dtype code, in place or from source's memory; the Handle's result is `tensor`."},
-    {"_allgather_async_raw",
-     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(allgather_async_raw)), METH_FASTCALL,
+    {"_allgather_async_raw", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(allgather_async_raw)),
+     METH_FASTCALL,
      "_allgather_async_raw(tensor, data_ptr, shape, dtype, name, allocate)\n--\n\n"
      "For adapters: the named allgather of contiguous host memory described by its address,\n"
      "shape and core dtype code; allocate(rows) makes the output, the Handle's result."},
-    {"poll", poll, METH_O,
-     "poll(handle)\n--\n\nTrue once the collective behind `handle` has completed."},
+    {"poll", poll, METH_O, "poll(handle)\n--\n\nTrue once the collective behind `handle` has completed."},
     {nullptr, nullptr, 0, nullptr},
 };
 
@@ -1237,8 +1224,7 @@ void bind_fast_paths(py::module_& m) {
 std::shared_ptr<ringcc::Communicator> global_communicator() {
   std::lock_guard<std::mutex> lock(g_comm_mu);
   if (!g_comm) {
-    ringcc::raise(ErrorKind::kNotInitialized,
-                  "ringcc is not initialized: call ringcc.init() first");
+    ringcc::raise(ErrorKind::kNotInitialized, "ringcc is not initialized: call ringcc.init() first");
   }
   return g_comm;
 }
@@ -1275,16 +1261,19 @@ void bind_communicator(py::module_& m) {
            py::arg("rank"), py::arg("size"), py::arg("store"), py::arg("timeout_s") = 0.0,
            "Joins a group of `size` ranks through `store` (set/get/add/check). timeout_s bounds\n"
            "every wait of this communicator (0: RINGCC_TIMEOUT_S).")
-      .def("abort", [](CommPtr c, const std::string& reason) { c->abort(reason); },
-           py::arg("reason"),
-           "Fails any collective blocked on this rank, here and on its peers; the communicator\n"
-           "is unusable afterwards. Safe from any thread.")
-      .def("report_error", [](CommPtr c, const std::string& message, const std::string& kind) {
-             report_failed_call(c.get(), kind_of(kind), message, "");
-           }, py::arg("message"), py::arg("kind") = "allreduce",
-           "Takes part, as a failed participant, in the next collective in issue order (one of\n"
-           "`kind` this rank could not start), so that the peers raise MismatchError naming\n"
-           "this rank and `message` for that call. Returns at once.")
+      .def(
+          "abort", [](CommPtr c, const std::string& reason) { c->abort(reason); }, py::arg("reason"),
+          "Fails any collective blocked on this rank, here and on its peers; the communicator\n"
+          "is unusable afterwards. Safe from any thread.")
+      .def(
+          "report_error",
+          [](CommPtr c, const std::string& message, const std::string& kind) {
+            report_failed_call(c.get(), kind_of(kind), message, "");
+          },
+          py::arg("message"), py::arg("kind") = "allreduce",
+          "Takes part, as a failed participant, in the next collective in issue order (one of\n"
+          "`kind` this rank could not start), so that the peers raise MismatchError naming\n"
+          "this rank and `message` for that call. Returns at once.")
       .def_property_readonly("timeout_s", &ringcc::Communicator::timeout_s)
       .def_property_readonly("rank", &ringcc::Communicator::rank)
       .def_property_readonly("size", &ringcc::Communicator::size)
@@ -1295,96 +1284,110 @@ void bind_communicator(py::module_& m) {
       .def_property_readonly("transport_name", &ringcc::Communicator::transport_name)
       .def_property_readonly("gpu_backend", &ringcc::Communicator::gpu_backend_name,
                              "\"nccl\", \"ipc\" or \"host\" once a CUDA collective ran, else \"\".")
-      .def("shutdown", [](CommPtr c) {
-        BlockingCall call;
-        c->shutdown();
-      })
-      .def("allreduce", [](CommPtr c, py::object t, py::object out, py::object op, py::object pre,
-                           py::object post, bool inplace, bool async) {
-        return do_allreduce(*c, t, out, op, pre, post, inplace, async);
-      }, py::arg("tensor"), py::arg("out") = py::none(), py::arg("op") = 0,
-         py::arg("prescale") = 1.0, py::arg("postscale") = 1.0, py::arg("inplace") = false,
-         py::arg("async_op") = false)
-      .def("broadcast", [](CommPtr c, py::object t, py::object out, py::object root, bool inplace,
-                           bool async) {
-        return do_broadcast(*c, t, out, root, inplace, async);
-      }, py::arg("tensor"), py::arg("out") = py::none(), py::arg("root") = 0,
-         py::arg("inplace") = false, py::arg("async_op") = false)
-      .def("allgather", [](CommPtr c, py::object t, py::object out, bool async) {
-        return do_allgather(*c, t, out, async);
-      }, py::arg("tensor"), py::arg("out") = py::none(), py::arg("async_op") = false)
-      .def("reduce_scatter", [](CommPtr c, py::object t, py::object out, py::object op,
-                                py::object pre, py::object post, bool async) {
-        return do_reduce_scatter(*c, t, out, op, pre, post, async);
-      }, py::arg("tensor"), py::arg("out") = py::none(), py::arg("op") = 0,
-         py::arg("prescale") = 1.0, py::arg("postscale") = 1.0, py::arg("async_op") = false)
-      .def("alltoall", [](CommPtr c, py::object t, py::object splits, py::object out, bool async) {
-        return do_alltoall(*c, t, splits, out, async);
-      }, py::arg("tensor"), py::arg("splits") = py::none(), py::arg("out") = py::none(),
-         py::arg("async_op") = false)
-      .def("barrier", [](CommPtr c, bool async) { return do_barrier(*c, async); },
-           py::arg("async_op") = false)
-      .def("grouped_allreduce", [](CommPtr c, py::object ts, py::object op, py::object pre,
-                                   py::object post, bool inplace, bool async) {
-        return do_grouped_allreduce(*c, ts, op, pre, post, inplace, async);
-      }, py::arg("tensors"), py::arg("op") = 0, py::arg("prescale") = 1.0,
-         py::arg("postscale") = 1.0, py::arg("inplace") = false, py::arg("async_op") = false);
+      .def("shutdown",
+           [](CommPtr c) {
+             BlockingCall call;
+             c->shutdown();
+           })
+      .def(
+          "allreduce",
+          [](CommPtr c, py::object t, py::object out, py::object op, py::object pre, py::object post, bool inplace,
+             bool async) { return do_allreduce(*c, t, out, op, pre, post, inplace, async); },
+          py::arg("tensor"), py::arg("out") = py::none(), py::arg("op") = 0, py::arg("prescale") = 1.0,
+          py::arg("postscale") = 1.0, py::arg("inplace") = false, py::arg("async_op") = false)
+      .def(
+          "broadcast",
+          [](CommPtr c, py::object t, py::object out, py::object root, bool inplace, bool async) {
+            return do_broadcast(*c, t, out, root, inplace, async);
+          },
+          py::arg("tensor"), py::arg("out") = py::none(), py::arg("root") = 0, py::arg("inplace") = false,
+          py::arg("async_op") = false)
+      .def(
+          "allgather",
+          [](CommPtr c, py::object t, py::object out, bool async) { return do_allgather(*c, t, out, async); },
+          py::arg("tensor"), py::arg("out") = py::none(), py::arg("async_op") = false)
+      .def(
+          "reduce_scatter",
+          [](CommPtr c, py::object t, py::object out, py::object op, py::object pre, py::object post, bool async) {
+            return do_reduce_scatter(*c, t, out, op, pre, post, async);
+          },
+          py::arg("tensor"), py::arg("out") = py::none(), py::arg("op") = 0, py::arg("prescale") = 1.0,
+          py::arg("postscale") = 1.0, py::arg("async_op") = false)
+      .def(
+          "alltoall",
+          [](CommPtr c, py::object t, py::object splits, py::object out, bool async) {
+            return do_alltoall(*c, t, splits, out, async);
+          },
+          py::arg("tensor"), py::arg("splits") = py::none(), py::arg("out") = py::none(), py::arg("async_op") = false)
+      .def(
+          "barrier", [](CommPtr c, bool async) { return do_barrier(*c, async); }, py::arg("async_op") = false)
+      .def(
+          "grouped_allreduce",
+          [](CommPtr c, py::object ts, py::object op, py::object pre, py::object post, bool inplace, bool async) {
+            return do_grouped_allreduce(*c, ts, op, pre, post, inplace, async);
+          },
+          py::arg("tensors"), py::arg("op") = 0, py::arg("prescale") = 1.0, py::arg("postscale") = 1.0,
+          py::arg("inplace") = false, py::arg("async_op") = false);
 }
 
 // Joining the job: ringcc.init()'s communicator and its engine's.
 void bind_init(py::module_& m) {
-  m.def("init", [](py::object mpi_handle) {
-    if (g_comm) return;
-    // The job through MPI: a communicator was given, or an MPI launcher
-    // started us without a store address (or RINGCC_TRANSPORT=mpi asks for
-    // MPI). Otherwise from the launcher's variables, as always.
-    const bool given = !mpi_handle.is_none();
-    const bool under_mpi = ringcc::launched_by_mpi() && !ringcc::env_is_set("RINGCC_RANK");
-    const bool no_address = !ringcc::env_is_set("RINGCC_MASTER_ADDR") && !ringcc::env_is_set("MASTER_ADDR");
-    const bool want_mpi_data = ringcc::env_str("RINGCC_TRANSPORT", "") == "mpi";
-    ringcc::RendezvousInfo info;
-    if (given || (under_mpi && (no_address || want_mpi_data))) {
-      const ringcc::MpiPluginInfo& plugin = ringcc::mpi_plugin_info();
-      if (!plugin.loaded && !given && !want_mpi_data) {
-        info = ringcc::rendezvous_from_env();  // raises the usual "set RINGCC_MASTER_ADDR" error
-      } else {
-        if (!plugin.loaded) ringcc::mpi_api();  // raises NotInitializedError: why, and what was tried
-        const int64_t handle = given ? py::cast<int64_t>(mpi_handle) : -1;
-        BlockingCall call;
-        info = ringcc::rendezvous_from_mpi(handle);
-      }
-    } else {
-      info = ringcc::rendezvous_from_env();
-    }
-    std::shared_ptr<ringcc::Communicator> c;
-    std::unique_ptr<ringcc::Engine> e;
-    {
-      BlockingCall call;
-      c = std::make_shared<ringcc::Communicator>(info);
-      // The engine gets a communicator of its own: its collectives run in
-      // the order the ranks negotiate, independent of direct calls.
-      ringcc::RendezvousInfo engine_info = info;
-      engine_info.advertise_address = c->advertise_address();
-      engine_info.secret = c->secret();
-      std::shared_ptr<ringcc::Store> store;
-      if (c->store()) store = std::make_shared<ringcc::PrefixStore>("engine", c->store());
-      auto ec = std::make_shared<ringcc::Communicator>(engine_info, store);
-      e = std::make_unique<ringcc::Engine>(ec, ringcc::EngineOptions::from_env());
-      register_communicator(ec);
-    }
-    register_communicator(c);
-    {
-      std::lock_guard<std::mutex> lock(g_comm_mu);
-      g_comm = c;
-    }
-    g_engine = std::move(e);
-  }, py::arg("mpi_handle") = py::none());
+  m.def(
+      "init",
+      [](py::object mpi_handle) {
+        if (g_comm) return;
+        // The job through MPI: a communicator was given, or an MPI launcher
+        // started us without a store address (or RINGCC_TRANSPORT=mpi asks for
+        // MPI). Otherwise from the launcher's variables, as always.
+        const bool given = !mpi_handle.is_none();
+        const bool under_mpi = ringcc::launched_by_mpi() && !ringcc::env_is_set("RINGCC_RANK");
+        const bool no_address = !ringcc::env_is_set("RINGCC_MASTER_ADDR") && !ringcc::env_is_set("MASTER_ADDR");
+        const bool want_mpi_data = ringcc::env_str("RINGCC_TRANSPORT", "") == "mpi";
+        ringcc::RendezvousInfo info;
+        if (given || (under_mpi && (no_address || want_mpi_data))) {
+          const ringcc::MpiPluginInfo& plugin = ringcc::mpi_plugin_info();
+          if (!plugin.loaded && !given && !want_mpi_data) {
+            info = ringcc::rendezvous_from_env();  // raises the usual "set RINGCC_MASTER_ADDR" error
+          } else {
+            if (!plugin.loaded) ringcc::mpi_api();  // raises NotInitializedError: why, and what was tried
+            const int64_t handle = given ? py::cast<int64_t>(mpi_handle) : -1;
+            BlockingCall call;
+            info = ringcc::rendezvous_from_mpi(handle);
+          }
+        } else {
+          info = ringcc::rendezvous_from_env();
+        }
+        std::shared_ptr<ringcc::Communicator> c;
+        std::unique_ptr<ringcc::Engine> e;
+        {
+          BlockingCall call;
+          c = std::make_shared<ringcc::Communicator>(info);
+          // The engine gets a communicator of its own: its collectives run in
+          // the order the ranks negotiate, independent of direct calls.
+          ringcc::RendezvousInfo engine_info = info;
+          engine_info.advertise_address = c->advertise_address();
+          engine_info.secret = c->secret();
+          std::shared_ptr<ringcc::Store> store;
+          if (c->store()) store = std::make_shared<ringcc::PrefixStore>("engine", c->store());
+          auto ec = std::make_shared<ringcc::Communicator>(engine_info, store);
+          e = std::make_unique<ringcc::Engine>(ec, ringcc::EngineOptions::from_env());
+          register_communicator(ec);
+        }
+        register_communicator(c);
+        {
+          std::lock_guard<std::mutex> lock(g_comm_mu);
+          g_comm = c;
+        }
+        g_engine = std::move(e);
+      },
+      py::arg("mpi_handle") = py::none());
 }
 
 // MPI's state, leaving the job, and aborting every communicator.
 void bind_lifecycle(py::module_& m) {
-  m.def("mpi_built", [] { return ringcc::mpi_plugin_info().loaded; },
-        "True when ringcc's MPI plugin is present and loads (MPI usable).");
+  m.def(
+      "mpi_built", [] { return ringcc::mpi_plugin_info().loaded; },
+      "True when ringcc's MPI plugin is present and loads (MPI usable).");
   m.def("mpi_info", [] {
     const ringcc::MpiPluginInfo& p = ringcc::mpi_plugin_info();
     py::dict d;
@@ -1403,58 +1406,64 @@ void bind_lifecycle(py::module_& m) {
   m.def("_mpi_finalize_if_ours", [] {
     if (ringcc::mpi_plugin_info().loaded) ringcc::mpi_finalize_if_ours();
   });
-  m.def("shutdown", [] {
-    if (!g_comm) return;
-    check_not_in_signal_handler();  // before anything is let go of
-    std::shared_ptr<ringcc::Communicator> c;
-    {
-      std::lock_guard<std::mutex> lock(g_comm_mu);
-      c.swap(g_comm);
-    }
-    std::unique_ptr<ringcc::Engine> e = std::move(g_engine);
-    BlockingCall call;
-    // Interrupted, the rest is aborted rather than waited for, and the
-    // handler's exception is raised once everything is released.
-    std::exception_ptr interrupted;
-    try {
-      if (e) e->shutdown();
-    } catch (const ringcc::Error& error) {
-      if (error.kind() != ErrorKind::kInterrupted) throw;
-      interrupted = std::current_exception();
-      c->abort("interrupted by a signal (its handler raised) while shutting down");
-    }
-    {
-      ringcc::UninterruptibleWait quiet;
-      e.reset();
-    }
-    try {
-      c->shutdown();
-    } catch (const ringcc::Error& error) {
-      if (error.kind() != ErrorKind::kInterrupted) throw;
-      if (!interrupted) interrupted = std::current_exception();
-    }
-    if (interrupted) std::rethrow_exception(interrupted);
-  }, "Leaves the job; within RINGCC_TIMEOUT_S whatever is pending here or elsewhere.");
-  m.def("_abort", [](const std::string& reason, bool first_failure) {
-    auto live = live_communicators();
-    if (live.empty()) return false;
-    // The rank the log lines carry (the last communicator made), so that
-    // the line names this process as its prefix does.
-    const int rank = ringcc::log_rank() >= 0 ? ringcc::log_rank() : live.front()->rank();
-    // ringrun reads the first of these lines to name the rank that failed
-    // first; a rank that fails because of another's failure says so.
-    if (first_failure) {
-      RINGCC_LOG(kError, "rank ", rank, " aborts the job: ", reason);
-    } else {
-      RINGCC_LOG(kError, "rank ", rank, " aborts after a failure elsewhere in the job: ", reason);
-    }
-    py::gil_scoped_release release;
-    for (auto& c : live) c->abort(reason);
-    return true;
-  }, py::arg("reason"), py::arg("first_failure") = true,
-     "Aborts every communicator of this process: whatever a peer waits for from this rank\n"
-     "fails at once with PeerFailureError naming it and `reason`. For a process that exits\n"
-     "on an error.");
+  m.def(
+      "shutdown",
+      [] {
+        if (!g_comm) return;
+        check_not_in_signal_handler();  // before anything is let go of
+        std::shared_ptr<ringcc::Communicator> c;
+        {
+          std::lock_guard<std::mutex> lock(g_comm_mu);
+          c.swap(g_comm);
+        }
+        std::unique_ptr<ringcc::Engine> e = std::move(g_engine);
+        BlockingCall call;
+        // Interrupted, the rest is aborted rather than waited for, and the
+        // handler's exception is raised once everything is released.
+        std::exception_ptr interrupted;
+        try {
+          if (e) e->shutdown();
+        } catch (const ringcc::Error& error) {
+          if (error.kind() != ErrorKind::kInterrupted) throw;
+          interrupted = std::current_exception();
+          c->abort("interrupted by a signal (its handler raised) while shutting down");
+        }
+        {
+          ringcc::UninterruptibleWait quiet;
+          e.reset();
+        }
+        try {
+          c->shutdown();
+        } catch (const ringcc::Error& error) {
+          if (error.kind() != ErrorKind::kInterrupted) throw;
+          if (!interrupted) interrupted = std::current_exception();
+        }
+        if (interrupted) std::rethrow_exception(interrupted);
+      },
+      "Leaves the job; within RINGCC_TIMEOUT_S whatever is pending here or elsewhere.");
+  m.def(
+      "_abort",
+      [](const std::string& reason, bool first_failure) {
+        auto live = live_communicators();
+        if (live.empty()) return false;
+        // The rank the log lines carry (the last communicator made), so that
+        // the line names this process as its prefix does.
+        const int rank = ringcc::log_rank() >= 0 ? ringcc::log_rank() : live.front()->rank();
+        // ringrun reads the first of these lines to name the rank that failed
+        // first; a rank that fails because of another's failure says so.
+        if (first_failure) {
+          RINGCC_LOG(kError, "rank ", rank, " aborts the job: ", reason);
+        } else {
+          RINGCC_LOG(kError, "rank ", rank, " aborts after a failure elsewhere in the job: ", reason);
+        }
+        py::gil_scoped_release release;
+        for (auto& c : live) c->abort(reason);
+        return true;
+      },
+      py::arg("reason"), py::arg("first_failure") = true,
+      "Aborts every communicator of this process: whatever a peer waits for from this rank\n"
+      "fails at once with PeerFailureError naming it and `reason`. For a process that exits\n"
+      "on an error.");
 }
 
 // What ringcc.init()'s communicator is: rank, size, transport.
@@ -1468,10 +1477,13 @@ void bind_queries(py::module_& m) {
   m.def("cross_rank", [] { return comm().cross_rank(); });
   m.def("cross_size", [] { return comm().cross_size(); });
   m.def("transport_name", [] { return comm().transport_name(); });
-  m.def("gpu_backend", [] { return comm().gpu_backend_name(); },
-        "The backend of CUDA collectives (\"nccl\", \"ipc\", \"host\"), \"\" before the first one.");
+  m.def(
+      "gpu_backend", [] { return comm().gpu_backend_name(); },
+      "The backend of CUDA collectives (\"nccl\", \"ipc\", \"host\"), \"\" before the first one.");
   m.def("fusion_threshold", [] { return comm().fusion_threshold(); });
-  m.def("wait_policy", [] {
+  m.def(
+      "wait_policy",
+      [] {
         py::dict d;
         d["setting"] = ringcc::wait_policy_setting();
         const auto& plan = ringcc::WaitPlan::current();
@@ -1493,69 +1505,85 @@ void bind_module_collectives(py::module_& m) {
   // through as given: converting them here makes every bad one the call's
   // error on every rank, see fail_call). name: None, or a non-empty str
   // that hands the call to the engine.
-  m.def("_allreduce", [](py::object t, py::object out, py::object op, py::object pre,
-                         py::object post, bool inplace, bool async, py::object name) -> py::object {
-    if (inplace && !async && name.is_none()) {
-      // The latency-bound path (small blocking in-place allreduces in
-      // loops): no Prepared, no result callback.
-      ringcc::Communicator& c = comm();
-      CollectiveArgs a;
-      try {
-        const Reduction r(op, pre, post);
-        a = in_place_allreduce(writable_host_tensor(t.ptr(), "tensor"), static_cast<int>(r.op),
-                               r.pre, r.post);
-      } catch (...) {
-        fail_call(&c, CollectiveKind::kAllreduce, "");
-      }
-      {
+  m.def(
+      "_allreduce",
+      [](py::object t, py::object out, py::object op, py::object pre, py::object post, bool inplace, bool async,
+         py::object name) -> py::object {
+        if (inplace && !async && name.is_none()) {
+          // The latency-bound path (small blocking in-place allreduces in
+          // loops): no Prepared, no result callback.
+          ringcc::Communicator& c = comm();
+          CollectiveArgs a;
+          try {
+            const Reduction r(op, pre, post);
+            a = in_place_allreduce(writable_host_tensor(t.ptr(), "tensor"), static_cast<int>(r.op), r.pre, r.post);
+          } catch (...) {
+            fail_call(&c, CollectiveKind::kAllreduce, "");
+          }
+          {
+            BlockingCall call;
+            c.run(a);
+          }
+          return t;
+        }
+        return do_allreduce(comm(), t, out, op, pre, post, inplace, async, name);
+      },
+      py::arg("tensor"), py::arg("out"), py::arg("op"), py::arg("pre"), py::arg("post"), py::arg("inplace"),
+      py::arg("async_op"), py::arg("name") = py::none());
+  m.def(
+      "_broadcast",
+      [](py::object t, py::object out, py::object root, bool inplace, bool async, py::object name) {
+        return do_broadcast(comm(), t, out, root, inplace, async, name);
+      },
+      py::arg("tensor"), py::arg("out"), py::arg("root"), py::arg("inplace"), py::arg("async_op"),
+      py::arg("name") = py::none());
+  m.def(
+      "_allgather",
+      [](py::object t, py::object out, bool async, py::object name) {
+        return do_allgather(comm(), t, out, async, name);
+      },
+      py::arg("tensor"), py::arg("out"), py::arg("async_op"), py::arg("name") = py::none());
+  m.def(
+      "_reduce_scatter",
+      [](py::object t, py::object out, py::object op, py::object pre, py::object post, bool async, py::object name) {
+        return do_reduce_scatter(comm(), t, out, op, pre, post, async, name);
+      },
+      py::arg("tensor"), py::arg("out"), py::arg("op"), py::arg("pre"), py::arg("post"), py::arg("async_op"),
+      py::arg("name") = py::none());
+  m.def(
+      "_alltoall",
+      [](py::object t, py::object splits, py::object out, bool async, py::object name) {
+        return do_alltoall(comm(), t, splits, out, async, name);
+      },
+      py::arg("tensor"), py::arg("splits"), py::arg("out"), py::arg("async_op"), py::arg("name") = py::none());
+  m.def(
+      "_fail_call",
+      [](const std::string& kind, const std::string& message, py::object name) {
+        // The name is checked as the collectives check it; a bad one leaves
+        // the call unnamed (it fails in issue order).
+        std::string named;
+        try {
+          named = name_of(name);
+        } catch (...) {
+        }
+        std::shared_ptr<ringcc::Communicator> c = g_comm;
+        report_failed_call(c.get(), kind_of(kind), message, named);
+      },
+      py::arg("kind"), py::arg("message"), py::arg("name") = py::none(),
+      "For adapters whose own argument checks failed: takes part in the call as a failed\n"
+      "participant (in issue order on ringcc.init()'s communicator, or under `name` in the\n"
+      "engine), so that the peers raise MismatchError naming this rank and `message` for\n"
+      "that call. Returns at once; nothing before init().");
+  m.def(
+      "join",
+      [] {
+        std::shared_ptr<ringcc::Work> work = engine().join();
         BlockingCall call;
-        c.run(a);
-      }
-      return t;
-    }
-    return do_allreduce(comm(), t, out, op, pre, post, inplace, async, name);
-  }, py::arg("tensor"), py::arg("out"), py::arg("op"), py::arg("pre"), py::arg("post"),
-     py::arg("inplace"), py::arg("async_op"), py::arg("name") = py::none());
-  m.def("_broadcast", [](py::object t, py::object out, py::object root, bool inplace, bool async,
-                         py::object name) {
-    return do_broadcast(comm(), t, out, root, inplace, async, name);
-  }, py::arg("tensor"), py::arg("out"), py::arg("root"), py::arg("inplace"), py::arg("async_op"),
-     py::arg("name") = py::none());
-  m.def("_allgather", [](py::object t, py::object out, bool async, py::object name) {
-    return do_allgather(comm(), t, out, async, name);
-  }, py::arg("tensor"), py::arg("out"), py::arg("async_op"), py::arg("name") = py::none());
-  m.def("_reduce_scatter", [](py::object t, py::object out, py::object op, py::object pre,
-                              py::object post, bool async, py::object name) {
-    return do_reduce_scatter(comm(), t, out, op, pre, post, async, name);
-  }, py::arg("tensor"), py::arg("out"), py::arg("op"), py::arg("pre"), py::arg("post"),
-     py::arg("async_op"), py::arg("name") = py::none());
-  m.def("_alltoall", [](py::object t, py::object splits, py::object out, bool async,
-                        py::object name) {
-    return do_alltoall(comm(), t, splits, out, async, name);
-  }, py::arg("tensor"), py::arg("splits"), py::arg("out"), py::arg("async_op"),
-     py::arg("name") = py::none());
-  m.def("_fail_call", [](const std::string& kind, const std::string& message, py::object name) {
-    // The name is checked as the collectives check it; a bad one leaves
-    // the call unnamed (it fails in issue order).
-    std::string named;
-    try {
-      named = name_of(name);
-    } catch (...) {
-    }
-    std::shared_ptr<ringcc::Communicator> c = g_comm;
-    report_failed_call(c.get(), kind_of(kind), message, named);
-  }, py::arg("kind"), py::arg("message"), py::arg("name") = py::none(),
-     "For adapters whose own argument checks failed: takes part in the call as a failed\n"
-     "participant (in issue order on ringcc.init()'s communicator, or under `name` in the\n"
-     "engine), so that the peers raise MismatchError naming this rank and `message` for\n"
-     "that call. Returns at once; nothing before init().");
-  m.def("join", [] {
-    std::shared_ptr<ringcc::Work> work = engine().join();
-    BlockingCall call;
-    work->wait(-1);
-    return work->list()[0].result_count;
-  }, "Blocks until every rank has joined; meanwhile this rank takes part in the others'\n"
-     "named collectives with zeros. Returns the last rank to join.");
+        work->wait(-1);
+        return work->list()[0].result_count;
+      },
+      "Blocks until every rank has joined; meanwhile this rank takes part in the others'\n"
+      "named collectives with zeros. Returns the last rank to join.");
   m.def("start_timeline", [](const std::string& path) { engine().start_timeline(path); });
   m.def("stop_timeline", [] { engine().stop_timeline(); });
   m.def("engine_stats", [] {
@@ -1574,10 +1602,10 @@ void bind_module_collectives(py::module_& m) {
     return d;
   });
   m.def("_barrier", [](bool async) { return do_barrier(comm(), async); });
-  m.def("_grouped_allreduce", [](py::object ts, py::object op, py::object pre, py::object post,
-                                 bool inplace, bool async) {
-    return do_grouped_allreduce(comm(), ts, op, pre, post, inplace, async);
-  });
+  m.def("_grouped_allreduce",
+        [](py::object ts, py::object op, py::object pre, py::object post, bool inplace, bool async) {
+          return do_grouped_allreduce(comm(), ts, op, pre, post, inplace, async);
+        });
 }
 
 }  // namespace

@@ -5,9 +5,9 @@
 #include <memory>
 #include <string>
 
+#include "core/base/error.h"
 #include "core/device/cuda_device.h"
 #include "core/device/gpu_libraries.h"
-#include "core/base/error.h"
 
 namespace py = pybind11;
 using ringcc::ErrorKind;
@@ -19,8 +19,15 @@ namespace {
 py::module_ gpu_arrays() { return py::module_::import("ringcc.gpu_arrays"); }
 
 // DLPack's ABI (see buffer_view.cc).
-struct DLDevice { int32_t device_type; int32_t device_id; };
-struct DLDataType { uint8_t code; uint8_t bits; uint16_t lanes; };
+struct DLDevice {
+  int32_t device_type;
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+};
 struct DLTensor {
   void* data;
   DLDevice device;
@@ -41,10 +48,14 @@ DLDataType dlpack_type(ringcc::DataType dtype) {
   switch (dtype) {
     case ringcc::DataType::kFloat16:
     case ringcc::DataType::kFloat32:
-    case ringcc::DataType::kFloat64: return {2, bits, 1};
-    case ringcc::DataType::kBFloat16: return {4, bits, 1};
-    case ringcc::DataType::kUInt8: return {1, bits, 1};
-    default: return {0, bits, 1};
+    case ringcc::DataType::kFloat64:
+      return {2, bits, 1};
+    case ringcc::DataType::kBFloat16:
+      return {4, bits, 1};
+    case ringcc::DataType::kUInt8:
+      return {1, bits, 1};
+    default:
+      return {0, bits, 1};
   }
 }
 
@@ -191,10 +202,13 @@ void bind_device_arrays(py::module_& m) {
       .def_property_readonly("device", [](const DeviceArray& a) { return a.memory->device; })
       .def_property_readonly("data_ptr", [](const DeviceArray& a) { return a.memory->ptr; })
       .def("__dlpack_device__", [](const DeviceArray& a) { return py::make_tuple(2, a.memory->device); })
-      .def("__dlpack__", [](const DeviceArray& a, py::object stream, py::kwargs) {
-             order_after(a, stream);
-             return export_capsule(a);
-           }, py::arg("stream") = py::none())
+      .def(
+          "__dlpack__",
+          [](const DeviceArray& a, py::object stream, py::kwargs) {
+            order_after(a, stream);
+            return export_capsule(a);
+          },
+          py::arg("stream") = py::none())
       .def_property_readonly("__cuda_array_interface__", [](const DeviceArray& a) {
         static const char* typestr[] = {"<f2", "<V2", "<f4", "<f8", "|i1", "|u1", "<i4", "<i8"};
         py::dict d;

@@ -42,8 +42,8 @@ void require_cuda_driver(const char* what);
 // A new CUDA array of `shape` and `dtype` on `device`, of the same library
 // as `like` where ringcc knows how (torch, CuPy), else ringcc's own
 // DeviceArray (DLPack and __cuda_array_interface__).
-pybind11::object new_device_array(pybind11::handle like, const std::vector<int64_t>& shape,
-                                  ringcc::DataType dtype, int device, void* stream);
+pybind11::object new_device_array(pybind11::handle like, const std::vector<int64_t>& shape, ringcc::DataType dtype,
+                                  int device, void* stream);
 
 void bind_device_arrays(pybind11::module_& m);
 

@@ -6,12 +6,12 @@
 #include <pybind11/stl.h>
 
 #include "bindings/device_arrays.h"
+#include "core/backends/registry.h"
+#include "core/base/error.h"
 #include "core/device/cuda_device.h"
 #include "core/device/gpu_libraries.h"
 #include "core/device/gpu_report.h"
 #include "core/device/kernel_cache.h"
-#include "core/backends/registry.h"
-#include "core/base/error.h"
 
 namespace py = pybind11;
 using ringcc::device::GpuLibrary;
@@ -24,8 +24,7 @@ GpuLibrary library_of(const std::string& name) {
   if (name == "cuda") return GpuLibrary::kCuda;
   if (name == "nccl") return GpuLibrary::kNccl;
   if (name == "nvrtc") return GpuLibrary::kNvrtc;
-  ringcc::raise(ringcc::ErrorKind::kInvalidArgument, "unknown GPU library '", name,
-                "' (cuda, nccl or nvrtc)");
+  ringcc::raise(ringcc::ErrorKind::kInvalidArgument, "unknown GPU library '", name, "' (cuda, nccl or nvrtc)");
 }
 
 py::dict info_dict(const ringcc::device::GpuLibraryInfo& info, GpuLibrary which) {
@@ -57,47 +56,58 @@ py::dict device_dict(const ringcc::device::DeviceProperties& p) {
 
 void bind_device(py::module_& m) {
   bind_device_arrays(m);
-  m.def("_set_gpu_library_dirs", [](const std::string& which, const std::vector<std::string>& paths) {
-    ringcc::device::set_library_dirs(library_of(which), paths);
-  }, "Candidate library paths the package found (wheels, torch) for 'cuda', 'nccl' or 'nvrtc'.");
-  m.def("_gpu_library_candidates", [](const std::string& which) {
-    return ringcc::device::library_candidates(library_of(which));
-  });
-  m.def("_gpu_library_info", [](const std::string& which) {
-    const GpuLibrary lib = library_of(which);
-    ringcc::device::GpuLibraryInfo info;
-    {
-      py::gil_scoped_release release;
-      info = ringcc::device::library_info(lib);
-    }
-    return info_dict(info, lib);
-  }, "Searches once for 'cuda', 'nccl' or 'nvrtc' and says what was found.");
-  m.def("_probe_gpu_library", [](const std::string& which, const std::vector<std::string>& candidates) {
-    const GpuLibrary lib = library_of(which);
-    ringcc::device::GpuLibraryInfo info;
-    {
-      py::gil_scoped_release release;
-      info = ringcc::device::probe_library(lib, candidates);
-    }
-    return info_dict(info, lib);
-  }, "Tries these candidates only, without changing the library ringcc uses.");
-  m.def("_cuda_info", [] {
-    py::dict d = info_dict(ringcc::device::library_info(GpuLibrary::kCuda), GpuLibrary::kCuda);
-    py::list devices;
-    const ringcc::device::CudaDriverState state = ringcc::device::cuda_driver_state();
-    d["initialized"] = state.initialized;
-    if (d["found"].cast<bool>() && !state.initialized) d["error"] = state.error;
-    if (state.initialized) {
-      std::vector<ringcc::device::DeviceProperties> props;
-      {
-        py::gil_scoped_release release;
-        props = ringcc::device::list_devices();
-      }
-      for (const auto& p : props) devices.append(device_dict(p));
-    }
-    d["devices"] = devices;
-    return d;
-  }, "The CUDA driver ringcc found, its version and its devices.");
+  m.def(
+      "_set_gpu_library_dirs",
+      [](const std::string& which, const std::vector<std::string>& paths) {
+        ringcc::device::set_library_dirs(library_of(which), paths);
+      },
+      "Candidate library paths the package found (wheels, torch) for 'cuda', 'nccl' or 'nvrtc'.");
+  m.def("_gpu_library_candidates",
+        [](const std::string& which) { return ringcc::device::library_candidates(library_of(which)); });
+  m.def(
+      "_gpu_library_info",
+      [](const std::string& which) {
+        const GpuLibrary lib = library_of(which);
+        ringcc::device::GpuLibraryInfo info;
+        {
+          py::gil_scoped_release release;
+          info = ringcc::device::library_info(lib);
+        }
+        return info_dict(info, lib);
+      },
+      "Searches once for 'cuda', 'nccl' or 'nvrtc' and says what was found.");
+  m.def(
+      "_probe_gpu_library",
+      [](const std::string& which, const std::vector<std::string>& candidates) {
+        const GpuLibrary lib = library_of(which);
+        ringcc::device::GpuLibraryInfo info;
+        {
+          py::gil_scoped_release release;
+          info = ringcc::device::probe_library(lib, candidates);
+        }
+        return info_dict(info, lib);
+      },
+      "Tries these candidates only, without changing the library ringcc uses.");
+  m.def(
+      "_cuda_info",
+      [] {
+        py::dict d = info_dict(ringcc::device::library_info(GpuLibrary::kCuda), GpuLibrary::kCuda);
+        py::list devices;
+        const ringcc::device::CudaDriverState state = ringcc::device::cuda_driver_state();
+        d["initialized"] = state.initialized;
+        if (d["found"].cast<bool>() && !state.initialized) d["error"] = state.error;
+        if (state.initialized) {
+          std::vector<ringcc::device::DeviceProperties> props;
+          {
+            py::gil_scoped_release release;
+            props = ringcc::device::list_devices();
+          }
+          for (const auto& p : props) devices.append(device_dict(p));
+        }
+        d["devices"] = devices;
+        return d;
+      },
+      "The CUDA driver ringcc found, its version and its devices.");
   // The device backend the registry chooses (core/backends/registry.h) for
   // a list of ranks' reports: {"host", "uuid", "nccl", "nvrtc", "forced"} each.
   m.def("_choose_gpu_backend", [](const py::list& ranks) {
@@ -122,20 +132,23 @@ void bind_device(py::module_& m) {
   // For the tests of the kernels (NVRTC works without a GPU): compile with
   // the NVRTC at `path` for each of `archs` (empty: every architecture it
   // supports); returns {arch: PTX text}.
-  m.def("_compile_kernels_with", [](const std::string& path, std::vector<int> archs, bool cubin) {
-    py::dict out;
-    std::vector<std::pair<int, std::string>> images;
-    {
-      py::gil_scoped_release release;
-      const ringcc::nvrtc::NvrtcApi api = ringcc::device::open_nvrtc(path);
-      if (archs.empty()) archs = ringcc::device::nvrtc_supported_archs(api);
-      for (int arch : archs) {
-        images.emplace_back(arch, ringcc::device::compile_kernels(api, arch, cubin).bytes);
-      }
-    }
-    for (auto& [arch, bytes] : images) out[py::int_(arch)] = py::bytes(bytes);
-    return out;
-  }, py::arg("path"), py::arg("archs") = std::vector<int>{}, py::arg("cubin") = false);
+  m.def(
+      "_compile_kernels_with",
+      [](const std::string& path, std::vector<int> archs, bool cubin) {
+        py::dict out;
+        std::vector<std::pair<int, std::string>> images;
+        {
+          py::gil_scoped_release release;
+          const ringcc::nvrtc::NvrtcApi api = ringcc::device::open_nvrtc(path);
+          if (archs.empty()) archs = ringcc::device::nvrtc_supported_archs(api);
+          for (int arch : archs) {
+            images.emplace_back(arch, ringcc::device::compile_kernels(api, arch, cubin).bytes);
+          }
+        }
+        for (auto& [arch, bytes] : images) out[py::int_(arch)] = py::bytes(bytes);
+        return out;
+      },
+      py::arg("path"), py::arg("archs") = std::vector<int>{}, py::arg("cubin") = false);
 }
 
 }  // namespace ringcc_py

@@ -96,31 +96,26 @@ void set_python_error() {
 
 void bind_errors(py::module_& m) {
   using ringcc::ErrorKind;
-  PyObject* base = make_class(m, "RingccError", PyExc_Exception,
-                              "Base class of every error ringcc raises.");
-  auto with = [&](PyObject* builtin) {
-    return PyTuple_Pack(2, base, builtin);
-  };
-  g_classes[static_cast<int>(ErrorKind::kNotInitialized)] = make_class(
-      m, "NotInitializedError", with(PyExc_RuntimeError),
-      "A collective was called before ringcc.init() or after ringcc.shutdown().");
-  g_classes[static_cast<int>(ErrorKind::kInvalidArgument)] = make_class(
-      m, "InvalidArgumentError", with(PyExc_ValueError),
-      "An argument is unusable: non-contiguous memory, read-only or mis-sized output, bad root.");
-  g_classes[static_cast<int>(ErrorKind::kUnsupportedType)] = make_class(
-      m, "UnsupportedTypeError", with(PyExc_TypeError),
-      "A dtype or object type ringcc cannot communicate.");
-  g_classes[static_cast<int>(ErrorKind::kMismatch)] = make_class(
-      m, "MismatchError", with(PyExc_ValueError),
-      "Ranks disagree on the collective, dtype, size or root. Raised on every rank.");
-  g_classes[static_cast<int>(ErrorKind::kPeerFailure)] = make_class(
-      m, "PeerFailureError", with(PyExc_RuntimeError),
-      "A peer died, closed its connection or aborted; the communicator is unusable.");
-  g_classes[static_cast<int>(ErrorKind::kTimeout)] = make_class(
-      m, "TimeoutError", with(PyExc_TimeoutError),
-      "A bounded wait ran out (RINGCC_TIMEOUT_S).");
-  g_classes[static_cast<int>(ErrorKind::kInternal)] = make_class(
-      m, "InternalError", with(PyExc_RuntimeError), "A system call failed inside ringcc.");
+  PyObject* base = make_class(m, "RingccError", PyExc_Exception, "Base class of every error ringcc raises.");
+  auto with = [&](PyObject* builtin) { return PyTuple_Pack(2, base, builtin); };
+  g_classes[static_cast<int>(ErrorKind::kNotInitialized)] =
+      make_class(m, "NotInitializedError", with(PyExc_RuntimeError),
+                 "A collective was called before ringcc.init() or after ringcc.shutdown().");
+  g_classes[static_cast<int>(ErrorKind::kInvalidArgument)] =
+      make_class(m, "InvalidArgumentError", with(PyExc_ValueError),
+                 "An argument is unusable: non-contiguous memory, read-only or mis-sized output, bad root.");
+  g_classes[static_cast<int>(ErrorKind::kUnsupportedType)] =
+      make_class(m, "UnsupportedTypeError", with(PyExc_TypeError), "A dtype or object type ringcc cannot communicate.");
+  g_classes[static_cast<int>(ErrorKind::kMismatch)] =
+      make_class(m, "MismatchError", with(PyExc_ValueError),
+                 "Ranks disagree on the collective, dtype, size or root. Raised on every rank.");
+  g_classes[static_cast<int>(ErrorKind::kPeerFailure)] =
+      make_class(m, "PeerFailureError", with(PyExc_RuntimeError),
+                 "A peer died, closed its connection or aborted; the communicator is unusable.");
+  g_classes[static_cast<int>(ErrorKind::kTimeout)] =
+      make_class(m, "TimeoutError", with(PyExc_TimeoutError), "A bounded wait ran out (RINGCC_TIMEOUT_S).");
+  g_classes[static_cast<int>(ErrorKind::kInternal)] =
+      make_class(m, "InternalError", with(PyExc_RuntimeError), "A system call failed inside ringcc.");
 
   py::register_exception_translator([](std::exception_ptr p) {
     try {

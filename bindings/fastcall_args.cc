@@ -4,19 +4,18 @@
 
 namespace ringcc_py {
 
-FastcallParams::FastcallParams(const char* func, std::initializer_list<const char*> names,
-                               int positional, int required)
+FastcallParams::FastcallParams(const char* func, std::initializer_list<const char*> names, int positional, int required)
     : func_(func), positional_(positional), required_(required) {
   for (const char* n : names) names_.push_back(PyUnicode_InternFromString(n));
 }
 
-bool FastcallParams::bind_impl(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
-                               PyObject*** out, size_t n_out, bool raise) const {
+bool FastcallParams::bind_impl(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, PyObject*** out,
+                               size_t n_out, bool raise) const {
   const Py_ssize_t n = static_cast<Py_ssize_t>(n_out);
   if (nargs > positional_) {
     if (raise) {
-      PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional argument%s (%zd given)",
-                   func_, positional_, positional_ == 1 ? "" : "s", nargs);
+      PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional argument%s (%zd given)", func_, positional_,
+                   positional_ == 1 ? "" : "s", nargs);
     }
     return false;
   }
@@ -52,8 +51,7 @@ bool FastcallParams::bind_impl(PyObject* const* args, Py_ssize_t nargs, PyObject
   for (int j = 0; j < required_; ++j) {
     if (!given[j]) {
       if (raise) {
-        PyErr_Format(PyExc_TypeError, "%s() missing required argument '%U'", func_,
-                     names_[static_cast<size_t>(j)]);
+        PyErr_Format(PyExc_TypeError, "%s() missing required argument '%U'", func_, names_[static_cast<size_t>(j)]);
       }
       return false;
     }

@@ -16,8 +16,7 @@ class FastcallParams {
   // func names the function in errors; names lists its parameters in
   // order, of which the first `positional` may come by position and the
   // first `required` must be given.
-  FastcallParams(const char* func, std::initializer_list<const char*> names, int positional,
-                 int required);
+  FastcallParams(const char* func, std::initializer_list<const char*> names, int positional, int required);
 
   // Stores each given argument (borrowed) into its slot; slots of
   // parameters not given keep what they held. On bad arguments: false with
@@ -35,8 +34,8 @@ class FastcallParams {
   }
 
  private:
-  bool bind_impl(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, PyObject*** out,
-                 size_t n_out, bool raise) const;
+  bool bind_impl(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, PyObject*** out, size_t n_out,
+                 bool raise) const;
 
   const char* func_;
   std::vector<PyObject*> names_;  // interned, never released

@@ -4,8 +4,8 @@
 
 #include <memory>
 
-#include "core/communicator.h"
 #include "core/collective/work.h"
+#include "core/communicator.h"
 
 namespace ringcc_py {
 

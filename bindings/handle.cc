@@ -16,8 +16,7 @@ namespace ringcc_py {
 namespace {
 
 struct HandleObject {
-  PyObject_HEAD
-  HandleState state;
+  PyObject_HEAD HandleState state;
 };
 
 PyTypeObject* g_type = nullptr;
@@ -88,8 +87,7 @@ py::object wait_for(HandleState& h, double timeout) {
 }
 
 PyObject* handle_new(PyTypeObject*, PyObject*, PyObject*) {
-  PyErr_SetString(PyExc_TypeError,
-                  "ringcc.Handle cannot be created directly: the *_async collectives return one");
+  PyErr_SetString(PyExc_TypeError, "ringcc.Handle cannot be created directly: the *_async collectives return one");
   return nullptr;
 }
 
@@ -132,8 +130,7 @@ PyObject* handle_repr(PyObject* self) {
 }
 
 PyMethodDef g_methods[] = {
-    {"wait", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(handle_wait)),
-     METH_FASTCALL | METH_KEYWORDS,
+    {"wait", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(handle_wait)), METH_FASTCALL | METH_KEYWORDS,
      "wait(timeout=None)\n--\n\n"
      "Blocks until the collective completes and returns its result; raises its error."},
     {"done", handle_done, METH_NOARGS, "True once the collective has completed (or failed)."},
@@ -202,8 +199,7 @@ void bind_handle(py::module_& m) {
       {Py_tp_doc, const_cast<char*>("A collective in flight: wait() for its result, done() to poll.")},
       {0, nullptr},
   };
-  PyType_Spec spec = {"ringcc.Handle", static_cast<int>(sizeof(HandleObject)), 0,
-                      Py_TPFLAGS_DEFAULT, slots};
+  PyType_Spec spec = {"ringcc.Handle", static_cast<int>(sizeof(HandleObject)), 0, Py_TPFLAGS_DEFAULT, slots};
   PyObject* type = PyType_FromSpec(&spec);
   if (!type) throw py::error_already_set();
   g_type = reinterpret_cast<PyTypeObject*>(type);

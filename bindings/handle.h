@@ -22,8 +22,8 @@ struct HandleState {
   // the result is known up front (fixed_result: an in-place call returns
   // its own tensor).
   std::vector<std::unique_ptr<Prepared>> preps;
-  bool grouped = false;       // the result is a list, one per Prepared
-  bool named = false;         // enqueued to the engine: nudge it before blocking
+  bool grouped = false;  // the result is a list, one per Prepared
+  bool named = false;    // enqueued to the engine: nudge it before blocking
   bool fixed_result = false;
   bool finished = false;
   pybind11::object result = pybind11::none();

@@ -42,14 +42,22 @@ namespace {
 // since XLA reports every handler error as its own exception type).
 const char* error_class(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kInvalidArgument: return "ringcc.InvalidArgumentError";
-    case ErrorKind::kUnsupportedType: return "ringcc.UnsupportedTypeError";
-    case ErrorKind::kMismatch: return "ringcc.MismatchError";
-    case ErrorKind::kPeerFailure: return "ringcc.PeerFailureError";
-    case ErrorKind::kTimeout: return "ringcc.TimeoutError";
-    case ErrorKind::kNotInitialized: return "ringcc.NotInitializedError";
-    case ErrorKind::kInternal: return "ringcc.InternalError";
-    case ErrorKind::kInterrupted: return "KeyboardInterrupt";
+    case ErrorKind::kInvalidArgument:
+      return "ringcc.InvalidArgumentError";
+    case ErrorKind::kUnsupportedType:
+      return "ringcc.UnsupportedTypeError";
+    case ErrorKind::kMismatch:
+      return "ringcc.MismatchError";
+    case ErrorKind::kPeerFailure:
+      return "ringcc.PeerFailureError";
+    case ErrorKind::kTimeout:
+      return "ringcc.TimeoutError";
+    case ErrorKind::kNotInitialized:
+      return "ringcc.NotInitializedError";
+    case ErrorKind::kInternal:
+      return "ringcc.InternalError";
+    case ErrorKind::kInterrupted:
+      return "KeyboardInterrupt";
   }
   return "ringcc.RingccError";
 }
@@ -58,12 +66,18 @@ ffi::ErrorCode error_code(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::kInvalidArgument:
     case ErrorKind::kUnsupportedType:
-    case ErrorKind::kMismatch: return ffi::ErrorCode::kInvalidArgument;
-    case ErrorKind::kPeerFailure: return ffi::ErrorCode::kAborted;
-    case ErrorKind::kTimeout: return ffi::ErrorCode::kDeadlineExceeded;
-    case ErrorKind::kNotInitialized: return ffi::ErrorCode::kFailedPrecondition;
-    case ErrorKind::kInternal: return ffi::ErrorCode::kInternal;
-    case ErrorKind::kInterrupted: return ffi::ErrorCode::kCancelled;
+    case ErrorKind::kMismatch:
+      return ffi::ErrorCode::kInvalidArgument;
+    case ErrorKind::kPeerFailure:
+      return ffi::ErrorCode::kAborted;
+    case ErrorKind::kTimeout:
+      return ffi::ErrorCode::kDeadlineExceeded;
+    case ErrorKind::kNotInitialized:
+      return ffi::ErrorCode::kFailedPrecondition;
+    case ErrorKind::kInternal:
+      return ffi::ErrorCode::kInternal;
+    case ErrorKind::kInterrupted:
+      return ffi::ErrorCode::kCancelled;
   }
   return ffi::ErrorCode::kInternal;
 }
@@ -75,15 +89,32 @@ ffi::Error to_ffi_error(const ringcc::Error& e) {
 // The core's dtype for an XLA element type; false when the core has none.
 bool core_dtype(ffi::DataType t, ringcc::DataType* out) {
   switch (t) {
-    case ffi::DataType::F16: *out = ringcc::DataType::kFloat16; return true;
-    case ffi::DataType::BF16: *out = ringcc::DataType::kBFloat16; return true;
-    case ffi::DataType::F32: *out = ringcc::DataType::kFloat32; return true;
-    case ffi::DataType::F64: *out = ringcc::DataType::kFloat64; return true;
-    case ffi::DataType::S8: *out = ringcc::DataType::kInt8; return true;
-    case ffi::DataType::U8: *out = ringcc::DataType::kUInt8; return true;
-    case ffi::DataType::S32: *out = ringcc::DataType::kInt32; return true;
-    case ffi::DataType::S64: *out = ringcc::DataType::kInt64; return true;
-    default: return false;
+    case ffi::DataType::F16:
+      *out = ringcc::DataType::kFloat16;
+      return true;
+    case ffi::DataType::BF16:
+      *out = ringcc::DataType::kBFloat16;
+      return true;
+    case ffi::DataType::F32:
+      *out = ringcc::DataType::kFloat32;
+      return true;
+    case ffi::DataType::F64:
+      *out = ringcc::DataType::kFloat64;
+      return true;
+    case ffi::DataType::S8:
+      *out = ringcc::DataType::kInt8;
+      return true;
+    case ffi::DataType::U8:
+      *out = ringcc::DataType::kUInt8;
+      return true;
+    case ffi::DataType::S32:
+      *out = ringcc::DataType::kInt32;
+      return true;
+    case ffi::DataType::S64:
+      *out = ringcc::DataType::kInt64;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -118,8 +149,7 @@ ffi::Error fail_locally(CollectiveKind kind, const std::string& why) {
   ffi::Error peers = run(failed);
   (void)peers;
   return ffi::Error(ffi::ErrorCode::kInvalidArgument,
-                    std::string("ringcc.InvalidArgumentError: ") + ringcc::collective_name(kind) +
-                        ": " + why);
+                    std::string("ringcc.InvalidArgumentError: ") + ringcc::collective_name(kind) + ": " + why);
 }
 
 // Fills the input side of args from x; on failure returns the reason.
@@ -153,9 +183,9 @@ std::string set_place(CollectiveArgs& a, const Place& place, const void* any_buf
   try {
     const ringcc::cuda::DriverApi& api = ringcc::device::cuda_driver("a JAX array on a CUDA device");
     int ordinal = -1;
-    if (!any_buffer ||
-        api.cuPointerGetAttribute(&ordinal, ringcc::cuda::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                  reinterpret_cast<ringcc::cuda::CUdeviceptr>(any_buffer)) != ringcc::cuda::CUDA_SUCCESS) {
+    if (!any_buffer || api.cuPointerGetAttribute(&ordinal, ringcc::cuda::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                                 reinterpret_cast<ringcc::cuda::CUdeviceptr>(any_buffer)) !=
+                           ringcc::cuda::CUDA_SUCCESS) {
       ringcc::cuda::CUdevice device = -1;
       if (api.cuCtxGetDevice(&device) != ringcc::cuda::CUDA_SUCCESS) {
         return "cannot tell the CUDA device of the buffers (no pointer attribute, no current context)";
@@ -173,15 +203,14 @@ std::string set_place(CollectiveArgs& a, const Place& place, const void* any_buf
 
 ffi::Error check_result(CollectiveArgs& a, const char* what) {
   if (a.result_count != a.out_count) {
-    return ffi::Error::Internal(std::string("ringcc: ") + what + " produced " +
-                                std::to_string(a.result_count) + " elements for an output of " +
-                                std::to_string(a.out_count));
+    return ffi::Error::Internal(std::string("ringcc: ") + what + " produced " + std::to_string(a.result_count) +
+                                " elements for an output of " + std::to_string(a.out_count));
   }
   return ffi::Error::Success();
 }
 
-ffi::Error Allreduce(const Place& place, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y, int64_t op,
-                     double prescale, double postscale) {
+ffi::Error Allreduce(const Place& place, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y, int64_t op, double prescale,
+                     double postscale) {
   CollectiveArgs a;
   a.kind = CollectiveKind::kAllreduce;
   std::string why = fill_input(a, x);
@@ -238,9 +267,8 @@ ffi::Error Alltoall(const Place& place, ffi::AnyBuffer x, ffi::Result<ffi::AnyBu
   if (!why.empty()) return fail_locally(a.kind, why);
   const int64_t rows = a.count / a.row_elems;
   if (nranks < 1 || rows % nranks != 0) {
-    return fail_locally(a.kind, "the first dimension (" + std::to_string(rows) +
-                                    ") does not divide evenly over " + std::to_string(nranks) +
-                                    " ranks");
+    return fail_locally(a.kind, "the first dimension (" + std::to_string(rows) + ") does not divide evenly over " +
+                                    std::to_string(nranks) + " ranks");
   }
   // Equal splits: rows / n rows to each rank (the core checks n == size).
   a.send_counts.assign(static_cast<size_t>(nranks), rows / nranks * a.row_elems);
@@ -309,8 +337,7 @@ ffi::Error FailImpl(ffi::Token, ffi::Result<ffi::AnyBuffer>, ffi::Result<ffi::To
   ffi::Error peers = run(failed);
   (void)peers;  // this rank's own error is the one it found
   return ffi::Error(ffi::ErrorCode::kInvalidArgument,
-                    error_class.empty() ? std::string(reason)
-                                        : std::string(error_class) + ": " + std::string(reason));
+                    error_class.empty() ? std::string(reason) : std::string(error_class) + ": " + std::string(reason));
 }
 
 }  // namespace
@@ -325,20 +352,14 @@ XLA_FFI_DEFINE_HANDLER(kRingccAllreduce, AllreduceImpl,
                            .Attr<double>("prescale")
                            .Attr<double>("postscale"));
 
-XLA_FFI_DEFINE_HANDLER(kRingccBroadcast, BroadcastImpl,
-                       ffi::Ffi::Bind()
-                           .Arg<ffi::AnyBuffer>()
-                           .Arg<ffi::Token>()
-                           .Ret<ffi::AnyBuffer>()
-                           .Ret<ffi::Token>()
-                           .Attr<int64_t>("root"));
+XLA_FFI_DEFINE_HANDLER(
+    kRingccBroadcast, BroadcastImpl,
+    ffi::Ffi::Bind().Arg<ffi::AnyBuffer>().Arg<ffi::Token>().Ret<ffi::AnyBuffer>().Ret<ffi::Token>().Attr<int64_t>(
+        "root"));
 
-XLA_FFI_DEFINE_HANDLER(kRingccAllgather, AllgatherImpl,
-                       ffi::Ffi::Bind()
-                           .Arg<ffi::AnyBuffer>()
-                           .Arg<ffi::Token>()
-                           .Ret<ffi::AnyBuffer>()
-                           .Ret<ffi::Token>());
+XLA_FFI_DEFINE_HANDLER(
+    kRingccAllgather, AllgatherImpl,
+    ffi::Ffi::Bind().Arg<ffi::AnyBuffer>().Arg<ffi::Token>().Ret<ffi::AnyBuffer>().Ret<ffi::Token>());
 
 XLA_FFI_DEFINE_HANDLER(kRingccReduceScatter, ReduceScatterImpl,
                        ffi::Ffi::Bind()
@@ -350,13 +371,10 @@ XLA_FFI_DEFINE_HANDLER(kRingccReduceScatter, ReduceScatterImpl,
                            .Attr<double>("prescale")
                            .Attr<double>("postscale"));
 
-XLA_FFI_DEFINE_HANDLER(kRingccAlltoall, AlltoallImpl,
-                       ffi::Ffi::Bind()
-                           .Arg<ffi::AnyBuffer>()
-                           .Arg<ffi::Token>()
-                           .Ret<ffi::AnyBuffer>()
-                           .Ret<ffi::Token>()
-                           .Attr<int64_t>("nranks"));
+XLA_FFI_DEFINE_HANDLER(
+    kRingccAlltoall, AlltoallImpl,
+    ffi::Ffi::Bind().Arg<ffi::AnyBuffer>().Arg<ffi::Token>().Ret<ffi::AnyBuffer>().Ret<ffi::Token>().Attr<int64_t>(
+        "nranks"));
 
 // The CUDA platform's: the same, after XLA's stream.
 XLA_FFI_DEFINE_HANDLER(kRingccAllreduceCuda, AllreduceCudaImpl,
@@ -407,8 +425,7 @@ XLA_FFI_DEFINE_HANDLER(kRingccAlltoallCuda, AlltoallCudaImpl,
                            .Ret<ffi::Token>()
                            .Attr<int64_t>("nranks"));
 
-XLA_FFI_DEFINE_HANDLER(kRingccBarrier, BarrierImpl,
-                       ffi::Ffi::Bind().Arg<ffi::Token>().Ret<ffi::Token>());
+XLA_FFI_DEFINE_HANDLER(kRingccBarrier, BarrierImpl, ffi::Ffi::Bind().Arg<ffi::Token>().Ret<ffi::Token>());
 
 XLA_FFI_DEFINE_HANDLER(kRingccFail, FailImpl,
                        ffi::Ffi::Bind()
@@ -422,39 +439,41 @@ XLA_FFI_DEFINE_HANDLER(kRingccFail, FailImpl,
 namespace py = pybind11;
 
 void bind_jax_ffi(py::module_& m) {
-  m.def("jax_ffi_targets", [] {
-    py::dict d;
-    auto add = [&d](const char* name, XLA_FFI_Handler* fn) {
-      d[name] = py::capsule(reinterpret_cast<void*>(fn));
-    };
-    add("ringcc_allreduce", kRingccAllreduce);
-    add("ringcc_broadcast", kRingccBroadcast);
-    add("ringcc_allgather", kRingccAllgather);
-    add("ringcc_reduce_scatter", kRingccReduceScatter);
-    add("ringcc_alltoall", kRingccAlltoall);
-    add("ringcc_barrier", kRingccBarrier);
-    add("ringcc_fail", kRingccFail);
-    return d;
-  }, "XLA FFI handlers of ringcc.jax's collectives (CPU platform): name -> PyCapsule.");
-  m.def("jax_ffi_cuda_targets", [] {
-    py::dict d;
-    auto add = [&d](const char* name, XLA_FFI_Handler* fn) {
-      d[name] = py::capsule(reinterpret_cast<void*>(fn));
-    };
-    add("ringcc_allreduce", kRingccAllreduceCuda);
-    add("ringcc_broadcast", kRingccBroadcastCuda);
-    add("ringcc_allgather", kRingccAllgatherCuda);
-    add("ringcc_reduce_scatter", kRingccReduceScatterCuda);
-    add("ringcc_alltoall", kRingccAlltoallCuda);
-    // A barrier and a failed call move no device data: the same handlers.
-    add("ringcc_barrier", kRingccBarrier);
-    add("ringcc_fail", kRingccFail);
-    return d;
-  }, "XLA FFI handlers of ringcc.jax's collectives for the CUDA platform (on XLA's stream):\n"
-     "name -> PyCapsule.");
-  m.def("jax_ffi_api_version", [] {
-    return py::make_tuple(XLA_FFI_API_MAJOR, XLA_FFI_API_MINOR);
-  }, "The XLA FFI API version (major, minor) of the headers the handlers were built with.");
+  m.def(
+      "jax_ffi_targets",
+      [] {
+        py::dict d;
+        auto add = [&d](const char* name, XLA_FFI_Handler* fn) { d[name] = py::capsule(reinterpret_cast<void*>(fn)); };
+        add("ringcc_allreduce", kRingccAllreduce);
+        add("ringcc_broadcast", kRingccBroadcast);
+        add("ringcc_allgather", kRingccAllgather);
+        add("ringcc_reduce_scatter", kRingccReduceScatter);
+        add("ringcc_alltoall", kRingccAlltoall);
+        add("ringcc_barrier", kRingccBarrier);
+        add("ringcc_fail", kRingccFail);
+        return d;
+      },
+      "XLA FFI handlers of ringcc.jax's collectives (CPU platform): name -> PyCapsule.");
+  m.def(
+      "jax_ffi_cuda_targets",
+      [] {
+        py::dict d;
+        auto add = [&d](const char* name, XLA_FFI_Handler* fn) { d[name] = py::capsule(reinterpret_cast<void*>(fn)); };
+        add("ringcc_allreduce", kRingccAllreduceCuda);
+        add("ringcc_broadcast", kRingccBroadcastCuda);
+        add("ringcc_allgather", kRingccAllgatherCuda);
+        add("ringcc_reduce_scatter", kRingccReduceScatterCuda);
+        add("ringcc_alltoall", kRingccAlltoallCuda);
+        // A barrier and a failed call move no device data: the same handlers.
+        add("ringcc_barrier", kRingccBarrier);
+        add("ringcc_fail", kRingccFail);
+        return d;
+      },
+      "XLA FFI handlers of ringcc.jax's collectives for the CUDA platform (on XLA's stream):\n"
+      "name -> PyCapsule.");
+  m.def(
+      "jax_ffi_api_version", [] { return py::make_tuple(XLA_FFI_API_MAJOR, XLA_FFI_API_MINOR); },
+      "The XLA FFI API version (major, minor) of the headers the handlers were built with.");
 }
 
 #else  // !RINGCC_WITH_JAX_FFI
@@ -462,12 +481,13 @@ void bind_jax_ffi(py::module_& m) {
 namespace py = pybind11;
 
 void bind_jax_ffi(py::module_& m) {
-  m.def("jax_ffi_targets", [] { return py::dict(); },
-        "Empty: this build of ringcc has no XLA FFI handlers (built without jaxlib's headers).");
-  m.def("jax_ffi_cuda_targets", [] { return py::dict(); },
-        "Empty: this build of ringcc has no XLA FFI handlers (built without jaxlib's headers).");
-  m.def("jax_ffi_api_version", [] { return py::none(); },
-        "None: this build of ringcc has no XLA FFI handlers.");
+  m.def(
+      "jax_ffi_targets", [] { return py::dict(); },
+      "Empty: this build of ringcc has no XLA FFI handlers (built without jaxlib's headers).");
+  m.def(
+      "jax_ffi_cuda_targets", [] { return py::dict(); },
+      "Empty: this build of ringcc has no XLA FFI handlers (built without jaxlib's headers).");
+  m.def("jax_ffi_api_version", [] { return py::none(); }, "None: this build of ringcc has no XLA FFI handlers.");
 }
 
 #endif  // RINGCC_WITH_JAX_FFI

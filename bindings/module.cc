@@ -15,7 +15,7 @@ void bind_jax_ffi(py::module_& m);  // bindings/jax_ffi.cc: XLA FFI handlers for
 namespace ringcc_py {
 void bind_collectives(py::module_& m);
 void bind_device(py::module_& m);  // bindings/device_bindings.cc: CUDA, NCCL and NVRTC found at run time
-}
+}  // namespace ringcc_py
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "ringcc's C++ core: transports, collectives, reductions.";
@@ -26,16 +26,19 @@ PYBIND11_MODULE(_core, m) {
   bind_store(m);
   bind_jax_ffi(m);
   ringcc_py::bind_device(m);
-  m.def("_socket_interface", [] {
-    const ringcc::SocketInterface chosen = ringcc::socket_interface_from_env();
-    py::dict d;
-    d["variable"] = chosen.variable;
-    d["spec"] = chosen.spec;
-    d["interface"] = chosen.interface;
-    d["address"] = chosen.address;
-    return d;
-  }, "The interface RINGCC_SOCKET_IFNAME (or HOROVOD_GLOO_IFACE, GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME) "
-     "chooses on this host, as the links would use it.");
+  m.def(
+      "_socket_interface",
+      [] {
+        const ringcc::SocketInterface chosen = ringcc::socket_interface_from_env();
+        py::dict d;
+        d["variable"] = chosen.variable;
+        d["spec"] = chosen.spec;
+        d["interface"] = chosen.interface;
+        d["address"] = chosen.address;
+        return d;
+      },
+      "The interface RINGCC_SOCKET_IFNAME (or HOROVOD_GLOO_IFACE, GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME) "
+      "chooses on this host, as the links would use it.");
   m.def("build_info", [] {
     py::dict info;
     info["version"] = RINGCC_VERSION;

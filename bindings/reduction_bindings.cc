@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "bindings/buffer_view.h"
-#include "core/collective/dtype.h"
 #include "core/base/error.h"
+#include "core/collective/dtype.h"
 #include "core/collective/reduce_op.h"
 #include "core/collective/reduction.h"
 
@@ -40,8 +40,7 @@ void check_matches(const BufferView& dst, const BufferView& operand, const std::
                          ringcc::dtype_name(dst.dtype));
   }
   if (operand.count != dst.count) {
-    ringcc::raise(ErrorKind::kInvalidArgument, what, " has ", operand.count, " elements but dst has ",
-                  dst.count);
+    ringcc::raise(ErrorKind::kInvalidArgument, what, " has ", operand.count, " elements but dst has ", dst.count);
   }
 }
 

@@ -30,9 +30,7 @@ double timeout_or_default(std::optional<double> seconds) {
   return std::clamp(s, 0.0, 365.0 * 24 * 3600);
 }
 
-py::bytes digest_bytes(const Digest& d) {
-  return py::bytes(reinterpret_cast<const char*>(d.data()), d.size());
-}
+py::bytes digest_bytes(const Digest& d) { return py::bytes(reinterpret_cast<const char*>(d.data()), d.size()); }
 
 }  // namespace
 }  // namespace ringcc
@@ -44,22 +42,20 @@ void bind_store(py::module_& m) {
       m, "TcpStoreServer",
       "The rendezvous store served by rank 0 from a background thread. port=0 picks a free "
       "port; a non-empty secret makes every client authenticate.")
-      .def(py::init<const std::string&, int, const std::string&>(), py::arg("host"),
-           py::arg("port"), py::arg("secret") = py::bytes(""))
+      .def(py::init<const std::string&, int, const std::string&>(), py::arg("host"), py::arg("port"),
+           py::arg("secret") = py::bytes(""))
       .def_property_readonly("port", &TcpStoreServer::port);
 
   py::class_<TcpStore, std::shared_ptr<TcpStore>>(
       m, "TcpStore",
       "A client of a TcpStoreServer. Connecting retries until `timeout` seconds pass "
       "(default RINGCC_TIMEOUT_S).")
-      .def(py::init([](const std::string& host, int port, const std::string& secret,
-                       std::optional<double> timeout) {
+      .def(py::init([](const std::string& host, int port, const std::string& secret, std::optional<double> timeout) {
              Deadline deadline = deadline_after(timeout_or_default(timeout));
              ringcc_py::BlockingCall call;
              return std::make_shared<TcpStore>(host, port, secret, deadline);
            }),
-           py::arg("host"), py::arg("port"), py::arg("secret") = py::bytes(""),
-           py::arg("timeout") = py::none())
+           py::arg("host"), py::arg("port"), py::arg("secret") = py::bytes(""), py::arg("timeout") = py::none())
       .def(
           "set",
           [](TcpStore& store, const std::string& key, const std::string& value) {
@@ -70,8 +66,7 @@ void bind_store(py::module_& m) {
       .def(
           "get",
           [](TcpStore& store, const std::string& key, std::optional<double> timeout) {
-            auto ms = std::chrono::milliseconds(
-                static_cast<int64_t>(std::llround(timeout_or_default(timeout) * 1000)));
+            auto ms = std::chrono::milliseconds(static_cast<int64_t>(std::llround(timeout_or_default(timeout) * 1000)));
             std::string value;
             {
               ringcc_py::BlockingCall call;
@@ -110,7 +105,6 @@ void bind_store(py::module_& m) {
       },
       py::arg("key"), py::arg("data"));
   m.def(
-      "_sha256",
-      [](const std::string& data) { return digest_bytes(sha256(data.data(), data.size())); },
+      "_sha256", [](const std::string& data) { return digest_bytes(sha256(data.data(), data.size())); },
       py::arg("data"));
 }

@@ -44,10 +44,7 @@ std::string transport_from_env() {
 }  // namespace
 
 Communicator::Communicator(const RendezvousInfo& info, std::shared_ptr<Store> store)
-    : rank_(info.rank),
-      size_(info.size),
-      store_(std::move(store)),
-      fixed_timeout_s_(info.timeout_s) {
+    : rank_(info.rank), size_(info.size), store_(std::move(store)), fixed_timeout_s_(info.timeout_s) {
   set_log_rank(rank_);
   wait_policy_setting();  // a bad RINGCC_WAIT_POLICY fails here, before any wait
   job_.rank = rank_;
@@ -109,8 +106,10 @@ std::vector<std::string> Communicator::exchange_hosts(Deadline deadline) {
         text = store.get("ringcc/host/" + std::to_string(r), until(deadline));
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::kTimeout) throw;
-        raise(ErrorKind::kTimeout, "rank ", r, " did not join the job (it exited, crashed, hangs or never "
-              "started): ", e.what());
+        raise(ErrorKind::kTimeout, "rank ", r,
+              " did not join the job (it exited, crashed, hangs or never "
+              "started): ",
+              e.what());
       }
     }
     const size_t nl = text.find('\n');
@@ -163,11 +162,13 @@ void Communicator::connect_mpi_links(const RendezvousInfo& info) {
     raise(ErrorKind::kInvalidArgument,
           "RINGCC_TRANSPORT=mpi needs a job started through MPI (ringcc.init() under "
           "mpirun/mpiexec/srun, or ringcc.init(comm=an_mpi4py_communicator)); this communicator "
-          "met through ", info.source);
+          "met through ",
+          info.source);
   }
   const MpiState& state = mpi_ensure_initialized();
   if (state.thread_level < RCMPI_THREAD_MULTIPLE) {
-    raise(ErrorKind::kInvalidArgument, "RINGCC_TRANSPORT=mpi needs MPI_THREAD_MULTIPLE (ringcc "
+    raise(ErrorKind::kInvalidArgument,
+          "RINGCC_TRANSPORT=mpi needs MPI_THREAD_MULTIPLE (ringcc "
           "calls MPI from its background threads) but MPI was initialised with ",
           mpi_thread_level_name(state.thread_level),
           "; initialise MPI with MPI_THREAD_MULTIPLE (mpi4py does by default; "
@@ -184,8 +185,7 @@ void Communicator::connect_mpi_links(const RendezvousInfo& info) {
   RINGCC_LOG(kDebug, "MPI links: ", mpi_plugin_info().library);
 }
 
-void Communicator::check_shared_settings(const std::vector<std::string>& settings,
-                                         Deadline deadline) {
+void Communicator::check_shared_settings(const std::vector<std::string>& settings, Deadline deadline) {
   bool invalid = false;
   const std::string problem = compare_shared_settings(settings, rank_, &invalid);
   if (problem.empty()) return;
@@ -219,8 +219,7 @@ void Communicator::validate(CollectiveArgs& a, std::string* err) {
   switch (a.kind) {
     case CollectiveKind::kBroadcast:
       if (a.root < 0 || a.root >= size_) {
-        bad("root rank " + std::to_string(a.root) + " is out of range for " +
-            std::to_string(size_) + " ranks");
+        bad("root rank " + std::to_string(a.root) + " is out of range for " + std::to_string(size_) + " ranks");
       }
       break;
     case CollectiveKind::kReduceScatter: {
@@ -269,8 +268,7 @@ void Communicator::execute(CollectiveArgs& a) {
   if (shut_down_) raise(ErrorKind::kNotInitialized, "ringcc has been shut down");
   if (broken()) {
     std::lock_guard<std::mutex> lock(abort_mu_);
-    raise(ErrorKind::kPeerFailure, "the communicator is unusable after an earlier failure: ",
-          abort_reason_);
+    raise(ErrorKind::kPeerFailure, "the communicator is unusable after an earlier failure: ", abort_reason_);
   }
   if (!a.segments.empty()) {
     a.packed_us = a.reduced_us = 0;
@@ -287,8 +285,9 @@ void Communicator::execute(CollectiveArgs& a) {
     if (a.device < 0) {
       local_error = std::string(collective_name(a.kind)) + ": a CUDA tensor without its device";
     } else if (device_ >= 0 && a.device != device_) {
-      local_error = std::string(collective_name(a.kind)) + ": this communicator runs its GPU collectives on cuda:" +
-                    std::to_string(device_) + ", but the tensor is on cuda:" + std::to_string(a.device);
+      local_error = std::string(collective_name(a.kind)) +
+                    ": this communicator runs its GPU collectives on cuda:" + std::to_string(device_) +
+                    ", but the tensor is on cuda:" + std::to_string(a.device);
     }
   }
   CollectiveArgs failed;
@@ -580,8 +579,7 @@ void Communicator::await_turn(uint64_t ticket) {
     {
       // The collectives before ours fail fast once the links are broken.
       UninterruptibleWait quiet;
-      const std::string reason =
-          "interrupted by a signal (its handler raised) while waiting to start a collective";
+      const std::string reason = "interrupted by a signal (its handler raised) while waiting to start a collective";
       break_job("rank " + std::to_string(rank_) + ": " + reason, reason, reason);
       lock.lock();
       wait_order(lock, Deadline::max(), my_turn);
@@ -717,10 +715,10 @@ void Communicator::shutdown() {
     if (!finished) {
       lock.unlock();
       UninterruptibleWait quiet;
-      const std::string reason =
-          interrupted ? std::string("interrupted by a signal (its handler raised) while shutting down")
-                      : detail::concat("shutdown() gave up after ", timeout_s(),
-                                       " s (RINGCC_TIMEOUT_S) on collectives that were still running");
+      const std::string reason = interrupted
+                                     ? std::string("interrupted by a signal (its handler raised) while shutting down")
+                                     : detail::concat("shutdown() gave up after ", timeout_s(),
+                                                      " s (RINGCC_TIMEOUT_S) on collectives that were still running");
       break_job("rank " + std::to_string(rank_) + ": " + reason, reason, reason);
       lock.lock();
       wait_order(lock, Deadline::max(), idle);

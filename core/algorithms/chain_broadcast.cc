@@ -15,8 +15,7 @@ void chain_broadcast(const PeerSet& ps, CollectiveArgs& a, Deadline deadline) {
   const size_t total = static_cast<size_t>(a.count) * es;
   auto* out = static_cast<uint8_t*>(a.out);
   a.result_count = a.count;
-  const int root = static_cast<int>(std::find(ps.ranks.begin(), ps.ranks.end(), a.root) -
-                                    ps.ranks.begin());
+  const int root = static_cast<int>(std::find(ps.ranks.begin(), ps.ranks.end(), a.root) - ps.ranks.begin());
   const bool is_root = root == ps.me;
   const bool is_last = (root - 1 + n) % n == ps.me;
   if (is_root && out != a.in && total > 0) std::memcpy(out, a.in, total);
@@ -36,9 +35,7 @@ void chain_broadcast(const PeerSet& ps, CollectiveArgs& a, Deadline deadline) {
   const size_t chunk = ring_chunk_bytes();
   std::deque<std::unique_ptr<Request>> sends;
   std::unique_ptr<Request> next;
-  auto post = [&](size_t off) {
-    return left->irecv(left_rank, out + off, std::min(chunk, total - off));
-  };
+  auto post = [&](size_t off) { return left->irecv(left_rank, out + off, std::min(chunk, total - off)); };
   next = post(0);
   for (size_t off = 0; off < total; off += chunk) {
     auto cur = std::move(next);

@@ -8,17 +8,17 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/collective/collective_args.h"
 #include "core/base/deadline.h"
+#include "core/collective/collective_args.h"
 #include "core/transport/transport.h"
 
 namespace ringcc {
 
 // The ranks an algorithm runs over and how to reach each of them.
 struct PeerSet {
-  std::vector<int> ranks;             // global ranks, in ring order
-  int me = 0;                         // my index in ranks
-  std::vector<Transport*> links;      // indexed by index in ranks (null for me)
+  std::vector<int> ranks;         // global ranks, in ring order
+  int me = 0;                     // my index in ranks
+  std::vector<Transport*> links;  // indexed by index in ranks (null for me)
 
   int size() const { return static_cast<int>(ranks.size()); }
   int right() const { return (me + 1) % size(); }
@@ -36,14 +36,12 @@ struct RingScratch {
 };
 
 // Entry point: exchanges and checks headers, then runs the algorithm.
-void run_over_transport(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch,
-                        Deadline deadline);
+void run_over_transport(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline);
 
 // The pieces, each in its own file.
 void ring_exchange_headers(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);
 void ring_allreduce(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline);
-void ring_reduce_scatter(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch,
-                         Deadline deadline);
+void ring_reduce_scatter(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline);
 void ring_allgather(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);
 void chain_broadcast(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);
 void pairwise_alltoall(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);

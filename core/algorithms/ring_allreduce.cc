@@ -11,8 +11,8 @@
 #include <memory>
 #include <vector>
 
-#include "core/collective/reduction.h"
 #include "core/algorithms/ring_algorithms.h"
+#include "core/collective/reduction.h"
 
 namespace ringcc {
 
@@ -37,9 +37,8 @@ struct Forward {
 // Receives `len` elements from `from` in chunks and reduces each into dst,
 // while `also` (our own send) keeps progressing. With `forward`, each
 // reduced chunk is sent on at once.
-void recv_reduce(Transport* t, int from, uint8_t* dst, int64_t len, const CollectiveArgs& a,
-                 uint8_t* staging, int64_t chunk_elems, Request* also, Deadline deadline,
-                 Forward* forward) {
+void recv_reduce(Transport* t, int from, uint8_t* dst, int64_t len, const CollectiveArgs& a, uint8_t* staging,
+                 int64_t chunk_elems, Request* also, Deadline deadline, Forward* forward) {
   const size_t es = dtype_size(a.dtype);
   const int64_t nchunks = (len + chunk_elems - 1) / chunk_elems;
   std::unique_ptr<Request> pending[2];
@@ -58,8 +57,8 @@ void recv_reduce(Transport* t, int from, uint8_t* dst, int64_t len, const Collec
     wait_one(pending[k % 2].get(), others, deadline, "allreduce");
     const int64_t off = k * chunk_elems, m = std::min(chunk_elems, len - off);
     uint8_t* reduced = dst + static_cast<size_t>(off) * es;
-    reduce_inplace(reduced, staging + static_cast<size_t>(k % 2) * static_cast<size_t>(chunk_elems) * es,
-                   m, a.dtype, a.op);
+    reduce_inplace(reduced, staging + static_cast<size_t>(k % 2) * static_cast<size_t>(chunk_elems) * es, m, a.dtype,
+                   a.op);
     if (forward) {
       forward->sends.push_back(forward->to->isend(forward->rank, reduced, static_cast<size_t>(m) * es));
     }
@@ -68,8 +67,7 @@ void recv_reduce(Transport* t, int from, uint8_t* dst, int64_t len, const Collec
 
 }  // namespace
 
-void ring_allreduce(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch,
-                    Deadline deadline) {
+void ring_allreduce(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline) {
   const int n = ps.size();
   const size_t es = dtype_size(a.dtype);
   auto* buf = static_cast<uint8_t*>(a.out);
@@ -95,9 +93,8 @@ void ring_allreduce(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch,
       const int sseg = (ps.me - s + n) % n, rseg = (ps.me - s - 1 + n) % n;
       auto sreq = right->isend(right_rank, buf + static_cast<size_t>(seg_lo(sseg)) * es,
                                static_cast<size_t>(seg_lo(sseg + 1) - seg_lo(sseg)) * es);
-      recv_reduce(left, left_rank, buf + static_cast<size_t>(seg_lo(rseg)) * es,
-                  seg_lo(rseg + 1) - seg_lo(rseg), a, staging, chunk_elems, sreq.get(), deadline,
-                  s == n - 2 ? &forward : nullptr);
+      recv_reduce(left, left_rank, buf + static_cast<size_t>(seg_lo(rseg)) * es, seg_lo(rseg + 1) - seg_lo(rseg), a,
+                  staging, chunk_elems, sreq.get(), deadline, s == n - 2 ? &forward : nullptr);
       wait_all({sreq.get()}, deadline, "allreduce");
     }
     {  // allgather, first step: its segment went out chunk by chunk above

@@ -3,8 +3,8 @@
 // counts). It doubles as the barrier.
 #include <cstring>
 
-#include "core/base/error.h"
 #include "core/algorithms/ring_algorithms.h"
+#include "core/base/error.h"
 
 namespace ringcc {
 

@@ -4,13 +4,12 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/collective/reduction.h"
 #include "core/algorithms/ring_algorithms.h"
+#include "core/collective/reduction.h"
 
 namespace ringcc {
 
-void ring_reduce_scatter(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch,
-                         Deadline deadline) {
+void ring_reduce_scatter(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline) {
   const int n = ps.size();
   const size_t es = dtype_size(a.dtype);
   const int64_t rows = a.row_elems > 0 ? a.count / a.row_elems : 0;
@@ -29,8 +28,8 @@ void ring_reduce_scatter(const PeerSet& ps, CollectiveArgs& a, RingScratch& scra
   const int left_rank = ps.ranks[static_cast<size_t>(ps.left())];
   for (int s = 0; s < n - 1; ++s) {
     const int sseg = (ps.me - s - 1 + 2 * n) % n, rseg = (ps.me - s - 2 + 2 * n) % n;
-    auto sreq = right->isend(right_rank, work + static_cast<size_t>(lo(sseg)) * es,
-                             static_cast<size_t>(len(sseg)) * es);
+    auto sreq =
+        right->isend(right_rank, work + static_cast<size_t>(lo(sseg)) * es, static_cast<size_t>(len(sseg)) * es);
     for (int64_t off = 0; off < len(rseg); off += chunk_elems) {
       const int64_t m = std::min(chunk_elems, len(rseg) - off);
       auto rreq = left->irecv(left_rank, staging, static_cast<size_t>(m) * es);

@@ -158,9 +158,7 @@ void read_cpu_mask(uint64_t* words, size_t n_words) {
 }  // namespace
 
 size_t ShmCollectives::area_bytes_from_env() {
-  return round_up(static_cast<size_t>(std::max<int64_t>(env_int("RINGCC_SHM_AREA_BYTES", 4 << 20),
-                                                        64 * 1024)),
-                  kAlign);
+  return round_up(static_cast<size_t>(std::max<int64_t>(env_int("RINGCC_SHM_AREA_BYTES", 4 << 20), 64 * 1024)), kAlign);
 }
 
 size_t ShmCollectives::small_bytes_from_env() {
@@ -168,23 +166,21 @@ size_t ShmCollectives::small_bytes_from_env() {
                                                  static_cast<int64_t>(area_bytes_from_env())));
 }
 
-ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix,
-                               std::vector<int> ranks, int me, Deadline deadline)
+ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix, std::vector<int> ranks, int me,
+                               Deadline deadline)
     : ranks_(std::move(ranks)), me_(me) {
   const size_t n = ranks_.size();
   area_bytes_ = area_bytes_from_env();
   small_bytes_ = small_bytes_from_env();
   header_bytes_ = round_up(sizeof(OpHeader) + 8 * n, 64);
-  segment_bytes_ = round_up(sizeof(ShmControl) + 2 * header_bytes_, kAlign) + kAreaSkew +
-                   2 * area_bytes_;
+  segment_bytes_ = round_up(sizeof(ShmControl) + 2 * header_bytes_, kAlign) + kAreaSkew + 2 * area_bytes_;
 
   // Our segment's name is in /dev/shm only from here until every rank has
   // mapped it: removed then, or at once if anything below fails. A rank
   // killed in between leaves it behind; its pid in the name lets the next
   // job on this host remove it.
   remove_stale_shm_objects();
-  const std::string mine = ShmSegment::owned_name(
-      key_prefix + "-" + std::to_string(ranks_[static_cast<size_t>(me_)]));
+  const std::string mine = ShmSegment::owned_name(key_prefix + "-" + std::to_string(ranks_[static_cast<size_t>(me_)]));
   segments_.resize(n);
   segments_[static_cast<size_t>(me_)] = ShmSegment::create(mine, segment_bytes_);
   try {
@@ -198,17 +194,13 @@ ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix,
     ctl->probe_addr = reinterpret_cast<uint64_t>(&ctl->probe);
     read_cpu_mask(ctl->cpu_mask, 16);
 
-    auto wait_ms = [&] {
-      return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    };
+    auto wait_ms = [&] { return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()); };
     store.set(key_prefix + "/created/" + std::to_string(ranks_[static_cast<size_t>(me_)]), mine);
     for (size_t i = 0; i < n; ++i) {
       if (static_cast<int>(i) == me_) continue;
-      const std::string name =
-          store.get(key_prefix + "/created/" + std::to_string(ranks_[i]), wait_ms());
+      const std::string name = store.get(key_prefix + "/created/" + std::to_string(ranks_[i]), wait_ms());
       if (!ShmSegment::is_owned_name(name)) {
-        raise(ErrorKind::kInternal, "rank ", ranks_[i],
-              " announced a shared memory segment with an unexpected name");
+        raise(ErrorKind::kInternal, "rank ", ranks_[i], " announced a shared memory segment with an unexpected name");
       }
       segments_[i] = ShmSegment::open(name, segment_bytes_);
     }
@@ -219,11 +211,9 @@ ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix,
       if (static_cast<int>(i) == me_) continue;
       uint64_t value = 0;
       const ShmControl* peer = control(static_cast<int>(i));
-      cma = read_peer(static_cast<int>(i), &value, peer->probe_addr, sizeof(value)) &&
-            value == kProbeValue;
+      cma = read_peer(static_cast<int>(i), &value, peer->probe_addr, sizeof(value)) && value == kProbeValue;
     }
-    store.set(key_prefix + "/mapped/" + std::to_string(ranks_[static_cast<size_t>(me_)]),
-              cma ? "cma" : "1");
+    store.set(key_prefix + "/mapped/" + std::to_string(ranks_[static_cast<size_t>(me_)]), cma ? "cma" : "1");
     for (size_t i = 0; i < n; ++i) {
       if (static_cast<int>(i) == me_) continue;
       cma = store.get(key_prefix + "/mapped/" + std::to_string(ranks_[i]), wait_ms()) == "cma" && cma;
@@ -274,14 +264,12 @@ ShmControl* ShmCollectives::control(int i) const {
 }
 
 uint8_t* ShmCollectives::header_slot(int i, int parity) const {
-  return segments_[static_cast<size_t>(i)].data() + sizeof(ShmControl) +
-         static_cast<size_t>(parity) * header_bytes_;
+  return segments_[static_cast<size_t>(i)].data() + sizeof(ShmControl) + static_cast<size_t>(parity) * header_bytes_;
 }
 
 uint8_t* ShmCollectives::area(int i, int parity) const {
-  return segments_[static_cast<size_t>(i)].data() +
-         round_up(sizeof(ShmControl) + 2 * header_bytes_, kAlign) + kAreaSkew +
-         static_cast<size_t>(parity) * area_bytes_;
+  return segments_[static_cast<size_t>(i)].data() + round_up(sizeof(ShmControl) + 2 * header_bytes_, kAlign) +
+         kAreaSkew + static_cast<size_t>(parity) * area_bytes_;
 }
 
 void ShmCollectives::abort(const std::string& reason) {
@@ -312,14 +300,12 @@ void ShmCollectives::wait_for_peer(int peer, uint32_t phase, Deadline dl, const 
       raise(ErrorKind::kPeerFailure, "this rank aborted: ", self->reason);
     }
     if (ctl->aborted.load(std::memory_order_acquire)) {
-      raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)],
-            " aborted: ", ctl->reason);
+      raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)], " aborted: ", ctl->reason);
     }
     if (reached(ctl->phase.load(std::memory_order_acquire), phase)) return true;
     // A rank that left finished every phase it will ever reach: the ones
     // above cannot come.
-    if (ctl->left.load(std::memory_order_acquire) &&
-        !reached(ctl->phase.load(std::memory_order_acquire), phase)) {
+    if (ctl->left.load(std::memory_order_acquire) && !reached(ctl->phase.load(std::memory_order_acquire), phase)) {
       raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)],
             " shut ringcc down (it left the job) while this rank waited for it in ", what);
     }
@@ -365,13 +351,12 @@ void ShmCollectives::wait_for_peer(int peer, uint32_t phase, Deadline dl, const 
     ctl->sleepers.fetch_sub(1);
     if (arrived()) return done_waiting(false);
     if (!process_alive(ctl->pid)) {
-      raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)], " (pid ",
-            ctl->pid, ") exited or crashed during ", what);
+      raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)], " (pid ", ctl->pid,
+            ") exited or crashed during ", what);
     }
     if (Clock::now() >= dl) {
-      raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(), " s in ", what,
-            " waiting for rank ", ranks_[static_cast<size_t>(peer)],
-            " (RINGCC_TIMEOUT_S sets the limit)");
+      raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(), " s in ", what, " waiting for rank ",
+            ranks_[static_cast<size_t>(peer)], " (RINGCC_TIMEOUT_S sets the limit)");
     }
   }
 }
@@ -422,11 +407,16 @@ void ShmCollectives::run(CollectiveArgs& a, Deadline dl) {
   const CollectiveKind kind = a.agree_only ? CollectiveKind::kBarrier : a.kind;
   bulk_ = static_cast<size_t>(std::max<int64_t>(a.count, 0)) * dtype_size(a.dtype) > small_bytes_;
   switch (kind) {
-    case CollectiveKind::kAllreduce: return allreduce(a, dl);
-    case CollectiveKind::kReduceScatter: return reduce_scatter(a, dl);
-    case CollectiveKind::kAllgather: return allgather(a, dl);
-    case CollectiveKind::kBroadcast: return broadcast(a, dl);
-    case CollectiveKind::kAlltoall: return alltoall(a, dl);
+    case CollectiveKind::kAllreduce:
+      return allreduce(a, dl);
+    case CollectiveKind::kReduceScatter:
+      return reduce_scatter(a, dl);
+    case CollectiveKind::kAllgather:
+      return allgather(a, dl);
+    case CollectiveKind::kBroadcast:
+      return broadcast(a, dl);
+    case CollectiveKind::kAlltoall:
+      return alltoall(a, dl);
     case CollectiveKind::kBarrier:
     case CollectiveKind::kLocalError: {
       int p = next_parity();
@@ -479,8 +469,7 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
     if (first) put_header(p, a);
     for (int j = 0; j < n; ++j) {
       if (j == me_) continue;
-      layout.gather(area(me_, p) + seg_lo(j) * ses, off + seg_lo(j), seg_lo(j + 1) - seg_lo(j),
-                    a.prescale);
+      layout.gather(area(me_, p) + seg_lo(j) * ses, off + seg_lo(j), seg_lo(j + 1) - seg_lo(j), a.prescale);
     }
     sync(dl, "allreduce");
     if (first) check_headers(p, a);
@@ -537,8 +526,8 @@ void ShmCollectives::reduce_scatter(CollectiveArgs& a, Deadline dl) {
       const int64_t blen = block_rows(rows, n, r) * a.row_elems;
       const int64_t bstart = block_first_row(rows, n, r) * a.row_elems;
       const int64_t m = std::clamp<int64_t>(blen - off, 0, q);
-      copy_scaled(area(me_, p) + r * q * static_cast<int64_t>(es),
-                  in + (bstart + off) * static_cast<int64_t>(es), m, a.dtype, a.prescale);
+      copy_scaled(area(me_, p) + r * q * static_cast<int64_t>(es), in + (bstart + off) * static_cast<int64_t>(es), m,
+                  a.dtype, a.prescale);
     }
     sync(dl, "reduce_scatter");
     if (first) check_headers(p, a);
@@ -576,8 +565,8 @@ void ShmCollectives::allgather(CollectiveArgs& a, Deadline dl) {
     // attach when the host allows it (decided below, alike on every rank):
     // no need to stage it.
     if (!(first && cma_ && a.count > piece_elems)) {
-      copy_scaled(area(me_, p), in + off * static_cast<int64_t>(es),
-                  std::clamp<int64_t>(a.count - off, 0, piece_elems), a.dtype, 1.0);
+      copy_scaled(area(me_, p), in + off * static_cast<int64_t>(es), std::clamp<int64_t>(a.count - off, 0, piece_elems),
+                  a.dtype, 1.0);
     }
     sync(dl, "allgather");
     if (first) {
@@ -612,16 +601,16 @@ void ShmCollectives::allgather(CollectiveArgs& a, Deadline dl) {
         }
         sync(dl, "allgather");
         if (!ok) {
-          raise(ErrorKind::kInternal, "reading a peer's allgather input through process_vm_readv failed: ",
-                std::strerror(read_errno), " (RINGCC_SHM_CMA=0 turns direct reads off)");
+          raise(ErrorKind::kInternal,
+                "reading a peer's allgather input through process_vm_readv failed: ", std::strerror(read_errno),
+                " (RINGCC_SHM_CMA=0 turns direct reads off)");
         }
         return;
       }
     }
     for (int r = 0; r < n; ++r) {
       const int64_t m = std::clamp<int64_t>(a.recv_counts[static_cast<size_t>(r)] - off, 0, piece_elems);
-      copy_scaled(out + (displ[static_cast<size_t>(r)] + off) * static_cast<int64_t>(es),
-                  area(r, p), m, a.dtype, 1.0);
+      copy_scaled(out + (displ[static_cast<size_t>(r)] + off) * static_cast<int64_t>(es), area(r, p), m, a.dtype, 1.0);
     }
   }
 }
@@ -664,8 +653,7 @@ void ShmCollectives::alltoall(CollectiveArgs& a, Deadline dl) {
     for (int d = 0; d < n; ++d) {
       const int64_t m = std::clamp<int64_t>(a.send_counts[static_cast<size_t>(d)] - off, 0, q);
       copy_scaled(area(me_, p) + d * q * static_cast<int64_t>(es),
-                  in + (sdispl[static_cast<size_t>(d)] + off) * static_cast<int64_t>(es), m,
-                  a.dtype, 1.0);
+                  in + (sdispl[static_cast<size_t>(d)] + off) * static_cast<int64_t>(es), m, a.dtype, 1.0);
     }
     sync(dl, "alltoall");
     if (first) {

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "core/base/deadline.h"
 #include "core/collective/collective_args.h"
 #include "core/os/shm_segment.h"
-#include "core/base/deadline.h"
 #include "core/rendezvous/store.h"
 
 namespace ringcc {
@@ -27,8 +27,7 @@ class ShmCollectives {
   // ranks: the global ranks of the local group, in order; me: my index in
   // it. Creates my segment, waits (through the store, bounded by deadline)
   // for the others, maps theirs and removes the names.
-  ShmCollectives(Store& store, const std::string& key_prefix, std::vector<int> ranks, int me,
-                 Deadline deadline);
+  ShmCollectives(Store& store, const std::string& key_prefix, std::vector<int> ranks, int me, Deadline deadline);
   ~ShmCollectives();
 
   // The data area and the small-message limit in bytes, as
@@ -95,7 +94,7 @@ class ShmCollectives {
   // phases end with long copies, which a waiter catches by spinning even
   // when its thread has been preempted (wait_policy.h).
   bool bulk_ = false;
-  bool cma_ = false;  // every rank can read every peer's memory directly
+  bool cma_ = false;               // every rank can read every peer's memory directly
   std::vector<const void*> srcs_;  // scratch for reduce_many
   std::vector<uint8_t> scratch_;   // small segmented allreduces reduce here
 };

@@ -29,17 +29,17 @@ class MpiTransport;
 namespace device {
 class CudaDevice;
 class GpuTrace;
-}
+}  // namespace device
 
 // What a backend is told about its communicator when it is made.
 struct BackendJob {
   int rank = 0;
   int size = 1;
-  Topology topology;              // hosts: this rank's local and cross groups
-  std::shared_ptr<Store> store;   // the rendezvous store, for the backend's own setup
-  std::string key_prefix;         // the backend's store keys and shared-memory names start with it
+  Topology topology;               // hosts: this rank's local and cross groups
+  std::shared_ptr<Store> store;    // the rendezvous store, for the backend's own setup
+  std::string key_prefix;          // the backend's store keys and shared-memory names start with it
   std::string transport = "auto";  // RINGCC_TRANSPORT: auto, tcp, shm or mpi
-  double timeout_s = 60;          // RINGCC_TIMEOUT_S (or the communicator's own)
+  double timeout_s = 60;           // RINGCC_TIMEOUT_S (or the communicator's own)
   // The point-to-point links (TCP or MPI): to every rank, and to the ranks
   // of this rank's cross group. A link is null where there is none (to
   // this rank itself, and to every rank when the job made no links).
@@ -102,8 +102,8 @@ class Backend {
 // A setting that every rank of a job must share (job_settings.h).
 struct SharedSetting {
   const char* name;
-  const char* horovod_name;             // read when ours is unset, or null
-  std::function<std::string()> value;   // as the component uses it; may raise
+  const char* horovod_name;            // read when ours is unset, or null
+  std::function<std::string()> value;  // as the component uses it; may raise
 };
 
 // A line of the registry.

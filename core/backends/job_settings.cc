@@ -60,8 +60,7 @@ std::string shared_settings_text() {
   return text;
 }
 
-std::string compare_shared_settings(const std::vector<std::string>& texts, int my_rank,
-                                    bool* kind_invalid) {
+std::string compare_shared_settings(const std::vector<std::string>& texts, int my_rank, bool* kind_invalid) {
   *kind_invalid = false;
   const int n = static_cast<int>(texts.size());
   std::vector<std::string> order;

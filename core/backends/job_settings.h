@@ -27,7 +27,6 @@ std::string shared_settings_text();
 // Returns "" when they agree; otherwise sets *kind_invalid when `my_rank`'s
 // own settings cannot be parsed (its message is then that error) and
 // returns the message every rank raises.
-std::string compare_shared_settings(const std::vector<std::string>& texts, int my_rank,
-                                    bool* kind_invalid);
+std::string compare_shared_settings(const std::vector<std::string>& texts, int my_rank, bool* kind_invalid);
 
 }  // namespace ringcc

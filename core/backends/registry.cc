@@ -74,8 +74,8 @@ const BackendEntry* forced_entry(const std::vector<device::GpuRankInfo>& ranks,
   if (forced.size() > 1) {
     std::ostringstream os;
     for (size_t r = 0; r < ranks.size(); ++r) os << (r ? ", " : "") << "rank " << r << ": '" << ranks[r].forced << "'";
-    raise(ErrorKind::kInvalidArgument, "RINGCC_GPU_BACKEND differs between ranks (", os.str(), "); set the same value (",
-          names_of(entries), ") on every rank, or none");
+    raise(ErrorKind::kInvalidArgument, "RINGCC_GPU_BACKEND differs between ranks (", os.str(),
+          "); set the same value (", names_of(entries), ") on every rank, or none");
   }
   const std::string want = ranks.empty() ? "" : ranks[0].forced;
   if (want.empty()) return nullptr;

@@ -65,8 +65,7 @@ int64_t env_int(const char* name, int64_t fallback, const char* horovod_name) {
   errno = 0;
   long long parsed = std::strtoll(text.c_str(), &end, 10);
   bool ok = !text.empty() && end == text.c_str() + text.size() && errno != ERANGE;
-  RINGCC_CHECK(ok, ErrorKind::kInvalidArgument, used, " must be a number, got '", value,
-               "' (an integer is expected)");
+  RINGCC_CHECK(ok, ErrorKind::kInvalidArgument, used, " must be a number, got '", value, "' (an integer is expected)");
   return static_cast<int64_t>(parsed);
 }
 
@@ -78,8 +77,7 @@ double env_double(const char* name, double fallback, const char* horovod_name) {
   char* end = nullptr;
   errno = 0;
   double parsed = std::strtod(text.c_str(), &end);
-  bool ok = !text.empty() && end == text.c_str() + text.size() && errno != ERANGE &&
-            std::isfinite(parsed);
+  bool ok = !text.empty() && end == text.c_str() + text.size() && errno != ERANGE && std::isfinite(parsed);
   RINGCC_CHECK(ok, ErrorKind::kInvalidArgument, used, " must be a number, got '", value, "'");
   return parsed;
 }
@@ -108,8 +106,7 @@ double timeout_seconds() {
   const char* used = nullptr;
   const char* value = lookup("RINGCC_TIMEOUT_S", "HOROVOD_GLOO_TIMEOUT_SECONDS", &used);
   double seconds = env_double("RINGCC_TIMEOUT_S", 60.0, "HOROVOD_GLOO_TIMEOUT_SECONDS");
-  RINGCC_CHECK(seconds > 0, ErrorKind::kInvalidArgument, used,
-               " must be a positive number of seconds, got ", seconds);
+  RINGCC_CHECK(seconds > 0, ErrorKind::kInvalidArgument, used, " must be a positive number of seconds, got ", seconds);
   long slot = -1;
   if (value) {
     for (size_t i = 0; i < entries; ++i) {

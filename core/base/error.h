@@ -45,7 +45,7 @@ template <typename... Args>
 
 }  // namespace ringcc
 
-#define RINGCC_CHECK(cond, kind, ...)                     \
-  do {                                                    \
-    if (!(cond)) ::ringcc::raise((kind), __VA_ARGS__);    \
+#define RINGCC_CHECK(cond, kind, ...)                  \
+  do {                                                 \
+    if (!(cond)) ::ringcc::raise((kind), __VA_ARGS__); \
   } while (0)

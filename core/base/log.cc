@@ -21,11 +21,16 @@ std::mutex g_write_mutex;
 
 const char* level_name(LogLevel level) {
   switch (level) {
-    case LogLevel::kTrace: return "TRACE";
-    case LogLevel::kDebug: return "DEBUG";
-    case LogLevel::kInfo: return "INFO";
-    case LogLevel::kWarning: return "WARNING";
-    case LogLevel::kError: return "ERROR";
+    case LogLevel::kTrace:
+      return "TRACE";
+    case LogLevel::kDebug:
+      return "DEBUG";
+    case LogLevel::kInfo:
+      return "INFO";
+    case LogLevel::kWarning:
+      return "WARNING";
+    case LogLevel::kError:
+      return "ERROR";
   }
   return "LOG";
 }
@@ -81,12 +86,18 @@ void write_line(const std::string& line) {
 
 bool parse_level(std::string text, LogLevel* level) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (text == "trace") *level = LogLevel::kTrace;
-  else if (text == "debug") *level = LogLevel::kDebug;
-  else if (text == "info") *level = LogLevel::kInfo;
-  else if (text == "warning" || text == "warn") *level = LogLevel::kWarning;
-  else if (text == "error" || text == "fatal") *level = LogLevel::kError;
-  else return false;
+  if (text == "trace")
+    *level = LogLevel::kTrace;
+  else if (text == "debug")
+    *level = LogLevel::kDebug;
+  else if (text == "info")
+    *level = LogLevel::kInfo;
+  else if (text == "warning" || text == "warn")
+    *level = LogLevel::kWarning;
+  else if (text == "error" || text == "fatal")
+    *level = LogLevel::kError;
+  else
+    return false;
   return true;
 }
 

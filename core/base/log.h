@@ -20,8 +20,8 @@ int log_rank();  // -1 before any
 
 }  // namespace ringcc
 
-#define RINGCC_LOG(level, ...)                                                     \
-  do {                                                                             \
-    if (::ringcc::log_enabled(::ringcc::LogLevel::level))                          \
+#define RINGCC_LOG(level, ...)                                                                 \
+  do {                                                                                         \
+    if (::ringcc::log_enabled(::ringcc::LogLevel::level))                                      \
       ::ringcc::log_message(::ringcc::LogLevel::level, ::ringcc::detail::concat(__VA_ARGS__)); \
   } while (0)

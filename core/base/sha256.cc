@@ -68,8 +68,8 @@ class Sha256 {
   void compress(const uint8_t* block) {
     uint32_t w[64];
     for (int i = 0; i < 16; ++i) {
-      w[i] = (uint32_t(block[4 * i]) << 24) | (uint32_t(block[4 * i + 1]) << 16) |
-             (uint32_t(block[4 * i + 2]) << 8) | uint32_t(block[4 * i + 3]);
+      w[i] = (uint32_t(block[4 * i]) << 24) | (uint32_t(block[4 * i + 1]) << 16) | (uint32_t(block[4 * i + 2]) << 8) |
+             uint32_t(block[4 * i + 3]);
     }
     for (int i = 16; i < 64; ++i) {
       uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
@@ -104,8 +104,7 @@ class Sha256 {
     state_[7] += h;
   }
 
-  uint32_t state_[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                        0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  uint32_t state_[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
   uint8_t buffer_[kBlockSize] = {0};
   size_t buffered_ = 0;
   uint64_t total_bytes_ = 0;

@@ -36,12 +36,12 @@ struct CollectiveScalars {
   CollectiveKind kind = CollectiveKind::kBarrier;
   DataType dtype = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
-  int root = 0;                 // broadcast: global rank of the root
+  int root = 0;  // broadcast: global rank of the root
   const void* in = nullptr;
-  int64_t count = 0;            // elements this rank contributes
-  int64_t row_elems = 1;        // elements per row along the first dimension
-  void* out = nullptr;          // may equal `in` (in place)
-  int64_t out_count = -1;       // elements `out` holds; -1: allocate through `allocate`
+  int64_t count = 0;       // elements this rank contributes
+  int64_t row_elems = 1;   // elements per row along the first dimension
+  void* out = nullptr;     // may equal `in` (in place)
+  int64_t out_count = -1;  // elements `out` holds; -1: allocate through `allocate`
   double prescale = 1.0;
   double postscale = 1.0;
   // kLocalError: the collective this rank could not start (local_error says why).
@@ -62,7 +62,7 @@ struct CollectiveScalars {
 
 struct CollectiveArgs : CollectiveScalars {
   std::function<void*(int64_t elements)> allocate;  // see out_count
-  std::vector<int64_t> send_counts;  // alltoall: elements to each rank (in rank order)
+  std::vector<int64_t> send_counts;                 // alltoall: elements to each rank (in rank order)
   // Allreduce of several buffers in one collective: when set, the input and
   // the output are the concatenations of these segments (in and out are
   // unused; count is their total). Backends that can gather and scatter
@@ -130,11 +130,7 @@ inline OpHeader make_header(const CollectiveArgs& a) {
 
 // Rows of axis 0 split over n ranks as evenly as possible, the lower ranks
 // taking one more: the rows rank r keeps in reduce_scatter.
-inline int64_t block_rows(int64_t rows, int n, int r) {
-  return rows / n + (r < rows % n ? 1 : 0);
-}
-inline int64_t block_first_row(int64_t rows, int n, int r) {
-  return r * (rows / n) + (r < rows % n ? r : rows % n);
-}
+inline int64_t block_rows(int64_t rows, int n, int r) { return rows / n + (r < rows % n ? 1 : 0); }
+inline int64_t block_first_row(int64_t rows, int n, int r) { return r * (rows / n) + (r < rows % n ? r : rows % n); }
 
 }  // namespace ringcc

@@ -31,8 +31,7 @@ void FusionBuffer::unpack(const std::vector<BufferSegment>& segments, size_t ele
   }
 }
 
-CollectiveArgs FusionBuffer::allreduce(int64_t count, DataType dtype, ReduceOp op,
-                                       double prescale, double postscale) {
+CollectiveArgs FusionBuffer::allreduce(int64_t count, DataType dtype, ReduceOp op, double prescale, double postscale) {
   CollectiveArgs a;
   a.kind = CollectiveKind::kAllreduce;
   a.dtype = dtype;

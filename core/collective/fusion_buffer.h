@@ -20,8 +20,7 @@ class FusionBuffer {
   void unpack(const std::vector<BufferSegment>& segments, size_t elem_size) const;
 
   // An in-place allreduce of `count` packed elements.
-  CollectiveArgs allreduce(int64_t count, DataType dtype, ReduceOp op, double prescale,
-                           double postscale);
+  CollectiveArgs allreduce(int64_t count, DataType dtype, ReduceOp op, double prescale, double postscale);
 
  private:
   std::vector<uint8_t> data_;

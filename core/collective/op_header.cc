@@ -3,28 +3,37 @@
 #include <cstring>
 #include <sstream>
 
-#include "core/collective/collective_args.h"
 #include "core/base/error.h"
+#include "core/collective/collective_args.h"
 
 namespace ringcc {
 
 const char* memory_kind_name(MemoryKind kind) {
   switch (kind) {
-    case MemoryKind::kHost: return "host memory";
-    case MemoryKind::kCuda: return "CUDA device memory";
+    case MemoryKind::kHost:
+      return "host memory";
+    case MemoryKind::kCuda:
+      return "CUDA device memory";
   }
   return "unknown memory";
 }
 
 const char* collective_name(CollectiveKind kind) {
   switch (kind) {
-    case CollectiveKind::kAllreduce: return "allreduce";
-    case CollectiveKind::kAllgather: return "allgather";
-    case CollectiveKind::kBroadcast: return "broadcast";
-    case CollectiveKind::kReduceScatter: return "reduce_scatter";
-    case CollectiveKind::kAlltoall: return "alltoall";
-    case CollectiveKind::kBarrier: return "barrier";
-    case CollectiveKind::kLocalError: return "a failed call";
+    case CollectiveKind::kAllreduce:
+      return "allreduce";
+    case CollectiveKind::kAllgather:
+      return "allgather";
+    case CollectiveKind::kBroadcast:
+      return "broadcast";
+    case CollectiveKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveKind::kAlltoall:
+      return "alltoall";
+    case CollectiveKind::kBarrier:
+      return "barrier";
+    case CollectiveKind::kLocalError:
+      return "a failed call";
   }
   return "an unknown collective";
 }
@@ -41,8 +50,7 @@ namespace {
 
 // "rank 0: X, rank 1: Y" listing each rank's value of a field.
 template <typename Field>
-std::string list_values(const std::vector<OpHeader>& headers, const std::vector<int>& ranks,
-                        Field field) {
+std::string list_values(const std::vector<OpHeader>& headers, const std::vector<int>& ranks, Field field) {
   std::ostringstream os;
   for (size_t i = 0; i < headers.size(); ++i) {
     if (i) os << ", ";
@@ -84,13 +92,11 @@ void check_agreement(const std::vector<OpHeader>& headers, const std::vector<int
     const OpHeader& h = headers[i];
     if (h.kind != local_error) continue;
     const std::string reason(h.reason, strnlen(h.reason, sizeof(h.reason)));
-    raise(ErrorKind::kMismatch,
-          failed_call_text(ranks[i], static_cast<CollectiveKind>(h.failed_kind), reason));
+    raise(ErrorKind::kMismatch, failed_call_text(ranks[i], static_cast<CollectiveKind>(h.failed_kind), reason));
   }
   auto kind_of = [](const OpHeader& h) { return collective_name(static_cast<CollectiveKind>(h.kind)); };
   if (!all_equal(headers, [](const OpHeader& h) { return h.kind; })) {
-    raise(ErrorKind::kMismatch, "ranks called different collectives (",
-          list_values(headers, ranks, kind_of), ")");
+    raise(ErrorKind::kMismatch, "ranks called different collectives (", list_values(headers, ranks, kind_of), ")");
   }
   const auto kind = static_cast<CollectiveKind>(headers[0].kind);
   const char* name = collective_name(kind);
@@ -99,14 +105,12 @@ void check_agreement(const std::vector<OpHeader>& headers, const std::vector<int
   auto memory_of = [](const OpHeader& h) { return memory_kind_name(static_cast<MemoryKind>(h.memory)); };
   if (!all_equal(headers, [](const OpHeader& h) { return h.memory; })) {
     raise(ErrorKind::kMismatch, name, ": ranks disagree on where the data lives (",
-          list_values(headers, ranks, memory_of),
-          "); pass tensors of the same kind of memory on every rank");
+          list_values(headers, ranks, memory_of), "); pass tensors of the same kind of memory on every rank");
   }
 
   auto dtype_of = [](const OpHeader& h) { return dtype_name(static_cast<DataType>(h.dtype)); };
   if (!all_equal(headers, [](const OpHeader& h) { return h.dtype; })) {
-    raise(ErrorKind::kMismatch, name, ": ranks disagree on the dtype (",
-          list_values(headers, ranks, dtype_of), ")");
+    raise(ErrorKind::kMismatch, name, ": ranks disagree on the dtype (", list_values(headers, ranks, dtype_of), ")");
   }
   auto count_of = [](const OpHeader& h) { return h.count; };
   auto row_of = [](const OpHeader& h) { return h.row_elems; };
@@ -125,14 +129,13 @@ void check_agreement(const std::vector<OpHeader>& headers, const std::vector<int
               "elements per row: ", list_values(headers, ranks, row_of), ")");
       }
       if (!all_equal(headers, [](const OpHeader& h) { return h.op; })) {
-        raise(ErrorKind::kMismatch, name, ": ranks disagree on the reduction (",
-              list_values(headers, ranks, op_of), ")");
+        raise(ErrorKind::kMismatch, name, ": ranks disagree on the reduction (", list_values(headers, ranks, op_of),
+              ")");
       }
       break;
     case CollectiveKind::kBroadcast:
       if (!all_equal(headers, root_of)) {
-        raise(ErrorKind::kMismatch, name, ": ranks disagree on the root (",
-              list_values(headers, ranks, root_of), ")");
+        raise(ErrorKind::kMismatch, name, ": ranks disagree on the root (", list_values(headers, ranks, root_of), ")");
       }
       if (!all_equal(headers, count_of)) {
         raise(ErrorKind::kMismatch, name, ": ranks disagree on the number of elements (",
@@ -172,8 +175,8 @@ void check_agreement(const std::vector<OpHeader>& headers, const std::vector<int
             list_values(headers, ranks, count_of), ")");
     }
     if (headers[r].out_count >= 0 && headers[r].out_count != want) {
-      raise(ErrorKind::kMismatch, name, ": rank ", ranks[r], "'s output holds ",
-            headers[r].out_count, " elements but ", want, " arrive");
+      raise(ErrorKind::kMismatch, name, ": rank ", ranks[r], "'s output holds ", headers[r].out_count, " elements but ",
+            want, " arrive");
     }
   }
 }

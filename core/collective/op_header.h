@@ -39,13 +39,13 @@ struct OpHeader {
   int32_t dtype = 0;
   int32_t op = 0;
   int32_t root = 0;
-  int32_t failed_kind = 0;   // with kLocalError: the collective that failed
-  int64_t count = 0;         // elements this rank contributes
-  int64_t row_elems = 1;     // elements per row (allgather, alltoall)
-  int64_t out_count = -1;    // elements the caller's output holds; -1: any
-  int32_t memory = 0;        // MemoryKind of the buffers
+  int32_t failed_kind = 0;  // with kLocalError: the collective that failed
+  int64_t count = 0;        // elements this rank contributes
+  int64_t row_elems = 1;    // elements per row (allgather, alltoall)
+  int64_t out_count = -1;   // elements the caller's output holds; -1: any
+  int32_t memory = 0;       // MemoryKind of the buffers
   int32_t reserved = 0;
-  char reason[160] = {};     // with kLocalError: why this rank failed
+  char reason[160] = {};  // with kLocalError: why this rank failed
 };
 
 static_assert(sizeof(OpHeader) % 8 == 0, "OpHeader must pack into 8-byte words");

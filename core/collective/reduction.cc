@@ -405,14 +405,22 @@ void check_pointer(const void* p, const char* what, const char* fn) {
 template <typename Fn>
 void with_kernels(DataType dtype, Fn&& fn) {
   switch (dtype) {
-    case DataType::kFloat16: return fn(Float16Kernels<HalfCodec>{});
-    case DataType::kBFloat16: return fn(Float16Kernels<BFloat16Codec>{});
-    case DataType::kFloat32: return fn(NativeKernels<float>{});
-    case DataType::kFloat64: return fn(NativeKernels<double>{});
-    case DataType::kInt8: return fn(NativeKernels<int8_t>{});
-    case DataType::kUInt8: return fn(NativeKernels<uint8_t>{});
-    case DataType::kInt32: return fn(NativeKernels<int32_t>{});
-    case DataType::kInt64: return fn(NativeKernels<int64_t>{});
+    case DataType::kFloat16:
+      return fn(Float16Kernels<HalfCodec>{});
+    case DataType::kBFloat16:
+      return fn(Float16Kernels<BFloat16Codec>{});
+    case DataType::kFloat32:
+      return fn(NativeKernels<float>{});
+    case DataType::kFloat64:
+      return fn(NativeKernels<double>{});
+    case DataType::kInt8:
+      return fn(NativeKernels<int8_t>{});
+    case DataType::kUInt8:
+      return fn(NativeKernels<uint8_t>{});
+    case DataType::kInt32:
+      return fn(NativeKernels<int32_t>{});
+    case DataType::kInt64:
+      return fn(NativeKernels<int64_t>{});
   }
   raise(ErrorKind::kUnsupportedType, "unsupported dtype value ", static_cast<int32_t>(dtype));
 }
@@ -422,10 +430,14 @@ template <typename Fn>
 void with_op(ReduceOp op, Fn&& fn) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAverage: return fn(SumOp{});
-    case ReduceOp::kMin: return fn(MinOp{});
-    case ReduceOp::kMax: return fn(MaxOp{});
-    case ReduceOp::kProduct: return fn(ProductOp{});
+    case ReduceOp::kAverage:
+      return fn(SumOp{});
+    case ReduceOp::kMin:
+      return fn(MinOp{});
+    case ReduceOp::kMax:
+      return fn(MaxOp{});
+    case ReduceOp::kProduct:
+      return fn(ProductOp{});
   }
   raise(ErrorKind::kInvalidArgument, "invalid reduce op value ", static_cast<int32_t>(op));
 }
@@ -442,14 +454,11 @@ void reduce_inplace(void* dst, const void* src, int64_t count, DataType dtype, R
   check_pointer(src, "src", kFn);
   with_kernels(dtype, [&](auto kernels) {
     using Kernels = decltype(kernels);
-    with_op(op, [&](auto op_fn) {
-      Kernels::template reduce_inplace<decltype(op_fn)>(dst, src, count);
-    });
+    with_op(op, [&](auto op_fn) { Kernels::template reduce_inplace<decltype(op_fn)>(dst, src, count); });
   });
 }
 
-void reduce_many(void* dst, const void* const* srcs, int nsrc, int64_t count, DataType dtype,
-                 ReduceOp op) {
+void reduce_many(void* dst, const void* const* srcs, int nsrc, int64_t count, DataType dtype, ReduceOp op) {
   constexpr const char* kFn = "reduce_many";
   check_dtype(dtype, kFn);
   check_op(op, kFn);
@@ -466,9 +475,7 @@ void reduce_many(void* dst, const void* const* srcs, int nsrc, int64_t count, Da
   }
   with_kernels(dtype, [&](auto kernels) {
     using Kernels = decltype(kernels);
-    with_op(op, [&](auto op_fn) {
-      Kernels::template reduce_many<decltype(op_fn)>(dst, srcs, nsrc, count);
-    });
+    with_op(op, [&](auto op_fn) { Kernels::template reduce_many<decltype(op_fn)>(dst, srcs, nsrc, count); });
   });
 }
 

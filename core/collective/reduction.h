@@ -16,8 +16,7 @@ void reduce_inplace(void* dst, const void* src, int64_t count, DataType dtype, R
 // dst[i] = srcs[0][i] (op) srcs[1][i] (op) ... (op) srcs[n-1][i].
 // dst may alias srcs[0] (but no other source). nsrc >= 1. For 16-bit floats
 // the whole chain accumulates in float32 and rounds once at the end.
-void reduce_many(void* dst, const void* const* srcs, int nsrc, int64_t count, DataType dtype,
-                 ReduceOp op);
+void reduce_many(void* dst, const void* const* srcs, int nsrc, int64_t count, DataType dtype, ReduceOp op);
 
 // buf[i] *= factor. Integers: computed in double and rounded toward zero
 // (as Horovod does for integer pre/postscale). 16-bit floats via float32.

@@ -11,8 +11,8 @@
 #include <mutex>
 #include <vector>
 
-#include "core/collective/collective_args.h"
 #include "core/base/interrupt.h"
+#include "core/collective/collective_args.h"
 
 namespace ringcc {
 
@@ -110,7 +110,9 @@ class Work {
   bool waited_on() const { return waiting_.load(std::memory_order_relaxed); }
   void wake() {
     // The waiter holds mu_ from its check of done_ until it sleeps.
-    { std::lock_guard<std::mutex> lock(mu_); }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+    }
     cv_.notify_all();
   }
 

@@ -37,41 +37,41 @@ using cuuint32_t = uint32_t;
 
 // Every constant ringcc uses, as (name, value): the enums below are made
 // from these lists, and the header check walks them.
-#define RINGCC_CUDA_RESULTS(X)              \
-  X(CUDA_SUCCESS, 0)                        \
-  X(CUDA_ERROR_INVALID_VALUE, 1)            \
-  X(CUDA_ERROR_OUT_OF_MEMORY, 2)            \
-  X(CUDA_ERROR_NOT_INITIALIZED, 3)          \
-  X(CUDA_ERROR_DEINITIALIZED, 4)            \
-  X(CUDA_ERROR_STUB_LIBRARY, 34)            \
-  X(CUDA_ERROR_NO_DEVICE, 100)              \
-  X(CUDA_ERROR_INVALID_DEVICE, 101)         \
-  X(CUDA_ERROR_INVALID_IMAGE, 200)          \
-  X(CUDA_ERROR_MAP_FAILED, 205)             \
-  X(CUDA_ERROR_NO_BINARY_FOR_GPU, 209)      \
-  X(CUDA_ERROR_INVALID_PTX, 218)            \
+#define RINGCC_CUDA_RESULTS(X)               \
+  X(CUDA_SUCCESS, 0)                         \
+  X(CUDA_ERROR_INVALID_VALUE, 1)             \
+  X(CUDA_ERROR_OUT_OF_MEMORY, 2)             \
+  X(CUDA_ERROR_NOT_INITIALIZED, 3)           \
+  X(CUDA_ERROR_DEINITIALIZED, 4)             \
+  X(CUDA_ERROR_STUB_LIBRARY, 34)             \
+  X(CUDA_ERROR_NO_DEVICE, 100)               \
+  X(CUDA_ERROR_INVALID_DEVICE, 101)          \
+  X(CUDA_ERROR_INVALID_IMAGE, 200)           \
+  X(CUDA_ERROR_MAP_FAILED, 205)              \
+  X(CUDA_ERROR_NO_BINARY_FOR_GPU, 209)       \
+  X(CUDA_ERROR_INVALID_PTX, 218)             \
   X(CUDA_ERROR_UNSUPPORTED_PTX_VERSION, 222) \
-  X(CUDA_ERROR_INVALID_HANDLE, 400)         \
-  X(CUDA_ERROR_NOT_FOUND, 500)              \
-  X(CUDA_ERROR_NOT_READY, 600)              \
-  X(CUDA_ERROR_ILLEGAL_ADDRESS, 700)        \
-  X(CUDA_ERROR_LAUNCH_TIMEOUT, 702)         \
-  X(CUDA_ERROR_LAUNCH_FAILED, 719)          \
-  X(CUDA_ERROR_NOT_SUPPORTED, 801)          \
+  X(CUDA_ERROR_INVALID_HANDLE, 400)          \
+  X(CUDA_ERROR_NOT_FOUND, 500)               \
+  X(CUDA_ERROR_NOT_READY, 600)               \
+  X(CUDA_ERROR_ILLEGAL_ADDRESS, 700)         \
+  X(CUDA_ERROR_LAUNCH_TIMEOUT, 702)          \
+  X(CUDA_ERROR_LAUNCH_FAILED, 719)           \
+  X(CUDA_ERROR_NOT_SUPPORTED, 801)           \
   X(CUDA_ERROR_UNKNOWN, 999)
 
-#define RINGCC_CUDA_DEVICE_ATTRIBUTES(X)            \
-  X(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 16)   \
-  X(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 33)             \
-  X(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, 34)          \
-  X(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 41)     \
-  X(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, 50)          \
+#define RINGCC_CUDA_DEVICE_ATTRIBUTES(X)              \
+  X(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 16)     \
+  X(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 33)               \
+  X(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, 34)            \
+  X(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 41)       \
+  X(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, 50)            \
   X(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 75) \
   X(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 76)
 
-#define RINGCC_CUDA_POINTER_ATTRIBUTES(X)       \
-  X(CU_POINTER_ATTRIBUTE_CONTEXT, 1)            \
-  X(CU_POINTER_ATTRIBUTE_MEMORY_TYPE, 2)        \
+#define RINGCC_CUDA_POINTER_ATTRIBUTES(X) \
+  X(CU_POINTER_ATTRIBUTE_CONTEXT, 1)      \
+  X(CU_POINTER_ATTRIBUTE_MEMORY_TYPE, 2)  \
   X(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, 9)
 
 #define RINGCC_CUDA_MEMORY_TYPES(X) \
@@ -130,61 +130,61 @@ struct CUipcEventHandle {
 
 // (symbol, return type, parameters): every driver function ringcc calls.
 // All are required: a driver too old to export one is reported as unusable.
-#define RINGCC_CUDA_FUNCTIONS(X)                                                               \
-  X(cuInit, CUresult, (unsigned int))                                                          \
-  X(cuDriverGetVersion, CUresult, (int*))                                                      \
-  X(cuGetErrorName, CUresult, (CUresult, const char**))                                        \
-  X(cuGetErrorString, CUresult, (CUresult, const char**))                                      \
-  X(cuDeviceGetCount, CUresult, (int*))                                                        \
-  X(cuDeviceGet, CUresult, (CUdevice*, int))                                                   \
-  X(cuDeviceGetName, CUresult, (char*, int, CUdevice))                                         \
-  X(cuDeviceGetUuid_v2, CUresult, (CUuuid*, CUdevice))                                         \
-  X(cuDeviceGetAttribute, CUresult, (int*, CUdevice_attribute, CUdevice))                      \
-  X(cuDeviceGetPCIBusId, CUresult, (char*, int, CUdevice))                                     \
-  X(cuDeviceTotalMem_v2, CUresult, (size_t*, CUdevice))                                        \
-  X(cuDevicePrimaryCtxRetain, CUresult, (CUcontext*, CUdevice))                                \
-  X(cuDevicePrimaryCtxRelease_v2, CUresult, (CUdevice))                                        \
-  X(cuCtxGetCurrent, CUresult, (CUcontext*))                                                   \
-  X(cuCtxSetCurrent, CUresult, (CUcontext))                                                    \
-  X(cuCtxGetDevice, CUresult, (CUdevice*))                                                     \
-  X(cuCtxSynchronize, CUresult, ())                                                            \
-  X(cuPointerGetAttribute, CUresult, (void*, CUpointer_attribute, CUdeviceptr))                \
-  X(cuMemAlloc_v2, CUresult, (CUdeviceptr*, size_t))                                           \
-  X(cuMemFree_v2, CUresult, (CUdeviceptr))                                                     \
-  X(cuMemHostAlloc, CUresult, (void**, size_t, unsigned int))                                  \
-  X(cuMemFreeHost, CUresult, (void*))                                                          \
-  X(cuMemHostRegister_v2, CUresult, (void*, size_t, unsigned int))                             \
-  X(cuMemHostUnregister, CUresult, (void*))                                                    \
-  X(cuMemHostGetDevicePointer_v2, CUresult, (CUdeviceptr*, void*, unsigned int))               \
-  X(cuMemcpyAsync, CUresult, (CUdeviceptr, CUdeviceptr, size_t, CUstream))                     \
-  X(cuMemcpyDtoDAsync_v2, CUresult, (CUdeviceptr, CUdeviceptr, size_t, CUstream))              \
-  X(cuMemcpyDtoHAsync_v2, CUresult, (void*, CUdeviceptr, size_t, CUstream))                    \
-  X(cuMemcpyHtoDAsync_v2, CUresult, (CUdeviceptr, const void*, size_t, CUstream))              \
-  X(cuMemsetD8Async, CUresult, (CUdeviceptr, unsigned char, size_t, CUstream))                 \
-  X(cuMemsetD32Async, CUresult, (CUdeviceptr, unsigned int, size_t, CUstream))                 \
-  X(cuStreamCreate, CUresult, (CUstream*, unsigned int))                                       \
-  X(cuStreamDestroy_v2, CUresult, (CUstream))                                                  \
-  X(cuStreamSynchronize, CUresult, (CUstream))                                                 \
-  X(cuStreamQuery, CUresult, (CUstream))                                                       \
-  X(cuStreamWaitEvent, CUresult, (CUstream, CUevent, unsigned int))                            \
-  X(cuStreamWaitValue32_v2, CUresult, (CUstream, CUdeviceptr, cuuint32_t, unsigned int))       \
-  X(cuStreamWriteValue32_v2, CUresult, (CUstream, CUdeviceptr, cuuint32_t, unsigned int))      \
-  X(cuEventCreate, CUresult, (CUevent*, unsigned int))                                         \
-  X(cuEventDestroy_v2, CUresult, (CUevent))                                                    \
-  X(cuEventRecord, CUresult, (CUevent, CUstream))                                              \
-  X(cuEventQuery, CUresult, (CUevent))                                                         \
-  X(cuEventSynchronize, CUresult, (CUevent))                                                   \
-  X(cuIpcGetMemHandle, CUresult, (CUipcMemHandle*, CUdeviceptr))                               \
-  X(cuIpcOpenMemHandle_v2, CUresult, (CUdeviceptr*, CUipcMemHandle, unsigned int))             \
-  X(cuIpcCloseMemHandle, CUresult, (CUdeviceptr))                                              \
-  X(cuIpcGetEventHandle, CUresult, (CUipcEventHandle*, CUevent))                               \
-  X(cuIpcOpenEventHandle, CUresult, (CUevent*, CUipcEventHandle))                              \
-  X(cuModuleLoadData, CUresult, (CUmodule*, const void*))                                      \
-  X(cuModuleUnload, CUresult, (CUmodule))                                                      \
-  X(cuModuleGetFunction, CUresult, (CUfunction*, CUmodule, const char*))                       \
-  X(cuLaunchKernel, CUresult,                                                                  \
-    (CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,         \
-     unsigned int, unsigned int, CUstream, void**, void**))
+#define RINGCC_CUDA_FUNCTIONS(X)                                                                                   \
+  X(cuInit, CUresult, (unsigned int))                                                                              \
+  X(cuDriverGetVersion, CUresult, (int*))                                                                          \
+  X(cuGetErrorName, CUresult, (CUresult, const char**))                                                            \
+  X(cuGetErrorString, CUresult, (CUresult, const char**))                                                          \
+  X(cuDeviceGetCount, CUresult, (int*))                                                                            \
+  X(cuDeviceGet, CUresult, (CUdevice*, int))                                                                       \
+  X(cuDeviceGetName, CUresult, (char*, int, CUdevice))                                                             \
+  X(cuDeviceGetUuid_v2, CUresult, (CUuuid*, CUdevice))                                                             \
+  X(cuDeviceGetAttribute, CUresult, (int*, CUdevice_attribute, CUdevice))                                          \
+  X(cuDeviceGetPCIBusId, CUresult, (char*, int, CUdevice))                                                         \
+  X(cuDeviceTotalMem_v2, CUresult, (size_t*, CUdevice))                                                            \
+  X(cuDevicePrimaryCtxRetain, CUresult, (CUcontext*, CUdevice))                                                    \
+  X(cuDevicePrimaryCtxRelease_v2, CUresult, (CUdevice))                                                            \
+  X(cuCtxGetCurrent, CUresult, (CUcontext*))                                                                       \
+  X(cuCtxSetCurrent, CUresult, (CUcontext))                                                                        \
+  X(cuCtxGetDevice, CUresult, (CUdevice*))                                                                         \
+  X(cuCtxSynchronize, CUresult, ())                                                                                \
+  X(cuPointerGetAttribute, CUresult, (void*, CUpointer_attribute, CUdeviceptr))                                    \
+  X(cuMemAlloc_v2, CUresult, (CUdeviceptr*, size_t))                                                               \
+  X(cuMemFree_v2, CUresult, (CUdeviceptr))                                                                         \
+  X(cuMemHostAlloc, CUresult, (void**, size_t, unsigned int))                                                      \
+  X(cuMemFreeHost, CUresult, (void*))                                                                              \
+  X(cuMemHostRegister_v2, CUresult, (void*, size_t, unsigned int))                                                 \
+  X(cuMemHostUnregister, CUresult, (void*))                                                                        \
+  X(cuMemHostGetDevicePointer_v2, CUresult, (CUdeviceptr*, void*, unsigned int))                                   \
+  X(cuMemcpyAsync, CUresult, (CUdeviceptr, CUdeviceptr, size_t, CUstream))                                         \
+  X(cuMemcpyDtoDAsync_v2, CUresult, (CUdeviceptr, CUdeviceptr, size_t, CUstream))                                  \
+  X(cuMemcpyDtoHAsync_v2, CUresult, (void*, CUdeviceptr, size_t, CUstream))                                        \
+  X(cuMemcpyHtoDAsync_v2, CUresult, (CUdeviceptr, const void*, size_t, CUstream))                                  \
+  X(cuMemsetD8Async, CUresult, (CUdeviceptr, unsigned char, size_t, CUstream))                                     \
+  X(cuMemsetD32Async, CUresult, (CUdeviceptr, unsigned int, size_t, CUstream))                                     \
+  X(cuStreamCreate, CUresult, (CUstream*, unsigned int))                                                           \
+  X(cuStreamDestroy_v2, CUresult, (CUstream))                                                                      \
+  X(cuStreamSynchronize, CUresult, (CUstream))                                                                     \
+  X(cuStreamQuery, CUresult, (CUstream))                                                                           \
+  X(cuStreamWaitEvent, CUresult, (CUstream, CUevent, unsigned int))                                                \
+  X(cuStreamWaitValue32_v2, CUresult, (CUstream, CUdeviceptr, cuuint32_t, unsigned int))                           \
+  X(cuStreamWriteValue32_v2, CUresult, (CUstream, CUdeviceptr, cuuint32_t, unsigned int))                          \
+  X(cuEventCreate, CUresult, (CUevent*, unsigned int))                                                             \
+  X(cuEventDestroy_v2, CUresult, (CUevent))                                                                        \
+  X(cuEventRecord, CUresult, (CUevent, CUstream))                                                                  \
+  X(cuEventQuery, CUresult, (CUevent))                                                                             \
+  X(cuEventSynchronize, CUresult, (CUevent))                                                                       \
+  X(cuIpcGetMemHandle, CUresult, (CUipcMemHandle*, CUdeviceptr))                                                   \
+  X(cuIpcOpenMemHandle_v2, CUresult, (CUdeviceptr*, CUipcMemHandle, unsigned int))                                 \
+  X(cuIpcCloseMemHandle, CUresult, (CUdeviceptr))                                                                  \
+  X(cuIpcGetEventHandle, CUresult, (CUipcEventHandle*, CUevent))                                                   \
+  X(cuIpcOpenEventHandle, CUresult, (CUevent*, CUipcEventHandle))                                                  \
+  X(cuModuleLoadData, CUresult, (CUmodule*, const void*))                                                          \
+  X(cuModuleUnload, CUresult, (CUmodule))                                                                          \
+  X(cuModuleGetFunction, CUresult, (CUfunction*, CUmodule, const char*))                                           \
+  X(cuLaunchKernel, CUresult,                                                                                      \
+    (CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, \
+     CUstream, void**, void**))
 
 // The loaded functions, named by their symbols.
 struct DriverApi {

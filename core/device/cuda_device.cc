@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/base/error.h"
 #include "core/device/gpu_libraries.h"
 #include "core/device/kernel_cache.h"
-#include "core/base/error.h"
 
 namespace ringcc {
 namespace device {
@@ -38,9 +38,8 @@ DeviceProperties query(const DriverApi& api, int ordinal) {
 std::string uuid_text(const CUuuid& uuid) {
   const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
   char out[64];
-  std::snprintf(out, sizeof(out),
-                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  std::snprintf(out, sizeof(out), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
   return out;
 }
 
@@ -69,8 +68,8 @@ CudaDevice::CudaDevice(int ordinal) : api_(cuda_driver("a CUDA tensor")) {
   int n = 0;
   cuda_check(api_, api_.cuDeviceGetCount(&n), "cuDeviceGetCount");
   if (ordinal < 0 || ordinal >= n) {
-    raise(ErrorKind::kInvalidArgument, "CUDA device ", ordinal, " does not exist (the driver sees ", n,
-          " device", n == 1 ? "" : "s", ")");
+    raise(ErrorKind::kInvalidArgument, "CUDA device ", ordinal, " does not exist (the driver sees ", n, " device",
+          n == 1 ? "" : "s", ")");
   }
   props_ = query(api_, ordinal);
   CUdevice dev = 0;
@@ -129,16 +128,16 @@ void CudaDevice::load_kernels() {
   const CUresult r = api_.cuModuleLoadData(&module, image.bytes.c_str());
   if (r != CUDA_SUCCESS) {
     raise(ErrorKind::kInternal, "loading ringcc's device kernels (", image.cubin ? "CUBIN for sm_" : "PTX for compute_",
-          image.arch, ", ", image.origin, ") into CUDA device ", props_.ordinal, " (sm_", arch, "): ",
-          cuda_error_text(api_, r),
+          image.arch, ", ", image.origin, ") into CUDA device ", props_.ordinal, " (sm_", arch,
+          "): ", cuda_error_text(api_, r),
           r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION || r == CUDA_ERROR_INVALID_PTX
               ? "; the NVRTC in use is newer than the driver: set RINGCC_NVRTC_LIB to the NVRTC of "
                 "the driver's CUDA version"
               : "");
   }
   module_ = module;
-  origin_ = std::string(image.cubin ? "CUBIN for sm_" : "PTX for compute_") + std::to_string(image.arch) +
-            ", " + image.origin;
+  origin_ = std::string(image.cubin ? "CUBIN for sm_" : "PTX for compute_") + std::to_string(image.arch) + ", " +
+            image.origin;
 }
 
 std::string CudaDevice::kernels_origin() {
@@ -168,15 +167,13 @@ unsigned int CudaDevice::blocks_for(int64_t count, size_t elem_size) const {
   return static_cast<unsigned int>(std::max<int64_t>(1, std::min(wanted, cap)));
 }
 
-void CudaDevice::scale(CUstream stream, void* dst, const void* src, int64_t count, DataType dtype,
-                       double factor) {
+void CudaDevice::scale(CUstream stream, void* dst, const void* src, int64_t count, DataType dtype, double factor) {
   if (count <= 0) return;
   CUfunction f = function(scale_kernel_name(dtype));
   long long n = count;
   void* params[] = {&dst, const_cast<void**>(&src), &n, &factor};
   Scope scope(*this);
-  check(api_.cuLaunchKernel(f, blocks_for(count, dtype_size(dtype)), 1, 1, 512, 1, 1, 0, stream, params,
-                            nullptr),
+  check(api_.cuLaunchKernel(f, blocks_for(count, dtype_size(dtype)), 1, 1, 512, 1, 1, 0, stream, params, nullptr),
         "cuLaunchKernel (scale)");
 }
 
@@ -192,8 +189,8 @@ bool CudaDevice::launch_timestamp(CUstream stream, unsigned long long* slot) {
   return api_.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr) == CUDA_SUCCESS;
 }
 
-void CudaDevice::reduce(CUstream stream, void* dst, const void* const* srcs, int nsrc, int64_t count,
-                        DataType dtype, ReduceOp op, double postscale) {
+void CudaDevice::reduce(CUstream stream, void* dst, const void* const* srcs, int nsrc, int64_t count, DataType dtype,
+                        ReduceOp op, double postscale) {
   if (count <= 0) return;
   if (nsrc < 1 || nsrc > kMaxSources) {
     raise(ErrorKind::kInternal, "a device reduction takes 1 to ", kMaxSources, " sources, not ", nsrc);
@@ -206,8 +203,7 @@ void CudaDevice::reduce(CUstream stream, void* dst, const void* const* srcs, int
   long long n = count;
   void* params[] = {&dst, &sources, &nsrc, &n, &postscale};
   Scope scope(*this);
-  check(api_.cuLaunchKernel(f, blocks_for(count, dtype_size(dtype)), 1, 1, 512, 1, 1, 0, stream, params,
-                            nullptr),
+  check(api_.cuLaunchKernel(f, blocks_for(count, dtype_size(dtype)), 1, 1, 512, 1, 1, 0, stream, params, nullptr),
         "cuLaunchKernel (reduce)");
 }
 

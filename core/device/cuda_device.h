@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "core/device/cuda_api.h"
 #include "core/collective/dtype.h"
 #include "core/collective/reduce_op.h"
+#include "core/device/cuda_api.h"
 
 namespace ringcc {
 namespace device {
@@ -65,12 +65,11 @@ class CudaDevice {
   void check(cuda::CUresult r, const char* what) const;
 
   // Enqueues dst[i] = src[i] * factor on `stream` (dst may equal src).
-  void scale(cuda::CUstream stream, void* dst, const void* src, int64_t count, DataType dtype,
-             double factor);
+  void scale(cuda::CUstream stream, void* dst, const void* src, int64_t count, DataType dtype, double factor);
   // Enqueues dst = srcs[0] op ... op srcs[nsrc-1], then * postscale, on
   // `stream`; nsrc <= kMaxSources, dst may equal srcs[0].
-  void reduce(cuda::CUstream stream, void* dst, const void* const* srcs, int nsrc, int64_t count,
-              DataType dtype, ReduceOp op, double postscale);
+  void reduce(cuda::CUstream stream, void* dst, const void* const* srcs, int nsrc, int64_t count, DataType dtype,
+              ReduceOp op, double postscale);
   static constexpr int kMaxSources = 16;  // RINGCC_MAX_SOURCES of the kernels
 
   // A stream of this process on the device, apart from any caller's, for

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "core/device/gpu_libraries.h"
 #include "core/base/error.h"
+#include "core/device/gpu_libraries.h"
 #include "core/os/shm_segment.h"
 
 namespace ringcc {
@@ -180,8 +180,9 @@ std::string Watchdog::poll() {
     }
     const double age = std::chrono::duration<double>(now - p.since).count();
     if (age > timeout_s_) {
-      return detail::concat(p.what, " enqueued ", static_cast<int>(age), " s ago has not completed (RINGCC_TIMEOUT_S is ",
-                            timeout_s_, " s): a peer stopped taking part");
+      return detail::concat(p.what, " enqueued ", static_cast<int>(age),
+                            " s ago has not completed (RINGCC_TIMEOUT_S is ", timeout_s_,
+                            " s): a peer stopped taking part");
     }
     break;
   }

@@ -16,9 +16,12 @@ namespace {
 
 const char* env_name(GpuLibrary which) {
   switch (which) {
-    case GpuLibrary::kCuda: return "RINGCC_CUDA_LIB";
-    case GpuLibrary::kNccl: return "RINGCC_NCCL_LIB";
-    case GpuLibrary::kNvrtc: return "RINGCC_NVRTC_LIB";
+    case GpuLibrary::kCuda:
+      return "RINGCC_CUDA_LIB";
+    case GpuLibrary::kNccl:
+      return "RINGCC_NCCL_LIB";
+    case GpuLibrary::kNvrtc:
+      return "RINGCC_NVRTC_LIB";
   }
   return "";
 }
@@ -91,11 +94,11 @@ bool resolve(void* handle, Api* api, std::string* why);
 template <>
 bool resolve(void* handle, cuda::DriverApi* api, std::string* why) {
   using namespace cuda;
-#define RINGCC_RESOLVE(symbol, result, params)                                                 \
-  api->symbol = reinterpret_cast<result(*) params>(::dlsym(handle, #symbol));                  \
-  if (!api->symbol) {                                                                          \
+#define RINGCC_RESOLVE(symbol, result, params)                                         \
+  api->symbol = reinterpret_cast<result(*) params>(::dlsym(handle, #symbol));          \
+  if (!api->symbol) {                                                                  \
     *why = "loaded, but has no " #symbol " (not a CUDA driver of CUDA 11.7 or newer)"; \
-    return false;                                                                              \
+    return false;                                                                      \
   }
   RINGCC_CUDA_FUNCTIONS(RINGCC_RESOLVE)
 #undef RINGCC_RESOLVE
@@ -105,11 +108,11 @@ bool resolve(void* handle, cuda::DriverApi* api, std::string* why) {
 template <>
 bool resolve(void* handle, nccl::NcclApi* api, std::string* why) {
   using namespace nccl;
-#define RINGCC_RESOLVE(symbol, required, result, params)                       \
-  api->symbol = reinterpret_cast<result(*) params>(::dlsym(handle, #symbol));  \
-  if (!api->symbol && required) {                                              \
-    *why = "loaded, but has no " #symbol " (not NCCL 2.7 or newer)";     \
-    return false;                                                              \
+#define RINGCC_RESOLVE(symbol, required, result, params)                      \
+  api->symbol = reinterpret_cast<result(*) params>(::dlsym(handle, #symbol)); \
+  if (!api->symbol && required) {                                             \
+    *why = "loaded, but has no " #symbol " (not NCCL 2.7 or newer)";          \
+    return false;                                                             \
   }
   RINGCC_NCCL_FUNCTIONS(RINGCC_RESOLVE)
 #undef RINGCC_RESOLVE
@@ -119,11 +122,11 @@ bool resolve(void* handle, nccl::NcclApi* api, std::string* why) {
 template <>
 bool resolve(void* handle, nvrtc::NvrtcApi* api, std::string* why) {
   using namespace nvrtc;
-#define RINGCC_RESOLVE(symbol, required, result, params)                       \
-  api->symbol = reinterpret_cast<result(*) params>(::dlsym(handle, #symbol));  \
-  if (!api->symbol && required) {                                              \
-    *why = "loaded, but has no " #symbol;                                      \
-    return false;                                                              \
+#define RINGCC_RESOLVE(symbol, required, result, params)                      \
+  api->symbol = reinterpret_cast<result(*) params>(::dlsym(handle, #symbol)); \
+  if (!api->symbol && required) {                                             \
+    *why = "loaded, but has no " #symbol;                                     \
+    return false;                                                             \
   }
   RINGCC_NVRTC_FUNCTIONS(RINGCC_RESOLVE)
 #undef RINGCC_RESOLVE
@@ -289,8 +292,8 @@ void ensure_searched(Slot<Api>& s, GpuLibrary which) {
     if (driver.found) driver_major = driver.version_code / 1000;
     auto fits = [driver_major](const nvrtc::NvrtcApi&, const GpuLibraryInfo& found, std::string* why) {
       if (driver_major > 0 && found.version_code / 1000 > driver_major) {
-        *why = "NVRTC " + found.version + " is newer than the CUDA driver (CUDA " +
-               std::to_string(driver_major) + ".x)";
+        *why =
+            "NVRTC " + found.version + " is newer than the CUDA driver (CUDA " + std::to_string(driver_major) + ".x)";
         return false;
       }
       return true;
@@ -334,18 +337,24 @@ const char* install_hint(GpuLibrary which) {
 
 const char* library_name(GpuLibrary which) {
   switch (which) {
-    case GpuLibrary::kCuda: return "the CUDA driver (libcuda.so.1)";
-    case GpuLibrary::kNccl: return "NCCL (libnccl.so.2)";
-    case GpuLibrary::kNvrtc: return "NVRTC (libnvrtc.so)";
+    case GpuLibrary::kCuda:
+      return "the CUDA driver (libcuda.so.1)";
+    case GpuLibrary::kNccl:
+      return "NCCL (libnccl.so.2)";
+    case GpuLibrary::kNvrtc:
+      return "NVRTC (libnvrtc.so)";
   }
   return "";
 }
 
 void set_library_dirs(GpuLibrary which, const std::vector<std::string>& paths) {
   switch (which) {
-    case GpuLibrary::kCuda: return set_dirs(cuda_slot(), paths);
-    case GpuLibrary::kNccl: return set_dirs(nccl_slot(), paths);
-    case GpuLibrary::kNvrtc: return set_dirs(nvrtc_slot(), paths);
+    case GpuLibrary::kCuda:
+      return set_dirs(cuda_slot(), paths);
+    case GpuLibrary::kNccl:
+      return set_dirs(nccl_slot(), paths);
+    case GpuLibrary::kNvrtc:
+      return set_dirs(nvrtc_slot(), paths);
   }
 }
 
@@ -402,8 +411,8 @@ const cuda::DriverApi& cuda_driver(const std::string& what) {
   if (!info.found) missing(GpuLibrary::kCuda, info, what);
   const CudaDriverState state = cuda_driver_state();
   if (!state.initialized) {
-    raise(ErrorKind::kInvalidArgument, what, " needs a working CUDA driver, but ", info.path,
-          " (CUDA ", info.version, ") failed to initialise: ", state.error);
+    raise(ErrorKind::kInvalidArgument, what, " needs a working CUDA driver, but ", info.path, " (CUDA ", info.version,
+          ") failed to initialise: ", state.error);
   }
   return cuda_slot().api;  // written once, before searched was set under the lock
 }

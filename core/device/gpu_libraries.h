@@ -25,11 +25,11 @@ namespace device {
 enum class GpuLibrary { kCuda, kNccl, kNvrtc };
 
 struct GpuLibraryInfo {
-  bool found = false;        // a candidate loaded and has every required symbol
-  std::string path;          // the candidate that loaded
-  int version_code = 0;      // driver: 13000 for CUDA 13.0; NCCL: 22809; NVRTC: 13000
-  std::string version;       // "13.0", "2.28.9"
-  std::string error;         // why nothing (or nothing usable) loaded, one line per candidate
+  bool found = false;              // a candidate loaded and has every required symbol
+  std::string path;                // the candidate that loaded
+  int version_code = 0;            // driver: 13000 for CUDA 13.0; NCCL: 22809; NVRTC: 13000
+  std::string version;             // "13.0", "2.28.9"
+  std::string error;               // why nothing (or nothing usable) loaded, one line per candidate
   std::vector<std::string> tried;  // the candidates, in the order tried
   // The library is one of ringcc's test doubles (it exports
   // ringcc_cuda_test_double): nothing it reports is a GPU's.

@@ -36,7 +36,7 @@ std::string first_shared_gpu(const std::vector<GpuRankInfo>& ranks) {
   return "";
 }
 
-std::string ranks_without(const std::vector<GpuRankInfo>& ranks, bool GpuRankInfo::*field) {
+std::string ranks_without(const std::vector<GpuRankInfo>& ranks, bool GpuRankInfo::* field) {
   std::ostringstream os;
   bool any = false;
   for (size_t r = 0; r < ranks.size(); ++r) {
@@ -50,8 +50,13 @@ std::string ranks_without(const std::vector<GpuRankInfo>& ranks, bool GpuRankInf
 
 std::string encode_rank_info(const GpuRankInfo& i) {
   std::ostringstream os;
-  os << i.host << '\n' << i.uuid << '\n' << i.device << '\n' << i.pid << '\n' << (i.nccl ? 1 : 0) << '\n'
-     << (i.nvrtc ? 1 : 0) << '\n' << i.forced;
+  os << i.host << '\n'
+     << i.uuid << '\n'
+     << i.device << '\n'
+     << i.pid << '\n'
+     << (i.nccl ? 1 : 0) << '\n'
+     << (i.nvrtc ? 1 : 0) << '\n'
+     << i.forced;
   return os.str();
 }
 

@@ -20,8 +20,7 @@ constexpr size_t kSlots = 1 << 14;
 constexpr double kFlushWaitS = 10.0;
 
 int64_t realtime_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -39,8 +38,7 @@ std::unique_ptr<GpuTrace> GpuTrace::from_env(CudaDevice& device, int rank) {
   return std::unique_ptr<GpuTrace>(new GpuTrace(device, rank, value == "1" ? "" : value));
 }
 
-GpuTrace::GpuTrace(CudaDevice& device, int rank, std::string path)
-    : dev_(device), rank_(rank), path_(std::move(path)) {
+GpuTrace::GpuTrace(CudaDevice& device, int rank, std::string path) : dev_(device), rank_(rank), path_(std::move(path)) {
   if (!path_.empty()) {
     const std::string file = path_ + ".rank" + std::to_string(rank_) + ".jsonl";
     out_.open(file, std::ios::app);
@@ -82,8 +80,8 @@ void GpuTrace::begin(const CollectiveArgs& a, const char* backend, Clock::time_p
   current_.kind = collective_name(a.kind == CollectiveKind::kLocalError ? a.failed_kind : a.kind);
   current_.backend = backend;
   current_.bytes = a.count * static_cast<int64_t>(dtype_size(a.dtype));
-  current_.realtime_ns = realtime_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                             Clock::now() - started).count();
+  current_.realtime_ns =
+      realtime_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started).count();
   active_ = true;
   host_mark("agreed");
 }
@@ -158,9 +156,11 @@ void GpuTrace::write(const Record& r) {
   if (out_.is_open()) {
     os << "{\"rank\": " << rank_ << ", \"call\": " << r.call << ", \"kind\": \"" << r.kind << "\", \"backend\": \""
        << r.backend << "\", \"bytes\": " << r.bytes << ", \"host_start_ns\": " << r.realtime_ns << ", \"host_us\": {";
-    for (size_t i = 0; i < r.host.size(); ++i) os << (i ? ", " : "") << "\"" << r.host[i].first << "\": " << fixed(r.host[i].second);
+    for (size_t i = 0; i < r.host.size(); ++i)
+      os << (i ? ", " : "") << "\"" << r.host[i].first << "\": " << fixed(r.host[i].second);
     os << "}, \"device_ns\": {";
-    for (size_t i = 0; i < device.size(); ++i) os << (i ? ", " : "") << "\"" << device[i].first << "\": " << device[i].second;
+    for (size_t i = 0; i < device.size(); ++i)
+      os << (i ? ", " : "") << "\"" << device[i].first << "\": " << device[i].second;
     os << "}}\n";
     out_ << os.str();
     out_.flush();
@@ -172,9 +172,8 @@ void GpuTrace::write(const Record& r) {
     const double lag = (static_cast<double>(device[0].second) - static_cast<double>(r.realtime_ns)) / 1e3;
     os << "; device " << device[0].first << " at host start + " << fixed(lag) << " us";
     for (size_t i = 1; i < device.size(); ++i) {
-      os << ", " << device[i].first << " +" << fixed((static_cast<double>(device[i].second) -
-                                                      static_cast<double>(device[i - 1].second)) / 1e3)
-         << " us";
+      os << ", " << device[i].first << " +"
+         << fixed((static_cast<double>(device[i].second) - static_cast<double>(device[i - 1].second)) / 1e3) << " us";
     }
   }
   RINGCC_LOG(kWarning, os.str());

@@ -57,7 +57,7 @@ class GpuTrace {
     uint64_t call = 0;
     std::string kind, backend;
     int64_t bytes = 0;
-    int64_t realtime_ns = 0;  // the host's realtime clock when the call started
+    int64_t realtime_ns = 0;                             // the host's realtime clock when the call started
     std::vector<std::pair<const char*, double>> host;    // name, us since the start
     std::vector<std::pair<const char*, size_t>> device;  // name, slot
     cuda::CUevent done = nullptr;

@@ -8,18 +8,18 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <thread>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
-#include "core/device/gpu_libraries.h"
-#include "core/device/reduce_kernels_source.h"  // generated from reduce_kernels.cuh
 #include "core/base/error.h"
 #include "core/base/log.h"
 #include "core/base/sha256.h"
+#include "core/device/gpu_libraries.h"
+#include "core/device/reduce_kernels_source.h"  // generated from reduce_kernels.cuh
 
 namespace ringcc {
 namespace device {
@@ -31,10 +31,14 @@ const char* const kOps[] = {"sum", "min", "max", "product"};
 const char* op_suffix(ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAverage: return "sum";
-    case ReduceOp::kMin: return "min";
-    case ReduceOp::kMax: return "max";
-    case ReduceOp::kProduct: return "product";
+    case ReduceOp::kAverage:
+      return "sum";
+    case ReduceOp::kMin:
+      return "min";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kProduct:
+      return "product";
   }
   raise(ErrorKind::kInvalidArgument, "invalid reduce op value ", static_cast<int>(op));
 }
@@ -152,8 +156,8 @@ KernelImage compile_kernels(const nvrtc::NvrtcApi& api, int arch, bool cubin) {
     raise(ErrorKind::kInternal, "this NVRTC cannot produce a CUBIN (CUDA 11.1 or newer is needed)");
   }
   nvrtc::nvrtcProgram prog = nullptr;
-  nvrtc_check(api, api.nvrtcCreateProgram(&prog, kernel_source().c_str(), "ringcc_reduce_kernels.cu", 0,
-                                          nullptr, nullptr),
+  nvrtc_check(api,
+              api.nvrtcCreateProgram(&prog, kernel_source().c_str(), "ringcc_reduce_kernels.cu", 0, nullptr, nullptr),
               "nvrtcCreateProgram");
   struct Destroy {
     const nvrtc::NvrtcApi& api;
@@ -172,8 +176,8 @@ KernelImage compile_kernels(const nvrtc::NvrtcApi& api, int arch, bool cubin) {
       api.nvrtcGetProgramLog(prog, &log[0]);
       log.resize(log_size - 1);
     }
-    raise(ErrorKind::kInternal, "NVRTC could not compile ringcc's kernels for ", cubin ? "sm_" : "compute_",
-          arch, ": ", nvrtc_text(api, r), "\n", log);
+    raise(ErrorKind::kInternal, "NVRTC could not compile ringcc's kernels for ", cubin ? "sm_" : "compute_", arch, ": ",
+          nvrtc_text(api, r), "\n", log);
   }
   KernelImage image;
   image.arch = arch;
@@ -213,8 +217,7 @@ KernelImage kernel_image_for(int arch) {
 
   const nvrtc::NvrtcApi& api = nvrtc_library("compiling ringcc's device kernels");
   const std::vector<int> supported = nvrtc_supported_archs(api);
-  bool cubin = std::find(supported.begin(), supported.end(), arch) != supported.end() &&
-               api.nvrtcGetCUBIN != nullptr;
+  bool cubin = std::find(supported.begin(), supported.end(), arch) != supported.end() && api.nvrtcGetCUBIN != nullptr;
   int target = arch;
   if (!cubin) {
     // PTX for the newest architecture NVRTC knows that the device runs.
@@ -224,8 +227,7 @@ KernelImage kernel_image_for(int arch) {
     }
     if (target == 0) {
       raise(ErrorKind::kInvalidArgument, "NVRTC ", library_info(GpuLibrary::kNvrtc).version,
-            " cannot compile for this GPU (sm_", arch, "); it supports sm_", supported.front(),
-            " and newer");
+            " cannot compile for this GPU (sm_", arch, "); it supports sm_", supported.front(), " and newer");
     }
   }
   const std::string dir = kernel_cache_dir();

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "core/device/nvrtc_api.h"
 #include "core/collective/dtype.h"
 #include "core/collective/reduce_op.h"
+#include "core/device/nvrtc_api.h"
 
 namespace ringcc {
 namespace device {
@@ -26,7 +26,7 @@ std::string reduce_kernel_name(DataType dtype, ReduceOp op);  // kAverage: the s
 std::vector<std::string> kernel_entry_points();
 
 struct KernelImage {
-  std::string bytes;   // a CUBIN, or PTX text
+  std::string bytes;  // a CUBIN, or PTX text
   bool cubin = false;
   int arch = 0;        // 90 for sm_90 / compute_90
   std::string origin;  // "compiled by NVRTC 13.0", "disk cache <path>", "memory"

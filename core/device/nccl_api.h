@@ -21,14 +21,14 @@ struct ncclUniqueId {
   char internal[kNcclUniqueIdBytes];
 };
 
-#define RINGCC_NCCL_RESULTS(X)   \
-  X(ncclSuccess, 0)              \
-  X(ncclUnhandledCudaError, 1)   \
-  X(ncclSystemError, 2)          \
-  X(ncclInternalError, 3)        \
-  X(ncclInvalidArgument, 4)      \
-  X(ncclInvalidUsage, 5)         \
-  X(ncclRemoteError, 6)          \
+#define RINGCC_NCCL_RESULTS(X) \
+  X(ncclSuccess, 0)            \
+  X(ncclUnhandledCudaError, 1) \
+  X(ncclSystemError, 2)        \
+  X(ncclInternalError, 3)      \
+  X(ncclInvalidArgument, 4)    \
+  X(ncclInvalidUsage, 5)       \
+  X(ncclRemoteError, 6)        \
   X(ncclInProgress, 7)
 
 #define RINGCC_NCCL_DATA_TYPES(X) \
@@ -60,7 +60,7 @@ enum ncclRedOp_t : int { RINGCC_NCCL_RED_OPS(RINGCC_NCCL_ENUMERATOR) };
 constexpr int nccl_version(int x, int y, int z) {
   return (x <= 2 && y <= 8) ? x * 1000 + y * 100 + z : x * 10000 + y * 100 + z;
 }
-constexpr unsigned int kNcclApiMagic = 0xcafebeef;  // NCCL_API_MAGIC
+constexpr unsigned int kNcclApiMagic = 0xcafebeef;    // NCCL_API_MAGIC
 constexpr int kNcclConfigUndefInt = -2147483647 - 1;  // NCCL_CONFIG_UNDEF_INT (INT_MIN)
 
 // The first fields of ncclConfig_t, as NCCL 2.17 defined them. NCCL reads
@@ -82,34 +82,31 @@ struct ncclConfig_t {
 
 // (symbol, required, return type, parameters). Optional ones are null in
 // NCCL releases older than them (named in the comment).
-#define RINGCC_NCCL_FUNCTIONS(X)                                                                    \
-  X(ncclGetVersion, true, ncclResult_t, (int*))                                                     \
-  X(ncclGetErrorString, true, const char*, (ncclResult_t))                                          \
-  X(ncclGetLastError, false, const char*, (ncclComm_t)) /* 2.13 */                                  \
-  X(ncclGetUniqueId, true, ncclResult_t, (ncclUniqueId*))                                           \
-  X(ncclCommInitRank, true, ncclResult_t, (ncclComm_t*, int, ncclUniqueId, int))                    \
-  X(ncclCommInitRankConfig, false, ncclResult_t,                                                    \
-    (ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*)) /* 2.14 */                                \
-  X(ncclCommFinalize, false, ncclResult_t, (ncclComm_t)) /* 2.14 */                                 \
-  X(ncclCommDestroy, true, ncclResult_t, (ncclComm_t))                                              \
-  X(ncclCommAbort, true, ncclResult_t, (ncclComm_t))                                                \
-  X(ncclCommGetAsyncError, true, ncclResult_t, (ncclComm_t, ncclResult_t*))                         \
-  X(ncclCommCount, true, ncclResult_t, (ncclComm_t, int*))                                          \
-  X(ncclCommCuDevice, true, ncclResult_t, (ncclComm_t, int*))                                       \
-  X(ncclCommUserRank, true, ncclResult_t, (ncclComm_t, int*))                                       \
-  X(ncclAllReduce, true, ncclResult_t,                                                              \
-    (const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t))           \
-  X(ncclBroadcast, true, ncclResult_t,                                                              \
-    (const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))                   \
-  X(ncclReduce, true, ncclResult_t,                                                                 \
-    (const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, cudaStream_t))      \
-  X(ncclAllGather, true, ncclResult_t,                                                              \
-    (const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t))                        \
-  X(ncclReduceScatter, true, ncclResult_t,                                                          \
-    (const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t))           \
-  X(ncclSend, true, ncclResult_t, (const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)) \
-  X(ncclRecv, true, ncclResult_t, (void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))  \
-  X(ncclGroupStart, true, ncclResult_t, ())                                                         \
+#define RINGCC_NCCL_FUNCTIONS(X)                                                                                    \
+  X(ncclGetVersion, true, ncclResult_t, (int*))                                                                     \
+  X(ncclGetErrorString, true, const char*, (ncclResult_t))                                                          \
+  X(ncclGetLastError, false, const char*, (ncclComm_t)) /* 2.13 */                                                  \
+  X(ncclGetUniqueId, true, ncclResult_t, (ncclUniqueId*))                                                           \
+  X(ncclCommInitRank, true, ncclResult_t, (ncclComm_t*, int, ncclUniqueId, int))                                    \
+  X(ncclCommInitRankConfig, false, ncclResult_t, (ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*)) /* 2.14 */   \
+  X(ncclCommFinalize, false, ncclResult_t, (ncclComm_t))                                               /* 2.14 */   \
+  X(ncclCommDestroy, true, ncclResult_t, (ncclComm_t))                                                              \
+  X(ncclCommAbort, true, ncclResult_t, (ncclComm_t))                                                                \
+  X(ncclCommGetAsyncError, true, ncclResult_t, (ncclComm_t, ncclResult_t*))                                         \
+  X(ncclCommCount, true, ncclResult_t, (ncclComm_t, int*))                                                          \
+  X(ncclCommCuDevice, true, ncclResult_t, (ncclComm_t, int*))                                                       \
+  X(ncclCommUserRank, true, ncclResult_t, (ncclComm_t, int*))                                                       \
+  X(ncclAllReduce, true, ncclResult_t,                                                                              \
+    (const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t))                            \
+  X(ncclBroadcast, true, ncclResult_t, (const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)) \
+  X(ncclReduce, true, ncclResult_t,                                                                                 \
+    (const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, cudaStream_t))                       \
+  X(ncclAllGather, true, ncclResult_t, (const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t))      \
+  X(ncclReduceScatter, true, ncclResult_t,                                                                          \
+    (const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t))                            \
+  X(ncclSend, true, ncclResult_t, (const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))             \
+  X(ncclRecv, true, ncclResult_t, (void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))                   \
+  X(ncclGroupStart, true, ncclResult_t, ())                                                                         \
   X(ncclGroupEnd, true, ncclResult_t, ())
 
 struct NcclApi {

@@ -15,13 +15,13 @@ namespace nvrtc {
 
 using nvrtcProgram = ::_nvrtcProgram*;
 
-#define RINGCC_NVRTC_RESULTS(X)  \
-  X(NVRTC_SUCCESS, 0)            \
-  X(NVRTC_ERROR_OUT_OF_MEMORY, 1) \
+#define RINGCC_NVRTC_RESULTS(X)              \
+  X(NVRTC_SUCCESS, 0)                        \
+  X(NVRTC_ERROR_OUT_OF_MEMORY, 1)            \
   X(NVRTC_ERROR_PROGRAM_CREATION_FAILURE, 2) \
-  X(NVRTC_ERROR_INVALID_INPUT, 3) \
-  X(NVRTC_ERROR_INVALID_PROGRAM, 4) \
-  X(NVRTC_ERROR_INVALID_OPTION, 5) \
+  X(NVRTC_ERROR_INVALID_INPUT, 3)            \
+  X(NVRTC_ERROR_INVALID_PROGRAM, 4)          \
+  X(NVRTC_ERROR_INVALID_OPTION, 5)           \
   X(NVRTC_ERROR_COMPILATION, 6)
 
 #define RINGCC_NVRTC_ENUMERATOR(name, value) name = value,

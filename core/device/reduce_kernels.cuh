@@ -146,14 +146,35 @@ struct BFloat16 {
   static RINGCC_DEVICE rc_u16 store(float v) { return float_to_bfloat16(v); }
 };
 
-template <class T> struct Unsigned { typedef T type; };
-template <> struct Unsigned<rc_i8> { typedef rc_u8 type; };
-template <> struct Unsigned<rc_i32> { typedef rc_u32 type; };
-template <> struct Unsigned<rc_i64> { typedef rc_u64 type; };
+template <class T>
+struct Unsigned {
+  typedef T type;
+};
+template <>
+struct Unsigned<rc_i8> {
+  typedef rc_u8 type;
+};
+template <>
+struct Unsigned<rc_i32> {
+  typedef rc_u32 type;
+};
+template <>
+struct Unsigned<rc_i64> {
+  typedef rc_u64 type;
+};
 
-template <class T> struct IsFloat { static const bool value = false; };
-template <> struct IsFloat<float> { static const bool value = true; };
-template <> struct IsFloat<double> { static const bool value = true; };
+template <class T>
+struct IsFloat {
+  static const bool value = false;
+};
+template <>
+struct IsFloat<float> {
+  static const bool value = true;
+};
+template <>
+struct IsFloat<double> {
+  static const bool value = true;
+};
 
 struct Sum {
   template <class T>
@@ -187,11 +208,14 @@ struct Max {
 // gives the low 8 bits, as the host's unsigned char arithmetic does.
 
 // x * factor as core/collective/reduction.cc's scale_one does it.
-template <class T> struct Scale;
-template <> struct Scale<float> {
+template <class T>
+struct Scale;
+template <>
+struct Scale<float> {
   static RINGCC_DEVICE float apply(float x, double f) { return x * (float)f; }
 };
-template <> struct Scale<double> {
+template <>
+struct Scale<double> {
   static RINGCC_DEVICE double apply(double x, double f) { return x * f; }
 };
 template <class T, rc_i32 kLow, rc_i32 kHigh>
@@ -204,10 +228,14 @@ struct ScaleSmallInt {
     return (T)(rc_i32)v;
   }
 };
-template <> struct Scale<rc_i8> : ScaleSmallInt<rc_i8, -128, 127> {};
-template <> struct Scale<rc_u8> : ScaleSmallInt<rc_u8, 0, 255> {};
-template <> struct Scale<rc_i32> : ScaleSmallInt<rc_i32, (-2147483647 - 1), 2147483647> {};
-template <> struct Scale<rc_i64> {
+template <>
+struct Scale<rc_i8> : ScaleSmallInt<rc_i8, -128, 127> {};
+template <>
+struct Scale<rc_u8> : ScaleSmallInt<rc_u8, 0, 255> {};
+template <>
+struct Scale<rc_i32> : ScaleSmallInt<rc_i32, (-2147483647 - 1), 2147483647> {};
+template <>
+struct Scale<rc_i64> {
   static RINGCC_DEVICE rc_i64 apply(rc_i64 x, double f) {
     const double low = -9223372036854775808.0;  // -2^63
     const double v = (double)x * f;
@@ -299,21 +327,20 @@ RINGCC_DEVICE void reduce(void* dst_v, const RingccSources& s, int nsrc, rc_i64 
 
 }  // namespace ringcc_kernels
 
-#define RINGCC_SCALE_KERNEL(name, D)                                                          \
-  extern "C" RINGCC_GLOBAL void ringcc_scale_##name(void* dst, const void* src, long long n, \
-                                                    double f) {                              \
-    ringcc_kernels::scale<D>(dst, src, n, f);                                                 \
+#define RINGCC_SCALE_KERNEL(name, D)                                                                     \
+  extern "C" RINGCC_GLOBAL void ringcc_scale_##name(void* dst, const void* src, long long n, double f) { \
+    ringcc_kernels::scale<D>(dst, src, n, f);                                                            \
   }
-#define RINGCC_REDUCE_KERNEL(name, D, opname, Op)                                               \
-  extern "C" RINGCC_GLOBAL void ringcc_reduce_##name##_##opname(                               \
-      void* dst, RingccSources s, int nsrc, long long n, double postscale) {                    \
-    ringcc_kernels::reduce<D, Op>(dst, s, nsrc, n, postscale);                                  \
+#define RINGCC_REDUCE_KERNEL(name, D, opname, Op)                                                                  \
+  extern "C" RINGCC_GLOBAL void ringcc_reduce_##name##_##opname(void* dst, RingccSources s, int nsrc, long long n, \
+                                                                double postscale) {                                \
+    ringcc_kernels::reduce<D, Op>(dst, s, nsrc, n, postscale);                                                     \
   }
-#define RINGCC_KERNELS_OF(name, D)                                \
-  RINGCC_SCALE_KERNEL(name, D)                                    \
-  RINGCC_REDUCE_KERNEL(name, D, sum, ringcc_kernels::Sum)         \
-  RINGCC_REDUCE_KERNEL(name, D, min, ringcc_kernels::Min)         \
-  RINGCC_REDUCE_KERNEL(name, D, max, ringcc_kernels::Max)         \
+#define RINGCC_KERNELS_OF(name, D)                        \
+  RINGCC_SCALE_KERNEL(name, D)                            \
+  RINGCC_REDUCE_KERNEL(name, D, sum, ringcc_kernels::Sum) \
+  RINGCC_REDUCE_KERNEL(name, D, min, ringcc_kernels::Min) \
+  RINGCC_REDUCE_KERNEL(name, D, max, ringcc_kernels::Max) \
   RINGCC_REDUCE_KERNEL(name, D, product, ringcc_kernels::Product)
 
 RINGCC_KERNELS_OF(float16, ringcc_kernels::Half)

@@ -27,8 +27,8 @@ EngineOptions EngineOptions::from_env() {
   o.cycle_time_ms = env_double("RINGCC_CYCLE_TIME_MS", 1.0, "HOROVOD_CYCLE_TIME");
   o.fusion_threshold = env_int("RINGCC_FUSION_THRESHOLD", 64 << 20, "HOROVOD_FUSION_THRESHOLD");
   o.stall_check_s = env_double("RINGCC_STALL_CHECK_S", 60.0, "HOROVOD_STALL_CHECK_TIME_SECONDS");
-  o.stall_shutdown_s = env_double("RINGCC_STALL_SHUTDOWN_S", kDefaultStallShutdownS,
-                                  "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS");
+  o.stall_shutdown_s =
+      env_double("RINGCC_STALL_SHUTDOWN_S", kDefaultStallShutdownS, "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS");
   o.cache_capacity = static_cast<int>(env_int("RINGCC_CACHE_CAPACITY", 1024, "HOROVOD_CACHE_CAPACITY"));
   o.timeline_path = env_str("RINGCC_TIMELINE", "", "HOROVOD_TIMELINE");
   if (o.cycle_time_ms < 0) o.cycle_time_ms = 0;
@@ -59,8 +59,7 @@ Engine::~Engine() {
   }
 }
 
-std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& args, const int64_t* shape,
-                                      size_t ndim) {
+std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& args, const int64_t* shape, size_t ndim) {
   // Described and looked up here, on the caller's thread, so that the
   // engine's cycle only splices the entry in. Entries of tensors that ran
   // come back for reuse with what they hold (the name's and the shape's
@@ -70,8 +69,8 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
   std::unique_lock<std::mutex> lock(mu_);
   if (!broken_.empty() || stopped_ || shutdown_requested_) {
     const bool broken = !broken_.empty();
-    const Error error = broken ? Error(broken_kind_, broken_)
-                               : Error(ErrorKind::kNotInitialized, "ringcc has been shut down");
+    const Error error =
+        broken ? Error(broken_kind_, broken_) : Error(ErrorKind::kNotInitialized, "ringcc has been shut down");
     lock.unlock();
     std::vector<CollectiveArgs> list;
     list.push_back(std::move(args));
@@ -231,8 +230,7 @@ void Engine::shutdown() {
         lock.lock();
         if (interrupted) break;
       }
-      cv_.wait_until(lock, std::min(deadline, Clock::now() + kInterruptPoll),
-                     [&] { return thread_exited_; });
+      cv_.wait_until(lock, std::min(deadline, Clock::now() + kInterruptPoll), [&] { return thread_exited_; });
     }
     if (!thread_exited_) {
       lock.unlock();
@@ -345,9 +343,8 @@ std::string Engine::join_stall_why_ranks(const std::vector<bool>& joined) const 
   for (int r = 0; r < size_; ++r) {
     if (!joined[static_cast<size_t>(r)]) missing.push_back(r);
   }
-  return "join() waited more than " + std::to_string(static_cast<int>(opt_.stall_shutdown_s)) +
-         " s for rank(s) " + rank_list(missing) +
-         " to join or to run a named collective (RINGCC_STALL_SHUTDOWN_S)";
+  return "join() waited more than " + std::to_string(static_cast<int>(opt_.stall_shutdown_s)) + " s for rank(s) " +
+         rank_list(missing) + " to join or to run a named collective (RINGCC_STALL_SHUTDOWN_S)";
 }
 
 void Engine::fail_join(const std::string& why) {

@@ -56,9 +56,9 @@ struct EngineOptions {
 
 struct EngineStats {
   uint64_t cycles = 0;
-  uint64_t cached_cycles = 0;       // cycles whose ready tensors all came from the cache
-  double negotiation_us = 0;        // mean time to agree, over all cycles
-  double cached_negotiation_us = 0; // mean over the cache-hit cycles
+  uint64_t cached_cycles = 0;        // cycles whose ready tensors all came from the cache
+  double negotiation_us = 0;         // mean time to agree, over all cycles
+  double cached_negotiation_us = 0;  // mean over the cache-hit cycles
   // The parts of a cache-hit cycle: this rank's own work (building,
   // parsing and deciding) and the message exchange (which also absorbs
   // any wait for slower ranks).
@@ -86,8 +86,7 @@ class Engine {
   // could not start the collective args.failed_kind under this name
   // (args.local_error says why); once every rank has submitted the name,
   // it fails on every rank with MismatchError naming this rank and why.
-  std::shared_ptr<Work> enqueue(std::string_view name, CollectiveArgs&& args, const int64_t* shape,
-                                size_t ndim);
+  std::shared_ptr<Work> enqueue(std::string_view name, CollectiveArgs&& args, const int64_t* shape, size_t ndim);
   // Queues this rank's join: it completes when every rank has joined; its
   // result_count is the last rank to join.
   std::shared_ptr<Work> join();
@@ -201,8 +200,8 @@ class Engine {
   std::vector<char> busy_bits_;
   std::unordered_set<std::string> busy_names_;
   bool shutdown_requested_ = false;
-  bool thread_exited_ = false;  // the engine thread returned (cv_ tells)
-  bool nudged_ = false;               // a nudge came since the engine last woke
+  bool thread_exited_ = false;       // the engine thread returned (cv_ tells)
+  bool nudged_ = false;              // a nudge came since the engine last woke
   std::weak_ptr<Work> nudged_work_;  // what the nudging caller waits on
   uint64_t nudged_generation_ = 0;   // ... and its Work::generation() then
   bool stopped_ = false;
@@ -221,21 +220,21 @@ class Engine {
   // The response cache (identical): the engine thread changes it under
   // mu_, enqueuing threads look names up under it.
   ResponseCache cache_;
-  Negotiation negotiation_;  // identical
+  Negotiation negotiation_;                                // identical
   std::string my_bits_;                                    // bits of my pending cached tensors
   std::vector<std::unique_ptr<LocalEntry>> local_by_bit_;  // my pending tensor of each bit
-  StallInspector stalls_;  // identical (rank 0 inspects)
+  StallInspector stalls_;                                  // identical (rank 0 inspects)
   MessageBuilder message_;
   CycleNews news_;
   bool joined_ = false;
   bool sent_shutdown_ = false;  // the last message carried this rank's shutdown
   int last_joined_ = -1;        // identical
   std::vector<uint8_t> zeros_;
-  CollectiveArgs fused_args_;  // run_fused(): the fused allreduce, reused
+  CollectiveArgs fused_args_;                   // run_fused(): the fused allreduce, reused
   std::vector<std::shared_ptr<Work>> to_wake_;  // finished Works with a waiter to wake
   int idle_cycles_ = 0;
-  bool sent_news_ = false;   // the last cycle announced new names or newly set bits
-  bool bits_added_ = false;  // a tensor was announced by its bit since the last message
+  bool sent_news_ = false;    // the last cycle announced new names or newly set bits
+  bool bits_added_ = false;   // a tensor was announced by its bit since the last message
   uint64_t taken_count_ = 0;  // tensors take_incoming() took, for the order of announcements
 
   mutable std::mutex stats_mu_;

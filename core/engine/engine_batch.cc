@@ -15,12 +15,18 @@ namespace {
 
 const char* phase_name(CollectiveKind kind) {
   switch (kind) {
-    case CollectiveKind::kAllreduce: return "ALLREDUCE";
-    case CollectiveKind::kAllgather: return "ALLGATHER";
-    case CollectiveKind::kBroadcast: return "BROADCAST";
-    case CollectiveKind::kReduceScatter: return "REDUCESCATTER";
-    case CollectiveKind::kAlltoall: return "ALLTOALL";
-    default: return "COLLECTIVE";
+    case CollectiveKind::kAllreduce:
+      return "ALLREDUCE";
+    case CollectiveKind::kAllgather:
+      return "ALLGATHER";
+    case CollectiveKind::kBroadcast:
+      return "BROADCAST";
+    case CollectiveKind::kReduceScatter:
+      return "REDUCESCATTER";
+    case CollectiveKind::kAlltoall:
+      return "ALLTOALL";
+    default:
+      return "COLLECTIVE";
   }
 }
 
@@ -100,7 +106,8 @@ int Engine::evict() {
   // The least recently used name that no rank is waiting on (the same
   // choice on every rank, as the inputs are the same).
   const int victim = cache_.victim([this](size_t b) {
-    return !negotiation_.table().count(cache_.name(b)) && !negotiation_.in_table(b) && !negotiation_.pending_anywhere(b);
+    return !negotiation_.table().count(cache_.name(b)) && !negotiation_.in_table(b) &&
+           !negotiation_.pending_anywhere(b);
   });
   if (victim < 0) return -1;
   const auto bit = static_cast<size_t>(victim);
@@ -226,9 +233,8 @@ void Engine::execute_batch(const Batch& items, int64_t fusion_id) {
   }
   std::exception_ptr error;
   const std::string fusion_args =
-      timeline_.active()
-          ? "\"fusion\": " + std::to_string(fusion_id) + ", \"tensors\": " + std::to_string(items.size())
-          : std::string();
+      timeline_.active() ? "\"fusion\": " + std::to_string(fusion_id) + ", \"tensors\": " + std::to_string(items.size())
+                         : std::string();
   try {
     if (items.size() == 1) {
       run_single(items[0], meta, t_ready, fusion_args);

@@ -35,13 +35,13 @@ void Engine::take_incoming() {
       put_behind_failed(std::move(entry));
       continue;
     }
-    const bool duplicate = b >= 0 ? static_cast<bool>(local_by_bit_[static_cast<size_t>(b)])
-                                  : pending != local_.end();
+    const bool duplicate = b >= 0 ? static_cast<bool>(local_by_bit_[static_cast<size_t>(b)]) : pending != local_.end();
     if (!duplicate && entry->meta.kind == CollectiveKind::kLocalError) ++failed_pending_;
     if (duplicate) {
-      entry->work->finish(std::make_exception_ptr(Error(
-          ErrorKind::kInvalidArgument, "a collective named '" + name +
-                                           "' is already in flight on this rank; names must be unique until they complete")));
+      entry->work->finish(std::make_exception_ptr(
+          Error(ErrorKind::kInvalidArgument,
+                "a collective named '" + name +
+                    "' is already in flight on this rank; names must be unique until they complete")));
       continue;
     }
     entry->taken = taken_count_++;
@@ -74,8 +74,7 @@ __attribute__((noinline)) void Engine::take_behind_failed() {
     }
   }
   behind_failed_.resize(kept);
-  taken_.insert(taken_.begin(), std::make_move_iterator(turn.begin()),
-                std::make_move_iterator(turn.end()));
+  taken_.insert(taken_.begin(), std::make_move_iterator(turn.begin()), std::make_move_iterator(turn.end()));
 }
 
 std::string Engine::build_message() {
@@ -316,6 +315,5 @@ void Engine::stop_if_shut_down(const std::vector<int>& shut_down) {
              ErrorKind::kPeerFailure);
   }
 }
-
 
 }  // namespace ringcc

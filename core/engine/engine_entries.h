@@ -27,10 +27,10 @@ struct Engine::LocalEntry {
   std::string name;
   std::shared_ptr<Work> work;
   TensorMeta meta;
-  int cache_bit = -1;      // announced through the cache
+  int cache_bit = -1;        // announced through the cache
   uint64_t cache_epoch = 0;  // cache_epoch_ when cache_bit was looked up
-  bool announced = false;  // announced in full
-  uint64_t taken = 0;      // when the engine took it (take_incoming's count)
+  bool announced = false;    // announced in full
+  uint64_t taken = 0;        // when the engine took it (take_incoming's count)
   // What marks its name in flight (under mu_): busy_bits_[busy_bit], or
   // its name in busy_names_ when -1; nothing for a failed call
   // (kNotBusy), which a call of the same name may follow at once.

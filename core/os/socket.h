@@ -41,8 +41,7 @@ class Socket {
   // taken to be gone: raises Error(kPeerFailure) then instead of waiting for
   // the deadline. For servers that were reached before (a refusal means the
   // process behind the port has exited).
-  static Socket connect(const std::string& host, int port, Deadline deadline,
-                        std::chrono::milliseconds refused_limit);
+  static Socket connect(const std::string& host, int port, Deadline deadline, std::chrono::milliseconds refused_limit);
   // Accepts one connection, waiting at most until deadline; returns an
   // invalid Socket on timeout.
   Socket accept(Deadline deadline, std::string* peer_addr = nullptr) const;

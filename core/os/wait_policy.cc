@@ -40,9 +40,12 @@ constexpr int kContendedSpinDivisor = 8;
 
 const char* wait_mode_name(WaitMode m) {
   switch (m) {
-    case WaitMode::kSpin: return "spin";
-    case WaitMode::kYield: return "yield";
-    case WaitMode::kBlock: return "block";
+    case WaitMode::kSpin:
+      return "spin";
+    case WaitMode::kYield:
+      return "yield";
+    case WaitMode::kBlock:
+      return "block";
   }
   return "?";
 }
@@ -52,8 +55,7 @@ const std::string& wait_policy_setting() {
     std::string v = env_str("RINGCC_WAIT_POLICY", "auto");
     if (v.empty()) v = "auto";
     if (v != "auto" && v != "spin" && v != "yield" && v != "block") {
-      raise(ErrorKind::kInvalidArgument, "RINGCC_WAIT_POLICY must be auto, spin, yield or block, not '",
-            v, "'");
+      raise(ErrorKind::kInvalidArgument, "RINGCC_WAIT_POLICY must be auto, spin, yield or block, not '", v, "'");
     }
     return v;
   }();
@@ -74,8 +76,7 @@ void note_host_sharing(int ranks, int cpus) {
 bool host_oversubscribed() { return g_oversubscribed.load(std::memory_order_relaxed); }
 
 std::chrono::microseconds spin_budget() {
-  static const auto budget =
-      std::chrono::microseconds(std::max<int64_t>(env_int("RINGCC_SPIN_US", 50), 0));
+  static const auto budget = std::chrono::microseconds(std::max<int64_t>(env_int("RINGCC_SPIN_US", 50), 0));
   return budget;
 }
 

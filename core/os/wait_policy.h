@@ -67,11 +67,11 @@ class WaitPlan {
   WaitMode mode_ = WaitMode::kSpin;
   std::chrono::microseconds budget_{50};
   bool adaptive_ = true;
-  int failed_spins_ = 0;      // consecutive waits whose spin ran out
-  unsigned waits_ = 0;        // waits not in spin mode, for the periodic look
-  int calm_waits_ = 0;        // consecutive long waits with no preemption seen
-  bool preempted_ = false;    // recently preempted while waiting
-  long last_nivcsw_ = -1;     // the thread's involuntary switches at the last look
+  int failed_spins_ = 0;    // consecutive waits whose spin ran out
+  unsigned waits_ = 0;      // waits not in spin mode, for the periodic look
+  int calm_waits_ = 0;      // consecutive long waits with no preemption seen
+  bool preempted_ = false;  // recently preempted while waiting
+  long last_nivcsw_ = -1;   // the thread's involuntary switches at the last look
 };
 
 }  // namespace ringcc

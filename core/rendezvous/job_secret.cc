@@ -39,12 +39,9 @@ std::string random_hex(size_t bytes) {
 
 // "/dev/shm/ringcc-secret-u<uid>-": every secret file of this user starts so
 // (remove_stale_shm_objects looks for "ringcc-secret-").
-std::string path_prefix() {
-  return std::string(kDir) + "/ringcc-secret-u" + std::to_string(geteuid()) + "-";
-}
+std::string path_prefix() { return std::string(kDir) + "/ringcc-secret-u" + std::to_string(geteuid()) + "-"; }
 
-const char* const kHint =
-    "; set RINGCC_SECRET (or RINGCC_SECRET_FILE) to the same secret on every rank instead";
+const char* const kHint = "; set RINGCC_SECRET (or RINGCC_SECRET_FILE) to the same secret on every rank instead";
 
 struct FileContents {
   std::string secret;
@@ -60,10 +57,9 @@ bool read_secret_file(const std::string& path, FileContents* out) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return false;
-    raise(ErrorKind::kInvalidArgument, "cannot read the job secret file ", path, ": ",
-          std::strerror(errno), kHint);
+    raise(ErrorKind::kInvalidArgument, "cannot read the job secret file ", path, ": ", std::strerror(errno), kHint);
   }
-  struct stat st {};
+  struct stat st{};
   const bool stat_ok = ::fstat(fd, &st) == 0;
   if (!stat_ok || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
     ::close(fd);
@@ -76,11 +72,9 @@ bool read_secret_file(const std::string& path, FileContents* out) {
   text.resize(n > 0 ? static_cast<size_t>(n) : 0);
   const size_t newline = text.find('\n');
   char secret[129] = {0};
-  if (newline == std::string::npos ||
-      std::sscanf(text.c_str(), "ringcc-secret %llu %ld", &out->ns, &out->pid) != 2 ||
+  if (newline == std::string::npos || std::sscanf(text.c_str(), "ringcc-secret %llu %ld", &out->ns, &out->pid) != 2 ||
       std::sscanf(text.c_str() + newline + 1, "%128s", secret) != 1 || std::strlen(secret) < 32) {
-    raise(ErrorKind::kInvalidArgument, "the job secret file ", path, " is malformed: remove it",
-          kHint);
+    raise(ErrorKind::kInvalidArgument, "the job secret file ", path, " is malformed: remove it", kHint);
   }
   out->secret = secret;
   out->dev = st.st_dev;
@@ -94,21 +88,18 @@ bool write_secret_file(const std::string& path, const std::string& secret, FileC
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     if (errno == EEXIST) return false;
-    raise(ErrorKind::kInvalidArgument, "cannot create the job secret file ", path, ": ",
-          std::strerror(errno), kHint);
+    raise(ErrorKind::kInvalidArgument, "cannot create the job secret file ", path, ": ", std::strerror(errno), kHint);
   }
-  const std::string text = "ringcc-secret " + std::to_string(pid_namespace_id()) + " " +
-                           std::to_string(getpid()) + "\n" + secret + "\n";
-  struct stat st {};
+  const std::string text =
+      "ringcc-secret " + std::to_string(pid_namespace_id()) + " " + std::to_string(getpid()) + "\n" + secret + "\n";
+  struct stat st{};
   const bool ok = ::fchmod(fd, 0600) == 0 &&
-                  ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                  ::fstat(fd, &st) == 0;
+                  ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fstat(fd, &st) == 0;
   const int err = errno;
   ::close(fd);
   if (!ok) {
     ::unlink(path.c_str());
-    raise(ErrorKind::kInvalidArgument, "cannot write the job secret file ", path, ": ",
-          std::strerror(err), kHint);
+    raise(ErrorKind::kInvalidArgument, "cannot write the job secret file ", path, ": ", std::strerror(err), kHint);
   }
   out->secret = secret;
   out->pid = getpid();
@@ -127,10 +118,9 @@ std::string secret_from_env() {
   if (path.empty()) return "";
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    raise(ErrorKind::kInvalidArgument, "cannot read RINGCC_SECRET_FILE=", path, ": ",
-          std::strerror(errno));
+    raise(ErrorKind::kInvalidArgument, "cannot read RINGCC_SECRET_FILE=", path, ": ", std::strerror(errno));
   }
-  struct stat st {};
+  struct stat st{};
   if (::fstat(fd, &st) == 0 && (st.st_mode & 077) != 0) {
     RINGCC_LOG(kWarning, "RINGCC_SECRET_FILE=", path,
                " can be read by other users (chmod 600 it, or mount it with mode 0400)");
@@ -145,11 +135,10 @@ std::string secret_from_env() {
     if (text.size() > kMaxFileBytes) break;
   }
   ::close(fd);
-  RINGCC_CHECK(text.size() <= kMaxFileBytes, ErrorKind::kInvalidArgument, "RINGCC_SECRET_FILE=",
-               path, " is larger than ", kMaxFileBytes, " bytes: it should hold only the secret");
+  RINGCC_CHECK(text.size() <= kMaxFileBytes, ErrorKind::kInvalidArgument, "RINGCC_SECRET_FILE=", path,
+               " is larger than ", kMaxFileBytes, " bytes: it should hold only the secret");
   text = trim(text);
-  RINGCC_CHECK(!text.empty(), ErrorKind::kInvalidArgument, "RINGCC_SECRET_FILE=", path,
-               " is empty");
+  RINGCC_CHECK(!text.empty(), ErrorKind::kInvalidArgument, "RINGCC_SECRET_FILE=", path, " is empty");
   return text;
 }
 
@@ -174,7 +163,7 @@ SecretFile SecretFile::find_or_create(const std::string& key) {
       if (my_ns != 0 && found.ns == my_ns && !process_alive(static_cast<int>(found.pid))) {
         // Left by a job whose ranks were killed: replace it (only if it is
         // still the file just read, not one a rank of ours made since).
-        struct stat st {};
+        struct stat st{};
         if (::lstat(path.c_str(), &st) == 0 && st.st_dev == found.dev && st.st_ino == found.ino) {
           ::unlink(path.c_str());
         }
@@ -204,12 +193,10 @@ SecretFile SecretFile::find_or_create(const std::string& key) {
       return file;
     }
     if (err != EEXIST) {
-      raise(ErrorKind::kInvalidArgument, "cannot create the job secret file ", path, ": ",
-            std::strerror(err), kHint);
+      raise(ErrorKind::kInvalidArgument, "cannot create the job secret file ", path, ": ", std::strerror(err), kHint);
     }
   }
-  raise(ErrorKind::kInvalidArgument, "cannot settle on a job secret file at ", path,
-        " (it keeps changing)", kHint);
+  raise(ErrorKind::kInvalidArgument, "cannot settle on a job secret file at ", path, " (it keeps changing)", kHint);
 }
 
 SecretFile SecretFile::create_unique() {
@@ -231,8 +218,8 @@ std::string SecretFile::read(const std::string& path) {
   const std::string prefix = path_prefix();
   if (path.compare(0, prefix.size(), prefix) != 0 || path.find('/', prefix.size()) != std::string::npos ||
       path.find("..") != std::string::npos) {
-    raise(ErrorKind::kInvalidArgument, "rank 0 named '", path,
-          "' as the job secret file; it is not one of this user's", kHint);
+    raise(ErrorKind::kInvalidArgument, "rank 0 named '", path, "' as the job secret file; it is not one of this user's",
+          kHint);
   }
   FileContents found;
   if (!read_secret_file(path, &found)) {
@@ -258,7 +245,7 @@ SecretFile& SecretFile::operator=(SecretFile&& other) noexcept {
 
 void SecretFile::remove() {
   if (path_.empty()) return;
-  struct stat st {};
+  struct stat st{};
   if (::lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) {
     ::unlink(path_.c_str());
   }

@@ -105,8 +105,8 @@ void meet_through_mpi(const RendezvousInfo& info, Deadline deadline, Meeting* m)
   }
   auto lines = split_lines(broadcast_store_text(comm, text, deadline));
   if (lines.size() < 4 || lines[0] != "ok") {
-    raise(ErrorKind::kInternal, "rank 0 could not serve the rendezvous store: ",
-          lines.size() > 1 ? lines[1] : std::string("?"));
+    raise(ErrorKind::kInternal,
+          "rank 0 could not serve the rendezvous store: ", lines.size() > 1 ? lines[1] : std::string("?"));
   }
   const int port = std::stoi(lines[1]);
   m->secret = lines[2];
@@ -155,16 +155,17 @@ void open_store(const RendezvousInfo& info, Deadline deadline, SecretFile* host_
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kTimeout) throw;
     if (!single) raise(ErrorKind::kTimeout, e.what(), " (rank 0 serves the rendezvous store)");
-    raise(ErrorKind::kTimeout, e.what(), " (rank 0 serves the rendezvous store; every rank was taken to "
-          "be on this host, as ", info.single_host_reason, ", so it serves it on 127.0.0.1 only)");
+    raise(ErrorKind::kTimeout, e.what(),
+          " (rank 0 serves the rendezvous store; every rank was taken to "
+          "be on this host, as ",
+          info.single_host_reason, ", so it serves it on 127.0.0.1 only)");
   }
 }
 
 // Rank 0 may still serve the store of a job this process has left (an
 // init() right after a shutdown() is faster than rank 0's): a rank other
 // than 0 meets again once it serves the new one.
-void await_job_id(const RendezvousInfo& info, bool own_store, Deadline deadline, SecretFile* host_secret,
-                  Meeting* m) {
+void await_job_id(const RendezvousInfo& info, bool own_store, Deadline deadline, SecretFile* host_secret, Meeting* m) {
   for (;;) {
     try {
       if (!m->store) open_store(info, deadline, host_secret, m);

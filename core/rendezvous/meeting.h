@@ -32,8 +32,7 @@ struct Meeting {
 // Meets the other ranks through `given` (an adapter's store) or a store of
 // our own; rank 0 names the job. A single-host job's automatic secret file
 // goes to *host_secret, to be removed once every rank has read it.
-Meeting meet(const RendezvousInfo& info, std::shared_ptr<Store> given, Deadline deadline,
-             SecretFile* host_secret);
+Meeting meet(const RendezvousInfo& info, std::shared_ptr<Store> given, Deadline deadline, SecretFile* host_secret);
 
 // Makes sure that every rank holds the same secret before links are made.
 // Through our own authenticated store or MPI they already do; through a
@@ -42,8 +41,8 @@ Meeting meet(const RendezvousInfo& info, std::shared_ptr<Store> given, Deadline 
 // private file that rank 0 makes (only the file's name travels; *made
 // holds it until every rank has connected), ranks on several hosts need
 // the user's RINGCC_SECRET (or RINGCC_INSECURE=1).
-void agree_on_link_secret(Meeting& m, int rank, bool all_local, const RendezvousInfo& info,
-                          SecretFile* made, Deadline deadline);
+void agree_on_link_secret(Meeting& m, int rank, bool all_local, const RendezvousInfo& info, SecretFile* made,
+                          Deadline deadline);
 
 // Remembers that this process left the job: a store that still serves it
 // is not the job a later meet() looks for.

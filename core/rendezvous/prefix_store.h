@@ -14,18 +14,12 @@ class PrefixStore : public Store {
   PrefixStore(std::string prefix, std::shared_ptr<Store> base)
       : prefix_(std::move(prefix) + "/"), base_(std::move(base)) {}
 
-  void set(const std::string& key, const std::string& value) override {
-    base_->set(prefix_ + key, value);
-  }
+  void set(const std::string& key, const std::string& value) override { base_->set(prefix_ + key, value); }
   std::string get(const std::string& key, std::chrono::milliseconds timeout) override {
     return base_->get(prefix_ + key, timeout);
   }
-  bool try_get(const std::string& key, std::string* value) override {
-    return base_->try_get(prefix_ + key, value);
-  }
-  int64_t add(const std::string& key, int64_t delta) override {
-    return base_->add(prefix_ + key, delta);
-  }
+  bool try_get(const std::string& key, std::string* value) override { return base_->try_get(prefix_ + key, value); }
+  int64_t add(const std::string& key, int64_t delta) override { return base_->add(prefix_ + key, delta); }
   Store& job_store() override { return base_->job_store(); }
 
  private:

@@ -4,9 +4,9 @@
 
 #include "core/base/env.h"
 #include "core/base/error.h"
-#include "core/rendezvous/job_secret.h"
 #include "core/os/mpi_library.h"
 #include "core/os/socket.h"
+#include "core/rendezvous/job_secret.h"
 
 namespace ringcc {
 
@@ -20,8 +20,7 @@ bool read_pair(const char* rank_var, const char* size_var, RendezvousInfo* info)
 }
 
 bool is_loopback(const std::string& host) {
-  return host.rfind("127.", 0) == 0 || host == "localhost" || host == "::1" ||
-         host.rfind("::ffff:127.", 0) == 0;
+  return host.rfind("127.", 0) == 0 || host == "localhost" || host == "::1" || host.rfind("::ffff:127.", 0) == 0;
 }
 
 // Whether the launcher's variables put every rank on this host.
@@ -31,8 +30,7 @@ void read_single_host(const char* local_size_var, RendezvousInfo* info) {
     info->single_host_reason = "the store's address " + info->master_addr + " is a loopback address";
     return;
   }
-  if (local_size_var != nullptr && env_is_set(local_size_var) &&
-      env_int(local_size_var, 0) == info->size) {
+  if (local_size_var != nullptr && env_is_set(local_size_var) && env_int(local_size_var, 0) == info->size) {
     info->single_host = true;
     info->single_host_reason = std::string(local_size_var) + " equals the world size";
     return;
@@ -70,8 +68,8 @@ RendezvousInfo rendezvous_from_env() {
     return info;
   }
   if (info.size < 1 || info.rank < 0 || info.rank >= info.size) {
-    raise(ErrorKind::kInvalidArgument, "invalid rank ", info.rank, " for world size ", info.size,
-          " from ", info.source);
+    raise(ErrorKind::kInvalidArgument, "invalid rank ", info.rank, " for world size ", info.size, " from ",
+          info.source);
   }
   info.secret = secret_from_env();
   if (info.size == 1) return info;

@@ -15,8 +15,8 @@ struct RendezvousInfo {
   int size = 1;
   std::string master_addr;  // where rank 0 serves the store
   int master_port = 0;
-  std::string secret;       // the job secret (RINGCC_SECRET or RINGCC_SECRET_FILE); may be empty
-  std::string source;       // which launcher's variables were used, for messages
+  std::string secret;  // the job secret (RINGCC_SECRET or RINGCC_SECRET_FILE); may be empty
+  std::string source;  // which launcher's variables were used, for messages
   // True when the launcher's variables say that every rank runs on this
   // host (single_host_reason says which); such a job serves its store on
   // 127.0.0.1 and needs no secret of the user's (core/rendezvous/job_secret.h).

@@ -10,13 +10,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <thread>
 #include <cerrno>
 #include <climits>
 #include <cmath>
 #include <cstring>
 #include <iomanip>
 #include <sstream>
+#include <thread>
 #include <unordered_map>
 
 #include "core/base/env.h"
@@ -48,8 +48,7 @@ std::string format_seconds(double seconds) {
 // Client
 // ===========================================================================
 
-TcpStore::TcpStore(const std::string& host, int port, const std::string& secret,
-                   Deadline connect_deadline)
+TcpStore::TcpStore(const std::string& host, int port, const std::string& secret, Deadline connect_deadline)
     : host_(host),
       port_(port),
       secret_(secret),
@@ -83,24 +82,21 @@ TcpStore::~TcpStore() = default;
 
 std::string TcpStore::address() const { return endpoint_text(host_, port_); }
 
-Socket TcpStore::open_connection(Deadline deadline, bool* greeted,
-                                 std::chrono::milliseconds refused_limit,
+Socket TcpStore::open_connection(Deadline deadline, bool* greeted, std::chrono::milliseconds refused_limit,
                                  std::chrono::milliseconds greeting_wait) const {
   Socket conn = Socket::connect(host_, port_, deadline, refused_limit);
   conn.set_nodelay(true);
   // The handshake gets its own few seconds even if connecting took until
   // the deadline.
   const Deadline handshake_deadline = std::max(deadline, Clock::now() + kHandshakeTimeout);
-  const Deadline greeting_deadline =
-      greeting_wait == std::chrono::milliseconds::max()
-          ? handshake_deadline
-          : std::min(handshake_deadline, Clock::now() + greeting_wait);
+  const Deadline greeting_deadline = greeting_wait == std::chrono::milliseconds::max()
+                                         ? handshake_deadline
+                                         : std::min(handshake_deadline, Clock::now() + greeting_wait);
 
   char greeting[kGreetingSize];
   conn.recv_all(greeting, sizeof(greeting), greeting_deadline, who_);
   if (greeted) *greeted = true;
-  RINGCC_CHECK(std::memcmp(greeting, kMagic, sizeof(kMagic)) == 0 &&
-                   static_cast<uint8_t>(greeting[4]) == kVersion,
+  RINGCC_CHECK(std::memcmp(greeting, kMagic, sizeof(kMagic)) == 0 && static_cast<uint8_t>(greeting[4]) == kVersion,
                ErrorKind::kPeerFailure, address(),
                " is not a ringcc rendezvous store of this version (unexpected greeting)");
   const bool server_wants_secret = greeting[5] != 0;
@@ -127,14 +123,12 @@ Socket TcpStore::open_connection(Deadline deadline, bool* greeted,
           " closed the connection while authenticating us (RINGCC_SECRET differs?)");
   }
   RINGCC_CHECK(verdict == 1, ErrorKind::kPeerFailure, "the rendezvous store at ", address(),
-               " refused our credentials (RINGCC_SECRET differs?",
-               secret_.empty() ? " it is not set here)" : ")");
+               " refused our credentials (RINGCC_SECRET differs?", secret_.empty() ? " it is not set here)" : ")");
   // The store proves in turn that it knows the secret: a process that took
   // the port first cannot pose as rank 0's store.
   Digest server_proof;
   conn.recv_all(server_proof.data(), server_proof.size(), handshake_deadline, who_);
-  RINGCC_CHECK(digest_equal(server_proof,
-                            store_proof(secret_, kServerProofContext, server_nonce, client_nonce)),
+  RINGCC_CHECK(digest_equal(server_proof, store_proof(secret_, kServerProofContext, server_nonce, client_nonce)),
                ErrorKind::kPeerFailure, "the process at ", address(),
                " could not prove that it knows the job secret: it is not this job's rendezvous "
                "store");
@@ -170,13 +164,11 @@ void TcpStore::checkin(Socket conn) {
   idle_.push_back(std::move(conn));
 }
 
-TcpStore::Reply TcpStore::request(uint8_t op, const std::string& key, const std::string& value,
-                                  Deadline deadline) {
-  RINGCC_CHECK(key.size() <= kMaxKeySize, ErrorKind::kInvalidArgument,
-               "a rendezvous store key must be at most ", kMaxKeySize, " bytes, got ", key.size());
-  RINGCC_CHECK(value.size() <= kMaxValueSize, ErrorKind::kInvalidArgument,
-               "a rendezvous store value must be at most ", kMaxValueSize, " bytes, got ",
-               value.size());
+TcpStore::Reply TcpStore::request(uint8_t op, const std::string& key, const std::string& value, Deadline deadline) {
+  RINGCC_CHECK(key.size() <= kMaxKeySize, ErrorKind::kInvalidArgument, "a rendezvous store key must be at most ",
+               kMaxKeySize, " bytes, got ", key.size());
+  RINGCC_CHECK(value.size() <= kMaxValueSize, ErrorKind::kInvalidArgument, "a rendezvous store value must be at most ",
+               kMaxValueSize, " bytes, got ", value.size());
   Socket conn = checkout();
   Reply reply;
   try {
@@ -195,8 +187,7 @@ TcpStore::Reply TcpStore::request(uint8_t op, const std::string& key, const std:
     conn.recv_all(header, sizeof(header), deadline, who_);
     reply.status = static_cast<uint8_t>(header[0]);
     uint64_t size = load_u64(header + 1);
-    RINGCC_CHECK(size <= kMaxValueSize + kMaxKeySize, ErrorKind::kInternal, who_,
-                 " sent a malformed reply");
+    RINGCC_CHECK(size <= kMaxValueSize + kMaxKeySize, ErrorKind::kInternal, who_, " sent a malformed reply");
     reply.payload.resize(size);
     conn.recv_all(&reply.payload[0], size, deadline, who_);
     // Only a connection whose exchange completed goes back to the pool; one
@@ -219,8 +210,7 @@ TcpStore::Reply TcpStore::request(uint8_t op, const std::string& key, const std:
 
 void TcpStore::set(const std::string& key, const std::string& value) {
   Reply reply = request(kSet, key, value, deadline_after(io_timeout_s_));
-  RINGCC_CHECK(reply.status == kOk, ErrorKind::kInternal, who_, " answered a set with status ",
-               int(reply.status));
+  RINGCC_CHECK(reply.status == kOk, ErrorKind::kInternal, who_, " answered a set with status ", int(reply.status));
 }
 
 std::string TcpStore::get(const std::string& key, std::chrono::milliseconds timeout) {
@@ -229,10 +219,10 @@ std::string TcpStore::get(const std::string& key, std::chrono::milliseconds time
     // The job's per-rank keys end in the rank that posts them: name it.
     const size_t slash = key.rfind('/');
     const std::string last = slash == std::string::npos ? "" : key.substr(slash + 1);
-    const bool per_rank = !last.empty() && last.size() < 10 &&
-                          last.find_first_not_of("0123456789") == std::string::npos;
-    raise(ErrorKind::kTimeout, "timed out after ", format_seconds(timeout_ms / 1000.0),
-          " s waiting for key '", key, "' in the rendezvous store at ", address(),
+    const bool per_rank =
+        !last.empty() && last.size() < 10 && last.find_first_not_of("0123456789") == std::string::npos;
+    raise(ErrorKind::kTimeout, "timed out after ", format_seconds(timeout_ms / 1000.0), " s waiting for key '", key,
+          "' in the rendezvous store at ", address(),
           per_rank ? " (rank " + last + " posts it: it exited, crashed, hangs or never got there)" : "");
   };
   Reply reply;
@@ -244,16 +234,14 @@ std::string TcpStore::get(const std::string& key, std::chrono::milliseconds time
     throw;
   }
   if (reply.status == kTimedOut) raise_timeout();
-  RINGCC_CHECK(reply.status == kOk, ErrorKind::kInternal, who_, " answered a get with status ",
-               int(reply.status));
+  RINGCC_CHECK(reply.status == kOk, ErrorKind::kInternal, who_, " answered a get with status ", int(reply.status));
   return std::move(reply.payload);
 }
 
 bool TcpStore::try_get(const std::string& key, std::string* value) {
   Reply reply = request(kTryGet, key, "", deadline_after(io_timeout_s_));
   if (reply.status == kNotFound) return false;
-  RINGCC_CHECK(reply.status == kOk, ErrorKind::kInternal, who_, " answered a try_get with status ",
-               int(reply.status));
+  RINGCC_CHECK(reply.status == kOk, ErrorKind::kInternal, who_, " answered a try_get with status ", int(reply.status));
   if (value != nullptr) *value = std::move(reply.payload);
   return true;
 }

@@ -86,10 +86,8 @@ class TcpStore : public Store {
   // refused_limit: see Socket::connect. greeting_wait: how long the
   // greeting may take (max: the handshake's whole time).
   Socket open_connection(Deadline deadline, bool* greeted = nullptr,
-                         std::chrono::milliseconds refused_limit =
-                             std::chrono::milliseconds::max(),
-                         std::chrono::milliseconds greeting_wait =
-                             std::chrono::milliseconds::max()) const;
+                         std::chrono::milliseconds refused_limit = std::chrono::milliseconds::max(),
+                         std::chrono::milliseconds greeting_wait = std::chrono::milliseconds::max()) const;
   Socket checkout();
   void checkin(Socket conn);
   Reply request(uint8_t op, const std::string& key, const std::string& value, Deadline deadline);

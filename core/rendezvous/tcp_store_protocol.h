@@ -50,7 +50,7 @@ inline int64_t decode_i64(const std::string& s) { return static_cast<int64_t>(lo
 // The proofs of the store's handshake: each side's HMAC covers both fresh
 // nonces and names its own role, so neither can be replayed or reflected.
 inline Digest store_proof(const std::string& secret, const char* context, const std::string& server_nonce,
-                   const std::string& client_nonce) {
+                          const std::string& client_nonce) {
   std::string message = std::string(context) + server_nonce + client_nonce;
   return hmac_sha256(secret, message.data(), message.size());
 }

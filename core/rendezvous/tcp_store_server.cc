@@ -10,13 +10,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <thread>
 #include <cerrno>
 #include <climits>
 #include <cmath>
 #include <cstring>
 #include <iomanip>
 #include <sstream>
+#include <thread>
 #include <unordered_map>
 
 #include "core/base/env.h"
@@ -207,8 +207,7 @@ void TcpStoreServer::Loop::run() {
           if (!c.closed && (revents & (POLLIN | POLLHUP | POLLERR))) read_from(c);
         } catch (const std::exception& e) {
           // E.g. bad_alloc on a huge request: drop that client, serve the rest.
-          close_client(c, LogLevel::kWarning,
-                       "closed the connection from " + c.peer + ": " + e.what());
+          close_client(c, LogLevel::kWarning, "closed the connection from " + c.peer + ": " + e.what());
         }
       }
       run_resumed_clients();
@@ -230,8 +229,7 @@ void TcpStoreServer::Loop::accept_clients() {
   for (int i = 0; i < 512; ++i) {
     sockaddr_storage addr{};
     socklen_t len = sizeof(addr);
-    int fd = ::accept4(listener_.fd(), reinterpret_cast<sockaddr*>(&addr), &len,
-                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int fd = ::accept4(listener_.fd(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       int err = errno;
       if (err == EINTR || err == ECONNABORTED || err == EPROTO) continue;
@@ -243,8 +241,8 @@ void TcpStoreServer::Loop::accept_clients() {
         }
         if (!warned_fd_exhaustion_) {
           warned_fd_exhaustion_ = true;
-          RINGCC_LOG(kWarning, "the rendezvous store cannot accept more connections: ",
-                     std::strerror(err), " (raise the open files limit, ulimit -n)");
+          RINGCC_LOG(kWarning, "the rendezvous store cannot accept more connections: ", std::strerror(err),
+                     " (raise the open files limit, ulimit -n)");
         }
         // The connection stays in the backlog; try again shortly.
         accept_paused_until_ = Clock::now() + std::chrono::milliseconds(100);
@@ -292,8 +290,7 @@ void TcpStoreServer::Loop::read_from(Client& c) {
       c.inbox.append(read_buffer_.data(), static_cast<size_t>(n));
       budget -= std::min(budget, static_cast<size_t>(n));
       if (c.buffered() > kMaxRequestSize) {
-        close_client(c, LogLevel::kWarning,
-                     "closed the connection from " + c.peer + ": it sent too much data");
+        close_client(c, LogLevel::kWarning, "closed the connection from " + c.peer + ": it sent too much data");
         return;
       }
       continue;
@@ -305,8 +302,7 @@ void TcpStoreServer::Loop::read_from(Client& c) {
     }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-    close_client(c, LogLevel::kDebug,
-                 "rendezvous store: lost " + c.peer + ": " + std::strerror(errno));
+    close_client(c, LogLevel::kDebug, "rendezvous store: lost " + c.peer + ": " + std::strerror(errno));
     return;
   }
   process_inbox(c);
@@ -322,8 +318,7 @@ void TcpStoreServer::Loop::flush(Client& c) {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // POLLOUT resumes
-    close_client(c, LogLevel::kDebug,
-                 "rendezvous store: lost " + c.peer + ": " + std::strerror(errno));
+    close_client(c, LogLevel::kDebug, "rendezvous store: lost " + c.peer + ": " + std::strerror(errno));
     return;
   }
   if (!c.has_output()) {
@@ -364,8 +359,7 @@ bool TcpStoreServer::Loop::authenticate(Client& c) {
   if (!digest_equal(proof, store_proof(secret_, kClientProofContext, c.server_nonce, client_nonce))) {
     c.outbox.push_back(0);  // refused; sent before the close so the client can say why
     flush(c);
-    close_client(c, LogLevel::kWarning,
-                 "refused a connection from " + c.peer + ": authentication failed");
+    close_client(c, LogLevel::kWarning, "refused a connection from " + c.peer + ": authentication failed");
     return false;
   }
   c.authenticated = true;
@@ -410,8 +404,7 @@ bool TcpStoreServer::Loop::handle_request(Client& c) {
   return true;
 }
 
-void TcpStoreServer::Loop::execute(Client& c, uint8_t op, const std::string& key,
-                                   std::string value) {
+void TcpStoreServer::Loop::execute(Client& c, uint8_t op, const std::string& key, std::string value) {
   switch (op) {
     case kSet:
       data_[key] = std::move(value);
@@ -515,8 +508,7 @@ void TcpStoreServer::Loop::expire_deadlines() {
     if (c.closed) continue;
     if (!c.authenticated && now >= c.auth_deadline) {
       close_client(c, LogLevel::kWarning,
-                   "refused a connection from " + c.peer +
-                       ": authentication failed (no answer within 5 s)");
+                   "refused a connection from " + c.peer + ": authentication failed (no answer within 5 s)");
     } else if (c.waiting && now >= c.waiting_until) {
       stop_waiting(c);
       reply(c, kTimedOut, "");
@@ -534,8 +526,7 @@ void TcpStoreServer::Loop::run_resumed_clients() {
       try {
         process_inbox(*c);
       } catch (const std::exception& e) {
-        close_client(*c, LogLevel::kWarning,
-                     "closed the connection from " + c->peer + ": " + e.what());
+        close_client(*c, LogLevel::kWarning, "closed the connection from " + c->peer + ": " + e.what());
       }
     }
   }

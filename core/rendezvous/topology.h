@@ -14,7 +14,7 @@ struct Topology {
   int local_rank = 0, local_size = 1;
   int cross_rank = 0, cross_size = 1;
   int hosts = 1;
-  bool homogeneous = true;        // every host runs as many ranks
+  bool homogeneous = true;          // every host runs as many ranks
   std::vector<int> local_ranks{0};  // global ranks of the local group
   std::vector<int> cross_ranks{0};  // global ranks of the cross group
 

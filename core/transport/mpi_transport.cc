@@ -188,9 +188,7 @@ class MpiRecvRequest : public Request {
 }  // namespace
 
 MpiTransport::MpiTransport(std::shared_ptr<MpiComm> comm)
-    : comm_(std::move(comm)),
-      api_(mpi_api()),
-      piece_bytes_(std::min<size_t>(ring_chunk_bytes(), size_t{1} << 30)) {
+    : comm_(std::move(comm)), api_(mpi_api()), piece_bytes_(std::min<size_t>(ring_chunk_bytes(), size_t{1} << 30)) {
   links_.resize(static_cast<size_t>(comm_->size()));
   for (int p = 0; p < comm_->size(); ++p) {
     links_[static_cast<size_t>(p)] = std::make_unique<Link>();
@@ -205,16 +203,13 @@ MpiTransport::~MpiTransport() {
   for (rcmpi_req* r : abort_sends_) api_.cancel(r);
 }
 
-bool MpiTransport::reaches(int peer) const {
-  return peer >= 0 && peer < comm_->size() && peer != comm_->rank();
-}
+bool MpiTransport::reaches(int peer) const { return peer >= 0 && peer < comm_->size() && peer != comm_->rank(); }
 
 void MpiTransport::check_failed() {
   if (!failure_.empty()) raise(ErrorKind::kPeerFailure, failure_);
   char text[512];
   int source = -1, bytes = 0;
-  if (api_.take_tagged(comm_->get(), kAbortTag, text, sizeof(text) - 1, &source, &bytes) == 0 &&
-      source >= 0) {
+  if (api_.take_tagged(comm_->get(), kAbortTag, text, sizeof(text) - 1, &source, &bytes) == 0 && source >= 0) {
     text[std::max(0, std::min(bytes, static_cast<int>(sizeof(text)) - 1))] = 0;
     failure_ = "rank " + std::to_string(source) + " aborted: " + text;
     raise(ErrorKind::kPeerFailure, failure_);
@@ -229,8 +224,7 @@ std::unique_ptr<Request> MpiTransport::isend(int peer, const void* data, size_t 
   for (size_t off = 0; off < size; off += piece_bytes_) {
     rcmpi_req* r = nullptr;
     const size_t n = std::min(piece_bytes_, size - off);
-    mpi_check(api_.isend(comm_->get(), p + off, static_cast<int64_t>(n), peer, kDataTag, &r),
-              "MPI_Isend");
+    mpi_check(api_.isend(comm_->get(), p + off, static_cast<int64_t>(n), peer, kDataTag, &r), "MPI_Isend");
     req->add(r);
   }
   return req;
@@ -259,8 +253,8 @@ void MpiTransport::abort(const std::string& reason) {
   for (int p = 0; p < comm_->size(); ++p) {
     if (p == comm_->rank()) continue;
     rcmpi_req* r = nullptr;
-    if (api_.isend(comm_->get(), abort_message_.data(), static_cast<int64_t>(abort_message_.size()),
-                   p, kAbortTag, &r) == 0) {
+    if (api_.isend(comm_->get(), abort_message_.data(), static_cast<int64_t>(abort_message_.size()), p, kAbortTag,
+                   &r) == 0) {
       abort_sends_.push_back(r);
     }
   }

@@ -60,9 +60,9 @@ std::string rank_name(int rank) { return "rank " + std::to_string(rank); }
 
 }  // namespace
 
-Digest link_proof(const std::string& secret, const char* role, const std::string& job_id,
-                  int32_t acceptor, int32_t connector, int32_t index,
-                  const std::string& acceptor_nonce, const std::string& connector_nonce) {
+Digest link_proof(const std::string& secret, const char* role, const std::string& job_id, int32_t acceptor,
+                  int32_t connector, int32_t index, const std::string& acceptor_nonce,
+                  const std::string& connector_nonce) {
   std::string msg(role);
   msg.push_back('\0');
   put_i32(&msg, static_cast<int32_t>(job_id.size()));
@@ -126,8 +126,8 @@ struct TcpTransport::Link {
         }
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
         if (n < 0 && errno == EINTR) continue;
-        fail(rank_name(peer) + " closed the connection while we were sending to it (" +
-             std::strerror(errno) + "); it may have exited or crashed");
+        fail(rank_name(peer) + " closed the connection while we were sending to it (" + std::strerror(errno) +
+             "); it may have exited or crashed");
       }
       p.done = true;
       q.pop_front();
@@ -175,7 +175,10 @@ class TcpRequest : public Request {
     bool all = true;
     for (size_t k = 0; k < pieces_.size(); ++k) {
       if (pieces_[k]->done) continue;
-      if (is_send_) link_->pump_send(sockets_[k]); else link_->pump_recv(sockets_[k]);
+      if (is_send_)
+        link_->pump_send(sockets_[k]);
+      else
+        link_->pump_recv(sockets_[k]);
       all = all && pieces_[k]->done;
     }
     complete_ = all;
@@ -186,8 +189,7 @@ class TcpRequest : public Request {
     std::vector<pollfd> fds;
     for (size_t k = 0; k < pieces_.size(); ++k) {
       if (pieces_[k]->done) continue;
-      fds.push_back({link_->sockets[sockets_[k]].fd(),
-                     static_cast<short>(is_send_ ? POLLOUT : POLLIN), 0});
+      fds.push_back({link_->sockets[sockets_[k]].fd(), static_cast<short>(is_send_ ? POLLOUT : POLLIN), 0});
     }
     if (!fds.empty()) ::poll(fds.data(), fds.size(), timeout_ms);
   }
@@ -195,8 +197,7 @@ class TcpRequest : public Request {
   bool add_pollfds(std::vector<pollfd>* fds) override {
     for (size_t k = 0; k < pieces_.size(); ++k) {
       if (pieces_[k]->done) continue;
-      fds->push_back({link_->sockets[sockets_[k]].fd(),
-                      static_cast<short>(is_send_ ? POLLOUT : POLLIN), 0});
+      fds->push_back({link_->sockets[sockets_[k]].fd(), static_cast<short>(is_send_ ? POLLOUT : POLLIN), 0});
     }
     return true;
   }
@@ -223,12 +224,10 @@ uint64_t TcpTransport::stripe_bytes_from_env() {
   // 512 KiB: a ring chunk (RINGCC_CHUNK_BYTES, 1 MiB) spans two stripes.
   // 128 KiB stripes cost a third of the loopback busbw at 1 MiB
   // (more, smaller receives and a socket switch every 128 KiB).
-  return static_cast<uint64_t>(
-      std::max<int64_t>(env_int("RINGCC_TCP_STRIPE_BYTES", 512 << 10), 1024));
+  return static_cast<uint64_t>(std::max<int64_t>(env_int("RINGCC_TCP_STRIPE_BYTES", 512 << 10), 1024));
 }
 
-TcpTransport::TcpTransport(int rank, int size, std::string secret, std::string job_id,
-                           const std::string& listen_host)
+TcpTransport::TcpTransport(int rank, int size, std::string secret, std::string job_id, const std::string& listen_host)
     : rank_(rank),
       size_(size),
       secret_(std::move(secret)),
@@ -295,8 +294,7 @@ void TcpTransport::accept_pending(std::vector<std::unique_ptr<PendingHandshake>>
   while (pending->size() < kMaxPendingHandshakes) {
     sockaddr_storage addr{};
     socklen_t len = sizeof(addr);
-    const int fd = ::accept4(listener_.fd(), reinterpret_cast<sockaddr*>(&addr), &len,
-                             SOCK_NONBLOCK | SOCK_CLOEXEC);
+    const int fd = ::accept4(listener_.fd(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;  // none left (EAGAIN), or a transient error: poll again
     auto p = std::make_unique<PendingHandshake>();
     p->sock = Socket(fd);
@@ -356,8 +354,7 @@ bool TcpTransport::advance_handshake(PendingHandshake& p) {
     refuse(p, "claims an impossible rank or socket index");
     return false;
   }
-  if (!digest_equal(proof, link_proof(secret_, kLinkConnectorRole, job_id_, rank_, peer, index, p.nonce,
-                                      peer_nonce))) {
+  if (!digest_equal(proof, link_proof(secret_, kLinkConnectorRole, job_id_, rank_, peer, index, p.nonce, peer_nonce))) {
     refuse(p, "authentication failed (wrong job secret), claimed rank " + std::to_string(peer));
     return false;
   }
@@ -382,8 +379,8 @@ bool TcpTransport::advance_handshake(PendingHandshake& p) {
   return false;
 }
 
-void TcpTransport::connect(const std::vector<int>& peers,
-                           const std::vector<TcpPeerAddress>& addresses, Deadline deadline) {
+void TcpTransport::connect(const std::vector<int>& peers, const std::vector<TcpPeerAddress>& addresses,
+                           Deadline deadline) {
   const int buffer_bytes = static_cast<int>(env_int("RINGCC_TCP_BUFFER_BYTES", 4 << 20));
   // We connect to lower ranks; higher ranks connect to us.
   for (int peer : peers) {
@@ -398,14 +395,13 @@ void TcpTransport::connect(const std::vector<int>& peers,
       sock.recv_all(greeting, sizeof(greeting), hs, who);
       const int32_t acceptor = get_i32(greeting + 4);
       if (std::memcmp(greeting, kMagic, 4) != 0 || acceptor != peer) {
-        raise(ErrorKind::kPeerFailure, "the process at ", endpoint_text(addr.host, addr.port),
-              " is not ringcc ", rank_name(peer), " of this job");
+        raise(ErrorKind::kPeerFailure, "the process at ", endpoint_text(addr.host, addr.port), " is not ringcc ",
+              rank_name(peer), " of this job");
       }
       const std::string peer_nonce(greeting + 8, kNonceBytes);
       const std::string nonce = fresh_nonce();
       const int32_t me = rank_, idx = index;
-      const Digest proof = link_proof(secret_, kLinkConnectorRole, job_id_, acceptor, me, idx,
-                                      peer_nonce, nonce);
+      const Digest proof = link_proof(secret_, kLinkConnectorRole, job_id_, acceptor, me, idx, peer_nonce, nonce);
       std::string claim(kMagic, 4);
       put_i32(&claim, me);
       put_i32(&claim, idx);
@@ -426,8 +422,8 @@ void TcpTransport::connect(const std::vector<int>& peers,
       bool proven = false;
       try {
         sock.recv_all(their_proof.data(), their_proof.size(), hs, who);
-        proven = digest_equal(their_proof, link_proof(secret_, kLinkAcceptorRole, job_id_, acceptor, me,
-                                                      idx, peer_nonce, nonce));
+        proven = digest_equal(their_proof,
+                              link_proof(secret_, kLinkAcceptorRole, job_id_, acceptor, me, idx, peer_nonce, nonce));
       } catch (const Error&) {
       }
       if (!proven) {
@@ -457,14 +453,13 @@ void TcpTransport::connect(const std::vector<int>& peers,
   std::unique_lock<std::mutex> lock(mu_);
   while (!missing().empty()) {
     if (Clock::now() >= deadline) {
-      raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(),
-            " s waiting for rank(s) ", missing(), " to connect over TCP");
+      raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(), " s waiting for rank(s) ", missing(),
+            " to connect over TCP");
     }
     lock.unlock();
     poll_interrupt();
     lock.lock();
-    cv_.wait_until(lock, std::min(deadline, Clock::now() + kInterruptPoll),
-                   [&] { return missing().empty(); });
+    cv_.wait_until(lock, std::min(deadline, Clock::now() + kInterruptPoll), [&] { return missing().empty(); });
   }
   connected_.assign(static_cast<size_t>(size_), false);
   for (int peer : peers) connected_[static_cast<size_t>(peer)] = true;
@@ -495,8 +490,7 @@ std::unique_ptr<Request> TcpTransport::post(int peer, uint8_t* data, size_t size
   while (done < size) {
     const uint64_t unit = offset / stripe_bytes_;
     const size_t socket = static_cast<size_t>(unit % sockets);
-    const size_t take = static_cast<size_t>(
-        std::min<uint64_t>(size - done, (unit + 1) * stripe_bytes_ - offset));
+    const size_t take = static_cast<size_t>(std::min<uint64_t>(size - done, (unit + 1) * stripe_bytes_ - offset));
     auto piece = std::make_shared<Piece>(Piece{data + done, take});
     queues[socket].push_back(piece);
     req->add(socket, std::move(piece));

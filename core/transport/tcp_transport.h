@@ -29,9 +29,9 @@ namespace ringcc {
 // both nonces), role being the sender's.
 constexpr char kLinkConnectorRole[] = "ringcc-link-connector";
 constexpr char kLinkAcceptorRole[] = "ringcc-link-acceptor";
-Digest link_proof(const std::string& secret, const char* role, const std::string& job_id,
-                  int32_t acceptor, int32_t connector, int32_t index,
-                  const std::string& acceptor_nonce, const std::string& connector_nonce);
+Digest link_proof(const std::string& secret, const char* role, const std::string& job_id, int32_t acceptor,
+                  int32_t connector, int32_t index, const std::string& acceptor_nonce,
+                  const std::string& connector_nonce);
 
 struct TcpPeerAddress {
   std::string host;
@@ -43,8 +43,7 @@ class TcpTransport : public Transport {
   // Listens on listen_host ("" for every IPv4 address) at an ephemeral
   // port. job_id names the communicator: links authenticate with the
   // secret and the job id together.
-  TcpTransport(int rank, int size, std::string secret, std::string job_id,
-               const std::string& listen_host);
+  TcpTransport(int rank, int size, std::string secret, std::string job_id, const std::string& listen_host);
   ~TcpTransport() override;
 
   // Connections per peer (RINGCC_TCP_SOCKETS) and the bytes sent on one
@@ -58,8 +57,7 @@ class TcpTransport : public Transport {
   // Establishes connections to `peers` (global ranks): the higher rank of
   // each pair connects, the lower accepts. Every rank must call it with a
   // symmetric peer set. addresses is indexed by rank.
-  void connect(const std::vector<int>& peers, const std::vector<TcpPeerAddress>& addresses,
-               Deadline deadline);
+  void connect(const std::vector<int>& peers, const std::vector<TcpPeerAddress>& addresses, Deadline deadline);
 
   const char* name() const override { return "tcp"; }
   bool reaches(int peer) const override;
@@ -67,7 +65,6 @@ class TcpTransport : public Transport {
   std::unique_ptr<Request> irecv(int peer, void* data, size_t size) override;
   void abort(const std::string& reason) override;
   void leave() override;
-
 
   struct Piece;
   struct Link;

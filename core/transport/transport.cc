@@ -24,9 +24,8 @@ std::string pending_peers(const std::vector<Request*>& pending) {
 }
 
 [[noreturn]] void raise_timeout(const std::vector<Request*>& pending, const char* what) {
-  raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(), " s in ", what,
-        " waiting for rank(s) ", pending_peers(pending),
-        " (RINGCC_TIMEOUT_S sets the limit)");
+  raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(), " s in ", what, " waiting for rank(s) ",
+        pending_peers(pending), " (RINGCC_TIMEOUT_S sets the limit)");
 }
 
 // Progresses `all`; returns true when `done` says the wait is over.
@@ -97,8 +96,7 @@ void wait_all(const std::vector<Request*>& requests, Deadline deadline, const ch
   drive(requests, deadline, what, [](const std::vector<Request*>& left) { return left.empty(); });
 }
 
-void wait_one(Request* target, const std::vector<Request*>& others, Deadline deadline,
-              const char* what) {
+void wait_one(Request* target, const std::vector<Request*>& others, Deadline deadline, const char* what) {
   std::vector<Request*> all{target};
   all.insert(all.end(), others.begin(), others.end());
   drive(all, deadline, what, [target](const std::vector<Request*>& left) {

@@ -61,8 +61,7 @@ class Transport {
 void wait_all(const std::vector<Request*>& requests, Deadline deadline, const char* what);
 // Waits for `target` only, while also progressing `others` (their
 // completion is not required).
-void wait_one(Request* target, const std::vector<Request*>& others, Deadline deadline,
-              const char* what);
+void wait_one(Request* target, const std::vector<Request*>& others, Deadline deadline, const char* what);
 
 // Bytes per pipelined chunk (RINGCC_CHUNK_BYTES, default 1 MiB), read
 // once per process; ring_chunk_bytes_from_env() reads it now. The ring

@@ -97,15 +97,13 @@ int rcmpi_take_tagged(rcmpi_comm* comm, int tag, void* buf, int cap, int* source
  * out (MPI_IN_PLACE is used then). */
 int rcmpi_supports(int dtype, int op); /* 1 when allreduce can reduce it */
 int rcmpi_allreduce(rcmpi_comm* comm, const void* in, void* out, int64_t count, int dtype, int op);
-int rcmpi_reduce_scatter(rcmpi_comm* comm, const void* in, void* out, const int64_t* counts,
-                         int dtype, int op);
+int rcmpi_reduce_scatter(rcmpi_comm* comm, const void* in, void* out, const int64_t* counts, int dtype, int op);
 /* Byte-wise: counts[i] and displs[i] in bytes, per rank. */
-int rcmpi_allgatherv(rcmpi_comm* comm, const void* in, int64_t in_bytes, void* out,
-                     const int64_t* counts, const int64_t* displs);
+int rcmpi_allgatherv(rcmpi_comm* comm, const void* in, int64_t in_bytes, void* out, const int64_t* counts,
+                     const int64_t* displs);
 int rcmpi_bcast(rcmpi_comm* comm, void* buf, int64_t bytes, int root);
-int rcmpi_alltoallv(rcmpi_comm* comm, const void* in, const int64_t* send_counts,
-                    const int64_t* send_displs, void* out, const int64_t* recv_counts,
-                    const int64_t* recv_displs);
+int rcmpi_alltoallv(rcmpi_comm* comm, const void* in, const int64_t* send_counts, const int64_t* send_displs, void* out,
+                    const int64_t* recv_counts, const int64_t* recv_displs);
 int rcmpi_barrier(rcmpi_comm* comm);
 
 /* MPI_Abort: ends every process of the job. */

@@ -22,13 +22,13 @@ namespace {
 int g_failures = 0;
 int g_checks = 0;
 
-#define EXPECT(cond)                                                          \
-  do {                                                                        \
-    ++g_checks;                                                               \
-    if (!(cond)) {                                                            \
-      ++g_failures;                                                           \
-      std::fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);    \
-    }                                                                         \
+#define EXPECT(cond)                                                       \
+  do {                                                                     \
+    ++g_checks;                                                            \
+    if (!(cond)) {                                                         \
+      ++g_failures;                                                        \
+      std::fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                      \
   } while (0)
 
 // Runs f and returns the kind of the ringcc::Error it raised (-1: none).
@@ -157,8 +157,8 @@ void test_negotiation_disagreement_and_failure() {
   n.resize_bits(8);
   const std::string none = bits_with(8, {});
   CycleNews news;
-  n.apply({message(0, none, {{"t", *meta_of({4})}}), message(0, none, {{"t", *meta_of({4}, DataType::kInt32)}})},
-          cache, 0, &news);
+  n.apply({message(0, none, {{"t", *meta_of({4})}}), message(0, none, {{"t", *meta_of({4}, DataType::kInt32)}})}, cache,
+          0, &news);
   std::string why;
   EXPECT(!n.agree("t", *n.table().at("t"), &why));
   EXPECT(why.find("'t'") != std::string::npos || why.find("t") != std::string::npos);
@@ -176,8 +176,8 @@ void test_negotiation_disagreement_and_failure() {
   f.resize_bits(8);
   MessageBuilder b;
   b.start();
-  b.announce_failed("bad", *meta_of({1}, DataType::kFloat32, CollectiveKind::kLocalError),
-                    CollectiveKind::kBroadcast, "root out of range");
+  b.announce_failed("bad", *meta_of({1}, DataType::kFloat32, CollectiveKind::kLocalError), CollectiveKind::kBroadcast,
+                    "root out of range");
   std::string failed;
   b.finish(0, none, {}, &failed);
   f.apply({failed, message(0, none, {{"bad", *meta_of({1})}})}, cache, 0, &news);
@@ -223,9 +223,12 @@ void test_negotiation_cache_bits() {
   Negotiation other(2);
   other.resize_bits(capacity);
   std::string what;
-  EXPECT(raised_kind([&] {
-           other.apply({message(0, bits_with(capacity, {}), {}), message(0, bits_with(64, {}), {})}, cache, 0, &news);
-         }, &what) == static_cast<int>(ErrorKind::kMismatch));
+  EXPECT(raised_kind(
+             [&] {
+               other.apply({message(0, bits_with(capacity, {}), {}), message(0, bits_with(64, {}), {})}, cache, 0,
+                           &news);
+             },
+             &what) == static_cast<int>(ErrorKind::kMismatch));
   EXPECT(what.find("RINGCC_CACHE_CAPACITY") != std::string::npos);
   // A message cut short is an internal error, not a crash.
   std::string cut = message(0, bits_with(capacity, {}), {{"x", *meta_of({1, 2, 3})}});
@@ -248,8 +251,7 @@ void test_stall_inspector_warns_then_aborts() {
   // "grad" pending on ranks 0 and 2 (by its bit), "late" in the table on rank 1.
   const std::string bit0 = bits_with(capacity, {0});
   const std::string none = bits_with(capacity, {});
-  n.apply({message(0, bit0, {}), message(0, none, {{"late", *meta_of({1})}}), message(0, bit0, {})}, cache, 100,
-          &news);
+  n.apply({message(0, bit0, {}), message(0, none, {{"late", *meta_of({1})}}), message(0, bit0, {})}, cache, 100, &news);
   n.find_ready_bits(cache);
   stall.track_bits(n, cache, 100);
   EXPECT(stall.stalling(0));

@@ -15,8 +15,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/collective/dtype.h"
 #include "core/base/error.h"
+#include "core/collective/dtype.h"
 #include "core/collective/reduce_op.h"
 #include "core/collective/reduction.h"
 
@@ -35,10 +35,10 @@ void fail(const std::string& message) {
   if (g_failures <= 30) std::fprintf(stderr, "FAIL: %s\n", message.c_str());
 }
 
-#define EXPECT(cond, ...)                                       \
-  do {                                                          \
-    ++g_checks;                                                 \
-    if (!(cond)) fail(ringcc::detail::concat(__VA_ARGS__));     \
+#define EXPECT(cond, ...)                                   \
+  do {                                                      \
+    ++g_checks;                                             \
+    if (!(cond)) fail(ringcc::detail::concat(__VA_ARGS__)); \
   } while (0)
 
 std::string hex(uint64_t v) {
@@ -77,11 +77,10 @@ float ref_half_to_float(uint16_t h) {
   if (exponent == 0x1f) {
     // inf or NaN: the float32 with the same sign and the payload in the
     // top mantissa bits.
-    return float_of((negative ? 0x80000000u : 0u) | 0x7f800000u |
-                    (static_cast<uint32_t>(mantissa) << 13));
+    return float_of((negative ? 0x80000000u : 0u) | 0x7f800000u | (static_cast<uint32_t>(mantissa) << 13));
   }
-  double magnitude = exponent == 0 ? std::ldexp(static_cast<double>(mantissa), -24)
-                                   : std::ldexp(1024.0 + mantissa, exponent - 25);
+  double magnitude =
+      exponent == 0 ? std::ldexp(static_cast<double>(mantissa), -24) : std::ldexp(1024.0 + mantissa, exponent - 25);
   return static_cast<float>(negative ? -magnitude : magnitude);
 }
 
@@ -130,8 +129,8 @@ float ref_bfloat16_to_float(uint16_t b) {
   if (exponent == 0xff) {
     return float_of((negative ? 0x80000000u : 0u) | 0x7f800000u | (static_cast<uint32_t>(mantissa) << 16));
   }
-  double magnitude = exponent == 0 ? std::ldexp(static_cast<double>(mantissa), -133)
-                                   : std::ldexp(128.0 + mantissa, exponent - 134);
+  double magnitude =
+      exponent == 0 ? std::ldexp(static_cast<double>(mantissa), -133) : std::ldexp(128.0 + mantissa, exponent - 134);
   return static_cast<float>(negative ? -magnitude : magnitude);
 }
 
@@ -173,12 +172,12 @@ void test_half_all_patterns() {
     const uint16_t b = static_cast<uint16_t>(h);
     const float got = ringcc::half_to_float(b);
     const float want = ref_half_to_float(b);
-    EXPECT(bits_of(got) == bits_of(want), "half_to_float(", hex(h), ") = ", hex(bits_of(got)),
-           ", want ", hex(bits_of(want)));
+    EXPECT(bits_of(got) == bits_of(want), "half_to_float(", hex(h), ") = ", hex(bits_of(got)), ", want ",
+           hex(bits_of(want)));
     // Every half is exactly representable in float32, so the round trip is
     // the identity, NaN payloads included.
-    EXPECT(ringcc::float_to_half(got) == b, "float_to_half(half_to_float(", hex(h), ")) = ",
-           hex(ringcc::float_to_half(got)));
+    EXPECT(ringcc::float_to_half(got) == b, "float_to_half(half_to_float(", hex(h),
+           ")) = ", hex(ringcc::float_to_half(got)));
   }
 }
 
@@ -186,8 +185,7 @@ void test_bfloat16_all_patterns() {
   for (uint32_t h = 0; h < 65536; ++h) {
     const uint16_t b = static_cast<uint16_t>(h);
     const float got = ringcc::bfloat16_to_float(b);
-    EXPECT(bits_of(got) == bits_of(ref_bfloat16_to_float(b)), "bfloat16_to_float(", hex(h), ") = ",
-           hex(bits_of(got)));
+    EXPECT(bits_of(got) == bits_of(ref_bfloat16_to_float(b)), "bfloat16_to_float(", hex(h), ") = ", hex(bits_of(got)));
     EXPECT(bits_of(got) == (h << 16), "bfloat16_to_float(", hex(h), ") is not the top half");
     const uint16_t back = ringcc::float_to_bfloat16(got);
     const uint16_t want = bfloat16_is_nan(b) ? static_cast<uint16_t>((b & 0x8000) | 0x7fc0) : b;
@@ -232,15 +230,15 @@ void test_float_to_half_rounding() {
       {65520.0f, 0x7c00},  // ties to even: rounds up to inf
       {1e10f, 0x7c00},
       {std::ldexp(1.0f, -24), 0x0001},
-      {std::ldexp(1.0f, -25), 0x0000},                 // tie to even, down to 0
-      {std::ldexp(3.0f, -25), 0x0002},                 // tie to even, up
-      {std::ldexp(1.0f, -14), 0x0400},                 // smallest normal
-      {std::ldexp(1023.0f, -24), 0x03ff},              // largest subnormal
-      {std::ldexp(2047.0f, -25), 0x0400},              // rounds up into the normals
-      {1.0f + std::ldexp(1.0f, -11), 0x3c00},          // tie, stays even
-      {1.0f + std::ldexp(3.0f, -11), 0x3c02},          // tie, up to even
+      {std::ldexp(1.0f, -25), 0x0000},         // tie to even, down to 0
+      {std::ldexp(3.0f, -25), 0x0002},         // tie to even, up
+      {std::ldexp(1.0f, -14), 0x0400},         // smallest normal
+      {std::ldexp(1023.0f, -24), 0x03ff},      // largest subnormal
+      {std::ldexp(2047.0f, -25), 0x0400},      // rounds up into the normals
+      {1.0f + std::ldexp(1.0f, -11), 0x3c00},  // tie, stays even
+      {1.0f + std::ldexp(3.0f, -11), 0x3c02},  // tie, up to even
       {-0.0f, 0x8000},
-      {float_of(0x7f800001u), 0x7c01},                 // sNaN, payload below half's reach
+      {float_of(0x7f800001u), 0x7c01},  // sNaN, payload below half's reach
       {float_of(0x7fc00000u), 0x7e00},
       {float_of(0xffc00001u), 0xfe00},
       {float_of(0x7f802000u), 0x7c01},
@@ -341,16 +339,22 @@ C ref_combine(ReduceOp op, C a, C b) {
     const uint64_t ub = static_cast<uint64_t>(static_cast<int64_t>(b));
     switch (op) {
       case ReduceOp::kSum:
-      case ReduceOp::kAverage: return static_cast<C>(ua + ub);
-      case ReduceOp::kProduct: return static_cast<C>(ua * ub);
-      case ReduceOp::kMin: return a < b ? a : b;
-      case ReduceOp::kMax: return a > b ? a : b;
+      case ReduceOp::kAverage:
+        return static_cast<C>(ua + ub);
+      case ReduceOp::kProduct:
+        return static_cast<C>(ua * ub);
+      case ReduceOp::kMin:
+        return a < b ? a : b;
+      case ReduceOp::kMax:
+        return a > b ? a : b;
     }
   } else {
     switch (op) {
       case ReduceOp::kSum:
-      case ReduceOp::kAverage: return a + b;
-      case ReduceOp::kProduct: return a * b;
+      case ReduceOp::kAverage:
+        return a + b;
+      case ReduceOp::kProduct:
+        return a * b;
       case ReduceOp::kMin:
         if (std::isnan(a)) return a;
         if (std::isnan(b)) return b;
@@ -377,8 +381,13 @@ typename Type::S random_value(Rng& rng, ReduceOp op) {
     const uint64_t r = rng.next();
     const double u = static_cast<double>(r >> 11) * 0x1p-53;
     if (r % 64 == 0) {
-      const C specials[] = {std::numeric_limits<C>::quiet_NaN(), std::numeric_limits<C>::infinity(),
-                            -std::numeric_limits<C>::infinity(), C(0), -C(0), C(3e-7), C(-5e-41)};
+      const C specials[] = {std::numeric_limits<C>::quiet_NaN(),
+                            std::numeric_limits<C>::infinity(),
+                            -std::numeric_limits<C>::infinity(),
+                            C(0),
+                            -C(0),
+                            C(3e-7),
+                            C(-5e-41)};
       return Type::make(specials[(r >> 6) % 7]);
     }
     if (op == ReduceOp::kProduct) {
@@ -396,8 +405,7 @@ std::vector<typename Type::S> random_buffer(Rng& rng, ReduceOp op, int64_t n) {
   return v;
 }
 
-const ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
-                            ReduceOp::kProduct};
+const ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
 const int64_t kSizes[] = {0, 1, 7, 255, 256, 257, 1000003};
 constexpr int64_t kLargeSize = 1000003;
 
@@ -406,8 +414,7 @@ void expect_equal(const std::vector<typename Type::S>& got, const std::vector<ty
                   const std::string& what) {
   for (size_t i = 0; i < want.size(); ++i) {
     if (!Type::same(got[i], want[i])) {
-      fail(ringcc::detail::concat(what, ": element ", i, " = ", Type::show(got[i]), ", want ",
-                                  Type::show(want[i])));
+      fail(ringcc::detail::concat(what, ": element ", i, " = ", Type::show(got[i]), ", want ", Type::show(want[i])));
       return;
     }
   }
@@ -492,8 +499,7 @@ void test_scale(Rng& rng) {
       const std::vector<S> src = random_buffer<Type>(rng, ReduceOp::kSum, n);
       std::vector<S> want(src.size());
       for (size_t i = 0; i < src.size(); ++i) want[i] = ref_scale<Type>(src[i], factor);
-      const std::string what = ringcc::detail::concat(ringcc::dtype_name(Type::kDtype), " n=", n,
-                                                      " factor=", factor);
+      const std::string what = ringcc::detail::concat(ringcc::dtype_name(Type::kDtype), " n=", n, " factor=", factor);
       std::vector<S> out(src.size(), S{});
       ringcc::scale_copy(out.data(), src.data(), n, Type::kDtype, factor);
       expect_equal<Type>(out, want, "scale_copy " + what);

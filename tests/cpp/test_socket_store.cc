@@ -29,27 +29,25 @@ namespace {
 
 std::atomic<int> g_failures{0};
 
-#define CHECK(cond)                                                         \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
+#define CHECK(cond)                                                                 \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
       std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++g_failures;                                                         \
-    }                                                                       \
+      ++g_failures;                                                                 \
+    }                                                                               \
   } while (0)
 
-#define CHECK_EQ(a, b)                                                                    \
-  do {                                                                                    \
-    auto va = (a);                                                                        \
-    auto vb = (b);                                                                        \
-    if (!(va == vb)) {                                                                    \
+#define CHECK_EQ(a, b)                                                                        \
+  do {                                                                                        \
+    auto va = (a);                                                                            \
+    auto vb = (b);                                                                            \
+    if (!(va == vb)) {                                                                        \
       std::fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %s\n", __FILE__, __LINE__, #a, #b); \
-      ++g_failures;                                                                       \
-    }                                                                                     \
+      ++g_failures;                                                                           \
+    }                                                                                         \
   } while (0)
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 int count(const std::string& text, const std::string& part) {
   int n = 0;
@@ -59,26 +57,22 @@ int count(const std::string& text, const std::string& part) {
 
 // Runs fn and checks that it raises an Error of `kind` whose message holds
 // `part`.
-void expect_error(const std::function<void()>& fn, ErrorKind kind, const std::string& part,
-                  int line) {
+void expect_error(const std::function<void()>& fn, ErrorKind kind, const std::string& part, int line) {
   try {
     fn();
-    std::fprintf(stderr, "line %d: expected an error containing '%s', got none\n", line,
-                 part.c_str());
+    std::fprintf(stderr, "line %d: expected an error containing '%s', got none\n", line, part.c_str());
     ++g_failures;
   } catch (const Error& e) {
     if (e.kind() != kind || !contains(e.what(), part)) {
-      std::fprintf(stderr, "line %d: expected kind %d with '%s', got kind %d: %s\n", line,
-                   int(kind), part.c_str(), int(e.kind()), e.what());
+      std::fprintf(stderr, "line %d: expected kind %d with '%s', got kind %d: %s\n", line, int(kind), part.c_str(),
+                   int(e.kind()), e.what());
       ++g_failures;
     }
   }
 }
 #define EXPECT_ERROR(stmt, kind, part) expect_error([&] { stmt; }, ErrorKind::kind, part, __LINE__)
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::string hex_digest(const Digest& d) { return to_hex(d.data(), d.size()); }
 
@@ -167,23 +161,15 @@ void test_sha256() {
   CHECK_EQ(sha_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   CHECK_EQ(sha_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  CHECK_EQ(sha_hex(std::string(1000000, 'a')),
-           "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  CHECK_EQ(sha_hex(std::string(1000000, 'a')), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
   // Lengths around the padding boundaries.
-  CHECK_EQ(sha_hex(std::string(55, 'a')),
-           "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
-  CHECK_EQ(sha_hex(std::string(56, 'a')),
-           "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
-  CHECK_EQ(sha_hex(std::string(63, 'a')),
-           "7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34");
-  CHECK_EQ(sha_hex(std::string(64, 'a')),
-           "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
-  CHECK_EQ(sha_hex(std::string(65, 'a')),
-           "635361c48bb9eab14198e76ea8ab7f1a41685d6ad62aa9146d301d4f17eb0ae0");
-  CHECK_EQ(sha_hex(std::string(119, 'a')),
-           "31eba51c313a5c08226adf18d4a359cfdfd8d2e816b13f4af952f7ea6584dcfb");
-  CHECK_EQ(sha_hex(std::string(120, 'a')),
-           "2f3d335432c70b580af0e8e1b3674a7c020d683aa5f73aaaedfdc55af904c21c");
+  CHECK_EQ(sha_hex(std::string(55, 'a')), "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
+  CHECK_EQ(sha_hex(std::string(56, 'a')), "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
+  CHECK_EQ(sha_hex(std::string(63, 'a')), "7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34");
+  CHECK_EQ(sha_hex(std::string(64, 'a')), "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+  CHECK_EQ(sha_hex(std::string(65, 'a')), "635361c48bb9eab14198e76ea8ab7f1a41685d6ad62aa9146d301d4f17eb0ae0");
+  CHECK_EQ(sha_hex(std::string(119, 'a')), "31eba51c313a5c08226adf18d4a359cfdfd8d2e816b13f4af952f7ea6584dcfb");
+  CHECK_EQ(sha_hex(std::string(120, 'a')), "2f3d335432c70b580af0e8e1b3674a7c020d683aa5f73aaaedfdc55af904c21c");
 }
 
 void test_hmac_rfc4231() {
@@ -195,11 +181,9 @@ void test_hmac_rfc4231() {
            "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe");
   std::string key4;
   for (int i = 1; i <= 25; ++i) key4.push_back(static_cast<char>(i));
-  CHECK_EQ(hmac_hex(key4, std::string(50, '\xcd')),
-           "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b");
+  CHECK_EQ(hmac_hex(key4, std::string(50, '\xcd')), "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b");
   // Test cases 6 and 7: keys longer than a block are hashed first.
-  CHECK_EQ(hmac_hex(std::string(131, '\xaa'),
-                    "Test Using Larger Than Block-Size Key - Hash Key First"),
+  CHECK_EQ(hmac_hex(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First"),
            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
   CHECK_EQ(hmac_hex(std::string(131, '\xaa'),
                     "This is a test using a larger than block-size key and a larger than "
@@ -235,11 +219,9 @@ void test_env() {
   CHECK_EQ(env_str("RINGCC_TEST_VALUE", "x"), " 34 ");
   ::setenv("RINGCC_TEST_VALUE", "2.5", 1);
   CHECK_EQ(env_double("RINGCC_TEST_VALUE", 1.0), 2.5);
-  EXPECT_ERROR(env_int("RINGCC_TEST_VALUE", 0), kInvalidArgument,
-               "RINGCC_TEST_VALUE must be a number, got '2.5'");
+  EXPECT_ERROR(env_int("RINGCC_TEST_VALUE", 0), kInvalidArgument, "RINGCC_TEST_VALUE must be a number, got '2.5'");
   ::setenv("RINGCC_TEST_VALUE", "fast", 1);
-  EXPECT_ERROR(env_double("RINGCC_TEST_VALUE", 0), kInvalidArgument,
-               "RINGCC_TEST_VALUE must be a number, got 'fast'");
+  EXPECT_ERROR(env_double("RINGCC_TEST_VALUE", 0), kInvalidArgument, "RINGCC_TEST_VALUE must be a number, got 'fast'");
   ::setenv("RINGCC_TEST_VALUE", "", 1);  // empty counts as unset
   CHECK_EQ(env_str("RINGCC_TEST_VALUE", "d"), "d");
   ::unsetenv("RINGCC_TEST_VALUE");
@@ -277,9 +259,10 @@ void test_log() {
     const std::string host = host_name();
     const std::string pid = std::to_string(::getpid());
     const std::string time = "\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z";
-    const std::regex expected("\\[ringcc " + time + " " + host + " pid " + pid + "\\] INFO: hello 42\n"
-                              "\\[ringcc " + time + " " + host + " rank 3 pid " + pid +
-                              "\\] WARNING: ranked\n");
+    const std::regex expected("\\[ringcc " + time + " " + host + " pid " + pid +
+                              "\\] INFO: hello 42\n"
+                              "\\[ringcc " +
+                              time + " " + host + " rank 3 pid " + pid + "\\] WARNING: ranked\n");
     CHECK(std::regex_match(capture.text(), expected));
   }
   ::unsetenv("RINGCC_LOG_LEVEL");
@@ -325,12 +308,10 @@ void test_socket_io() {
   CHECK(!listener.accept(deadline_after(0.05)).valid());
 
   client.close();
-  EXPECT_ERROR(server.recv_all(&byte, 1, deadline_after(2), "rank 1"), kPeerFailure,
-               "rank 1 closed the connection");
+  EXPECT_ERROR(server.recv_all(&byte, 1, deadline_after(2), "rank 1"), kPeerFailure, "rank 1 closed the connection");
   // Writing to a closed peer fails (EPIPE or reset), never with SIGPIPE.
   std::string chunk(1 << 20, 'x');
-  EXPECT_ERROR(for (int i = 0; i < 16; ++i) server.send_all(chunk.data(), chunk.size(),
-                                                            deadline_after(2), "rank 1"),
+  EXPECT_ERROR(for (int i = 0; i < 16; ++i) server.send_all(chunk.data(), chunk.size(), deadline_after(2), "rank 1"),
                kPeerFailure, "rank 1");
 
   // Nobody listening: retries until the deadline, then names the address.
@@ -352,10 +333,8 @@ void test_socket_io() {
   CHECK(late_client.valid());
   late.join();
 
-  EXPECT_ERROR(Socket::listen("127.0.0.1", port), kInternal,
-               "cannot listen on 127.0.0.1:" + std::to_string(port));
-  EXPECT_ERROR(Socket::connect("no-such-host.invalid", 1, deadline_after(1)), kInvalidArgument,
-               "no-such-host.invalid");
+  EXPECT_ERROR(Socket::listen("127.0.0.1", port), kInternal, "cannot listen on 127.0.0.1:" + std::to_string(port));
+  EXPECT_ERROR(Socket::connect("no-such-host.invalid", 1, deadline_after(1)), kInvalidArgument, "no-such-host.invalid");
 }
 
 // ---------------------------------------------------------------------------
@@ -441,7 +420,8 @@ void test_store_blocking_get() {
   start = Clock::now();
   EXPECT_ERROR(reader.get("never", milliseconds(300)), kTimeout,
                "timed out after 0.3 s waiting for key 'never' in the rendezvous store at "
-               "127.0.0.1:" + std::to_string(server.port()));
+               "127.0.0.1:" +
+                   std::to_string(server.port()));
   CHECK(seconds_since(start) >= 0.29 && seconds_since(start) < 2.0);
   EXPECT_ERROR(reader.get("never", milliseconds(0)), kTimeout, "key 'never'");
   // The connection stays usable after a timeout.
@@ -481,12 +461,10 @@ void test_store_authentication() {
   {
     StderrCapture capture;
     EXPECT_ERROR(TcpStore("127.0.0.1", server.port(), "wrong", deadline_after(5)), kPeerFailure,
-                 "the rendezvous store at " + addr +
-                     " refused our credentials (RINGCC_SECRET differs?");
+                 "the rendezvous store at " + addr + " refused our credentials (RINGCC_SECRET differs?");
     CHECK(capture.wait_for("refused a connection from 127.0.0.1:"));
     CHECK(contains(capture.text(), ": authentication failed"));
-    EXPECT_ERROR(TcpStore("127.0.0.1", server.port(), "", deadline_after(5)), kPeerFailure,
-                 "refused our credentials");
+    EXPECT_ERROR(TcpStore("127.0.0.1", server.port(), "", deadline_after(5)), kPeerFailure, "refused our credentials");
     CHECK(capture.wait_for(": authentication failed", 2));  // one warning per refusal
   }
   CHECK_EQ(good.get("k", milliseconds(1000)), "v");
@@ -589,8 +567,8 @@ void test_store_server_shutdown() {
       waiting.get("never", milliseconds(10000));
     } catch (const Error& e) {
       got_failure = e.kind() == ErrorKind::kPeerFailure &&
-                    contains(e.what(), "the rendezvous store at 127.0.0.1:" +
-                                           std::to_string(port) + " (rank 0) closed the connection");
+                    contains(e.what(), "the rendezvous store at 127.0.0.1:" + std::to_string(port) +
+                                           " (rank 0) closed the connection");
       if (!got_failure) std::fprintf(stderr, "unexpected: %s\n", e.what());
     }
   });
@@ -663,8 +641,7 @@ int main() {
       std::fprintf(stderr, "%s: unexpected exception: %s\n", t.name, e.what());
       ++g_failures;
     }
-    std::printf("%-24s %s (%.2f s)\n", t.name, g_failures == before ? "ok" : "FAILED",
-                seconds_since(start));
+    std::printf("%-24s %s (%.2f s)\n", t.name, g_failures == before ? "ok" : "FAILED", seconds_since(start));
     std::fflush(stdout);
   }
   if (g_failures != 0) {

@@ -64,9 +64,9 @@ struct Real<ringcc::nccl::ncclConfig_t> {
   using type = ::ncclConfig_t;
 };
 static_assert(sizeof(ringcc::nccl::ncclConfig_t) <= sizeof(::ncclConfig_t), "ncclConfig_t: ours is longer");
-#define RINGCC_SAME_OFFSET(field)                                                            \
+#define RINGCC_SAME_OFFSET(field)                                                                 \
   static_assert(offsetof(ringcc::nccl::ncclConfig_t, field) == offsetof(::ncclConfig_t, field) && \
-                    sizeof(ringcc::nccl::ncclConfig_t::field) == sizeof(::ncclConfig_t::field),  \
+                    sizeof(ringcc::nccl::ncclConfig_t::field) == sizeof(::ncclConfig_t::field),   \
                 "ncclConfig_t::" #field ": offset or size differs");
 RINGCC_SAME_OFFSET(size)
 RINGCC_SAME_OFFSET(magic)
@@ -99,9 +99,9 @@ static_assert(std::is_same_v<ringcc::nvrtc::nvrtcProgram, ::nvrtcProgram>, "nvrt
 static_assert(std::is_same_v<ringcc::cuda::CUstream, ::cudaStream_t>, "a runtime stream is not a CUstream");
 
 // Constants.
-#define RINGCC_SAME_VALUE(name, value)                                                  \
-  static_assert(static_cast<long long>(value) == static_cast<long long>(::name),        \
-                #name ": ringcc's value differs from the header's");                    \
+#define RINGCC_SAME_VALUE(name, value)                                           \
+  static_assert(static_cast<long long>(value) == static_cast<long long>(::name), \
+                #name ": ringcc's value differs from the header's");             \
   static_assert(static_cast<long long>(ringcc::cuda::name) == static_cast<long long>(value), #name);
 RINGCC_CUDA_RESULTS(RINGCC_SAME_VALUE)
 RINGCC_CUDA_DEVICE_ATTRIBUTES(RINGCC_SAME_VALUE)
@@ -113,8 +113,8 @@ RINGCC_CUDA_WAIT_VALUE_FLAGS(RINGCC_SAME_VALUE)
 RINGCC_CUDA_WRITE_VALUE_FLAGS(RINGCC_SAME_VALUE)
 RINGCC_CUDA_IPC_MEM_FLAGS(RINGCC_SAME_VALUE)
 #undef RINGCC_SAME_VALUE
-#define RINGCC_SAME_VALUE(name, value)                                                  \
-  static_assert(static_cast<long long>(value) == static_cast<long long>(::name),        \
+#define RINGCC_SAME_VALUE(name, value)                                           \
+  static_assert(static_cast<long long>(value) == static_cast<long long>(::name), \
                 #name ": ringcc's value differs from the header's");
 RINGCC_NCCL_RESULTS(RINGCC_SAME_VALUE)
 RINGCC_NCCL_DATA_TYPES(RINGCC_SAME_VALUE)
@@ -129,21 +129,18 @@ static_assert(ringcc::cuda::kIpcHandleSize == CU_IPC_HANDLE_SIZE, "CU_IPC_HANDLE
 
 // Functions: each pointer type, with the library's types put back, is the
 // type of a pointer to the declared function of that name.
-#define RINGCC_SAME_SIGNATURE(symbol, result, params)                                        \
-  static_assert(std::is_same_v<Real<decltype(ringcc::cuda::DriverApi::symbol)>::type,        \
-                               decltype(&::symbol)>,                                         \
+#define RINGCC_SAME_SIGNATURE(symbol, result, params)                                                       \
+  static_assert(std::is_same_v<Real<decltype(ringcc::cuda::DriverApi::symbol)>::type, decltype(&::symbol)>, \
                 #symbol ": ringcc's signature differs from cuda.h's");
 RINGCC_CUDA_FUNCTIONS(RINGCC_SAME_SIGNATURE)
 #undef RINGCC_SAME_SIGNATURE
-#define RINGCC_SAME_SIGNATURE(symbol, required, result, params)                              \
-  static_assert(std::is_same_v<Real<decltype(ringcc::nccl::NcclApi::symbol)>::type,          \
-                               decltype(&::symbol)>,                                         \
+#define RINGCC_SAME_SIGNATURE(symbol, required, result, params)                                           \
+  static_assert(std::is_same_v<Real<decltype(ringcc::nccl::NcclApi::symbol)>::type, decltype(&::symbol)>, \
                 #symbol ": ringcc's signature differs from nccl.h's");
 RINGCC_NCCL_FUNCTIONS(RINGCC_SAME_SIGNATURE)
 #undef RINGCC_SAME_SIGNATURE
-#define RINGCC_SAME_SIGNATURE(symbol, required, result, params)                              \
-  static_assert(std::is_same_v<Real<decltype(ringcc::nvrtc::NvrtcApi::symbol)>::type,        \
-                               decltype(&::symbol)>,                                         \
+#define RINGCC_SAME_SIGNATURE(symbol, required, result, params)                                             \
+  static_assert(std::is_same_v<Real<decltype(ringcc::nvrtc::NvrtcApi::symbol)>::type, decltype(&::symbol)>, \
                 #symbol ": ringcc's signature differs from nvrtc.h's");
 RINGCC_NVRTC_FUNCTIONS(RINGCC_SAME_SIGNATURE)
 #undef RINGCC_SAME_SIGNATURE

@@ -88,17 +88,17 @@ struct Kernel {
   void* fn;
 };
 
-#define RINGCC_FAKE_ENTRIES(name)                                                         \
-  {"ringcc_scale_" #name, 0, reinterpret_cast<void*>(&ringcc_scale_##name)},              \
+#define RINGCC_FAKE_ENTRIES(name)                                                               \
+  {"ringcc_scale_" #name, 0, reinterpret_cast<void*>(&ringcc_scale_##name)},                    \
       {"ringcc_reduce_" #name "_sum", 1, reinterpret_cast<void*>(&ringcc_reduce_##name##_sum)}, \
       {"ringcc_reduce_" #name "_min", 1, reinterpret_cast<void*>(&ringcc_reduce_##name##_min)}, \
       {"ringcc_reduce_" #name "_max", 1, reinterpret_cast<void*>(&ringcc_reduce_##name##_max)}, \
       {"ringcc_reduce_" #name "_product", 1, reinterpret_cast<void*>(&ringcc_reduce_##name##_product)},
 
-const Kernel kKernels[] = {RINGCC_FAKE_ENTRIES(float16) RINGCC_FAKE_ENTRIES(bfloat16) RINGCC_FAKE_ENTRIES(float32)
-                               RINGCC_FAKE_ENTRIES(float64) RINGCC_FAKE_ENTRIES(int8) RINGCC_FAKE_ENTRIES(uint8)
-                                   RINGCC_FAKE_ENTRIES(int32) RINGCC_FAKE_ENTRIES(int64)
-                                       {"ringcc_timestamp", 2, reinterpret_cast<void*>(&ringcc_timestamp)}};
+const Kernel kKernels[] = {
+    RINGCC_FAKE_ENTRIES(float16) RINGCC_FAKE_ENTRIES(bfloat16) RINGCC_FAKE_ENTRIES(float32) RINGCC_FAKE_ENTRIES(float64)
+        RINGCC_FAKE_ENTRIES(int8) RINGCC_FAKE_ENTRIES(uint8) RINGCC_FAKE_ENTRIES(int32)
+            RINGCC_FAKE_ENTRIES(int64){"ringcc_timestamp", 2, reinterpret_cast<void*>(&ringcc_timestamp)}};
 
 using ScaleFn = void (*)(void*, const void*, long long, double);
 using ReduceFn = void (*)(void*, RingccSources, int, long long, double);
@@ -132,15 +132,33 @@ CUresult cuDriverGetVersion(int* v) {
 }
 CUresult cuGetErrorName(CUresult e, const char** s) {
   switch (e) {
-    case CUDA_SUCCESS: *s = "CUDA_SUCCESS"; break;
-    case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
-    case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
-    case CUDA_ERROR_NO_DEVICE: *s = "CUDA_ERROR_NO_DEVICE"; break;
-    case CUDA_ERROR_INVALID_IMAGE: *s = "CUDA_ERROR_INVALID_IMAGE"; break;
-    case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
-    case CUDA_ERROR_LAUNCH_TIMEOUT: *s = "CUDA_ERROR_LAUNCH_TIMEOUT"; break;
-    case CUDA_ERROR_MAP_FAILED: *s = "CUDA_ERROR_MAP_FAILED"; break;
-    default: *s = "CUDA_ERROR_UNKNOWN"; break;
+    case CUDA_SUCCESS:
+      *s = "CUDA_SUCCESS";
+      break;
+    case CUDA_ERROR_INVALID_VALUE:
+      *s = "CUDA_ERROR_INVALID_VALUE";
+      break;
+    case CUDA_ERROR_OUT_OF_MEMORY:
+      *s = "CUDA_ERROR_OUT_OF_MEMORY";
+      break;
+    case CUDA_ERROR_NO_DEVICE:
+      *s = "CUDA_ERROR_NO_DEVICE";
+      break;
+    case CUDA_ERROR_INVALID_IMAGE:
+      *s = "CUDA_ERROR_INVALID_IMAGE";
+      break;
+    case CUDA_ERROR_NOT_FOUND:
+      *s = "CUDA_ERROR_NOT_FOUND";
+      break;
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+      *s = "CUDA_ERROR_LAUNCH_TIMEOUT";
+      break;
+    case CUDA_ERROR_MAP_FAILED:
+      *s = "CUDA_ERROR_MAP_FAILED";
+      break;
+    default:
+      *s = "CUDA_ERROR_UNKNOWN";
+      break;
   }
   return CUDA_SUCCESS;
 }
@@ -180,10 +198,18 @@ CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
 }
 CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
   switch (a) {
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 4; break;
-    default: *v = 0; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+      *v = 9;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+      *v = 0;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+      *v = 4;
+      break;
+    default:
+      *v = 0;
+      break;
   }
   return CUDA_SUCCESS;
 }
@@ -252,10 +278,13 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* d, void* p, unsigned int) {
   return CUDA_SUCCESS;
 }
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream) {
-  std::memmove(reinterpret_cast<void*>(static_cast<uintptr_t>(dst)), reinterpret_cast<void*>(static_cast<uintptr_t>(src)), n);
+  std::memmove(reinterpret_cast<void*>(static_cast<uintptr_t>(dst)),
+               reinterpret_cast<void*>(static_cast<uintptr_t>(src)), n);
   return CUDA_SUCCESS;
 }
-CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return cuMemcpyAsync(dst, src, n, s); }
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+  return cuMemcpyAsync(dst, src, n, s);
+}
 CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream) {
   std::memcpy(dst, reinterpret_cast<void*>(static_cast<uintptr_t>(src)), n);
   return CUDA_SUCCESS;
@@ -369,7 +398,10 @@ CUresult cuModuleLoadData(CUmodule* m, const void* image) {
   const auto* p = static_cast<const unsigned char*>(image);
   const char* want = "ringcc_reduce_float32_sum";
   bool found = false;
-  if (std::memcmp(p, "\x7f" "ELF", 4) == 0) {
+  if (std::memcmp(p,
+                  "\x7f"
+                  "ELF",
+                  4) == 0) {
     const size_t size = elf_size(p);
     found = ::memmem(p, size, want, std::strlen(want)) != nullptr;
   } else {

@@ -93,48 +93,66 @@ std::string dir() {
 
 size_t type_size(ncclDataType_t t) {
   switch (t) {
-    case ncclInt8: case ncclUint8: return 1;
-    case ncclFloat16: case ncclBfloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-    default: return 8;
+    case ncclInt8:
+    case ncclUint8:
+      return 1;
+    case ncclFloat16:
+    case ncclBfloat16:
+      return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32:
+      return 4;
+    default:
+      return 8;
   }
 }
 
 const char* type_name(ncclDataType_t t) {
   switch (t) {
-    case ncclInt8: return "int8";
-    case ncclUint8: return "uint8";
-    case ncclInt32: return "int32";
-    case ncclInt64: return "int64";
-    case ncclFloat16: return "float16";
-    case ncclFloat32: return "float32";
-    case ncclFloat64: return "float64";
-    case ncclBfloat16: return "bfloat16";
-    default: return nullptr;
+    case ncclInt8:
+      return "int8";
+    case ncclUint8:
+      return "uint8";
+    case ncclInt32:
+      return "int32";
+    case ncclInt64:
+      return "int64";
+    case ncclFloat16:
+      return "float16";
+    case ncclFloat32:
+      return "float32";
+    case ncclFloat64:
+      return "float64";
+    case ncclBfloat16:
+      return "bfloat16";
+    default:
+      return nullptr;
   }
 }
 
 using ReduceFn = void (*)(void*, RingccSources, int, long long, double);
 using ScaleFn = void (*)(void*, const void*, long long, double);
 
-#define RINGCC_FAKE_TYPE(name)                                                                 \
-  if (std::strcmp(dt, #name) == 0) {                                                           \
-    if (std::strcmp(op, "sum") == 0) return &ringcc_reduce_##name##_sum;                       \
-    if (std::strcmp(op, "min") == 0) return &ringcc_reduce_##name##_min;                       \
-    if (std::strcmp(op, "max") == 0) return &ringcc_reduce_##name##_max;                       \
-    if (std::strcmp(op, "product") == 0) return &ringcc_reduce_##name##_product;               \
+#define RINGCC_FAKE_TYPE(name)                                                   \
+  if (std::strcmp(dt, #name) == 0) {                                             \
+    if (std::strcmp(op, "sum") == 0) return &ringcc_reduce_##name##_sum;         \
+    if (std::strcmp(op, "min") == 0) return &ringcc_reduce_##name##_min;         \
+    if (std::strcmp(op, "max") == 0) return &ringcc_reduce_##name##_max;         \
+    if (std::strcmp(op, "product") == 0) return &ringcc_reduce_##name##_product; \
   }
 ReduceFn reduce_fn(const char* dt, const char* op) {
-  RINGCC_FAKE_TYPE(float16) RINGCC_FAKE_TYPE(bfloat16) RINGCC_FAKE_TYPE(float32) RINGCC_FAKE_TYPE(float64)
-  RINGCC_FAKE_TYPE(int8) RINGCC_FAKE_TYPE(uint8) RINGCC_FAKE_TYPE(int32) RINGCC_FAKE_TYPE(int64)
-  return nullptr;
+  RINGCC_FAKE_TYPE(float16)
+  RINGCC_FAKE_TYPE(bfloat16) RINGCC_FAKE_TYPE(float32) RINGCC_FAKE_TYPE(float64) RINGCC_FAKE_TYPE(int8)
+      RINGCC_FAKE_TYPE(uint8) RINGCC_FAKE_TYPE(int32) RINGCC_FAKE_TYPE(int64) return nullptr;
 }
 #undef RINGCC_FAKE_TYPE
-#define RINGCC_FAKE_TYPE(name) if (std::strcmp(dt, #name) == 0) return &ringcc_scale_##name;
+#define RINGCC_FAKE_TYPE(name) \
+  if (std::strcmp(dt, #name) == 0) return &ringcc_scale_##name;
 ScaleFn scale_fn(const char* dt) {
-  RINGCC_FAKE_TYPE(float16) RINGCC_FAKE_TYPE(bfloat16) RINGCC_FAKE_TYPE(float32) RINGCC_FAKE_TYPE(float64)
-  RINGCC_FAKE_TYPE(int8) RINGCC_FAKE_TYPE(uint8) RINGCC_FAKE_TYPE(int32) RINGCC_FAKE_TYPE(int64)
-  return nullptr;
+  RINGCC_FAKE_TYPE(float16)
+  RINGCC_FAKE_TYPE(bfloat16) RINGCC_FAKE_TYPE(float32) RINGCC_FAKE_TYPE(float64) RINGCC_FAKE_TYPE(int8)
+      RINGCC_FAKE_TYPE(uint8) RINGCC_FAKE_TYPE(int32) RINGCC_FAKE_TYPE(int64) return nullptr;
 }
 #undef RINGCC_FAKE_TYPE
 
@@ -146,9 +164,9 @@ struct ncclComm {
   uint8_t* base = nullptr;
   size_t file_bytes = 0;
   bool init_pending = false;
-  uint64_t step = 0;       // steps this rank has started
-  int phase = 0;           // 0: idle, 1: waiting for everyone's inputs, 2: waiting for everyone's reads
-  std::vector<Op> ops;     // the step under way
+  uint64_t step = 0;    // steps this rank has started
+  int phase = 0;        // 0: idle, 1: waiting for everyone's inputs, 2: waiting for everyone's reads
+  std::vector<Op> ops;  // the step under way
   ncclResult_t error = ncclSuccess;
 
   Counters* counters() { return reinterpret_cast<Counters*>(base); }
@@ -177,14 +195,23 @@ ncclResult_t start(ncclComm* c, std::vector<Op> ops) {
     const size_t es = type_size(o.type);
     size_t bytes = 0;
     switch (o.kind) {
-      case Kind::kAllReduce: case Kind::kBroadcast: case Kind::kReduce: case Kind::kAllGather:
+      case Kind::kAllReduce:
+      case Kind::kBroadcast:
+      case Kind::kReduce:
+      case Kind::kAllGather:
         bytes = o.count * es;
         break;
-      case Kind::kReduceScatter: bytes = o.count * es * c->n; break;
-      case Kind::kSend: bytes = o.count * es; break;
-      case Kind::kRecv: break;
+      case Kind::kReduceScatter:
+        bytes = o.count * es * c->n;
+        break;
+      case Kind::kSend:
+        bytes = o.count * es;
+        break;
+      case Kind::kRecv:
+        break;
     }
-    if (offset + bytes > slot_bytes()) return fail(c, ncclInvalidUsage, "a step larger than RINGCC_FAKE_NCCL_SLOT_BYTES");
+    if (offset + bytes > slot_bytes())
+      return fail(c, ncclInvalidUsage, "a step larger than RINGCC_FAKE_NCCL_SLOT_BYTES");
     o.offset = offset;
     const bool contributes = o.kind != Kind::kRecv && (o.kind != Kind::kBroadcast || o.peer == c->rank);
     if (contributes && bytes) std::memcpy(c->slot(c->rank) + offset, o.in, bytes);
@@ -219,25 +246,34 @@ ncclResult_t advance(ncclComm* c) {
       RingccSources s{};
       auto reduce_into = [&](void* out, size_t extra, size_t count) -> ncclResult_t {
         for (int r = 0; r < c->n; ++r) s.ptr[r] = c->slot(r) + o.offset + extra;
-        const char* name = o.op == ncclSum || o.op == ncclAvg ? "sum" : o.op == ncclProd ? "product"
-                           : o.op == ncclMax ? "max" : "min";
+        const char* name = o.op == ncclSum || o.op == ncclAvg ? "sum"
+                           : o.op == ncclProd                 ? "product"
+                           : o.op == ncclMax                  ? "max"
+                                                              : "min";
         reduce_fn(dt, name)(out, s, c->n, static_cast<long long>(count), 1.0);
         if (o.op == ncclAvg) scale_fn(dt)(out, out, static_cast<long long>(count), 1.0 / c->n);
         return ncclSuccess;
       };
       switch (o.kind) {
-        case Kind::kAllReduce: reduce_into(o.out, 0, o.count); break;
+        case Kind::kAllReduce:
+          reduce_into(o.out, 0, o.count);
+          break;
         case Kind::kReduce:
           if (o.peer == c->rank) reduce_into(o.out, 0, o.count);
           break;
-        case Kind::kReduceScatter: reduce_into(o.out, c->rank * o.count * es, o.count); break;
-        case Kind::kBroadcast: std::memcpy(o.out, c->slot(o.peer) + o.offset, o.count * es); break;
+        case Kind::kReduceScatter:
+          reduce_into(o.out, c->rank * o.count * es, o.count);
+          break;
+        case Kind::kBroadcast:
+          std::memcpy(o.out, c->slot(o.peer) + o.offset, o.count * es);
+          break;
         case Kind::kAllGather:
           for (int r = 0; r < c->n; ++r) {
             std::memcpy(static_cast<uint8_t*>(o.out) + r * o.count * es, c->slot(r) + o.offset, o.count * es);
           }
           break;
-        case Kind::kSend: break;
+        case Kind::kSend:
+          break;
         case Kind::kRecv: {
           Directory* d = c->directory(o.peer);
           int seen = 0;
@@ -288,12 +324,18 @@ ncclResult_t ncclGetVersion(int* v) {
 }
 const char* ncclGetErrorString(ncclResult_t r) {
   switch (r) {
-    case ncclSuccess: return "no error";
-    case ncclInvalidArgument: return "invalid argument";
-    case ncclInvalidUsage: return "invalid usage";
-    case ncclRemoteError: return "remote process exited or there was a network error";
-    case ncclInProgress: return "NCCL operation in progress";
-    default: return "unhandled error";
+    case ncclSuccess:
+      return "no error";
+    case ncclInvalidArgument:
+      return "invalid argument";
+    case ncclInvalidUsage:
+      return "invalid usage";
+    case ncclRemoteError:
+      return "remote process exited or there was a network error";
+    case ncclInProgress:
+      return "NCCL operation in progress";
+    default:
+      return "unhandled error";
   }
 }
 const char* ncclGetLastError(ncclComm_t) { return g_last_error.c_str(); }
@@ -308,8 +350,8 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
 static ncclResult_t init(ncclComm_t* out, int n, ncclUniqueId id, int rank, bool blocking) {
   char name[64];
   const auto* b = reinterpret_cast<const unsigned char*>(id.internal);
-  std::snprintf(name, sizeof(name), "rcnccl-%02x%02x%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5],
-                b[6], b[7]);
+  std::snprintf(name, sizeof(name), "rcnccl-%02x%02x%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5], b[6],
+                b[7]);
   auto* c = new ncclComm;
   c->n = n;
   c->rank = rank;
@@ -383,8 +425,8 @@ ncclResult_t ncclReduce(const void* in, void* out, size_t count, ncclDataType_t 
 ncclResult_t ncclAllGather(const void* in, void* out, size_t count, ncclDataType_t t, ncclComm_t c, cudaStream_t) {
   return submit(c, {Kind::kAllGather, in, out, count, t, ncclSum, 0});
 }
-ncclResult_t ncclReduceScatter(const void* in, void* out, size_t count, ncclDataType_t t, ncclRedOp_t op,
-                               ncclComm_t c, cudaStream_t) {
+ncclResult_t ncclReduceScatter(const void* in, void* out, size_t count, ncclDataType_t t, ncclRedOp_t op, ncclComm_t c,
+                               cudaStream_t) {
   return submit(c, {Kind::kReduceScatter, in, out, count, t, op, 0});
 }
 ncclResult_t ncclSend(const void* in, size_t count, ncclDataType_t t, int peer, ncclComm_t c, cudaStream_t) {

@@ -94,8 +94,7 @@ void on_fatal_signal(int sig) {
 }
 
 int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -156,11 +155,33 @@ struct Rng {
   bool chance(int percent) { return below(100) < static_cast<size_t>(percent); }
 };
 
-const uint64_t kInteresting[] = {
-    0, 1, 2, 7, 8, 0x7f, 0x80, 0xff, 0x100, 0x7fff, 0x8000, 0xffff, 0x10000,
-    0x7fffffffull, 0x80000000ull, 0xffffffffull, 0x100000000ull, (1ull << 20), (1ull << 20) + 1,
-    (1ull << 30), (1ull << 30) + 1, (1ull << 31), (1ull << 40), 0x7fffffffffffffffull,
-    0x8000000000000000ull, 0xffffffffffffffffull, 0xfffffffffffffff0ull};
+const uint64_t kInteresting[] = {0,
+                                 1,
+                                 2,
+                                 7,
+                                 8,
+                                 0x7f,
+                                 0x80,
+                                 0xff,
+                                 0x100,
+                                 0x7fff,
+                                 0x8000,
+                                 0xffff,
+                                 0x10000,
+                                 0x7fffffffull,
+                                 0x80000000ull,
+                                 0xffffffffull,
+                                 0x100000000ull,
+                                 (1ull << 20),
+                                 (1ull << 20) + 1,
+                                 (1ull << 30),
+                                 (1ull << 30) + 1,
+                                 (1ull << 31),
+                                 (1ull << 40),
+                                 0x7fffffffffffffffull,
+                                 0x8000000000000000ull,
+                                 0xffffffffffffffffull,
+                                 0xfffffffffffffff0ull};
 
 constexpr size_t kMaxInput = 64 * 1024;
 
@@ -328,8 +349,7 @@ struct Budget {
   int64_t replay = -1;      // one iteration only
 };
 
-Tally run_iterations(const char* name, const Budget& budget,
-                     const std::function<bool(uint64_t, Rng&)>& one) {
+Tally run_iterations(const char* name, const Budget& budget, const std::function<bool(uint64_t, Rng&)>& one) {
   g_target = name;
   Tally t;
   const int64_t start = now_ns();
@@ -404,7 +424,8 @@ Tally fuzz_negotiation(const Budget& budget) {
   return run_iterations("negotiation", budget, [&](uint64_t, Rng& rng) {
     ResponseCache cache(kCapacity);
     // A few cached names, so cache bits map to entries.
-    for (int i = 0; i < 4; ++i) cache.add("grad." + std::to_string(i), std::make_shared<const TensorMeta>(some_meta(rng)));
+    for (int i = 0; i < 4; ++i)
+      cache.add("grad." + std::to_string(i), std::make_shared<const TensorMeta>(some_meta(rng)));
     Negotiation neg(kSize);
     neg.resize_bits(kCapacity);
     std::vector<std::string> messages;
@@ -536,7 +557,8 @@ void check_store_serves(int port, uint64_t round) {
     TcpStore client("127.0.0.1", port, kSecret, deadline_after(5));
     const std::string key = "fuzz/alive/" + std::to_string(round);
     client.set(key, "yes");
-    if (client.get(key, std::chrono::milliseconds(2000)) != "yes") finding("the store server answered wrongly after fuzzing");
+    if (client.get(key, std::chrono::milliseconds(2000)) != "yes")
+      finding("the store server answered wrongly after fuzzing");
     if (client.add("fuzz/counter", 1) < 1) finding("the store server's counter went wrong after fuzzing");
   } catch (const Error& e) {
     finding(std::string("the store server stopped serving real clients: ") + e.what());
@@ -763,8 +785,7 @@ void check_known_inputs() {
     h.count = INT64_MAX / 2 + 1;
     h.row_elems = 1;
   }
-  refused("allgather counts whose total overflows",
-          [&] { check_agreement(headers, {0, 1}, {}, 0); });
+  refused("allgather counts whose total overflows", [&] { check_agreement(headers, {0, 1}, {}, 0); });
   headers[1].count = -5;
   refused("a negative count", [&] { check_agreement(headers, {0, 1}, {}, 0); });
   for (auto& h : headers) {

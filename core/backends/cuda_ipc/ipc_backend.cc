@@ -4,12 +4,12 @@
 #include <chrono>
 #include <thread>
 
-#include "core/device/gpu_libraries.h"
-#include "core/device/gpu_trace.h"
 #include "core/base/env.h"
 #include "core/base/error.h"
 #include "core/base/log.h"
 #include "core/base/sha256.h"
+#include "core/device/gpu_libraries.h"
+#include "core/device/gpu_trace.h"
 
 namespace ringcc {
 
@@ -17,7 +17,6 @@ using namespace ringcc::cuda;
 using device::CudaDevice;
 
 namespace {
-
 
 std::string hex_of(const void* data, size_t size) { return to_hex(data, size); }
 
@@ -41,8 +40,8 @@ IpcBackend::IpcBackend(const BackendJob& job, Deadline deadline)
   if (n_ > CudaDevice::kMaxSources) {
     raise(ErrorKind::kInvalidArgument, "CUDA IPC serves at most ", CudaDevice::kMaxSources, " ranks");
   }
-  capacity_ = static_cast<size_t>(
-      std::max<int64_t>(round_down(env_int("RINGCC_IPC_BUFFER_BYTES", 64 << 20), 4096), 64 * 1024));
+  capacity_ =
+      static_cast<size_t>(std::max<int64_t>(round_down(env_int("RINGCC_IPC_BUFFER_BYTES", 64 << 20), 4096), 64 * 1024));
   oneshot_bytes_ = static_cast<size_t>(std::max<int64_t>(env_int("RINGCC_IPC_ONESHOT_BYTES", 1 << 20), 0));
   dev_.load_kernels();  // compile (or fetch) now, not inside the first collective
   CudaDevice::Scope scope(dev_);
@@ -80,9 +79,8 @@ IpcBackend::IpcBackend(const BackendJob& job, Deadline deadline)
   } else {
     raise(ErrorKind::kInvalidArgument, "RINGCC_IPC_FLAGS must be device or host, got '", flags, "'");
   }
-  watchdog_ = std::make_unique<device::Watchdog>(
-      dev_, job_.timeout_s, job_.local_peer_pids(), nullptr,
-      [this](const std::string& why) { abort(why); });
+  watchdog_ = std::make_unique<device::Watchdog>(dev_, job_.timeout_s, job_.local_peer_pids(), nullptr,
+                                                 [this](const std::string& why) { abort(why); });
   RINGCC_LOG(kDebug, "CUDA IPC among ", n_, " ranks on ", dev_.properties().uuid, ": ", capacity_ >> 20,
              " MiB staging per rank, kernels ", dev_.kernels_origin());
 }
@@ -258,13 +256,24 @@ void IpcBackend::run(CollectiveArgs& a, Deadline) {
   } leave{*watchdog_};
   try {
     switch (a.kind) {
-      case CollectiveKind::kAllreduce: allreduce(a); break;
-      case CollectiveKind::kReduceScatter: reduce_scatter(a); break;
-      case CollectiveKind::kAllgather: allgather(a); break;
-      case CollectiveKind::kBroadcast: broadcast(a); break;
-      case CollectiveKind::kAlltoall: alltoall(a); break;
+      case CollectiveKind::kAllreduce:
+        allreduce(a);
+        break;
+      case CollectiveKind::kReduceScatter:
+        reduce_scatter(a);
+        break;
+      case CollectiveKind::kAllgather:
+        allgather(a);
+        break;
+      case CollectiveKind::kBroadcast:
+        broadcast(a);
+        break;
+      case CollectiveKind::kAlltoall:
+        alltoall(a);
+        break;
       case CollectiveKind::kBarrier:
-      case CollectiveKind::kLocalError: return;  // the host agreement was the barrier
+      case CollectiveKind::kLocalError:
+        return;  // the host agreement was the barrier
     }
   } catch (const Error& e) {
     // The peers wait for steps this rank will not take: stop everyone.
@@ -281,8 +290,7 @@ void IpcBackend::allreduce(CollectiveArgs& a) {
   const int64_t count = a.count;
   a.result_count = count;
   if (count == 0) return;
-  const bool one_shot =
-      a.segments.empty() && (n_ <= 2 || static_cast<size_t>(count) * es <= oneshot_bytes_);
+  const bool one_shot = a.segments.empty() && (n_ <= 2 || static_cast<size_t>(count) * es <= oneshot_bytes_);
   const int64_t step = round_down(static_cast<int64_t>(capacity_ / es), kAlignElems);
   std::vector<const void*> srcs(static_cast<size_t>(n_));
   for (int64_t off = 0; off < count; off += step) {
@@ -301,16 +309,15 @@ void IpcBackend::allreduce(CollectiveArgs& a) {
     if (one_shot) {
       // Every rank reduces the same sources in rank order: identical results.
       for (int r = 0; r < n_; ++r) srcs[static_cast<size_t>(r)] = area(r);
-      dev_.reduce(s, static_cast<uint8_t*>(a.out) + off * static_cast<int64_t>(es), srcs.data(), n_, m, a.dtype,
-                  a.op, a.postscale);
+      dev_.reduce(s, static_cast<uint8_t*>(a.out) + off * static_cast<int64_t>(es), srcs.data(), n_, m, a.dtype, a.op,
+                  a.postscale);
       mark("reduced");
     } else {
       const int64_t shard = std::max<int64_t>(kAlignElems, ceil_div(ceil_div(m, n_), kAlignElems) * kAlignElems);
       auto lo = [&](int r) { return std::min<int64_t>(shard * r, m); };
       const int64_t my_lo = lo(me_), my_len = lo(me_ + 1) - my_lo;
       for (int r = 0; r < n_; ++r) srcs[static_cast<size_t>(r)] = area(r) + my_lo * static_cast<int64_t>(es);
-      dev_.reduce(s, area(me_) + my_lo * static_cast<int64_t>(es), srcs.data(), n_, my_len, a.dtype, a.op,
-                  a.postscale);
+      dev_.reduce(s, area(me_) + my_lo * static_cast<int64_t>(es), srcs.data(), n_, my_len, a.dtype, a.op, a.postscale);
       mark("reduced");
       signal(s, kReduced);
       wait_all(s, kReduced);
@@ -417,7 +424,9 @@ void IpcBackend::alltoall(CollectiveArgs& a) {
   if (a.alltoall_counts.size() != n * n) {
     raise(ErrorKind::kInternal, "device alltoall without every rank's counts");
   }
-  auto sent = [&](int from, int to) { return a.alltoall_counts[static_cast<size_t>(from) * n + static_cast<size_t>(to)]; };
+  auto sent = [&](int from, int to) {
+    return a.alltoall_counts[static_cast<size_t>(from) * n + static_cast<size_t>(to)];
+  };
   std::vector<int64_t> sdispl(n + 1, 0), rdispl(n + 1, 0);
   int64_t longest = 0;
   for (int r = 0; r < n_; ++r) {
@@ -436,15 +445,13 @@ void IpcBackend::alltoall(CollectiveArgs& a) {
     begin_step(s);
     for (int q = 0; q < n_; ++q) {
       const int64_t m = std::clamp<int64_t>(sent(me_, q) - off, 0, slot);
-      copy(s, area(me_) + q * slot * es, in + (sdispl[static_cast<size_t>(q)] + off) * es, m,
-           static_cast<size_t>(es));
+      copy(s, area(me_) + q * slot * es, in + (sdispl[static_cast<size_t>(q)] + off) * es, m, static_cast<size_t>(es));
     }
     signal(s, kReady);
     wait_all(s, kReady);
     for (int r = 0; r < n_; ++r) {
       const int64_t m = std::clamp<int64_t>(sent(r, me_) - off, 0, slot);
-      copy(s, out + (rdispl[static_cast<size_t>(r)] + off) * es, area(r) + me_ * slot * es, m,
-           static_cast<size_t>(es));
+      copy(s, out + (rdispl[static_cast<size_t>(r)] + off) * es, area(r) + me_ * slot * es, m, static_cast<size_t>(es));
     }
     signal(s, kDone);
   }
@@ -494,12 +501,12 @@ std::string refuses(const BackendJob& job, bool forced) {
            "RINGCC_NVRTC_LIB at a libnvrtc.so";
   }
   if (job.gpus.size() > kMaxIpcRanks) {
-    return "CUDA IPC serves at most " + std::to_string(kMaxIpcRanks) + " ranks, not " +
-           std::to_string(job.gpus.size());
+    return "CUDA IPC serves at most " + std::to_string(kMaxIpcRanks) + " ranks, not " + std::to_string(job.gpus.size());
   }
   // Ranks on GPUs of their own are NCCL's; CUDA IPC serves them only when told to.
   const size_t gpus = device::gpus_of(job.gpus);
-  if (!forced && gpus > 1) return "the ranks use " + std::to_string(gpus) + " GPUs (CUDA IPC serves ranks that share one)";
+  if (!forced && gpus > 1)
+    return "the ranks use " + std::to_string(gpus) + " GPUs (CUDA IPC serves ranks that share one)";
   return "";
 }
 

@@ -84,16 +84,16 @@ class IpcBackend : public Backend {
   device::CudaDevice& dev_;
   const cuda::DriverApi& api_;
   int n_ = 1, me_ = 0;
-  size_t capacity_ = 0;        // bytes of each staging area
+  size_t capacity_ = 0;  // bytes of each staging area
   size_t oneshot_bytes_ = 0;
-  cuda::CUdeviceptr own_ = 0;  // this rank's allocation
+  cuda::CUdeviceptr own_ = 0;            // this rank's allocation
   std::vector<cuda::CUdeviceptr> base_;  // every rank's allocation as mapped here
   // Every rank's flag words as this process's device sees them: the start
   // of its allocation, or its registered shared-memory page.
   std::vector<cuda::CUdeviceptr> flags_;
-  std::vector<ShmSegment> flag_pages_;   // RINGCC_IPC_FLAGS=host: every rank's page, mapped here
-  cuda::CUstream aux_ = nullptr;         // non-blocking: setup and releases
-  std::atomic<uint32_t> gen_{0};         // the generation of the current step
+  std::vector<ShmSegment> flag_pages_;  // RINGCC_IPC_FLAGS=host: every rank's page, mapped here
+  cuda::CUstream aux_ = nullptr;        // non-blocking: setup and releases
+  std::atomic<uint32_t> gen_{0};        // the generation of the current step
   std::atomic<bool> aborted_{false};
   mutable std::mutex reason_mu_;
   std::string reason_;

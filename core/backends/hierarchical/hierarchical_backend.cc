@@ -99,8 +99,6 @@ void settings(std::vector<SharedSetting>* out) {
 
 }  // namespace
 
-BackendEntry hierarchical_backend() {
-  return {"hierarchical", MemoryKind::kHost, &refuses, &make, &settings};
-}
+BackendEntry hierarchical_backend() { return {"hierarchical", MemoryKind::kHost, &refuses, &make, &settings}; }
 
 }  // namespace ringcc

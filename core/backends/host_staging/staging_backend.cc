@@ -17,8 +17,8 @@ StagingBackend::StagingBackend(const BackendJob& job)
     : job_(job),
       dev_(*job.device),
       api_(job.device->api()),
-      chunk_bytes_(static_cast<size_t>(
-          std::max<int64_t>(env_int("RINGCC_STAGING_CHUNK_BYTES", 4 << 20) / 256 * 256, 4096))),
+      chunk_bytes_(
+          static_cast<size_t>(std::max<int64_t>(env_int("RINGCC_STAGING_CHUNK_BYTES", 4 << 20) / 256 * 256, 4096))),
       chunk_{device::PinnedBuffer(*job.device), device::PinnedBuffer(*job.device)},
       in_(*job.device),
       out_(*job.device),

@@ -54,9 +54,7 @@ int64_t payload_bytes(const CollectiveArgs& a, int rank) {
 // MPI's own (single-copy CMA) are at least as fast as our ring at every size.
 // RINGCC_MPI_ALGORITHM=native|ring overrides this; RINGCC_MPI_RING_BYTES
 // moves the allreduce / reduce-scatter crossover (default 4 MiB per rank).
-int64_t MpiCollectives::ring_bytes_from_env() {
-  return env_int("RINGCC_MPI_RING_BYTES", 4 << 20);
-}
+int64_t MpiCollectives::ring_bytes_from_env() { return env_int("RINGCC_MPI_RING_BYTES", 4 << 20); }
 
 size_t MpiCollectives::inline_bytes_from_env() {
   return static_cast<size_t>(std::clamp<int64_t>(env_int("RINGCC_MPI_INLINE_BYTES", 4096), 0, 1 << 20));
@@ -67,8 +65,7 @@ int MpiCollectives::algorithm_from_env() {
   if (algo == "auto") return 0;
   if (algo == "native" || algo == "mpi") return 1;
   if (algo == "ring") return 2;
-  raise(ErrorKind::kInvalidArgument, "RINGCC_MPI_ALGORITHM must be auto, native or ring, got '",
-        algo, "'");
+  raise(ErrorKind::kInvalidArgument, "RINGCC_MPI_ALGORITHM must be auto, native or ring, got '", algo, "'");
 }
 
 bool MpiCollectives::auto_prefers_native(CollectiveKind kind, int64_t bytes, int size) {
@@ -88,11 +85,7 @@ bool MpiCollectives::auto_prefers_native(CollectiveKind kind, int64_t bytes, int
 }
 
 MpiCollectives::MpiCollectives(std::shared_ptr<MpiComm> comm, MpiTransport* transport)
-    : comm_(std::move(comm)),
-      transport_(transport),
-      api_(mpi_api()),
-      rank_(comm_->rank()),
-      size_(comm_->size()) {
+    : comm_(std::move(comm)), transport_(transport), api_(mpi_api()), rank_(comm_->rank()), size_(comm_->size()) {
   inline_cap_ = inline_bytes_from_env();
   blob_cap_ = kPrefix + kHeader + 8 * static_cast<size_t>(size_) + inline_cap_;
   algorithm_ = algorithm_from_env();
@@ -119,9 +112,9 @@ bool MpiCollectives::exchange(CollectiveArgs& a, Deadline deadline) {
   const size_t me = static_cast<size_t>(rank_);
   const bool alltoall = a.kind == CollectiveKind::kAlltoall;
   const int64_t pb = payload_bytes(a, rank_);
-  const bool inline_mine = !a.agree_only && (a.kind == CollectiveKind::kBarrier ||
-                                             a.kind == CollectiveKind::kLocalError ||
-                                             (pb >= 0 && static_cast<size_t>(pb) <= inline_cap_));
+  const bool inline_mine =
+      !a.agree_only && (a.kind == CollectiveKind::kBarrier || a.kind == CollectiveKind::kLocalError ||
+                        (pb >= 0 && static_cast<size_t>(pb) <= inline_cap_));
 
   BlobPrefix prefix;
   prefix.inline_bytes = inline_mine ? std::max<int64_t>(pb, 0) : -1;
@@ -355,8 +348,7 @@ void MpiCollectives::watchdog_loop() {
       continue;
     }
     const Deadline d = wd_deadline_;
-    if (wd_cv_.wait_until(lock, d) == std::cv_status::timeout && wd_armed_ && wd_deadline_ == d &&
-        !wd_stop_) {
+    if (wd_cv_.wait_until(lock, d) == std::cv_status::timeout && wd_armed_ && wd_deadline_ == d && !wd_stop_) {
       const std::string message = std::string("MPI's own ") + wd_what_ + " did not finish within " +
                                   std::to_string(timeout_seconds()) +
                                   " s (RINGCC_TIMEOUT_S); it cannot be interrupted, so ringcc ends "
@@ -384,8 +376,7 @@ void MpiCollectives::run_native(CollectiveArgs& a, RingScratch& scratch, Deadlin
         scale_copy(a.out, a.in, a.count, a.dtype, a.prescale);
         in = a.out;
       }
-      mpi_check(api_.allreduce(comm_->get(), in, a.out, a.count, static_cast<int>(a.dtype),
-                               static_cast<int>(a.op)),
+      mpi_check(api_.allreduce(comm_->get(), in, a.out, a.count, static_cast<int>(a.dtype), static_cast<int>(a.op)),
                 "MPI_Allreduce");
       if (a.postscale != 1.0) scale_inplace(a.out, a.count, a.dtype, a.postscale);
       return;
@@ -418,9 +409,9 @@ void MpiCollectives::run_native(CollectiveArgs& a, RingScratch& scratch, Deadlin
       a.result_count = total;
       auto* out = static_cast<uint8_t*>(a.out_count >= 0 ? a.out : a.allocate(total));
       a.out = out;
-      mpi_check(api_.allgatherv(comm_->get(), a.in, a.count * static_cast<int64_t>(es), out, bytes.data(),
-                                displs.data()),
-                "MPI_Allgatherv");
+      mpi_check(
+          api_.allgatherv(comm_->get(), a.in, a.count * static_cast<int64_t>(es), out, bytes.data(), displs.data()),
+          "MPI_Allgatherv");
       return;
     }
     case CollectiveKind::kBroadcast: {
@@ -446,8 +437,7 @@ void MpiCollectives::run_native(CollectiveArgs& a, RingScratch& scratch, Deadlin
       a.result_count = total;
       auto* out = static_cast<uint8_t*>(a.out_count >= 0 ? a.out : a.allocate(total));
       a.out = out;
-      mpi_check(api_.alltoallv(comm_->get(), a.in, sc.data(), sd.data(), out, rc.data(), rd.data()),
-                "MPI_Alltoallv");
+      mpi_check(api_.alltoallv(comm_->get(), a.in, sc.data(), sd.data(), out, rc.data(), rd.data()), "MPI_Alltoallv");
       return;
     }
     default:
@@ -469,12 +459,18 @@ void MpiCollectives::run(CollectiveArgs& a, RingScratch& scratch, Deadline deadl
     return;
   }
   switch (a.kind) {
-    case CollectiveKind::kAllreduce: return ring_allreduce(ps_, a, scratch, deadline);
-    case CollectiveKind::kReduceScatter: return ring_reduce_scatter(ps_, a, scratch, deadline);
-    case CollectiveKind::kAllgather: return ring_allgather(ps_, a, deadline);
-    case CollectiveKind::kBroadcast: return chain_broadcast(ps_, a, deadline);
-    case CollectiveKind::kAlltoall: return pairwise_alltoall(ps_, a, deadline);
-    default: return;
+    case CollectiveKind::kAllreduce:
+      return ring_allreduce(ps_, a, scratch, deadline);
+    case CollectiveKind::kReduceScatter:
+      return ring_reduce_scatter(ps_, a, scratch, deadline);
+    case CollectiveKind::kAllgather:
+      return ring_allgather(ps_, a, deadline);
+    case CollectiveKind::kBroadcast:
+      return chain_broadcast(ps_, a, deadline);
+    case CollectiveKind::kAlltoall:
+      return pairwise_alltoall(ps_, a, deadline);
+    default:
+      return;
   }
 }
 

@@ -24,9 +24,9 @@
 #include <thread>
 #include <vector>
 
+#include "core/algorithms/ring_algorithms.h"
 #include "core/collective/collective_args.h"
 #include "core/transport/mpi_transport.h"
-#include "core/algorithms/ring_algorithms.h"
 
 namespace ringcc {
 

@@ -4,11 +4,11 @@
 #include <chrono>
 #include <thread>
 
-#include "core/device/gpu_libraries.h"
-#include "core/device/gpu_trace.h"
 #include "core/base/error.h"
 #include "core/base/log.h"
 #include "core/base/sha256.h"
+#include "core/device/gpu_libraries.h"
+#include "core/device/gpu_trace.h"
 
 namespace ringcc {
 
@@ -16,7 +16,6 @@ using namespace ringcc::nccl;
 using device::CudaDevice;
 
 namespace {
-
 
 void from_hex(const std::string& hex, void* out, size_t size) {
   if (hex.size() != 2 * size) raise(ErrorKind::kInternal, "malformed NCCL unique id in the store");
@@ -83,8 +82,8 @@ NcclBackend::NcclBackend(const BackendJob& job, Deadline deadline)
         return "NCCL reported an asynchronous error: " + last_error(state);
       },
       [this](const std::string& why) { abort(why); });
-  RINGCC_LOG(kDebug, "NCCL ", device::library_info(device::GpuLibrary::kNccl).version, " communicator of ",
-             job_.size, " ranks on ", dev_.properties().uuid, nonblocking_ ? " (non-blocking)" : "");
+  RINGCC_LOG(kDebug, "NCCL ", device::library_info(device::GpuLibrary::kNccl).version, " communicator of ", job_.size,
+             " ranks on ", dev_.properties().uuid, nonblocking_ ? " (non-blocking)" : "");
 }
 
 NcclBackend::~NcclBackend() {
@@ -174,18 +173,25 @@ void NcclBackend::check_usable() const {
 
 ncclDataType_t NcclBackend::nccl_type(DataType dtype) const {
   switch (dtype) {
-    case DataType::kFloat16: return ncclFloat16;
+    case DataType::kFloat16:
+      return ncclFloat16;
     case DataType::kBFloat16:
       if (version_ < nccl_version(2, 10, 0)) {
         raise(ErrorKind::kUnsupportedType, "bfloat16 needs NCCL 2.10 or newer");
       }
       return ncclBfloat16;
-    case DataType::kFloat32: return ncclFloat32;
-    case DataType::kFloat64: return ncclFloat64;
-    case DataType::kInt8: return ncclInt8;
-    case DataType::kUInt8: return ncclUint8;
-    case DataType::kInt32: return ncclInt32;
-    case DataType::kInt64: return ncclInt64;
+    case DataType::kFloat32:
+      return ncclFloat32;
+    case DataType::kFloat64:
+      return ncclFloat64;
+    case DataType::kInt8:
+      return ncclInt8;
+    case DataType::kUInt8:
+      return ncclUint8;
+    case DataType::kInt32:
+      return ncclInt32;
+    case DataType::kInt64:
+      return ncclInt64;
   }
   raise(ErrorKind::kUnsupportedType, "unsupported dtype value ", static_cast<int>(dtype));
 }
@@ -193,10 +199,14 @@ ncclDataType_t NcclBackend::nccl_type(DataType dtype) const {
 ncclRedOp_t NcclBackend::nccl_op(ReduceOp op) const {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAverage: return ncclSum;
-    case ReduceOp::kProduct: return ncclProd;
-    case ReduceOp::kMin: return ncclMin;
-    case ReduceOp::kMax: return ncclMax;
+    case ReduceOp::kAverage:
+      return ncclSum;
+    case ReduceOp::kProduct:
+      return ncclProd;
+    case ReduceOp::kMin:
+      return ncclMin;
+    case ReduceOp::kMax:
+      return ncclMax;
   }
   raise(ErrorKind::kInvalidArgument, "invalid reduce op value ", static_cast<int>(op));
 }
@@ -222,13 +232,26 @@ void NcclBackend::run(CollectiveArgs& a, Deadline deadline) {
     ~Leave() { w.leave(); }
   } leave{*watchdog_};
   switch (a.kind) {
-    case CollectiveKind::kAllreduce: allreduce(a, deadline); break;
-    case CollectiveKind::kReduceScatter: reduce_scatter(a, deadline); break;
-    case CollectiveKind::kAllgather: allgather(a, deadline); break;
-    case CollectiveKind::kBroadcast: broadcast(a, deadline); break;
-    case CollectiveKind::kAlltoall: alltoall(a, deadline); break;
-    case CollectiveKind::kBarrier: barrier(a, deadline); break;
-    case CollectiveKind::kLocalError: return;
+    case CollectiveKind::kAllreduce:
+      allreduce(a, deadline);
+      break;
+    case CollectiveKind::kReduceScatter:
+      reduce_scatter(a, deadline);
+      break;
+    case CollectiveKind::kAllgather:
+      allgather(a, deadline);
+      break;
+    case CollectiveKind::kBroadcast:
+      broadcast(a, deadline);
+      break;
+    case CollectiveKind::kAlltoall:
+      alltoall(a, deadline);
+      break;
+    case CollectiveKind::kBarrier:
+      barrier(a, deadline);
+      break;
+    case CollectiveKind::kLocalError:
+      return;
   }
   watchdog_->track(device::stream_of(a), collective_name(a.kind));
 }
@@ -242,8 +265,7 @@ void NcclBackend::allreduce(CollectiveArgs& a, Deadline deadline) {
   // all, for floats (its integer average rounds differently from ringcc's).
   ncclRedOp_t op = nccl_op(a.op);
   double post = a.postscale;
-  if (op == ncclSum && is_float && job_.size > 1 && post == 1.0 / job_.size &&
-      version_ >= nccl_version(2, 10, 0)) {
+  if (op == ncclSum && is_float && job_.size > 1 && post == 1.0 / job_.size && version_ >= nccl_version(2, 10, 0)) {
     op = ncclAvg;
     post = 1.0;
   }
@@ -276,17 +298,19 @@ void NcclBackend::allreduce(CollectiveArgs& a, Deadline deadline) {
           dev_.scale(s, seg.out, seg.in, seg.count, a.dtype, a.prescale);
         }
       }
-      group([&] {
-        for (size_t i = first; i < last; ++i) {
-          const BufferSegment& seg = a.segments[i];
-          if (seg.count == 0) continue;
-          const void* in = a.prescale != 1.0 ? seg.out : seg.in;
-          check(call([&](ncclComm_t c) {
-                  return nccl_.ncclAllReduce(in, seg.out, static_cast<size_t>(seg.count), type, op, c, s);
-                }),
-                "ncclAllReduce", deadline);
-        }
-      }, "ncclGroupEnd (fused allreduce)", deadline);
+      group(
+          [&] {
+            for (size_t i = first; i < last; ++i) {
+              const BufferSegment& seg = a.segments[i];
+              if (seg.count == 0) continue;
+              const void* in = a.prescale != 1.0 ? seg.out : seg.in;
+              check(call([&](ncclComm_t c) {
+                      return nccl_.ncclAllReduce(in, seg.out, static_cast<size_t>(seg.count), type, op, c, s);
+                    }),
+                    "ncclAllReduce", deadline);
+            }
+          },
+          "ncclGroupEnd (fused allreduce)", deadline);
     }
   }
   if (post != 1.0) {
@@ -324,18 +348,20 @@ void NcclBackend::reduce_scatter(CollectiveArgs& a, Deadline deadline) {
     }
   } else {
     // Uneven blocks: one reduce per block, rooted at its owner.
-    group([&] {
-      for (int r = 0; r < n; ++r) {
-        const int64_t first = block_first_row(rows, n, r) * a.row_elems;
-        const int64_t len = block_rows(rows, n, r) * a.row_elems;
-        if (len == 0) continue;
-        check(call([&](ncclComm_t c) {
-                return nccl_.ncclReduce(static_cast<const uint8_t*>(in) + first * es, a.out, static_cast<size_t>(len),
-                                        type, op, r, c, s);
-              }),
-              "ncclReduce", deadline);
-      }
-    }, "ncclGroupEnd (reduce_scatter)", deadline);
+    group(
+        [&] {
+          for (int r = 0; r < n; ++r) {
+            const int64_t first = block_first_row(rows, n, r) * a.row_elems;
+            const int64_t len = block_rows(rows, n, r) * a.row_elems;
+            if (len == 0) continue;
+            check(call([&](ncclComm_t c) {
+                    return nccl_.ncclReduce(static_cast<const uint8_t*>(in) + first * es, a.out,
+                                            static_cast<size_t>(len), type, op, r, c, s);
+                  }),
+                  "ncclReduce", deadline);
+          }
+        },
+        "ncclGroupEnd (reduce_scatter)", deadline);
   }
   if (a.postscale != 1.0) dev_.scale(s, a.out, a.out, a.result_count, a.dtype, a.postscale);
 }
@@ -363,19 +389,21 @@ void NcclBackend::allgather(CollectiveArgs& a, Deadline deadline) {
     return;
   }
   // A ragged first dimension: every rank broadcasts its rows into place.
-  group([&] {
-    int64_t displ = 0;
-    for (int r = 0; r < n; ++r) {
-      const int64_t count = a.recv_counts[static_cast<size_t>(r)];
-      if (count > 0) {
-        check(call([&](ncclComm_t c) {
-                return nccl_.ncclBroadcast(a.in, out + displ * es, static_cast<size_t>(count), type, r, c, s);
-              }),
-              "ncclBroadcast", deadline);
-      }
-      displ += count;
-    }
-  }, "ncclGroupEnd (allgather)", deadline);
+  group(
+      [&] {
+        int64_t displ = 0;
+        for (int r = 0; r < n; ++r) {
+          const int64_t count = a.recv_counts[static_cast<size_t>(r)];
+          if (count > 0) {
+            check(call([&](ncclComm_t c) {
+                    return nccl_.ncclBroadcast(a.in, out + displ * es, static_cast<size_t>(count), type, r, c, s);
+                  }),
+                  "ncclBroadcast", deadline);
+          }
+          displ += count;
+        }
+      },
+      "ncclGroupEnd (allgather)", deadline);
 }
 
 void NcclBackend::broadcast(CollectiveArgs& a, Deadline deadline) {
@@ -407,37 +435,42 @@ void NcclBackend::alltoall(CollectiveArgs& a, Deadline deadline) {
   }
   const int64_t self = a.send_counts[static_cast<size_t>(me)];
   if (self > 0) {
-    dev_.check(dev_.api().cuMemcpyDtoDAsync_v2(
-                   reinterpret_cast<cuda::CUdeviceptr>(out + rdispl[static_cast<size_t>(me)] * es),
-                   reinterpret_cast<cuda::CUdeviceptr>(in + sdispl[static_cast<size_t>(me)] * es),
-                   static_cast<size_t>(self * es), s),
-               "cuMemcpyDtoDAsync");
+    dev_.check(
+        dev_.api().cuMemcpyDtoDAsync_v2(reinterpret_cast<cuda::CUdeviceptr>(out + rdispl[static_cast<size_t>(me)] * es),
+                                        reinterpret_cast<cuda::CUdeviceptr>(in + sdispl[static_cast<size_t>(me)] * es),
+                                        static_cast<size_t>(self * es), s),
+        "cuMemcpyDtoDAsync");
   }
-  group([&] {
-    for (int k = 1; k < n; ++k) {
-      const int to = (me + k) % n, from = (me - k + n) % n;
-      const int64_t sc = a.send_counts[static_cast<size_t>(to)];
-      const int64_t rc = a.recv_counts[static_cast<size_t>(from)];
-      if (sc > 0) {
-        check(call([&](ncclComm_t c) {
-                return nccl_.ncclSend(in + sdispl[static_cast<size_t>(to)] * es, static_cast<size_t>(sc), type, to, c, s);
-              }),
-              "ncclSend", deadline);
-      }
-      if (rc > 0) {
-        check(call([&](ncclComm_t c) {
-                return nccl_.ncclRecv(out + rdispl[static_cast<size_t>(from)] * es, static_cast<size_t>(rc), type, from,
-                                      c, s);
-              }),
-              "ncclRecv", deadline);
-      }
-    }
-  }, "ncclGroupEnd (alltoall)", deadline);
+  group(
+      [&] {
+        for (int k = 1; k < n; ++k) {
+          const int to = (me + k) % n, from = (me - k + n) % n;
+          const int64_t sc = a.send_counts[static_cast<size_t>(to)];
+          const int64_t rc = a.recv_counts[static_cast<size_t>(from)];
+          if (sc > 0) {
+            check(call([&](ncclComm_t c) {
+                    return nccl_.ncclSend(in + sdispl[static_cast<size_t>(to)] * es, static_cast<size_t>(sc), type, to,
+                                          c, s);
+                  }),
+                  "ncclSend", deadline);
+          }
+          if (rc > 0) {
+            check(call([&](ncclComm_t c) {
+                    return nccl_.ncclRecv(out + rdispl[static_cast<size_t>(from)] * es, static_cast<size_t>(rc), type,
+                                          from, c, s);
+                  }),
+                  "ncclRecv", deadline);
+          }
+        }
+      },
+      "ncclGroupEnd (alltoall)", deadline);
 }
 
 void NcclBackend::barrier(CollectiveArgs& a, Deadline deadline) {
   void* word = scratch_.reserve(sizeof(float));
-  check(call([&](ncclComm_t c) { return nccl_.ncclAllReduce(word, word, 1, ncclFloat32, ncclSum, c, device::stream_of(a)); }),
+  check(call([&](ncclComm_t c) {
+          return nccl_.ncclAllReduce(word, word, 1, ncclFloat32, ncclSum, c, device::stream_of(a));
+        }),
         "ncclAllReduce (barrier)", deadline);
   a.result_count = 0;
 }

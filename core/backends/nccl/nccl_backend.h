@@ -65,10 +65,10 @@ class NcclBackend : public Backend {
   int version_ = 0;
   nccl::ncclComm_t comm_ = nullptr;
   bool nonblocking_ = false;
-  device::DeviceBuffer scratch_;  // prescaled inputs, the barrier's word
+  device::DeviceBuffer scratch_;             // prescaled inputs, the barrier's word
   cuda::CUstream scratch_stream_ = nullptr;  // the stream that used scratch_ last
   std::atomic<bool> aborted_{false};
-  mutable std::mutex mu_;         // guards comm_ against abort from the watchdog
+  mutable std::mutex mu_;  // guards comm_ against abort from the watchdog
   std::string reason_;
   std::unique_ptr<device::Watchdog> watchdog_;
 };

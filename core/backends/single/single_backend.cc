@@ -89,9 +89,7 @@ class SingleBackend : public Backend {
   std::string reason_;  // under mu_
 };
 
-std::string refuses(const BackendJob& job, bool /*forced*/) {
-  return job.size == 1 ? "" : "more than one rank";
-}
+std::string refuses(const BackendJob& job, bool /*forced*/) { return job.size == 1 ? "" : "more than one rank"; }
 
 std::unique_ptr<Backend> make(const BackendJob& /*job*/, Deadline /*deadline*/) {
   return std::make_unique<SingleBackend>();
