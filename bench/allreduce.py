@@ -63,6 +63,7 @@ Peers (--compare):
         host only. Host memory only.
 A peer that is unknown or cannot run is reported as skipped, with the reason.
 """
+
 import argparse
 import json
 import os
@@ -76,12 +77,19 @@ import time
 import numpy as np
 
 from .busy import MATRIX
-
 from .measure import OPS, Backend, format_size, parse_size, resolve_dtype, size_sweep, sweep
-from .output import (MATPLOTLIB_MISSING, Progress, machine_description, plot_available, plot_busbw,
-                     plot_title, point_text, rows_of, write_csv)
-from .table import (RATIO_DEFINITION, SPREAD_DEFINITION, aggregate, op_table, paired_ratios, summary,
-                    summary_text)
+from .output import (
+    MATPLOTLIB_MISSING,
+    Progress,
+    machine_description,
+    plot_available,
+    plot_busbw,
+    plot_title,
+    point_text,
+    rows_of,
+    write_csv,
+)
+from .table import RATIO_DEFINITION, SPREAD_DEFINITION, aggregate, op_table, paired_ratios, summary, summary_text
 
 DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64")
 PEERS = ("gloo", "nccl", "mpi", "socket")
@@ -109,17 +117,20 @@ class RingccBackend(Backend):
         buf = np.zeros(4096, np.uint8)
         if self.rank == 0:
             raw = text.encode()
-            buf[:len(raw)] = np.frombuffer(raw, np.uint8)
+            buf[: len(raw)] = np.frombuffer(raw, np.uint8)
         self.rc.broadcast_(buf, 0)
         return bytes(buf).rstrip(b"\0").decode()
 
     def loop(self, op, x, out):
         if self.device is not None:
             from .cuda_buffers import cuda_loop
+
             rc = self.rc
-            calls = {"allreduce": lambda t, o: rc.allreduce_(t),
-                     "allgather": lambda t, o: rc.allgather(t, out=o),
-                     "broadcast": lambda t, o: rc.broadcast_(t, 0)}
+            calls = {
+                "allreduce": lambda t, o: rc.allreduce_(t),
+                "allgather": lambda t, o: rc.allgather(t, out=o),
+                "broadcast": lambda t, o: rc.broadcast_(t, 0),
+            }
             return cuda_loop(self.device, x, out, calls[op])
         if op == "allreduce":
             f = self.rc.allreduce_
@@ -139,6 +150,7 @@ class RingccBackend(Backend):
             def run(n):
                 for _ in range(n):
                     f(x, 0)
+
         return run
 
 
@@ -147,42 +159,61 @@ def parse_args(argv=None):
         prog="python -m bench.allreduce",
         description="ringcc collective benchmark (launch with ringrun -np N).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Sizes take K/M/G suffixes (binary). Peers: " + ", ".join(PEERS) + ".")
+        epilog="Sizes take K/M/G suffixes (binary). Peers: " + ", ".join(PEERS) + ".",
+    )
     p.add_argument("-b", "--minbytes", type=parse_size, default=8, help="smallest size (default 8)")
-    p.add_argument("-e", "--maxbytes", type=parse_size, default=256 << 20,
-                   help="largest size (default 256M)")
-    p.add_argument("-f", "--stepfactor", type=int, default=4,
-                   help="size multiplier between points (default 4); 8, 1M and 64M are "
-                        "always measured when in range, for the summary")
+    p.add_argument("-e", "--maxbytes", type=parse_size, default=256 << 20, help="largest size (default 256M)")
+    p.add_argument(
+        "-f",
+        "--stepfactor",
+        type=int,
+        default=4,
+        help="size multiplier between points (default 4); 8, 1M and 64M are "
+        "always measured when in range, for the summary",
+    )
     p.add_argument("--ops", default=",".join(OPS), help="comma list of " + ", ".join(OPS))
     p.add_argument("--dtype", default="float32", choices=DTYPES)
-    p.add_argument("-n", "--iters", type=int, default=None,
-                   help="timed iterations per point (default: adaptive, about --target-s each)")
-    p.add_argument("-w", "--warmup", type=int, default=None,
-                   help="warm-up iterations per point (default: adaptive)")
-    p.add_argument("--target-s", type=float, default=0.25,
-                   help="adaptive iterations aim at this many seconds per point (default 0.25)")
+    p.add_argument(
+        "-n",
+        "--iters",
+        type=int,
+        default=None,
+        help="timed iterations per point (default: adaptive, about --target-s each)",
+    )
+    p.add_argument("-w", "--warmup", type=int, default=None, help="warm-up iterations per point (default: adaptive)")
+    p.add_argument(
+        "--target-s",
+        type=float,
+        default=0.25,
+        help="adaptive iterations aim at this many seconds per point (default 0.25)",
+    )
     p.add_argument("--repeats", type=int, default=3, help="whole-sweep repeats (default 3)")
-    p.add_argument("--device", default="cpu", choices=DEVICES,
-                   help="where the buffers live: host memory (default) or the rank's GPU "
-                        "(torch CUDA tensors; each call is followed by torch.cuda.synchronize())")
+    p.add_argument(
+        "--device",
+        default="cpu",
+        choices=DEVICES,
+        help="where the buffers live: host memory (default) or the rank's GPU "
+        "(torch CUDA tensors; each call is followed by torch.cuda.synchronize())",
+    )
     p.add_argument("--compare", default="", help="comma list of peers to time too (gloo,nccl,mpi,socket)")
-    p.add_argument("-c", "--check", action="store_true",
-                   help="verify every point once against the expected values")
+    p.add_argument("-c", "--check", action="store_true", help="verify every point once against the expected values")
     p.add_argument("--json", metavar="PATH", help="write every result to this JSON file")
-    p.add_argument("--csv", metavar="PATH",
-                   help="write one row per (library, op, size) to this CSV file (rank 0)")
-    p.add_argument("--plot", metavar="PATH.png",
-                   help="plot busbw against message size, one line per library (needs matplotlib)")
-    p.add_argument("--no-progress", action="store_true",
-                   help="no progress line on stderr while the sweeps run")
-    p.add_argument("--peer-timeout", type=float, default=900.0,
-                   help="seconds a peer's setup or MPI sweep may take (default 900)")
-    p.add_argument("--busy-threads", type=int, default=0,
-                   help="compute threads per rank doing matrix products while every "
-                        "implementation runs (bench/busy.py; default 0)")
-    p.add_argument("--mpirun-args", default="",
-                   help="extra mpirun options for the mpi peer, e.g. '--mca btl self,sm'")
+    p.add_argument("--csv", metavar="PATH", help="write one row per (library, op, size) to this CSV file (rank 0)")
+    p.add_argument(
+        "--plot", metavar="PATH.png", help="plot busbw against message size, one line per library (needs matplotlib)"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr while the sweeps run")
+    p.add_argument(
+        "--peer-timeout", type=float, default=900.0, help="seconds a peer's setup or MPI sweep may take (default 900)"
+    )
+    p.add_argument(
+        "--busy-threads",
+        type=int,
+        default=0,
+        help="compute threads per rank doing matrix products while every "
+        "implementation runs (bench/busy.py; default 0)",
+    )
+    p.add_argument("--mpirun-args", default="", help="extra mpirun options for the mpi peer, e.g. '--mca btl self,sm'")
     a = p.parse_args(argv)
     a.ops = [o.strip() for o in a.ops.split(",") if o.strip()]
     bad = [o for o in a.ops if o not in OPS]
@@ -213,22 +244,24 @@ class Bench:
         self.device = None
         if getattr(args, "device", "cpu") == "cuda":
             from .cuda_buffers import device_for
+
             local = getattr(ringcc, "local_rank", None)
             self.device = device_for(local() if local is not None else ringcc.rank())
         self.ours = RingccBackend(ringcc, self.device)
         self.rank0 = self.ours.rank == 0
         self.world = self.ours.size
-        self.peers = []            # peers that run, in --compare order
-        self.peer_info = {}        # name -> {"status", "reason", "version", "skipped_ops"}
+        self.peers = []  # peers that run, in --compare order
+        self.peer_info = {}  # name -> {"status", "reason", "version", "skipped_ops"}
         self.gloo = None
         self.nccl = None
         self.socket = None
-        self.mpi_local = None      # the in-process MPI peer (the bench runs under mpirun)
+        self.mpi_local = None  # the in-process MPI peer (the bench runs under mpirun)
         self.sync_dir = None
         # impl -> op -> nbytes -> {"count", "times", "samples", "iters", "wrong"}
         self.raw = {}
         self.progress = Progress(enabled=self.rank0 and not args.no_progress)
         from .busy import BusyThreads
+
         self.busy = BusyThreads(args.busy_threads)  # paused until run()
 
     def log(self, msg):
@@ -278,6 +311,7 @@ class Bench:
         shares = 0.0
         if self.device is not None:
             import torch
+
             local = getattr(self.rc, "local_size", None)
             shares = 1.0 if local is not None and local() > torch.cuda.device_count() else 0.0
         shares = self.ours.max_over_ranks(shares) > 0
@@ -312,8 +346,12 @@ class Bench:
                 return
             self.mpi_local = backend
             self.peers.append("mpi")
-            self.peer_info["mpi"] = {"status": "ok", "version": backend.version, "skipped_ops": {},
-                                     "mode": "in-process (mpi4py in the bench's own MPI job)"}
+            self.peer_info["mpi"] = {
+                "status": "ok",
+                "version": backend.version,
+                "skipped_ops": {},
+                "mode": "in-process (mpi4py in the bench's own MPI job)",
+            }
             return
         reason = ""
         if self.rank0:
@@ -348,9 +386,11 @@ class Bench:
         for op, why in out.get("skipped", {}).items():
             self.peer_info.setdefault(impl, {}).setdefault("skipped_ops", {})[op] = why
         for r in out["results"]:
-            slot = self.raw.setdefault(impl, {}).setdefault(r["op"], {}).setdefault(
-                r["nbytes"], {"count": r["count"], "times": [], "samples": [], "iters": [],
-                              "wrong": None})
+            slot = (
+                self.raw.setdefault(impl, {})
+                .setdefault(r["op"], {})
+                .setdefault(r["nbytes"], {"count": r["count"], "times": [], "samples": [], "iters": [], "wrong": None})
+            )
             slot["times"].append(r["time"])
             slot["samples"].extend(r.get("samples", ()))
             slot["iters"].append(r["iters"])
@@ -359,14 +399,19 @@ class Bench:
 
     def sweep_kwargs(self, repeat):
         a = self.args
-        return dict(iters=a.iters, warmup=a.warmup, target_s=a.target_s,
-                    check=a.check and repeat == 0)
+        return dict(iters=a.iters, warmup=a.warmup, target_s=a.target_s, check=a.check and repeat == 0)
 
     def run_local(self, backend, repeat, check=True):
         kwargs = self.sweep_kwargs(repeat)
         kwargs["check"] = kwargs["check"] and check
-        return sweep(backend, self.args.ops, self.args.sizes, self.args.np_dtype,
-                     on_point=self.point_progress(backend.name, repeat), **kwargs)
+        return sweep(
+            backend,
+            self.args.ops,
+            self.args.sizes,
+            self.args.np_dtype,
+            on_point=self.point_progress(backend.name, repeat),
+            **kwargs,
+        )
 
     def point_progress(self, impl, repeat):
         """Shows each op's first point, and others as often as Progress allows."""
@@ -375,8 +420,10 @@ class Bench:
         def on_point(op, case, index, total):
             first = last_op != [op]
             last_op[:] = [op]
-            self.progress.update(point_text(impl, op, case.nbytes, index, total, repeat, self.args.repeats),
-                                 force=first)
+            self.progress.update(
+                point_text(impl, op, case.nbytes, index, total, repeat, self.args.repeats), force=first
+            )
+
         return on_point
 
     def run_mpi(self, repeat):
@@ -391,13 +438,18 @@ class Bench:
         if self.rank0:
             if "mpi" in self.peers:
                 try:
-                    out = run_sweep(self.world, os.path.join(self.sync_dir, f"mpi-{repeat}.json"),
-                                    self.args.ops, self.args.sizes, self.args.dtype,
-                                    timeout_s=self.args.peer_timeout,
-                                    extra_mpirun_args=shlex.split(self.args.mpirun_args),
-                                    busy_threads=self.args.busy_threads,
-                                    progress=self.mpi_progress(repeat),
-                                    **self.sweep_kwargs(repeat))
+                    out = run_sweep(
+                        self.world,
+                        os.path.join(self.sync_dir, f"mpi-{repeat}.json"),
+                        self.args.ops,
+                        self.args.sizes,
+                        self.args.dtype,
+                        timeout_s=self.args.peer_timeout,
+                        extra_mpirun_args=shlex.split(self.args.mpirun_args),
+                        busy_threads=self.args.busy_threads,
+                        progress=self.mpi_progress(repeat),
+                        **self.sweep_kwargs(repeat),
+                    )
                     self.peer_info["mpi"]["version"] = out.get("version")
                 except PeerError as e:
                     self.skip_peer("mpi", str(e))
@@ -420,8 +472,8 @@ class Bench:
         def on_line(op, nbytes, index, total):
             first = last_op != [op]
             last_op[:] = [op]
-            self.progress.update(point_text("mpi", op, nbytes, index, total, repeat, self.args.repeats),
-                                 force=first)
+            self.progress.update(point_text("mpi", op, nbytes, index, total, repeat, self.args.repeats), force=first)
+
         return on_line
 
     def run(self):
@@ -453,8 +505,10 @@ class Bench:
                     out = self.run_mpi(repeat)
                 if out is not None:
                     self.record(impl, out)
-                    self.progress.update(f"repeat {repeat + 1}/{a.repeats}, {impl}: sweep done in "
-                                         f"{time.perf_counter() - t0:.1f} s", force=True)
+                    self.progress.update(
+                        f"repeat {repeat + 1}/{a.repeats}, {impl}: sweep done in {time.perf_counter() - t0:.1f} s",
+                        force=True,
+                    )
         self.progress.done()
         self.busy.stop()
         return self.report()
@@ -483,8 +537,9 @@ class Bench:
 
     def report(self):
         a = self.args
-        wrong = {(op, n): s["wrong"] for op, pts in self.raw.get("ringcc", {}).items()
-                 for n, s in pts.items() if s["wrong"]}
+        wrong = {
+            (op, n): s["wrong"] for op, pts in self.raw.get("ringcc", {}).items() for n, s in pts.items() if s["wrong"]
+        }
         if not self.rank0:
             return 1 if wrong else 0
         # Peers whose points are complete get columns; a peer that failed late keeps its data.
@@ -492,16 +547,19 @@ class Bench:
         agg = self.entries()
         iters = a.iters if a.iters is not None else f"adaptive (~{a.target_s:g} s a point)"
         warmup = a.warmup if a.warmup is not None else "adaptive"
-        print(f"# ringcc {getattr(self.rc, '__version__', '?')} benchmark: {self.world} ranks "
-              f"over {getattr(self.rc, 'transport_name', lambda: '?')()}{self.device_text()}, "
-              f"{a.dtype}, {format_size(a.sizes[0])} .. {format_size(a.sizes[-1])} "
-              f"({len(a.sizes)} sizes), iters {iters}, warmup {warmup}, {a.repeats} repeat(s)")
+        print(
+            f"# ringcc {getattr(self.rc, '__version__', '?')} benchmark: {self.world} ranks "
+            f"over {getattr(self.rc, 'transport_name', lambda: '?')()}{self.device_text()}, "
+            f"{a.dtype}, {format_size(a.sizes[0])} .. {format_size(a.sizes[-1])} "
+            f"({len(a.sizes)} sizes), iters {iters}, warmup {warmup}, {a.repeats} repeat(s)"
+        )
         if a.busy_threads:
-            print(f"# load: {a.busy_threads} busy thread(s) per rank doing {MATRIX}x{MATRIX} float32 "
-                  f"matrix products beside every implementation ({self.busy.products} products on "
-                  f"rank 0 during ringcc's and in-process peers' sweeps)")
-        print("# peers: " + (", ".join(f"{p} ({self.peer_info[p].get('version', '?')})" for p in shown)
-                             or "none"))
+            print(
+                f"# load: {a.busy_threads} busy thread(s) per rank doing {MATRIX}x{MATRIX} float32 "
+                f"matrix products beside every implementation ({self.busy.products} products on "
+                f"rank 0 during ringcc's and in-process peers' sweeps)"
+            )
+        print("# peers: " + (", ".join(f"{p} ({self.peer_info[p].get('version', '?')})" for p in shown) or "none"))
         print()
         for op in a.ops:
             print(op_table(op, agg.get(op, {}), shown, a.dtype, self.world, a.repeats, a.check))
@@ -511,15 +569,27 @@ class Bench:
                 print(f"# peer {name} skipped: {info['reason']}")
             for op, why in info.get("skipped_ops", {}).items():
                 print(f"# peer {name} skipped {op}: {why}")
-        peer_wrong = [(impl, op, n) for impl, ops in self.raw.items() if impl != "ringcc"
-                      for op, pts in ops.items() for n, s in pts.items() if s["wrong"]]
+        peer_wrong = [
+            (impl, op, n)
+            for impl, ops in self.raw.items()
+            if impl != "ringcc"
+            for op, pts in ops.items()
+            for n, s in pts.items()
+            if s["wrong"]
+        ]
         for impl, op, n in peer_wrong:
             print(f"# warning: peer {impl} gave wrong results for {op} of {n} B")
         figures = summary(agg, shown, a.np_dtype, self.world)
         print(summary_text(figures, shown, a.dtype, self.world, a.repeats))
         if a.check:
-            print("# check: " + ("FAILED for " + ", ".join(f"{op} {n} B" for op, n in sorted(wrong))
-                                 if wrong else "all ringcc results correct"))
+            print(
+                "# check: "
+                + (
+                    "FAILED for " + ", ".join(f"{op} {n} B" for op, n in sorted(wrong))
+                    if wrong
+                    else "all ringcc results correct"
+                )
+            )
         sys.stdout.flush()
         if a.json:
             self.write_json(agg, figures)
@@ -530,42 +600,77 @@ class Bench:
         return 1 if wrong else 0
 
     def device_text(self):
-        """", CUDA tensors on NVIDIA H200 (ringcc's ipc backend), blocking calls" or ""."""
+        """ ", CUDA tensors on NVIDIA H200 (ringcc's ipc backend), blocking calls" or ""."""
         if self.device is None:
             return ""
         import torch
+
         backend = getattr(self.rc, "gpu_backend", lambda: "")() or "?"
-        return (f", CUDA tensors on {torch.cuda.get_device_name(self.device)} (ringcc's {backend} "
-                f"backend), blocking calls")
+        return (
+            f", CUDA tensors on {torch.cuda.get_device_name(self.device)} (ringcc's {backend} backend), blocking calls"
+        )
 
     def versions(self):
         versions = {"ringcc": getattr(self.rc, "__version__", "unknown")}
         versions.update({p: i.get("version") for p, i in self.peer_info.items() if i.get("version")})
         return versions
 
-    CSV_COLUMNS = ("impl", "op", "dtype", "ranks", "nbytes", "count", "time_us", "time_min_us",
-                   "time_max_us", "algbw", "busbw", "busbw_min", "busbw_max", "spread", "speedup",
-                   "speedup_min", "speedup_max", "repeats", "wrong")
+    CSV_COLUMNS = (
+        "impl",
+        "op",
+        "dtype",
+        "ranks",
+        "nbytes",
+        "count",
+        "time_us",
+        "time_min_us",
+        "time_max_us",
+        "algbw",
+        "busbw",
+        "busbw_min",
+        "busbw_max",
+        "spread",
+        "speedup",
+        "speedup_min",
+        "speedup_max",
+        "repeats",
+        "wrong",
+    )
 
     def write_csv(self, agg):
         """One row per (library, op, size): times in us, bandwidths in GB/s,
         spread as a fraction, speedup = peer time / ringcc time (peers' rows)."""
         rows = []
         for row in rows_of(agg):
-            rows.append(dict(row, ranks=self.world, repeats=len(row["times_us"]),
-                             speedup=row.get("ratio"), speedup_min=row.get("ratio_min"),
-                             speedup_max=row.get("ratio_max")))
+            rows.append(
+                dict(
+                    row,
+                    ranks=self.world,
+                    repeats=len(row["times_us"]),
+                    speedup=row.get("ratio"),
+                    speedup_min=row.get("ratio_min"),
+                    speedup_max=row.get("ratio_max"),
+                )
+            )
         n = write_csv(self.args.csv, rows, self.CSV_COLUMNS)
         print(f"# {n} rows written to {self.args.csv}")
 
     def write_plot(self, agg, shown):
         a = self.args
-        series = {op: {impl: {n: e["busbw"] for n, e in agg.get(op, {}).get(impl, {}).items()}
-                       for impl in ["ringcc"] + list(shown) if impl in agg.get(op, {})}
-                  for op in a.ops}
+        series = {
+            op: {
+                impl: {n: e["busbw"] for n, e in agg.get(op, {}).get(impl, {}).items()}
+                for impl in ["ringcc"] + list(shown)
+                if impl in agg.get(op, {})
+            }
+            for op in a.ops
+        }
         transport = getattr(self.rc, "transport_name", lambda: "?")()
-        title = plot_title(f"busbw, {self.world} ranks ({transport}), {a.dtype}, median of "
-                           f"{a.repeats} repeat(s)", self.versions(), machine_description())
+        title = plot_title(
+            f"busbw, {self.world} ranks ({transport}), {a.dtype}, median of {a.repeats} repeat(s)",
+            self.versions(),
+            machine_description(),
+        )
         try:
             plot_busbw(a.plot, series, title)
         except ValueError as e:
@@ -578,26 +683,40 @@ class Bench:
         versions = self.versions()
         doc = {
             "meta": {
-                "ranks": self.world, "dtype": a.dtype, "ops": a.ops, "sizes": a.sizes,
-                "device": a.device, "gpu_backend": getattr(self.rc, "gpu_backend", lambda: "")() or None,
-                "repeats": a.repeats, "iters": a.iters if a.iters is not None else "adaptive",
+                "ranks": self.world,
+                "dtype": a.dtype,
+                "ops": a.ops,
+                "sizes": a.sizes,
+                "device": a.device,
+                "gpu_backend": getattr(self.rc, "gpu_backend", lambda: "")() or None,
+                "repeats": a.repeats,
+                "iters": a.iters if a.iters is not None else "adaptive",
                 "warmup": a.warmup if a.warmup is not None else "adaptive",
-                "target_s": a.target_s, "check": a.check,
-                "busy_threads": a.busy_threads, "busy_products_rank0": self.busy.products,
+                "target_s": a.target_s,
+                "check": a.check,
+                "busy_threads": a.busy_threads,
+                "busy_products_rank0": self.busy.products,
                 "wait_policy": (dict(self.rc.wait_policy()) if hasattr(self.rc, "wait_policy") else None),
                 "timing": "seconds per iteration of a barrier-free loop, max over ranks; "
-                          "time_us/algbw/busbw are medians over repeats",
+                "time_us/algbw/busbw are medians over repeats",
                 "bandwidth": "nccl-tests PERFORMANCE.md: algbw = S / t; busbw = algbw * "
-                             "2(n-1)/n (allreduce), (n-1)/n (allgather), 1 (broadcast)",
+                "2(n-1)/n (allreduce), (n-1)/n (allgather), 1 (broadcast)",
                 "ratio": RATIO_DEFINITION,
                 "spread": SPREAD_DEFINITION.replace(", in %", " (a fraction)"),
                 "machine": machine_description(),
-                "versions": versions, "host": platform.node(), "cpus": os.cpu_count(),
-                "python": platform.python_version(), "command": sys.argv,
+                "versions": versions,
+                "host": platform.node(),
+                "cpus": os.cpu_count(),
+                "python": platform.python_version(),
+                "command": sys.argv,
             },
             "peers": self.peer_info,
-            "results": [e for op in a.ops for impl in agg.get(op, {}).values()
-                        for e in sorted(impl.values(), key=lambda e: e["nbytes"])],
+            "results": [
+                e
+                for op in a.ops
+                for impl in agg.get(op, {}).values()
+                for e in sorted(impl.values(), key=lambda e: e["nbytes"])
+            ],
             "summary": figures,
         }
         with open(a.json, "w") as f:

@@ -77,8 +77,7 @@ def test_reduce_many(benchmark, name, size):
     dtype, nbytes = dtype_of(name), SIZES[size]
     srcs = [make_buffer(dtype, nbytes, 10 + j) for j in range(REDUCE_MANY_SOURCES)]
     dst = np.empty_like(srcs[0])
-    run(benchmark, f"reduce_many sum x{REDUCE_MANY_SOURCES} {size}", nbytes,
-        lambda: _core._reduce_many(dst, srcs, SUM))
+    run(benchmark, f"reduce_many sum x{REDUCE_MANY_SOURCES} {size}", nbytes, lambda: _core._reduce_many(dst, srcs, SUM))
 
 
 @size_params

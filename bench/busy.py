@@ -9,6 +9,7 @@ N threads are N threads' worth of load.
 The threads run only while resume() is in force: a process that waits
 while another job runs its sweep (the mpi peer under its own mpirun)
 pauses them, so every implementation is timed beside the same load."""
+
 import threading
 import time
 
@@ -24,8 +25,9 @@ class BusyThreads:
         self._go = threading.Event()
         self._stop = False
         self._lock = threading.Lock()
-        self._threads = [threading.Thread(target=self._work, name=f"bench-busy-{i}", daemon=True)
-                         for i in range(self.count)]
+        self._threads = [
+            threading.Thread(target=self._work, name=f"bench-busy-{i}", daemon=True) for i in range(self.count)
+        ]
         for t in self._threads:
             t.start()
 

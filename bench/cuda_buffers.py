@@ -8,6 +8,7 @@ issue's goals compare ringcc with torch's nccl and gloo backends). Its
 `fetch()` copies the device buffers back into the NumPy ones, for the
 result check.
 """
+
 import numpy as np
 
 

@@ -45,6 +45,7 @@ JSON has every repeat.
 Goals: (a) / MPI one-by-one <= 1.5, (a) / (b) <= 2, negotiation overhead
 (cached_overhead_us) < 50 us.
 """
+
 import os
 
 # Set before NumPy starts its BLAS threads, which would spin on the CPUs the ranks need.
@@ -98,18 +99,19 @@ def parse_args(argv=None):
         prog="python -m bench.engine",
         description="ringcc background-engine benchmark (launch with ringrun -np N).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Peers: " + ", ".join(PEERS) + ".")
+        epilog="Peers: " + ", ".join(PEERS) + ".",
+    )
     p.add_argument("--tensors", type=int, default=1000, help="number of tensors (default 1000)")
     p.add_argument("--elements", type=int, default=1024, help="float32 elements per tensor (default 1024)")
     p.add_argument("-n", "--iters", type=int, default=20, help="timed rounds per figure and repeat (default 20)")
     p.add_argument("-w", "--warmup", type=int, default=3, help="warm-up rounds per figure and repeat (default 3)")
     p.add_argument("--repeats", type=int, default=5, help="repeats of every figure (default 5)")
     p.add_argument("--compare", default="", help="comma list of peers to time too (mpi)")
-    p.add_argument("--torch", action="store_true",
-                   help="also time (a) through ringcc.torch's Horovod API on torch tensors")
+    p.add_argument(
+        "--torch", action="store_true", help="also time (a) through ringcc.torch's Horovod API on torch tensors"
+    )
     p.add_argument("--json", metavar="PATH", help="write every result to this JSON file")
-    p.add_argument("--peer-timeout", type=float, default=600.0,
-                   help="seconds one MPI job may take (default 600)")
+    p.add_argument("--peer-timeout", type=float, default=600.0, help="seconds one MPI job may take (default 600)")
     p.add_argument("--mpirun-args", default="", help="extra mpirun options for the mpi peer")
     p.add_argument("--mpi-peer", metavar="JSON", help=argparse.SUPPRESS)  # the MPI side, under mpirun
     a = p.parse_args(argv)
@@ -190,7 +192,7 @@ class RingccSide:
         n, e = args.tensors, args.elements
         # One buffer holds all tensors, so the single allreduce (b) moves the same bytes.
         self.flat = np.zeros(n * e, np.float32)
-        self.xs = [self.flat[i * e:(i + 1) * e] for i in range(n)]
+        self.xs = [self.flat[i * e : (i + 1) * e] for i in range(n)]
         # Interleaved with small allocations, so that no two lie side by side.
         spacers, self.separate = [], []
         for _ in range(n):
@@ -203,6 +205,7 @@ class RingccSide:
         self.hvd = self.txs = None
         if args.torch:
             import torch
+
             import ringcc.torch as hvd
 
             hvd.init()  # finds ringcc started
@@ -217,6 +220,7 @@ class RingccSide:
         def engine_over(arrays, split):
             """(a)'s rounds over `arrays`; the enqueue and synchronize loops' seconds are
             added to split[0] and split[1]."""
+
             def run(k):
                 for _ in range(k):
                     t0 = clock()
@@ -226,6 +230,7 @@ class RingccSide:
                         sync(h)
                     split[0] += t1 - t0
                     split[1] += clock() - t1
+
             return run
 
         engine = engine_over(xs, split)
@@ -244,8 +249,13 @@ class RingccSide:
             for _ in range(k):
                 grouped(xs)
 
-        figures = {"engine": engine, "engine_separate": engine_separate, "single": single,
-                   "one_by_one": one_by_one, "grouped": grouped_}
+        figures = {
+            "engine": engine,
+            "engine_separate": engine_separate,
+            "single": single,
+            "one_by_one": one_by_one,
+            "grouped": grouped_,
+        }
         if self.hvd is not None:
             hvd, txs = self.hvd, self.txs
             hvd_async, hvd_sync, hvd_sum = hvd.allreduce_async_, hvd.synchronize, hvd.Sum
@@ -255,6 +265,7 @@ class RingccSide:
                     handles = [hvd_async(t, name=name, op=hvd_sum) for t, name in zip(txs, names)]
                     for h in handles:
                         hvd_sync(h)
+
             figures["torch_engine"] = torch_engine
         return figures
 
@@ -319,7 +330,7 @@ def mpi_peer_main(args):
     comm = backend.comm
     n, e = args.tensors, args.elements
     flat = np.zeros(n * e, np.float32)
-    xs = [flat[i * e:(i + 1) * e] for i in range(n)]
+    xs = [flat[i * e : (i + 1) * e] for i in range(n)]
     allreduce, in_place = comm.Allreduce, MPI.IN_PLACE
 
     def one_by_one(k):
@@ -350,8 +361,18 @@ def mpi_job_command(np_, args, json_path):
     """mpirun ... python -m bench.engine --mpi-peer JSON ..., as bench.peers_mpi builds its own."""
     from .peers_mpi import mpirun_command
 
-    peer_args = ["--mpi-peer", json_path, "--tensors", str(args.tensors), "--elements", str(args.elements),
-                 "--iters", str(args.iters), "--warmup", str(args.warmup)]
+    peer_args = [
+        "--mpi-peer",
+        json_path,
+        "--tensors",
+        str(args.tensors),
+        "--elements",
+        str(args.elements),
+        "--iters",
+        str(args.iters),
+        "--warmup",
+        str(args.warmup),
+    ]
     cmd = mpirun_command(np_, peer_args, shlex.split(args.mpirun_args))
     module = cmd.index("bench.peers_mpi")
     cmd[module] = "bench.engine"
@@ -366,9 +387,16 @@ def run_mpi_job(np_, args, json_path):
         os.unlink(json_path)
     env = mpi_env()
     env["OPENBLAS_NUM_THREADS"] = "1"
-    proc = subprocess.Popen(mpi_job_command(np_, args, json_path), cwd=REPO_ROOT, env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        mpi_job_command(np_, args, json_path),
+        cwd=REPO_ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         output, _ = proc.communicate(timeout=args.peer_timeout)
     except subprocess.TimeoutExpired:
@@ -402,9 +430,9 @@ class EngineBench:
         self.side = RingccSide(ringcc, self.backend, args)
         self.peer_info = {}
         self.sync_dir = None
-        self.times = {}        # figure -> [seconds per repeat]
+        self.times = {}  # figure -> [seconds per repeat]
         self.negotiation = []  # per repeat: dict or None
-        self.split = []        # per repeat: (a)'s enqueue and synchronize ms per round
+        self.split = []  # per repeat: (a)'s enqueue and synchronize ms per round
         self.wrong = {}
 
     def log(self, msg):
@@ -449,8 +477,7 @@ class EngineBench:
         if self.rank0:
             if self.peer_info["mpi"]["status"] == "ok":
                 try:
-                    out = run_mpi_job(self.backend.size, self.args,
-                                      os.path.join(self.sync_dir, f"mpi-{repeat}.json"))
+                    out = run_mpi_job(self.backend.size, self.args, os.path.join(self.sync_dir, f"mpi-{repeat}.json"))
                     self.peer_info["mpi"]["version"] = out.get("version")
                     for key, seconds in out["times"].items():
                         self.times.setdefault(key, []).append(seconds)
@@ -494,18 +521,27 @@ class EngineBench:
         for key, label in RINGCC_FIGURES + MPI_FIGURES:
             if key in self.times:
                 s = stats_of(self.times[key])
-                figures[key] = {"label": label, "times_s": self.times[key], "median_s": s["median"],
-                                "min_s": s["min"], "max_s": s["max"]}
+                figures[key] = {
+                    "label": label,
+                    "times_s": self.times[key],
+                    "median_s": s["median"],
+                    "min_s": s["min"],
+                    "max_s": s["max"],
+                }
         ratios = {}
         for name, num, den, goal in RATIOS:
             if num not in figures or den not in figures:
-                ratios[name] = {"value": None, "goal": goal, "met": None,
-                                "missing": den if den not in figures else num}
+                ratios[name] = {"value": None, "goal": goal, "met": None, "missing": den if den not in figures else num}
                 continue
             value = figures[num]["median_s"] / figures[den]["median_s"]
             paired = [a / b for a, b in zip(figures[num]["times_s"], figures[den]["times_s"]) if b > 0]
-            ratios[name] = {"value": value, "goal": goal, "met": None if goal is None else value <= goal,
-                            "min": min(paired), "max": max(paired)}
+            ratios[name] = {
+                "value": value,
+                "goal": goal,
+                "met": None if goal is None else value <= goal,
+                "min": min(paired),
+                "max": max(paired),
+            }
         negotiation = {"per_repeat": self.negotiation}
         for key in NEGOTIATION_KEYS + ("cached_cycles", "cycles", "fused_collectives", "tensors"):
             negotiation[key] = stats_of([r[key] if r else None for r in self.negotiation])
@@ -526,9 +562,11 @@ class EngineBench:
         figures, ratios, negotiation = self.summary()
         mb = a.tensors * a.elements * 4 / 1e6
         mpi = self.peer_info.get("mpi", {})
-        print(f"# ringcc {getattr(self.rc, '__version__', '?')} engine benchmark: {self.backend.size} ranks, "
-              f"{a.tensors} float32 tensors x {a.elements} elements ({mb:.2f} MB), "
-              f"{a.iters} timed rounds after {a.warmup} warm-up per figure, {a.repeats} repeat(s)")
+        print(
+            f"# ringcc {getattr(self.rc, '__version__', '?')} engine benchmark: {self.backend.size} ranks, "
+            f"{a.tensors} float32 tensors x {a.elements} elements ({mb:.2f} MB), "
+            f"{a.iters} timed rounds after {a.warmup} warm-up per figure, {a.repeats} repeat(s)"
+        )
         print("# peers: " + (f"mpi ({mpi.get('version', '?')})" if mpi.get("status") == "ok" else "none"))
         print("# time per round: max over ranks; median [min..max] over repeats")
         print()
@@ -557,29 +595,41 @@ class EngineBench:
             paired = f"[{r['min']:.2f}..{r['max']:.2f}]"
             print(f"  {name:<30} {r['value']:>7.2f} {paired:>20} {goal:>7}  {met}")
         print()
-        print("# (e) engine negotiation per cache-hit cycle, (a)'s timed rounds "
-              "(same names every round); max over ranks; median [min..max] over repeats")
+        print(
+            "# (e) engine negotiation per cache-hit cycle, (a)'s timed rounds "
+            "(same names every round); max over ranks; median [min..max] over repeats"
+        )
         if negotiation["negotiation_us"] is None:
             print("  n/a: no cache-hit cycle (more names than RINGCC_CACHE_CAPACITY?)")
         else:
-            for key, label in (("decide_us", "cached_decide_us (own work)"),
-                               ("exchange_us", "cached_exchange_us (message exchange)"),
-                               ("negotiation_us", "cached_negotiation_us (mean per cycle)"),
-                               ("peer_wait_us", "  of which waiting for the other ranks"),
-                               ("overhead_us", "cached_overhead_us (without that wait)")):
+            for key, label in (
+                ("decide_us", "cached_decide_us (own work)"),
+                ("exchange_us", "cached_exchange_us (message exchange)"),
+                ("negotiation_us", "cached_negotiation_us (mean per cycle)"),
+                ("peer_wait_us", "  of which waiting for the other ranks"),
+                ("overhead_us", "cached_overhead_us (without that wait)"),
+            ):
                 s = negotiation[key]
                 print(f"  {label:<40} {s['median']:>9.1f} us [{s['min']:.1f}..{s['max']:.1f}]")
             met = "yes" if negotiation["met"] else "NO"
             print(f"  goal: cached_overhead_us < {NEGOTIATION_GOAL_US:g} us: {met}")
             rounds = a.iters
             per_round = {k: negotiation[k]["median"] / rounds for k in ("cycles", "cached_cycles", "fused_collectives")}
-            print(f"  per round: {per_round['cycles']:.1f} cycles, {per_round['cached_cycles']:.1f} cache-hit cycles, "
-                  f"{per_round['fused_collectives']:.1f} fused collectives")
+            print(
+                f"  per round: {per_round['cycles']:.1f} cycles, {per_round['cached_cycles']:.1f} cache-hit cycles, "
+                f"{per_round['fused_collectives']:.1f} fused collectives"
+            )
         for name, info in self.peer_info.items():
             if info["status"] != "ok":
                 print(f"# peer {name} skipped: {info['reason']}")
-        print("# check: " + ("wrong results in " + ", ".join(f"{k} ({v} elements)" for k, v in sorted(wrong.items()))
-                             if wrong else "all results correct"))
+        print(
+            "# check: "
+            + (
+                "wrong results in " + ", ".join(f"{k} ({v} elements)" for k, v in sorted(wrong.items()))
+                if wrong
+                else "all results correct"
+            )
+        )
         sys.stdout.flush()
         if a.json:
             self.write_json(figures, ratios, negotiation)
@@ -589,20 +639,36 @@ class EngineBench:
         a = self.args
         doc = {
             "meta": {
-                "ranks": self.backend.size, "tensors": a.tensors, "elements": a.elements, "dtype": "float32",
-                "bytes_total": a.tensors * a.elements * 4, "iters": a.iters, "warmup": a.warmup,
-                "repeats": a.repeats, "compare": a.compare,
+                "ranks": self.backend.size,
+                "tensors": a.tensors,
+                "elements": a.elements,
+                "dtype": "float32",
+                "bytes_total": a.tensors * a.elements * 4,
+                "iters": a.iters,
+                "warmup": a.warmup,
+                "repeats": a.repeats,
+                "compare": a.compare,
                 "timing": "seconds per round: (t_end - t_start) / iters after a barrier, max over ranks; "
-                          "medians over repeats",
+                "medians over repeats",
                 "negotiation": "means over the cache-hit cycles of (a)'s timed rounds from engine_stats(), "
-                               "max over ranks; the goal applies to overhead_us (negotiation_us less the "
-                               "time spent waiting for the other ranks' engines)",
-                "versions": {"ringcc": getattr(self.rc, "__version__", "unknown"),
-                             **({"mpi": self.peer_info["mpi"].get("version")}
-                                if self.peer_info.get("mpi", {}).get("version") else {})},
-                "engine_env": {k: v for k, v in os.environ.items()
-                               if k.startswith(("RINGCC_CYCLE", "RINGCC_FUSION", "RINGCC_CACHE", "HOROVOD_"))},
-                "host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
+                "max over ranks; the goal applies to overhead_us (negotiation_us less the "
+                "time spent waiting for the other ranks' engines)",
+                "versions": {
+                    "ringcc": getattr(self.rc, "__version__", "unknown"),
+                    **(
+                        {"mpi": self.peer_info["mpi"].get("version")}
+                        if self.peer_info.get("mpi", {}).get("version")
+                        else {}
+                    ),
+                },
+                "engine_env": {
+                    k: v
+                    for k, v in os.environ.items()
+                    if k.startswith(("RINGCC_CYCLE", "RINGCC_FUSION", "RINGCC_CACHE", "HOROVOD_"))
+                },
+                "host": platform.node(),
+                "cpus": os.cpu_count(),
+                "python": platform.python_version(),
                 "command": sys.argv,
             },
             "peers": self.peer_info,

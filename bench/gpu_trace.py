@@ -18,6 +18,7 @@ prints, per group, medians over the calls of
     sharing a GPU wait for each other, and for the GPU to switch between
     their contexts.
 """
+
 import argparse
 import glob
 import json
@@ -30,7 +31,7 @@ def load(prefix):
     """{rank: [record, ...]} from <prefix>.rank<R>.jsonl."""
     out = {}
     for path in sorted(glob.glob(prefix + ".rank*.jsonl")):
-        rank = int(path[len(prefix) + len(".rank"):-len(".jsonl")])
+        rank = int(path[len(prefix) + len(".rank") : -len(".jsonl")])
         with open(path) as f:
             out[rank] = [json.loads(line) for line in f if line.strip()]
     return out
@@ -76,27 +77,43 @@ def summarize(records_by_rank, skip=0):
         for k, r in enumerate(ranks):
             values = []
             for a, b in zip(device_names, device_names[1:]):
-                values.append(median((p[k]["device_ns"][b] - p[k]["device_ns"][a]) / 1e3 for p in items
-                                     if a in p[k]["device_ns"] and b in p[k]["device_ns"]))
-            lag = median((p[k]["device_ns"][device_names[0]] - p[k]["host_start_ns"]) / 1e3 for p in items
-                         if device_names[0] in p[k]["device_ns"])
-            lines.append(f"    rank {r}: " + " ".join(fmt(v) for v in values) +
-                         f"   (device {device_names[0]} - host start: {fmt(lag).strip()}, if the GPU's "
-                         "timer follows the host clock)")
+                values.append(
+                    median(
+                        (p[k]["device_ns"][b] - p[k]["device_ns"][a]) / 1e3
+                        for p in items
+                        if a in p[k]["device_ns"] and b in p[k]["device_ns"]
+                    )
+                )
+            lag = median(
+                (p[k]["device_ns"][device_names[0]] - p[k]["host_start_ns"]) / 1e3
+                for p in items
+                if device_names[0] in p[k]["device_ns"]
+            )
+            lines.append(
+                f"    rank {r}: "
+                + " ".join(fmt(v) for v in values)
+                + f"   (device {device_names[0]} - host start: {fmt(lag).strip()}, if the GPU's "
+                "timer follows the host clock)"
+            )
         first, last = device_names[0], device_names[-1]
         spans = []
         for per_rank in items:
             if all(first in p["device_ns"] and last in p["device_ns"] for p in per_rank):
-                spans.append((max(p["device_ns"][last] for p in per_rank) -
-                              min(p["device_ns"][first] for p in per_rank)) / 1e3)
+                spans.append(
+                    (max(p["device_ns"][last] for p in per_rank) - min(p["device_ns"][first] for p in per_rank)) / 1e3
+                )
         lines.append(f"  device span, first rank's {first} to last rank's {last}: {fmt(median(spans)).strip()}")
         lines.append("  device marks across ranks, since the first rank's " + first + ": " + ", ".join(device_names))
         for k, r in enumerate(ranks):
             values = []
             for name in device_names:
-                values.append(median((p[k]["device_ns"][name] - min(q["device_ns"][first] for q in p)) / 1e3
-                                     for p in items
-                                     if name in p[k]["device_ns"] and all(first in q["device_ns"] for q in p)))
+                values.append(
+                    median(
+                        (p[k]["device_ns"][name] - min(q["device_ns"][first] for q in p)) / 1e3
+                        for p in items
+                        if name in p[k]["device_ns"] and all(first in q["device_ns"] for q in p)
+                    )
+                )
             lines.append(f"    rank {r}: " + " ".join(fmt(v) for v in values))
     return lines
 

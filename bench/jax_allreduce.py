@@ -44,6 +44,7 @@ job of its own that rank 0 starts on this host, on the same size:
 While it runs, rank 0 shows progress on stderr; --csv writes one row per
 variant (median time, busbw, speed-up over numpy-inplace).
 """
+
 import argparse
 import json
 import os
@@ -57,8 +58,16 @@ import numpy as np
 
 from .measure import format_size, parse_size
 
-RINGCC_VARIANTS = ("numpy-inplace", "numpy", "jit-loop", "jit-donated", "jit-donated-sync", "jit",
-                   "jit-noalias", "eager")
+RINGCC_VARIANTS = (
+    "numpy-inplace",
+    "numpy",
+    "jit-loop",
+    "jit-donated",
+    "jit-donated-sync",
+    "jit",
+    "jit-noalias",
+    "eager",
+)
 MPI_VARIANTS = ("mpi4jax-jit", "mpi4py-inplace")
 JAX_GLOO_VARIANTS = ("jax-gloo-psum", "jax-gloo-psum-donated")
 PEERS = ("mpi4jax", "jax-gloo")
@@ -67,6 +76,7 @@ PEERS = ("mpi4jax", "jax-gloo")
 def _ringcc_loops(count):
     import jax
     import jax.numpy as jnp
+
     import ringcc
     import ringcc.jax as rj
 
@@ -80,8 +90,7 @@ def _ringcc_loops(count):
 
     def in_one_jit(n, state):
         if n not in jit_loops:
-            jit_loops[n] = jax.jit(
-                lambda v: jax.lax.fori_loop(0, n, lambda i, u: rj.allreduce(u), v), donate_argnums=0)
+            jit_loops[n] = jax.jit(lambda v: jax.lax.fori_loop(0, n, lambda i, u: rj.allreduce(u), v), donate_argnums=0)
         x = state.pop("loop", None)
         x = fresh() if x is None else x
         state["loop"] = jit_loops[n](x).block_until_ready()
@@ -105,6 +114,7 @@ def _ringcc_loops(count):
                 if sync:
                     x.block_until_ready()
             state["donated"] = x.block_until_ready()
+
         return loop
 
     def plain(f):
@@ -112,6 +122,7 @@ def _ringcc_loops(count):
             x = state.setdefault("jx", fresh())
             for _ in range(n):
                 f(x).block_until_ready()
+
         return loop
 
     loops = {
@@ -167,8 +178,11 @@ def _jax_gloo_loops(count):
 
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     rank, size = int(os.environ["RINGCC_RANK"]), int(os.environ["RINGCC_SIZE"])
-    jax.distributed.initialize(coordinator_address=f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}",
-                               num_processes=size, process_id=rank)
+    jax.distributed.initialize(
+        coordinator_address=f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}",
+        num_processes=size,
+        process_id=rank,
+    )
     import jax.numpy as jnp
     from jax.experimental import multihost_utils
     from jax.sharding import Mesh, NamedSharding
@@ -239,15 +253,25 @@ def rows(times, nbytes, size, baseline="numpy-inplace"):
     out = []
     for v, ts in times.items():
         t = float(np.median(ts))
-        out.append({"variant": v, "nbytes": nbytes, "ranks": size, "time_ms": t * 1e3,
-                    "busbw": nbytes / t / 1e9 * factor, "speedup": base / t if base else None,
-                    "repeats": len(ts)})
+        out.append(
+            {
+                "variant": v,
+                "nbytes": nbytes,
+                "ranks": size,
+                "time_ms": t * 1e3,
+                "busbw": nbytes / t / 1e9 * factor,
+                "speedup": base / t if base else None,
+                "repeats": len(ts),
+            }
+        )
     return out
 
 
 def table(times, nbytes, size, baseline="numpy-inplace"):
-    lines = [f"# speed-up = {baseline} time / the variant's time (higher is better)",
-             f"{'variant':22s} {'time (ms)':>10s} {'busbw (GB/s)':>13s} {'speed-up':>9s}"]
+    lines = [
+        f"# speed-up = {baseline} time / the variant's time (higher is better)",
+        f"{'variant':22s} {'time (ms)':>10s} {'busbw (GB/s)':>13s} {'speed-up':>9s}",
+    ]
     for r in rows(times, nbytes, size, baseline):
         ratio = f"{r['speedup']:.3f}x" if r["speedup"] else "-"
         lines.append(f"{r['variant']:22s} {r['time_ms']:10.2f} {r['busbw']:13.2f} {ratio:>9s}")
@@ -273,13 +297,27 @@ def run_mpi4jax_job(np_, args, timeout_s=600):
             cmd.append("--oversubscribe")
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-run-as-root")
-        cmd += [sys.executable, "-m", "bench.jax_allreduce", "--mpi4jax", "--json", path,
-                "--size", str(args.size), "--iters", str(args.iters), "--warmup", str(args.warmup),
-                "--repeats", str(args.repeats)]
+        cmd += [
+            sys.executable,
+            "-m",
+            "bench.jax_allreduce",
+            "--mpi4jax",
+            "--json",
+            path,
+            "--size",
+            str(args.size),
+            "--iters",
+            str(args.iters),
+            "--warmup",
+            str(args.warmup),
+            "--repeats",
+            str(args.repeats),
+        ]
         env = mpi_env()
         env.setdefault("JAX_PLATFORMS", "cpu")
-        done = subprocess.run(cmd, check=False, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=timeout_s)
+        done = subprocess.run(
+            cmd, check=False, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s
+        )
         if done.returncode != 0 or not os.path.exists(path):
             tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-6:])
             return {"skipped": f"mpirun exited with {done.returncode}: {tail}"}
@@ -294,15 +332,42 @@ def run_jax_gloo_job(np_, args, timeout_s=600):
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "jax-gloo.json")
-        cmd = [sys.executable, "-m", "ringcc.launcher", "--no-prefix", "-np", str(np_),
-               "--timeout", str(timeout_s), sys.executable, "-m", "bench.jax_allreduce", "--jax-gloo",
-               "--json", path, "--size", str(args.size), "--iters", str(args.iters),
-               "--warmup", str(args.warmup), "--repeats", str(args.repeats)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "ringcc.launcher",
+            "--no-prefix",
+            "-np",
+            str(np_),
+            "--timeout",
+            str(timeout_s),
+            sys.executable,
+            "-m",
+            "bench.jax_allreduce",
+            "--jax-gloo",
+            "--json",
+            path,
+            "--size",
+            str(args.size),
+            "--iters",
+            str(args.iters),
+            "--warmup",
+            str(args.warmup),
+            "--repeats",
+            str(args.repeats),
+        ]
         env = mpi_env()  # without this job's RINGCC_* and MASTER_* variables
         env["JAX_PLATFORMS"] = "cpu"
         try:
-            done = subprocess.run(cmd, check=False, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                                  text=True, timeout=timeout_s + 30)
+            done = subprocess.run(
+                cmd,
+                check=False,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s + 30,
+            )
         except subprocess.TimeoutExpired:
             return {"skipped": f"the jax-gloo job did not finish within {timeout_s} s"}
         if done.returncode != 0 or not os.path.exists(path):
@@ -318,8 +383,9 @@ def main(argv=None):
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--variants", default=",".join(RINGCC_VARIANTS),
-                        help="comma-separated subset of: " + ", ".join(RINGCC_VARIANTS))
+    parser.add_argument(
+        "--variants", default=",".join(RINGCC_VARIANTS), help="comma-separated subset of: " + ", ".join(RINGCC_VARIANTS)
+    )
     parser.add_argument("--compare", default="", help="comma list of peers: " + ", ".join(PEERS))
     parser.add_argument("--compare-mpi4jax", action="store_true", help="the same as --compare mpi4jax")
     parser.add_argument("--mpi4jax", action="store_true", help=argparse.SUPPRESS)  # the mpirun side
@@ -338,30 +404,45 @@ def main(argv=None):
 
     if args.jax_gloo:
         loops, max_over_ranks, barrier = _jax_gloo_loops(count)
-        times = measure(loops, JAX_GLOO_VARIANTS, max_over_ranks, barrier, args.iters, args.warmup,
-                        args.repeats)
+        times = measure(loops, JAX_GLOO_VARIANTS, max_over_ranks, barrier, args.iters, args.warmup, args.repeats)
         import jax
 
         if jax.process_index() == 0 and args.json:
             with open(args.json, "w") as f:
-                json.dump({"times": times, "jax": jax.__version__,
-                           "collectives": "jax.distributed, jax_cpu_collectives_implementation=gloo"}, f)
+                json.dump(
+                    {
+                        "times": times,
+                        "jax": jax.__version__,
+                        "collectives": "jax.distributed, jax_cpu_collectives_implementation=gloo",
+                    },
+                    f,
+                )
         jax.distributed.shutdown()
         return 0
 
     if args.mpi4jax:
         from mpi4py import MPI
+
         loops, max_over_ranks, barrier = _mpi_loops(count)
         times = measure(loops, MPI_VARIANTS, max_over_ranks, barrier, args.iters, args.warmup, args.repeats)
         if MPI.COMM_WORLD.Get_rank() == 0 and args.json:
             import mpi4jax
+
             with open(args.json, "w") as f:
-                json.dump({"times": times, "mpi4jax": mpi4jax.__version__,
-                           "mpi": MPI.Get_library_version().splitlines()[0].strip()}, f)
+                json.dump(
+                    {
+                        "times": times,
+                        "mpi4jax": mpi4jax.__version__,
+                        "mpi": MPI.Get_library_version().splitlines()[0].strip(),
+                    },
+                    f,
+                )
         return 0
 
     import jax
+
     import ringcc
+
     ringcc.init()
     rank, size = ringcc.rank(), ringcc.size()
     variants = [v for v in args.variants.split(",") if v]
@@ -372,19 +453,28 @@ def main(argv=None):
 
     progress = Progress(enabled=rank == 0 and not args.no_progress)
     loops, max_over_ranks, barrier = _ringcc_loops(count)
-    times = measure(loops, variants, max_over_ranks, barrier, args.iters, args.warmup, args.repeats,
-                    progress)
+    times = measure(loops, variants, max_over_ranks, barrier, args.iters, args.warmup, args.repeats, progress)
     transport = ringcc.transport_name()
     jax.effects_barrier()
     ringcc.shutdown()
     if rank != 0:
         return 0
 
-    result = {"size_bytes": args.size, "ranks": size, "transport": transport, "iters": args.iters,
-              "repeats": args.repeats, "jax": jax.__version__, "host": platform.node(),
-              "cpus": os.cpu_count(), "times": times}
-    print(f"allreduce sum float32, {format_size(args.size)} per rank, {size} ranks ({transport}), "
-          f"jax {jax.__version__}, median of {args.repeats} x {args.iters} iterations")
+    result = {
+        "size_bytes": args.size,
+        "ranks": size,
+        "transport": transport,
+        "iters": args.iters,
+        "repeats": args.repeats,
+        "jax": jax.__version__,
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "times": times,
+    }
+    print(
+        f"allreduce sum float32, {format_size(args.size)} per rank, {size} ranks ({transport}), "
+        f"jax {jax.__version__}, median of {args.repeats} x {args.iters} iterations"
+    )
     shown = dict(times)
     if "mpi4jax" in args.compare:
         progress.update("mpi4jax (a job of its own under mpirun)", force=True)
@@ -409,16 +499,21 @@ def main(argv=None):
     if "numpy-inplace" in times and "jit-donated" in times:
         t_np = float(np.median(times["numpy-inplace"]))
         t_jd = float(np.median(times["jit-donated"]))
-        print(f"key figure: time of ringcc.jax.allreduce in jit (donated) / time of ringcc.allreduce_ "
-              f"(NumPy) = {t_jd / t_np:.3f} (a time ratio: lower is better, 1 is the goal)")
+        print(
+            f"key figure: time of ringcc.jax.allreduce in jit (donated) / time of ringcc.allreduce_ "
+            f"(NumPy) = {t_jd / t_np:.3f} (a time ratio: lower is better, 1 is the goal)"
+        )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
     if args.csv:
         from .output import write_csv
 
-        n = write_csv(args.csv, rows(shown, args.size, size),
-                      ("variant", "nbytes", "ranks", "time_ms", "busbw", "speedup", "repeats"))
+        n = write_csv(
+            args.csv,
+            rows(shown, args.size, size),
+            ("variant", "nbytes", "ranks", "time_ms", "busbw", "speedup", "repeats"),
+        )
         print(f"# {n} rows written to {args.csv}")
     return 0
 

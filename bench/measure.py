@@ -17,6 +17,7 @@ Timing of one (op, size) point:
      (no barrier between them): each batch's time per iteration, maximum
      over ranks, is one sample of the point's spread (bench.table.spread).
 """
+
 import re
 import time
 
@@ -194,7 +195,7 @@ def check_once(case, backend, x, out):
         _fill_pattern(x, r % 40 + 1)
         out.fill(0)
         _once(backend, case.op, x, out)
-        wrong = sum(_count_wrong(out[q * case.count:(q + 1) * case.count], q % 40 + 1) for q in range(n))
+        wrong = sum(_count_wrong(out[q * case.count : (q + 1) * case.count], q % 40 + 1) for q in range(n))
     else:
         if r == 0:
             _fill_pattern(x, 7)
@@ -305,8 +306,9 @@ def measure(backend, case, iters=None, warmup=None, target_s=0.25, check=False):
     return result
 
 
-def sweep(backend, ops, sizes, dtype, iters=None, warmup=None, target_s=0.25, check=False,
-          progress=None, on_point=None):
+def sweep(
+    backend, ops, sizes, dtype, iters=None, warmup=None, target_s=0.25, check=False, progress=None, on_point=None
+):
     """Every op over every size. Returns {"results": [...], "skipped": {op: reason}}.
 
     on_point(op, case, index, total) is called before each point is measured

@@ -26,6 +26,7 @@ loop's time per iteration, maximum over ranks, median over the repeats; and
 "median it", the median of the single iterations' times, maximum over ranks
 (robust to the spikes of a busy machine). The JSON has every repeat.
 """
+
 import argparse
 import json
 import os
@@ -38,8 +39,7 @@ import numpy as np
 
 from .measure import format_size, parse_size
 
-VARIANTS = ("core", "core-named", "pushpull", "pushpull-sync", "pushpull-16keys", "core-16keys",
-            "rmx-allreduce_")
+VARIANTS = ("core", "core-named", "pushpull", "pushpull-sync", "pushpull-16keys", "core-16keys", "rmx-allreduce_")
 
 
 def _loops(count):
@@ -87,9 +87,15 @@ def _loops(count):
         rmx.allreduce_(a, op="sum", name="bench.rmx")
         a.wait_to_read()
 
-    return {"core": core, "core-named": core_named, "pushpull": pushpull,
-            "pushpull-sync": pushpull_sync, "pushpull-16keys": pushpull_16keys, "core-16keys": core_16keys,
-            "rmx-allreduce_": rmx_allreduce}
+    return {
+        "core": core,
+        "core-named": core_named,
+        "pushpull": pushpull,
+        "pushpull-sync": pushpull_sync,
+        "pushpull-16keys": pushpull_16keys,
+        "core-16keys": core_16keys,
+        "rmx-allreduce_": rmx_allreduce,
+    }
 
 
 def _max_over_ranks(ringcc, value):
@@ -108,8 +114,9 @@ def main(argv=None):
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
 
-    import ringcc
     import mxnet as mx
+
+    import ringcc
 
     ringcc.init()
     rank, size = ringcc.rank(), ringcc.size()
@@ -122,7 +129,7 @@ def main(argv=None):
         if v not in VARIANTS:
             parser.error(f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
     loops = _loops(count)
-    times = {v: [] for v in variants}    # per repeat: mean time per iteration (max over ranks)
+    times = {v: [] for v in variants}  # per repeat: mean time per iteration (max over ranks)
     samples = {v: [] for v in variants}  # every iteration on this rank
     for _ in range(args.repeats):
         for v in variants:
@@ -143,13 +150,18 @@ def main(argv=None):
         busbw_factor = 2.0 * (size - 1) / size
         ref = statistics.median(times["core"]) if "core" in times else None
         ref_it = medians.get("core")
-        print(f"# MXNet kvstore pushpull vs core allreduce: {format_size(nbytes)} float32 per rank, "
-              f"{size} ranks, transport {ringcc.transport_name()}, MXNet {mx.__version__}, "
-              f"{args.iters} iters x {args.repeats} repeats")
-        print("# mean: time per iteration of a repeat's loop, median over repeats; "
-              "median it: the median single iteration")
-        print(f"{'variant':<16} {'mean (ms)':>10} {'busbw (GB/s)':>13} {'vs core':>8} "
-              f"{'median it (ms)':>15} {'vs core':>8}")
+        print(
+            f"# MXNet kvstore pushpull vs core allreduce: {format_size(nbytes)} float32 per rank, "
+            f"{size} ranks, transport {ringcc.transport_name()}, MXNet {mx.__version__}, "
+            f"{args.iters} iters x {args.repeats} repeats"
+        )
+        print(
+            "# mean: time per iteration of a repeat's loop, median over repeats; median it: the median single iteration"
+        )
+        print(
+            f"{'variant':<16} {'mean (ms)':>10} {'busbw (GB/s)':>13} {'vs core':>8} "
+            f"{'median it (ms)':>15} {'vs core':>8}"
+        )
         for v in variants:
             t = statistics.median(times[v])
             busbw = nbytes / t / 1e9 * busbw_factor
@@ -158,10 +170,21 @@ def main(argv=None):
             print(f"{v:<16} {t * 1e3:10.2f} {busbw:13.2f} {ratio} {medians[v] * 1e3:15.2f} {ratio_it}")
         if args.json:
             with open(args.json, "w", encoding="utf-8") as f:
-                json.dump({"size_bytes": nbytes, "ranks": size, "transport": ringcc.transport_name(),
-                           "mxnet": mx.__version__, "iters": args.iters, "repeats": args.repeats,
-                           "host": platform.node(), "seconds_per_iter": times,
-                           "median_iteration_seconds": medians}, f, indent=1)
+                json.dump(
+                    {
+                        "size_bytes": nbytes,
+                        "ranks": size,
+                        "transport": ringcc.transport_name(),
+                        "mxnet": mx.__version__,
+                        "iters": args.iters,
+                        "repeats": args.repeats,
+                        "host": platform.node(),
+                        "seconds_per_iter": times,
+                        "median_iteration_seconds": medians,
+                    },
+                    f,
+                    indent=1,
+                )
     mx.nd.waitall()
     ringcc.shutdown()
     return 0

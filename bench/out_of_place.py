@@ -15,6 +15,7 @@ hvd.allreduce_async against hvd.allreduce_async_ (op=Sum). Rank 0 prints the
 medians and the ratios the docs quote (docs/benchmarks.md, "Contention and
 the out-of-place path").
 """
+
 import argparse
 import statistics
 import time
@@ -78,11 +79,19 @@ def main(argv=None):
     results = out_of_place()  # the names enter the response cache; the results are checked
     if not all(np.all(r == ringcc.size()) for r in results):
         raise SystemExit("bench.out_of_place: wrong allreduce results")
-    times = timed_rounds({"named out of place": out_of_place, "named in place": in_place,
-                          "one concatenated": lambda: ringcc.allreduce(big)},
-                         a.rounds, ringcc.barrier, max_over_ranks)
+    times = timed_rounds(
+        {
+            "named out of place": out_of_place,
+            "named in place": in_place,
+            "one concatenated": lambda: ringcc.allreduce(big),
+        },
+        a.rounds,
+        ringcc.barrier,
+        max_over_ranks,
+    )
     if a.torch:
         import torch
+
         import ringcc.torch as hvd
 
         ts = [torch.ones(a.elements) for _ in range(a.tensors)]
@@ -97,19 +106,26 @@ def main(argv=None):
             for h in hs:
                 hvd.synchronize(h)
 
-        times.update(timed_rounds({"hvd.allreduce_async": hvd_out, "hvd.allreduce_async_": hvd_in},
-                                  a.rounds, ringcc.barrier, max_over_ranks))
+        times.update(
+            timed_rounds(
+                {"hvd.allreduce_async": hvd_out, "hvd.allreduce_async_": hvd_in},
+                a.rounds,
+                ringcc.barrier,
+                max_over_ranks,
+            )
+        )
     if ringcc.rank() == 0:
         med = {k: statistics.median(v) for k, v in times.items()}
-        print(f"# {ringcc.size()} ranks, {a.tensors} float32 tensors of {a.elements} elements, "
-              f"median of {a.rounds} rounds (max over ranks)")
+        print(
+            f"# {ringcc.size()} ranks, {a.tensors} float32 tensors of {a.elements} elements, "
+            f"median of {a.rounds} rounds (max over ranks)"
+        )
         for k, v in med.items():
             print(f"{k:24s} {v * 1e3:9.3f} ms")
         print(f"out of place / one concatenated: {med['named out of place'] / med['one concatenated']:.2f}")
         print(f"out of place / in place:         {med['named out of place'] / med['named in place']:.2f}")
         if a.torch:
-            print(f"hvd out of place / in place:     "
-                  f"{med['hvd.allreduce_async'] / med['hvd.allreduce_async_']:.2f}")
+            print(f"hvd out of place / in place:     {med['hvd.allreduce_async'] / med['hvd.allreduce_async_']:.2f}")
     ringcc.shutdown()
 
 

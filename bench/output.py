@@ -20,11 +20,13 @@ import os
 import platform
 import sys
 import time
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Dict, List, Optional
 
 PROGRESS_INTERVAL_S = 2.0
-MATPLOTLIB_MISSING = ("--plot needs matplotlib, which is not installed for this Python "
-                      f"({sys.executable}): pip install matplotlib")
+MATPLOTLIB_MISSING = (
+    f"--plot needs matplotlib, which is not installed for this Python ({sys.executable}): pip install matplotlib"
+)
 
 
 def format_elapsed(seconds: float) -> str:
@@ -40,14 +42,20 @@ def format_elapsed(seconds: float) -> str:
 class Progress:
     """The progress line of a run (write it on rank 0 only)."""
 
-    def __init__(self, stream=None, enabled: bool = True, interval_s: float = PROGRESS_INTERVAL_S,
-                 clock: Callable[[], float] = time.monotonic, tty: Optional[bool] = None) -> None:
+    def __init__(
+        self,
+        stream=None,
+        enabled: bool = True,
+        interval_s: float = PROGRESS_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+        tty: bool | None = None,
+    ) -> None:
         self.stream = sys.stderr if stream is None else stream
         self.enabled = enabled
         self.interval_s = interval_s
         self.clock = clock
         self.start = clock()
-        self.last: Optional[float] = None
+        self.last: float | None = None
         self.tty = self._isatty() if tty is None else tty
         self.open_line = False
 
@@ -84,8 +92,9 @@ class Progress:
             self.open_line = False
 
 
-def point_text(impl: str, op: str, nbytes: int, index: int, total: int,
-               repeat: Optional[int] = None, repeats: Optional[int] = None) -> str:
+def point_text(
+    impl: str, op: str, nbytes: int, index: int, total: int, repeat: int | None = None, repeats: int | None = None
+) -> str:
     from .measure import format_size
 
     where = f"repeat {repeat + 1}/{repeats}, " if repeat is not None and repeats else ""
@@ -103,7 +112,7 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def machine_description() -> Dict[str, object]:
+def machine_description() -> dict[str, object]:
     """Where the run took place (for titles and files); load is the 1-minute
     load average when the description was taken (None where unknown)."""
     try:
@@ -111,9 +120,13 @@ def machine_description() -> Dict[str, object]:
     except (AttributeError, OSError):
         load = None
     return {
-        "host": platform.node(), "cpu": cpu_model(), "cpus": os.cpu_count(),
-        "os": f"{platform.system()} {platform.release()}", "python": platform.python_version(),
-        "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "load": load,
+        "host": platform.node(),
+        "cpu": cpu_model(),
+        "cpus": os.cpu_count(),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "load": load,
     }
 
 
@@ -141,8 +154,9 @@ def plot_available() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
-def plot_busbw(path: str, series: Mapping[str, Mapping[str, Mapping[int, float]]], title: str,
-               ylabel: str = "bus bandwidth (GB/s)") -> None:
+def plot_busbw(
+    path: str, series: Mapping[str, Mapping[str, Mapping[int, float]]], title: str, ylabel: str = "bus bandwidth (GB/s)"
+) -> None:
     """One panel per op (op -> impl -> {nbytes: busbw}); in each, busbw against
     message size, one line per implementation, both axes logarithmic."""
     import matplotlib
@@ -150,20 +164,23 @@ def plot_busbw(path: str, series: Mapping[str, Mapping[str, Mapping[int, float]]
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ops = [op for op, impls in series.items()
-           if any(v is not None and v > 0 for points in impls.values() for v in points.values())]
+    ops = [
+        op
+        for op, impls in series.items()
+        if any(v is not None and v > 0 for points in impls.values() for v in points.values())
+    ]
     if not ops:
         raise ValueError("nothing to plot: no measured points")
-    fig, axes = plt.subplots(1, len(ops), figsize=(4.2 * len(ops) + 0.6, 3.8), squeeze=False,
-                             layout="constrained")
+    fig, axes = plt.subplots(1, len(ops), figsize=(4.2 * len(ops) + 0.6, 3.8), squeeze=False, layout="constrained")
     markers = "osD^vP*X"
     for ax, op in zip(axes[0], ops):
         for k, (impl, points) in enumerate(series[op].items()):
             xs = sorted(n for n, v in points.items() if v is not None and v > 0)
             if not xs:
                 continue
-            ax.plot(xs, [points[n] for n in xs], marker=markers[k % len(markers)], markersize=3.5,
-                    linewidth=1.4, label=impl)
+            ax.plot(
+                xs, [points[n] for n in xs], marker=markers[k % len(markers)], markersize=3.5, linewidth=1.4, label=impl
+            )
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_title(op, fontsize=10)
@@ -188,16 +205,18 @@ def _size_label(value, _pos=None) -> str:
     return str(1 << exp)
 
 
-def plot_title(what: str, versions: Mapping[str, Optional[str]], machine: Mapping[str, object]) -> str:
+def plot_title(what: str, versions: Mapping[str, str | None], machine: Mapping[str, object]) -> str:
     """Two lines: what was measured with which versions, and where."""
     libs = ", ".join(f"{k} {v}" for k, v in versions.items() if v)
     load = f", load average {machine['load']}" if machine.get("load") is not None else ""
-    return (f"{what} — {libs}\n"
-            f"{machine.get('host')}: {machine.get('cpu')}, {machine.get('cpus')} CPUs, "
-            f"{machine.get('os')}, Python {machine.get('python')}, {machine.get('date')}{load}")
+    return (
+        f"{what} — {libs}\n"
+        f"{machine.get('host')}: {machine.get('cpu')}, {machine.get('cpus')} CPUs, "
+        f"{machine.get('os')}, Python {machine.get('python')}, {machine.get('date')}{load}"
+    )
 
 
-def rows_of(entries: Mapping[str, Mapping[str, Mapping[int, Mapping[str, object]]]]) -> List[Dict[str, object]]:
+def rows_of(entries: Mapping[str, Mapping[str, Mapping[int, Mapping[str, object]]]]) -> list[dict[str, object]]:
     """Flattens op -> impl -> nbytes -> entry into rows sorted by op, impl, size."""
     rows = []
     for op, impls in entries.items():

@@ -8,6 +8,7 @@ tensors share the bench's NumPy buffers (torch.from_numpy), so no copies are
 timed; with --device cuda they are copies on the rank's GPU
 (bench.cuda_buffers), and nccl runs only there.
 """
+
 import os
 from datetime import timedelta
 
@@ -42,7 +43,7 @@ def open_torch_peer(name, world, timeout_s, device=None, shares_gpu=False):
         if not dist.is_nccl_available():
             return None, "this torch build has no nccl backend"
         if shares_gpu:
-            return None, "ranks share a GPU, which NCCL refuses (\"Duplicate GPU detected\")"
+            return None, 'ranks share a GPU, which NCCL refuses ("Duplicate GPU detected")'
     missing = [v for v in ENV if not os.environ.get(v)]
     if missing:
         return None, "torch's env:// variables are not set: " + ", ".join(missing)
@@ -110,6 +111,7 @@ class TorchPeer(Backend):
         call = self.call(op)
         if self.device is not None:
             from .cuda_buffers import cuda_loop
+
             return cuda_loop(self.device, x, out, call)
         t = self.tensor(x)
         o = self.tensor(out) if out is not None else None
@@ -117,6 +119,7 @@ class TorchPeer(Backend):
         def run(n):
             for _ in range(n):
                 call(t, o)
+
         return run
 
 

@@ -12,6 +12,7 @@ NumPy arrays: comm.Allreduce(MPI.IN_PLACE, buf), comm.Allgather, comm.Bcast.
 On one host Open MPI's defaults already use shared memory (pml ob1, btl sm
 with CMA single-copy); extra mpirun options go through --mpirun-args.
 """
+
 import argparse
 import importlib.util
 import json
@@ -43,8 +44,10 @@ class PeerError(Exception):
 
 def under_mpi_launcher():
     """True when an MPI launcher (mpirun, mpiexec, srun --mpi=pmix) started this process."""
-    return any(v in os.environ for v in ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK",
-                                         "MPI_LOCALNRANKS")) and "RINGCC_RANK" not in os.environ
+    return (
+        any(v in os.environ for v in ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK", "MPI_LOCALNRANKS"))
+        and "RINGCC_RANK" not in os.environ
+    )
 
 
 def open_in_process():
@@ -86,8 +89,7 @@ def mpirun_command(np_, bench_args, extra_mpirun_args=()):
 
 
 def mpi_env():
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(_JOB_ENV_PREFIXES) and k not in _JOB_ENV}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_JOB_ENV_PREFIXES) and k not in _JOB_ENV}
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
         env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
@@ -95,15 +97,38 @@ def mpi_env():
     return env
 
 
-def run_sweep(np_, json_path, ops, sizes, dtype_name, iters, warmup, target_s, check,
-              timeout_s, extra_mpirun_args=(), progress=None, busy_threads=0):
+def run_sweep(
+    np_,
+    json_path,
+    ops,
+    sizes,
+    dtype_name,
+    iters,
+    warmup,
+    target_s,
+    check,
+    timeout_s,
+    extra_mpirun_args=(),
+    progress=None,
+    busy_threads=0,
+):
     """Runs one MPI sweep; returns {"results": [...], "skipped": {...}, "version": ...}.
 
     Raises PeerError with the reason when the job fails or times out.
     progress(op, nbytes, index, total) is called as the job reaches each point.
     """
-    args = ["--json", json_path, "--ops", ",".join(ops), "--sizes", ",".join(map(str, sizes)),
-            "--dtype", dtype_name, "--target-s", str(target_s)]
+    args = [
+        "--json",
+        json_path,
+        "--ops",
+        ",".join(ops),
+        "--sizes",
+        ",".join(map(str, sizes)),
+        "--dtype",
+        dtype_name,
+        "--target-s",
+        str(target_s),
+    ]
     if iters is not None:
         args += ["--iters", str(iters)]
     if warmup is not None:
@@ -115,9 +140,16 @@ def run_sweep(np_, json_path, ops, sizes, dtype_name, iters, warmup, target_s, c
     cmd = mpirun_command(np_, args, extra_mpirun_args)
     if os.path.exists(json_path):
         os.unlink(json_path)
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=mpi_env(), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO_ROOT,
+        env=mpi_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     lines = []
     reader = threading.Thread(target=_read_output, args=(proc.stdout, lines, progress), daemon=True)
     reader.start()
@@ -205,6 +237,7 @@ class MpiBackend(Backend):
             def run(n):
                 for _ in range(n):
                     f(x, 0)
+
         return run
 
 
@@ -234,9 +267,17 @@ def main(argv=None):
     busy = BusyThreads(a.busy_threads)
     busy.resume()
     try:
-        out = sweep(backend, a.ops.split(","), [int(s) for s in a.sizes.split(",")], dtype,
-                    iters=a.iters, warmup=a.warmup, target_s=a.target_s, check=a.check,
-                    on_point=on_point)
+        out = sweep(
+            backend,
+            a.ops.split(","),
+            [int(s) for s in a.sizes.split(",")],
+            dtype,
+            iters=a.iters,
+            warmup=a.warmup,
+            target_s=a.target_s,
+            check=a.check,
+            on_point=on_point,
+        )
     finally:
         busy.stop()
     if backend.rank == 0:

@@ -15,6 +15,7 @@ megabytes, so the interpreter adds little from 1 MiB up; small sizes pay
 for the thread hand-off, so only there, up to INLINE_BYTES, a rank sends
 before it receives on one thread.
 """
+
 import os
 import socket
 import threading
@@ -167,6 +168,7 @@ class SocketBackend(Backend):
                         if k == 0:
                             raise ConnectionError("the previous rank closed its socket")
                         got += k
+
             return run
 
         def run(iters):
@@ -175,11 +177,12 @@ class SocketBackend(Backend):
                 self._start.release()
                 got = 0
                 while got < total:
-                    k = recv_into(recv_view[:min(total - got, len(recv_view))])
+                    k = recv_into(recv_view[: min(total - got, len(recv_view))])
                     if k == 0:
                         raise ConnectionError("the previous rank closed its socket")
                     got += k
                 self._finished.acquire()
                 if self._error is not None:
                     raise ConnectionError(f"sending to the next rank failed: {self._error}")
+
         return run

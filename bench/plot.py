@@ -6,6 +6,7 @@ The same figure as `bench.allreduce --plot`: busbw against message size, one
 panel per op, one line per library, log axes, the versions and the machine
 (as the run recorded them) in the title. Needs matplotlib.
 """
+
 import argparse
 import json
 import sys
@@ -23,9 +24,11 @@ def series_of(doc):
 
 def title_of(doc):
     meta = doc["meta"]
-    return plot_title(f"busbw, {meta['ranks']} ranks, {meta['dtype']}, median of {meta['repeats']} repeat(s)",
-                      meta.get("versions", {}), meta.get("machine", {"host": meta.get("host"),
-                                                                      "cpus": meta.get("cpus")}))
+    return plot_title(
+        f"busbw, {meta['ranks']} ranks, {meta['dtype']}, median of {meta['repeats']} repeat(s)",
+        meta.get("versions", {}),
+        meta.get("machine", {"host": meta.get("host"), "cpus": meta.get("cpus")}),
+    )
 
 
 def main(argv=None):

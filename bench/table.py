@@ -1,4 +1,5 @@
 """Aggregation over repeats, nccl-tests style tables, and the summary."""
+
 import statistics
 
 from .measure import BUS_FACTOR, Case, format_size
@@ -13,10 +14,14 @@ KEY_FIGURES = (
 )
 
 
-SPREAD_DEFINITION = ("spread = (p75 - p25) / median of the point's samples (time per iteration of "
-                     "each timed batch, up to 5 a repeat, max over ranks), in %")
-RATIO_DEFINITION = ("speed-up = peer time / ringcc time (= ringcc busbw / peer busbw); "
-                    "higher is better for ringcc, > 1: ringcc is faster")
+SPREAD_DEFINITION = (
+    "spread = (p75 - p25) / median of the point's samples (time per iteration of "
+    "each timed batch, up to 5 a repeat, max over ranks), in %"
+)
+RATIO_DEFINITION = (
+    "speed-up = peer time / ringcc time (= ringcc busbw / peer busbw); "
+    "higher is better for ringcc, > 1: ringcc is faster"
+)
 
 
 def quartiles(values):
@@ -30,6 +35,7 @@ def quartiles(values):
         lo = int(pos)
         hi = min(lo + 1, len(v) - 1)
         return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
     return at(0.25), at(0.5), at(0.75)
 
 
@@ -50,13 +56,19 @@ def aggregate(op, nbytes, count, times, world, samples=None):
     factor = BUS_FACTOR[op](world)
     gb = nbytes / 1e9
     return {
-        "op": op, "nbytes": nbytes, "count": count,
+        "op": op,
+        "nbytes": nbytes,
+        "count": count,
         "times_us": [t * 1e6 for t in times],
         "samples_us": [t * 1e6 for t in samples],
-        "time_us": med * 1e6, "time_min_us": lo * 1e6, "time_max_us": hi * 1e6,
+        "time_us": med * 1e6,
+        "time_min_us": lo * 1e6,
+        "time_max_us": hi * 1e6,
         "spread": spread(samples),
-        "algbw": gb / med, "busbw": gb / med * factor,
-        "busbw_min": gb / hi * factor, "busbw_max": gb / lo * factor,
+        "algbw": gb / med,
+        "busbw": gb / med * factor,
+        "busbw_min": gb / hi * factor,
+        "busbw_max": gb / lo * factor,
     }
 
 
@@ -78,8 +90,7 @@ def op_table(op, entries, peers, dtype, world, repeats, check):
     bus = {"allreduce": "2(n-1)/n", "allgather": "(n-1)/n", "broadcast": "1"}[op]
     size_note = "total output, count = elements per rank" if op == "allgather" else "per-rank buffer"
     lines = [
-        f"# {op}: {world} ranks, {dtype}, median of {repeats} repeat(s); "
-        f"size = {size_note}; busbw = algbw * {bus}",
+        f"# {op}: {world} ranks, {dtype}, median of {repeats} repeat(s); size = {size_note}; busbw = algbw * {bus}",
     ]
     lines.append("# " + SPREAD_DEFINITION)
     if peers:
@@ -98,8 +109,10 @@ def op_table(op, entries, peers, dtype, world, repeats, check):
     lines += [head1.rstrip(), head2, head3]
     for nbytes in sorted(ours):
         e = ours[nbytes]
-        row = (f" {nbytes:>11} {e['count']:>12} {dtype:>9} {_f(e['time_us'], 10)} "
-               f"{_f(e['algbw'], 8)} {_f(e['busbw'], 8)} {_f(e['spread'] * 100, 7, 1)}")
+        row = (
+            f" {nbytes:>11} {e['count']:>12} {dtype:>9} {_f(e['time_us'], 10)} "
+            f"{_f(e['algbw'], 8)} {_f(e['busbw'], 8)} {_f(e['spread'] * 100, 7, 1)}"
+        )
         if check:
             row += f" {e['wrong'] if e.get('wrong') is not None else 'n/a':>7}"
         for p in peers:

@@ -61,17 +61,20 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="4,4K,1M,64M", help="message sizes in bytes (default: %(default)s)")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--min-time", type=float, default=0.3,
-                        help="seconds each point runs at least (sets the iteration count)")
+    parser.add_argument(
+        "--min-time", type=float, default=0.3, help="seconds each point runs at least (sets the iteration count)"
+    )
     parser.add_argument("--ddp-params", default="25M", help="parameters of the DDP model (0: no DDP table)")
     parser.add_argument("--ddp-batch", type=int, default=32)
     parser.add_argument("--ddp-steps", type=int, default=8, help="timed DDP steps per backend and repeat")
-    parser.add_argument("--threads", type=int, default=0,
-                        help="torch intra-op threads per rank (default: cores / local ranks)")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="torch intra-op threads per rank (default: cores / local ranks)"
+    )
     parser.add_argument("--json", help="write every measurement here (rank 0)")
     parser.add_argument("--csv", metavar="PATH", help="write the all_reduce table as CSV (rank 0)")
-    parser.add_argument("--plot", metavar="PATH.png",
-                        help="plot all_reduce busbw against size, one line per backend (needs matplotlib)")
+    parser.add_argument(
+        "--plot", metavar="PATH.png", help="plot all_reduce busbw against size, one line per backend (needs matplotlib)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     args = parser.parse_args(argv)
     if args.plot and importlib.util.find_spec("matplotlib") is None:
@@ -83,9 +86,10 @@ def parse_args(argv=None):
 
 class Bench:
     def __init__(self, args):
-        import ringcc.torch  # noqa: F401  (registers "ring" when no entry point did)
         import torch
         import torch.distributed as dist
+
+        import ringcc.torch  # noqa: F401  (registers "ring" when no entry point did)
 
         self.torch, self.dist, self.args = torch, dist, args
         local = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("RINGCC_LOCAL_SIZE", "1")))
@@ -136,14 +140,15 @@ class Bench:
         results = []
         sizes = [parse_size(s) for s in self.args.sizes.split(",") if s]
         for index, nbytes in enumerate(sizes, 1):
-            self.progress.update(f"dist.all_reduce {format_size(nbytes)}B (size {index}/{len(sizes)})",
-                                 force=True)
+            self.progress.update(f"dist.all_reduce {format_size(nbytes)}B (size {index}/{len(sizes)})", force=True)
             iters = self.iterations(nbytes)
             times = {name: [] for name in self.groups}
             for repeat in range(self.args.repeats):
                 for name in self.groups:
-                    self.progress.update(f"dist.all_reduce {format_size(nbytes)}B (size {index}/{len(sizes)}), "
-                                         f"repeat {repeat + 1}/{self.args.repeats}, {name}")
+                    self.progress.update(
+                        f"dist.all_reduce {format_size(nbytes)}B (size {index}/{len(sizes)}), "
+                        f"repeat {repeat + 1}/{self.args.repeats}, {name}"
+                    )
                     times[name].append(self.time_allreduce(name, nbytes, iters))
             results.append({"nbytes": nbytes, "iters": iters, "times_s": times})
         return results
@@ -155,8 +160,9 @@ class Bench:
         while 2 * 1024 * width + width * width < params:
             width += 64
         self.torch.manual_seed(0)
-        model = nn.Sequential(nn.Linear(1024, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
-                              nn.Linear(width, 1024))
+        model = nn.Sequential(
+            nn.Linear(1024, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 1024)
+        )
         return model, sum(p.numel() for p in model.parameters())
 
     def ddp_table(self):
@@ -201,8 +207,13 @@ class Bench:
         ring_p = torch.cat([p.detach().reshape(-1) for p in runs["ring"][0].parameters()])
         gloo_p = torch.cat([p.detach().reshape(-1) for p in runs["gloo"][0].parameters()])
         max_diff = float((ring_p - gloo_p).abs().max())
-        return {"params": count, "batch": self.args.ddp_batch, "steps": self.args.ddp_steps,
-                "times_s": times, "max_param_diff": max_diff}
+        return {
+            "params": count,
+            "batch": self.args.ddp_batch,
+            "steps": self.args.ddp_steps,
+            "times_s": times,
+            "max_param_diff": max_diff,
+        }
 
 
 def busbw(nbytes: int, seconds: float, size: int) -> float:
@@ -211,27 +222,33 @@ def busbw(nbytes: int, seconds: float, size: int) -> float:
 
 def report(bench, allreduce, ddp) -> str:
     size = bench.size
-    lines = [f"# torch {bench.torch.__version__}, {size} ranks, {bench.threads} torch threads per rank, "
-             f"{platform.machine()}, {os.cpu_count()} cores, ring transport "
-             f"{bench.groups['ring'].transport_name}",
-             "# dist.all_reduce, float32, SUM, in place (medians over repeats)",
-             f"# {'size':>8} {'count':>10} {'ring us':>10} {'ring GB/s':>10} {'gloo us':>10} "
-             f"{'gloo GB/s':>10} {'speedup':>10}",
-             "# speedup = gloo time / ring time (higher is better for ring)"]
+    lines = [
+        f"# torch {bench.torch.__version__}, {size} ranks, {bench.threads} torch threads per rank, "
+        f"{platform.machine()}, {os.cpu_count()} cores, ring transport "
+        f"{bench.groups['ring'].transport_name}",
+        "# dist.all_reduce, float32, SUM, in place (medians over repeats)",
+        f"# {'size':>8} {'count':>10} {'ring us':>10} {'ring GB/s':>10} {'gloo us':>10} "
+        f"{'gloo GB/s':>10} {'speedup':>10}",
+        "# speedup = gloo time / ring time (higher is better for ring)",
+    ]
     for entry in allreduce:
         n = entry["nbytes"]
         ring = statistics.median(entry["times_s"]["ring"])
         gloo = statistics.median(entry["times_s"]["gloo"])
-        lines.append(f"  {format_size(n):>8} {max(n // 4, 1):>10} {ring * 1e6:10.1f} {busbw(n, ring, size):10.3f} "
-                     f"{gloo * 1e6:10.1f} {busbw(n, gloo, size):10.3f} {gloo / ring:10.2f}")
+        lines.append(
+            f"  {format_size(n):>8} {max(n // 4, 1):>10} {ring * 1e6:10.1f} {busbw(n, ring, size):10.3f} "
+            f"{gloo * 1e6:10.1f} {busbw(n, gloo, size):10.3f} {gloo / ring:10.2f}"
+        )
     if ddp is not None:
         ring = statistics.median(ddp["times_s"]["ring"])
         gloo = statistics.median(ddp["times_s"]["gloo"])
-        lines += ["",
-                  f"# DDP training step, MLP of {ddp['params'] / 1e6:.1f}M parameters, batch {ddp['batch']} "
-                  f"(median of {len(ddp['times_s']['ring'])} steps each, alternating in pairs)",
-                  f"# {'ring s':>10} {'gloo s':>10} {'gloo/ring':>10}   max |param diff| ring vs gloo",
-                  f"  {ring:10.4f} {gloo:10.4f} {gloo / ring:10.2f}   {ddp['max_param_diff']:.3g}"]
+        lines += [
+            "",
+            f"# DDP training step, MLP of {ddp['params'] / 1e6:.1f}M parameters, batch {ddp['batch']} "
+            f"(median of {len(ddp['times_s']['ring'])} steps each, alternating in pairs)",
+            f"# {'ring s':>10} {'gloo s':>10} {'gloo/ring':>10}   max |param diff| ring vs gloo",
+            f"  {ring:10.4f} {gloo:10.4f} {gloo / ring:10.2f}   {ddp['max_param_diff']:.3g}",
+        ]
     return "\n".join(lines)
 
 
@@ -243,10 +260,18 @@ def table_rows(allreduce, size):
         n = entry["nbytes"]
         medians = {name: statistics.median(t) for name, t in entry["times_s"].items()}
         for name, t in medians.items():
-            rows.append({"backend": name, "nbytes": n, "count": max(n // 4, 1), "iters": entry["iters"],
-                         "time_us": t * 1e6, "busbw": busbw(n, t, size),
-                         "speedup_vs_gloo": medians["gloo"] / t if name == "ring" else None,
-                         "repeats": len(entry["times_s"][name])})
+            rows.append(
+                {
+                    "backend": name,
+                    "nbytes": n,
+                    "count": max(n // 4, 1),
+                    "iters": entry["iters"],
+                    "time_us": t * 1e6,
+                    "busbw": busbw(n, t, size),
+                    "speedup_vs_gloo": medians["gloo"] / t if name == "ring" else None,
+                    "repeats": len(entry["times_s"][name]),
+                }
+            )
     return rows
 
 
@@ -255,18 +280,21 @@ def write_outputs(bench, args, allreduce):
 
     rows = table_rows(allreduce, bench.size)
     if args.csv:
-        write_csv(args.csv, rows, ("backend", "nbytes", "count", "iters", "time_us", "busbw",
-                                   "speedup_vs_gloo", "repeats"))
+        write_csv(
+            args.csv, rows, ("backend", "nbytes", "count", "iters", "time_us", "busbw", "speedup_vs_gloo", "repeats")
+        )
         print(f"# {len(rows)} rows written to {args.csv}")
     if args.plot:
         import ringcc
 
         series = {"dist.all_reduce": {}}
         for row in rows:
-            series["dist.all_reduce"].setdefault(f'{row["backend"]}', {})[row["nbytes"]] = row["busbw"]
-        title = plot_title(f"torch.distributed all_reduce busbw, {bench.size} ranks, float32",
-                           {"ringcc": ringcc.__version__, "torch": bench.torch.__version__},
-                           machine_description())
+            series["dist.all_reduce"].setdefault(f"{row['backend']}", {})[row["nbytes"]] = row["busbw"]
+        title = plot_title(
+            f"torch.distributed all_reduce busbw, {bench.size} ranks, float32",
+            {"ringcc": ringcc.__version__, "torch": bench.torch.__version__},
+            machine_description(),
+        )
         try:
             plot_busbw(args.plot, series, title)
             print(f"# plot written to {args.plot}")
@@ -286,8 +314,17 @@ def main(argv=None) -> int:
         write_outputs(bench, args, allreduce)
         if args.json:
             with open(args.json, "w", encoding="utf-8") as file:
-                json.dump({"size": bench.size, "threads": bench.threads, "torch": bench.torch.__version__,
-                           "allreduce": allreduce, "ddp": ddp}, file, indent=1)
+                json.dump(
+                    {
+                        "size": bench.size,
+                        "threads": bench.threads,
+                        "torch": bench.torch.__version__,
+                        "allreduce": allreduce,
+                        "ddp": ddp,
+                    },
+                    file,
+                    indent=1,
+                )
     bench.dist.barrier()
     bench.dist.destroy_process_group()
     return 0

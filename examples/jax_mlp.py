@@ -11,6 +11,7 @@ equal even though each rank draws its own. At the end the ranks check that
 their parameters are bit-identical (and write them to DIR/params_rank<R>.npz
 with --out).
 """
+
 import argparse
 import os
 import sys
@@ -18,6 +19,7 @@ import sys
 import jax
 import jax.numpy as jnp
 import numpy as np
+
 import ringcc
 import ringcc.jax as rj
 
@@ -96,13 +98,21 @@ def main(argv=None):
     gathered = np.asarray(rj.allgather(flat[None, :]))
     identical = all(np.array_equal(gathered[0], gathered[r]) for r in range(size))
     if rank == 0:
-        print(f"loss {first:.5f} -> {last:.5f} over {args.steps} steps on {size} ranks; "
-              f"parameters identical on all ranks: {identical}", flush=True)
+        print(
+            f"loss {first:.5f} -> {last:.5f} over {args.steps} steps on {size} ranks; "
+            f"parameters identical on all ranks: {identical}",
+            flush=True,
+        )
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         leaves = {f"leaf{i}": np.asarray(p) for i, p in enumerate(jax.tree_util.tree_leaves(params))}
-        np.savez(os.path.join(args.out, f"params_rank{rank}.npz"), first_loss=first, last_loss=last,
-                 identical=identical, **leaves)
+        np.savez(
+            os.path.join(args.out, f"params_rank{rank}.npz"),
+            first_loss=first,
+            last_loss=last,
+            identical=identical,
+            **leaves,
+        )
     ok = identical and last < first
     jax.effects_barrier()  # every dispatched collective has run before leaving the job
     ringcc.shutdown()

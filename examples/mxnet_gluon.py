@@ -18,8 +18,8 @@ global batch size; DistributedTrainer averages them and takes the local one.
 import argparse
 import os
 
-import numpy as np
 import mxnet as mx
+import numpy as np
 from mxnet import autograd, gluon
 
 import ringcc
@@ -42,8 +42,7 @@ def main():
     # broadcast (or broadcast_parameters) makes them rank 0's.
     mx.random.seed(42 + rank)
     net = gluon.nn.HybridSequential()
-    net.add(gluon.nn.Dense(64, activation="relu"), gluon.nn.Dense(64, activation="relu"),
-            gluon.nn.Dense(4))
+    net.add(gluon.nn.Dense(64, activation="relu"), gluon.nn.Dense(64, activation="relu"), gluon.nn.Dense(4))
     net.initialize(mx.init.Xavier())
     net.hybridize()
     net(mx.nd.zeros((1, 20)))  # runs the deferred initialisation
@@ -87,8 +86,12 @@ def main():
         print(f"parameters identical on all ranks: {identical}")
     if args.out:
         os.makedirs(args.out, exist_ok=True)
-        np.savez(os.path.join(args.out, f"params_rank{rank}.npz"), first_loss=losses[0],
-                 last_loss=losses[-1], **{f"param{i}": v for i, v in enumerate(values)})
+        np.savez(
+            os.path.join(args.out, f"params_rank{rank}.npz"),
+            first_loss=losses[0],
+            last_loss=losses[-1],
+            **{f"param{i}": v for i, v in enumerate(values)},
+        )
     rmx.wait_all()
     rmx.shutdown()
 

@@ -35,14 +35,19 @@ parser.add_argument("--lr", type=float, default=0.05, help="learning rate")
 parser.add_argument("--momentum", type=float, default=0.5, help="SGD momentum")
 parser.add_argument("--samples", type=int, default=512, help="training samples (synthetic)")
 parser.add_argument("--seed", type=int, default=42, help="random seed")
-parser.add_argument("--fp16-allreduce", action="store_true", default=False,
-                    help="use fp16 compression during allreduce")
-parser.add_argument("--use-adasum", action="store_true", default=False,
-                    help="use adasum algorithm to do reduction")
-parser.add_argument("--gradient-predivide-factor", type=float, default=1.0,
-                    help="apply gradient predivide factor in optimizer (default: 1.0)")
-parser.add_argument("--checkpoint", default=None,
-                    help="where rank 0 saves the model at the end (default: no checkpoint)")
+parser.add_argument(
+    "--fp16-allreduce", action="store_true", default=False, help="use fp16 compression during allreduce"
+)
+parser.add_argument("--use-adasum", action="store_true", default=False, help="use adasum algorithm to do reduction")
+parser.add_argument(
+    "--gradient-predivide-factor",
+    type=float,
+    default=1.0,
+    help="apply gradient predivide factor in optimizer (default: 1.0)",
+)
+parser.add_argument(
+    "--checkpoint", default=None, help="where rank 0 saves the model at the end (default: no checkpoint)"
+)
 parser.add_argument("--no-cuda", action="store_true", default=False, help="disables CUDA training")
 
 
@@ -71,7 +76,7 @@ def synthetic_mnist(samples, seed):
     images = torch.randn(samples, 1, 28, 28, generator=g) * 0.3
     for i, label in enumerate(labels.tolist()):
         row, col = divmod(label, 4)
-        images[i, 0, 2 + 7 * row:9 + 7 * row, 1 + 7 * col:8 + 7 * col] += 1.0
+        images[i, 0, 2 + 7 * row : 9 + 7 * row, 1 + 7 * col : 8 + 7 * col] += 1.0
     return torch.utils.data.TensorDataset(images, labels)
 
 
@@ -101,13 +106,13 @@ def main():
     test_dataset = synthetic_mnist(args.samples // 4, args.seed + 1)
     # Horovod: use DistributedSampler to partition the training data.
     train_sampler = torch.utils.data.distributed.DistributedSampler(
-        train_dataset, num_replicas=hvd.size(), rank=hvd.rank())
-    train_loader = torch.utils.data.DataLoader(
-        train_dataset, batch_size=args.batch_size, sampler=train_sampler)
+        train_dataset, num_replicas=hvd.size(), rank=hvd.rank()
+    )
+    train_loader = torch.utils.data.DataLoader(train_dataset, batch_size=args.batch_size, sampler=train_sampler)
     test_sampler = torch.utils.data.distributed.DistributedSampler(
-        test_dataset, num_replicas=hvd.size(), rank=hvd.rank())
-    test_loader = torch.utils.data.DataLoader(
-        test_dataset, batch_size=args.test_batch_size, sampler=test_sampler)
+        test_dataset, num_replicas=hvd.size(), rank=hvd.rank()
+    )
+    test_loader = torch.utils.data.DataLoader(test_dataset, batch_size=args.test_batch_size, sampler=test_sampler)
 
     model = Net()
 
@@ -129,11 +134,13 @@ def main():
     compression = hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
 
     # Horovod: wrap optimizer with DistributedOptimizer.
-    optimizer = hvd.DistributedOptimizer(optimizer,
-                                         named_parameters=model.named_parameters(),
-                                         compression=compression,
-                                         op=hvd.Adasum if args.use_adasum else hvd.Average,
-                                         gradient_predivide_factor=args.gradient_predivide_factor)
+    optimizer = hvd.DistributedOptimizer(
+        optimizer,
+        named_parameters=model.named_parameters(),
+        compression=compression,
+        op=hvd.Adasum if args.use_adasum else hvd.Average,
+        gradient_predivide_factor=args.gradient_predivide_factor,
+    )
 
     def train(epoch):
         model.train()
@@ -148,13 +155,15 @@ def main():
             loss.backward()
             optimizer.step()
             if batch_idx % 4 == 0 and hvd.rank() == 0:
-                print(f"Train Epoch: {epoch} [{batch_idx * len(data)}/{len(train_sampler)}]\t"
-                      f"Loss: {loss.item():.6f}", flush=True)
+                print(
+                    f"Train Epoch: {epoch} [{batch_idx * len(data)}/{len(train_sampler)}]\tLoss: {loss.item():.6f}",
+                    flush=True,
+                )
 
     def test():
         model.eval()
-        test_loss = 0.
-        test_accuracy = 0.
+        test_loss = 0.0
+        test_accuracy = 0.0
         with torch.no_grad():
             for data, target in test_loader:
                 if args.cuda:
@@ -177,8 +186,7 @@ def main():
 
         # Horovod: print output only on first rank.
         if hvd.rank() == 0:
-            print(f"\nTest set: Average loss: {test_loss:.4f}, Accuracy: {100. * test_accuracy:.2f}%\n",
-                  flush=True)
+            print(f"\nTest set: Average loss: {test_loss:.4f}, Accuracy: {100.0 * test_accuracy:.2f}%\n", flush=True)
         return test_loss, test_accuracy
 
     for epoch in range(1, args.epochs + 1):
@@ -187,8 +195,10 @@ def main():
 
     # Horovod: save the checkpoint on the first rank only.
     if hvd.rank() == 0 and args.checkpoint:
-        torch.save({"model": model.state_dict(), "test_loss": test_loss,
-                    "test_accuracy": test_accuracy, "size": hvd.size()}, args.checkpoint)
+        torch.save(
+            {"model": model.state_dict(), "test_loss": test_loss, "test_accuracy": test_accuracy, "size": hvd.size()},
+            args.checkpoint,
+        )
         print(f"saved {os.path.abspath(args.checkpoint)}", flush=True)
 
 

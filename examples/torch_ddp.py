@@ -50,8 +50,8 @@ def main(argv=None):
 
     first = last = None
     for step in range(args.steps):
-        xb = x[step * args.batch:(step + 1) * args.batch]
-        yb = y[step * args.batch:(step + 1) * args.batch]
+        xb = x[step * args.batch : (step + 1) * args.batch]
+        yb = y[step * args.batch : (step + 1) * args.batch]
         optimizer.zero_grad()
         loss = nn.functional.mse_loss(model(xb), yb)
         loss.backward()  # DDP's hooks allreduce the gradient buckets here
@@ -71,8 +71,11 @@ def main(argv=None):
     dist.all_reduce(same, op=dist.ReduceOp.MIN)
     identical = bool(same.item())
     if rank == 0:
-        print(f"backend {dist.get_backend()}, {size} ranks: loss {first:.4f} -> {last:.4f}; "
-              f"parameters identical on all ranks: {identical}", flush=True)
+        print(
+            f"backend {dist.get_backend()}, {size} ranks: loss {first:.4f} -> {last:.4f}; "
+            f"parameters identical on all ranks: {identical}",
+            flush=True,
+        )
     dist.destroy_process_group()
     return 0 if identical and last < first else 1
 

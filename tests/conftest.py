@@ -15,9 +15,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional
 
 import pytest
 
@@ -53,13 +54,25 @@ OUTPUT_TAIL_CHARS = 4000
 # runs the one-process tests alone. A file not listed here is a multi-rank
 # test (marker "ranks").
 UNIT_TESTS = {
-    "test_crypto.py", "test_device_api.py", "test_device_kernels.py", "test_gpu_libraries.py",
-    "test_layers.py", "test_logging.py", "test_mpi_search.py", "test_packaging.py",
-    "test_reduction_kernels.py", "test_single_rank.py",
+    "test_crypto.py",
+    "test_device_api.py",
+    "test_device_kernels.py",
+    "test_gpu_libraries.py",
+    "test_layers.py",
+    "test_logging.py",
+    "test_mpi_search.py",
+    "test_packaging.py",
+    "test_reduction_kernels.py",
+    "test_single_rank.py",
 }
 FRAMEWORK_TESTS = {
-    "test_elastic_torchrun.py", "test_examples.py", "test_jax.py", "test_mxnet.py",
-    "test_torch_backend.py", "test_torch_conformance.py", "test_torch_horovod.py",
+    "test_elastic_torchrun.py",
+    "test_examples.py",
+    "test_jax.py",
+    "test_mxnet.py",
+    "test_torch_backend.py",
+    "test_torch_conformance.py",
+    "test_torch_horovod.py",
 }
 
 
@@ -81,7 +94,7 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(kind_of_test(item.path.name))
 
 
-def rank_environment(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+def rank_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     """Environment for ringrun and its ranks: ours without ringcc/Horovod
     settings (so runs do not depend on the caller's), ringcc's location
     first on PYTHONPATH, then `extra`."""
@@ -93,9 +106,18 @@ def rank_environment(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     return env
 
 
-def ringrun_command(num_ranks: int, script: Sequence[str], launcher_options: Sequence[str] = ()) -> List[str]:
-    return [sys.executable, "-m", "ringcc.launcher", "-np", str(num_ranks), *launcher_options,
-            "--", sys.executable, *script]
+def ringrun_command(num_ranks: int, script: Sequence[str], launcher_options: Sequence[str] = ()) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "ringcc.launcher",
+        "-np",
+        str(num_ranks),
+        *launcher_options,
+        "--",
+        sys.executable,
+        *script,
+    ]
 
 
 def tail(text: str, chars: int = OUTPUT_TAIL_CHARS) -> str:
@@ -104,15 +126,17 @@ def tail(text: str, chars: int = OUTPUT_TAIL_CHARS) -> str:
 
 @dataclass
 class Completed:
-    command: List[str]
-    returncode: Optional[int]  # None: killed after the hard timeout
+    command: list[str]
+    returncode: int | None  # None: killed after the hard timeout
     stdout: str
     stderr: str
     seconds: float
 
     def describe(self) -> str:
-        return (f"command: {' '.join(self.command)}\nexit status: {self.returncode} after {self.seconds:.1f} s\n"
-                f"--- stdout (tail) ---\n{tail(self.stdout)}\n--- stderr (tail) ---\n{tail(self.stderr)}")
+        return (
+            f"command: {' '.join(self.command)}\nexit status: {self.returncode} after {self.seconds:.1f} s\n"
+            f"--- stdout (tail) ---\n{tail(self.stdout)}\n--- stderr (tail) ---\n{tail(self.stderr)}"
+        )
 
 
 def _stop(process: subprocess.Popen) -> None:
@@ -127,7 +151,7 @@ def _stop(process: subprocess.Popen) -> None:
             continue
 
 
-def run_command(command: List[str], env: Dict[str, str], timeout: float, cwd: str = str(REPO_DIR)) -> Completed:
+def run_command(command: list[str], env: dict[str, str], timeout: float, cwd: str = str(REPO_DIR)) -> Completed:
     """Runs a command with captured output and a hard timeout."""
     start = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -139,26 +163,38 @@ def run_command(command: List[str], env: Dict[str, str], timeout: float, cwd: st
             returncode = None
         out.seek(0)
         err.seek(0)
-        return Completed(command, returncode, out.read().decode(errors="replace"),
-                         err.read().decode(errors="replace"), time.monotonic() - start)
+        return Completed(
+            command,
+            returncode,
+            out.read().decode(errors="replace"),
+            err.read().decode(errors="replace"),
+            time.monotonic() - start,
+        )
 
 
-def start_command(command: List[str], env: Dict[str, str], stdout_path: Path, stderr_path: Path,
-                  cwd: str = str(REPO_DIR)) -> subprocess.Popen:
+def start_command(
+    command: list[str], env: dict[str, str], stdout_path: Path, stderr_path: Path, cwd: str = str(REPO_DIR)
+) -> subprocess.Popen:
     """Starts a command in the background, its output going to files."""
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         return subprocess.Popen(command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
 
 
-def finish_command(process: subprocess.Popen, command: List[str], stdout_path: Path, stderr_path: Path,
-                   timeout: float, started: float) -> Completed:
+def finish_command(
+    process: subprocess.Popen, command: list[str], stdout_path: Path, stderr_path: Path, timeout: float, started: float
+) -> Completed:
     try:
         returncode = process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         _stop(process)
         returncode = None
-    return Completed(command, returncode, stdout_path.read_text(errors="replace"),
-                     stderr_path.read_text(errors="replace"), time.monotonic() - started)
+    return Completed(
+        command,
+        returncode,
+        stdout_path.read_text(errors="replace"),
+        stderr_path.read_text(errors="replace"),
+        time.monotonic() - started,
+    )
 
 
 @dataclass
@@ -169,7 +205,7 @@ class GroupRun:
     size: int
     out_dir: str
     completed: Completed
-    results: Dict[int, Dict] = field(default_factory=dict)
+    results: dict[int, dict] = field(default_factory=dict)
 
     def _problem(self, text: str) -> str:
         return f"[{self.name}] {text}\n{self.completed.describe()}"
@@ -216,14 +252,14 @@ class GroupRun:
         if problems:
             pytest.fail(self._problem("; ".join(problems)), pytrace=False)
 
-    def start_record(self, rank: int) -> Dict:
+    def start_record(self, rank: int) -> dict:
         entry = self.results.get(rank)
         if entry is None or entry["start"] is None:
             pytest.fail(self._problem(f"rank {rank} wrote no start record"), pytrace=False)
         return entry["start"]
 
 
-def memory_available_bytes() -> Optional[int]:
+def memory_available_bytes() -> int | None:
     try:
         with open("/proc/meminfo", encoding="ascii") as file:
             for line in file:
@@ -251,11 +287,20 @@ class RankLauncher:
 
     def __init__(self, out_root: Path) -> None:
         self.out_root = out_root
-        self._groups: Dict[str, GroupRun] = {}
+        self._groups: dict[str, GroupRun] = {}
 
-    def group(self, name: str, size: int, script: str, *, env: Optional[Dict[str, str]] = None,
-              tags: Sequence[str] = (), cases: Sequence[str] = (), launcher_options: Sequence[str] = (),
-              timeout: float = GROUP_TIMEOUT_S) -> GroupRun:
+    def group(
+        self,
+        name: str,
+        size: int,
+        script: str,
+        *,
+        env: dict[str, str] | None = None,
+        tags: Sequence[str] = (),
+        cases: Sequence[str] = (),
+        launcher_options: Sequence[str] = (),
+        timeout: float = GROUP_TIMEOUT_S,
+    ) -> GroupRun:
         """Runs `script` (a rank_*.py in tests/) on `size` ranks, once per name, and reads every rank's records."""
         if name not in self._groups:
             out_dir = self.out_root / name

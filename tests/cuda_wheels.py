@@ -22,11 +22,21 @@ import pytest
 # uses (cuda.h: nvidia-cuda-runtime; nccl.h: nvidia-nccl; nvrtc.h and the
 # library: nvidia-cuda-nvrtc), plus those cuda_runtime.h includes when
 # nccl.h pulls it in (crt/host_config.h: nvcc's or crt's; nv/target: cccl).
-WHEELS: Dict[str, List[str]] = {
-    "cu12": ["nvidia-cuda-runtime-cu12", "nvidia-cuda-nvcc-cu12", "nvidia-cuda-cccl-cu12",
-             "nvidia-nccl-cu12", "nvidia-cuda-nvrtc-cu12"],
-    "cu13": ["nvidia-cuda-runtime==13.*", "nvidia-cuda-crt==13.*", "nvidia-cuda-cccl==13.*",
-             "nvidia-nccl-cu13", "nvidia-cuda-nvrtc==13.*"],
+WHEELS: dict[str, list[str]] = {
+    "cu12": [
+        "nvidia-cuda-runtime-cu12",
+        "nvidia-cuda-nvcc-cu12",
+        "nvidia-cuda-cccl-cu12",
+        "nvidia-nccl-cu12",
+        "nvidia-cuda-nvrtc-cu12",
+    ],
+    "cu13": [
+        "nvidia-cuda-runtime==13.*",
+        "nvidia-cuda-crt==13.*",
+        "nvidia-cuda-cccl==13.*",
+        "nvidia-nccl-cu13",
+        "nvidia-cuda-nvrtc==13.*",
+    ],
 }
 
 
@@ -61,12 +71,27 @@ def download(flavour: str) -> Path:
     have = sorted(p.name for p in wheels.glob("*.whl"))
     if len(have) < len(WHEELS[flavour]):
         if not _index_reachable():
-            pytest.skip(f"the package index is unreachable, so the {flavour} CUDA wheels "
-                        f"({', '.join(WHEELS[flavour])}) cannot be downloaded")
+            pytest.skip(
+                f"the package index is unreachable, so the {flavour} CUDA wheels "
+                f"({', '.join(WHEELS[flavour])}) cannot be downloaded"
+            )
         completed = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
-             "-d", str(wheels), *WHEELS[flavour]],
-            capture_output=True, text=True, timeout=1800)
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--quiet",
+                "-d",
+                str(wheels),
+                *WHEELS[flavour],
+            ],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
         assert completed.returncode == 0, f"pip download failed:\n{completed.stdout}\n{completed.stderr}"
     unpacked = target / "unpacked"
     for wheel in wheels.glob("*.whl"):
@@ -79,7 +104,7 @@ def download(flavour: str) -> Path:
     return unpacked
 
 
-def include_dirs(flavour: str) -> List[str]:
+def include_dirs(flavour: str) -> list[str]:
     root = download(flavour) / "nvidia"
     return sorted(str(p) for p in root.glob("*/include") if p.is_dir())
 

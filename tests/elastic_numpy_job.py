@@ -49,12 +49,26 @@ def main() -> int:
             began = time.monotonic()
             state.total = state.total + ringcc.allreduce(np.ones(8)) / ringcc.size()
             state.step += 1
-            log.write(json.dumps({"step": state.step, "size": ringcc.size(), "rank": ringcc.rank(),
-                                  "pid": os.getpid(), "t": time.time()}) + "\n")
+            log.write(
+                json.dumps(
+                    {
+                        "step": state.step,
+                        "size": ringcc.size(),
+                        "rank": ringcc.rank(),
+                        "pid": os.getpid(),
+                        "t": time.time(),
+                    }
+                )
+                + "\n"
+            )
             log.flush()
             marker = os.path.join(args.out, "fault-done")
-            if (args.fault and ringcc.rank() == args.fault_rank and state.step == args.fault_at
-                    and not os.path.exists(marker)):
+            if (
+                args.fault
+                and ringcc.rank() == args.fault_rank
+                and state.step == args.fault_at
+                and not os.path.exists(marker)
+            ):
                 open(marker, "w").close()
                 os.kill(os.getpid(), signal.SIGKILL if args.fault == "kill" else signal.SIGSTOP)
             time.sleep(max(0.0, args.step_time - (time.monotonic() - began)))
@@ -63,8 +77,9 @@ def main() -> int:
     train(state)
     if ringcc.rank() == 0:
         with open(os.path.join(args.out, "result.json"), "w", encoding="utf-8") as file:
-            json.dump({"total": state.total.tolist(), "step": state.step, "size": ringcc.size(),
-                       "resets": resets}, file)
+            json.dump(
+                {"total": state.total.tolist(), "step": state.step, "size": ringcc.size(), "resets": resets}, file
+            )
     return 0
 
 

@@ -24,7 +24,7 @@ from typing import Dict, List, Optional
 TESTS_DIR = Path(__file__).resolve().parent
 
 
-def read_events(out: Path) -> List[dict]:
+def read_events(out: Path) -> list[dict]:
     events = []
     for path in glob.glob(str(out / "*.jsonl")):
         worker = Path(path).stem
@@ -47,42 +47,70 @@ def wait_for(condition, timeout: float, what: str, process: subprocess.Popen):
     raise RuntimeError(f"timed out after {timeout:g} s waiting for {what}")
 
 
-def kept_sizes(events: List[dict]) -> List[int]:
+def kept_sizes(events: list[dict]) -> list[int]:
     """The membership size of every step the run kept: a step redone after
     a failure (back to the last commit) counts as its last run."""
-    sizes: Dict[int, int] = {}
+    sizes: dict[int, int] = {}
     for event in events:
         if event["event"] == "step":
             sizes[event["steps"]] = event["size"]
     return [sizes[s] for s in sorted(sizes)]
 
 
-def run(out: Path, steps: int, removal: bool, env: Dict[str, str], ringrun: List[str],
-        limit_s: float = 240.0) -> dict:
+def run(out: Path, steps: int, removal: bool, env: dict[str, str], ringrun: list[str], limit_s: float = 240.0) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     hosts = out / "hosts"
     hosts.write_text("localhost:2\n")
     discover = out / "discover.sh"
     discover.write_text(f"#!/bin/sh\ncat {hosts}\n")
     discover.chmod(0o755)
-    command = [*ringrun, "-np", "2", "--min-np", "1", "--max-np", "2", "--host-discovery-script", str(discover),
-               "--timeout", str(limit_s), sys.executable, str(TESTS_DIR / "elastic_train.py"), "--out", str(out),
-               "--steps", str(steps)]
+    command = [
+        *ringrun,
+        "-np",
+        "2",
+        "--min-np",
+        "1",
+        "--max-np",
+        "2",
+        "--host-discovery-script",
+        str(discover),
+        "--timeout",
+        str(limit_s),
+        sys.executable,
+        str(TESTS_DIR / "elastic_train.py"),
+        "--out",
+        str(out),
+        "--steps",
+        str(steps),
+    ]
     log = open(out / "ringrun.log", "wb")
-    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                               cwd=str(out))
+    process = subprocess.Popen(
+        command, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(out)
+    )
     summary: dict = {"command": command}
     try:
+
         def step_of_size(size, after=0.0, worker=None):
             for e in read_events(out):
-                if e["event"] == "step" and e["size"] == size and e["t"] > after and (
-                        worker is None or e["worker"] == worker):
+                if (
+                    e["event"] == "step"
+                    and e["size"] == size
+                    and e["t"] > after
+                    and (worker is None or e["worker"] == worker)
+                ):
                     return e
             return None
 
-        first = wait_for(lambda: step_of_size(2, 0.0) if any(
-            e["event"] == "step" and e["size"] == 2 and e["steps"] >= 8 for e in read_events(out)) else None,
-            120, "8 steps of 2 workers", process)
+        first = wait_for(
+            lambda: (
+                step_of_size(2, 0.0)
+                if any(e["event"] == "step" and e["size"] == 2 and e["steps"] >= 8 for e in read_events(out))
+                else None
+            ),
+            120,
+            "8 steps of 2 workers",
+            process,
+        )
         victim = [e for e in read_events(out) if e["event"] == "step" and e["rank"] == 1][-1]
         if removal:
             hosts.write_text("localhost:1\n")
@@ -96,9 +124,19 @@ def run(out: Path, steps: int, removal: bool, env: Dict[str, str], ringrun: List
         time.sleep(1.0)
         hosts.write_text("localhost:2\n127.0.0.1:1\n" if not removal else "localhost:1\n127.0.0.1:1\n")
         added = time.time()
-        new = wait_for(lambda: next((e for e in read_events(out) if e["event"] == "step" and e["t"] > added
-                                     and e["worker"].startswith("127.0.0.1")), None),
-                       60, "a step of the added worker", process)
+        new = wait_for(
+            lambda: next(
+                (
+                    e
+                    for e in read_events(out)
+                    if e["event"] == "step" and e["t"] > added and e["worker"].startswith("127.0.0.1")
+                ),
+                None,
+            ),
+            60,
+            "a step of the added worker",
+            process,
+        )
         summary["added_worker_first_step_s"] = new["t"] - added
         process.wait(timeout=limit_s)
     finally:

@@ -93,8 +93,12 @@ def main() -> int:
     log_file = open(os.path.join(args.out, f"{worker}.jsonl"), "a", encoding="utf-8")
 
     def log(event, **fields):
-        log_file.write(json.dumps({"event": event, "t": time.time(), "pid": os.getpid(), "rank": hvd.rank(),
-                                   "size": hvd.size(), **fields}) + "\n")
+        log_file.write(
+            json.dumps(
+                {"event": event, "t": time.time(), "pid": os.getpid(), "rank": hvd.rank(), "size": hvd.size(), **fields}
+            )
+            + "\n"
+        )
         log_file.flush()
 
     log("start")
@@ -110,7 +114,7 @@ def main() -> int:
         log("sync", steps=state.steps)
         while state.steps < args.steps:
             indices = list(iter(state.sampler))
-            batches = [indices[i:i + BATCH] for i in range(0, len(indices), BATCH)]
+            batches = [indices[i : i + BATCH] for i in range(0, len(indices), BATCH)]
             for batch_index, batch in enumerate(batches):
                 began = time.monotonic()
                 optimizer.zero_grad()

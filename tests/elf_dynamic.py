@@ -14,9 +14,9 @@ PT_LOAD, PT_DYNAMIC = 1, 2
 
 @dataclass
 class Dynamic:
-    needed: List[str] = field(default_factory=list)
-    rpath: List[str] = field(default_factory=list)    # DT_RPATH entries, split at ':'
-    runpath: List[str] = field(default_factory=list)  # DT_RUNPATH entries
+    needed: list[str] = field(default_factory=list)
+    rpath: list[str] = field(default_factory=list)  # DT_RPATH entries, split at ':'
+    runpath: list[str] = field(default_factory=list)  # DT_RUNPATH entries
 
 
 def is_elf(data: bytes) -> bool:
@@ -29,10 +29,10 @@ def read_dynamic(data: bytes) -> Dynamic:
     bits64 = data[4] == 2
     endian = "<" if data[5] == 1 else ">"
     if bits64:
-        phoff, = struct.unpack_from(endian + "Q", data, 0x20)
+        (phoff,) = struct.unpack_from(endian + "Q", data, 0x20)
         phentsize, phnum = struct.unpack_from(endian + "HH", data, 0x36)
     else:
-        phoff, = struct.unpack_from(endian + "I", data, 0x1C)
+        (phoff,) = struct.unpack_from(endian + "I", data, 0x1C)
         phentsize, phnum = struct.unpack_from(endian + "HH", data, 0x2A)
     loads = []  # (virtual address, file offset, file size)
     dynamic = None  # (file offset, size)
@@ -61,14 +61,15 @@ def read_dynamic(data: bytes) -> Dynamic:
         entries.append((tag, value))
     if strtab_addr is None:
         raise ValueError("no DT_STRTAB")
-    strtab = next((off + strtab_addr - vaddr for vaddr, off, size in loads if vaddr <= strtab_addr < vaddr + size),
-                  None)
+    strtab = next(
+        (off + strtab_addr - vaddr for vaddr, off, size in loads if vaddr <= strtab_addr < vaddr + size), None
+    )
     if strtab is None:
         raise ValueError("DT_STRTAB outside every PT_LOAD segment")
 
     def string(index: int) -> str:
         start = strtab + index
-        return data[start:data.index(b"\0", start)].decode()
+        return data[start : data.index(b"\0", start)].decode()
 
     for tag, value in entries:
         if tag == DT_NEEDED:

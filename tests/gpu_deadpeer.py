@@ -25,6 +25,7 @@ def main() -> int:
     parser.add_argument("--after", type=int, default=20)
     args = parser.parse_args()
     import ringcc
+
     cases.ringcc = ringcc
     ringcc.init()
     rank = ringcc.rank()

@@ -35,6 +35,7 @@ CASES = CaseList()
 def _add(name, fn, **options):
     """Adds a case that ends once this rank's ringcc.jax collectives have run
     (JAX dispatches asynchronously; the harness's own NumPy collectives follow)."""
+
     def run(ctx):
         try:
             fn(ctx)
@@ -43,6 +44,7 @@ def _add(name, fn, **options):
                 jax.effects_barrier()
             except Exception:  # a failed computation: already recorded by the case
                 pass
+
     CASES.add(name, run, **options)
 
 
@@ -50,6 +52,7 @@ def case(name, **options):
     def register(fn):
         _add(name, fn, **options)
         return fn
+
     return register
 
 
@@ -66,6 +69,7 @@ def expect_failure(fragments, call, what):
             expect(fragment in message, f"{what}: {type(error).__name__} message lacks {fragment!r}: {message!r}")
         return
     fail(f"{what}: expected an error, but the call returned")
+
 
 DTYPES = ["float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64"]
 OPS = ["sum", "average", "min", "max", "product"]
@@ -128,19 +132,23 @@ def check_reduced(got, arrays, op, dtype, what):
 
 for _dtype in DTYPES:
     for _mode in MODES:
+
         def _case(ctx, dtype=_dtype, mode=_mode):
             xs = all_inputs(ctx, (3, 5), dtype)
             got = run_mode(mode, rj.allreduce, jnp.asarray(xs[ctx.rank]))
             check_reduced(got, xs, "sum", dtype, f"allreduce {dtype} {mode}")
+
         _add(f"allreduce/{_dtype}/sum/{_mode}", _case)
 
 for _op in OPS[1:]:  # sum: above
     for _dtype in ("float32", "int32"):
         for _mode in MODES:
+
             def _case(ctx, op=_op, dtype=_dtype, mode=_mode):
                 xs = all_inputs(ctx, (7,), dtype, op=op)
                 got = run_mode(mode, rj.allreduce, jnp.asarray(xs[ctx.rank]), op)
                 check_reduced(got, xs, op, dtype, f"allreduce {dtype} {op} {mode}")
+
             _add(f"allreduce/{_dtype}/{_op}/{_mode}", _case)
 
 
@@ -172,11 +180,13 @@ def _(ctx):
 
 for _shape in [(), (3,), (2, 3), (0, 2)]:
     for _mode in MODES:
+
         def _case(ctx, shape=_shape, mode=_mode):
             xs = all_inputs(ctx, shape, "float32")
             got = run_mode(mode, rj.allgather, jnp.asarray(xs[ctx.rank]))
             want = np.concatenate([np.atleast_1d(x) for x in xs], axis=0)
             check_equal(host(got), want, f"allgather {shape} {mode}")
+
         _add(f"allgather/{'x'.join(map(str, _shape)) or 'scalar'}/{_mode}", _case)
 
 
@@ -191,11 +201,13 @@ def _(ctx):
 # ----------------------------------------------------------------- broadcast
 
 for _mode in MODES:
+
     def _case(ctx, mode=_mode):
         for root in range(ctx.size):
             xs = all_inputs(ctx, (2, 4), "float64", salt=root)
             got = run_mode(mode, rj.broadcast, jnp.asarray(xs[ctx.rank]), root)
             check_equal(host(got), xs[root], f"broadcast root {root} {mode}")
+
     _add(f"broadcast/{_mode}", _case)
 
 
@@ -203,11 +215,15 @@ for _mode in MODES:
 def _(ctx):
     # Argument errors are raised when the collective runs, on every rank
     # (where ringcc.jax finds them while tracing, the collective fails).
-    expect_failure(["ringcc.InvalidArgumentError", "out of range"],
-                   lambda: rj.broadcast(jnp.zeros(2), ctx.size), "broadcast root == size")
+    expect_failure(
+        ["ringcc.InvalidArgumentError", "out of range"],
+        lambda: rj.broadcast(jnp.zeros(2), ctx.size),
+        "broadcast root == size",
+    )
 
 
 # ----------------------------------------------------------------- reduce_scatter
+
 
 def block(rows, n, r):
     base, extra = divmod(rows, n)
@@ -218,38 +234,45 @@ def block(rows, n, r):
 for _rows in (8, 5, 1):
     for _op in ("sum", "average", "max"):
         for _mode in MODES:
+
             def _case(ctx, rows=_rows, op=_op, mode=_mode):
                 dtype = "float32"
                 xs = all_inputs(ctx, (rows, 3), dtype)
                 got = run_mode(mode, rj.reduce_scatter, jnp.asarray(xs[ctx.rank]), op)
                 first, count = block(rows, ctx.size, ctx.rank)
                 want_all = reference_reduce(xs, op, dtype)
-                want = want_all[first:first + count]
-                scale = np.stack([np.abs(a) for a in xs]).sum(0)[first:first + count] + 1
-                check_close(host(got), want, scale, 1e-6, f"reduce_scatter rows {rows} {op} {mode}",
-                            np.float32)
+                want = want_all[first : first + count]
+                scale = np.stack([np.abs(a) for a in xs]).sum(0)[first : first + count] + 1
+                check_close(host(got), want, scale, 1e-6, f"reduce_scatter rows {rows} {op} {mode}", np.float32)
+
             _add(f"reduce_scatter/rows{_rows}/{_op}/{_mode}", _case)
 
 
 # ----------------------------------------------------------------- alltoall
 
 for _mode in MODES:
+
     def _case(ctx, mode=_mode):
         n = ctx.size
         xs = all_inputs(ctx, (2 * n, 3), "int32")
         got = run_mode(mode, rj.alltoall, jnp.asarray(xs[ctx.rank]))
-        want = np.concatenate([xs[src][2 * ctx.rank:2 * ctx.rank + 2] for src in range(n)])
+        want = np.concatenate([xs[src][2 * ctx.rank : 2 * ctx.rank + 2] for src in range(n)])
         check_equal(host(got), want, f"alltoall {mode}")
+
     _add(f"alltoall/{_mode}", _case)
 
 
 @case("alltoall/uneven-rows", min_size=2)
 def _(ctx):
-    expect_failure(["ringcc.InvalidArgumentError", "divide evenly"],
-                   lambda: rj.alltoall(jnp.zeros((ctx.size + 1, 2))), "alltoall uneven")
+    expect_failure(
+        ["ringcc.InvalidArgumentError", "divide evenly"],
+        lambda: rj.alltoall(jnp.zeros((ctx.size + 1, 2))),
+        "alltoall uneven",
+    )
 
 
 # ----------------------------------------------------------------- barrier
+
 
 @case("barrier/eager-and-jit")
 def _(ctx):
@@ -265,6 +288,7 @@ def _(ctx):
 
 
 # ----------------------------------------------------------------- ordering
+
 
 @case("ordering/several-in-one-jit")
 def _(ctx):
@@ -293,9 +317,14 @@ def _(ctx):
     check_equal(host(rb), np.concatenate(b), "allgather")
     check_equal(host(rc), c[n - 1], "broadcast")
     first, count = block(5, n, r)
-    check_close(host(rd), reference_reduce(d, "sum", "float32")[first:first + count],
-                np.ones((count, 2)) * 200, 1e-6, "reduce_scatter")
-    check_equal(host(re), np.concatenate([e[s][r:r + 1] for s in range(n)]), "alltoall")
+    check_close(
+        host(rd),
+        reference_reduce(d, "sum", "float32")[first : first + count],
+        np.ones((count, 2)) * 200,
+        1e-6,
+        "reduce_scatter",
+    )
+    check_equal(host(re), np.concatenate([e[s][r : r + 1] for s in range(n)]), "alltoall")
     check_equal(host(rm), np.max(np.stack(a), 0), "allreduce max")
 
 
@@ -345,6 +374,7 @@ def _(ctx):
         def body(carry, _):
             carry = rj.allreduce(carry, "average") + 1.0
             return carry, rj.allgather(carry[:1])
+
         return jax.lax.scan(body, x, None, length=4)
 
     carry, ys = f(jnp.full((3,), float(ctx.rank), jnp.float32))
@@ -375,6 +405,7 @@ def _(ctx):
 
 
 # ----------------------------------------------------------------- autodiff
+
 
 @case("grad/allreduce-sum")
 def _(ctx):
@@ -424,7 +455,7 @@ def _(ctx):
     ws = [np.arange(n * rows * 3, dtype=np.float32).reshape(n * rows, 3) * (q + 1) for q in range(n)]
     x = jnp.ones((rows, 3), jnp.float32)
     g = jax.grad(lambda v: jnp.sum(jnp.asarray(ws[r]) * rj.allgather(v)))(x)
-    want = sum(w[r * rows:(r + 1) * rows] for w in ws)  # transpose of allgather: reduce_scatter
+    want = sum(w[r * rows : (r + 1) * rows] for w in ws)  # transpose of allgather: reduce_scatter
     check_close(host(g), want, np.abs(want) + 1, 1e-6, "allgather grad")
 
     big = jnp.ones((n * rows, 3), jnp.float32)
@@ -433,7 +464,7 @@ def _(ctx):
     check_equal(host(g), np.concatenate(v), "reduce_scatter grad (allgather)")
 
     g = jax.grad(lambda u: jnp.sum(jnp.asarray(ws[r]) * rj.alltoall(u)))(big)
-    want = np.concatenate([ws[q][r * rows:(r + 1) * rows] for q in range(n)])
+    want = np.concatenate([ws[q][r * rows : (r + 1) * rows] for q in range(n)])
     check_equal(host(g), want, "alltoall grad (alltoall)")
 
     root = n - 1
@@ -444,12 +475,16 @@ def _(ctx):
 
 @case("grad/max-raises")
 def _(ctx):
-    expect_error(NotImplementedError, ["cannot be differentiated"],
-                 lambda: jax.grad(lambda v: jnp.sum(rj.allreduce(v, "max")))(jnp.ones(3)),
-                 "grad of max")
+    expect_error(
+        NotImplementedError,
+        ["cannot be differentiated"],
+        lambda: jax.grad(lambda v: jnp.sum(rj.allreduce(v, "max")))(jnp.ones(3)),
+        "grad of max",
+    )
 
 
 # ----------------------------------------------------------------- vmap
+
 
 @case("vmap/allreduce-allgather")
 def _(ctx):
@@ -472,15 +507,16 @@ def _(ctx):
     xs = all_inputs(ctx, (2, n * 2), "int32")  # batch 2 of (2n,) rows
     got = jax.vmap(rj.reduce_scatter)(xs[r])
     total = np.sum(np.stack(xs), 0).astype(np.int32)
-    check_equal(host(got), total[:, 2 * r:2 * r + 2], "vmap reduce_scatter")
+    check_equal(host(got), total[:, 2 * r : 2 * r + 2], "vmap reduce_scatter")
     got = jax.jit(jax.vmap(rj.alltoall))(xs[r])
-    want = np.concatenate([xs[s][:, 2 * r:2 * r + 2] for s in range(n)], axis=1)
+    want = np.concatenate([xs[s][:, 2 * r : 2 * r + 2] for s in range(n)], axis=1)
     check_equal(host(got), want, "vmap alltoall")
     got = jax.vmap(lambda v: rj.broadcast(v, 0))(xs[r])
     check_equal(host(got), xs[0], "vmap broadcast")
 
 
 # ----------------------------------------------------------------- donation
+
 
 @case("donation/in-place")
 def _(ctx):
@@ -489,8 +525,7 @@ def _(ctx):
     f = jax.jit(rj.allreduce, donate_argnums=0)
     y = f(x)
     expect(bool(np.all(host(y) == ctx.size * (ctx.size + 1) / 2)), "donated allreduce value")
-    expect(y.unsafe_buffer_pointer() == before,
-           "the result of a donated allreduce should reuse the input's buffer")
+    expect(y.unsafe_buffer_pointer() == before, "the result of a donated allreduce should reuse the input's buffer")
     expect(x.is_deleted(), "the donated input should be deleted")
     g = jax.jit(lambda v: rj.broadcast(v, 0), donate_argnums=0)
     z = jnp.full((8,), float(ctx.rank), jnp.float32)
@@ -507,12 +542,15 @@ def _(ctx):
 
 # ----------------------------------------------------------------- errors
 
+
 @case("errors/unsupported-dtype")
 def _(ctx):
-    expect_failure(["ringcc.UnsupportedTypeError", "bool"],
-                   lambda: rj.allreduce(jnp.zeros(3, bool)), "bool allreduce")
-    expect_failure(["ringcc.UnsupportedTypeError", "complex64"],
-                   lambda: jax.jit(rj.allgather)(jnp.zeros(3, jnp.complex64)), "complex allgather")
+    expect_failure(["ringcc.UnsupportedTypeError", "bool"], lambda: rj.allreduce(jnp.zeros(3, bool)), "bool allreduce")
+    expect_failure(
+        ["ringcc.UnsupportedTypeError", "complex64"],
+        lambda: jax.jit(rj.allgather)(jnp.zeros(3, jnp.complex64)),
+        "complex allgather",
+    )
 
 
 @case("errors/mismatch-then-usable", min_size=2)
@@ -538,24 +576,45 @@ def _(ctx):
     n, last = ctx.size, ctx.size - 1
     x = jnp.full((2 * n,), ctx.rank + 1.0, jnp.float32)
     calls = [
-        ("root out of range", "ringcc.InvalidArgumentError", ["out of range"],
-         lambda: rj.broadcast(x, n + 3 if bad else 0)),
-        ("unknown op, jitted", "ringcc.InvalidArgumentError", ["unknown reduction"],
-         lambda: jax.jit(lambda v: rj.allreduce(v, "median" if bad else "sum"))(x)),
-        ("unsupported dtype", "ringcc.UnsupportedTypeError", ["bool"],
-         lambda: rj.allgather(jnp.zeros(2, bool) if bad else jnp.zeros(2))),
-        ("uneven alltoall", "ringcc.InvalidArgumentError", ["divide evenly"],
-         lambda: rj.alltoall(jnp.ones(2 * n + 1) if bad else jnp.ones(2 * n))),
-        ("prescale factor not a number", "ValueError", ["could not convert"],
-         lambda: rj.reduce_scatter(x, prescale_factor="x" if bad else 1.0)),
+        (
+            "root out of range",
+            "ringcc.InvalidArgumentError",
+            ["out of range"],
+            lambda: rj.broadcast(x, n + 3 if bad else 0),
+        ),
+        (
+            "unknown op, jitted",
+            "ringcc.InvalidArgumentError",
+            ["unknown reduction"],
+            lambda: jax.jit(lambda v: rj.allreduce(v, "median" if bad else "sum"))(x),
+        ),
+        (
+            "unsupported dtype",
+            "ringcc.UnsupportedTypeError",
+            ["bool"],
+            lambda: rj.allgather(jnp.zeros(2, bool) if bad else jnp.zeros(2)),
+        ),
+        (
+            "uneven alltoall",
+            "ringcc.InvalidArgumentError",
+            ["divide evenly"],
+            lambda: rj.alltoall(jnp.ones(2 * n + 1) if bad else jnp.ones(2 * n)),
+        ),
+        (
+            "prescale factor not a number",
+            "ValueError",
+            ["could not convert"],
+            lambda: rj.reduce_scatter(x, prescale_factor="x" if bad else 1.0),
+        ),
         ("not an array", "TypeError", ["abc"], lambda: rj.allreduce("abc" if bad else x)),
     ]
     for what, own, fragments, call in calls:
         if bad:
             expect_failure([own] + fragments, call, f"{what} (this rank's own)")
         else:
-            expect_failure(["ringcc.MismatchError", f"rank {last} could not start"] + fragments, call,
-                           f"{what} (rank {last}'s)")
+            expect_failure(
+                ["ringcc.MismatchError", f"rank {last} could not start"] + fragments, call, f"{what} (rank {last}'s)"
+            )
         got = host(rj.allreduce(jnp.full((3,), ctx.rank + 1.0, jnp.float32)))
         expect(bool(np.all(got == n * (n + 1) / 2)), f"allreduce after {what}: {got}")
 
@@ -568,8 +627,10 @@ def platform(ctx):
     x = jnp.arange(4, dtype=jnp.float32) + ctx.rank
     y = jax.jit(lambda v: rj.allreduce(v, op="sum"))(x)
     got = {d.platform for d in y.devices()}
-    expect(jax.default_backend() == want and got == {want},
-           f"default backend {jax.default_backend()}, result on {got}; expected {want}")
+    expect(
+        jax.default_backend() == want and got == {want},
+        f"default backend {jax.default_backend()}, result on {got}; expected {want}",
+    )
     check_equal(host(y), np.arange(4, dtype=np.float32) * ctx.size + sum(range(ctx.size)), "allreduce")
 
 
@@ -584,8 +645,8 @@ def lowering_cuda(ctx):
         b = rj.allgather(a)
         c = rj.broadcast(b, root=0)
         return rj.reduce_scatter(c, op="sum"), rj.alltoall(c)
-    targets = ("ringcc_allreduce", "ringcc_allgather", "ringcc_broadcast", "ringcc_reduce_scatter",
-               "ringcc_alltoall")
+
+    targets = ("ringcc_allreduce", "ringcc_allgather", "ringcc_broadcast", "ringcc_reduce_scatter", "ringcc_alltoall")
     checks = [jax.export.DisabledSafetyCheck.custom_call(t) for t in targets]
     spec = jax.ShapeDtypeStruct((2 * ctx.size, 3), jnp.float32)
     exported = jax.export.export(jax.jit(f), platforms=["cuda"], disabled_checks=checks)(spec)
@@ -593,9 +654,12 @@ def lowering_cuda(ctx):
     found = [t for t in targets if any(f"@{t}(" in line for line in calls)]
     expect(found == list(targets), f"custom calls for CUDA: {found}")
     expect(all("!stablehlo.token" in line for line in calls), "every custom call takes the effect's token")
-    expect_error(NotImplementedError, ["CPU and CUDA platforms"],
-                 lambda: jax.export.export(jax.jit(f), platforms=["rocm"], disabled_checks=checks)(spec),
-                 "lowering for ROCm")
+    expect_error(
+        NotImplementedError,
+        ["CPU and CUDA platforms"],
+        lambda: jax.export.export(jax.jit(f), platforms=["rocm"], disabled_checks=checks)(spec),
+        "lowering for ROCm",
+    )
 
 
 def on_import(rc):
@@ -603,8 +667,10 @@ def on_import(rc):
     global jax, jnp, rj, ringcc
     ringcc = rc
     import jax as _jax
+
     _jax.config.update("jax_enable_x64", True)  # float64 and int64 stay 64-bit
     import jax.numpy as _jnp
+
     jax, jnp = _jax, _jnp
     try:
         import ringcc.jax as _rj

@@ -5,6 +5,7 @@ RINGCC_TIMEOUT_S, not hang, and its abort must reach rank 1, whose next
 collective then raises PeerFailureError at once naming rank 0. Each rank
 prints one "RESULT ..." line.
 """
+
 import os
 import sys
 import time
@@ -39,8 +40,7 @@ def main():
         except ringcc.PeerFailureError as error:
             print(f"RESULT rank 1: PeerFailureError after {time.monotonic() - start:.1f} s: {error}", flush=True)
         except Exception as error:  # noqa: BLE001 - reported
-            print(f"RESULT rank 1: {type(error).__name__} after {time.monotonic() - start:.1f} s: {error}",
-                  flush=True)
+            print(f"RESULT rank 1: {type(error).__name__} after {time.monotonic() - start:.1f} s: {error}", flush=True)
     sys.stdout.flush()
     os._exit(0)  # the communicator is broken on purpose; leave without the shutdown handshake
 

@@ -17,9 +17,17 @@ import os
 import sys
 
 import numpy as np
-
-from rank_harness import (CaseList, check_close, check_equal, exact_input, exact_inputs, expect,
-                          expect_error, fail, run_cases)
+from rank_harness import (
+    CaseList,
+    check_close,
+    check_equal,
+    exact_input,
+    exact_inputs,
+    expect,
+    expect_error,
+    fail,
+    run_cases,
+)
 
 mx = gluon = autograd = rmx = ringcc = None  # imported by main(): pytest reads CASES without MXNet
 
@@ -29,6 +37,7 @@ CASES = CaseList()
 def case(name, **options):
     """A case that ends once MXNet's engine has run everything it pushed
     (ringcc.mxnet collectives included): the harness's own collectives follow."""
+
     def register(fn):
         def run(ctx):
             try:
@@ -39,8 +48,10 @@ def case(name, **options):
                     rmx.check_errors()
                 except Exception as error:  # noqa: BLE001 - recorded here
                     fail(f"after the case: {type(error).__name__}: {error}")
+
         CASES.add(name, run, **options)
         return fn
+
     return register
 
 
@@ -92,19 +103,24 @@ def _(ctx):
     expect(kv.rank == ctx.rank and kv.num_workers == ctx.size, f"rank {kv.rank} of {kv.num_workers}")
     expect(kv.rank == rmx.rank() and kv.num_workers == rmx.size(), "rank/size of ringcc.mxnet")
     expect(kv.local_rank == ringcc.local_rank(), "local_rank")
-    expect(kv.is_capable("optimizer") is False and kv.is_capable("OPTIMIZER") is False,
-           "is_capable('optimizer') must be False")
+    expect(
+        kv.is_capable("optimizer") is False and kv.is_capable("OPTIMIZER") is False,
+        "is_capable('optimizer') must be False",
+    )
     expect_error(ValueError, ["Unknown capability"], lambda: kv.is_capable("telepathy"), "unknown capability")
-    expect_error(NotImplementedError, ["update_on_kvstore"],
-                 lambda: kv.set_optimizer(mx.optimizer.SGD()), "set_optimizer")
-    expect_error(NotImplementedError, ["save_states"],
-                 lambda: kv.save_optimizer_states("/nonexistent"), "save_optimizer_states")
+    expect_error(
+        NotImplementedError, ["update_on_kvstore"], lambda: kv.set_optimizer(mx.optimizer.SGD()), "set_optimizer"
+    )
+    expect_error(
+        NotImplementedError, ["save_states"], lambda: kv.save_optimizer_states("/nonexistent"), "save_optimizer_states"
+    )
     # MXNet falls back to a native kvstore for names it does not know: "ring"
     # must not be one of them (that is what the registration is for).
     expect(not isinstance(kv, mx.kvstore.KVStore), "a native kvstore came back")
 
 
 for _dtype in DTYPES:
+
     @case(f"kvstore/pushpull/{_dtype}")
     def _(ctx, dtype=_dtype):
         kv = mx.kv.create("ring")
@@ -159,10 +175,15 @@ def _(ctx):
     kv.pushpull(list(range(10, 15)), [[v] for v in values], out=[[o] for o in outs])
     for i, o in enumerate(outs):
         check_reduced(o, xs[i], "sum", f"key {10 + i} out=")
-    expect_error(ringcc.InvalidArgumentError, ["same key twice"],
-                 lambda: kv.pushpull([1, 1], [mx.nd.ones(1), mx.nd.ones(1)]), "duplicate keys")
-    expect_error(ringcc.InvalidArgumentError, ["one per key"],
-                 lambda: kv.pushpull([1, 2], [mx.nd.ones(1)]), "too few values")
+    expect_error(
+        ringcc.InvalidArgumentError,
+        ["same key twice"],
+        lambda: kv.pushpull([1, 1], [mx.nd.ones(1), mx.nd.ones(1)]),
+        "duplicate keys",
+    )
+    expect_error(
+        ringcc.InvalidArgumentError, ["one per key"], lambda: kv.pushpull([1, 2], [mx.nd.ones(1)]), "too few values"
+    )
 
 
 @case("kvstore/pushpull/many-keys-per-key-calls-fuse")
@@ -177,8 +198,10 @@ def _(ctx):
     for i, v in enumerate(values):
         check_reduced(v, xs[i], "sum", f"key {100 + i}")
     after = ringcc.engine_stats()
-    ctx.note(f"40 per-key pushpull calls: {after['tensors'] - before['tensors']} tensors in "
-             f"{after['fused_collectives'] - before['fused_collectives']} fused collectives")
+    ctx.note(
+        f"40 per-key pushpull calls: {after['tensors'] - before['tensors']} tensors in "
+        f"{after['fused_collectives'] - before['fused_collectives']} fused collectives"
+    )
 
 
 @case("kvstore/two-trainers-same-keys")
@@ -201,9 +224,9 @@ def _(ctx):
     n = 1 << 18
     a = mx.nd.ones((n,)) * (ctx.rank + 1)
     for _ in range(3):
-        a = a * 2          # pending MXNet work
+        a = a * 2  # pending MXNet work
         kv.pushpull(0, a)  # reads a once ready, writes it
-        a = a + 1          # must see the sum
+        a = a + 1  # must see the sum
     # each round: every rank doubles, the ranks sum, every rank adds 1
     x = [float(r + 1) for r in range(ctx.size)]
     for _ in range(3):
@@ -264,8 +287,13 @@ def params_of(net):
 def batches(ctx):
     """STEPS global batches of BATCH rows per rank (identical on every rank)."""
     rng = ctx.rng(0, salt=7)
-    return [(rng.normal(size=(BATCH * ctx.size, IN)).astype(np.float32),
-             rng.integers(0, OUT, size=BATCH * ctx.size).astype(np.float32)) for _ in range(STEPS)]
+    return [
+        (
+            rng.normal(size=(BATCH * ctx.size, IN)).astype(np.float32),
+            rng.integers(0, OUT, size=BATCH * ctx.size).astype(np.float32),
+        )
+        for _ in range(STEPS)
+    ]
 
 
 def train(net, trainer, data_batches, rows, step_size, ctx_list=None):
@@ -302,8 +330,14 @@ def check_trained(ctx, net, what):
         check_equal(gathered[r], flat[0], f"{what}: parameters of rank {r} vs rank {ctx.rank}")
     # the same as one process training on the concatenated batch
     for i, (g, w) in enumerate(zip(got, reference(ctx))):
-        check_close(g, w.astype(np.float64), np.abs(w.astype(np.float64)) + 1e-3, 2e-5,
-                    f"{what}: parameter {i} vs the single-process run", np.float32)
+        check_close(
+            g,
+            w.astype(np.float64),
+            np.abs(w.astype(np.float64)) + 1e-3,
+            2e-5,
+            f"{what}: parameter {i} vs the single-process run",
+            np.float32,
+        )
 
 
 def my_rows(ctx):
@@ -329,8 +363,9 @@ def _(ctx):
     set_params(net, initial_values(ctx, 0))
     trainer = gluon.Trainer(net.collect_params(), OPT[0], dict(OPT[1]), kvstore="ring")
     train(net, trainer, batches(ctx), my_rows(ctx), BATCH * ctx.size)
-    expect(isinstance(trainer._kvstore, rmx.RingKVStore),
-           f"Trainer(kvstore='ring') runs with kvstore {trainer._kvstore!r}")
+    expect(
+        isinstance(trainer._kvstore, rmx.RingKVStore), f"Trainer(kvstore='ring') runs with kvstore {trainer._kvstore!r}"
+    )
     check_trained(ctx, net, "Trainer(kvstore='ring')")
 
 
@@ -363,10 +398,15 @@ def _(ctx):
 @case("trainer/update-on-kvstore-refused")
 def _(ctx):
     net = make_net()
-    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1},
-                            kvstore=mx.kv.create("ring"), update_on_kvstore=True)
-    expect_error(ValueError, ["update_on_kvstore=False"],
-                 lambda: train(net, trainer, batches(ctx)[:1], my_rows(ctx), BATCH), "update_on_kvstore=True")
+    trainer = gluon.Trainer(
+        net.collect_params(), "sgd", {"learning_rate": 0.1}, kvstore=mx.kv.create("ring"), update_on_kvstore=True
+    )
+    expect_error(
+        ValueError,
+        ["update_on_kvstore=False"],
+        lambda: train(net, trainer, batches(ctx)[:1], my_rows(ctx), BATCH),
+        "update_on_kvstore=True",
+    )
 
 
 @case("trainer/distributed-trainer")
@@ -383,8 +423,9 @@ def _(ctx):
 def _(ctx):
     net = make_net()
     set_params(net, initial_values(ctx, 0))
-    trainer = rmx.DistributedTrainer(net.collect_params(), OPT[0], dict(OPT[1]), num_groups=2,
-                                     gradient_predivide_factor=2.0, prefix="g")
+    trainer = rmx.DistributedTrainer(
+        net.collect_params(), OPT[0], dict(OPT[1]), num_groups=2, gradient_predivide_factor=2.0, prefix="g"
+    )
     train(net, trainer, batches(ctx), my_rows(ctx), BATCH)
     check_trained(ctx, net, "DistributedTrainer(num_groups=2, gradient_predivide_factor=2)")
 
@@ -408,8 +449,10 @@ def _(ctx):
         fresh.load_states(path)
         loaded = fresh._optimizer
         expect(isinstance(loaded, rmx.DistributedOptimizer), f"loaded optimizer: {type(loaded).__name__}")
-        expect(abs(loaded.learning_rate - 0.05) < 1e-12 and loaded.momentum == 0.9,
-               f"loaded lr {loaded.learning_rate}, momentum {loaded.momentum}")
+        expect(
+            abs(loaded.learning_rate - 0.05) < 1e-12 and loaded.momentum == 0.9,
+            f"loaded lr {loaded.learning_rate}, momentum {loaded.momentum}",
+        )
         expect(abs(loaded.rescale_grad - opt.rescale_grad) < 1e-12, "rescale_grad kept as saved")
     finally:
         if os.path.exists(path):
@@ -458,8 +501,11 @@ def _(ctx):
     """Convolution (oneDNN layouts inside MXNet) with the kvstore: ranks stay identical."""
     mx.random.seed(5)
     net = gluon.nn.HybridSequential()
-    net.add(gluon.nn.Conv2D(4, 3, in_channels=1, activation="relu"), gluon.nn.Flatten(),
-            gluon.nn.Dense(OUT, in_units=4 * 4 * 4))
+    net.add(
+        gluon.nn.Conv2D(4, 3, in_channels=1, activation="relu"),
+        gluon.nn.Flatten(),
+        gluon.nn.Dense(OUT, in_units=4 * 4 * 4),
+    )
     net.initialize(mx.init.Xavier())
     net.hybridize()
     trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": 0.01}, kvstore=mx.kv.create("ring"))
@@ -488,8 +534,13 @@ def _(ctx):
     for kvstore in (mx.kv.create("ring"), "ring"):
         mx.random.seed(3)  # the same initial parameters on every rank (see docs/mxnet.md)
         mod = mx.mod.Module(out, context=mx.cpu())
-        mod.fit(mx.io.NDArrayIter(x, y, batch_size=4), num_epoch=2, kvstore=kvstore, optimizer="sgd",
-                optimizer_params={"learning_rate": 0.1})
+        mod.fit(
+            mx.io.NDArrayIter(x, y, batch_size=4),
+            num_epoch=2,
+            kvstore=kvstore,
+            optimizer="sgd",
+            optimizer_params={"learning_rate": 0.1},
+        )
         expect(isinstance(mod._kvstore, rmx.RingKVStore), f"kvstore={kvstore!r}: Module used {mod._kvstore!r}")
         weight = mod.get_params()[0]["fc_weight"].asnumpy().ravel()[None]
         gathered = ringcc.allgather(weight)
@@ -499,6 +550,7 @@ def _(ctx):
 # ----------------------------------------------------------------- Horovod-style ops
 
 for _dtype in DTYPES:
+
     @case(f"ops/allreduce/{_dtype}")
     def _(ctx, dtype=_dtype):
         xs = all_inputs(ctx, (2, 3), dtype)
@@ -514,7 +566,9 @@ for _dtype in DTYPES:
         expect(out is y, "allreduce_ returns its argument")
         check_reduced(y, xs, "sum", f"allreduce_ {dtype}")
 
+
 for _op in ("average", "min", "max", "product"):
+
     @case(f"ops/allreduce/op-{_op}")
     def _(ctx, op=_op):
         for dtype in ("float32", "int32"):
@@ -527,8 +581,12 @@ def _(ctx):
     xs = all_inputs(ctx, (4,), "float64")
     got = rmx.allreduce(nd(xs[ctx.rank]), op=rmx.Sum, prescale_factor=0.5, postscale_factor=3.0, name="scaled")
     check_equal(got.asnumpy(), 1.5 * reduce_np(xs, "sum"), "prescale 0.5, postscale 3")
-    expect_error(ringcc.InvalidArgumentError, ["not both"],
-                 lambda: rmx.allreduce(nd(xs[0]), average=True, op="sum"), "average= and op=")
+    expect_error(
+        ringcc.InvalidArgumentError,
+        ["not both"],
+        lambda: rmx.allreduce(nd(xs[0]), average=True, op="sum"),
+        "average= and op=",
+    )
     # many in flight at once, unnamed and named, read afterwards
     outs = [rmx.allreduce(nd(xs[ctx.rank]) * i, op="sum") for i in range(20)]
     outs += [rmx.allreduce(nd(xs[ctx.rank]) * i, op="sum", name=f"n{i}") for i in range(20)]
@@ -569,8 +627,12 @@ def _(ctx):
         y = nd(xs[ctx.rank])
         expect(rmx.broadcast_(y, root, name=f"b{root}") is y, "broadcast_ returns its argument")
         check_equal(y.asnumpy(), xs[root], f"broadcast_ root {root}")
-    expect_error(ringcc.InvalidArgumentError, ["out of range"],
-                 lambda: rmx.broadcast(mx.nd.ones(2), root_rank=ctx.size), "bad root")
+    expect_error(
+        ringcc.InvalidArgumentError,
+        ["out of range"],
+        lambda: rmx.broadcast(mx.nd.ones(2), root_rank=ctx.size),
+        "bad root",
+    )
 
 
 @case("ops/allgather")
@@ -582,9 +644,11 @@ def _(ctx):
     got = rmx.allgather(nd(ys[ctx.rank]), name="g8")
     check_equal(got.asnumpy(), np.concatenate(ys), "allgather int8")
     pending = mx.nd.ones((3,)) * 2  # an allgather after pending work reads the finished input
-    check_equal(rmx.allgather(pending * (ctx.rank + 1)).asnumpy(),
-                np.concatenate([np.full(3, 2.0 * (r + 1), np.float32) for r in range(ctx.size)]),
-                "allgather of a pending result")
+    check_equal(
+        rmx.allgather(pending * (ctx.rank + 1)).asnumpy(),
+        np.concatenate([np.full(3, 2.0 * (r + 1), np.float32) for r in range(ctx.size)]),
+        "allgather of a pending result",
+    )
 
 
 @case("ops/synchronous-mode")
@@ -609,17 +673,24 @@ def _(ctx):
 def _(ctx):
     os.environ["RINGCC_MXNET_ASYNC"] = "0"
     try:
-        expect_error(ringcc.MismatchError, ["sync-mismatch"],
-                     lambda: rmx.allreduce(mx.nd.ones((2 + ctx.rank,)), name="sync-mismatch"),
-                     "a mismatch raises at the call")
+        expect_error(
+            ringcc.MismatchError,
+            ["sync-mismatch"],
+            lambda: rmx.allreduce(mx.nd.ones((2 + ctx.rank,)), name="sync-mismatch"),
+            "a mismatch raises at the call",
+        )
     finally:
         del os.environ["RINGCC_MXNET_ASYNC"]
 
 
 @case("ops/errors")
 def _(ctx):
-    expect_error(ringcc.UnsupportedTypeError, ["sparse"],
-                 lambda: rmx.allreduce(mx.nd.sparse.zeros("row_sparse", (4, 2))), "sparse NDArray")
+    expect_error(
+        ringcc.UnsupportedTypeError,
+        ["sparse"],
+        lambda: rmx.allreduce(mx.nd.sparse.zeros("row_sparse", (4, 2))),
+        "sparse NDArray",
+    )
     expect_error(ringcc.UnsupportedTypeError, ["NDArray"], lambda: rmx.allreduce(np.ones(3)), "a NumPy array")
     try:
         odd = mx.nd.ones((2,), dtype="int16")
@@ -629,8 +700,9 @@ def _(ctx):
         expect_error(ringcc.UnsupportedTypeError, ["int16"], lambda: rmx.allreduce(odd), "int16")
     expect_error(ringcc.InvalidArgumentError, ["name"], lambda: rmx.allreduce(mx.nd.ones(2), name=""), "empty name")
     kv = mx.kv.create("ring")
-    expect_error(ringcc.InvalidArgumentError, ["keys are ints or strings"],
-                 lambda: kv.pushpull(1.5, mx.nd.ones(2)), "float key")
+    expect_error(
+        ringcc.InvalidArgumentError, ["keys are ints or strings"], lambda: kv.pushpull(1.5, mx.nd.ones(2)), "float key"
+    )
 
 
 @case("ops/mismatch-raised-later", min_size=2)
@@ -654,24 +726,48 @@ def _(ctx):
     bad = ctx.rank == last
     kv = mx.kv.create("ring")
     calls = [
-        ("allreduce of a NumPy array", ringcc.UnsupportedTypeError, "NDArray",
-         lambda: rmx.allreduce(np.ones(3) if bad else mx.nd.ones((3,)), op="sum")),
-        ("broadcast_ from a root out of range", ringcc.InvalidArgumentError, "out of range",
-         lambda: rmx.broadcast_(mx.nd.ones((3,)), root_rank=n if bad else 0)),
-        ("grouped_allreduce_ with a NumPy array", ringcc.UnsupportedTypeError, "NDArray",
-         lambda: rmx.grouped_allreduce_([mx.nd.ones((2,)), np.ones(2) if bad else mx.nd.ones((2,))], op="sum")),
-        ("kvstore pushpull into an out of another shape", ringcc.InvalidArgumentError, "out has shape",
-         lambda: kv.pushpull("one-rank", mx.nd.ones((4,)), out=mx.nd.zeros((5,) if bad else (4,)))),
-        ("kvstore broadcast of a NumPy array", ringcc.UnsupportedTypeError, "NDArray",
-         lambda: kv.broadcast("one-rank-b", np.ones(4) if bad else mx.nd.ones((4,)), mx.nd.zeros((4,)))),
+        (
+            "allreduce of a NumPy array",
+            ringcc.UnsupportedTypeError,
+            "NDArray",
+            lambda: rmx.allreduce(np.ones(3) if bad else mx.nd.ones((3,)), op="sum"),
+        ),
+        (
+            "broadcast_ from a root out of range",
+            ringcc.InvalidArgumentError,
+            "out of range",
+            lambda: rmx.broadcast_(mx.nd.ones((3,)), root_rank=n if bad else 0),
+        ),
+        (
+            "grouped_allreduce_ with a NumPy array",
+            ringcc.UnsupportedTypeError,
+            "NDArray",
+            lambda: rmx.grouped_allreduce_([mx.nd.ones((2,)), np.ones(2) if bad else mx.nd.ones((2,))], op="sum"),
+        ),
+        (
+            "kvstore pushpull into an out of another shape",
+            ringcc.InvalidArgumentError,
+            "out has shape",
+            lambda: kv.pushpull("one-rank", mx.nd.ones((4,)), out=mx.nd.zeros((5,) if bad else (4,))),
+        ),
+        (
+            "kvstore broadcast of a NumPy array",
+            ringcc.UnsupportedTypeError,
+            "NDArray",
+            lambda: kv.broadcast("one-rank-b", np.ones(4) if bad else mx.nd.ones((4,)), mx.nd.zeros((4,))),
+        ),
     ]
     for what, own, fragment, call in calls:
         if bad:
             expect_error(own, [fragment], call, f"{what} (rank {last}'s own error)")
         else:
             call()
-            expect_error(ringcc.MismatchError, [f"rank {last} could not start", fragment], rmx.wait_all,
-                         f"{what} (rank {last}'s bad argument)")
+            expect_error(
+                ringcc.MismatchError,
+                [f"rank {last} could not start", fragment],
+                rmx.wait_all,
+                f"{what} (rank {last}'s bad argument)",
+            )
         x = mx.nd.full((2,), ctx.rank + 1)
         rmx.allreduce_(x, op="sum")
         check_equal(x.asnumpy(), np.full(2, n * (n + 1) / 2, np.float32), f"an allreduce after {what}")
@@ -683,7 +779,9 @@ def _(ctx):
 def on_import(ringcc_module):
     global mx, gluon, autograd, rmx, ringcc
     import mxnet
+
     import ringcc.mxnet
+
     mx, gluon, autograd = mxnet, mxnet.gluon, mxnet.autograd
     rmx, ringcc = ringcc.mxnet, ringcc_module
     mx.random.seed(0)

@@ -16,7 +16,6 @@ import time
 import zlib
 
 import numpy as np
-
 from rank_harness import CaseList, Skip, check_close, check_equal, expect, fail, run_cases
 
 ringcc = None  # imported by main(), so that pytest can read CASES without the compiled core
@@ -162,8 +161,18 @@ def poll_done(handle, what: str, seconds: float = 60.0) -> None:
 # allreduce
 
 
-def add_allreduce(dtype_name: str, op: str, count: int, *, pre: float = 1.0, post: float = 1.0,
-                  op_arg=None, shape=None, name: str = None, **options) -> None:
+def add_allreduce(
+    dtype_name: str,
+    op: str,
+    count: int,
+    *,
+    pre: float = 1.0,
+    post: float = 1.0,
+    op_arg=None,
+    shape=None,
+    name: str = None,
+    **options,
+) -> None:
     """allreduce (new array), allreduce_ (in place) and allreduce(out=) of one input."""
     if name is None:
         name = f"allreduce/{dtype_name}/{op}/n={count}"
@@ -174,8 +183,7 @@ def add_allreduce(dtype_name: str, op: str, count: int, *, pre: float = 1.0, pos
         dt = dtype_of(dtype_name)
         the_op = op_value(op) if op_arg is None else op_arg
         kwargs = scale_kwargs(pre, post)
-        inputs = [make_input(ctx, r, dt, count, value_kind(op)).reshape(shape or (count,))
-                  for r in range(ctx.size)]
+        inputs = [make_input(ctx, r, dt, count, value_kind(op)).reshape(shape or (count,)) for r in range(ctx.size)]
         mine = inputs[ctx.rank]
         original = mine.copy()
 
@@ -214,7 +222,7 @@ def register_allreduce_cases() -> None:
     # elements = 64 KiB) and the shared-memory area (1048576 = 4 MiB).
     for count in (1, 16383, 16384, 16385, 1048575, 1048576, 1048577):
         plan("float32", "Sum", count)
-    for (dtype_name, op, count) in planned:
+    for dtype_name, op, count in planned:
         add_allreduce(dtype_name, op, count)
 
     for dtype_name in DTYPES:
@@ -223,8 +231,16 @@ def register_allreduce_cases() -> None:
         add_allreduce(dtype_name, "Sum", SMALL_BYTES // itemsize + 1, pre=0.5, post=3.0)
         add_allreduce(dtype_name, "Average", 1009, pre=2.0, post=0.25)
 
-    for text, op in (("sum", "Sum"), ("avg", "Average"), ("average", "Average"), ("mean", "Average"),
-                     ("min", "Min"), ("max", "Max"), ("product", "Product"), ("prod", "Product")):
+    for text, op in (
+        ("sum", "Sum"),
+        ("avg", "Average"),
+        ("average", "Average"),
+        ("mean", "Average"),
+        ("min", "Min"),
+        ("max", "Max"),
+        ("product", "Product"),
+        ("prod", "Product"),
+    ):
         add_allreduce("float32", op, 7, op_arg=text, name=f"allreduce/op-string/{text}")
     add_allreduce("float32", "Sum", 105, shape=(3, 5, 7), name="allreduce/float32/Sum/shape=(3,5,7)")
     add_allreduce("int64", "Max", 24, shape=(2, 3, 4), name="allreduce/int64/Max/shape=(2,3,4)")
@@ -263,8 +279,9 @@ def allreduce_inplace_buffer_protocol(ctx):
     values = array.array("i", [r + i for i in range(10)])
     returned = ringcc.allreduce_(values, ringcc.Max)
     expect(returned is values, "allreduce_ must return its argument")
-    check_equal(np.frombuffer(values, dtype=np.int32), np.arange(10, dtype=np.int32) + n - 1,
-                "allreduce_(array.array, Max)")
+    check_equal(
+        np.frombuffer(values, dtype=np.int32), np.arange(10, dtype=np.int32) + n - 1, "allreduce_(array.array, Max)"
+    )
     data = bytearray([r + 1] * 5)
     ringcc.allreduce_(data, ringcc.Product)
     product = 1
@@ -315,8 +332,9 @@ def add_allgather(dtype_name: str, row_shape=(), rows=rows_of, name: str = None,
     def run(ctx):
         dt = dtype_of(dtype_name)
         row_elems = int(np.prod(row_shape, dtype=np.int64))
-        inputs = [make_input(ctx, r, dt, rows(r) * row_elems).reshape((rows(r),) + tuple(row_shape))
-                  for r in range(ctx.size)]
+        inputs = [
+            make_input(ctx, r, dt, rows(r) * row_elems).reshape((rows(r),) + tuple(row_shape)) for r in range(ctx.size)
+        ]
         want = np.concatenate(inputs, axis=0)
         mine = inputs[ctx.rank]
         check_equal(ringcc.allgather(mine), want, "allgather")
@@ -336,8 +354,9 @@ add_allgather("float64", (2, 3), rows=lambda r: 0, name="allgather/float64/all-r
 add_allgather("float32", (), rows=lambda r: 300_000 * (r + 1) + r, name="allgather/float32/large")
 # Longer than one shared-memory piece (SHM_AREA_BYTES) on every rank, and
 # of a different length on each.
-add_allgather("float32", (), rows=lambda r: SHM_AREA_BYTES // 4 * (r + 1) + 7 * r + 1,
-              name="allgather/float32/several-pieces")
+add_allgather(
+    "float32", (), rows=lambda r: SHM_AREA_BYTES // 4 * (r + 1) + 7 * r + 1, name="allgather/float32/several-pieces"
+)
 
 
 # --------------------------------------------------------------------------
@@ -391,8 +410,18 @@ RS_ROWS = {
 }
 
 
-def add_reduce_scatter(dtype_name: str, op: str, rows_label: str, row_shape=(3,), *, pre: float = 1.0,
-                       post: float = 1.0, name: str = None, rows_fn=None, **options) -> None:
+def add_reduce_scatter(
+    dtype_name: str,
+    op: str,
+    rows_label: str,
+    row_shape=(3,),
+    *,
+    pre: float = 1.0,
+    post: float = 1.0,
+    name: str = None,
+    rows_fn=None,
+    **options,
+) -> None:
     if name is None:
         name = f"reduce_scatter/{dtype_name}/{op}/rows={rows_label}"
         if pre != 1.0 or post != 1.0:
@@ -404,14 +433,15 @@ def add_reduce_scatter(dtype_name: str, op: str, rows_label: str, row_shape=(3,)
         n = ctx.size
         rows = rows_fn(n)
         row_elems = int(np.prod(row_shape, dtype=np.int64))
-        inputs = [make_input(ctx, r, dt, rows * row_elems, value_kind(op)).reshape((rows,) + tuple(row_shape))
-                  for r in range(n)]
+        inputs = [
+            make_input(ctx, r, dt, rows * row_elems, value_kind(op)).reshape((rows,) + tuple(row_shape))
+            for r in range(n)
+        ]
         first, count = block(rows, n, ctx.rank)
-        mine_block = [x[first:first + count] for x in inputs]
+        mine_block = [x[first : first + count] for x in inputs]
         kwargs = scale_kwargs(pre, post)
         got = ringcc.reduce_scatter(inputs[ctx.rank], op_value(op), **kwargs)
-        check_reduction(got, mine_block, op, f"reduce_scatter (rows {first}..{first + count - 1} of {rows})",
-                        pre, post)
+        check_reduction(got, mine_block, op, f"reduce_scatter (rows {first}..{first + count - 1} of {rows})", pre, post)
         out = np.zeros_like(mine_block[0])
         returned = ringcc.reduce_scatter(inputs[ctx.rank], op_value(op), out=out, **kwargs)
         expect(returned is out, "reduce_scatter(out=) must return out")
@@ -431,8 +461,9 @@ for _dtype in DTYPES:
         add_reduce_scatter(_dtype, "Sum", "2n+1", row_shape=(2, 3))
 add_reduce_scatter("float32", "Sum", "2n+1", pre=0.5, post=3.0)
 add_reduce_scatter("int8", "Average", "2n+1", pre=2.0, post=0.5)
-add_reduce_scatter("float32", "Sum", "1048577", row_shape=(), rows_fn=lambda n: 1048577,
-                   name="reduce_scatter/float32/Sum/rows=1048577")
+add_reduce_scatter(
+    "float32", "Sum", "1048577", row_shape=(), rows_fn=lambda n: 1048577, name="reduce_scatter/float32/Sum/rows=1048577"
+)
 
 
 # --------------------------------------------------------------------------
@@ -451,7 +482,7 @@ def alltoall_expected(ctx, dt, splits_of, row_shape):
     for src in range(n):
         splits = splits_of(src, n)
         start = sum(splits[:me])
-        pieces.append(inputs[src][start:start + splits[me]])
+        pieces.append(inputs[src][start : start + splits[me]])
         received.append(splits[me])
     return inputs[me], np.concatenate(pieces, axis=0), received
 
@@ -465,8 +496,9 @@ def uneven_splits(r: int, n: int):
     return [(r + 2 * j + 1) % 4 for j in range(n)]
 
 
-def add_alltoall(dtype_name: str, splits_of, label: str, row_shape=(2,), *, pass_splits: bool = True,
-                 **options) -> None:
+def add_alltoall(
+    dtype_name: str, splits_of, label: str, row_shape=(2,), *, pass_splits: bool = True, **options
+) -> None:
     name = f"alltoall/{dtype_name}/{label}"
 
     def run(ctx):
@@ -476,8 +508,7 @@ def add_alltoall(dtype_name: str, splits_of, label: str, row_shape=(2,), *, pass
         if pass_splits:
             got, received = ringcc.alltoall(mine, splits)
             check_equal(got, want, "alltoall")
-            expect(list(received) == want_received,
-                   f"alltoall received splits {received}, expected {want_received}")
+            expect(list(received) == want_received, f"alltoall received splits {received}, expected {want_received}")
             out = np.zeros_like(want)
             returned, received = ringcc.alltoall(mine, splits, out=out)
             expect(returned is out, "alltoall(out=) must return out")
@@ -513,7 +544,7 @@ def barrier(ctx):
     handle = ringcc.barrier_async()
     poll_done(handle, "barrier_async")
     expect(handle.wait() is None, "barrier_async().wait() returns None")
-    expect(handle.done(), 'handle.done()')
+    expect(handle.done(), "handle.done()")
 
 
 def float_inputs(ctx, count, salt=0):
@@ -557,8 +588,7 @@ def async_broadcast(ctx):
 
 @CASES.case("async/allgather")
 def async_allgather(ctx):
-    inputs = [make_input(ctx, r, np.dtype(np.float64), rows_of(r) * 3).reshape(rows_of(r), 3)
-              for r in range(ctx.size)]
+    inputs = [make_input(ctx, r, np.dtype(np.float64), rows_of(r) * 3).reshape(rows_of(r), 3) for r in range(ctx.size)]
     handle = ringcc.allgather_async(inputs[ctx.rank])
     poll_done(handle, "allgather_async")
     check_equal(handle.wait(), np.concatenate(inputs), "allgather_async")
@@ -572,7 +602,7 @@ def async_reduce_scatter(ctx):
     first, count = block(rows, n, ctx.rank)
     handle = ringcc.reduce_scatter_async(inputs[ctx.rank], ringcc.Sum)
     poll_done(handle, "reduce_scatter_async")
-    check_reduction(handle.wait(), [x[first:first + count] for x in inputs], "Sum", "reduce_scatter_async")
+    check_reduction(handle.wait(), [x[first : first + count] for x in inputs], "Sum", "reduce_scatter_async")
 
 
 @CASES.case("async/alltoall")
@@ -592,9 +622,19 @@ def async_alltoall(ctx):
 def grouped_inputs(ctx, salt=0):
     """Mixed dtypes and sizes; some are larger than a 1 MiB fusion threshold, and the float32
     ones together span several shared-memory pieces (tensors cross piece boundaries)."""
-    specs = [("float32", 1000), ("int32", 7), ("float16", 300), ("float32", 400_000), ("int64", 0),
-             ("float64", 300_000), ("uint8", 5), ("bfloat16", 50), ("float32", 1_100_001), ("float32", 12),
-             ("int8", 3000)]
+    specs = [
+        ("float32", 1000),
+        ("int32", 7),
+        ("float16", 300),
+        ("float32", 400_000),
+        ("int64", 0),
+        ("float64", 300_000),
+        ("uint8", 5),
+        ("bfloat16", 50),
+        ("float32", 1_100_001),
+        ("float32", 12),
+        ("int8", 3000),
+    ]
     per_tensor = []
     for index, (dtype_name, count) in enumerate(specs):
         try:
@@ -612,8 +652,10 @@ def grouped_allreduce(ctx):
     mine = [inputs[ctx.rank] for inputs in groups]
     originals = [x.copy() for x in mine]
     got = ringcc.grouped_allreduce(mine)
-    expect(isinstance(got, list) and len(got) == len(mine),
-           f"grouped_allreduce returned {type(got).__name__} of {len(got)}")
+    expect(
+        isinstance(got, list) and len(got) == len(mine),
+        f"grouped_allreduce returned {type(got).__name__} of {len(got)}",
+    )
     for index, (result, inputs) in enumerate(zip(got, groups)):
         check_reduction(result, inputs, "Sum", f"grouped_allreduce tensor {index} ({inputs[0].dtype})")
     for index, (x, original) in enumerate(zip(mine, originals)):
@@ -628,8 +670,10 @@ def grouped_allreduce_inplace(ctx):
     groups = grouped_inputs(ctx, salt=1)
     buffers = [inputs[ctx.rank].copy() for inputs in groups]
     returned = ringcc.grouped_allreduce_(buffers, ringcc.Max)
-    expect(len(returned) == len(buffers) and all(a is b for a, b in zip(returned, buffers)),
-           "grouped_allreduce_ must return the arrays it was given")
+    expect(
+        len(returned) == len(buffers) and all(a is b for a, b in zip(returned, buffers)),
+        "grouped_allreduce_ must return the arrays it was given",
+    )
     for index, (result, inputs) in enumerate(zip(buffers, groups)):
         check_reduction(result, inputs, "Max", f"grouped_allreduce_ tensor {index} ({inputs[0].dtype})")
 
@@ -727,7 +771,7 @@ def async_many(ctx):
     check_reduction(results["allreduce 1100000"], sums[2], "Average", "allreduce 1100000")
     got, received = results["alltoall"]
     check_equal(got, a2a_want, "alltoall")
-    expect(list(received) == a2a_received, 'list(received) == a2a_received')
+    expect(list(received) == a2a_received, "list(received) == a2a_received")
     expect(results["allreduce_ 7"] is in_place, 'results["allreduce_ 7"] is in_place')
     check_reduction(in_place, sums[0], "Min", "allreduce_ 7")
 
@@ -748,7 +792,7 @@ def async_mixed(ctx):
 @CASES.case("topology")
 def topology(ctx):
     env = os.environ
-    expect(ringcc.is_initialized(), 'ringcc.is_initialized()')
+    expect(ringcc.is_initialized(), "ringcc.is_initialized()")
     values = {
         "rank": (ringcc.rank(), int(env["RINGCC_RANK"])),
         "size": (ringcc.size(), int(env["RINGCC_SIZE"])),
@@ -769,19 +813,22 @@ def topology(ctx):
         expected_transport = "shm+tcp"  # shared memory within the host, TCP between hosts
     else:
         expected_transport = "shm"
-    expect(ringcc.transport_name() == expected_transport,
-           f"transport_name() is {ringcc.transport_name()!r}, expected {expected_transport!r}")
+    expect(
+        ringcc.transport_name() == expected_transport,
+        f"transport_name() is {ringcc.transport_name()!r}, expected {expected_transport!r}",
+    )
 
     # Consistency across ranks.
     host_id = zlib.crc32(env.get("RINGCC_HOSTNAME", "").encode())
-    row = np.array([[ringcc.rank(), ringcc.local_rank(), ringcc.local_size(), ringcc.cross_rank(),
-                     ringcc.cross_size(), host_id]], dtype=np.int64)
+    row = np.array(
+        [[ringcc.rank(), ringcc.local_rank(), ringcc.local_size(), ringcc.cross_rank(), ringcc.cross_size(), host_id]],
+        dtype=np.int64,
+    )
     table = ringcc.allgather(row)
     expect(sorted(table[:, 0].tolist()) == list(range(ctx.size)), f"ranks: {table[:, 0]}")
     for host in set(table[:, 5].tolist()):
         on_host = table[table[:, 5] == host]
-        expect(sorted(on_host[:, 1].tolist()) == list(range(len(on_host))),
-               f"local ranks on a host: {on_host[:, 1]}")
+        expect(sorted(on_host[:, 1].tolist()) == list(range(len(on_host))), f"local ranks on a host: {on_host[:, 1]}")
         expect(set(on_host[:, 2].tolist()) == {len(on_host)}, f"local sizes on a host: {on_host[:, 2]}")
     for local_rank in set(table[:, 1].tolist()):
         same = table[table[:, 1] == local_rank]
@@ -805,8 +852,10 @@ def shutdown_then_init(ctx):
         ringcc.shutdown()  # a second shutdown is harmless
         ringcc.init()
         expect(ringcc.is_initialized(), f"cycle {cycle}: is_initialized() after init()")
-        expect((ringcc.rank(), ringcc.size()) == (rank, size),
-               f"cycle {cycle}: after init() again: rank {ringcc.rank()} of {ringcc.size()}, was {rank} of {size}")
+        expect(
+            (ringcc.rank(), ringcc.size()) == (rank, size),
+            f"cycle {cycle}: after init() again: rank {ringcc.rank()} of {ringcc.size()}, was {rank} of {size}",
+        )
         check_reduction(ringcc.allreduce(inputs[rank]), inputs, "Sum", f"cycle {cycle}: allreduce after init() again")
     ringcc.barrier()
 
@@ -825,20 +874,38 @@ def allreduce_3gib(ctx):
     data = np.empty(HUGE_COUNT, dtype=np.uint8)
     for start in range(0, HUGE_COUNT, period):
         stop = min(start + period, HUGE_COUNT)
-        data[start:stop] = template[:stop - start]
+        data[start:stop] = template[: stop - start]
     del template
 
     rng = np.random.default_rng(7)
-    samples = np.unique(np.concatenate([
-        np.array([0, 1, 250, 251, (1 << 31) - 1, 1 << 31, (1 << 31) + 1, (3 << 30) - 1, 3 << 30,
-                  HUGE_COUNT - 2, HUGE_COUNT - 1], dtype=np.int64),
-        rng.integers(0, HUGE_COUNT, size=2000, dtype=np.int64),
-    ]))
+    samples = np.unique(
+        np.concatenate(
+            [
+                np.array(
+                    [
+                        0,
+                        1,
+                        250,
+                        251,
+                        (1 << 31) - 1,
+                        1 << 31,
+                        (1 << 31) + 1,
+                        (3 << 30) - 1,
+                        3 << 30,
+                        HUGE_COUNT - 2,
+                        HUGE_COUNT - 1,
+                    ],
+                    dtype=np.int64,
+                ),
+                rng.integers(0, HUGE_COUNT, size=2000, dtype=np.int64),
+            ]
+        )
+    )
     # sum over ranks of ((i % 251) + 3r) % 256, modulo 256
     want = ((n * (samples % 251) + 3 * n * (n - 1) // 2) % 256).astype(np.uint8)
 
     returned = ringcc.allreduce_(data)
-    expect(returned is data, 'returned is data')
+    expect(returned is data, "returned is data")
     check_equal(data[samples], want, "allreduce_ of 3 GiB + 1 uint8 (sampled)")
 
     signed = data.view(np.int8)  # every rank now holds the same values

@@ -25,7 +25,6 @@ import tempfile
 import time
 
 import numpy as np
-
 from rank_cases import block, check_reduction, dtype_of, make_input, scale_kwargs, value_kind
 from rank_harness import CaseList, Skip, check_equal, expect, expect_error, fail, run_cases
 
@@ -46,8 +45,18 @@ DEFAULT_FUSION_THRESHOLD = 64 << 20
 DEFAULT_CACHE_CAPACITY = 1024
 DEFAULT_CYCLE_TIME_MS = 1.0
 
-STATS_KEYS = ("cycles", "cached_cycles", "negotiation_us", "cached_negotiation_us", "cached_decide_us",
-              "cached_exchange_us", "cached_peer_wait_us", "cached_overhead_us", "fused_collectives", "tensors")
+STATS_KEYS = (
+    "cycles",
+    "cached_cycles",
+    "negotiation_us",
+    "cached_negotiation_us",
+    "cached_decide_us",
+    "cached_exchange_us",
+    "cached_peer_wait_us",
+    "cached_overhead_us",
+    "fused_collectives",
+    "tensors",
+)
 
 
 # --------------------------------------------------------------------------
@@ -151,8 +160,10 @@ def timeline_streams(events) -> dict[str, list[dict]]:
         pid = event.get("pid")
         if not expect(pid in names, f"timeline: event {event} belongs to no tensor stream"):
             continue
-        expect(isinstance(event.get("ts"), int) and isinstance(event.get("dur"), int) and event["dur"] >= 0,
-               f"timeline: event without a valid ts/dur: {event}")
+        expect(
+            isinstance(event.get("ts"), int) and isinstance(event.get("dur"), int) and event["dur"] >= 0,
+            f"timeline: event without a valid ts/dur: {event}",
+        )
         streams[names[pid]].append(event)
     return streams
 
@@ -193,19 +204,27 @@ def cache_reused_names(ctx):
     after = stats()
     cached = grown(before, after, "cached_cycles")
     ctx.note(f"cached_cycles=+{cached}")
-    expect(cached > 0, f"cached_cycles did not grow over {iterations} iterations of the same {count} names: "
-                       f"{before} -> {after}")
-    expect(grown(before, after, "tensors") == iterations * count,
-           f"tensors grew by {grown(before, after, 'tensors')}, expected {iterations * count}")
+    expect(
+        cached > 0,
+        f"cached_cycles did not grow over {iterations} iterations of the same {count} names: {before} -> {after}",
+    )
+    expect(
+        grown(before, after, "tensors") == iterations * count,
+        f"tensors grew by {grown(before, after, 'tensors')}, expected {iterations * count}",
+    )
     if cached > 0:
         expect(after["cached_negotiation_us"] > 0, f"cached_negotiation_us is 0 after cache hits: {after}")
         expect(after["cached_decide_us"] >= 0 and after["cached_exchange_us"] >= 0, f"negative parts: {after}")
         # The wait for the other ranks is part of the exchange; the overhead is the rest.
         wait, overhead = after["cached_peer_wait_us"], after["cached_overhead_us"]
-        expect(0 <= wait <= after["cached_exchange_us"] * (1 + 1e-9) + 1e-9,
-               f"cached_peer_wait_us {wait} outside [0, cached_exchange_us]: {after}")
-        expect(abs(overhead - (after["cached_negotiation_us"] - wait)) <= 1e-6 * max(1.0, overhead),
-               f"cached_overhead_us is not cached_negotiation_us less cached_peer_wait_us: {after}")
+        expect(
+            0 <= wait <= after["cached_exchange_us"] * (1 + 1e-9) + 1e-9,
+            f"cached_peer_wait_us {wait} outside [0, cached_exchange_us]: {after}",
+        )
+        expect(
+            abs(overhead - (after["cached_negotiation_us"] - wait)) <= 1e-6 * max(1.0, overhead),
+            f"cached_overhead_us is not cached_negotiation_us less cached_peer_wait_us: {after}",
+        )
         if ringcc.transport_name() == "tcp":
             expect(wait == 0, f"over TCP the wait cannot be told apart, yet cached_peer_wait_us={wait}")
 
@@ -229,8 +248,9 @@ def cache_beyond_capacity(ctx):
     count = min(cache_capacity() + 40, 3000)
     for iteration in range(3):
         values = [np.full(2, (i % 50) + ctx.rank + iteration, dtype=np.int32) for i in range(count)]
-        handles = {i: ringcc.allreduce_async_(values[i], name=f"overflow/{i}")
-                   for i in shuffled(ctx, count, salt=iteration)}
+        handles = {
+            i: ringcc.allreduce_async_(values[i], name=f"overflow/{i}") for i in shuffled(ctx, count, salt=iteration)
+        }
         wrong = []
         for i in range(count):
             got = finish(handles[i], f"overflow/{i}")
@@ -256,8 +276,11 @@ def cache_new_names_after_full(ctx):
             finish(handle, f"cache-late/{i}")
     cached = grown(before, stats(), "cached_cycles")
     ctx.note(f"cached_cycles=+{cached}")
-    expect(cached > 0, f"{iterations} iterations of the same {count} new names gave no cache-hit cycle "
-                       f"once {filler} other names had been used (RINGCC_CACHE_CAPACITY {cache_capacity()})")
+    expect(
+        cached > 0,
+        f"{iterations} iterations of the same {count} new names gave no cache-hit cycle "
+        f"once {filler} other names had been used (RINGCC_CACHE_CAPACITY {cache_capacity()})",
+    )
 
 
 # --------------------------------------------------------------------------
@@ -355,8 +378,7 @@ def allreduce_views_in_enqueue_order(ctx):
 
     def step(round_):
         mine = bucket[ctx.rank].copy()
-        handles = [ringcc.allreduce_async_(mine[i * per:(i + 1) * per], name=f"inorder/{i}")
-                   for i in range(n_views)]
+        handles = [ringcc.allreduce_async_(mine[i * per : (i + 1) * per], name=f"inorder/{i}") for i in range(n_views)]
         for i, handle in enumerate(handles):
             finish(handle, f"inorder/{i} (round {round_})")
         check_reduction(mine, bucket, "Sum", f"views enqueued in address order (round {round_})")
@@ -388,13 +410,19 @@ def allreduce_views_in_enqueue_order(ctx):
         streams = timeline_streams(events)
         views = {name: stream for name, stream in streams.items() if name.startswith("inorder/")}
         expect(len(views) == n_views, f"timeline: {len(views)} streams of the {n_views} views")
-        fused = [e for stream in views.values() for e in stream
-                 if e["name"] == "ALLREDUCE" and e["args"].get("tensors", 1) > 1]
+        fused = [
+            e
+            for stream in views.values()
+            for e in stream
+            if e["name"] == "ALLREDUCE" and e["args"].get("tensors", 1) > 1
+        ]
         expect(fused, "the views never ran fused")
-        copies = sorted({name for name, stream in views.items()
-                         if any(e["name"].startswith("MEMCPY") for e in stream)})
-        expect(not copies, f"views enqueued in address order went through the fusion buffer, so the "
-                           f"engine ran them out of that order: {copies[:8]}")
+        copies = sorted({name for name, stream in views.items() if any(e["name"].startswith("MEMCPY") for e in stream)})
+        expect(
+            not copies,
+            f"views enqueued in address order went through the fusion buffer, so the "
+            f"engine ran them out of that order: {copies[:8]}",
+        )
     finally:
         if directory:
             shutil.rmtree(directory, ignore_errors=True)
@@ -432,18 +460,32 @@ def allreduce_in_place_named_inputs(ctx):
     inputs raise on the calling rank before anything is enqueued, and the
     handle's result is the caller's own array, reduced in place."""
     base = np.arange(12, dtype=np.float32).reshape(3, 4)
-    expect_error(ringcc.InvalidArgumentError, ["not C-contiguous"],
-                 lambda: ringcc.allreduce_async_(base[:, ::2], name="inplace/strided"),
-                 "strided view")
+    expect_error(
+        ringcc.InvalidArgumentError,
+        ["not C-contiguous"],
+        lambda: ringcc.allreduce_async_(base[:, ::2], name="inplace/strided"),
+        "strided view",
+    )
     frozen = np.ones(4, dtype=np.float32)
     frozen.setflags(write=False)
-    expect_error(ringcc.InvalidArgumentError, ["read-only"],
-                 lambda: ringcc.allreduce_async_(frozen, name="inplace/read-only"), "read-only array")
-    expect_error(ringcc.UnsupportedTypeError, ["complex64", "supported"],
-                 lambda: ringcc.allreduce_async_(np.ones(4, np.complex64), name="inplace/complex"),
-                 "complex64 array")
-    expect_error(ringcc.InvalidArgumentError, ["name must be a non-empty string"],
-                 lambda: ringcc.allreduce_async_(np.ones(4, np.float32), name=7), "name=7")
+    expect_error(
+        ringcc.InvalidArgumentError,
+        ["read-only"],
+        lambda: ringcc.allreduce_async_(frozen, name="inplace/read-only"),
+        "read-only array",
+    )
+    expect_error(
+        ringcc.UnsupportedTypeError,
+        ["complex64", "supported"],
+        lambda: ringcc.allreduce_async_(np.ones(4, np.complex64), name="inplace/complex"),
+        "complex64 array",
+    )
+    expect_error(
+        ringcc.InvalidArgumentError,
+        ["name must be a non-empty string"],
+        lambda: ringcc.allreduce_async_(np.ones(4, np.float32), name=7),
+        "name=7",
+    )
     # Every rank gets here having enqueued nothing: the named tensor below
     # is the first one the others see.
     x = np.full((2, 3), ctx.rank + 1.0, dtype=np.float64)
@@ -458,8 +500,7 @@ def allreduce_in_place_named_inputs(ctx):
     expect("done" in repr(handle), f"repr of a synchronized handle: {handle!r}")
     expect(ringcc.synchronize(handle) is x and handle.wait() is x, "waiting again returns the same result")
     y = np.full((2, 3), ctx.rank + 2.0, dtype=np.float64)
-    expect(ringcc.synchronize(ringcc.allreduce_async_(y, name="inplace/ok", op=ringcc.Sum)) is y,
-           "inplace/ok again")
+    expect(ringcc.synchronize(ringcc.allreduce_async_(y, name="inplace/ok", op=ringcc.Sum)) is y, "inplace/ok again")
     check_equal(y, np.full((2, 3), n * (n + 3) / 2), "inplace/ok again (a reused work)")
     check_equal(x, np.full((2, 3), n * (n + 1) / 2 * 0.5), "inplace/ok: the first result is untouched")
 
@@ -497,12 +538,24 @@ def allreduce_in_place_named_array_kinds(ctx):
         sign = -1 if x.dtype.kind == "i" else 1
         check_equal(x, np.full(x.shape, sign * n * (n + 1) // 2, dtype=x.dtype), f"kinds/{key}")
     big_endian = np.ones(4, dtype=">f4")
-    expect_error(ringcc.InvalidArgumentError, [">f4", "byte order"],
-                 lambda: ringcc.allreduce_async_(big_endian, name="kinds/big-endian"), "a big-endian array")
-    expect_error(ringcc.UnsupportedTypeError, ["int16", "supported"],
-                 lambda: ringcc.allreduce_async_(np.ones(4, np.int16), name="kinds/int16"), "an int16 array")
-    expect_error(ringcc.InvalidArgumentError, [">f8", "byte order"],
-                 lambda: ringcc.allreduce_(np.ones(4, dtype=">f8")), "a big-endian array, blocking")
+    expect_error(
+        ringcc.InvalidArgumentError,
+        [">f4", "byte order"],
+        lambda: ringcc.allreduce_async_(big_endian, name="kinds/big-endian"),
+        "a big-endian array",
+    )
+    expect_error(
+        ringcc.UnsupportedTypeError,
+        ["int16", "supported"],
+        lambda: ringcc.allreduce_async_(np.ones(4, np.int16), name="kinds/int16"),
+        "an int16 array",
+    )
+    expect_error(
+        ringcc.InvalidArgumentError,
+        [">f8", "byte order"],
+        lambda: ringcc.allreduce_(np.ones(4, dtype=">f8")),
+        "a big-endian array, blocking",
+    )
 
 
 @CASES.case("allreduce/in-place-failed-handle", min_size=2)
@@ -518,10 +571,15 @@ def allreduce_in_place_failed_handle(ctx):
         time.sleep(0.001)
     expect(ringcc.poll(handle), "the mismatched allreduce never completed")
     for attempt in ("first", "second"):
-        expect_error(ringcc.MismatchError, ["failed/dtype", "dtype"], lambda: ringcc.synchronize(handle),
-                     f"synchronize(handle) of a failed in-place allreduce ({attempt} time)")
-    expect_error(ringcc.MismatchError, ["failed/dtype"], lambda: handle.wait(),
-                 "handle.wait() of a failed in-place allreduce")
+        expect_error(
+            ringcc.MismatchError,
+            ["failed/dtype", "dtype"],
+            lambda: ringcc.synchronize(handle),
+            f"synchronize(handle) of a failed in-place allreduce ({attempt} time)",
+        )
+    expect_error(
+        ringcc.MismatchError, ["failed/dtype"], lambda: handle.wait(), "handle.wait() of a failed in-place allreduce"
+    )
     y = np.full(6, ctx.rank + 1.0, dtype=np.float32)
     expect(ringcc.synchronize(ringcc.allreduce_async_(y, name="failed/dtype")) is y, "the name again")
     check_equal(y, np.full(6, ctx.size * (ctx.size + 1) / 2, dtype=np.float32), "failed/dtype again")
@@ -556,34 +614,43 @@ def allreduce_in_place_named_arguments(ctx):
     z = np.full(5, ctx.rank + 1.0, dtype=np.float32)
     u = np.full(5, ctx.rank + 1.0, dtype=np.float32)
     handles = [
-        ringcc.allreduce_async_(x, "max", name="args/str-op"),             # general path
+        ringcc.allreduce_async_(x, "max", name="args/str-op"),  # general path
         ringcc.allreduce_async_(y, ringcc.Max, name="args/positional-op"),
         ringcc.allreduce_async_(z, name="args/int-scale", prescale_factor=2, postscale_factor=0.25),
-        ringcc.allreduce_async_(u, ringcc.Sum),                          # unnamed: issue order
+        ringcc.allreduce_async_(u, ringcc.Sum),  # unnamed: issue order
     ]
     got = [finish(h, f"args/{i}") for i, h in enumerate(handles)]
-    expect(got[0] is x and got[1] is y and got[2] is z and got[3] is u,
-           "every allreduce_async_ form returns the input array")
+    expect(
+        got[0] is x and got[1] is y and got[2] is z and got[3] is u,
+        "every allreduce_async_ form returns the input array",
+    )
     check_equal(x, np.full(5, float(n), dtype=np.float32), "str op 'max'")
     check_equal(y, np.full(5, float(n), dtype=np.float32), "positional ringcc.Max")
     check_equal(z, np.full(5, n * (n + 1) / 2 * 2 * 0.25, dtype=np.float32), "int prescale_factor")
     check_equal(u, np.full(5, n * (n + 1) / 2, dtype=np.float32), "unnamed allreduce_async_")
-    expect_error(ringcc.InvalidArgumentError, ["unknown reduction"],
-                 lambda: ringcc.allreduce_async_(x, True, name="args/bool-op"), "op=True")
-    expect_error(ringcc.InvalidArgumentError, ["unknown reduction"],
-                 lambda: ringcc.allreduce_async_(x, 9, name="args/op-9"), "op=9")
-    expect_error(TypeError, ["colour"],
-                 lambda: ringcc.allreduce_async_(x, name="args/kw", colour=1), "unknown keyword")
-    expect_error(TypeError, ["positional"],
-                 lambda: ringcc.allreduce_async_(x, 0, "args/pos"), "name given by position")
-    expect_error(TypeError, ["op"],
-                 lambda: ringcc.allreduce_async_(x, 0, op=0, name="args/twice"), "op given twice")
+    expect_error(
+        ringcc.InvalidArgumentError,
+        ["unknown reduction"],
+        lambda: ringcc.allreduce_async_(x, True, name="args/bool-op"),
+        "op=True",
+    )
+    expect_error(
+        ringcc.InvalidArgumentError,
+        ["unknown reduction"],
+        lambda: ringcc.allreduce_async_(x, 9, name="args/op-9"),
+        "op=9",
+    )
+    expect_error(TypeError, ["colour"], lambda: ringcc.allreduce_async_(x, name="args/kw", colour=1), "unknown keyword")
+    expect_error(TypeError, ["positional"], lambda: ringcc.allreduce_async_(x, 0, "args/pos"), "name given by position")
+    expect_error(TypeError, ["op"], lambda: ringcc.allreduce_async_(x, 0, op=0, name="args/twice"), "op given twice")
     expect_error(TypeError, ["cannot be created directly"], lambda: ringcc.Handle(), "ringcc.Handle()")
     expect_error(TypeError, ["str"], lambda: ringcc.synchronize(handles[0], "soon"), "timeout='soon'")
     expect_error(TypeError, ["handle"], lambda: ringcc.synchronize(), "synchronize()")
     duck = _DuckHandle()
-    expect(ringcc.synchronize(duck, 3) == "duck result" and duck.timeouts == [3],
-           f"synchronize(other handle) calls its wait(timeout): {duck.timeouts}")
+    expect(
+        ringcc.synchronize(duck, 3) == "duck result" and duck.timeouts == [3],
+        f"synchronize(other handle) calls its wait(timeout): {duck.timeouts}",
+    )
     expect(ringcc.poll(duck) == "duck done", "poll(other handle) calls its done()")
     expect("done" in repr(handles[0]), f"repr of a finished handle: {handles[0]!r}")
 
@@ -598,8 +665,7 @@ def allreduce_in_place_named_arguments(ctx):
         ringcc.barrier()
     else:
         ringcc.barrier()
-        finish(ringcc.allreduce_async_(np.full(4, 1.0, dtype=np.float32), name="args/dropped"),
-               "args/dropped")
+        finish(ringcc.allreduce_async_(np.full(4, 1.0, dtype=np.float32), name="args/dropped"), "args/dropped")
     # The next named tensor runs after "args/dropped" on every rank; a handle
     # made after it releases what the dropped handle kept.
     finish(ringcc.allreduce_async_(np.ones(2, np.float32), name="args/after-dropped"), "args/after-dropped")
@@ -615,8 +681,12 @@ def allreduce_synchronize_timeout(ctx):
     x = np.full(3, float(ctx.rank), dtype=np.float32)
     if ctx.rank == 0:
         handle = ringcc.allreduce_async(x, name="sync/late")
-        _, seconds = expect_error(ringcc.TimeoutError, ["timeout"], lambda: ringcc.synchronize(handle, 0.05),
-                                  "synchronize(handle, 0.05) while rank 1 has not enqueued")
+        _, seconds = expect_error(
+            ringcc.TimeoutError,
+            ["timeout"],
+            lambda: ringcc.synchronize(handle, 0.05),
+            "synchronize(handle, 0.05) while rank 1 has not enqueued",
+        )
         expect(seconds < 2.0, f"synchronize(handle, 0.05) took {seconds:.2f} s")
         expect(not ringcc.poll(handle), "the handle completed although rank 1 has not enqueued")
         ringcc.barrier()
@@ -652,15 +722,19 @@ def allreduce_out_of_place_named(ctx):
             if got is None:
                 continue
             expect(isinstance(got, np.ndarray) and got is not x, f"oop/{key}: a new array")
-            expect(got.dtype == x.dtype and got.shape == x.shape,
-                   f"oop/{key}: dtype/shape {got.dtype}{got.shape} for {x.dtype}{x.shape}")
+            expect(
+                got.dtype == x.dtype and got.shape == x.shape,
+                f"oop/{key}: dtype/shape {got.dtype}{got.shape} for {x.dtype}{x.shape}",
+            )
             want = (round_ + 1) * n * (n + 1) // 2
             check_equal(got, np.full(x.shape, want, dtype=x.dtype), f"oop/{key} round {round_}")
             check_equal(x, np.full(x.shape, (r + 1) * (round_ + 1), dtype=x.dtype), f"oop/{key}: input untouched")
     # Many small ones: they fuse.
     xs = [np.full(256, float(r + i), np.float32) for i in range(64)]
-    hs = [ringcc.allreduce_async(x, name=f"oop/fuse/{i}", op=ringcc.Average, prescale_factor=2.0)
-          for i, x in enumerate(xs)]
+    hs = [
+        ringcc.allreduce_async(x, name=f"oop/fuse/{i}", op=ringcc.Average, prescale_factor=2.0)
+        for i, x in enumerate(xs)
+    ]
     for i, h in enumerate(hs):
         got = finish(h, f"oop/fuse/{i}")
         if got is not None:
@@ -688,8 +762,12 @@ def allreduce_out_of_place_named(ctx):
     got = finish(ringcc.allreduce_async(frozen, name="oop/read-only"), "oop/read-only")
     if got is not None:
         check_equal(got, np.full(3, n * (n + 1) / 2), "oop/read-only input")
-    expect_error(ringcc.InvalidArgumentError, ["name must be a non-empty string"],
-                 lambda: ringcc.allreduce_async(np.ones(4, np.float32), name=""), "name=''")
+    expect_error(
+        ringcc.InvalidArgumentError,
+        ["name must be a non-empty string"],
+        lambda: ringcc.allreduce_async(np.ones(4, np.float32), name=""),
+        "name=''",
+    )
     # Broadcast, out of place and in place.
     for root in range(n):
         src = np.full((2, 3), 10.0 * (r + 1), np.float64)
@@ -725,8 +803,9 @@ def allreduce_mixed(ctx):
     for k in shuffled(ctx, len(specs)):
         dtype_name, dt, op, pre, post, copy = specs[k]
         name = f"mixed/{dtype_name}/{op}/pre={pre:g},post={post:g}/{copy}"
-        handles[k] = ringcc.allreduce_async(inputs[k][ctx.rank], getattr(ringcc, op), name=name,
-                                            **scale_kwargs(pre, post))
+        handles[k] = ringcc.allreduce_async(
+            inputs[k][ctx.rank], getattr(ringcc, op), name=name, **scale_kwargs(pre, post)
+        )
     for k in shuffled(ctx, len(specs), salt=1):
         dtype_name, dt, op, pre, post, copy = specs[k]
         name = f"mixed/{dtype_name}/{op}/pre={pre:g},post={post:g}/{copy}"
@@ -764,8 +843,10 @@ def allreduce_fusion(ctx):
         expect(fused >= 1, f"none of {count} tensors made ready together was fused (threshold {threshold} B)")
     # At most per_batch tensors fit one fused collective.
     if 2 <= per_batch <= count // 4:
-        expect(fused >= count // per_batch // 2,
-               f"{fused} fused collectives for {count} tensors of {elements * 4} B under a {threshold} B threshold")
+        expect(
+            fused >= count // per_batch // 2,
+            f"{fused} fused collectives for {count} tensors of {elements * 4} B under a {threshold} B threshold",
+        )
 
 
 @CASES.case("allreduce/larger-than-fusion-threshold")
@@ -786,8 +867,21 @@ def allreduce_larger_than_threshold(ctx):
     try:
         if record:
             ringcc.start_timeline(path)
-        order = ["small/0", "small/1", "small/2", "small/3", "small/4", "small/5", "big",
-                 "small/6", "small/7", "small/8", "small/9", "small/10", "small/11"]
+        order = [
+            "small/0",
+            "small/1",
+            "small/2",
+            "small/3",
+            "small/4",
+            "small/5",
+            "big",
+            "small/6",
+            "small/7",
+            "small/8",
+            "small/9",
+            "small/10",
+            "small/11",
+        ]
         handles = {}
         for name in order:
             x = big if name == "big" else small[int(name.split("/")[1])]
@@ -809,20 +903,28 @@ def allreduce_larger_than_threshold(ctx):
                 streams = timeline_streams(events)
                 big_events = streams.get("threshold/big", [])
                 runs = [e for e in big_events if e["name"] == "ALLREDUCE"]
-                expect(len(runs) == 1 and runs[0]["args"].get("tensors") == 1,
-                       f"threshold/big should run alone in one ALLREDUCE: {big_events}")
-                expect(not any(e["name"].startswith("MEMCPY") for e in big_events),
-                       f"threshold/big went through the fusion buffer: {big_events}")
+                expect(
+                    len(runs) == 1 and runs[0]["args"].get("tensors") == 1,
+                    f"threshold/big should run alone in one ALLREDUCE: {big_events}",
+                )
+                expect(
+                    not any(e["name"].startswith("MEMCPY") for e in big_events),
+                    f"threshold/big went through the fusion buffer: {big_events}",
+                )
                 batches = fused_batches(streams)
-                expect(any(all(nm.startswith("threshold/small/") for nm in names) for names in batches.values()),
-                       f"the small tensors around threshold/big were not fused: {sorted(batches.values())}")
+                expect(
+                    any(all(nm.startswith("threshold/small/") for nm in names) for names in batches.values()),
+                    f"the small tensors around threshold/big were not fused: {sorted(batches.values())}",
+                )
                 for (fusion, _), names in batches.items():
                     expect("threshold/big" not in names, f"threshold/big was fused with {names}")
                     for event in streams[names[0]]:
                         if event["name"] == "ALLREDUCE" and event["args"].get("fusion") == fusion:
-                            expect(event["args"].get("bytes", 0) <= threshold,
-                                   f"a fused batch of {event['args'].get('bytes')} B exceeds the threshold "
-                                   f"{threshold} B: {names}")
+                            expect(
+                                event["args"].get("bytes", 0) <= threshold,
+                                f"a fused batch of {event['args'].get('bytes')} B exceeds the threshold "
+                                f"{threshold} B: {names}",
+                            )
     finally:
         if directory:
             shutil.rmtree(directory, ignore_errors=True)
@@ -914,15 +1016,16 @@ def reduce_scatter_shuffled(ctx):
     for i in range(count):
         op = ops[i % 3]
         rows = 2 * n + 1 + i
-        inputs[i] = [make_input(ctx, r, np.dtype(np.float32), rows * 2, value_kind(op), salt=i).reshape(rows, 2)
-                     for r in range(n)]
+        inputs[i] = [
+            make_input(ctx, r, np.dtype(np.float32), rows * 2, value_kind(op), salt=i).reshape(rows, 2)
+            for r in range(n)
+        ]
     for i in shuffled(ctx, count):
-        handles[i] = ringcc.reduce_scatter_async(inputs[i][ctx.rank], getattr(ringcc, ops[i % 3]),
-                                                 name=f"rs/{i}")
+        handles[i] = ringcc.reduce_scatter_async(inputs[i][ctx.rank], getattr(ringcc, ops[i % 3]), name=f"rs/{i}")
     for i in shuffled(ctx, count, salt=1):
         got = finish(handles[i], f"rs/{i}")
         first, rows = block(inputs[i][0].shape[0], n, ctx.rank)
-        check_allreduced(got, [x[first:first + rows] for x in inputs[i]], ops[i % 3], f"rs/{i} ({ops[i % 3]})")
+        check_allreduced(got, [x[first : first + rows] for x in inputs[i]], ops[i % 3], f"rs/{i} ({ops[i % 3]})")
 
 
 def alltoall_case_data(ctx, i: int, with_splits: bool):
@@ -937,7 +1040,7 @@ def alltoall_case_data(ctx, i: int, with_splits: bool):
     for src in range(n):
         splits = splits_of(src)
         start = sum(splits[:me])
-        pieces.append(inputs[src][start:start + splits[me]])
+        pieces.append(inputs[src][start : start + splits[me]])
         received.append(splits[me])
     return inputs[me], (splits_of(me) if with_splits else None), np.concatenate(pieces, axis=0), received
 
@@ -960,8 +1063,9 @@ def alltoall_shuffled(ctx):
         else:
             output, received = got
             check_equal(output, want, f"a2a/{i}")
-            expect(list(received) == want_received, f"a2a/{i}: received splits {list(received)}, "
-                                                    f"expected {want_received}")
+            expect(
+                list(received) == want_received, f"a2a/{i}: received splits {list(received)}, expected {want_received}"
+            )
 
 
 def mixed_jobs(ctx, i: int):
@@ -980,8 +1084,11 @@ def mixed_jobs(ctx, i: int):
         (f"mix/ar/{i}", lambda name: ringcc.allreduce_async(ar[me], name=name), ("Sum", ar)),
         (f"mix/ag/{i}", lambda name: ringcc.allgather_async(ag[me], name=name), np.concatenate(ag)),
         (f"mix/bc/{i}", lambda name: ringcc.broadcast_async_(bc_mine, root, name=name), bc),
-        (f"mix/rs/{i}", lambda name: ringcc.reduce_scatter_async(rs[me], name=name),
-         ("Sum", [x[first:first + count] for x in rs])),
+        (
+            f"mix/rs/{i}",
+            lambda name: ringcc.reduce_scatter_async(rs[me], name=name),
+            ("Sum", [x[first : first + count] for x in rs]),
+        ),
         (f"mix/a2a/{i}", lambda name: ringcc.alltoall_async(a2a_mine, name=name), a2a_want),
     ]
 
@@ -1023,11 +1130,11 @@ def expect_mismatch(ctx, name: str, start, fragments, others: dict | None = None
     tensors in `others` ({name: (handle, check)}) complete normally."""
     t0 = time.monotonic()
     handle = start()
-    error, _ = expect_error(ringcc.MismatchError, [name, *fragments], lambda: ringcc.synchronize(handle, WAIT_S),
-                            f"{name}")
+    error, _ = expect_error(
+        ringcc.MismatchError, [name, *fragments], lambda: ringcc.synchronize(handle, WAIT_S), f"{name}"
+    )
     seconds = time.monotonic() - t0
-    expect(seconds < MISMATCH_SECONDS,
-           f"{name}: the MismatchError took {seconds:.2f} s (limit {MISMATCH_SECONDS:g} s)")
+    expect(seconds < MISMATCH_SECONDS, f"{name}: the MismatchError took {seconds:.2f} s (limit {MISMATCH_SECONDS:g} s)")
     expect(error is None or isinstance(error, ValueError), "MismatchError is a ValueError")
     for other, (other_handle, check) in (others or {}).items():
         got = finish(other_handle, f"{other} (enqueued with the mismatched {name})")
@@ -1059,18 +1166,24 @@ def mismatch_shape(ctx):
 @CASES.case("mismatch/dtype")
 def mismatch_dtype(ctx):
     dt = np.float64 if ctx.rank == 0 else np.float32
-    expect_mismatch(ctx, "mismatch/dtype",
-                    lambda: ringcc.allreduce_async(np.ones(8, dtype=dt), name="mismatch/dtype"),
-                    ["dtype", "rank 0: float64", "rank 1: float32"])
+    expect_mismatch(
+        ctx,
+        "mismatch/dtype",
+        lambda: ringcc.allreduce_async(np.ones(8, dtype=dt), name="mismatch/dtype"),
+        ["dtype", "rank 0: float64", "rank 1: float32"],
+    )
     still_works(ctx, "mismatch/dtype")
 
 
 @CASES.case("mismatch/reduction")
 def mismatch_reduction(ctx):
     op = ringcc.Max if ctx.rank == ctx.size - 1 else ringcc.Sum
-    expect_mismatch(ctx, "mismatch/op",
-                    lambda: ringcc.allreduce_async(np.ones(8, dtype=np.int32), op, name="mismatch/op"),
-                    ["reduction"])
+    expect_mismatch(
+        ctx,
+        "mismatch/op",
+        lambda: ringcc.allreduce_async(np.ones(8, dtype=np.int32), op, name="mismatch/op"),
+        ["reduction"],
+    )
     still_works(ctx, "mismatch/op")
 
 
@@ -1090,9 +1203,12 @@ def mismatch_collective(ctx):
 @CASES.case("mismatch/broadcast-root")
 def mismatch_root(ctx):
     root = 0 if ctx.rank == 0 else 1
-    expect_mismatch(ctx, "mismatch/root",
-                    lambda: ringcc.broadcast_async(np.ones(8, dtype=np.float32), root, name="mismatch/root"),
-                    ["root"])
+    expect_mismatch(
+        ctx,
+        "mismatch/root",
+        lambda: ringcc.broadcast_async(np.ones(8, dtype=np.float32), root, name="mismatch/root"),
+        ["root"],
+    )
 
 
 @CASES.case("mismatch/cached-name")
@@ -1101,9 +1217,12 @@ def mismatch_cached_name(ctx):
     for _ in range(3):
         finish(ringcc.allreduce_async(np.ones((2, 3), dtype=np.float32), name="mismatch/cached"), "mismatch/cached")
     shape = (3, 2) if ctx.rank == ctx.size - 1 else (2, 3)
-    expect_mismatch(ctx, "mismatch/cached",
-                    lambda: ringcc.allreduce_async(np.ones(shape, dtype=np.float32), name="mismatch/cached"),
-                    ["shape", "[2, 3]", "[3, 2]"])
+    expect_mismatch(
+        ctx,
+        "mismatch/cached",
+        lambda: ringcc.allreduce_async(np.ones(shape, dtype=np.float32), name="mismatch/cached"),
+        ["shape", "[2, 3]", "[3, 2]"],
+    )
     still_works(ctx, "mismatch/cached-then-agreed")
 
 
@@ -1127,8 +1246,9 @@ def duplicate_in_flight(ctx):
             name = f"dup/{kind}.{early}"
             if ctx.rank == early:
                 first = start(name)
-                error, seconds = expect_error(ringcc.InvalidArgumentError, [name, "already in flight"],
-                                              lambda: start(name), f"the second {name}")
+                error, seconds = expect_error(
+                    ringcc.InvalidArgumentError, [name, "already in flight"], lambda: start(name), f"the second {name}"
+                )
                 expect(seconds < MISMATCH_SECONDS, f"{name}: the duplicate's error took {seconds:.2f} s")
                 expect(error is None or isinstance(error, ValueError), "InvalidArgumentError is a ValueError")
                 ringcc.barrier()
@@ -1209,8 +1329,9 @@ def join_nothing_pending(ctx):
         last = ringcc.join()
         everyone = ringcc.allgather(np.array([last], dtype=np.int64))
         expect(0 <= last < ctx.size, f"join() returned {last}")
-        expect(len(set(everyone.tolist())) == 1,
-               f"join #{attempt + 1}: the ranks disagree on the last rank: {everyone}")
+        expect(
+            len(set(everyone.tolist())) == 1, f"join #{attempt + 1}: the ranks disagree on the last rank: {everyone}"
+        )
 
 
 # --------------------------------------------------------------------------
@@ -1263,8 +1384,10 @@ def timeline_start_stop(ctx):
         expect(batches, "no fused allreduce on the timeline (12 allreduces of 256 B made ready together)")
         for (fusion, ts), members in batches.items():
             event = next(e for e in streams[members[0]] if e["name"] == "ALLREDUCE" and e["ts"] == ts)
-            expect(event["args"]["tensors"] == len(members),
-                   f"fused batch {fusion}: args say {event['args']['tensors']} tensors, {len(members)} streams show it")
+            expect(
+                event["args"]["tensors"] == len(members),
+                f"fused batch {fusion}: args say {event['args']['tensors']} tensors, {len(members)} streams show it",
+            )
             # Over shared memory the batch is reduced in place; elsewhere it is
             # copied into and out of the fusion buffer.
             in_place = ringcc.transport_name() == "shm"
@@ -1283,8 +1406,12 @@ def timeline_bad_path(ctx):
         raise Skip("RINGCC_TIMELINE is recording in this group")
     path = os.path.join(tempfile.gettempdir(), "ringcc-no-such-directory", "sub", "timeline.json")
     if ctx.rank == 0:
-        expect_error(ringcc.InvalidArgumentError, ["timeline", path], lambda: ringcc.start_timeline(path),
-                     "start_timeline into a missing directory")
+        expect_error(
+            ringcc.InvalidArgumentError,
+            ["timeline", path],
+            lambda: ringcc.start_timeline(path),
+            "start_timeline into a missing directory",
+        )
     else:
         ringcc.start_timeline(path)  # only rank 0 writes
     ringcc.stop_timeline()
@@ -1338,7 +1465,7 @@ def engine_cycle_time(ctx):
 def engine_round(ctx, buffer, count: int, prefix: str):
     """Enqueues `count` named in-place allreduces of views of `buffer`; returns the handles."""
     per = buffer.size // count
-    return [ringcc.allreduce_async_(buffer[i * per:(i + 1) * per], name=f"{prefix}/{i}") for i in range(count)]
+    return [ringcc.allreduce_async_(buffer[i * per : (i + 1) * per], name=f"{prefix}/{i}") for i in range(count)]
 
 
 @CASES.case("nudge/skewed-ranks", tags=("slow-cycle",), min_size=2)
@@ -1358,8 +1485,11 @@ def nudge_skewed_ranks(ctx):
             finish(handle, f"nudge/skewed/{i} (round {round_})")
         waited = time.monotonic() - enqueued
         limit = skew_s * (ctx.size - 1 - ctx.rank) + 0.8
-        expect(waited < limit, f"round {round_}: waited {waited:.2f} s after enqueuing (limit {limit:.2f} s, "
-                               f"cycle time {cycle_time_ms():g} ms)")
+        expect(
+            waited < limit,
+            f"round {round_}: waited {waited:.2f} s after enqueuing (limit {limit:.2f} s, "
+            f"cycle time {cycle_time_ms():g} ms)",
+        )
         check_equal(x, base * ctx.size + ctx.size * (ctx.size - 1) / 2, f"nudge/skewed results (round {round_})")
 
 
@@ -1460,8 +1590,12 @@ def nudge_no_busy_cycles(ctx):
     ringcc.barrier()
     before = stats()["cycles"]
     first = ringcc.allreduce_async(x[mine], name=f"nudge/withheld/{mine}")
-    expect_error(ringcc.TimeoutError, ["timeout"], lambda: ringcc.synchronize(first, 0.5),
-                 f"synchronize on {mine} while the other ranks withhold it")
+    expect_error(
+        ringcc.TimeoutError,
+        ["timeout"],
+        lambda: ringcc.synchronize(first, 0.5),
+        f"synchronize on {mine} while the other ranks withhold it",
+    )
     cycles = stats()["cycles"] - before
     expect(cycles <= 4, f"{cycles} engine cycles in 0.5 s of waiting (cycle time {cycle_time_ms():g} ms)")
     second = ringcc.allreduce_async(x[other], name=f"nudge/withheld/{other}")
@@ -1490,8 +1624,7 @@ def stall_warning(ctx):
     finish(ringcc.allreduce_async(x, name="stall/withheld-cached"), "stall/withheld-cached")
     if ctx.rank == n - 1:
         time.sleep(withhold_s)
-    handles = {name: ringcc.allreduce_async(x, name=name)
-               for name in ("stall/withheld", "stall/withheld-cached")}
+    handles = {name: ringcc.allreduce_async(x, name=name) for name in ("stall/withheld", "stall/withheld-cached")}
     for name, handle in handles.items():
         got = finish(handle, name, timeout=WAIT_S + withhold_s)
         if got is not None:
@@ -1508,20 +1641,26 @@ def stall_shutdown(ctx):
         raise Skip("RINGCC_STALL_SHUTDOWN_S is not set in this group")
     # The cached name ran once before: its abandoned round is announced by
     # the response cache's bit and must fail the same way.
-    finish(ringcc.allreduce_async(np.ones(4, dtype=np.float32), name="stall/abandoned-cached"),
-           "stall/abandoned-cached")
+    finish(
+        ringcc.allreduce_async(np.ones(4, dtype=np.float32), name="stall/abandoned-cached"), "stall/abandoned-cached"
+    )
     if ctx.rank < n - 1:
         enqueued = time.monotonic()
-        handles = {name: ringcc.allreduce_async(np.ones(4, dtype=np.float32), name=name)
-                   for name in ("stall/abandoned", "stall/abandoned-cached")}
+        handles = {
+            name: ringcc.allreduce_async(np.ones(4, dtype=np.float32), name=name)
+            for name in ("stall/abandoned", "stall/abandoned-cached")
+        }
         for name, handle in handles.items():
-            expect_error(ringcc.TimeoutError, [name, f"[{n - 1}]"],
-                         lambda: ringcc.synchronize(handle, limit + WAIT_S), name)
+            expect_error(
+                ringcc.TimeoutError, [name, f"[{n - 1}]"], lambda: ringcc.synchronize(handle, limit + WAIT_S), name
+            )
             seconds = time.monotonic() - enqueued
             if name == "stall/abandoned":
                 ctx.note(f"failed_after_s={seconds:.2f}")
-            expect(limit - 0.5 <= seconds <= limit + 5.0,
-                   f"{name} failed after {seconds:.2f} s; the stall shutdown time is {limit:g} s")
+            expect(
+                limit - 0.5 <= seconds <= limit + 5.0,
+                f"{name} failed after {seconds:.2f} s; the stall shutdown time is {limit:g} s",
+            )
     ringcc.barrier()
     still_works(ctx, "stall/abandoned")
     still_works(ctx, "stall/abandoned-cached")

@@ -36,10 +36,12 @@ def error_of(call):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
-    parser.add_argument("--pending", action="store_true",
-                        help="rank 0 leaves a named allreduce that the others never enqueue")
-    parser.add_argument("--waiting", action="store_true",
-                        help="with --pending: a thread of rank 0 waits on it during shutdown()")
+    parser.add_argument(
+        "--pending", action="store_true", help="rank 0 leaves a named allreduce that the others never enqueue"
+    )
+    parser.add_argument(
+        "--waiting", action="store_true", help="with --pending: a thread of rank 0 waits on it during shutdown()"
+    )
     args = parser.parse_args(argv)
 
     import ringcc
@@ -53,7 +55,8 @@ def main(argv=None) -> int:
         results.append(ringcc.allreduce_async(x, name=f"before-shutdown/{i}").wait(30))
     record["results_ok"] = all(
         np.array_equal(got, np.full(8, size * i + size * (size - 1) / 2, dtype=np.float32))
-        for i, got in enumerate(results))
+        for i, got in enumerate(results)
+    )
     pending = waiter = None
     waited = {}
     if args.pending and rank == 0:

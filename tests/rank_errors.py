@@ -12,7 +12,6 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-
 from rank_harness import CaseList, Skip, check_equal, expect, expect_error, run_cases
 
 ringcc = None  # imported by main(), so that pytest can read CASES without the compiled core
@@ -47,11 +46,19 @@ def every_rank_named(ctx, values) -> list:
 def add_unsupported_dtype(dtype_name: str) -> None:
     def run(ctx):
         x = np.zeros(6, dtype=dtype_name)
-        error = expect_quickly(ringcc.UnsupportedTypeError, [np.dtype(dtype_name).name, "does not support"],
-                               lambda: ringcc.allreduce(x), f"allreduce of {dtype_name}")
+        error = expect_quickly(
+            ringcc.UnsupportedTypeError,
+            [np.dtype(dtype_name).name, "does not support"],
+            lambda: ringcc.allreduce(x),
+            f"allreduce of {dtype_name}",
+        )
         expect(error is None or isinstance(error, TypeError), "UnsupportedTypeError is a TypeError")
-        expect_quickly(ringcc.UnsupportedTypeError, [np.dtype(dtype_name).name],
-                       lambda: ringcc.broadcast_(x, 0), f"broadcast_ of {dtype_name}")
+        expect_quickly(
+            ringcc.UnsupportedTypeError,
+            [np.dtype(dtype_name).name],
+            lambda: ringcc.broadcast_(x, 0),
+            f"broadcast_ of {dtype_name}",
+        )
         still_works(ctx, f"an unsupported {dtype_name}")
 
     CASES.add(f"unsupported-dtype/{dtype_name}", run, min_size=1)
@@ -63,20 +70,31 @@ for _dtype in ("int16", "uint16", "uint32", "uint64", "complex64", "bool", "long
 
 @CASES.case("unsupported-object/list")
 def unsupported_object(ctx):
-    expect_quickly(ringcc.UnsupportedTypeError, ["list", "neither DLPack nor the buffer protocol"],
-                   lambda: ringcc.allreduce([1.0, 2.0]), "allreduce of a list")
+    expect_quickly(
+        ringcc.UnsupportedTypeError,
+        ["list", "neither DLPack nor the buffer protocol"],
+        lambda: ringcc.allreduce([1.0, 2.0]),
+        "allreduce of a list",
+    )
     still_works(ctx, "a list")
 
 
 @CASES.case("unsupported-dtype/one-rank")
 def unsupported_dtype_one_rank(ctx):
     if ctx.rank == 0:
-        expect_quickly(ringcc.UnsupportedTypeError, ["int16"],
-                       lambda: ringcc.allreduce(np.zeros(6, dtype=np.int16)), "allreduce of int16 on rank 0")
+        expect_quickly(
+            ringcc.UnsupportedTypeError,
+            ["int16"],
+            lambda: ringcc.allreduce(np.zeros(6, dtype=np.int16)),
+            "allreduce of int16 on rank 0",
+        )
     else:
-        expect_quickly(ringcc.MismatchError, ["rank 0", "int16"],
-                       lambda: ringcc.allreduce(np.zeros(6, dtype=np.float32)),
-                       "allreduce of float32 while rank 0 passed int16")
+        expect_quickly(
+            ringcc.MismatchError,
+            ["rank 0", "int16"],
+            lambda: ringcc.allreduce(np.zeros(6, dtype=np.float32)),
+            "allreduce of float32 while rank 0 passed int16",
+        )
     still_works(ctx, "one rank's unsupported dtype")
 
 
@@ -104,11 +122,19 @@ def non_contiguous(ctx):
 def non_contiguous_one_rank(ctx):
     x = np.arange(20, dtype=np.float32)
     if ctx.rank == 0:
-        expect_quickly(ringcc.InvalidArgumentError, ["contiguous"], lambda: ringcc.allreduce(x[::2]),
-                       "allreduce of x[::2] on rank 0")
+        expect_quickly(
+            ringcc.InvalidArgumentError,
+            ["contiguous"],
+            lambda: ringcc.allreduce(x[::2]),
+            "allreduce of x[::2] on rank 0",
+        )
     else:
-        expect_quickly(ringcc.MismatchError, ["rank 0", "contiguous"], lambda: ringcc.allreduce(x[:10]),
-                       "allreduce while rank 0 passed a strided array")
+        expect_quickly(
+            ringcc.MismatchError,
+            ["rank 0", "contiguous"],
+            lambda: ringcc.allreduce(x[:10]),
+            "allreduce while rank 0 passed a strided array",
+        )
     still_works(ctx, "one rank's non-contiguous array")
 
 
@@ -117,12 +143,18 @@ def read_only(ctx):
     n = ctx.size
     x = np.full(7, ctx.rank + 1, dtype=np.int32)
     x.setflags(write=False)
-    expect_quickly(ringcc.InvalidArgumentError, ["read-only"], lambda: ringcc.allreduce_(x),
-                   "allreduce_ of a read-only array")
-    expect_quickly(ringcc.InvalidArgumentError, ["read-only"], lambda: ringcc.broadcast_(x, 0),
-                   "broadcast_ of a read-only array")
-    expect_quickly(ringcc.InvalidArgumentError, ["read-only"], lambda: ringcc.allreduce_async_(x).wait(),
-                   "allreduce_async_ of a read-only array")
+    expect_quickly(
+        ringcc.InvalidArgumentError, ["read-only"], lambda: ringcc.allreduce_(x), "allreduce_ of a read-only array"
+    )
+    expect_quickly(
+        ringcc.InvalidArgumentError, ["read-only"], lambda: ringcc.broadcast_(x, 0), "broadcast_ of a read-only array"
+    )
+    expect_quickly(
+        ringcc.InvalidArgumentError,
+        ["read-only"],
+        lambda: ringcc.allreduce_async_(x).wait(),
+        "allreduce_async_ of a read-only array",
+    )
     # Reading from a read-only array is fine.
     check_equal(ringcc.allreduce(x), np.full(7, n * (n + 1) // 2, dtype=np.int32), "allreduce of a read-only input")
     still_works(ctx, "read-only arrays")
@@ -136,21 +168,50 @@ def bad_out(ctx):
     n = ctx.size
     rows = 2 * n + 1
     calls = [
-        ("allreduce, out too large", ringcc.InvalidArgumentError, ["out holds 8 elements", "7"],
-         lambda: ringcc.allreduce(x, out=np.empty(8, dtype=np.float32))),
-        ("allreduce, out too small", ringcc.InvalidArgumentError, ["out holds 6 elements"],
-         lambda: ringcc.allreduce(x, out=np.empty(6, dtype=np.float32))),
-        ("allreduce, out float64", ringcc.InvalidArgumentError, ["dtype float64", "float32"],
-         lambda: ringcc.allreduce(x, out=np.empty(7, dtype=np.float64))),
-        ("allreduce, out read-only", ringcc.InvalidArgumentError, ["read-only"],
-         lambda: ringcc.allreduce(x, out=read_only)),
-        ("broadcast, out too small", ringcc.InvalidArgumentError, ["out holds 3 elements"],
-         lambda: ringcc.broadcast(x, 0, out=np.empty(3, dtype=np.float32))),
-        ("reduce_scatter, out of the whole size", ringcc.InvalidArgumentError, ["out holds"],
-         lambda: ringcc.reduce_scatter(np.ones((rows, 2), dtype=np.float32),
-                                       out=np.empty((rows, 2), dtype=np.float32))),
-        ("allgather, out int32", ringcc.InvalidArgumentError, ["dtype int32"],
-         lambda: ringcc.allgather(x, out=np.empty(7 * n, dtype=np.int32))),
+        (
+            "allreduce, out too large",
+            ringcc.InvalidArgumentError,
+            ["out holds 8 elements", "7"],
+            lambda: ringcc.allreduce(x, out=np.empty(8, dtype=np.float32)),
+        ),
+        (
+            "allreduce, out too small",
+            ringcc.InvalidArgumentError,
+            ["out holds 6 elements"],
+            lambda: ringcc.allreduce(x, out=np.empty(6, dtype=np.float32)),
+        ),
+        (
+            "allreduce, out float64",
+            ringcc.InvalidArgumentError,
+            ["dtype float64", "float32"],
+            lambda: ringcc.allreduce(x, out=np.empty(7, dtype=np.float64)),
+        ),
+        (
+            "allreduce, out read-only",
+            ringcc.InvalidArgumentError,
+            ["read-only"],
+            lambda: ringcc.allreduce(x, out=read_only),
+        ),
+        (
+            "broadcast, out too small",
+            ringcc.InvalidArgumentError,
+            ["out holds 3 elements"],
+            lambda: ringcc.broadcast(x, 0, out=np.empty(3, dtype=np.float32)),
+        ),
+        (
+            "reduce_scatter, out of the whole size",
+            ringcc.InvalidArgumentError,
+            ["out holds"],
+            lambda: ringcc.reduce_scatter(
+                np.ones((rows, 2), dtype=np.float32), out=np.empty((rows, 2), dtype=np.float32)
+            ),
+        ),
+        (
+            "allgather, out int32",
+            ringcc.InvalidArgumentError,
+            ["dtype int32"],
+            lambda: ringcc.allgather(x, out=np.empty(7 * n, dtype=np.int32)),
+        ),
     ]
     for what, error_class, fragments, call in calls:
         expect_quickly(error_class, fragments, call, what)
@@ -163,10 +224,15 @@ def allgather_bad_out(ctx):
     # many rows it brings, so this is caught after the header exchange.
     x = np.ones(7, dtype=np.float32)
     out = np.empty(7 * ctx.size + 1, dtype=np.float32)
-    error = expect_quickly(ringcc.RingccError, ["holds", str(7 * ctx.size + 1), str(7 * ctx.size)],
-                           lambda: ringcc.allgather(x, out=out), "allgather with an out one element too large")
-    expect(error is None or isinstance(error, ValueError),
-           f"expected a ValueError subclass, got {type(error).__name__}")
+    error = expect_quickly(
+        ringcc.RingccError,
+        ["holds", str(7 * ctx.size + 1), str(7 * ctx.size)],
+        lambda: ringcc.allgather(x, out=out),
+        "allgather with an out one element too large",
+    )
+    expect(
+        error is None or isinstance(error, ValueError), f"expected a ValueError subclass, got {type(error).__name__}"
+    )
     still_works(ctx, "allgather with a wrong out")
 
 
@@ -174,27 +240,55 @@ def allgather_bad_out(ctx):
 def unknown_op(ctx):
     x = np.ones(4, dtype=np.float32)
     for bad in ("median", "", "summ"):
-        expect_quickly(ringcc.InvalidArgumentError, ["unknown reduction", repr(bad)],
-                       lambda: ringcc.allreduce(x, bad), f"allreduce(op={bad!r})")
+        expect_quickly(
+            ringcc.InvalidArgumentError,
+            ["unknown reduction", repr(bad)],
+            lambda: ringcc.allreduce(x, bad),
+            f"allreduce(op={bad!r})",
+        )
     for bad in (7, -1, True, 1.5, None):
-        expect_quickly(ringcc.InvalidArgumentError, ["unknown reduction"],
-                       lambda: ringcc.allreduce(x, bad), f"allreduce(op={bad!r})")
-    expect_quickly(ringcc.InvalidArgumentError, ["unknown reduction"],
-                   lambda: ringcc.reduce_scatter(x, "nope"), "reduce_scatter(op='nope')")
-    expect_quickly(ringcc.InvalidArgumentError, ["unknown reduction"],
-                   lambda: ringcc.grouped_allreduce([x], "nope"), "grouped_allreduce(op='nope')")
-    expect_quickly(ringcc.InvalidArgumentError, ["unknown reduction"],
-                   lambda: ringcc.allreduce_async(x, "nope"), "allreduce_async(op='nope')")
+        expect_quickly(
+            ringcc.InvalidArgumentError,
+            ["unknown reduction"],
+            lambda: ringcc.allreduce(x, bad),
+            f"allreduce(op={bad!r})",
+        )
+    expect_quickly(
+        ringcc.InvalidArgumentError,
+        ["unknown reduction"],
+        lambda: ringcc.reduce_scatter(x, "nope"),
+        "reduce_scatter(op='nope')",
+    )
+    expect_quickly(
+        ringcc.InvalidArgumentError,
+        ["unknown reduction"],
+        lambda: ringcc.grouped_allreduce([x], "nope"),
+        "grouped_allreduce(op='nope')",
+    )
+    expect_quickly(
+        ringcc.InvalidArgumentError,
+        ["unknown reduction"],
+        lambda: ringcc.allreduce_async(x, "nope"),
+        "allreduce_async(op='nope')",
+    )
     still_works(ctx, "unknown reductions")
 
 
 @CASES.case("scale-factor/not-finite")
 def bad_scale(ctx):
     x = np.ones(4, dtype=np.float32)
-    expect_quickly(ringcc.InvalidArgumentError, ["finite"],
-                   lambda: ringcc.allreduce(x, prescale_factor=float("nan")), "allreduce(prescale_factor=nan)")
-    expect_quickly(ringcc.InvalidArgumentError, ["finite"],
-                   lambda: ringcc.allreduce(x, postscale_factor=float("inf")), "allreduce(postscale_factor=inf)")
+    expect_quickly(
+        ringcc.InvalidArgumentError,
+        ["finite"],
+        lambda: ringcc.allreduce(x, prescale_factor=float("nan")),
+        "allreduce(prescale_factor=nan)",
+    )
+    expect_quickly(
+        ringcc.InvalidArgumentError,
+        ["finite"],
+        lambda: ringcc.allreduce(x, postscale_factor=float("inf")),
+        "allreduce(postscale_factor=inf)",
+    )
     still_works(ctx, "non-finite scale factors")
 
 
@@ -209,9 +303,12 @@ def alltoall_bad_splits(ctx):
     ]
     for what, splits, fragments in cases:
         expect_quickly(ringcc.InvalidArgumentError, fragments, lambda: ringcc.alltoall(x, splits), what)
-    expect_quickly(ringcc.InvalidArgumentError, ["divide evenly"],
-                   lambda: ringcc.alltoall(np.ones((2 * n + 1, 3), dtype=np.float32)),
-                   "alltoall without splits of rows that do not divide evenly")
+    expect_quickly(
+        ringcc.InvalidArgumentError,
+        ["divide evenly"],
+        lambda: ringcc.alltoall(np.ones((2 * n + 1, 3), dtype=np.float32)),
+        "alltoall without splits of rows that do not divide evenly",
+    )
     still_works(ctx, "bad alltoall splits")
 
 
@@ -220,23 +317,37 @@ def alltoall_bad_splits_one_rank(ctx):
     n = ctx.size
     x = np.ones((n, 3), dtype=np.float32)
     if ctx.rank == 0:
-        expect_quickly(ringcc.InvalidArgumentError, ["negative"],
-                       lambda: ringcc.alltoall(x, [-1, n + 1] + [0] * (n - 2)), "negative splits on rank 0")
+        expect_quickly(
+            ringcc.InvalidArgumentError,
+            ["negative"],
+            lambda: ringcc.alltoall(x, [-1, n + 1] + [0] * (n - 2)),
+            "negative splits on rank 0",
+        )
     else:
-        expect_quickly(ringcc.MismatchError, ["rank 0", "negative"],
-                       lambda: ringcc.alltoall(x, [1] * n), "alltoall while rank 0 passed negative splits")
+        expect_quickly(
+            ringcc.MismatchError,
+            ["rank 0", "negative"],
+            lambda: ringcc.alltoall(x, [1] * n),
+            "alltoall while rank 0 passed negative splits",
+        )
     still_works(ctx, "one rank's bad splits")
 
 
 @CASES.case("grouped/one-bad-tensor")
 def grouped_bad_tensor(ctx):
     good = np.ones(5, dtype=np.float32)
-    expect_quickly(ringcc.UnsupportedTypeError, ["int16"],
-                   lambda: ringcc.grouped_allreduce([good, np.ones(3, dtype=np.int16)]),
-                   "grouped_allreduce with an int16 tensor")
-    expect_quickly(ringcc.InvalidArgumentError, ["contiguous"],
-                   lambda: ringcc.grouped_allreduce_([good.copy(), np.ones(10, dtype=np.float32)[::2]]),
-                   "grouped_allreduce_ with a strided tensor")
+    expect_quickly(
+        ringcc.UnsupportedTypeError,
+        ["int16"],
+        lambda: ringcc.grouped_allreduce([good, np.ones(3, dtype=np.int16)]),
+        "grouped_allreduce with an int16 tensor",
+    )
+    expect_quickly(
+        ringcc.InvalidArgumentError,
+        ["contiguous"],
+        lambda: ringcc.grouped_allreduce_([good.copy(), np.ones(10, dtype=np.float32)[::2]]),
+        "grouped_allreduce_ with a strided tensor",
+    )
     still_works(ctx, "grouped_allreduce with a bad tensor")
 
 
@@ -247,10 +358,18 @@ def torch_non_contiguous(ctx):
     except ImportError:
         raise Skip("torch is not installed") from None
     transposed = torch.ones(4, 3).t()
-    expect_quickly(ringcc.InvalidArgumentError, ["contiguous"], lambda: ringcc.allreduce(transposed),
-                   "allreduce of a transposed torch tensor")
-    expect_quickly(ringcc.UnsupportedTypeError, ["DLPack"], lambda: ringcc.allreduce(torch.ones(3, dtype=torch.int16)),
-                   "allreduce of an int16 torch tensor")
+    expect_quickly(
+        ringcc.InvalidArgumentError,
+        ["contiguous"],
+        lambda: ringcc.allreduce(transposed),
+        "allreduce of a transposed torch tensor",
+    )
+    expect_quickly(
+        ringcc.UnsupportedTypeError,
+        ["DLPack"],
+        lambda: ringcc.allreduce(torch.ones(3, dtype=torch.int16)),
+        "allreduce of an int16 torch tensor",
+    )
     still_works(ctx, "a non-contiguous torch tensor")
 
 
@@ -268,40 +387,69 @@ def add_mismatch(name: str, call_for_rank, fragments_for, *, min_size: int = 2) 
     CASES.add(f"mismatch/{name}", run, min_size=min_size)
 
 
-add_mismatch("size", lambda ctx: ringcc.allreduce(np.ones(10 + ctx.rank, dtype=np.float32)),
-             lambda ctx: ["number of elements"] + every_rank_named(ctx, lambda r: 10 + r))
-add_mismatch("size/large", lambda ctx: ringcc.allreduce(np.ones((1 << 20) + ctx.rank, dtype=np.float32)),
-             lambda ctx: ["number of elements"] + every_rank_named(ctx, lambda r: (1 << 20) + r))
+add_mismatch(
+    "size",
+    lambda ctx: ringcc.allreduce(np.ones(10 + ctx.rank, dtype=np.float32)),
+    lambda ctx: ["number of elements"] + every_rank_named(ctx, lambda r: 10 + r),
+)
+add_mismatch(
+    "size/large",
+    lambda ctx: ringcc.allreduce(np.ones((1 << 20) + ctx.rank, dtype=np.float32)),
+    lambda ctx: ["number of elements"] + every_rank_named(ctx, lambda r: (1 << 20) + r),
+)
 _DTYPE_BY_RANK = ["float32", "float64", "int32", "int8"]
-add_mismatch("dtype", lambda ctx: ringcc.allreduce(np.ones(6, dtype=_DTYPE_BY_RANK[ctx.rank % 4])),
-             lambda ctx: ["dtype"] + every_rank_named(ctx, lambda r: _DTYPE_BY_RANK[r % 4]))
+add_mismatch(
+    "dtype",
+    lambda ctx: ringcc.allreduce(np.ones(6, dtype=_DTYPE_BY_RANK[ctx.rank % 4])),
+    lambda ctx: ["dtype"] + every_rank_named(ctx, lambda r: _DTYPE_BY_RANK[r % 4]),
+)
 _OP_BY_RANK = [("Sum", "sum"), ("Max", "max"), ("Min", "min"), ("Product", "product")]
-add_mismatch("op", lambda ctx: ringcc.allreduce(np.ones(6, dtype=np.float32),
-                                                getattr(ringcc, _OP_BY_RANK[ctx.rank % 4][0])),
-             lambda ctx: ["reduction"] + every_rank_named(ctx, lambda r: _OP_BY_RANK[r % 4][1]))
-add_mismatch("op/reduce_scatter", lambda ctx: ringcc.reduce_scatter(np.ones((4, 2), dtype=np.float32),
-                                                                   getattr(ringcc, _OP_BY_RANK[ctx.rank % 4][0])),
-             lambda ctx: ["reduction"] + every_rank_named(ctx, lambda r: _OP_BY_RANK[r % 4][1]))
-add_mismatch("root", lambda ctx: ringcc.broadcast(np.ones(6, dtype=np.float32), ctx.rank),
-             lambda ctx: ["root"] + every_rank_named(ctx, lambda r: r))
-add_mismatch("broadcast-size", lambda ctx: ringcc.broadcast(np.ones(6 + ctx.rank, dtype=np.float32), 0),
-             lambda ctx: ["number of elements"] + every_rank_named(ctx, lambda r: 6 + r))
-add_mismatch("allgather-row-shape",
-             lambda ctx: ringcc.allgather(np.ones((2, 3 + ctx.rank), dtype=np.float32)),
-             lambda ctx: ["shape"] + every_rank_named(ctx, lambda r: 3 + r))
-add_mismatch("reduce_scatter-row-shape",
-             lambda ctx: ringcc.reduce_scatter(np.ones((4, 2 + ctx.rank), dtype=np.float32)),
-             lambda ctx: ["number of elements"] + every_rank_named(ctx, lambda r: 4 * (2 + r)))
-add_mismatch("async/size", lambda ctx: ringcc.allreduce_async(np.ones(10 + ctx.rank, dtype=np.float32)).wait(),
-             lambda ctx: ["number of elements"] + every_rank_named(ctx, lambda r: 10 + r))
+add_mismatch(
+    "op",
+    lambda ctx: ringcc.allreduce(np.ones(6, dtype=np.float32), getattr(ringcc, _OP_BY_RANK[ctx.rank % 4][0])),
+    lambda ctx: ["reduction"] + every_rank_named(ctx, lambda r: _OP_BY_RANK[r % 4][1]),
+)
+add_mismatch(
+    "op/reduce_scatter",
+    lambda ctx: ringcc.reduce_scatter(np.ones((4, 2), dtype=np.float32), getattr(ringcc, _OP_BY_RANK[ctx.rank % 4][0])),
+    lambda ctx: ["reduction"] + every_rank_named(ctx, lambda r: _OP_BY_RANK[r % 4][1]),
+)
+add_mismatch(
+    "root",
+    lambda ctx: ringcc.broadcast(np.ones(6, dtype=np.float32), ctx.rank),
+    lambda ctx: ["root"] + every_rank_named(ctx, lambda r: r),
+)
+add_mismatch(
+    "broadcast-size",
+    lambda ctx: ringcc.broadcast(np.ones(6 + ctx.rank, dtype=np.float32), 0),
+    lambda ctx: ["number of elements"] + every_rank_named(ctx, lambda r: 6 + r),
+)
+add_mismatch(
+    "allgather-row-shape",
+    lambda ctx: ringcc.allgather(np.ones((2, 3 + ctx.rank), dtype=np.float32)),
+    lambda ctx: ["shape"] + every_rank_named(ctx, lambda r: 3 + r),
+)
+add_mismatch(
+    "reduce_scatter-row-shape",
+    lambda ctx: ringcc.reduce_scatter(np.ones((4, 2 + ctx.rank), dtype=np.float32)),
+    lambda ctx: ["number of elements"] + every_rank_named(ctx, lambda r: 4 * (2 + r)),
+)
+add_mismatch(
+    "async/size",
+    lambda ctx: ringcc.allreduce_async(np.ones(10 + ctx.rank, dtype=np.float32)).wait(),
+    lambda ctx: ["number of elements"] + every_rank_named(ctx, lambda r: 10 + r),
+)
 
 
 @CASES.case("mismatch/several-in-a-row", min_size=2)
 def several_mismatches(ctx):
     for attempt in range(5):
-        expect_quickly(ringcc.MismatchError, ["number of elements"],
-                       lambda: ringcc.allreduce(np.ones(3 + (ctx.rank + attempt) % ctx.size, dtype=np.float32)),
-                       f"mismatch {attempt}")
+        expect_quickly(
+            ringcc.MismatchError,
+            ["number of elements"],
+            lambda: ringcc.allreduce(np.ones(3 + (ctx.rank + attempt) % ctx.size, dtype=np.float32)),
+            f"mismatch {attempt}",
+        )
     still_works(ctx, "five mismatches in a row")
 
 
@@ -314,10 +462,18 @@ def root_out_of_range(ctx):
     n = ctx.size
     x = np.ones(6, dtype=np.float32)
     for root in (n, n + 5, -1):
-        expect_quickly(ringcc.InvalidArgumentError, ["root", str(root), "out of range"],
-                       lambda: ringcc.broadcast(x, root), f"broadcast(root={root})")
-        expect_quickly(ringcc.InvalidArgumentError, ["out of range"],
-                       lambda: ringcc.broadcast_(x.copy(), root), f"broadcast_(root={root})")
+        expect_quickly(
+            ringcc.InvalidArgumentError,
+            ["root", str(root), "out of range"],
+            lambda: ringcc.broadcast(x, root),
+            f"broadcast(root={root})",
+        )
+        expect_quickly(
+            ringcc.InvalidArgumentError,
+            ["out of range"],
+            lambda: ringcc.broadcast_(x.copy(), root),
+            f"broadcast_(root={root})",
+        )
     still_works(ctx, "roots out of range")
 
 
@@ -326,11 +482,19 @@ def root_out_of_range_one_rank(ctx):
     n = ctx.size
     x = np.ones(6, dtype=np.float32)
     if ctx.rank == 0:
-        expect_quickly(ringcc.InvalidArgumentError, ["root", str(n), "out of range"],
-                       lambda: ringcc.broadcast(x, n), f"broadcast(root={n}) on rank 0")
+        expect_quickly(
+            ringcc.InvalidArgumentError,
+            ["root", str(n), "out of range"],
+            lambda: ringcc.broadcast(x, n),
+            f"broadcast(root={n}) on rank 0",
+        )
     else:
-        expect_quickly(ringcc.MismatchError, ["rank 0", "out of range"], lambda: ringcc.broadcast(x, 0),
-                       "broadcast(root=0) while rank 0 passed a root out of range")
+        expect_quickly(
+            ringcc.MismatchError,
+            ["rank 0", "out of range"],
+            lambda: ringcc.broadcast(x, 0),
+            "broadcast(root=0) while rank 0 passed a root out of range",
+        )
     still_works(ctx, "one rank's root out of range")
 
 
@@ -354,8 +518,12 @@ def one_rank_bad(ctx, what, bad_call, good_call, own_error, fragments):
     if ctx.rank == last:
         expect_quickly(own_error, fragments, bad_call, f"{what} (rank {last}'s own error)")
     else:
-        expect_quickly(ringcc.MismatchError, [f"rank {last} could not start"] + fragments, good_call,
-                       f"{what} (rank {last}'s bad argument)")
+        expect_quickly(
+            ringcc.MismatchError,
+            [f"rank {last} could not start"] + fragments,
+            good_call,
+            f"{what} (rank {last}'s bad argument)",
+        )
 
 
 def _named(ctx, stem):
@@ -394,28 +562,36 @@ def add_one_rank_allreduce(label, bad_kwargs, own_error, fragments, bad_input=No
                 continue
             good = np.full(6, ctx.rank + 1, dtype=np.float32)
             bad = bad_input() if bad_input else good.copy()
-            one_rank_bad(ctx, f"{form_name} with {label}", lambda: form(bad, **bad_kwargs),
-                         lambda: form(good.copy()), own_error, fragments)
+            one_rank_bad(
+                ctx,
+                f"{form_name} with {label}",
+                lambda: form(bad, **bad_kwargs),
+                lambda: form(good.copy()),
+                own_error,
+                fragments,
+            )
             _check_sum(ctx, form(np.full(6, ctx.rank + 1, dtype=np.float32)), f"{form_name} after {label}")
         still_works(ctx, label)
 
     CASES.add(f"one-rank/allreduce/{label}", run, min_size=2)
 
 
-add_one_rank_allreduce("unknown op string", {"op": "median"}, "InvalidArgumentError",
-                       ["unknown reduction", "'median'"])
+add_one_rank_allreduce("unknown op string", {"op": "median"}, "InvalidArgumentError", ["unknown reduction", "'median'"])
 add_one_rank_allreduce("op None", {"op": None}, "InvalidArgumentError", ["unknown reduction", "None"])
 add_one_rank_allreduce("op 7", {"op": 7}, "InvalidArgumentError", ["unknown reduction", "7"])
-add_one_rank_allreduce("prescale_factor a string", {"prescale_factor": "x"}, TypeError,
-                       ["prescale_factor must be a real number", "'x'"])
-add_one_rank_allreduce("postscale_factor a list", {"postscale_factor": [2.0]}, TypeError,
-                       ["postscale_factor must be a real number"])
-add_one_rank_allreduce("a strided array", {}, "InvalidArgumentError", ["contiguous"],
-                       bad_input=lambda: np.ones(12, dtype=np.float32)[::2])
-add_one_rank_allreduce("an int16 array", {}, "UnsupportedTypeError", ["int16"],
-                       bad_input=lambda: np.ones(6, dtype=np.int16))
-add_one_rank_allreduce("a list", {}, "UnsupportedTypeError", ["list"],
-                       bad_input=lambda: [1.0] * 6)
+add_one_rank_allreduce(
+    "prescale_factor a string", {"prescale_factor": "x"}, TypeError, ["prescale_factor must be a real number", "'x'"]
+)
+add_one_rank_allreduce(
+    "postscale_factor a list", {"postscale_factor": [2.0]}, TypeError, ["postscale_factor must be a real number"]
+)
+add_one_rank_allreduce(
+    "a strided array", {}, "InvalidArgumentError", ["contiguous"], bad_input=lambda: np.ones(12, dtype=np.float32)[::2]
+)
+add_one_rank_allreduce(
+    "an int16 array", {}, "UnsupportedTypeError", ["int16"], bad_input=lambda: np.ones(6, dtype=np.int16)
+)
+add_one_rank_allreduce("a list", {}, "UnsupportedTypeError", ["list"], bad_input=lambda: [1.0] * 6)
 
 
 def _read_only():
@@ -424,13 +600,21 @@ def _read_only():
     return x
 
 
-add_one_rank_allreduce("a read-only array", {}, "InvalidArgumentError", ["read-only"],
-                       bad_input=_read_only,
-                       forms={"allreduce_", "allreduce_async_", "allreduce_async_, named",
-                              "grouped_allreduce_async_"})
-add_one_rank_allreduce("an out of the wrong size", {"out": np.empty(5, dtype=np.float32)},
-                       "InvalidArgumentError", ["out holds 5 elements"],
-                       forms={"allreduce", "allreduce_async", "allreduce_async, named"})
+add_one_rank_allreduce(
+    "a read-only array",
+    {},
+    "InvalidArgumentError",
+    ["read-only"],
+    bad_input=_read_only,
+    forms={"allreduce_", "allreduce_async_", "allreduce_async_, named", "grouped_allreduce_async_"},
+)
+add_one_rank_allreduce(
+    "an out of the wrong size",
+    {"out": np.empty(5, dtype=np.float32)},
+    "InvalidArgumentError",
+    ["out holds 5 elements"],
+    forms={"allreduce", "allreduce_async", "allreduce_async, named"},
+)
 
 
 @CASES.case("one-rank/broadcast", min_size=2)
@@ -445,15 +629,21 @@ def one_rank_broadcast(ctx):
         "broadcast_async_, named": lambda x, root: ringcc.broadcast_async_(x, root, name=_named(ctx, "b_")).wait(),
     }
     bad_roots = [
-        ("root 2**40", 2 ** 40, "InvalidArgumentError", ["root rank 1099511627776 is out of range"]),
+        ("root 2**40", 2**40, "InvalidArgumentError", ["root rank 1099511627776 is out of range"]),
         ("root a string", "0", TypeError, ["root must be an int", "'0'"]),
         ("root None", None, TypeError, ["root must be an int", "None"]),
     ]
     for label, root, own_error, fragments in bad_roots:
         for form_name, form in forms.items():
             x = np.full(4, ctx.rank + 1, dtype=np.float64)
-            one_rank_bad(ctx, f"{form_name} with {label}", lambda: form(x.copy(), root),
-                         lambda: form(x.copy(), 0), own_error, fragments)
+            one_rank_bad(
+                ctx,
+                f"{form_name} with {label}",
+                lambda: form(x.copy(), root),
+                lambda: form(x.copy(), 0),
+                own_error,
+                fragments,
+            )
             got = form(np.full(4, ctx.rank + 1, dtype=np.float64), n - 1)
             check_equal(np.asarray(got), np.full(4, n, dtype=np.float64), f"{form_name} after {label}")
     still_works(ctx, "bad roots")
@@ -470,10 +660,15 @@ def one_rank_allgather_reduce_scatter(ctx):
     }
     for form_name, form in ag.items():
         x = np.full((2, 3), ctx.rank, dtype=np.float32)
-        bads = [("an out of int32", lambda: form(x, out=np.empty((2 * n, 3), dtype=np.int32)),
-                 "InvalidArgumentError", ["dtype int32"]),
-                ("a bool array", lambda: form(np.ones((2, 3), dtype=bool)), "UnsupportedTypeError",
-                 ["bool"])]
+        bads = [
+            (
+                "an out of int32",
+                lambda: form(x, out=np.empty((2 * n, 3), dtype=np.int32)),
+                "InvalidArgumentError",
+                ["dtype int32"],
+            ),
+            ("a bool array", lambda: form(np.ones((2, 3), dtype=bool)), "UnsupportedTypeError", ["bool"]),
+        ]
         for label, bad_call, own_error, fragments in bads:
             one_rank_bad(ctx, f"{form_name} with {label}", bad_call, lambda: form(x), own_error, fragments)
             want = np.repeat(np.arange(n, dtype=np.float32), 2)[:, None] * np.ones((1, 3), np.float32)
@@ -482,17 +677,25 @@ def one_rank_allgather_reduce_scatter(ctx):
         "reduce_scatter": lambda x, **kw: ringcc.reduce_scatter(x, **kw),
         "reduce_scatter_async": lambda x, **kw: ringcc.reduce_scatter_async(x, **kw).wait(),
         "reduce_scatter_async, named": lambda x, **kw: ringcc.reduce_scatter_async(
-            x, name=_named(ctx, "rs"), **kw).wait(),
+            x, name=_named(ctx, "rs"), **kw
+        ).wait(),
     }
     for form_name, form in rs.items():
         x = np.ones((rows, 2), dtype=np.float32)
-        bads = [("an unknown op", {"op": "nope"}, "InvalidArgumentError", ["unknown reduction"]),
-                ("prescale_factor a string", {"prescale_factor": "x"}, TypeError, ["prescale_factor"]),
-                ("an out of the whole size", {"out": np.empty((rows, 2), dtype=np.float32)},
-                 "InvalidArgumentError", ["out holds"])]
+        bads = [
+            ("an unknown op", {"op": "nope"}, "InvalidArgumentError", ["unknown reduction"]),
+            ("prescale_factor a string", {"prescale_factor": "x"}, TypeError, ["prescale_factor"]),
+            (
+                "an out of the whole size",
+                {"out": np.empty((rows, 2), dtype=np.float32)},
+                "InvalidArgumentError",
+                ["out holds"],
+            ),
+        ]
         for label, kwargs, own_error, fragments in bads:
-            one_rank_bad(ctx, f"{form_name} with {label}", lambda: form(x, **kwargs), lambda: form(x),
-                         own_error, fragments)
+            one_rank_bad(
+                ctx, f"{form_name} with {label}", lambda: form(x, **kwargs), lambda: form(x), own_error, fragments
+            )
             check_equal(form(x), np.full((2, 2), n, dtype=np.float32), f"{form_name} after {label}")
     still_works(ctx, "bad allgather and reduce_scatter arguments")
 
@@ -515,17 +718,22 @@ def one_rank_alltoall(ctx):
     for form_name, form in forms.items():
         x = np.full((n, 2), ctx.rank, dtype=np.int64)
         for label, splits, own_error, fragments in bads:
-            one_rank_bad(ctx, f"{form_name} with {label}", lambda: form(x, splits), lambda: form(x, good),
-                         own_error, fragments)
+            one_rank_bad(
+                ctx, f"{form_name} with {label}", lambda: form(x, splits), lambda: form(x, good), own_error, fragments
+            )
             out, received = form(x, good)
-            check_equal(out, np.repeat(np.arange(n, dtype=np.int64), 2).reshape(n, 2),
-                        f"{form_name} after {label}")
+            check_equal(out, np.repeat(np.arange(n, dtype=np.int64), 2).reshape(n, 2), f"{form_name} after {label}")
             expect(list(received) == good, f"{form_name} after {label}: received {received}")
         # Rows that do not divide over the ranks, without splits.
         uneven = np.ones((n + 1, 2), dtype=np.int64)
-        one_rank_bad(ctx, f"{form_name} of uneven rows without splits",
-                     lambda: form(uneven, None), lambda: form(x, None), "InvalidArgumentError",
-                     ["divide evenly"])
+        one_rank_bad(
+            ctx,
+            f"{form_name} of uneven rows without splits",
+            lambda: form(uneven, None),
+            lambda: form(x, None),
+            "InvalidArgumentError",
+            ["divide evenly"],
+        )
     still_works(ctx, "bad alltoall arguments")
 
 
@@ -542,14 +750,24 @@ def one_rank_grouped(ctx):
     bads = [
         ("tensors that are not a list", lambda: (5, {}), TypeError, ["not iterable"]),
         ("a string in the list", lambda: ([good[0].copy(), "s"], {}), "UnsupportedTypeError", ["str"]),
-        ("an unknown op", lambda: ([t.copy() for t in good], {"op": "nope"}), "InvalidArgumentError",
-         ["unknown reduction"]),
+        (
+            "an unknown op",
+            lambda: ([t.copy() for t in good], {"op": "nope"}),
+            "InvalidArgumentError",
+            ["unknown reduction"],
+        ),
     ]
     for form_name, form in forms.items():
         for label, make, own_error, fragments in bads:
             tensors, kwargs = make()
-            one_rank_bad(ctx, f"{form_name} with {label}", lambda: form(tensors, **kwargs),
-                         lambda: form([t.copy() for t in good]), own_error, fragments)
+            one_rank_bad(
+                ctx,
+                f"{form_name} with {label}",
+                lambda: form(tensors, **kwargs),
+                lambda: form([t.copy() for t in good]),
+                own_error,
+                fragments,
+            )
             got = form([t.copy() for t in good])
             check_equal(got[0], np.full(3, n * (n + 1) / 2, dtype=np.float32), f"{form_name} after {label}")
             check_equal(got[1], np.full(5, n * (n + 1) / 2, dtype=np.float64), f"{form_name} after {label}")
@@ -561,8 +779,10 @@ def one_rank_name(ctx):
     # A name that is not one cannot be matched by name: the call fails in
     # issue order, where an unnamed call runs.
     x = np.full(6, ctx.rank + 1, dtype=np.float32)
-    for bad_name, fragments in (("", ["name must be a non-empty string", "''"]),
-                                (5, ["name must be a non-empty string", "5"])):
+    for bad_name, fragments in (
+        ("", ["name must be a non-empty string", "''"]),
+        (5, ["name must be a non-empty string", "5"]),
+    ):
         calls = {
             "allreduce_async": lambda name: ringcc.allreduce_async(x, name=name),
             "allreduce_async_": lambda name: ringcc.allreduce_async_(x.copy(), name=name),
@@ -570,8 +790,14 @@ def one_rank_name(ctx):
             "broadcast_async": lambda name: ringcc.broadcast_async(x, 0, name=name),
         }
         for what, call in calls.items():
-            one_rank_bad(ctx, f"{what}(name={bad_name!r})", lambda: call(bad_name).wait(),
-                         lambda: call(None).wait(), "InvalidArgumentError", fragments)
+            one_rank_bad(
+                ctx,
+                f"{what}(name={bad_name!r})",
+                lambda: call(bad_name).wait(),
+                lambda: call(None).wait(),
+                "InvalidArgumentError",
+                fragments,
+            )
             _check_sum(ctx, ringcc.allreduce_async(x).wait(), f"allreduce_async after {what}(name={bad_name!r})")
     still_works(ctx, "bad names")
 
@@ -589,9 +815,14 @@ def one_rank_named_again(ctx):
         for name in (f"{ctx.case}/cached", f"{ctx.case}/new/{round_}"):
             op = "median" if ctx.rank == last and round_ % 2 else "sum"
             if round_ % 2:
-                one_rank_bad(ctx, f"round {round_}, {name}", lambda: ringcc.allreduce_async(x, op, name=name).wait(),
-                             lambda: ringcc.allreduce_async(x, op, name=name).wait(), "InvalidArgumentError",
-                             ["unknown reduction"])
+                one_rank_bad(
+                    ctx,
+                    f"round {round_}, {name}",
+                    lambda: ringcc.allreduce_async(x, op, name=name).wait(),
+                    lambda: ringcc.allreduce_async(x, op, name=name).wait(),
+                    "InvalidArgumentError",
+                    ["unknown reduction"],
+                )
             else:
                 _check_sum(ctx, ringcc.allreduce_async(x, op, name=name).wait(), f"round {round_}, {name}")
             _check_sum(ctx, ringcc.allreduce_async(x, name=name).wait(), f"round {round_}, {name} again")
@@ -637,8 +868,12 @@ def shared_settings_differ(ctx):
             if ctx.rank == last:
                 os.environ[var] = value
             try:
-                expect_quickly(ringcc.MismatchError, [named, f"rank {last}: {shown}", "rank 0: "],
-                               ringcc.init, f"init() with {var}={value} on rank {last} only")
+                expect_quickly(
+                    ringcc.MismatchError,
+                    [named, f"rank {last}: {shown}", "rank 0: "],
+                    ringcc.init,
+                    f"init() with {var}={value} on rank {last} only",
+                )
             finally:
                 if before is None:
                     os.environ.pop(var, None)
@@ -650,13 +885,21 @@ def shared_settings_differ(ctx):
         if ctx.rank == last:
             os.environ["RINGCC_TCP_SOCKETS"] = "many"
             try:
-                expect_quickly(ringcc.InvalidArgumentError, ["RINGCC_TCP_SOCKETS", "many"], ringcc.init,
-                               "init() with RINGCC_TCP_SOCKETS=many")
+                expect_quickly(
+                    ringcc.InvalidArgumentError,
+                    ["RINGCC_TCP_SOCKETS", "many"],
+                    ringcc.init,
+                    "init() with RINGCC_TCP_SOCKETS=many",
+                )
             finally:
                 os.environ.pop("RINGCC_TCP_SOCKETS", None)
         else:
-            expect_quickly(ringcc.MismatchError, ["RINGCC_TCP_SOCKETS", f"rank {last}: invalid", "many"],
-                           ringcc.init, f"init() while rank {last} has RINGCC_TCP_SOCKETS=many")
+            expect_quickly(
+                ringcc.MismatchError,
+                ["RINGCC_TCP_SOCKETS", f"rank {last}: invalid", "many"],
+                ringcc.init,
+                f"init() while rank {last} has RINGCC_TCP_SOCKETS=many",
+            )
         if ringcc.is_initialized():
             ringcc.shutdown()
     finally:
@@ -674,11 +917,16 @@ _COLLECTIVE_BY_RANK = [
     ("broadcast", lambda: ringcc.broadcast(np.ones(6, dtype=np.float32), 0)),
     ("barrier", lambda: ringcc.barrier()),
 ]
-add_mismatch("collective", lambda ctx: _COLLECTIVE_BY_RANK[ctx.rank % 4][1](),
-             lambda ctx: ["different collectives"] + every_rank_named(ctx, lambda r: _COLLECTIVE_BY_RANK[r % 4][0]))
-add_mismatch("collective/barrier-vs-alltoall",
-             lambda ctx: ringcc.barrier() if ctx.rank == 0 else ringcc.alltoall(np.ones(ctx.size, dtype=np.int64)),
-             lambda ctx: ["different collectives", "rank 0: barrier", "rank 1: alltoall"])
+add_mismatch(
+    "collective",
+    lambda ctx: _COLLECTIVE_BY_RANK[ctx.rank % 4][1](),
+    lambda ctx: ["different collectives"] + every_rank_named(ctx, lambda r: _COLLECTIVE_BY_RANK[r % 4][0]),
+)
+add_mismatch(
+    "collective/barrier-vs-alltoall",
+    lambda ctx: ringcc.barrier() if ctx.rank == 0 else ringcc.alltoall(np.ones(ctx.size, dtype=np.int64)),
+    lambda ctx: ["different collectives", "rank 0: barrier", "rank 1: alltoall"],
+)
 
 
 def _bind(module) -> None:

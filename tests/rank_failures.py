@@ -36,8 +36,12 @@ def report(out_dir: str, rank: int, record: dict) -> None:
 
 
 def describe(error: BaseException) -> dict:
-    return {"class": type(error).__name__, "message": str(error), "time": time.time(),
-            "is_builtin_timeout": isinstance(error, TimeoutError)}
+    return {
+        "class": type(error).__name__,
+        "message": str(error),
+        "time": time.time(),
+        "is_builtin_timeout": isinstance(error, TimeoutError),
+    }
 
 
 def kill(args) -> int:
@@ -135,7 +139,7 @@ def listening_ports() -> list:
         except OSError:
             continue
         if target.startswith("socket:["):
-            inodes.add(target[len("socket:["):-1])
+            inodes.add(target[len("socket:[") : -1])
     ports = set()
     for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
         try:
@@ -156,11 +160,16 @@ def stranger(args) -> int:
     rank, size = ringcc.rank(), ringcc.size()
     store_port = int(os.environ["RINGCC_MASTER_PORT"])
     ports = listening_ports()
-    write_json(os.path.join(args.out, f"ports{rank}.json"), {
-        "rank": rank, "pid": os.getpid(), "transport": ringcc.transport_name(),
-        "store_port": store_port if rank == 0 else None,
-        "data_ports": [p for p in ports if p != store_port],
-    })
+    write_json(
+        os.path.join(args.out, f"ports{rank}.json"),
+        {
+            "rank": rank,
+            "pid": os.getpid(),
+            "transport": ringcc.transport_name(),
+            "store_port": store_port if rank == 0 else None,
+            "data_ports": [p for p in ports if p != store_port],
+        },
+    )
     stop_path = os.path.join(args.out, "stop")
     iterations = wrong = 0
     errors = []
@@ -179,8 +188,16 @@ def stranger(args) -> int:
         iterations += 1
         if stop:
             break
-    report(args.out, rank, {"iterations": iterations, "wrong_results": wrong, "errors": errors,
-                            "stopped_by_test": os.path.exists(stop_path)})
+    report(
+        args.out,
+        rank,
+        {
+            "iterations": iterations,
+            "wrong_results": wrong,
+            "errors": errors,
+            "stopped_by_test": os.path.exists(stop_path),
+        },
+    )
     ringcc.shutdown()
     return 0
 

@@ -75,8 +75,16 @@ def main() -> int:
         ringcc.shutdown()
         return 0
     except Exception as error:  # noqa: BLE001 - what the test checks
-        write(outcome, {"pid": os.getpid(), "state": "raised", "class": type(error).__name__,
-                        "message": str(error), "t": time.time()})
+        write(
+            outcome,
+            {
+                "pid": os.getpid(),
+                "state": "raised",
+                "class": type(error).__name__,
+                "message": str(error),
+                "t": time.time(),
+            },
+        )
         try:
             ringcc.shutdown()
         except Exception:  # noqa: BLE001 - leaving a broken job

@@ -18,7 +18,6 @@ import os
 import sys
 
 import numpy as np
-
 from rank_harness import CaseList, Skip, check_equal, exact_inputs, expect, expect_error, run_cases
 
 ringcc = None  # imported by main()
@@ -41,6 +40,7 @@ def dtype_of(name):
 
 
 # --- device arrays ---------------------------------------------------------
+
 
 class FakeCudaArray:
     """Host memory that claims, through DLPack, to be on CUDA device 0: with
@@ -72,11 +72,13 @@ def to_device(host):
         return FakeCudaArray(host.copy())
     if ARRAYS == "cupy":
         import cupy
+
         if host.dtype.kind not in "biuf":
             raise Skip("CuPy has no bfloat16")
         return cupy.asarray(host)
     if ARRAYS == "torch":
         import torch
+
         if host.dtype.kind not in "biuf":  # bfloat16: through its bits
             return torch.from_numpy(host.view(np.int16)).view(torch.bfloat16).cuda()
         return torch.from_numpy(host).cuda()
@@ -95,12 +97,15 @@ def to_host(array, dtype):
             raw = (ctypes.c_char * (count * dt.itemsize)).from_address(interface["data"][0])
             return np.frombuffer(bytes(raw), dtype=dt).reshape(interface["shape"])
         import cupy
+
         return cupy.asnumpy(cupy.asarray(array)).view(dt)
     if ARRAYS == "cupy":
         import cupy
+
         return cupy.asnumpy(array)
     if ARRAYS == "torch":
         import torch
+
         if array.dtype == torch.bfloat16:
             return array.view(torch.int16).cpu().numpy().view(dt)
         return array.cpu().numpy()
@@ -110,13 +115,16 @@ def to_host(array, dtype):
 def synchronize():
     if ARRAYS == "cupy":
         import cupy
+
         cupy.cuda.runtime.deviceSynchronize()
     elif ARRAYS == "torch":
         import torch
+
         torch.cuda.synchronize()
 
 
 # --- expected results through the core's host reductions --------------------
+
 
 def expected_reduction(inputs, op, pre=1.0, post=1.0, size=None):
     size = size or len(inputs)
@@ -152,9 +160,13 @@ def add_allreduce(dtype, op):
         y = to_device(inputs[ctx.rank])
         out = ringcc.allreduce(y, op=getattr(ringcc, op), prescale_factor=2.0, postscale_factor=0.5)
         synchronize()
-        check_equal(to_host(out, dt).reshape(shape), expected_reduction(inputs, op, 2.0, 0.5),
-                    f"allreduce {op} prescale 2 postscale 0.5")
+        check_equal(
+            to_host(out, dt).reshape(shape),
+            expected_reduction(inputs, op, 2.0, 0.5),
+            f"allreduce {op} prescale 2 postscale 0.5",
+        )
         check_equal(to_host(y, dt), inputs[ctx.rank], "the input of an out-of-place allreduce is untouched")
+
     CASES.add(f"allreduce_{dtype}_{op}", case)
 
 
@@ -222,18 +234,21 @@ def reduce_scatter(ctx):
     full = expected_reduction(inputs, "Sum", 2.0)
     first = ctx.rank * (rows // ctx.size) + min(ctx.rank, rows % ctx.size)
     mine = rows // ctx.size + (1 if ctx.rank < rows % ctx.size else 0)
-    check_equal(to_host(out, dt).reshape(-1, 4), full[first:first + mine], "reduce_scatter block")
+    check_equal(to_host(out, dt).reshape(-1, 4), full[first : first + mine], "reduce_scatter block")
 
 
 @CASES.case("alltoall_splits")
 def alltoall(ctx):
     dt = np.dtype(np.int64)
     n = ctx.size
+
     # Rank r sends (r + q) % 3 rows to rank q, each row tagged (r, q).
     def rows(r, q):
         return (r + q) % 3
+
     def block(r, q):
         return np.full((rows(r, q), 2), r * 100 + q, dt)
+
     mine = np.concatenate([block(ctx.rank, q) for q in range(n)])
     splits = [rows(ctx.rank, q) for q in range(n)]
     out, received = ringcc.alltoall(to_device(mine), splits=splits)
@@ -249,8 +264,12 @@ def memory_mismatch(ctx):
     # rank raises MismatchError naming where the data lives.
     data = np.ones(16, np.float32)
     tensor = data if ctx.rank == 0 else to_device(data)
-    expect_error(ringcc.MismatchError, ["where the data lives", "host memory", "CUDA device memory"],
-                 lambda: ringcc.allreduce(tensor), "mixed host and CUDA tensors")
+    expect_error(
+        ringcc.MismatchError,
+        ["where the data lives", "host memory", "CUDA device memory"],
+        lambda: ringcc.allreduce(tensor),
+        "mixed host and CUDA tensors",
+    )
     # The communicator stays usable, on both kinds of memory.
     x = to_device(np.full(4, ctx.rank, np.float32))
     ringcc.allreduce_(x)
@@ -280,8 +299,9 @@ def named_collectives(ctx):
     if ctx.rank % 2:
         order.reverse()
     handles = {i: ringcc.allreduce_async_(tensors[i], op=ringcc.Sum, name=f"gpu.named.{i}") for i in order}
-    gathered = ringcc.allgather_async(to_device(np.full((ctx.rank + 1, 2), ctx.rank, np.int32)),
-                                      name="gpu.named.gather")
+    gathered = ringcc.allgather_async(
+        to_device(np.full((ctx.rank + 1, 2), ctx.rank, np.int32)), name="gpu.named.gather"
+    )
     for i in range(len(shapes)):
         expect(ringcc.synchronize(handles[i]) is tensors[i], "the handle's result is the tensor")
     out = ringcc.synchronize(gathered)
@@ -292,8 +312,7 @@ def named_collectives(ctx):
     check_equal(to_host(out, np.int32).reshape(-1, 2), want, "named allgather")
     # An out-of-place named allreduce with scaling, and a named broadcast.
     y = to_device(inputs[1][ctx.rank])
-    z = ringcc.synchronize(ringcc.allreduce_async(y, op=ringcc.Average, name="gpu.named.avg",
-                                                  prescale_factor=2.0))
+    z = ringcc.synchronize(ringcc.allreduce_async(y, op=ringcc.Average, name="gpu.named.avg", prescale_factor=2.0))
     b = to_device(np.arange(10, dtype=np.float64) * (ctx.rank + 1))
     ringcc.synchronize(ringcc.broadcast_async_(b, root=ctx.size - 1, name="gpu.named.bcast"))
     synchronize()
@@ -308,9 +327,12 @@ def named_memory_mismatch(ctx):
     data = np.ones(8, np.float32)
     tensor = data if ctx.rank == 0 else to_device(data)
     handle = ringcc.allreduce_async(tensor, name="gpu.named.mixed")
-    expect_error(ringcc.MismatchError, ["gpu.named.mixed", "where the tensor lives", "host memory",
-                                        "CUDA device memory"],
-                 lambda: ringcc.synchronize(handle), "a named collective of host and CUDA tensors")
+    expect_error(
+        ringcc.MismatchError,
+        ["gpu.named.mixed", "where the tensor lives", "host memory", "CUDA device memory"],
+        lambda: ringcc.synchronize(handle),
+        "a named collective of host and CUDA tensors",
+    )
     x = to_device(np.full(4, ctx.rank, np.float32))
     ringcc.synchronize(ringcc.allreduce_async_(x, op=ringcc.Sum, name="gpu.named.after"))
     synchronize()
@@ -327,8 +349,12 @@ def join_with_cuda(ctx):
         return
     x = to_device(np.ones(6, np.float32))
     handle = ringcc.allreduce_async_(x, name="gpu.join.x")
-    expect_error(ringcc.MismatchError, ["rank 0 has joined", "CUDA device memory"],
-                 lambda: ringcc.synchronize(handle), "a named CUDA allreduce after rank 0 joined")
+    expect_error(
+        ringcc.MismatchError,
+        ["rank 0 has joined", "CUDA device memory"],
+        lambda: ringcc.synchronize(handle),
+        "a named CUDA allreduce after rank 0 joined",
+    )
     ringcc.join()
 
 
@@ -338,10 +364,12 @@ def explicit_stream(ctx):
         handle, stream = 0x5EED, 0x5EED  # any handle: the stand-in runs everything at once
     elif ARRAYS == "torch":
         import torch
+
         stream = torch.cuda.Stream()
         handle = stream.cuda_stream
     else:
         import cupy
+
         stream = cupy.cuda.Stream(non_blocking=True)
         handle = stream.ptr
     inputs = exact_inputs(ctx, (64,), np.float32)
@@ -360,17 +388,23 @@ def forced_nccl_missing(ctx):
     # RINGCC_GPU_BACKEND=nccl where NCCL cannot be found: the same clear
     # error on every rank, naming what to install.
     x = to_device(np.ones(8, np.float32))
-    expect_error(ringcc.InvalidArgumentError, ["RINGCC_GPU_BACKEND=nccl", "NCCL was not found",
-                                               "pip install nvidia-nccl"],
-                 lambda: ringcc.allreduce_(x), "forced NCCL without NCCL")
+    expect_error(
+        ringcc.InvalidArgumentError,
+        ["RINGCC_GPU_BACKEND=nccl", "NCCL was not found", "pip install nvidia-nccl"],
+        lambda: ringcc.allreduce_(x),
+        "forced NCCL without NCCL",
+    )
 
 
 @CASES.case("forced_ipc_without_nvrtc", tags=("forced_ipc",))
 def forced_ipc_missing(ctx):
     x = to_device(np.ones(8, np.float32))
-    expect_error(ringcc.InvalidArgumentError, ["RINGCC_GPU_BACKEND=ipc", "NVRTC",
-                                               "pip install nvidia-cuda-nvrtc"],
-                 lambda: ringcc.allreduce_(x), "forced CUDA IPC without NVRTC")
+    expect_error(
+        ringcc.InvalidArgumentError,
+        ["RINGCC_GPU_BACKEND=ipc", "NVRTC", "pip install nvidia-cuda-nvrtc"],
+        lambda: ringcc.allreduce_(x),
+        "forced CUDA IPC without NVRTC",
+    )
 
 
 @CASES.case("stream_order_without_host_sync", tags=("device",))
@@ -379,6 +413,7 @@ def stream_order(ctx):
     # result, with no host synchronisation in between.
     if ARRAYS == "torch":
         import torch
+
         stream = torch.cuda.Stream()
         with torch.cuda.stream(stream):
             x = torch.full((1 << 20,), float(ctx.rank + 1), device="cuda")
@@ -391,6 +426,7 @@ def stream_order(ctx):
         expect(bool((y == want).all().item()), f"y = {y[:4].tolist()}, expected {want}")
     elif ARRAYS == "cupy":
         import cupy
+
         stream = cupy.cuda.Stream(non_blocking=True)
         with stream:
             x = cupy.full((1 << 20,), float(ctx.rank + 1), dtype=cupy.float32)
@@ -413,6 +449,7 @@ def alternating_streams(ctx):
     if ARRAYS != "torch":
         raise Skip("needs torch on a real GPU")
     import torch
+
     streams = [torch.cuda.Stream(), torch.cuda.Stream()]
     results = []
     for i in range(24):
@@ -435,6 +472,7 @@ def main(argv=None) -> int:
     def on_import(module):
         global ringcc
         ringcc = module
+
     return run_cases(CASES, argv, on_import=on_import)
 
 

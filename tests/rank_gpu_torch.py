@@ -194,6 +194,7 @@ def gloo_group():
 @CASES.case("ring/ddp-matches-gloo")
 def ring_ddp(ctx):
     from torch.nn.parallel import DistributedDataParallel as DDP
+
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 4)).to(DEVICE)
     ring_model, gloo_model = copy.deepcopy(model), copy.deepcopy(model)
@@ -246,6 +247,7 @@ def ring_devices(ctx):
 
 def hvd():
     import ringcc.torch as module
+
     if not module.is_initialized():
         module.init()
     return module
@@ -255,6 +257,7 @@ def hvd():
 def hvd_collectives(ctx):
     h = hvd()
     import ringcc
+
     n, r = ctx.size, ctx.rank
     x = torch.arange(6.0, device=DEVICE) * (r + 1)
     s = h.allreduce(x, op=h.Sum, name="gpu.sum")
@@ -274,7 +277,9 @@ def hvd_collectives(ctx):
     all_equal(gb, float(triangle(n)), "grouped allreduce 1")
     gathered = h.allgather(late((r + 1, 3), float(r)), name="gpu.gather")
     want = torch.cat([torch.full((q + 1, 3), float(q)) for q in range(n)])
-    expect(gathered.shape == want.shape and gathered.device == DEVICE, f"allgather {gathered.shape} on {gathered.device}")
+    expect(
+        gathered.shape == want.shape and gathered.device == DEVICE, f"allgather {gathered.shape} on {gathered.device}"
+    )
     all_equal(gathered, want, "allgather ragged")
     bc = late(4, float(r))
     h.broadcast_(bc, root_rank=n - 1, name="gpu.bcast")
@@ -311,8 +316,9 @@ def hvd_optimizer(ctx):
     model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 2)).to(DEVICE)
     h.broadcast_parameters(model.state_dict(), root_rank=0)
     reference = copy.deepcopy(model)
-    optimizer = h.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
-                                       named_parameters=model.named_parameters())
+    optimizer = h.DistributedOptimizer(
+        torch.optim.SGD(model.parameters(), lr=0.1), named_parameters=model.named_parameters()
+    )
     ref_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
     for step in range(3):
         batches = [torch.randn(4, 8, generator=torch.Generator().manual_seed(100 * step + q)) for q in range(ctx.size)]
@@ -326,8 +332,10 @@ def hvd_optimizer(ctx):
     torch.cuda.synchronize()
     for (name, p), q in zip(model.named_parameters(), reference.parameters()):
         expect(p.device == DEVICE, f"{name} on {p.device}")
-        expect(torch.allclose(p, q, rtol=1e-5, atol=1e-6),
-               f"{name}: differs from the reference by {(p - q).abs().max().item():.3g}")
+        expect(
+            torch.allclose(p, q, rtol=1e-5, atol=1e-6),
+            f"{name}: differs from the reference by {(p - q).abs().max().item():.3g}",
+        )
 
 
 def before_init():
@@ -336,6 +344,7 @@ def before_init():
     import torch.distributed as _dist
     import torch.nn as _nn
     import torch.nn.functional as _F
+
     torch, dist, nn, F = _torch, _dist, _nn, _F
     if not torch.cuda.is_available():
         raise SystemExit("torch sees no CUDA device")
@@ -346,4 +355,5 @@ def before_init():
 
 if __name__ == "__main__":
     from torch_harness import run_cases
+
     sys.exit(run_cases(CASES, before_init=before_init))

@@ -39,9 +39,12 @@ def attempt(call) -> dict:
         result = call()
         outcome = {"class": None, "message": repr(result)[:200]}
     except Exception as error:  # noqa: BLE001 - recorded for the test to judge
-        outcome = {"class": type(error).__name__, "message": str(error),
-                   "peer_failure": isinstance(error, ringcc.PeerFailureError),
-                   "timeout": isinstance(error, ringcc.TimeoutError)}
+        outcome = {
+            "class": type(error).__name__,
+            "message": str(error),
+            "peer_failure": isinstance(error, ringcc.PeerFailureError),
+            "timeout": isinstance(error, ringcc.TimeoutError),
+        }
     outcome["seconds"] = time.monotonic() - start
     return outcome
 
@@ -93,6 +96,7 @@ def main(argv=None) -> int:
     if not args.no_torch:
         try:
             import torch
+
             import ringcc.torch as hvd
         except ImportError:
             hvd = None
@@ -116,8 +120,7 @@ def main(argv=None) -> int:
             records["horovod-generated-names"] = record
             print("HANG-CASE horovod-generated-names", json.dumps(record), flush=True)
 
-    with open(os.path.join(args.out, f"rank{int(os.environ['RINGCC_RANK'])}.json"), "w",
-              encoding="utf-8") as file:
+    with open(os.path.join(args.out, f"rank{int(os.environ['RINGCC_RANK'])}.json"), "w", encoding="utf-8") as file:
         json.dump(records, file)
     return 0
 

@@ -22,8 +22,9 @@ import sys
 import time
 import traceback
 import zlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Dict, FrozenSet, Iterable, List, Optional
+from typing import Dict, FrozenSet, List, Optional
 
 import numpy as np
 
@@ -41,11 +42,11 @@ class Skip(Exception):
 @dataclass(frozen=True)
 class Case:
     name: str
-    fn: Callable[["Context"], None]
+    fn: Callable[[Context], None]
     min_size: int = 1
-    max_size: Optional[int] = None
+    max_size: int | None = None
     # Tags a group must enable for the case to run there (e.g. "torch").
-    tags: FrozenSet[str] = frozenset()
+    tags: frozenset[str] = frozenset()
 
     def applies(self, size: int, tags: Iterable[str]) -> bool:
         if size < self.min_size or (self.max_size is not None and size > self.max_size):
@@ -57,11 +58,18 @@ class CaseList:
     """An ordered, name-unique list of cases."""
 
     def __init__(self) -> None:
-        self._cases: List[Case] = []
+        self._cases: list[Case] = []
         self._names: set = set()
 
-    def add(self, name: str, fn: Callable[["Context"], None], *, min_size: int = 1,
-            max_size: Optional[int] = None, tags: Iterable[str] = ()) -> Case:
+    def add(
+        self,
+        name: str,
+        fn: Callable[[Context], None],
+        *,
+        min_size: int = 1,
+        max_size: int | None = None,
+        tags: Iterable[str] = (),
+    ) -> Case:
         if name in self._names:
             raise ValueError(f"duplicate case name {name!r}")
         case = Case(name, fn, min_size, max_size, frozenset(tags))
@@ -84,7 +92,7 @@ class CaseList:
     def __len__(self) -> int:
         return len(self._cases)
 
-    def select(self, size: int, tags: Iterable[str], patterns: Optional[List[str]] = None) -> List[Case]:
+    def select(self, size: int, tags: Iterable[str], patterns: list[str] | None = None) -> list[Case]:
         tags = frozenset(tags)
         chosen = [c for c in self._cases if c.applies(size, tags)]
         if patterns:
@@ -100,10 +108,10 @@ class Context:
     size: int
     case: str
     seed: int = 0
-    notes: List[str] = field(default_factory=list)
-    failures: List[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
 
-    def rng(self, rank: Optional[int] = None, salt: int = 0) -> np.random.Generator:
+    def rng(self, rank: int | None = None, salt: int = 0) -> np.random.Generator:
         """A generator that every rank can recreate for any rank's data."""
         return np.random.default_rng([self.seed, self.rank if rank is None else rank, salt])
 
@@ -121,7 +129,7 @@ def case_seed(name: str) -> int:
 # on, so that every rank still issues the same collectives; the case fails
 # at its end. Outside a case a failed check raises AssertionError.
 
-_active: List[Context] = []  # the case now running, if any
+_active: list[Context] = []  # the case now running, if any
 
 
 def fail(message: str) -> None:
@@ -142,16 +150,18 @@ def expect(condition, message: str) -> bool:
 def _first_difference(got: np.ndarray, want: np.ndarray, bad: np.ndarray) -> str:
     index = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
     count = int(np.count_nonzero(bad))
-    return (f"{count} of {bad.size} elements differ; first at index {tuple(int(i) for i in index)}: "
-            f"got {got[index]!r}, expected {want[index]!r}")
+    return (
+        f"{count} of {bad.size} elements differ; first at index {tuple(int(i) for i in index)}: "
+        f"got {got[index]!r}, expected {want[index]!r}"
+    )
 
 
 def check_shape_dtype(got, want_shape, want_dtype, what: str) -> bool:
     if not isinstance(got, np.ndarray):
         return expect(False, f"{what}: expected a NumPy array, got {type(got).__name__}")
-    return (expect(got.shape == tuple(want_shape), f"{what}: shape {got.shape}, expected {tuple(want_shape)}")
-            and expect(got.dtype == np.dtype(want_dtype),
-                       f"{what}: dtype {got.dtype}, expected {np.dtype(want_dtype)}"))
+    return expect(
+        got.shape == tuple(want_shape), f"{what}: shape {got.shape}, expected {tuple(want_shape)}"
+    ) and expect(got.dtype == np.dtype(want_dtype), f"{what}: dtype {got.dtype}, expected {np.dtype(want_dtype)}")
 
 
 def check_equal(got, want, what: str) -> bool:
@@ -170,8 +180,7 @@ def check_equal(got, want, what: str) -> bool:
     return True
 
 
-def check_close(got, want64: np.ndarray, scale64: np.ndarray, rtol: float, what: str,
-                want_dtype=None) -> bool:
+def check_close(got, want64: np.ndarray, scale64: np.ndarray, rtol: float, what: str, want_dtype=None) -> bool:
     """|got - want| <= rtol * scale (+ a tiny absolute slack), computed in float64."""
     if want_dtype is not None and not check_shape_dtype(got, want64.shape, want_dtype, what):
         return False
@@ -183,7 +192,7 @@ def check_close(got, want64: np.ndarray, scale64: np.ndarray, rtol: float, what:
     return True
 
 
-def exact_input(ctx: "Context", rank: int, shape, dtype, salt: int = 0, op: str = "sum") -> np.ndarray:
+def exact_input(ctx: Context, rank: int, shape, dtype, salt: int = 0, op: str = "sum") -> np.ndarray:
     """Rank `rank`'s input for a reduction case: small integers, exact in every dtype and for every
     op (sums of all ranks stay in range; products of +-1 and 2). `dtype`: anything np.dtype takes."""
     rng = ctx.rng(rank, salt)
@@ -201,7 +210,7 @@ def exact_input(ctx: "Context", rank: int, shape, dtype, salt: int = 0, op: str 
     return np.asarray(values).astype(dt)
 
 
-def exact_inputs(ctx: "Context", shape, dtype, salt: int = 0, op: str = "sum") -> List[np.ndarray]:
+def exact_inputs(ctx: Context, shape, dtype, salt: int = 0, op: str = "sum") -> list[np.ndarray]:
     """exact_input of every rank, in rank order."""
     return [exact_input(ctx, r, shape, dtype, salt, op) for r in range(ctx.size)]
 
@@ -220,8 +229,7 @@ def expect_error(error_class, fragments: Iterable[str], call: Callable[[], objec
             expect(fragment in message, f"{what}: {type(error).__name__} message lacks {fragment!r}: {message!r}")
         return error, elapsed
     except Exception as error:
-        fail(f"{what}: expected {error_class.__name__}, got {type(error).__module__}."
-             f"{type(error).__name__}: {error}")
+        fail(f"{what}: expected {error_class.__name__}, got {type(error).__module__}.{type(error).__name__}: {error}")
         return None, time.monotonic() - start
     fail(f"{what}: expected {error_class.__name__}, but the call returned {result!r}")
     return None, time.monotonic() - start
@@ -231,7 +239,7 @@ def expect_error(error_class, fragments: Iterable[str], call: Callable[[], objec
 # The runner
 
 
-def _write(path: str, record: Dict) -> None:
+def _write(path: str, record: dict) -> None:
     with open(path, "a", encoding="utf-8") as file:
         file.write(json.dumps(record) + "\n")
         file.flush()
@@ -241,7 +249,7 @@ class _Runner:
     def __init__(self, ringcc, out_path: str) -> None:
         self.ringcc = ringcc
         self.out_path = out_path
-        self.broken: Optional[str] = None
+        self.broken: str | None = None
 
     def sync(self, index: int) -> None:
         """Returns once every rank has reached case `index`.
@@ -260,12 +268,15 @@ class _Runner:
                 raise _Broken(f"synchronisation before case {index}: {type(error).__name__}: {error}")
             except ringcc.RingccError:
                 continue
-            if (rows.shape == (ringcc.size(), SYNC_ROW) and np.all(rows[:, 0] == SYNC_MAGIC)
-                    and np.all(rows[:, 1] == index)):
+            if (
+                rows.shape == (ringcc.size(), SYNC_ROW)
+                and np.all(rows[:, 0] == SYNC_MAGIC)
+                and np.all(rows[:, 1] == index)
+            ):
                 return
         raise _Broken(f"the ranks could not realign before case {index}")
 
-    def run(self, cases: List[Case], rank: int, size: int) -> int:
+    def run(self, cases: list[Case], rank: int, size: int) -> int:
         ringcc = self.ringcc
         failures = 0
         for index, case in enumerate(cases):
@@ -326,7 +337,7 @@ class _Broken(Exception):
     pass
 
 
-def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Run test cases inside a group of ringcc ranks.")
     parser.add_argument("--out", required=True, help="directory for the per-rank result files")
     parser.add_argument("--tags", default="", help="comma-separated tags this group enables")
@@ -335,8 +346,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def run_cases(cases: CaseList, argv: Optional[List[str]] = None,
-              on_import: Optional[Callable] = None) -> int:
+def run_cases(cases: CaseList, argv: list[str] | None = None, on_import: Callable | None = None) -> int:
     """The rank script's main: initialises ringcc, runs the cases, records results.
 
     on_import(ringcc) runs once ringcc is imported, before init()."""
@@ -360,11 +370,18 @@ def run_cases(cases: CaseList, argv: Optional[List[str]] = None,
     out_path = os.path.join(args.out, f"rank{rank}.jsonl")
     if os.path.exists(out_path):
         os.remove(out_path)
-    _write(out_path, {
-        "kind": "start", "rank": rank, "size": size, "pid": os.getpid(),
-        "transport": ringcc.transport_name(), "cases": len(selected),
-        "ringcc_file": ringcc.__file__,
-    })
+    _write(
+        out_path,
+        {
+            "kind": "start",
+            "rank": rank,
+            "size": size,
+            "pid": os.getpid(),
+            "transport": ringcc.transport_name(),
+            "cases": len(selected),
+            "ringcc_file": ringcc.__file__,
+        },
+    )
     runner = _Runner(ringcc, out_path)
     runner.run(selected, rank, size)
     if runner.broken is None:
@@ -377,14 +394,14 @@ def run_cases(cases: CaseList, argv: Optional[List[str]] = None,
 # Reading results (used by the pytest side)
 
 
-def read_results(out_dir: str, size: int) -> Dict[int, Dict]:
+def read_results(out_dir: str, size: int) -> dict[int, dict]:
     """{rank: {"start": {...}, "end": {...} or None, "cases": {name: record}}} for the files found."""
-    results: Dict[int, Dict] = {}
+    results: dict[int, dict] = {}
     for rank in range(size):
         path = os.path.join(out_dir, f"rank{rank}.jsonl")
         if not os.path.exists(path):
             continue
-        entry: Dict = {"start": None, "end": None, "cases": {}}
+        entry: dict = {"start": None, "end": None, "cases": {}}
         with open(path, encoding="utf-8") as file:
             for line in file:
                 line = line.strip()

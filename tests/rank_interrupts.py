@@ -61,6 +61,7 @@ class Signaller:
             self.sent_at = time.monotonic() + DELAY_S
             signal.setitimer(signal.ITIMER_REAL, DELAY_S)
         else:
+
             def send():
                 self.sent_at = time.monotonic()
                 os.kill(os.getpid(), signal.SIGINT)
@@ -168,6 +169,7 @@ class Job:
             elif kind == "torch_work_wait":
                 import torch
                 import torch.distributed as dist
+
                 t = torch.full((4,), self.rank + 1.0)
                 work = dist.all_reduce(t, async_op=True, group=self.torch_group)
                 self.interrupted(record, signaller, work.wait)
@@ -178,8 +180,11 @@ class Job:
             if kind in ("handle_wait", "allreduce", "shutdown"):
                 self.after(record, "peer_call", lambda: ringcc.allreduce(x).tolist())
             elif kind == "synchronize":
-                self.after(record, "peer_call",
-                           lambda: ringcc.synchronize(ringcc.allreduce_async(x, name="interrupted"), 30).tolist())
+                self.after(
+                    record,
+                    "peer_call",
+                    lambda: ringcc.synchronize(ringcc.allreduce_async(x, name="interrupted"), 30).tolist(),
+                )
             elif kind == "join":
                 self.after(record, "peer_call", ringcc.join)
             elif kind == "barrier":
@@ -189,9 +194,9 @@ class Job:
             elif kind == "torch_work_wait":
                 import torch
                 import torch.distributed as dist
+
                 t = torch.full((4,), self.rank + 1.0)
-                self.after(record, "peer_call",
-                           lambda: (dist.all_reduce(t, group=self.torch_group), t.tolist())[1])
+                self.after(record, "peer_call", lambda: (dist.all_reduce(t, group=self.torch_group), t.tolist())[1])
         record["expected_sum"] = total
         start = time.monotonic()
         self.after(record, "shutdown", ringcc.shutdown)
@@ -233,13 +238,20 @@ class Job:
     def run(self) -> int:
         signal.signal(signal.SIGALRM, on_alarm)
         os.makedirs(self.args.out, exist_ok=True)
-        kinds = [k for k in KINDS if (not self.args.kinds or k in self.args.kinds.split(","))
-                 and not (self.args.no_torch and k == "torch_work_wait")]
+        kinds = [
+            k
+            for k in KINDS
+            if (not self.args.kinds or k in self.args.kinds.split(","))
+            and not (self.args.no_torch and k == "torch_work_wait")
+        ]
         if "torch_work_wait" in kinds:
             try:
                 import datetime
-                import ringcc.torch  # noqa: F401  (registers backend "ring")
+
                 import torch.distributed as dist
+
+                import ringcc.torch  # noqa: F401  (registers backend "ring")
+
                 dist.init_process_group("ring", timeout=datetime.timedelta(seconds=30))
                 self.torch_group = dist.group.WORLD
             except ImportError:
@@ -251,6 +263,7 @@ class Job:
             self.handler_calls_shutdown()
         if self.torch_group is not None:
             import torch.distributed as dist
+
             dist.destroy_process_group()
         with open(os.path.join(self.args.out, f"rank{self.rank}.json"), "w", encoding="utf-8") as file:
             json.dump(self.records, file)
@@ -262,8 +275,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--kinds", default="", help="comma-separated subset of " + ",".join(KINDS))
     parser.add_argument("--no-torch", action="store_true", help="leave out torch_work_wait")
-    parser.add_argument("--hold-s", type=float, default=5.0,
-                        help="how long rank 1 holds back when rank 0's wait is not interrupted")
+    parser.add_argument(
+        "--hold-s", type=float, default=5.0, help="how long rank 1 holds back when rank 0's wait is not interrupted"
+    )
     return Job(parser.parse_args(argv)).run()
 
 

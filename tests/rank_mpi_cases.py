@@ -16,7 +16,6 @@ import os
 import sys
 
 import numpy as np
-
 import rank_cases
 from rank_harness import CaseList, Skip, check_equal, expect, expect_error, fail, run_cases
 
@@ -44,13 +43,19 @@ def mpi():
 def mpi_topology(ctx):
     MPI = mpi()
     world = MPI.COMM_WORLD
-    expect((ringcc.rank(), ringcc.size()) == (world.Get_rank(), world.Get_size()),
-           f"ringcc says rank {ringcc.rank()} of {ringcc.size()}, MPI {world.Get_rank()} of {world.Get_size()}")
-    expect(ringcc.transport_name() == os.environ.get("RINGCC_TRANSPORT", "shm"),
-           f"transport_name() is {ringcc.transport_name()!r}")
+    expect(
+        (ringcc.rank(), ringcc.size()) == (world.Get_rank(), world.Get_size()),
+        f"ringcc says rank {ringcc.rank()} of {ringcc.size()}, MPI {world.Get_rank()} of {world.Get_size()}",
+    )
+    expect(
+        ringcc.transport_name() == os.environ.get("RINGCC_TRANSPORT", "shm"),
+        f"transport_name() is {ringcc.transport_name()!r}",
+    )
     expect(ringcc.local_size() == ringcc.size(), f"local_size {ringcc.local_size()} on one host")
-    expect("MASTER_ADDR" not in os.environ and "RINGCC_MASTER_ADDR" not in os.environ,
-           "the job must bootstrap without a store address")
+    expect(
+        "MASTER_ADDR" not in os.environ and "RINGCC_MASTER_ADDR" not in os.environ,
+        "the job must bootstrap without a store address",
+    )
     expect(ringcc.mpi_built(), "mpi_built() is False inside an MPI job that uses MPI")
 
 
@@ -77,13 +82,22 @@ def mpi4py_beside(ctx):
 def mismatched_size(ctx):
     """Different element counts on different ranks: MismatchError on every rank, then the ranks go on."""
     x = np.ones(5 + ctx.rank, dtype=np.float32)
-    expect_error(ringcc.MismatchError, ["disagree on the number of elements"],
-                 lambda: ringcc.allreduce(x), "allreduce with a size per rank")
+    expect_error(
+        ringcc.MismatchError,
+        ["disagree on the number of elements"],
+        lambda: ringcc.allreduce(x),
+        "allreduce with a size per rank",
+    )
     big = np.ones((1 << 20) + ctx.rank, dtype=np.float32)  # past the inline size: the data path
-    expect_error(ringcc.MismatchError, ["disagree on the number of elements"],
-                 lambda: ringcc.allreduce(big), "4 MiB allreduce with a size per rank")
-    check_equal(ringcc.allreduce(np.ones(3, np.int32)), np.full(3, ctx.size, np.int32),
-                "allreduce after the mismatches")
+    expect_error(
+        ringcc.MismatchError,
+        ["disagree on the number of elements"],
+        lambda: ringcc.allreduce(big),
+        "4 MiB allreduce with a size per rank",
+    )
+    check_equal(
+        ringcc.allreduce(np.ones(3, np.int32)), np.full(3, ctx.size, np.int32), "allreduce after the mismatches"
+    )
 
 
 @CASES.case("mpi/init-with-comm", min_size=2)
@@ -95,8 +109,10 @@ def init_with_comm(ctx):
     ringcc.shutdown()
     try:
         ringcc.init(comm=sub)
-        expect((ringcc.rank(), ringcc.size()) == (sub.Get_rank(), sub.Get_size()),
-               f"with the split communicator: rank {ringcc.rank()} of {ringcc.size()}")
+        expect(
+            (ringcc.rank(), ringcc.size()) == (sub.Get_rank(), sub.Get_size()),
+            f"with the split communicator: rank {ringcc.rank()} of {ringcc.size()}",
+        )
         got = ringcc.allreduce(np.array([world.Get_rank()], dtype=np.int64))
         want = sum(r for r in range(ctx.size) if r % 2 == ctx.rank % 2)
         check_equal(got, np.array([want], dtype=np.int64), "allreduce within the split group")
@@ -119,10 +135,17 @@ def reinit_leaks_nothing(ctx):
     for cycle in range(20):
         ringcc.shutdown()
         ringcc.init()
-        check_equal(ringcc.allreduce(np.full(100, ctx.rank + 1.0)), np.full(100, ctx.size * (ctx.size + 1) / 2),
-                    f"cycle {cycle}: allreduce")
-        expect_error(ringcc.MismatchError, [], lambda: ringcc.allreduce(np.ones(3 + ctx.rank)),
-                     f"cycle {cycle}: allreduce with a size per rank")
+        check_equal(
+            ringcc.allreduce(np.full(100, ctx.rank + 1.0)),
+            np.full(100, ctx.size * (ctx.size + 1) / 2),
+            f"cycle {cycle}: allreduce",
+        )
+        expect_error(
+            ringcc.MismatchError,
+            [],
+            lambda: ringcc.allreduce(np.ones(3 + ctx.rank)),
+            f"cycle {cycle}: allreduce with a size per rank",
+        )
         got = ringcc.allreduce_async(np.ones(4, np.int32), name=f"reinit/{cycle}").wait(30)
         check_equal(got, np.full(4, ctx.size, np.int32), f"cycle {cycle}: named allreduce")
         if first is None:
@@ -138,6 +161,7 @@ def _on_import(module):
     rank_cases._bind(module)
     if os.environ.get("RINGCC_TEST_MPI4PY_FIRST") == "1":
         from mpi4py import MPI  # initialises MPI before ringcc.init()
+
         assert MPI.Is_initialized()
 
 

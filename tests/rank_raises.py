@@ -33,32 +33,46 @@ def setup(api: str):
     """Initialises the API; returns (rank, a barrier, the collective rank 0 blocks in)."""
     if api == "numpy":
         import numpy as np
+
         import ringcc
+
         ringcc.init()
         return ringcc.rank(), ringcc.barrier, lambda: ringcc.allreduce(np.ones(4, np.float32))
     if api == "horovod":
         import torch
+
         import ringcc.torch as hvd
+
         hvd.init()
         return hvd.rank(), hvd.barrier, lambda: hvd.allreduce(torch.ones(4), name="after-the-failure")
     if api == "torch":
         import datetime
+
         import torch
         import torch.distributed as dist
+
         import ringcc.torch  # noqa: F401  (registers backend "ring")
+
         dist.init_process_group("ring", timeout=datetime.timedelta(seconds=60))
         return dist.get_rank(), dist.barrier, lambda: dist.all_reduce(torch.ones(4))
     if api == "jax":
         import jax
         import jax.numpy as jnp
+
         import ringcc
         import ringcc.jax as rj
+
         ringcc.init()
-        return (ringcc.rank(), lambda: rj.barrier(),
-                lambda: jax.block_until_ready(rj.allreduce(jnp.ones(4, jnp.float32))))
+        return (
+            ringcc.rank(),
+            lambda: rj.barrier(),
+            lambda: jax.block_until_ready(rj.allreduce(jnp.ones(4, jnp.float32))),
+        )
     if api == "mxnet":
         import mxnet as mx
+
         import ringcc.mxnet as rmx
+
         rmx.init()
 
         def blocking():
@@ -98,17 +112,24 @@ def main(argv=None) -> int:
         barrier()  # may already fail, where collectives run asynchronously (JAX)
         blocking()
     except BaseException as error:
-        write_json(os.path.join(args.out, "outcome0.json"), {
-            "class": type(error).__name__, "is_peer_failure": _is_peer_failure(error),
-            "message": str(error), "time": time.time(), "seconds": time.time() - start})
+        write_json(
+            os.path.join(args.out, "outcome0.json"),
+            {
+                "class": type(error).__name__,
+                "is_peer_failure": _is_peer_failure(error),
+                "message": str(error),
+                "time": time.time(),
+                "seconds": time.time() - start,
+            },
+        )
         raise
-    write_json(os.path.join(args.out, "outcome0.json"), {"class": None, "message": "no error",
-                                                         "time": time.time()})
+    write_json(os.path.join(args.out, "outcome0.json"), {"class": None, "message": "no error", "time": time.time()})
     return 0
 
 
 def _is_peer_failure(error) -> bool:
     import ringcc
+
     # JAX and MXNet report the core's error inside their own exception type.
     return isinstance(error, ringcc.PeerFailureError) or "ringcc.PeerFailureError" in str(error)
 

@@ -32,7 +32,8 @@ except ImportError:  # without ml_dtypes, no bfloat16 cases
     bfloat16 = None
 
 DTYPES = [np.float16, np.float32, np.float64, np.int8, np.uint8, np.int32, np.int64] + (
-    [bfloat16] if bfloat16 is not None else [])
+    [bfloat16] if bfloat16 is not None else []
+)
 POOL = 1 << 17
 OPS = ("sum", "average", "min", "max", "product")
 
@@ -76,7 +77,8 @@ def tolerance(dtype, size):
     if not is_float(dtype):
         return 0.0
     eps = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-14}.get(
-        np.dtype(dtype), 8e-3)
+        np.dtype(dtype), 8e-3
+    )
     return eps * 4 * size
 
 
@@ -89,21 +91,35 @@ class Soak:
 
     def inputs(self, rng, dtype, n):
         start = int(rng.integers(0, POOL - n))
-        return [pool[start:start + n] for pool in self.pools[dtype]]
+        return [pool[start : start + n] for pool in self.pools[dtype]]
 
     def check(self, what, got, want, tol=0.0):
         got64 = np.asarray(got).astype(np.float64)
         want64 = np.asarray(want).astype(np.float64)
         ok = got64.shape == want64.shape and (
-            np.array_equal(got64, want64) if tol == 0 else bool(np.all(np.abs(got64 - want64) <= tol)))
+            np.array_equal(got64, want64) if tol == 0 else bool(np.all(np.abs(got64 - want64) <= tol))
+        )
         if not ok and len(self.mismatches) < 10:
             bad = "shape" if got64.shape != want64.shape else int(np.argmax(np.abs(got64 - want64)))
             self.mismatches.append(f"{what}: got {got64.shape} want {want64.shape}, first bad {bad}")
         self.counts[what.split(" ")[0]] = self.counts.get(what.split(" ")[0], 0) + 1
 
     def one(self, rng, index):
-        kind = rng.choice(["allreduce", "allreduce", "allreduce", "allgather", "broadcast", "reduce_scatter",
-                           "alltoall", "grouped", "named", "named", "barrier"])
+        kind = rng.choice(
+            [
+                "allreduce",
+                "allreduce",
+                "allreduce",
+                "allgather",
+                "broadcast",
+                "reduce_scatter",
+                "alltoall",
+                "grouped",
+                "named",
+                "named",
+                "barrier",
+            ]
+        )
         dtype = DTYPES[int(rng.integers(len(DTYPES)))]
         n = int(min(POOL - 1, max(1, rng.lognormal(3.0, 2.0))))
         if kind == "allreduce":
@@ -121,7 +137,7 @@ class Soak:
             return 1
         if kind == "allgather":
             lengths = [int(rng.integers(0, 50)) for _ in range(self.size)]
-            xs = [self.inputs(rng, dtype, max(1, l) * 3)[r][:l * 3].reshape(l, 3) for r, l in enumerate(lengths)]
+            xs = [self.inputs(rng, dtype, max(1, l) * 3)[r][: l * 3].reshape(l, 3) for r, l in enumerate(lengths)]
             self.check(f"allgather {np.dtype(dtype)}", ringcc.allgather(xs[self.rank]), np.concatenate(xs))
             return 1
         if kind == "broadcast":
@@ -138,18 +154,20 @@ class Soak:
                 total = total.astype(dtype)
             per, extra = divmod(rows, self.size)
             start = self.rank * per + min(self.rank, extra)
-            want = total[start:start + per + (self.rank < extra)]
+            want = total[start : start + per + (self.rank < extra)]
             self.check(f"reduce_scatter {np.dtype(dtype)}", got, want, tolerance(dtype, self.size))
             return 1
         if kind == "alltoall":
             splits = rng.integers(0, 6, (self.size, self.size))  # splits[i][j]: rows i sends j
-            xs = [self.inputs(rng, dtype, int(splits[i].sum()) * 2 + 2)[i][:int(splits[i].sum()) * 2].reshape(-1, 2)
-                  for i in range(self.size)]
+            xs = [
+                self.inputs(rng, dtype, int(splits[i].sum()) * 2 + 2)[i][: int(splits[i].sum()) * 2].reshape(-1, 2)
+                for i in range(self.size)
+            ]
             got, received = ringcc.alltoall(xs[self.rank], splits=[int(s) for s in splits[self.rank]])
             parts = []
             for i in range(self.size):
-                offset = int(splits[i][:self.rank].sum())
-                parts.append(xs[i][offset:offset + int(splits[i][self.rank])])
+                offset = int(splits[i][: self.rank].sum())
+                parts.append(xs[i][offset : offset + int(splits[i][self.rank])])
             self.check(f"alltoall {np.dtype(dtype)}", got, np.concatenate(parts))
             self.check("alltoall-splits", np.asarray(received), splits[:, self.rank])
             return 1
@@ -159,8 +177,12 @@ class Soak:
             got = ringcc.grouped_allreduce([g[self.rank] for g in groups])
             for g, out in zip(groups, got):
                 want = reduce64(g, "sum")
-                self.check(f"grouped {np.dtype(dtype)}", out, want if is_float(dtype) else want.astype(dtype),
-                           tolerance(dtype, self.size))
+                self.check(
+                    f"grouped {np.dtype(dtype)}",
+                    out,
+                    want if is_float(dtype) else want.astype(dtype),
+                    tolerance(dtype, self.size),
+                )
             return count
         if kind == "named":
             count = int(rng.integers(1, 9))
@@ -172,8 +194,12 @@ class Soak:
                 handles[i] = ringcc.allreduce_async(batch[i][self.rank], name=f"soak.{i}.{np.dtype(dtype)}")
             for i in range(count):
                 want = reduce64(batch[i], "sum")
-                self.check(f"named {np.dtype(dtype)}", handles[i].wait(120),
-                           want if is_float(dtype) else want.astype(dtype), tolerance(dtype, self.size))
+                self.check(
+                    f"named {np.dtype(dtype)}",
+                    handles[i].wait(120),
+                    want if is_float(dtype) else want.astype(dtype),
+                    tolerance(dtype, self.size),
+                )
             return count
         ringcc.barrier()
         self.counts["barrier"] = self.counts.get("barrier", 0) + 1
@@ -201,9 +227,17 @@ def main() -> int:
             next_sample = done + max(1, args.ops // 20)
     samples.append((done, rss_kib()))
     ringcc.barrier()
-    result = {"rank": rank, "size": size, "collectives": done, "calls": index, "seconds": time.time() - began,
-              "mismatches": soak.mismatches, "counts": soak.counts, "rss_kib": samples,
-              "engine": {k: v for k, v in ringcc.engine_stats().items() if isinstance(v, (int, float))}}
+    result = {
+        "rank": rank,
+        "size": size,
+        "collectives": done,
+        "calls": index,
+        "seconds": time.time() - began,
+        "mismatches": soak.mismatches,
+        "counts": soak.counts,
+        "rss_kib": samples,
+        "engine": {k: v for k, v in ringcc.engine_stats().items() if isinstance(v, (int, float))},
+    }
     with open(os.path.join(args.out, f"soak{rank}.json"), "w", encoding="utf-8") as file:
         json.dump(result, file)
     ringcc.shutdown()

@@ -66,7 +66,9 @@ class Stress:
         if not args.no_torch:
             try:
                 import torch
+
                 import ringcc.torch as hvd
+
                 self.torch, self.hvd = torch, hvd
             except ImportError:
                 pass
@@ -168,8 +170,9 @@ class Stress:
             # The first had completed (possible only where the peers had
             # enqueued it already): the second is a new collective that
             # nobody matches, dropped too; shutdown() fails it.
-            self.expect(not first_must_be_pending,
-                        f"second {name} was accepted while the first could not have completed")
+            self.expect(
+                not first_must_be_pending, f"second {name} was accepted while the first could not have completed"
+            )
             del second
 
         if self.rank == early:
@@ -182,12 +185,15 @@ class Stress:
         steps = [rng.randrange(4) for _ in range(self.size)]
         for step in range(steps[self.rank]):
             self.nap(mine)
-            got = self.guarded(f"join step {step}", lambda: self.allreduce_sum([self.rank + 1.0] * 4,
-                                                                                f"join.step{step}"))
+            got = self.guarded(
+                f"join step {step}", lambda: self.allreduce_sum([self.rank + 1.0] * 4, f"join.step{step}")
+            )
             if got is not None:
                 want = sum(r + 1.0 for r in range(self.size) if steps[r] > step)
-                self.expect(np.all(np.asarray(got) == want),
-                            f"join step {step}: got {np.asarray(got).tolist()}, want {want} (steps {steps})")
+                self.expect(
+                    np.all(np.asarray(got) == want),
+                    f"join step {step}: got {np.asarray(got).tolist()}, want {want} (steps {steps})",
+                )
         self.nap(mine)
         last = self.guarded("join()", self.join)
         if last is not None:
@@ -250,9 +256,10 @@ class Stress:
             self.barrier()
             self.fail(f"the common barrier returned although rank {leaver} had left")
         except Exception as error:  # noqa: BLE001 - checked
-            self.expect(f"rank {leaver}" in str(error) or f"[{leaver}]" in str(error),
-                        f"the common barrier's error does not name rank {leaver}: "
-                        f"{type(error).__name__}: {error}")
+            self.expect(
+                f"rank {leaver}" in str(error) or f"[{leaver}]" in str(error),
+                f"the common barrier's error does not name rank {leaver}: {type(error).__name__}: {error}",
+            )
         took = time.monotonic() - start
         self.expect(took < 2.0, f"the common barrier failed only after {took:.2f} s")
 
@@ -304,13 +311,20 @@ class Stress:
             self.nap(mine)
             self.guarded("shutdown", self.shutdown)
             took = time.monotonic() - cycle_start
-            self.expect(took < self.args.cycle_bound_s,
-                        f"{scenario.__name__} ({'horovod' if self.use_hvd else 'numpy'}) took {took:.2f} s")
+            self.expect(
+                took < self.args.cycle_bound_s,
+                f"{scenario.__name__} ({'horovod' if self.use_hvd else 'numpy'}) took {took:.2f} s",
+            )
             done += 1
         faulthandler.cancel_dump_traceback_later()
-        record = {"rank": self.rank, "cycles": done, "failures": self.failures,
-                  "slowest_shutdown_s": self.slowest_shutdown_s, "seconds": time.monotonic() - started,
-                  "horovod_api": self.hvd is not None}
+        record = {
+            "rank": self.rank,
+            "cycles": done,
+            "failures": self.failures,
+            "slowest_shutdown_s": self.slowest_shutdown_s,
+            "seconds": time.monotonic() - started,
+            "horovod_api": self.hvd is not None,
+        }
         with open(os.path.join(self.args.out, f"rank{rank}.json"), "w", encoding="utf-8") as file:
             json.dump(record, file)
         print("STRESS " + json.dumps(record), flush=True)
@@ -322,11 +336,19 @@ def main(argv=None) -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--cycles", type=int, default=500)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--cycle-limit-s", type=float, default=30.0,
-                        help="the watchdog: a cycle that takes longer prints every stack and ends the rank")
+    parser.add_argument(
+        "--cycle-limit-s",
+        type=float,
+        default=30.0,
+        help="the watchdog: a cycle that takes longer prints every stack and ends the rank",
+    )
     parser.add_argument("--shutdown-limit-s", type=float, default=5.0)
-    parser.add_argument("--cycle-bound-s", type=float, default=5.0,
-                        help="a cycle that takes longer (a wait ended by a timeout) is a failure")
+    parser.add_argument(
+        "--cycle-bound-s",
+        type=float,
+        default=5.0,
+        help="a cycle that takes longer (a wait ended by a timeout) is a failure",
+    )
     parser.add_argument("--no-torch", action="store_true", help="the NumPy API only")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)

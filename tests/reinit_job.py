@@ -70,11 +70,16 @@ def members_of(cycle: int, procs: int) -> list:
 
 
 def set_job(rank: int, size: int, port: int, cycle: int, secret: str) -> None:
-    os.environ.update({
-        "RINGCC_RANK": str(rank), "RINGCC_SIZE": str(size), "RINGCC_LOCAL_SIZE": str(size),
-        "RINGCC_MASTER_ADDR": "127.0.0.1", "RINGCC_MASTER_PORT": str(port),
-        "RINGCC_TRANSPORT": "tcp" if cycle % 3 == 1 else "auto",
-    })
+    os.environ.update(
+        {
+            "RINGCC_RANK": str(rank),
+            "RINGCC_SIZE": str(size),
+            "RINGCC_LOCAL_SIZE": str(size),
+            "RINGCC_MASTER_ADDR": "127.0.0.1",
+            "RINGCC_MASTER_PORT": str(port),
+            "RINGCC_TRANSPORT": "tcp" if cycle % 3 == 1 else "auto",
+        }
+    )
     # Half the cycles take the launcher's secret, the others make one in /dev/shm.
     if cycle % 2 == 0:
         os.environ["RINGCC_SECRET"] = secret
@@ -96,8 +101,9 @@ def expect_failure(call, classes, fragments, what):
 
 def one_cycle(cycle: int, rank: int, size: int, log: list) -> None:
     ringcc.init()
-    assert (ringcc.rank(), ringcc.size()) == (rank, size), \
+    assert (ringcc.rank(), ringcc.size()) == (rank, size), (
         f"init gave rank {ringcc.rank()} of {ringcc.size()}, expected {rank} of {size}"
+    )
     expected_transport = "tcp" if os.environ["RINGCC_TRANSPORT"] == "tcp" else "shm"
     assert ringcc.transport_name() == expected_transport, ringcc.transport_name()
     rng = np.random.default_rng([cycle, 7])
@@ -119,19 +125,30 @@ def one_cycle(cycle: int, rank: int, size: int, log: list) -> None:
         if rank == victim:
             ringcc.barrier()
             ringcc._core._abort(f"injected failure in cycle {cycle}", True)
-        expect_failure(lambda: (ringcc.barrier(), ringcc.allreduce(np.ones(64, dtype=np.float32))),
-                       ringcc.PeerFailureError, [f"rank {victim}"] if rank != victim else [],
-                       "allreduce after an abort")
+        expect_failure(
+            lambda: (ringcc.barrier(), ringcc.allreduce(np.ones(64, dtype=np.float32))),
+            ringcc.PeerFailureError,
+            [f"rank {victim}"] if rank != victim else [],
+            "allreduce after an abort",
+        )
     elif failure == "leave":
         if rank == victim:
             ringcc.barrier()
             ringcc.shutdown()
             return
-        expect_failure(lambda: (ringcc.barrier(), ringcc.allreduce(np.ones(1 << 16, dtype=np.float32))),
-                       ringcc.PeerFailureError, [f"rank {victim}"], "allreduce after a rank left")
+        expect_failure(
+            lambda: (ringcc.barrier(), ringcc.allreduce(np.ones(1 << 16, dtype=np.float32))),
+            ringcc.PeerFailureError,
+            [f"rank {victim}"],
+            "allreduce after a rank left",
+        )
     elif failure == "mismatch":
-        expect_failure(lambda: ringcc.allreduce(np.ones(10 + (rank == victim), dtype=np.float32)),
-                       ringcc.MismatchError, [], "allreduce of different sizes")
+        expect_failure(
+            lambda: ringcc.allreduce(np.ones(10 + (rank == victim), dtype=np.float32)),
+            ringcc.MismatchError,
+            [],
+            "allreduce of different sizes",
+        )
         again = ringcc.allreduce(np.ones(4, dtype=np.float32))
         assert np.array_equal(again, np.full(4, size, dtype=np.float32)), "allreduce after a mismatch"
     else:  # named-abort
@@ -144,8 +161,12 @@ def one_cycle(cycle: int, rank: int, size: int, log: list) -> None:
             except ringcc.PeerFailureError:
                 pass
         handle = ringcc.allreduce_async(np.ones(256, dtype=np.float32), name=f"cycle{cycle}/after")
-        expect_failure(lambda: handle.wait(30), (ringcc.PeerFailureError, ringcc.NotInitializedError),
-                       [], "named allreduce after an abort")
+        expect_failure(
+            lambda: handle.wait(30),
+            (ringcc.PeerFailureError, ringcc.NotInitializedError),
+            [],
+            "named allreduce after an abort",
+        )
     ringcc.shutdown()
 
 
@@ -188,13 +209,18 @@ def main() -> int:
         ringcc.shutdown()
     time.sleep(0.2)  # threads that were told to end have ended
     end_fds = fds()
-    record.update({
-        "fds_after_first": start_fds, "fds_at_end": end_fds,
-        "threads_after_first": start_threads, "threads_at_end": threads(),
-        "thread_names": [t.name for t in threading.enumerate()],
-        "rss_after_first_kib": start_rss, "rss_at_end_kib": rss_kib(),
-        "pid": os.getpid(),
-    })
+    record.update(
+        {
+            "fds_after_first": start_fds,
+            "fds_at_end": end_fds,
+            "threads_after_first": start_threads,
+            "threads_at_end": threads(),
+            "thread_names": [t.name for t in threading.enumerate()],
+            "rss_after_first_kib": start_rss,
+            "rss_at_end_kib": rss_kib(),
+            "pid": os.getpid(),
+        }
+    )
     with open(os.path.join(args.out, f"proc{args.id}.json"), "w", encoding="utf-8") as file:
         json.dump(record, file)
     return 0 if record["error"] is None else 1

@@ -80,12 +80,17 @@ def main() -> None:
         bad_root = str(e)
     else:
         bad_root = ""
-    print(json.dumps({
-        "checked": checked,
-        "bad_root": bad_root,
-        "sockets": [n for n in opened() if n.startswith("socket:")],
-        "shm": [n for n in opened() if n.startswith("/dev/shm/")] + shm_mappings(),
-    }), flush=True)
+    print(
+        json.dumps(
+            {
+                "checked": checked,
+                "bad_root": bad_root,
+                "sockets": [n for n in opened() if n.startswith("socket:")],
+                "shm": [n for n in opened() if n.startswith("/dev/shm/")] + shm_mappings(),
+            }
+        ),
+        flush=True,
+    )
     ringcc.shutdown()
 
 

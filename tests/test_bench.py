@@ -1,5 +1,6 @@
 """Tests of the benchmark (bench/): its measurement rules in one process, and a
 2-rank run through the launcher when the core is built."""
+
 import json
 import os
 import re
@@ -33,9 +34,15 @@ def _one_rank_ringcc():
         return out
 
     return types.SimpleNamespace(
-        rank=lambda: 0, size=lambda: 1, local_size=lambda: 1, Max="max",
-        allreduce_=lambda x, op="sum": x, broadcast_=lambda x, root=0: x,
-        allgather=allgather, barrier=lambda: None)
+        rank=lambda: 0,
+        size=lambda: 1,
+        local_size=lambda: 1,
+        Max="max",
+        allreduce_=lambda x, op="sum": x,
+        broadcast_=lambda x, root=0: x,
+        allgather=allgather,
+        barrier=lambda: None,
+    )
 
 
 # -- measurement rules, no core needed ------------------------------------------
@@ -77,16 +84,29 @@ def test_one_rank_sweep_checks_and_tables():
     # No per-batch samples: the spread is over the repeats, (p75 - p25) / median.
     assert e["time_us"] == pytest.approx(2.0) and e["spread"] == pytest.approx(0.5)
     assert e["busbw"] == pytest.approx(4096 / 2e-6 / 1e9)
-    text = op_table("allreduce", {"ringcc": {4096: dict(e, wrong=0)}, "gloo": {}}, ["gloo"],
-                    "float32", 2, 3, True)
+    text = op_table("allreduce", {"ringcc": {4096: dict(e, wrong=0)}, "gloo": {}}, ["gloo"], "float32", 2, 3, True)
     assert any(_HEADER.match(line) for line in text.splitlines())
     assert "n/a" in text.splitlines()[-1]
 
 
 def test_unknown_peer_is_skipped_with_reason(tmp_path, capsys):
     path = tmp_path / "bench.json"
-    args = parse_args(["--maxbytes", "1K", "--iters", "2", "--warmup", "0", "--repeats", "2",
-                       "--compare", "nosuchpeer", "--json", str(path)])
+    args = parse_args(
+        [
+            "--maxbytes",
+            "1K",
+            "--iters",
+            "2",
+            "--warmup",
+            "0",
+            "--repeats",
+            "2",
+            "--compare",
+            "nosuchpeer",
+            "--json",
+            str(path),
+        ]
+    )
     assert Bench(args, _one_rank_ringcc()).run() == 0
     doc = json.loads(path.read_text())
     assert doc["peers"]["nosuchpeer"]["status"] == "skipped"
@@ -126,12 +146,15 @@ def test_every_ratio_is_a_speed_up_of_ringcc():
     from bench.table import summary, summary_text
 
     mib = 1 << 20
-    entries = {"allreduce": {
-        "ringcc": {8: _entry("allreduce", 8, [1e-6, 1e-6, 1e-6]),
-                   mib: _entry("allreduce", mib, [1e-4, 1e-4, 1e-4])},
-        "gloo": {8: _entry("allreduce", 8, [4e-6, 4e-6, 4e-6]),
-                 mib: _entry("allreduce", mib, [2e-4, 2e-4, 2e-4])},
-    }}
+    entries = {
+        "allreduce": {
+            "ringcc": {
+                8: _entry("allreduce", 8, [1e-6, 1e-6, 1e-6]),
+                mib: _entry("allreduce", mib, [1e-4, 1e-4, 1e-4]),
+            },
+            "gloo": {8: _entry("allreduce", 8, [4e-6, 4e-6, 4e-6]), mib: _entry("allreduce", mib, [2e-4, 2e-4, 2e-4])},
+        }
+    }
     figures = {f["figure"]: f for f in summary(entries, ["gloo"], np.dtype(np.float32), 2)}
     latency = figures["allreduce 8 B latency (us)"]["impls"]["gloo"]
     assert latency["ratio"] == pytest.approx(4.0)  # ringcc's 1 us against gloo's 4 us
@@ -173,9 +196,11 @@ def test_progress_lines_are_throttled_and_say_where_the_run_is():
     progress.update(point_text("ringcc", "broadcast", 64 << 20, 40, 40, 2, 3))
     progress.update("forced", force=True)
     lines = stream.text.splitlines()
-    assert lines == ["# progress: 0 s elapsed, repeat 1/3, gloo: allreduce 1 MiB (point 3/40)",
-                     "# progress: 2 s elapsed, repeat 3/3, ringcc: broadcast 64 MiB (point 40/40)",
-                     "# progress: 2 s elapsed, forced"]
+    assert lines == [
+        "# progress: 0 s elapsed, repeat 1/3, gloo: allreduce 1 MiB (point 3/40)",
+        "# progress: 2 s elapsed, repeat 3/3, ringcc: broadcast 64 MiB (point 40/40)",
+        "# progress: 2 s elapsed, forced",
+    ]
     # On a terminal: one line rewritten in place, cleared at the end.
     tty = _FakeStream(tty=True)
     progress = Progress(tty, clock=lambda: now[0])
@@ -191,9 +216,10 @@ def test_progress_lines_are_throttled_and_say_where_the_run_is():
 def test_csv_and_plot_of_a_one_rank_run(tmp_path, capsys):
     import csv
 
-    args = parse_args(["--maxbytes", "4K", "--iters", "2", "--warmup", "0", "--repeats", "2",
-                       "--csv", str(tmp_path / "r.csv")]
-                      + (["--plot", str(tmp_path / "r.png")] if _have_matplotlib() else []))
+    args = parse_args(
+        ["--maxbytes", "4K", "--iters", "2", "--warmup", "0", "--repeats", "2", "--csv", str(tmp_path / "r.csv")]
+        + (["--plot", str(tmp_path / "r.png")] if _have_matplotlib() else [])
+    )
     assert Bench(args, _one_rank_ringcc()).run() == 0
     out, err = capsys.readouterr()
     rows = list(csv.DictReader((tmp_path / "r.csv").open()))
@@ -238,9 +264,10 @@ def test_plot_has_one_line_per_library_on_log_axes(tmp_path, monkeypatch):
 
     saved = {}
     monkeypatch.setattr(plt.Figure, "savefig", lambda fig, path, **kw: saved.setdefault("fig", fig))
-    series = {"allreduce": {"ringcc": {8: 0.01, 1024: 1.0, 1 << 20: 8.0},
-                            "gloo": {8: 0.001, 1024: 0.1, 1 << 20: 0.5}},
-              "broadcast": {"ringcc": {8: 0.02, 1024: 2.0}}}
+    series = {
+        "allreduce": {"ringcc": {8: 0.01, 1024: 1.0, 1 << 20: 8.0}, "gloo": {8: 0.001, 1024: 0.1, 1 << 20: 0.5}},
+        "broadcast": {"ringcc": {8: 0.02, 1024: 2.0}},
+    }
     plot_busbw(str(tmp_path / "x.png"), series, "title with versions")
     axes = saved["fig"].axes
     assert [ax.get_title() for ax in axes] == ["allreduce", "broadcast"]
@@ -265,19 +292,48 @@ def _env():
 
 @pytest.fixture(scope="module")
 def core_built():
-    probe = subprocess.run([sys.executable, "-c", "import ringcc._core, ringcc.launcher"],
-                           env=_env(), cwd=REPO, capture_output=True, text=True, timeout=60)
+    probe = subprocess.run(
+        [sys.executable, "-c", "import ringcc._core, ringcc.launcher"],
+        env=_env(),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if probe.returncode != 0:
         lines = probe.stderr.strip().splitlines()
-        pytest.skip("ringcc._core is not importable from adapters/ (build the core first): "
-                    + (lines[-1] if lines else f"exit {probe.returncode}"))
+        pytest.skip(
+            "ringcc._core is not importable from adapters/ (build the core first): "
+            + (lines[-1] if lines else f"exit {probe.returncode}")
+        )
 
 
 def test_two_rank_run(core_built, tmp_path):
     path = tmp_path / "bench.json"
-    cmd = [sys.executable, "-m", "ringcc.launcher", "--no-prefix", "-np", "2",
-           sys.executable, "-m", "bench.allreduce", "--maxbytes", "64K", "--iters", "3",
-           "--warmup", "1", "--repeats", "1", "--check", "--compare", "socket", "--json", str(path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ringcc.launcher",
+        "--no-prefix",
+        "-np",
+        "2",
+        sys.executable,
+        "-m",
+        "bench.allreduce",
+        "--maxbytes",
+        "64K",
+        "--iters",
+        "3",
+        "--warmup",
+        "1",
+        "--repeats",
+        "1",
+        "--check",
+        "--compare",
+        "socket",
+        "--json",
+        str(path),
+    ]
     run = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     lines = run.stdout.splitlines()
@@ -318,9 +374,27 @@ def test_torch_bench_csv_plot_and_progress(core_built, tmp_path):
     a plot (with matplotlib), progress on stderr only."""
     pytest.importorskip("torch")
     csv_path, png_path = tmp_path / "t.csv", tmp_path / "t.png"
-    cmd = [sys.executable, "-m", "ringcc.launcher", "--no-prefix", "-np", "2", sys.executable, "-m",
-           "bench.torch_allreduce", "--sizes", "4,4K", "--repeats", "2", "--min-time", "0.02",
-           "--ddp-params", "0", "--csv", str(csv_path)] + (["--plot", str(png_path)] if _have_matplotlib() else [])
+    cmd = [
+        sys.executable,
+        "-m",
+        "ringcc.launcher",
+        "--no-prefix",
+        "-np",
+        "2",
+        sys.executable,
+        "-m",
+        "bench.torch_allreduce",
+        "--sizes",
+        "4,4K",
+        "--repeats",
+        "2",
+        "--min-time",
+        "0.02",
+        "--ddp-params",
+        "0",
+        "--csv",
+        str(csv_path),
+    ] + (["--plot", str(png_path)] if _have_matplotlib() else [])
     run = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=180)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "speedup = gloo time / ring time (higher is better for ring)" in run.stdout
@@ -329,7 +403,11 @@ def test_torch_bench_csv_plot_and_progress(core_built, tmp_path):
 
     rows = list(csv.DictReader(csv_path.open()))
     assert sorted((r["backend"], int(r["nbytes"])) for r in rows) == [
-        ("gloo", 4), ("gloo", 4096), ("ring", 4), ("ring", 4096)]
+        ("gloo", 4),
+        ("gloo", 4096),
+        ("ring", 4),
+        ("ring", 4096),
+    ]
     for r in rows:
         assert float(r["time_us"]) > 0 and r["repeats"] == "2"
         assert (r["speedup_vs_gloo"] != "") == (r["backend"] == "ring")
@@ -342,8 +420,14 @@ def _jax_handlers_built():
 
     if importlib.util.find_spec("jax") is None:
         return False
-    probe = subprocess.run([sys.executable, "-c", "import ringcc; print(bool(ringcc._core.jax_ffi_targets()))"],
-                           env=_env(), cwd=REPO, capture_output=True, text=True, timeout=60)
+    probe = subprocess.run(
+        [sys.executable, "-c", "import ringcc; print(bool(ringcc._core.jax_ffi_targets()))"],
+        env=_env(),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return probe.stdout.strip() == "True"
 
 
@@ -353,9 +437,31 @@ def test_jax_bench_with_jax_own_gloo_collectives(core_built, tmp_path):
     if not _jax_handlers_built():
         pytest.skip("jax is not installed, or this ringcc has no XLA FFI handlers")
     csv_path = tmp_path / "j.csv"
-    cmd = [sys.executable, "-m", "ringcc.launcher", "--no-prefix", "-np", "2", sys.executable, "-m",
-           "bench.jax_allreduce", "--size", "64K", "--iters", "3", "--warmup", "1", "--repeats", "1",
-           "--variants", "numpy-inplace,jit-donated", "--compare", "jax-gloo", "--csv", str(csv_path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ringcc.launcher",
+        "--no-prefix",
+        "-np",
+        "2",
+        sys.executable,
+        "-m",
+        "bench.jax_allreduce",
+        "--size",
+        "64K",
+        "--iters",
+        "3",
+        "--warmup",
+        "1",
+        "--repeats",
+        "1",
+        "--variants",
+        "numpy-inplace,jit-donated",
+        "--compare",
+        "jax-gloo",
+        "--csv",
+        str(csv_path),
+    ]
     env = dict(_env(), JAX_PLATFORMS="cpu")
     run = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
@@ -375,8 +481,23 @@ def test_plot_again_from_the_json(tmp_path, capsys):
     from bench.plot import series_of
 
     path = tmp_path / "r.json"
-    args = parse_args(["--maxbytes", "1K", "--iters", "2", "--warmup", "0", "--repeats", "1",
-                       "--ops", "broadcast", "--json", str(path), "--no-progress"])
+    args = parse_args(
+        [
+            "--maxbytes",
+            "1K",
+            "--iters",
+            "2",
+            "--warmup",
+            "0",
+            "--repeats",
+            "1",
+            "--ops",
+            "broadcast",
+            "--json",
+            str(path),
+            "--no-progress",
+        ]
+    )
     assert Bench(args, _one_rank_ringcc()).run() == 0
     doc = json.loads(path.read_text())
     assert doc["meta"]["machine"]["cpus"] == os.cpu_count()

@@ -10,7 +10,6 @@ import re
 import sys
 
 import pytest
-
 from conftest import REPO_DIR
 
 if str(REPO_DIR) not in sys.path:
@@ -43,15 +42,30 @@ def test_defaults_match_the_issue():
 
 def test_cache_path_means_come_from_running_means():
     """engine_stats() holds means since the start; the loop's mean is recovered from two snapshots."""
-    before = {"cycles": 10, "cached_cycles": 4, "cached_decide_us": 10.0, "cached_exchange_us": 30.0,
-              "cached_negotiation_us": 40.0, "cached_peer_wait_us": 25.0, "cached_overhead_us": 15.0,
-              "fused_collectives": 4, "tensors": 100}
+    before = {
+        "cycles": 10,
+        "cached_cycles": 4,
+        "cached_decide_us": 10.0,
+        "cached_exchange_us": 30.0,
+        "cached_negotiation_us": 40.0,
+        "cached_peer_wait_us": 25.0,
+        "cached_overhead_us": 15.0,
+        "fused_collectives": 4,
+        "tensors": 100,
+    }
     # 6 more cache-hit cycles of decide 20, exchange 50 (negotiation 70) of
     # which 40 waiting for peers (overhead 30).
-    after = {"cycles": 20, "cached_cycles": 10, "cached_decide_us": (4 * 10 + 6 * 20) / 10,
-             "cached_exchange_us": (4 * 30 + 6 * 50) / 10, "cached_negotiation_us": (4 * 40 + 6 * 70) / 10,
-             "cached_peer_wait_us": (4 * 25 + 6 * 40) / 10, "cached_overhead_us": (4 * 15 + 6 * 30) / 10,
-             "fused_collectives": 9, "tensors": 160}
+    after = {
+        "cycles": 20,
+        "cached_cycles": 10,
+        "cached_decide_us": (4 * 10 + 6 * 20) / 10,
+        "cached_exchange_us": (4 * 30 + 6 * 50) / 10,
+        "cached_negotiation_us": (4 * 40 + 6 * 70) / 10,
+        "cached_peer_wait_us": (4 * 25 + 6 * 40) / 10,
+        "cached_overhead_us": (4 * 15 + 6 * 30) / 10,
+        "fused_collectives": 9,
+        "tensors": 160,
+    }
     means = cache_path_means(before, after)
     assert means["decide_us"] == pytest.approx(20.0)
     assert means["exchange_us"] == pytest.approx(50.0)
@@ -74,7 +88,7 @@ def test_mpi_job_runs_this_module():
     assert cmd[cmd.index("-np") + 1] == "2" and "--mca" in cmd
     module = cmd.index("-m")
     assert cmd[module + 1] == "bench.engine"
-    assert cmd[module + 2:module + 4] == ["--mpi-peer", "/tmp/x.json"]
+    assert cmd[module + 2 : module + 4] == ["--mpi-peer", "/tmp/x.json"]
     assert cmd[cmd.index("--tensors") + 1] == "40"
 
 

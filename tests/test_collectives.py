@@ -13,15 +13,14 @@ from pathlib import Path
 from typing import Dict, Tuple
 
 import pytest
-
 from rank_cases import CASES
 
 
 @dataclass(frozen=True)
 class Group:
     size: int
-    env: Dict[str, str] = field(default_factory=dict)
-    tags: Tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
 
 
 FUSION_1MIB = {"RINGCC_FUSION_THRESHOLD": str(1 << 20)}
@@ -34,8 +33,7 @@ MATRIX = {
     "shm-4": Group(4),
     "tcp-2": Group(2, env={"RINGCC_TRANSPORT": "tcp", **FUSION_1MIB}),
     # Several sockets per peer with small stripes: messages cross sockets.
-    "tcp-3": Group(3, env={"RINGCC_TRANSPORT": "tcp", "RINGCC_TCP_SOCKETS": "3",
-                           "RINGCC_TCP_STRIPE_BYTES": "65536"}),
+    "tcp-3": Group(3, env={"RINGCC_TRANSPORT": "tcp", "RINGCC_TCP_SOCKETS": "3", "RINGCC_TCP_STRIPE_BYTES": "65536"}),
 }
 # A stuck collective fails within this bound instead of the default 60 s.
 GROUP_ENV = {"RINGCC_TIMEOUT_S": "30"}
@@ -69,8 +67,9 @@ def test_group_finished_cleanly(ranks, ringcc_module, config):
         start = run.start_record(rank)
         assert start["size"] == spec.size
         assert start["transport"] == expected_transport, f"rank {rank}: {start}"
-        assert Path(start["ringcc_file"]).resolve() == Path(ringcc_module.__file__).resolve(), \
+        assert Path(start["ringcc_file"]).resolve() == Path(ringcc_module.__file__).resolve(), (
             f"rank {rank} imported {start['ringcc_file']}, the tests import {ringcc_module.__file__}"
+        )
         assert start["cases"] == len(CASES.select(spec.size, spec.tags))
 
 
@@ -83,8 +82,9 @@ def test_allreduce_3gib_64bit_counts(ranks):
     """allreduce_ of 3 GiB + 1 one-byte elements on 2 ranks (counts past 2^31 and 2^32 - 1 bytes)."""
     available = ranks.memory_available()
     if available is not None and available < HUGE_MEMORY_BYTES:
-        pytest.skip(f"needs about {HUGE_MEMORY_BYTES >> 30} GiB of free memory, "
-                    f"{available / (1 << 30):.1f} GiB available")
+        pytest.skip(
+            f"needs about {HUGE_MEMORY_BYTES >> 30} GiB of free memory, {available / (1 << 30):.1f} GiB available"
+        )
     run = ranks.group("huge-2", 2, "rank_cases.py", env=GROUP_ENV, tags=("huge",), cases=(HUGE_CASE,), timeout=180)
     run.assert_case(HUGE_CASE)
     run.assert_clean_exit()

@@ -5,6 +5,7 @@ that outnumber their CPUs), ringrun --bind-to, and the bench's
 A job's CPUs are restricted by starting ringrun with a narrower affinity
 mask (ringrun and its ranks inherit it), so the tests do not depend on how
 many CPUs the machine has beyond the ones they name."""
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,6 @@ import os
 import sys
 
 import pytest
-
 from conftest import rank_environment, ringrun_command, run_command
 
 TIMEOUT_S = 120
@@ -43,9 +43,12 @@ def _run_job(tmp_path, num_ranks, env=None, launcher_options=(), cpus=None):
     command = ringrun_command(num_ranks, [str(script)], launcher_options)
     if cpus is not None:
         # Start ringrun itself on these CPUs only: its ranks inherit the mask.
-        command = [sys.executable, "-c",
-                   "import os, sys; os.sched_setaffinity(0, %r); os.execv(sys.argv[1], sys.argv[1:])" % (set(cpus),),
-                   *command]
+        command = [
+            sys.executable,
+            "-c",
+            "import os, sys; os.sched_setaffinity(0, %r); os.execv(sys.argv[1], sys.argv[1:])" % (set(cpus),),
+            *command,
+        ]
     done = run_command(command, rank_environment(env), TIMEOUT_S)
     assert done.returncode == 0, done.describe()
     reports = {}
@@ -98,8 +101,7 @@ def test_forced_policies_compute_the_same_results(ringcc_module, tmp_path, polic
 def test_unknown_wait_policy_fails_at_init(ringcc_module, tmp_path):
     script = tmp_path / "init.py"
     script.write_text("import ringcc\nringcc.init()\n")
-    done = run_command(ringrun_command(2, [str(script)]), rank_environment({"RINGCC_WAIT_POLICY": "nap"}),
-                       TIMEOUT_S)
+    done = run_command(ringrun_command(2, [str(script)]), rank_environment({"RINGCC_WAIT_POLICY": "nap"}), TIMEOUT_S)
     assert done.returncode not in (0, None), done.describe()
     assert "RINGCC_WAIT_POLICY must be auto, spin, yield or block, not 'nap'" in done.stderr, done.describe()
 
@@ -147,12 +149,34 @@ def test_bench_busy_threads_run_beside_every_implementation(ringcc_module, tmp_p
     products during ringcc's sweep, and the run says so."""
     out = tmp_path / "bench.json"
     repo = os.path.join(os.path.dirname(__file__), "..")
-    command = ringrun_command(2, ["-m", "bench.allreduce", "--ops", "allreduce", "--minbytes", "8",
-                                  "--maxbytes", "64K", "--stepfactor", "64", "--iters", "20", "--warmup", "2",
-                                  "--repeats", "1", "--busy-threads", "1", "--no-progress", "--json", str(out)],
-                              ["--no-prefix"])
-    env = rank_environment({"PYTHONPATH": os.pathsep.join([os.path.abspath(repo),
-                                                           rank_environment()["PYTHONPATH"]])})
+    command = ringrun_command(
+        2,
+        [
+            "-m",
+            "bench.allreduce",
+            "--ops",
+            "allreduce",
+            "--minbytes",
+            "8",
+            "--maxbytes",
+            "64K",
+            "--stepfactor",
+            "64",
+            "--iters",
+            "20",
+            "--warmup",
+            "2",
+            "--repeats",
+            "1",
+            "--busy-threads",
+            "1",
+            "--no-progress",
+            "--json",
+            str(out),
+        ],
+        ["--no-prefix"],
+    )
+    env = rank_environment({"PYTHONPATH": os.pathsep.join([os.path.abspath(repo), rank_environment()["PYTHONPATH"]])})
     done = run_command(command, env, TIMEOUT_S, cwd=repo)
     assert done.returncode == 0, done.describe()
     doc = json.loads(out.read_text())
@@ -165,12 +189,20 @@ def test_bench_busy_threads_run_beside_every_implementation(ringcc_module, tmp_p
 def test_bench_out_of_place_rounds(ringcc_module, tmp_path):
     """bench.out_of_place runs its rounds (and checks the results) in a short job."""
     repo = os.path.join(os.path.dirname(__file__), "..")
-    command = ringrun_command(2, ["-m", "bench.out_of_place", "--tensors", "40", "--elements", "64",
-                                  "--rounds", "2", "--torch"], ["--no-prefix"])
-    env = rank_environment({"PYTHONPATH": os.pathsep.join([os.path.abspath(repo),
-                                                           rank_environment()["PYTHONPATH"]])})
+    command = ringrun_command(
+        2,
+        ["-m", "bench.out_of_place", "--tensors", "40", "--elements", "64", "--rounds", "2", "--torch"],
+        ["--no-prefix"],
+    )
+    env = rank_environment({"PYTHONPATH": os.pathsep.join([os.path.abspath(repo), rank_environment()["PYTHONPATH"]])})
     done = run_command(command, env, TIMEOUT_S, cwd=repo)
     assert done.returncode == 0, done.describe()
-    for label in ("named out of place", "named in place", "one concatenated", "hvd.allreduce_async_",
-                  "out of place / one concatenated:", "hvd out of place / in place:"):
+    for label in (
+        "named out of place",
+        "named in place",
+        "one concatenated",
+        "hvd.allreduce_async_",
+        "out of place / one concatenated:",
+        "hvd out of place / in place:",
+    ):
         assert label in done.stdout, done.describe()

@@ -15,22 +15,22 @@ from ringcc import _core
 
 # RFC 4231, section 4: (key, data, HMAC-SHA-256; test case 5 truncated to 128 bits).
 RFC4231 = [
-    (b"\x0b" * 20, b"Hi There",
-     "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"),
-    (b"Jefe", b"what do ya want for nothing?",
-     "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"),
-    (b"\xaa" * 20, b"\xdd" * 50,
-     "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"),
-    (bytes(range(1, 26)), b"\xcd" * 50,
-     "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"),
-    (b"\x0c" * 20, b"Test With Truncation",
-     "a3b6167473100ee06e0c796c2955552b"),
-    (b"\xaa" * 131, b"Test Using Larger Than Block-Size Key - Hash Key First",
-     "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"),
-    (b"\xaa" * 131,
-     b"This is a test using a larger than block-size key and a larger than block-size data. "
-     b"The key needs to be hashed before being used by the HMAC algorithm.",
-     "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2"),
+    (b"\x0b" * 20, b"Hi There", "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"),
+    (b"Jefe", b"what do ya want for nothing?", "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"),
+    (b"\xaa" * 20, b"\xdd" * 50, "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"),
+    (bytes(range(1, 26)), b"\xcd" * 50, "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"),
+    (b"\x0c" * 20, b"Test With Truncation", "a3b6167473100ee06e0c796c2955552b"),
+    (
+        b"\xaa" * 131,
+        b"Test Using Larger Than Block-Size Key - Hash Key First",
+        "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54",
+    ),
+    (
+        b"\xaa" * 131,
+        b"This is a test using a larger than block-size key and a larger than block-size data. "
+        b"The key needs to be hashed before being used by the HMAC algorithm.",
+        "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2",
+    ),
 ]
 
 LENGTHS = [0, 1, 31, 32, 55, 56, 57, 63, 64, 65, 119, 120, 127, 128, 129, 1000, 4096]
@@ -40,7 +40,7 @@ LENGTHS = [0, 1, 31, 32, 55, 56, 57, 63, 64, 65, 119, 120, 127, 128, 129, 1000, 
 def test_hmac_sha256_matches_rfc4231(case):
     key, data, expected = RFC4231[case - 1]
     got = _core._hmac_sha256(key, data).hex()
-    assert got[:len(expected)] == expected
+    assert got[: len(expected)] == expected
     assert got == hmac.new(key, data, hashlib.sha256).hexdigest()
 
 

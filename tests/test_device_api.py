@@ -12,7 +12,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from cuda_wheels import include_dirs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -42,24 +41,47 @@ def test_declarations_match_the_real_headers(flavour):
 
 # One difference of each kind the check must catch: (file, text, replacement, what the error names).
 MUTATIONS = [
-    ("cuda_api.h", "X(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 33)", "X(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 34)",
-     "CU_DEVICE_ATTRIBUTE_PCI_BUS_ID"),
-    ("cuda_api.h", "X(cuMemsetD32Async, CUresult, (CUdeviceptr, unsigned int, size_t, CUstream))",
-     "X(cuMemsetD32Async, CUresult, (CUdeviceptr, int, size_t, CUstream))", "cuMemsetD32Async"),
-    ("cuda_api.h", "char reserved[kIpcHandleSize];\n};\nstruct CUipcEventHandle",
-     "char reserved[kIpcHandleSize + 8];\n};\nstruct CUipcEventHandle", "CUipcMemHandle"),
+    (
+        "cuda_api.h",
+        "X(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 33)",
+        "X(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 34)",
+        "CU_DEVICE_ATTRIBUTE_PCI_BUS_ID",
+    ),
+    (
+        "cuda_api.h",
+        "X(cuMemsetD32Async, CUresult, (CUdeviceptr, unsigned int, size_t, CUstream))",
+        "X(cuMemsetD32Async, CUresult, (CUdeviceptr, int, size_t, CUstream))",
+        "cuMemsetD32Async",
+    ),
+    (
+        "cuda_api.h",
+        "char reserved[kIpcHandleSize];\n};\nstruct CUipcEventHandle",
+        "char reserved[kIpcHandleSize + 8];\n};\nstruct CUipcEventHandle",
+        "CUipcMemHandle",
+    ),
     ("nccl_api.h", "X(ncclAvg, 4)", "X(ncclAvg, 5)", "ncclAvg"),
-    ("nccl_api.h", "X(ncclCommGetAsyncError, true, ncclResult_t, (ncclComm_t, ncclResult_t*))",
-     "X(ncclCommGetAsyncError, true, ncclResult_t, (ncclComm_t, int*))", "ncclCommGetAsyncError"),
-    ("nccl_api.h", "  int splitShare = kNcclConfigUndefInt;",
-     "  int padding = 0;\n  int splitShare = kNcclConfigUndefInt;", "splitShare"),
-    ("nvrtc_api.h", "X(nvrtcGetPTXSize, true, nvrtcResult, (nvrtcProgram, size_t*))",
-     "X(nvrtcGetPTXSize, true, nvrtcResult, (nvrtcProgram, unsigned int*))", "nvrtcGetPTXSize"),
+    (
+        "nccl_api.h",
+        "X(ncclCommGetAsyncError, true, ncclResult_t, (ncclComm_t, ncclResult_t*))",
+        "X(ncclCommGetAsyncError, true, ncclResult_t, (ncclComm_t, int*))",
+        "ncclCommGetAsyncError",
+    ),
+    (
+        "nccl_api.h",
+        "  int splitShare = kNcclConfigUndefInt;",
+        "  int padding = 0;\n  int splitShare = kNcclConfigUndefInt;",
+        "splitShare",
+    ),
+    (
+        "nvrtc_api.h",
+        "X(nvrtcGetPTXSize, true, nvrtcResult, (nvrtcProgram, size_t*))",
+        "X(nvrtcGetPTXSize, true, nvrtcResult, (nvrtcProgram, unsigned int*))",
+        "nvrtcGetPTXSize",
+    ),
 ]
 
 
-@pytest.mark.parametrize("header,text,replacement,named", MUTATIONS,
-                         ids=[m[3] for m in MUTATIONS])
+@pytest.mark.parametrize("header,text,replacement,named", MUTATIONS, ids=[m[3] for m in MUTATIONS])
 def test_a_wrong_declaration_fails_the_check(tmp_path, header, text, replacement, named):
     copy = tmp_path / "core" / "device"
     copy.mkdir(parents=True)

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import ringcc
 from cuda_wheels import nvrtc_library
 
@@ -101,8 +100,23 @@ def host_kernels(tmp_path_factory):
     source = directory / "kernels.cc"
     source.write_text(HOST_MAIN)
     library = directory / "libkernels.so"
-    subprocess.run([compiler, "-std=c++17", "-O1", "-shared", "-fPIC", "-ffp-contract=off", "-I", str(REPO),
-                    "-o", str(library), str(source)], check=True, timeout=300)
+    subprocess.run(
+        [
+            compiler,
+            "-std=c++17",
+            "-O1",
+            "-shared",
+            "-fPIC",
+            "-ffp-contract=off",
+            "-I",
+            str(REPO),
+            "-o",
+            str(library),
+            str(source),
+        ],
+        check=True,
+        timeout=300,
+    )
     return ctypes.CDLL(str(library))
 
 
@@ -123,7 +137,7 @@ def sample(dtype, rng, n):
     values = (rng.standard_normal(n) * 3).astype(np.float32)
     specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-6, 6e-8, 65504.0, 3e38], np.float32)
     values[: len(specials)] = specials
-    values[len(specials): len(specials) + 32] *= 1e-6  # subnormal in float16
+    values[len(specials) : len(specials) + 32] *= 1e-6  # subnormal in float16
     with np.errstate(over="ignore"):  # 3e38 is inf in 16 bits, as intended
         return values.astype(dt)
 
@@ -137,7 +151,7 @@ def test_host_build_of_the_reduce_kernel_matches_the_core(host_kernels, dtype, o
     srcs = [sample(dtype, rng, n + 1) for _ in range(nsrc)]
     # Aligned buffers, then views one element in (the kernels' scalar path).
     for offset in (0, 1):
-        views = [s[offset: offset + n] for s in srcs]
+        views = [s[offset : offset + n] for s in srcs]
         for postscale in (1.0, 0.5, -3.25):
             expect = np.empty(n, numpy_dtype(dtype))
             core._reduce_many(expect, views, OPS[op])
@@ -148,8 +162,12 @@ def test_host_build_of_the_reduce_kernel_matches_the_core(host_kernels, dtype, o
             for j, v in enumerate(views):
                 sources.ptr[j] = v.ctypes.data
             getattr(host_kernels, f"ringcc_reduce_{dtype}_{op}")(
-                ctypes.c_void_p(got.ctypes.data), sources, ctypes.c_int(nsrc), ctypes.c_longlong(n),
-                ctypes.c_double(postscale))
+                ctypes.c_void_p(got.ctypes.data),
+                sources,
+                ctypes.c_int(nsrc),
+                ctypes.c_longlong(n),
+                ctypes.c_double(postscale),
+            )
             assert got.tobytes() == expect.tobytes(), (dtype, op, nsrc, offset, postscale)
 
 
@@ -162,13 +180,17 @@ def test_host_build_of_the_scale_kernel_matches_the_core(host_kernels, dtype):
         core._scale_inplace(expect, factor)
         got = np.zeros_like(x)
         getattr(host_kernels, f"ringcc_scale_{dtype}")(
-            ctypes.c_void_p(got.ctypes.data), ctypes.c_void_p(x.ctypes.data), ctypes.c_longlong(x.size),
-            ctypes.c_double(factor))
+            ctypes.c_void_p(got.ctypes.data),
+            ctypes.c_void_p(x.ctypes.data),
+            ctypes.c_longlong(x.size),
+            ctypes.c_double(factor),
+        )
         assert got.tobytes() == expect.tobytes(), (dtype, factor)
 
 
 def test_host_build_of_the_timestamp_kernel_reads_the_clock(host_kernels):
     import time
+
     slot = ctypes.c_ulonglong(0)
     before = time.time_ns()
     host_kernels.ringcc_timestamp(ctypes.byref(slot))

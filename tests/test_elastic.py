@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import TESTS_DIR, rank_environment, ringrun_command, run_command
 
 import ringcc
@@ -196,8 +195,7 @@ def test_torch_state_commits_and_restores_models_optimizers_samplers_and_objects
     assert torch.equal(model.weight, committed) and sampler.processed_num == 2 and state.epoch == 2
     other = torch.nn.Linear(3, 2)
     state.model = other  # a handled attribute replaced: committed at once
-    assert state.model is other and torch.equal(state._handlers["model"]._saved_model_state["weight"],
-                                                other.weight)
+    assert state.model is other and torch.equal(state._handlers["model"]._saved_model_state["weight"], other.weight)
 
 
 def test_hvd_elastic_is_ringcc_torch_elastic():
@@ -239,17 +237,18 @@ def test_ringrun_parses_elastic_options(tmp_path):
 
     parser = launcher.build_parser()
     options, command = parser.split_command(
-        ["-np", "2", "--blacklist-cooldown-range", "1", "5", "--min-np", "1", "python", "train.py", "--min-np", "7"])
+        ["-np", "2", "--blacklist-cooldown-range", "1", "5", "--min-np", "1", "python", "train.py", "--min-np", "7"]
+    )
     assert command == ["python", "train.py", "--min-np", "7"]
     args = parser.parse_args(options)
     assert args.blacklist_cooldown_range == [1, 5] and args.min_np == 1 and driver.is_elastic(args)
     for argv, message in (
-            (["--min-np", "3", "-np", "2"], "--min-np (3) <= -np (2)"),
-            (["-np", "2", "--min-np", "1", "--blacklist-cooldown-range", "0", "5"], "MIN >= 1"),
-            (["-np", "2", "--reset-limit", "3"], "--reset-limit applies to elastic mode"),
-            (["-np", "2", "--host-discovery-script", "x.sh", "-H", "a:2"], "not both")):
-        completed = run_command([sys.executable, "-m", "ringcc.launcher", *argv, "true"],
-                                rank_environment(), 30)
+        (["--min-np", "3", "-np", "2"], "--min-np (3) <= -np (2)"),
+        (["-np", "2", "--min-np", "1", "--blacklist-cooldown-range", "0", "5"], "MIN >= 1"),
+        (["-np", "2", "--reset-limit", "3"], "--reset-limit applies to elastic mode"),
+        (["-np", "2", "--host-discovery-script", "x.sh", "-H", "a:2"], "not both"),
+    ):
+        completed = run_command([sys.executable, "-m", "ringcc.launcher", *argv, "true"], rank_environment(), 30)
         assert completed.returncode == 2 and message in completed.stderr, completed.describe()
 
 
@@ -315,8 +314,11 @@ def test_protocol_refuses_strangers_wrong_secrets_and_replays():
 def numpy_job(tmp_path, launcher_options, job_args, env=None):
     out = tmp_path / "out"
     out.mkdir()
-    command = ringrun_command(2, [str(TESTS_DIR / "elastic_numpy_job.py"), "--out", str(out), *job_args],
-                              ["--timeout", str(JOB_LIMIT_S), *launcher_options])
+    command = ringrun_command(
+        2,
+        [str(TESTS_DIR / "elastic_numpy_job.py"), "--out", str(out), *job_args],
+        ["--timeout", str(JOB_LIMIT_S), *launcher_options],
+    )
     completed = run_command(command, rank_environment(env), JOB_LIMIT_S + 30, cwd=str(tmp_path))
     result_path = out / "result.json"
     result = json.loads(result_path.read_text()) if result_path.exists() else None
@@ -338,8 +340,10 @@ def test_a_killed_worker_is_replaced_after_the_cooldown(tmp_path):
     """2 workers, one killed at step 10: the other goes on alone within a second, and after
     the host's cooldown a new worker joins (2 again); the sum is as if nothing happened."""
     completed, result, steps = numpy_job(
-        tmp_path, ["--min-np", "1", "--max-np", "2", "--blacklist-cooldown-range", "1", "1"],
-        ["--fault", "kill", "--steps", "150"])
+        tmp_path,
+        ["--min-np", "1", "--max-np", "2", "--blacklist-cooldown-range", "1", "1"],
+        ["--fault", "kill", "--steps", "150"],
+    )
     assert completed.returncode == 0, completed.describe()
     assert result["total"] == [150.0] * 8 and result["step"] == 150, result
     assert sizes_seen(steps) == [2, 1, 2], (sizes_seen(steps), completed.describe())
@@ -357,8 +361,11 @@ def test_a_stopped_worker_is_timed_out_killed_and_left_behind(tmp_path):
     driver kills the stopped one when it does not come to the next membership, and the job
     finishes with one worker."""
     completed, result, steps = numpy_job(
-        tmp_path, ["--min-np", "1", "--max-np", "2"], ["--fault", "stop", "--steps", "40"],
-        env={"RINGCC_TIMEOUT_S": "3"})
+        tmp_path,
+        ["--min-np", "1", "--max-np", "2"],
+        ["--fault", "stop", "--steps", "40"],
+        env={"RINGCC_TIMEOUT_S": "3"},
+    )
     assert completed.returncode == 0, completed.describe()
     assert result["total"] == [40.0] * 8 and result["size"] == 1, result
     assert "did not leave membership 1 within 3 s" in completed.stderr, completed.describe()
@@ -366,15 +373,17 @@ def test_a_stopped_worker_is_timed_out_killed_and_left_behind(tmp_path):
 
 
 def test_reset_limit_stops_the_job(tmp_path):
-    completed, result, _ = numpy_job(tmp_path, ["--min-np", "1", "--max-np", "2", "--reset-limit", "0"],
-                                     ["--fault", "kill"])
+    completed, result, _ = numpy_job(
+        tmp_path, ["--min-np", "1", "--max-np", "2", "--reset-limit", "0"], ["--fault", "kill"]
+    )
     assert completed.returncode not in (0, None) and result is None, completed.describe()
     assert "the --reset-limit" in completed.stderr
 
 
 def test_too_few_workers_for_min_np_stops_the_job_after_the_elastic_timeout(tmp_path):
-    completed, result, _ = numpy_job(tmp_path, ["--min-np", "2", "--max-np", "2", "--elastic-timeout", "2"],
-                                     ["--fault", "kill"])
+    completed, result, _ = numpy_job(
+        tmp_path, ["--min-np", "2", "--max-np", "2", "--elastic-timeout", "2"], ["--fault", "kill"]
+    )
     assert completed.returncode not in (0, None) and result is None, completed.describe()
     assert "timed out after 2 s waiting for --min-np 2 workers" in completed.stderr, completed.describe()
 
@@ -396,8 +405,9 @@ def test_torch_training_through_2_1_2_workers_equals_a_replay(tmp_path, removal)
     import elastic_train
 
     env = rank_environment({"PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")})
-    summary = elastic_scenario.run(tmp_path / "out", STEPS, removal, env,
-                                   [sys.executable, "-m", "ringcc.launcher"], limit_s=JOB_LIMIT_S)
+    summary = elastic_scenario.run(
+        tmp_path / "out", STEPS, removal, env, [sys.executable, "-m", "ringcc.launcher"], limit_s=JOB_LIMIT_S
+    )
     log = (tmp_path / "out" / "ringrun.log").read_text(errors="replace")
     assert summary["returncode"] == 0, log[-4000:]
     sizes = summary["sizes"]
@@ -416,8 +426,20 @@ def test_torch_training_through_2_1_2_workers_equals_a_replay(tmp_path, removal)
 @pytest.mark.parametrize("code", [0, 3])
 def test_workers_that_end_before_joining_end_the_job(tmp_path, code):
     """Workers that never call ringcc.init(): the job ends with their status, at once."""
-    command = [sys.executable, "-m", "ringcc.launcher", "-np", "2", "--min-np", "1", "--timeout", "60",
-               sys.executable, "-c", f"raise SystemExit({code})"]
+    command = [
+        sys.executable,
+        "-m",
+        "ringcc.launcher",
+        "-np",
+        "2",
+        "--min-np",
+        "1",
+        "--timeout",
+        "60",
+        sys.executable,
+        "-c",
+        f"raise SystemExit({code})",
+    ]
     completed = run_command(command, rank_environment(), 90, cwd=str(tmp_path))
     assert completed.returncode == code and completed.seconds < 30, completed.describe()
     if code:

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import RINGCC_PARENT, TESTS_DIR, rank_environment, tail
 
 IP_TIMEOUT_S = 20
@@ -74,20 +73,49 @@ def elastic_job(tmp_path: Path, hosts, job_args, env_extra=None):
     discover = tmp_path / "discover.sh"
     discover.write_text(f"#!/bin/sh\necho {host_a}:1\necho {host_b}:1\n")
     discover.chmod(0o755)
-    env = rank_environment({"PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
-                            **(env_extra or {})})
+    env = rank_environment(
+        {"PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""), **(env_extra or {})}
+    )
     exported = []
     for name in ["PYTHONPATH", "PATH", *(env_extra or {})]:
         exported += ["-x", name]
-    command = ["ip", "netns", "exec", host_a, sys.executable, "-m", "ringcc.launcher", "-np", "2",
-               "--min-np", "1", "--max-np", "2", "--blacklist-cooldown-range", "1", "1",
-               "--host-discovery-script", str(discover), "--agent", "ip netns exec {host}",
-               "--master-addr", host_a, "--timeout", str(JOB_LIMIT_S), *exported,
-               sys.executable, str(TESTS_DIR / "elastic_numpy_job.py"), "--out", str(out), *job_args]
+    command = [
+        "ip",
+        "netns",
+        "exec",
+        host_a,
+        sys.executable,
+        "-m",
+        "ringcc.launcher",
+        "-np",
+        "2",
+        "--min-np",
+        "1",
+        "--max-np",
+        "2",
+        "--blacklist-cooldown-range",
+        "1",
+        "1",
+        "--host-discovery-script",
+        str(discover),
+        "--agent",
+        "ip netns exec {host}",
+        "--master-addr",
+        host_a,
+        "--timeout",
+        str(JOB_LIMIT_S),
+        *exported,
+        sys.executable,
+        str(TESTS_DIR / "elastic_numpy_job.py"),
+        "--out",
+        str(out),
+        *job_args,
+    ]
     log_path = tmp_path / "ringrun.log"
     log = open(log_path, "wb")
-    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                               cwd=str(tmp_path))
+    process = subprocess.Popen(
+        command, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(tmp_path)
+    )
     log.close()
     return process, out, log_path
 
@@ -132,8 +160,9 @@ def test_elastic_across_hosts_a_link_that_goes_down(tmp_path, hosts):
     not come to the next membership); once the link is back and B's cooldown over, a new
     worker on B joins and the sum is as if nothing had happened."""
     host_a, host_b, veth_b = hosts
-    process, out, log_path = elastic_job(tmp_path, hosts, ["--steps", "250", "--step-time", "0.05"],
-                                         {"RINGCC_TIMEOUT_S": "3"})
+    process, out, log_path = elastic_job(
+        tmp_path, hosts, ["--steps", "250", "--step-time", "0.05"], {"RINGCC_TIMEOUT_S": "3"}
+    )
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not any(s["step"] >= 10 and s["size"] == 2 for s in steps_of(out)):

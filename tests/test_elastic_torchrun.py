@@ -12,7 +12,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import TESTS_DIR, rank_environment, run_command
 
 torch = pytest.importorskip("torch")
@@ -27,9 +26,17 @@ TORCHRUN_LIMIT_S = 240
 def torchrun_command(*script_args):
     torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable)) or shutil.which("torchrun")
     launcher = [torchrun] if torchrun else [sys.executable, "-m", "torch.distributed.run"]
-    return [*launcher, "--nnodes=1", "--nproc-per-node=2", "--max-restarts=3", "--rdzv-backend=c10d",
-            "--rdzv-endpoint=127.0.0.1:0", "--monitor-interval=0.1", str(TESTS_DIR / "torchrun_train.py"),
-            *script_args]
+    return [
+        *launcher,
+        "--nnodes=1",
+        "--nproc-per-node=2",
+        "--max-restarts=3",
+        "--rdzv-backend=c10d",
+        "--rdzv-endpoint=127.0.0.1:0",
+        "--monitor-interval=0.1",
+        str(TESTS_DIR / "torchrun_train.py"),
+        *script_args,
+    ]
 
 
 def test_torchrun_restarts_the_group_and_training_resumes_from_the_checkpoint(tmp_path):
@@ -40,14 +47,27 @@ def test_torchrun_restarts_the_group_and_training_resumes_from_the_checkpoint(tm
     checkpoint, out = tmp_path / "checkpoint", tmp_path / "out"
     checkpoint.mkdir()
     out.mkdir()
-    command = torchrun_command("--steps", str(STEPS), "--every", str(EVERY), "--checkpoint", str(checkpoint),
-                               "--out", str(out), "--kill-rank", "1", "--kill-at", str(KILL_AT))
+    command = torchrun_command(
+        "--steps",
+        str(STEPS),
+        "--every",
+        str(EVERY),
+        "--checkpoint",
+        str(checkpoint),
+        "--out",
+        str(out),
+        "--kill-rank",
+        "1",
+        "--kill-at",
+        str(KILL_AT),
+    )
     env = rank_environment({"RINGCC_TIMEOUT_S": "30"})
     completed = run_command(command, env, TORCHRUN_LIMIT_S, cwd=str(tmp_path))
     assert completed.returncode == 0, completed.describe()
     finished = sorted(p.name for p in out.glob("attempt*.json"))
-    assert finished == ["attempt1-rank0.json", "attempt1-rank1.json"], \
+    assert finished == ["attempt1-rank0.json", "attempt1-rank1.json"], (
         f"expected the second attempt (only) to finish, got {finished}\n{completed.describe()}"
+    )
     import json
 
     for name in finished:

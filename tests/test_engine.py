@@ -17,7 +17,6 @@ import re
 from dataclasses import dataclass, field
 
 import pytest
-
 from rank_engine_cases import CASES, fused_batches, timeline_streams
 
 # A stuck collective fails within this bound instead of the default 60 s.
@@ -47,31 +46,53 @@ GROUPS = {
     # RINGCC_* come first.
     "engine-stall-3": Group(
         3,
-        env={"RINGCC_STALL_CHECK_S": str(STALL_CHECK_S), "RINGCC_STALL_SHUTDOWN_S": str(STALL_SHUTDOWN_S),
-             "HOROVOD_STALL_CHECK_TIME_SECONDS": "600", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": "600",
-             # Fused batches over TCP go through the fusion buffer (copy phases in the timeline).
-             "RINGCC_TRANSPORT": "tcp"},
-        tags=("stall",), cases=("allreduce/shuffled-order", "allreduce/fusion", "stall/*"),
-        timeline_variable="RINGCC_TIMELINE"),
+        env={
+            "RINGCC_STALL_CHECK_S": str(STALL_CHECK_S),
+            "RINGCC_STALL_SHUTDOWN_S": str(STALL_SHUTDOWN_S),
+            "HOROVOD_STALL_CHECK_TIME_SECONDS": "600",
+            "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": "600",
+            # Fused batches over TCP go through the fusion buffer (copy phases in the timeline).
+            "RINGCC_TRANSPORT": "tcp",
+        },
+        tags=("stall",),
+        cases=("allreduce/shuffled-order", "allreduce/fusion", "stall/*"),
+        timeline_variable="RINGCC_TIMELINE",
+    ),
     # Horovod's names only.
     "engine-horovod-2": Group(
         2,
-        env={"HOROVOD_FUSION_THRESHOLD": str(HOROVOD_FUSION_THRESHOLD),
-             "HOROVOD_CYCLE_TIME": str(HOROVOD_CYCLE_TIME_MS), "HOROVOD_CACHE_CAPACITY": "32",
-             "HOROVOD_STALL_CHECK_TIME_SECONDS": str(STALL_CHECK_S),
-             "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": str(STALL_SHUTDOWN_S)},
+        env={
+            "HOROVOD_FUSION_THRESHOLD": str(HOROVOD_FUSION_THRESHOLD),
+            "HOROVOD_CYCLE_TIME": str(HOROVOD_CYCLE_TIME_MS),
+            "HOROVOD_CACHE_CAPACITY": "32",
+            "HOROVOD_STALL_CHECK_TIME_SECONDS": str(STALL_CHECK_S),
+            "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": str(STALL_SHUTDOWN_S),
+        },
         tags=("stall",),
-        cases=("cache/reused-names", "allreduce/shuffled-order", "allreduce/fusion",
-               "allreduce/larger-than-fusion-threshold", "engine/cycle-time", "stall/*"),
-        timeline_variable="HOROVOD_TIMELINE"),
+        cases=(
+            "cache/reused-names",
+            "allreduce/shuffled-order",
+            "allreduce/fusion",
+            "allreduce/larger-than-fusion-threshold",
+            "engine/cycle-time",
+            "stall/*",
+        ),
+        timeline_variable="HOROVOD_TIMELINE",
+    ),
     # A cycle period far longer than a case: callers that block must start the cycles they need.
-    "engine-slow-cycle-2": Group(2, env={"RINGCC_CYCLE_TIME_MS": "2000"}, tags=("slow-cycle",),
-                                 cases=("nudge/*", "allreduce/shuffled-order", "allreduce/fusion-of-views")),
-    "engine-timeline-2": Group(2, tags=("timeline-restart",), cases=("timeline/restart",),
-                               timeline_variable="RINGCC_TIMELINE"),
+    "engine-slow-cycle-2": Group(
+        2,
+        env={"RINGCC_CYCLE_TIME_MS": "2000"},
+        tags=("slow-cycle",),
+        cases=("nudge/*", "allreduce/shuffled-order", "allreduce/fusion-of-views"),
+    ),
+    "engine-timeline-2": Group(
+        2, tags=("timeline-restart",), cases=("timeline/restart",), timeline_variable="RINGCC_TIMELINE"
+    ),
     # A response cache smaller than a step's names: evicted names come back on other bits.
-    "engine-tcp-cache-2": Group(2, env={"RINGCC_TRANSPORT": "tcp", "RINGCC_CACHE_CAPACITY": "64"},
-                                cases=("allreduce/views-in-enqueue-order",)),
+    "engine-tcp-cache-2": Group(
+        2, env={"RINGCC_TRANSPORT": "tcp", "RINGCC_CACHE_CAPACITY": "64"}, cases=("allreduce/views-in-enqueue-order",)
+    ),
 }
 STALL_GROUPS = ["engine-stall-3", "engine-horovod-2"]
 
@@ -87,8 +108,9 @@ def engine_run(ranks, name: str):
     env = {**GROUP_ENV, **spec.env}
     if spec.timeline_variable:
         env[spec.timeline_variable] = str(timeline_path(ranks, name))
-    return ranks.group(name, spec.size, "rank_engine_cases.py", env=env, tags=spec.tags, cases=spec.cases,
-                       timeout=GROUP_TIMEOUT_S)
+    return ranks.group(
+        name, spec.size, "rank_engine_cases.py", env=env, tags=spec.tags, cases=spec.cases, timeout=GROUP_TIMEOUT_S
+    )
 
 
 def selected(spec: Group):
@@ -137,7 +159,7 @@ def noted(run, case_name: str, key: str, rank: int = 0) -> float:
 
 def stderr_lines(run, rank: int):
     prefix = f"[{rank}]<stderr>: "
-    return [line[len(prefix):] for line in run.completed.stderr.splitlines() if line.startswith(prefix)]
+    return [line[len(prefix) :] for line in run.completed.stderr.splitlines() if line.startswith(prefix)]
 
 
 @pytest.mark.parametrize("group", STALL_GROUPS)
@@ -150,8 +172,9 @@ def test_stall_warning_names_tensor_and_ranks(ranks, group):
     lines = stderr_lines(run, 0)
     assert any("WARNING" in line and "stall:" in line for line in lines), run.completed.describe()
     for tensor in ("stall/withheld", "stall/abandoned", "stall/withheld-cached", "stall/abandoned-cached"):
-        assert any(f"{tensor}: waiting on rank(s) [{last}]" in line for line in lines), \
+        assert any(f"{tensor}: waiting on rank(s) [{last}]" in line for line in lines), (
             f"no stall warning for {tensor}\n{run.completed.describe()}"
+        )
     for rank in range(1, GROUPS[group].size):
         assert not any("stall" in line for line in stderr_lines(run, rank)), run.completed.describe()
 
@@ -204,8 +227,9 @@ def test_horovod_fusion_threshold_gives_more_fused_collectives(ranks):
     default = noted(engine_run(ranks, "engine-shm-2"), "allreduce/fusion", "fused_collectives")
     small = noted(engine_run(ranks, "engine-horovod-2"), "allreduce/fusion", "fused_collectives")
     assert small >= 64 * 1024 // HOROVOD_FUSION_THRESHOLD // 2
-    assert small > default, f"HOROVOD_FUSION_THRESHOLD={HOROVOD_FUSION_THRESHOLD}: {small} fused collectives, " \
-                            f"default threshold: {default}"
+    assert small > default, (
+        f"HOROVOD_FUSION_THRESHOLD={HOROVOD_FUSION_THRESHOLD}: {small} fused collectives, default threshold: {default}"
+    )
 
 
 def test_horovod_cycle_time_slows_idle_cycles(ranks):
@@ -264,8 +288,9 @@ def test_shutdown_with_nothing_pending_is_clean(ranks):
 def shut_down_error(error, message) -> bool:
     """The error of a named collective left pending at shutdown: this rank's shutdown, or the
     peer's, which came first (every engine stops in the cycle that carries a rank's shutdown)."""
-    return (error == "NotInitializedError" and "shut down" in message) or \
-        (error == "PeerFailureError" and "rank(s) [1] shut ringcc down" in message)
+    return (error == "NotInitializedError" and "shut down" in message) or (
+        error == "PeerFailureError" and "rank(s) [1] shut ringcc down" in message
+    )
 
 
 def test_shutdown_fails_a_collective_no_peer_enqueued(ranks):
@@ -317,8 +342,9 @@ def test_different_cache_capacities_fail_every_rank_with_the_setting_named(tmp_p
     # Rank 1 runs with a smaller cache than rank 0.
     wrapper = f'if [ "$RINGCC_RANK" = 1 ]; then export RINGCC_CACHE_CAPACITY=16; fi; exec "{sys.executable}" "{script}"'
     command = ringrun_command(2, [], ["--timeout", "60"])[:-1] + ["sh", "-c", wrapper]
-    completed = subprocess.run(command, env=rank_environment({"RINGCC_TIMEOUT_S": "20"}),
-                               capture_output=True, text=True, timeout=90)
+    completed = subprocess.run(
+        command, env=rank_environment({"RINGCC_TIMEOUT_S": "20"}), capture_output=True, text=True, timeout=90
+    )
     outcomes = [line.split("OUTCOME ", 1)[1] for line in completed.stdout.splitlines() if "OUTCOME " in line]
     assert len(outcomes) == 2, completed.stdout + completed.stderr
     for outcome in outcomes:

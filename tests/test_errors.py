@@ -7,14 +7,23 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from rank_errors import CASES
 
 # --------------------------------------------------------------------------
 # In this process: no job, no ranks
 
-JOB_VARIABLES = ("RINGCC_RANK", "RINGCC_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                 "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "RANK", "WORLD_SIZE")
+JOB_VARIABLES = (
+    "RINGCC_RANK",
+    "RINGCC_SIZE",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "RANK",
+    "WORLD_SIZE",
+)
 
 
 @pytest.fixture
@@ -140,5 +149,6 @@ def test_error_group_finished_cleanly(ranks, config):
     run = error_run(ranks, config)
     run.assert_clean_exit()
     # No rank hit a timeout or peer failure on the way.
-    assert "TimeoutError" not in run.completed.stderr and "PeerFailureError" not in run.completed.stderr, \
+    assert "TimeoutError" not in run.completed.stderr and "PeerFailureError" not in run.completed.stderr, (
         run.completed.describe()
+    )

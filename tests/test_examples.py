@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import HARD_TIMEOUT_MARGIN_S, rank_environment, ringrun_command, run_command
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -33,11 +32,20 @@ def _launch(launcher, script, args=(), cwd=None, env=None):
     if launcher == "ringrun":
         command = ringrun_command(2, [str(script), *args], ["--timeout", str(TIMEOUT_S)])
     else:
-        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                   "--max-restarts", "0", str(script), *args]
+        command = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "--max-restarts",
+            "0",
+            str(script),
+            *args,
+        ]
     kwargs = {"cwd": str(cwd)} if cwd is not None else {}
-    return run_command(command, rank_environment({**ENV, **(env or {})}), TIMEOUT_S + HARD_TIMEOUT_MARGIN_S,
-                       **kwargs)
+    return run_command(command, rank_environment({**ENV, **(env or {})}), TIMEOUT_S + HARD_TIMEOUT_MARGIN_S, **kwargs)
 
 
 @needs_torch
@@ -68,13 +76,17 @@ def _jax_handlers_built():
     return HAVE_JAX and bool(getattr(ringcc._core, "jax_ffi_targets", dict)())
 
 
-@pytest.mark.skipif(not _jax_handlers_built(),
-                    reason="jax is not installed, or this ringcc has no XLA FFI handlers")
+@pytest.mark.skipif(not _jax_handlers_built(), reason="jax is not installed, or this ringcc has no XLA FFI handlers")
 def test_jax_mlp(tmp_path):
     """The jitted training step on 2 ranks: loss goes down, parameters bit-identical."""
     out = tmp_path / "out"
-    done = _launch("ringrun", EXAMPLES / "jax_mlp.py", ["--steps", "30", "--out", str(out)], cwd=tmp_path,
-                   env={"JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"})
+    done = _launch(
+        "ringrun",
+        EXAMPLES / "jax_mlp.py",
+        ["--steps", "30", "--out", str(out)],
+        cwd=tmp_path,
+        env={"JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"},
+    )
     assert done.returncode == 0, done.describe()
     assert "parameters identical on all ranks: True" in done.stdout, done.describe()
     files = [np.load(out / f"params_rank{r}.npz") for r in range(2)]

@@ -27,8 +27,11 @@ def transport_env(transport: str) -> dict:
 
 
 def failure_job(ranks, num_ranks, out_dir: Path, args, env, launcher_options=()):
-    command = ranks.command(num_ranks, [str(ranks.tests_dir / "rank_failures.py"), *args, "--out", str(out_dir)],
-                            ["--timeout", str(JOB_LIMIT_S), *launcher_options])
+    command = ranks.command(
+        num_ranks,
+        [str(ranks.tests_dir / "rank_failures.py"), *args, "--out", str(out_dir)],
+        ["--timeout", str(JOB_LIMIT_S), *launcher_options],
+    )
     return command, ranks.environment({"RINGCC_TIMEOUT_S": str(FAILURE_TIMEOUT_S), **env})
 
 
@@ -43,17 +46,31 @@ def read_outcome(out_dir: Path, rank: int, completed) -> dict:
 # A rank dies
 
 
-@pytest.mark.parametrize("transport,victim,named", [("shm", 1, False), ("tcp", 1, False), ("shm", 0, False),
-                                                    ("tcp", 0, False), ("shm", 2, True), ("tcp", 2, True)],
-                         ids=["shm-victim1", "tcp-victim1", "shm-victim0-store-host", "tcp-victim0-store-host",
-                              "shm-victim2-named", "tcp-victim2-named"])
+@pytest.mark.parametrize(
+    "transport,victim,named",
+    [("shm", 1, False), ("tcp", 1, False), ("shm", 0, False), ("tcp", 0, False), ("shm", 2, True), ("tcp", 2, True)],
+    ids=[
+        "shm-victim1",
+        "tcp-victim1",
+        "shm-victim0-store-host",
+        "tcp-victim0-store-host",
+        "shm-victim2-named",
+        "tcp-victim2-named",
+    ],
+)
 def test_killed_rank_fails_the_others_quickly(ranks, transport, victim, named):
     """The survivors get an error naming a rank soon after the kill, never a wrong result, and
     their shutdown() then returns at once (it does not wait for the dead rank to check out),
     whether the failure showed in a direct collective or in the engine's (named)."""
     out_dir = ranks.scratch_dir(f"kill-{transport}-{victim}{'-named' if named else ''}")
-    command, env = failure_job(ranks, 3, out_dir, ["kill", "--victim", str(victim), *(["--named"] if named else [])],
-                               transport_env(transport), launcher_options=["--grace-period", "30"])
+    command, env = failure_job(
+        ranks,
+        3,
+        out_dir,
+        ["kill", "--victim", str(victim), *(["--named"] if named else [])],
+        transport_env(transport),
+        launcher_options=["--grace-period", "30"],
+    )
     completed = ranks.run(command, env, HARD_LIMIT_S)
     assert completed.returncode not in (0, None), f"ringrun should report the killed rank\n{completed.describe()}"
     killed_path = out_dir / "killed.json"
@@ -68,8 +85,10 @@ def test_killed_rank_fails_the_others_quickly(ranks, transport, victim, named):
         assert delay < 10, f"the error came {delay:.1f} s after the kill; {context}"
         assert outcome["wrong_results"] == 0, context
         assert outcome["shutdown_error"] is None, context
-        assert outcome["shutdown_s"] < 2.0, f"shutdown() took {outcome['shutdown_s']:.1f} s after the failure; {context}"
-        assert f"OUTCOME {{\"rank\": {rank}" in completed.stdout, f"rank {rank}'s report is not in ringrun's output"
+        assert outcome["shutdown_s"] < 2.0, (
+            f"shutdown() took {outcome['shutdown_s']:.1f} s after the failure; {context}"
+        )
+        assert f'OUTCOME {{"rank": {rank}' in completed.stdout, f"rank {rank}'s report is not in ringrun's output"
 
 
 # --------------------------------------------------------------------------
@@ -81,8 +100,9 @@ def late_rank_job(request, ranks):
     """Rank 1 arrives 5 s late at a barrier, with RINGCC_TIMEOUT_S=2."""
     transport = request.param
     out_dir = ranks.scratch_dir(f"timeout-{transport}")
-    command, env = failure_job(ranks, 2, out_dir, ["timeout", "--timeout-s", "2", "--sleep-s", "5"],
-                               transport_env(transport))
+    command, env = failure_job(
+        ranks, 2, out_dir, ["timeout", "--timeout-s", "2", "--sleep-s", "5"], transport_env(transport)
+    )
     completed = ranks.run(command, env, HARD_LIMIT_S)
     assert completed.returncode is not None, completed.describe()
     return out_dir, completed
@@ -105,8 +125,9 @@ def test_late_rank_gets_peer_failure_not_stale_data(late_rank_job):
     # Rank 0 arrived at the barrier before giving up, so the late barrier may
     # still complete; the allreduce after it cannot, and must say why.
     first_allreduce = late["later_allreduces"][0]
-    assert late["class"] == "PeerFailureError" or first_allreduce.get("class") == "PeerFailureError", \
+    assert late["class"] == "PeerFailureError" or first_allreduce.get("class") == "PeerFailureError", (
         f"the late rank should get PeerFailureError by its first allreduce; {context}"
+    )
     wrong = [r for r in late["later_allreduces"] if "result" in r and r["result"] != r["expected"]]
     assert not wrong, f"allreduces after the peer aborted returned wrong results: {wrong}; {context}"
 
@@ -161,8 +182,7 @@ def store_wrong_secret(port: int) -> None:
         assert greeting[:4] == b"RCST" and greeting[5] == 1, f"store greeting {greeting!r}"
         server_nonce = recv_exact(sock, 32)
         client_nonce = bytes(32)
-        proof = hmac.new(WRONG_SECRET, b"ringcc-store-client" + server_nonce + client_nonce,
-                         hashlib.sha256).digest()
+        proof = hmac.new(WRONG_SECRET, b"ringcc-store-client" + server_nonce + client_nonce, hashlib.sha256).digest()
         sock.sendall(client_nonce + proof)
         verdict = recv_until_closed(sock)
     assert verdict == b"\x00", f"the store should refuse (0) and close, it sent {verdict!r}"
@@ -175,8 +195,14 @@ def link_claim(secret: bytes, job_id: bytes, greeting: bytes, claimed: int, inde
     """The connector's half of the link handshake (tcp_transport.cc) under `secret`."""
     (acceptor,) = struct.unpack("<i", greeting[4:8])
     acceptor_nonce, connector_nonce = greeting[8:40], bytes(range(32))
-    message = (b"ringcc-link-connector\0" + struct.pack("<i", len(job_id)) + job_id
-               + struct.pack("<iii", acceptor, claimed, index) + acceptor_nonce + connector_nonce)
+    message = (
+        b"ringcc-link-connector\0"
+        + struct.pack("<i", len(job_id))
+        + job_id
+        + struct.pack("<iii", acceptor, claimed, index)
+        + acceptor_nonce
+        + connector_nonce
+    )
     proof = hmac.new(secret, message, hashlib.sha256).digest()
     return b"RCC2" + struct.pack("<ii", claimed, index) + connector_nonce + proof
 
@@ -248,10 +274,12 @@ def test_strangers_are_refused_and_the_job_goes_on(ranks):
         assert outcome["errors"] == [] and outcome["wrong_results"] == 0, context
         assert outcome["iterations"] > 0 and outcome["stopped_by_test"], context
     refusals = [line for line in completed.stderr.splitlines() if "refused a connection" in line]
-    assert len(refusals) >= expected_refusals, \
+    assert len(refusals) >= expected_refusals, (
         f"expected {expected_refusals} refusals in the ranks' stderr, found {len(refusals)}\n{completed.describe()}"
+    )
     # The log line names the rank that refused ("[ringcc <time> <host> rank 0 pid <pid>] WARNING: ...").
-    assert any("authentication failed" in line and re.search(r" rank 0 pid \d+\] ", line) for line in refusals), \
+    assert any("authentication failed" in line and re.search(r" rank 0 pid \d+\] ", line) for line in refusals), (
         completed.describe()
+    )
     assert any("wrong job secret" in line for line in refusals), completed.describe()
     assert any("bad greeting" in line for line in refusals), completed.describe()

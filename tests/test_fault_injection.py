@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import RINGCC_PARENT, TESTS_DIR, rank_environment, ringrun_command, tail
 
 FAULT_TIMEOUT_S = 5  # RINGCC_TIMEOUT_S of these jobs
@@ -45,13 +44,20 @@ def progress(out: Path, rank: int) -> int:
 def start_job(tmp_path: Path, script_args, env=None, ranks=SIZE, prefix=()):
     out = tmp_path / "out"
     out.mkdir(exist_ok=True)
-    command = [*prefix, *ringrun_command(ranks, [str(TESTS_DIR / "rank_faults.py"), "--out", str(out), *script_args],
-                                         ["--timeout", str(JOB_LIMIT_S), "--grace-period", "30"])]
+    command = [
+        *prefix,
+        *ringrun_command(
+            ranks,
+            [str(TESTS_DIR / "rank_faults.py"), "--out", str(out), *script_args],
+            ["--timeout", str(JOB_LIMIT_S), "--grace-period", "30"],
+        ),
+    ]
     env = rank_environment({"RINGCC_TIMEOUT_S": str(FAULT_TIMEOUT_S), **(env or {})})
     log_path = tmp_path / "ringrun.log"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, cwd=str(tmp_path))
+        process = subprocess.Popen(
+            command, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(tmp_path)
+        )
     return process, out, log_path
 
 
@@ -78,14 +84,24 @@ def check_aftermath(out: Path, log: str, culprit: int, fault_time: float, ranks=
         if rank == culprit:
             continue
         assert record.get("state") == "raised", f"rank {rank}: {record}\n{log}"
-        relayed = [other for other, r in records.items() if other not in (rank, culprit) and names(record, other)
-                   and r.get("state") == "raised" and names(r, culprit) and r["t"] <= record["t"] + 0.5]
+        relayed = [
+            other
+            for other, r in records.items()
+            if other not in (rank, culprit)
+            and names(record, other)
+            and r.get("state") == "raised"
+            and names(r, culprit)
+            and r["t"] <= record["t"] + 0.5
+        ]
         assert names(record, culprit) or relayed, f"rank {rank} does not name rank {culprit}: {records}"
         assert record["class"] in ("PeerFailureError", "TimeoutError"), record
-        assert record["t"] - fault_time < bound_s + MARGIN_S, f"rank {rank} raised {record['t'] - fault_time:.1f} s after"
+        assert record["t"] - fault_time < bound_s + MARGIN_S, (
+            f"rank {rank} raised {record['t'] - fault_time:.1f} s after"
+        )
     for pid in pids:
-        assert pid is None or not Path(f"/proc/{pid}").exists() or \
-            Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z", f"process {pid} is still running"
+        assert (
+            pid is None or not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+        ), f"process {pid} is still running"
     survivors = [str(pid) for rank, pid in enumerate(pids) if rank != culprit and pid]
     left = [name for name in os.listdir("/dev/shm") if any(f"-p{pid}-" in name for pid in survivors)]
     assert not left, f"left in /dev/shm by ranks that exited: {left}"
@@ -122,8 +138,9 @@ def test_a_rank_killed_at_a_random_moment(tmp_path, transport, seed):
 def test_a_rank_killed_during_the_rendezvous(tmp_path, victim):
     """The victim kills itself a few milliseconds into init(): the others' init raises
     within RINGCC_TIMEOUT_S, naming it (rank 0 serves the store)."""
-    process, out, log_path = start_job(tmp_path, ["--seconds", "5", "--die-in-init", str(victim),
-                                                  "--seed", str(victim)])
+    process, out, log_path = start_job(
+        tmp_path, ["--seconds", "5", "--die-in-init", str(victim), "--seed", str(victim)]
+    )
     began = time.time()
     log = finish(process, log_path)
     assert process.returncode not in (0, None), log
@@ -142,8 +159,13 @@ def test_a_stopped_rank_times_the_others_out(tmp_path):
     os.kill(pid, signal.SIGSTOP)
     stopped = time.time()
     try:
-        wait_until(lambda: all(outcome(out, r).get("state") == "raised" for r in range(SIZE) if r != victim),
-                   FAULT_TIMEOUT_S * 3 + 10, process, log_path, "the others to raise")
+        wait_until(
+            lambda: all(outcome(out, r).get("state") == "raised" for r in range(SIZE) if r != victim),
+            FAULT_TIMEOUT_S * 3 + 10,
+            process,
+            log_path,
+            "the others to raise",
+        )
     finally:
         os.kill(pid, signal.SIGKILL)
     log = finish(process, log_path)
@@ -159,15 +181,27 @@ def test_a_full_dev_shm_is_an_error_not_a_crash(tmp_path):
     jobs = []
     for name in ("first", "second"):
         (tmp_path / name).mkdir()
-        jobs.append(" ".join(ringrun_command(
-            2, [str(TESTS_DIR / "rank_faults.py"), "--out", str(tmp_path / name), "--seconds", "1"],
-            ["--timeout", "60"])))
-    script = (f"mount -t tmpfs -o size=12M tmpfs /dev/shm || exit 77; {jobs[0]} > {tmp_path}/first.log 2>&1; "
-              f"echo first=$?; mount -o remount,size=64M /dev/shm; {jobs[1]} > {tmp_path}/second.log 2>&1; "
-              "echo second=$?; ls /dev/shm")
-    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
-                          env=rank_environment({"RINGCC_TIMEOUT_S": str(FAULT_TIMEOUT_S)}), capture_output=True,
-                          text=True, timeout=180)
+        jobs.append(
+            " ".join(
+                ringrun_command(
+                    2,
+                    [str(TESTS_DIR / "rank_faults.py"), "--out", str(tmp_path / name), "--seconds", "1"],
+                    ["--timeout", "60"],
+                )
+            )
+        )
+    script = (
+        f"mount -t tmpfs -o size=12M tmpfs /dev/shm || exit 77; {jobs[0]} > {tmp_path}/first.log 2>&1; "
+        f"echo first=$?; mount -o remount,size=64M /dev/shm; {jobs[1]} > {tmp_path}/second.log 2>&1; "
+        "echo second=$?; ls /dev/shm"
+    )
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+        env=rank_environment({"RINGCC_TIMEOUT_S": str(FAULT_TIMEOUT_S)}),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     if "first=" not in done.stdout:
         pytest.skip(f"cannot mount a private /dev/shm here: {done.stderr.strip()}")
     first = (tmp_path / "first.log").read_text(errors="replace")

@@ -36,8 +36,17 @@ def build_fuzzer() -> Path:
             pytest.fail(why)
         pytest.skip(why)
     generator = ["-G", "Ninja"] if shutil.which("ninja") and not (BUILD_DIR / "Makefile").exists() else []
-    configure = [cmake, "-S", str(REPO_DIR), "-B", str(BUILD_DIR), *generator, "-DCMAKE_BUILD_TYPE=Release",
-                 "-DRINGCC_BUILD_FUZZERS=ON", "-DRINGCC_SANITIZE=address,undefined"]
+    configure = [
+        cmake,
+        "-S",
+        str(REPO_DIR),
+        "-B",
+        str(BUILD_DIR),
+        *generator,
+        "-DCMAKE_BUILD_TYPE=Release",
+        "-DRINGCC_BUILD_FUZZERS=ON",
+        "-DRINGCC_SANITIZE=address,undefined",
+    ]
     for command in (configure, [cmake, "--build", str(BUILD_DIR), "--target", "ringcc_fuzz", "-j", "2"]):
         done = subprocess.run(command, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
@@ -54,8 +63,9 @@ def test_decoders_survive_mutated_input():
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=seconds + 120)
     output = done.stdout + done.stderr
     print(output)
-    assert done.returncode == 0 and "no findings" in done.stdout, \
+    assert done.returncode == 0 and "no findings" in done.stdout, (
         f"{' '.join(command)} (exit {done.returncode}):\n{output[-12000:]}"
+    )
     for target in TARGETS:
         found = re.search(rf"^{target}\s+(\d+) iterations\s+(\d+) rejected\s+(\d+) accepted", done.stdout, re.M)
         assert found, f"target {target} did not run:\n{done.stdout}"

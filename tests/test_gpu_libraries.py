@@ -15,7 +15,6 @@ import sys
 import textwrap
 
 import pytest
-
 from conftest import rank_environment
 
 PROBE = textwrap.dedent(
@@ -53,25 +52,48 @@ PROBE = textwrap.dedent(
 
 # What ringcc requires of a libnccl.so.2 (core/device/nccl_api.h): the stand-in
 # defines each (doing nothing) and answers ncclGetVersion.
-NCCL_REQUIRED = ["ncclGetErrorString", "ncclGetUniqueId", "ncclCommInitRank", "ncclCommDestroy",
-                 "ncclCommAbort", "ncclCommGetAsyncError", "ncclCommCount", "ncclCommCuDevice",
-                 "ncclCommUserRank", "ncclAllReduce", "ncclBroadcast", "ncclReduce", "ncclAllGather",
-                 "ncclReduceScatter", "ncclSend", "ncclRecv", "ncclGroupStart", "ncclGroupEnd"]
-FAKE_NCCL = ("int ncclGetVersion(int* version) { *version = 22809; return 0; }\n"
-             + "".join(f"int {name}(void) {{ return 0; }}\n" for name in NCCL_REQUIRED))
+NCCL_REQUIRED = [
+    "ncclGetErrorString",
+    "ncclGetUniqueId",
+    "ncclCommInitRank",
+    "ncclCommDestroy",
+    "ncclCommAbort",
+    "ncclCommGetAsyncError",
+    "ncclCommCount",
+    "ncclCommCuDevice",
+    "ncclCommUserRank",
+    "ncclAllReduce",
+    "ncclBroadcast",
+    "ncclReduce",
+    "ncclAllGather",
+    "ncclReduceScatter",
+    "ncclSend",
+    "ncclRecv",
+    "ncclGroupStart",
+    "ncclGroupEnd",
+]
+FAKE_NCCL = "int ncclGetVersion(int* version) { *version = 22809; return 0; }\n" + "".join(
+    f"int {name}(void) {{ return 0; }}\n" for name in NCCL_REQUIRED
+)
 
 
 def probe(**env):
     environment = rank_environment({"RINGCC_RANK": "0", "RINGCC_SIZE": "1", **env})
-    completed = subprocess.run([sys.executable, "-c", PROBE], env=environment, capture_output=True,
-                               text=True, timeout=60)
+    completed = subprocess.run(
+        [sys.executable, "-c", PROBE], env=environment, capture_output=True, text=True, timeout=60
+    )
     assert completed.returncode == 0, completed.stderr
     return json.loads(completed.stdout.splitlines()[-1])
 
 
 def check_build(**env):
-    completed = subprocess.run([sys.executable, "-m", "ringcc.launcher", "--check-build"],
-                               env=rank_environment(env), capture_output=True, text=True, timeout=60)
+    completed = subprocess.run(
+        [sys.executable, "-m", "ringcc.launcher", "--check-build"],
+        env=rank_environment(env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert completed.returncode == 0, completed.stderr
     return completed.stdout
 

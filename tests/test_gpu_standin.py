@@ -22,11 +22,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import GroupRun, rank_environment, ringcc, run_command
-from rank_harness import read_results
 from cuda_wheels import nvrtc_library
 from rank_gpu_cases import CASES
+from rank_harness import read_results
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -40,16 +39,35 @@ def fake_cuda(tmp_path_factory):
     libraries = {}
     for source, name in (("fake_cuda.cc", "libcuda.so.1"), ("fake_nccl.cc", "libnccl.so.2")):
         libraries[name] = directory / name
-        subprocess.run([compiler, "-std=c++17", "-O1", "-shared", "-fPIC", "-Wl,-Bsymbolic", "-I", str(REPO),
-                        "-o", str(libraries[name]), str(REPO / "tests" / "device_double" / source)],
-                       check=True, timeout=300)
+        subprocess.run(
+            [
+                compiler,
+                "-std=c++17",
+                "-O1",
+                "-shared",
+                "-fPIC",
+                "-Wl,-Bsymbolic",
+                "-I",
+                str(REPO),
+                "-o",
+                str(libraries[name]),
+                str(REPO / "tests" / "device_double" / source),
+            ],
+            check=True,
+            timeout=300,
+        )
     memory = directory / "memory"
     memory.mkdir()
     # Without NCCL unless a group asks for the stand-in NCCL (STANDIN_NCCL).
-    return {"RINGCC_CUDA_LIB": str(libraries["libcuda.so.1"]), "RINGCC_FAKE_CUDA_DIR": str(memory),
-            "RINGCC_CACHE_DIR": str(directory / "cache"), "RINGCC_TEST_ARRAYS": "fake",
-            "RINGCC_FAKE_CUDA_WAIT_S": "120", "RINGCC_NCCL_LIB": "/nonexistent/libnccl.so.2",
-            "STANDIN_NCCL": str(libraries["libnccl.so.2"])}
+    return {
+        "RINGCC_CUDA_LIB": str(libraries["libcuda.so.1"]),
+        "RINGCC_FAKE_CUDA_DIR": str(memory),
+        "RINGCC_CACHE_DIR": str(directory / "cache"),
+        "RINGCC_TEST_ARRAYS": "fake",
+        "RINGCC_FAKE_CUDA_WAIT_S": "120",
+        "RINGCC_NCCL_LIB": "/nonexistent/libnccl.so.2",
+        "STANDIN_NCCL": str(libraries["libnccl.so.2"]),
+    }
 
 
 @pytest.fixture(scope="session")
@@ -67,20 +85,49 @@ GROUPS = {
     "ipc-1": (1, {"RINGCC_TEST_EXPECT_BACKEND": "ipc"}, (), True),
     "ipc-2": (2, {"RINGCC_TEST_EXPECT_BACKEND": "ipc", "RINGCC_IPC_BUFFER_BYTES": str(256 << 10)}, (), True),
     # Three ranks with a small one-shot limit: reduce-scatter + allgather.
-    "ipc-3": (3, {"RINGCC_TEST_EXPECT_BACKEND": "ipc", "RINGCC_IPC_BUFFER_BYTES": str(256 << 10),
-                  "RINGCC_IPC_ONESHOT_BYTES": "1024"}, (), True),
+    "ipc-3": (
+        3,
+        {
+            "RINGCC_TEST_EXPECT_BACKEND": "ipc",
+            "RINGCC_IPC_BUFFER_BYTES": str(256 << 10),
+            "RINGCC_IPC_ONESHOT_BYTES": "1024",
+        },
+        (),
+        True,
+    ),
     # The flag words in registered host memory instead of device memory.
     "ipc-2-host-flags": (2, {"RINGCC_TEST_EXPECT_BACKEND": "ipc", "RINGCC_IPC_FLAGS": "host"}, (), True),
     "host-2": (2, {"RINGCC_GPU_BACKEND": "host", "RINGCC_TEST_EXPECT_BACKEND": "host"}, (), False),
     # Over TCP (the agreement through the ring header exchange), with small
     # pipelined chunks.
-    "host-3-tcp": (3, {"RINGCC_GPU_BACKEND": "host", "RINGCC_TEST_EXPECT_BACKEND": "host",
-                       "RINGCC_TRANSPORT": "tcp", "RINGCC_STAGING_CHUNK_BYTES": "4096"}, (), False),
+    "host-3-tcp": (
+        3,
+        {
+            "RINGCC_GPU_BACKEND": "host",
+            "RINGCC_TEST_EXPECT_BACKEND": "host",
+            "RINGCC_TRANSPORT": "tcp",
+            "RINGCC_STAGING_CHUNK_BYTES": "4096",
+        },
+        (),
+        False,
+    ),
     # Each rank on "its own GPU" but no NCCL: host staging, chosen alone.
-    "own-gpus-2": (2, {"RINGCC_FAKE_CUDA_GPU": "per-rank", "RINGCC_TEST_EXPECT_BACKEND": "host",
-                       "RINGCC_NCCL_LIB": "/nonexistent/libnccl.so.2"}, (), False),
-    "forced-nccl-2": (2, {"RINGCC_GPU_BACKEND": "nccl", "RINGCC_NCCL_LIB": "/nonexistent/libnccl.so.2"},
-                      ("forced_nccl",), False),
+    "own-gpus-2": (
+        2,
+        {
+            "RINGCC_FAKE_CUDA_GPU": "per-rank",
+            "RINGCC_TEST_EXPECT_BACKEND": "host",
+            "RINGCC_NCCL_LIB": "/nonexistent/libnccl.so.2",
+        },
+        (),
+        False,
+    ),
+    "forced-nccl-2": (
+        2,
+        {"RINGCC_GPU_BACKEND": "nccl", "RINGCC_NCCL_LIB": "/nonexistent/libnccl.so.2"},
+        ("forced_nccl",),
+        False,
+    ),
     "forced-ipc-2": (2, {"RINGCC_GPU_BACKEND": "ipc"}, ("forced_ipc",), False),
 }
 # Groups that run one error case only.
@@ -102,8 +149,7 @@ def group_env(name, fake_cuda, nvrtc_path):
 def run_group(ranks, name, fake_cuda, request):
     size, env, tags, needs_nvrtc = GROUPS[name]
     nvrtc_path = request.getfixturevalue("nvrtc") if needs_nvrtc else ""
-    return ranks.group(f"gpu-{name}", size, "rank_gpu_cases.py", env=group_env(name, fake_cuda, nvrtc_path),
-                       tags=tags)
+    return ranks.group(f"gpu-{name}", size, "rank_gpu_cases.py", env=group_env(name, fake_cuda, nvrtc_path), tags=tags)
 
 
 CASE_PARAMS = [
@@ -126,6 +172,7 @@ def test_group_finished_cleanly(ranks, fake_cuda, request, group):
 
 # --- a rank dies -------------------------------------------------------------
 
+
 @pytest.mark.parametrize("backend", ["ipc", "host", "nccl"])
 def test_killed_rank_fails_the_others_within_10_s(ranks, fake_cuda, request, backend):
     out_dir = ranks.scratch_dir(f"gpu-kill-{backend}")
@@ -133,8 +180,11 @@ def test_killed_rank_fails_the_others_within_10_s(ranks, fake_cuda, request, bac
     env["RINGCC_NVRTC_LIB"] = request.getfixturevalue("nvrtc") if backend != "host" else "/nonexistent"
     if backend == "nccl":
         env.update(RINGCC_NCCL_LIB=fake_cuda["STANDIN_NCCL"], RINGCC_FAKE_CUDA_GPU="per-rank")
-    command = ranks.command(3, [str(ranks.tests_dir / "gpu_deadpeer.py"), "--out", str(out_dir), "--victim", "1"],
-                            ["--timeout", "90", "--grace-period", "30"])
+    command = ranks.command(
+        3,
+        [str(ranks.tests_dir / "gpu_deadpeer.py"), "--out", str(out_dir), "--victim", "1"],
+        ["--timeout", "90", "--grace-period", "30"],
+    )
     completed = ranks.run(command, ranks.environment(env), 120)
     killed = out_dir / "killed.json"
     assert killed.exists(), f"the victim never killed itself\n{completed.describe()}"
@@ -151,10 +201,12 @@ def test_killed_rank_fails_the_others_within_10_s(ranks, fake_cuda, request, bac
 
 # --- one process ---------------------------------------------------------------
 
+
 def test_cuda_info_reports_the_stand_in_and_its_device(fake_cuda):
     code = "import json, ringcc; print(json.dumps(ringcc.cuda_info()))"
-    completed = subprocess.run([sys.executable, "-c", code], env=rank_environment(fake_cuda),
-                               capture_output=True, text=True, timeout=60)
+    completed = subprocess.run(
+        [sys.executable, "-c", code], env=rank_environment(fake_cuda), capture_output=True, text=True, timeout=60
+    )
     assert completed.returncode == 0, completed.stderr
     info = json.loads(completed.stdout)
     assert info["found"] and info["initialized"] and info["version"] == "13.0", info
@@ -162,8 +214,13 @@ def test_cuda_info_reports_the_stand_in_and_its_device(fake_cuda):
     [device] = info["devices"]
     assert "test double" in device["name"] and device["compute_capability"] == [9, 0]
     assert re.fullmatch(r"GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", device["uuid"])
-    report = subprocess.run([sys.executable, "-m", "ringcc.launcher", "--check-build"],
-                            env=rank_environment(fake_cuda), capture_output=True, text=True, timeout=60)
+    report = subprocess.run(
+        [sys.executable, "-m", "ringcc.launcher", "--check-build"],
+        env=rank_environment(fake_cuda),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert report.returncode == 0, report.stderr
     assert f"[X] CUDA driver 13.0 ({fake_cuda['RINGCC_CUDA_LIB']})" in report.stdout
     assert "cuda:0 ringcc stand-in CUDA driver (test double" in report.stdout
@@ -207,10 +264,17 @@ def test_a_peer_whose_device_work_stops_fails_the_others_after_the_timeout(ranks
     # while rank 1 itself lives: the others' watchdogs see their collective
     # not complete within RINGCC_TIMEOUT_S, release their streams and raise.
     out_dir = ranks.scratch_dir("gpu-stall-ipc")
-    env = {**fake_cuda, "RINGCC_TIMEOUT_S": "3", "RINGCC_GPU_BACKEND": "ipc", "RINGCC_NVRTC_LIB": nvrtc,
-           "RINGCC_FAKE_CUDA_STALL_RANK": "1", "RINGCC_FAKE_CUDA_STALL_AFTER": "40"}
-    command = ranks.command(3, [str(ranks.tests_dir / "gpu_deadpeer.py"), "--out", str(out_dir), "--victim", "-1"],
-                            ["--timeout", "60"])
+    env = {
+        **fake_cuda,
+        "RINGCC_TIMEOUT_S": "3",
+        "RINGCC_GPU_BACKEND": "ipc",
+        "RINGCC_NVRTC_LIB": nvrtc,
+        "RINGCC_FAKE_CUDA_STALL_RANK": "1",
+        "RINGCC_FAKE_CUDA_STALL_AFTER": "40",
+    }
+    command = ranks.command(
+        3, [str(ranks.tests_dir / "gpu_deadpeer.py"), "--out", str(out_dir), "--victim", "-1"], ["--timeout", "60"]
+    )
     completed = ranks.run(command, ranks.environment(env), 90)
     for rank in (0, 2):
         path = out_dir / f"outcome{rank}.json"
@@ -224,19 +288,32 @@ def test_a_peer_whose_device_work_stops_fails_the_others_after_the_timeout(ranks
 
 # --- under mpirun, RINGCC_TRANSPORT=mpi: the agreement over MPI --------------
 
-MPI_CASES = ("allreduce_float32_*", "allreduce_int8_Average", "allgather_ragged", "alltoall_splits",
-             "reduce_scatter_uneven", "host_tensor_against_cuda_tensors", "backend_as_expected")
+MPI_CASES = (
+    "allreduce_float32_*",
+    "allreduce_int8_Average",
+    "allgather_ragged",
+    "alltoall_splits",
+    "reduce_scatter_uneven",
+    "host_tensor_against_cuda_tensors",
+    "backend_as_expected",
+)
 
 
 @pytest.mark.parametrize("backend", ["ipc", "host"])
 def test_device_collectives_agree_over_mpi(tmp_path, fake_cuda, request, backend):
     import test_mpi
+
     reason = test_mpi.skip_reason()
     if reason:
         pytest.skip(reason)
-    env = {**fake_cuda, "RINGCC_TIMEOUT_S": "30", "RINGCC_TRANSPORT": "mpi", "RINGCC_GPU_BACKEND": backend,
-           "RINGCC_TEST_EXPECT_BACKEND": backend,
-           "RINGCC_NVRTC_LIB": request.getfixturevalue("nvrtc") if backend == "ipc" else "/nonexistent"}
+    env = {
+        **fake_cuda,
+        "RINGCC_TIMEOUT_S": "30",
+        "RINGCC_TRANSPORT": "mpi",
+        "RINGCC_GPU_BACKEND": backend,
+        "RINGCC_TEST_EXPECT_BACKEND": backend,
+        "RINGCC_NVRTC_LIB": request.getfixturevalue("nvrtc") if backend == "ipc" else "/nonexistent",
+    }
     argv = [str(REPO / "tests" / "rank_gpu_cases.py"), "--out", str(tmp_path), "--cases", ",".join(MPI_CASES)]
     completed = run_command(test_mpi.mpirun_command(2, argv), test_mpi.mpi_environment(env), 180)
     run = GroupRun(f"mpi-{backend}-2", 2, str(tmp_path), completed, read_results(str(tmp_path), 2))
@@ -261,12 +338,19 @@ def test_compiled_kernels_are_cached_on_disk(tmp_path, fake_cuda, nvrtc):
         assert (x.host == 2 * np.arange(8)).all(), x.host
         print(ringcc.gpu_backend())
     """)
-    env = rank_environment({**fake_cuda, "RINGCC_NVRTC_LIB": nvrtc, "RINGCC_CACHE_DIR": str(tmp_path / "cache"),
-                            "RINGCC_LOG_LEVEL": "debug"})
+    env = rank_environment(
+        {
+            **fake_cuda,
+            "RINGCC_NVRTC_LIB": nvrtc,
+            "RINGCC_CACHE_DIR": str(tmp_path / "cache"),
+            "RINGCC_LOG_LEVEL": "debug",
+        }
+    )
     origins = []
     for _ in range(2):
-        completed = subprocess.run([sys.executable, "-c", code, str(REPO / "tests")], env=env, capture_output=True,
-                                   text=True, timeout=120)
+        completed = subprocess.run(
+            [sys.executable, "-c", code, str(REPO / "tests")], env=env, capture_output=True, text=True, timeout=120
+        )
         assert completed.returncode == 0, completed.stderr
         assert completed.stdout.strip() == "ipc"
         origins.append(re.search(r"device kernels for sm_90: (.*)", completed.stderr).group(1))
@@ -305,8 +389,12 @@ def test_cpu_only_jobs_load_no_gpu_library(ranks, fake_cuda, nvrtc):
         print("AFTER", json.dumps(loaded()))
         ringcc.shutdown()
     """)
-    env = {**fake_cuda, "RINGCC_NCCL_LIB": fake_cuda["STANDIN_NCCL"], "RINGCC_NVRTC_LIB": nvrtc,
-           "TESTS_DIR": str(ranks.tests_dir)}
+    env = {
+        **fake_cuda,
+        "RINGCC_NCCL_LIB": fake_cuda["STANDIN_NCCL"],
+        "RINGCC_NVRTC_LIB": nvrtc,
+        "TESTS_DIR": str(ranks.tests_dir),
+    }
     command = ranks.command(2, ["-c", code])
     completed = ranks.run(command, ranks.environment(env), 120)
     assert completed.returncode == 0, completed.describe()
@@ -335,16 +423,27 @@ def test_gpu_trace_records_every_phase(ranks, fake_cuda, request, tmp_path, back
         ringcc.shutdown()
     """)
     prefix = str(tmp_path / "trace")
-    env = {**fake_cuda, "RINGCC_GPU_BACKEND": backend, "RINGCC_GPU_TRACE": prefix, "TESTS_DIR": str(ranks.tests_dir),
-           "RINGCC_NVRTC_LIB": request.getfixturevalue("nvrtc")}
+    env = {
+        **fake_cuda,
+        "RINGCC_GPU_BACKEND": backend,
+        "RINGCC_GPU_TRACE": prefix,
+        "TESTS_DIR": str(ranks.tests_dir),
+        "RINGCC_NVRTC_LIB": request.getfixturevalue("nvrtc"),
+    }
     if backend == "nccl":
         env.update(RINGCC_NCCL_LIB=fake_cuda["STANDIN_NCCL"], RINGCC_FAKE_CUDA_GPU="per-rank")
     completed = ranks.run(ranks.command(2, ["-c", code]), ranks.environment(env), 120)
     assert completed.returncode == 0, completed.describe()
-    marks = {"ipc": ["start", "area-free", "sent", "peers-ready", "reduced", "end"], "nccl": ["start", "end"],
-             "host": ["start", "end"]}[backend]
-    host = {"ipc": ["agreed", "enqueued"], "nccl": ["agreed", "nccl-enqueued", "enqueued"],
-            "host": ["agreed", "previous-done", "on-host", "reduced-on-host", "enqueued"]}[backend]
+    marks = {
+        "ipc": ["start", "area-free", "sent", "peers-ready", "reduced", "end"],
+        "nccl": ["start", "end"],
+        "host": ["start", "end"],
+    }[backend]
+    host = {
+        "ipc": ["agreed", "enqueued"],
+        "nccl": ["agreed", "nccl-enqueued", "enqueued"],
+        "host": ["agreed", "previous-done", "on-host", "reduced-on-host", "enqueued"],
+    }[backend]
     for rank in (0, 1):
         lines = (tmp_path / f"trace.rank{rank}.jsonl").read_text().splitlines()
         records = [json.loads(line) for line in lines]
@@ -358,6 +457,7 @@ def test_gpu_trace_records_every_phase(ranks, fake_cuda, request, tmp_path, back
             assert abs(times[0] - r["host_start_ns"]) < 60e9, r
     sys.path.insert(0, str(REPO))
     from bench.gpu_trace import load, summarize
+
     text = "\n".join(summarize(load(prefix), skip=1))
     assert f"allreduce of 256 B on {backend}, 2 rank(s), median of 5 calls" in text, text
     if backend == "ipc":

@@ -50,8 +50,9 @@ def test_init_work_barrier_shutdown_cycles(ranks, transport):
     options = ["--cycles", str(cycles), "--cycle-limit-s", "30"]
     if not HAVE_TORCH:
         options.append("--no-torch")
-    command = ranks.command(2, [str(ranks.tests_dir / "rank_stress.py"), "--out", str(out), *options],
-                            ["--timeout", str(STRESS_TIMEOUT_S)])
+    command = ranks.command(
+        2, [str(ranks.tests_dir / "rank_stress.py"), "--out", str(out), *options], ["--timeout", str(STRESS_TIMEOUT_S)]
+    )
     env = {"RINGCC_TIMEOUT_S": "10", "OPENBLAS_NUM_THREADS": "1"}
     if transport == "tcp":
         env["RINGCC_TRANSPORT"] = "tcp"
@@ -70,8 +71,7 @@ def test_init_work_barrier_shutdown_cycles(ranks, transport):
 
 
 STALL_SHUTDOWN_S = 2.0
-HANG_ENV = {"RINGCC_TIMEOUT_S": "5", "RINGCC_STALL_SHUTDOWN_S": str(STALL_SHUTDOWN_S),
-            "RINGCC_STALL_CHECK_S": "1"}
+HANG_ENV = {"RINGCC_TIMEOUT_S": "5", "RINGCC_STALL_SHUTDOWN_S": str(STALL_SHUTDOWN_S), "RINGCC_STALL_CHECK_S": "1"}
 
 
 @pytest.fixture(scope="module")
@@ -132,8 +132,7 @@ def test_horovod_generated_names_that_differ_time_out(hang_records):
 # --------------------------------------------------------------------------
 # Signals
 
-INTERRUPT_KINDS = ["handle_wait", "synchronize", "join", "barrier", "allreduce", "shutdown", "init",
-                   "torch_work_wait"]
+INTERRUPT_KINDS = ["handle_wait", "synchronize", "join", "barrier", "allreduce", "shutdown", "init", "torch_work_wait"]
 RESUMABLE = ("handle_wait", "synchronize", "join", "torch_work_wait")
 
 
@@ -141,8 +140,9 @@ RESUMABLE = ("handle_wait", "synchronize", "join", "torch_work_wait")
 def interrupt_records(ranks):
     out = ranks.scratch_dir("interrupts")
     options = [] if HAVE_TORCH else ["--no-torch"]
-    command = ranks.command(2, [str(ranks.tests_dir / "rank_interrupts.py"), "--out", str(out), *options],
-                            ["--timeout", "150"])
+    command = ranks.command(
+        2, [str(ranks.tests_dir / "rank_interrupts.py"), "--out", str(out), *options], ["--timeout", "150"]
+    )
     completed = ranks.run(command, ranks.environment({"RINGCC_TIMEOUT_S": "20"}), 170)
     assert completed.returncode == 0, completed.describe()
     records = [{r["case"]: r for r in read_json(out / f"rank{rank}.json", completed)} for rank in range(2)]
@@ -228,9 +228,11 @@ def check_raise_outcome(out: Path, completed, options) -> None:
 @pytest.mark.parametrize("api,options", RAISE_APIS)
 def test_rank_that_raises_fails_the_others_at_once(ranks, api, options):
     out = ranks.scratch_dir(f"raises-{api}{''.join(options)}")
-    command = ranks.command(2, [str(ranks.tests_dir / "rank_raises.py"), "--api", api, "--out", str(out),
-                                *options], ["--timeout", "90", "--grace-period", "20"])
-    env = {"RINGCC_TIMEOUT_S": "30", "JAX_PLATFORMS": "cpu",
-           "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"}
+    command = ranks.command(
+        2,
+        [str(ranks.tests_dir / "rank_raises.py"), "--api", api, "--out", str(out), *options],
+        ["--timeout", "90", "--grace-period", "20"],
+    )
+    env = {"RINGCC_TIMEOUT_S": "30", "JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"}
     completed = ranks.run(command, ranks.environment(env), 110)
     check_raise_outcome(out, completed, options)

@@ -47,8 +47,7 @@ MATRIX = {
 }
 # One XLA thread pool per rank on a small machine; a stuck collective fails
 # within RINGCC_TIMEOUT_S instead of the default 60 s.
-GROUP_ENV = {"RINGCC_TIMEOUT_S": "30", "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false",
-             "JAX_PLATFORMS": "cpu"}
+GROUP_ENV = {"RINGCC_TIMEOUT_S": "30", "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false", "JAX_PLATFORMS": "cpu"}
 
 
 def group_run(ranks, config):
@@ -86,8 +85,9 @@ def _python(code, ringcc_module):
     env = {k: v for k, v in os.environ.items() if not k.startswith("RINGCC_")}
     env["PYTHONPATH"] = str(Path(ringcc_module.__file__).resolve().parent.parent)
     env["JAX_PLATFORMS"] = "cpu"
-    return subprocess.run([sys.executable, "-c", code], check=False, env=env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code], check=False, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_import_without_jax_explains(ringcc_module):
@@ -122,10 +122,12 @@ def test_adapter_uses_jax_public_api_only():
 def test_import_warns_outside_the_tested_jax_range(jax_ready, ringcc_module):
     from ringcc._versions import TESTED_JAX
 
-    code = ("import logging, ringcc.jax as rj\n"
-            "print(repr(rj._check_jax_version('0.5.3')))\n"
-            "print(repr(rj._check_jax_version('%s')))\n"
-            "print(repr(rj._check_jax_version('%s.0')))\n" % (TESTED_JAX[0] + ".0", TESTED_JAX[1]))
+    code = (
+        "import logging, ringcc.jax as rj\n"
+        "print(repr(rj._check_jax_version('0.5.3')))\n"
+        "print(repr(rj._check_jax_version('%s')))\n"
+        "print(repr(rj._check_jax_version('%s.0')))\n" % (TESTED_JAX[0] + ".0", TESTED_JAX[1])
+    )
     done = _python(code, ringcc_module)
     assert done.returncode == 0, done.stderr
     below, low, high = done.stdout.splitlines()

@@ -26,13 +26,29 @@ RUN_TIMEOUT_S = 20
 PREFIXED_LINE = re.compile(r"^\[(\d+)\]<(stdout|stderr)>: (.*)$")
 
 JOB_VARIABLES = [
-    "RINGCC_RANK", "RINGCC_SIZE", "RINGCC_LOCAL_RANK", "RINGCC_LOCAL_SIZE",
-    "RINGCC_CROSS_RANK", "RINGCC_CROSS_SIZE", "RINGCC_HOSTNAME",
-    "RINGCC_MASTER_ADDR", "RINGCC_MASTER_PORT", "RINGCC_SECRET",
-    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
-    "MASTER_ADDR", "MASTER_PORT",
-    "HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE",
-    "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE",
+    "RINGCC_RANK",
+    "RINGCC_SIZE",
+    "RINGCC_LOCAL_RANK",
+    "RINGCC_LOCAL_SIZE",
+    "RINGCC_CROSS_RANK",
+    "RINGCC_CROSS_SIZE",
+    "RINGCC_HOSTNAME",
+    "RINGCC_MASTER_ADDR",
+    "RINGCC_MASTER_PORT",
+    "RINGCC_SECRET",
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "HOROVOD_RANK",
+    "HOROVOD_SIZE",
+    "HOROVOD_LOCAL_RANK",
+    "HOROVOD_LOCAL_SIZE",
+    "HOROVOD_CROSS_RANK",
+    "HOROVOD_CROSS_SIZE",
 ]
 
 # Prints the rank's environment as one JSON line.
@@ -158,21 +174,44 @@ def launcher():
 
 
 def test_local_ranks_get_the_job_environment():
-    result = ringrun("-np", 3, sys.executable, "-c", PRINT_ENVIRONMENT,
-                     RINGRUN_TEST_MARKER="forwarded", PYTHONUNBUFFERED=None, OMP_NUM_THREADS=None)
+    result = ringrun(
+        "-np",
+        3,
+        sys.executable,
+        "-c",
+        PRINT_ENVIRONMENT,
+        RINGRUN_TEST_MARKER="forwarded",
+        PYTHONUNBUFFERED=None,
+        OMP_NUM_THREADS=None,
+    )
     envs = rank_environments(result)
     assert sorted(envs) == [0, 1, 2]
     hostname = socket.gethostname()
     for rank, env in envs.items():
         expected = {
-            "RINGCC_RANK": rank, "RINGCC_SIZE": 3, "RINGCC_LOCAL_RANK": rank, "RINGCC_LOCAL_SIZE": 3,
-            "RINGCC_CROSS_RANK": 0, "RINGCC_CROSS_SIZE": 1, "RINGCC_HOSTNAME": hostname,
+            "RINGCC_RANK": rank,
+            "RINGCC_SIZE": 3,
+            "RINGCC_LOCAL_RANK": rank,
+            "RINGCC_LOCAL_SIZE": 3,
+            "RINGCC_CROSS_RANK": 0,
+            "RINGCC_CROSS_SIZE": 1,
+            "RINGCC_HOSTNAME": hostname,
             "RINGCC_MASTER_ADDR": "127.0.0.1",
-            "RANK": rank, "WORLD_SIZE": 3, "LOCAL_RANK": rank, "LOCAL_WORLD_SIZE": 3, "GROUP_RANK": 0,
+            "RANK": rank,
+            "WORLD_SIZE": 3,
+            "LOCAL_RANK": rank,
+            "LOCAL_WORLD_SIZE": 3,
+            "GROUP_RANK": 0,
             "MASTER_ADDR": "127.0.0.1",
-            "HOROVOD_RANK": rank, "HOROVOD_SIZE": 3, "HOROVOD_LOCAL_RANK": rank, "HOROVOD_LOCAL_SIZE": 3,
-            "HOROVOD_CROSS_RANK": 0, "HOROVOD_CROSS_SIZE": 1,
-            "PYTHONUNBUFFERED": 1, "RINGRUN_TEST_MARKER": "forwarded", "OMP_NUM_THREADS": 1,
+            "HOROVOD_RANK": rank,
+            "HOROVOD_SIZE": 3,
+            "HOROVOD_LOCAL_RANK": rank,
+            "HOROVOD_LOCAL_SIZE": 3,
+            "HOROVOD_CROSS_RANK": 0,
+            "HOROVOD_CROSS_SIZE": 1,
+            "PYTHONUNBUFFERED": 1,
+            "RINGRUN_TEST_MARKER": "forwarded",
+            "OMP_NUM_THREADS": 1,
         }
         assert set(JOB_VARIABLES) <= set(env)
         assert {name: env.get(name) for name in expected} == {k: str(v) for k, v in expected.items()}
@@ -202,14 +241,28 @@ def test_each_job_gets_a_new_secret_and_chosen_port_is_used():
 
 def test_hosts_through_an_agent_get_placement_and_cross_ranks():
     result = ringrun(
-        "-H", "a:2,b:2", "--agent", "env RINGRUN_FAKE_HOST={host}", "-x", "EXPORTED=yes please",
-        sys.executable, "-c", PRINT_ENVIRONMENT,
+        "-H",
+        "a:2,b:2",
+        "--agent",
+        "env RINGRUN_FAKE_HOST={host}",
+        "-x",
+        "EXPORTED=yes please",
+        sys.executable,
+        "-c",
+        PRINT_ENVIRONMENT,
     )
     envs = rank_environments(result)
     assert sorted(envs) == [0, 1, 2, 3]
     table = [
-        (env["RINGRUN_FAKE_HOST"], env["RINGCC_HOSTNAME"], env["RINGCC_LOCAL_RANK"], env["RINGCC_LOCAL_SIZE"],
-         env["RINGCC_CROSS_RANK"], env["RINGCC_CROSS_SIZE"], env["GROUP_RANK"])
+        (
+            env["RINGRUN_FAKE_HOST"],
+            env["RINGCC_HOSTNAME"],
+            env["RINGCC_LOCAL_RANK"],
+            env["RINGCC_LOCAL_SIZE"],
+            env["RINGCC_CROSS_RANK"],
+            env["RINGCC_CROSS_SIZE"],
+            env["GROUP_RANK"],
+        )
         for _, env in sorted(envs.items())
     ]
     assert table == [
@@ -245,11 +298,27 @@ def test_remote_hosts_through_ssh(tmp_path):
     tricky = """a b 'c' "d" $HOME `x` ;"""
     show = "import json, os, sys; print(json.dumps([dict(os.environ), os.getcwd(), sys.argv[1:]]))"
     result = subprocess.run(
-        ringrun_command("-H", "node-a:1,node-b:1", "-x", "TRICKY=" + tricky, "-x", "RINGRUN_TEST_MARKER",
-                        sys.executable, "-c", show, "two words", tricky),
-        env=launcher_environment(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-                                 RINGRUN_TEST_MARKER="m", NOT_EXPORTED="n"),
-        cwd=work_dir, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+        ringrun_command(
+            "-H",
+            "node-a:1,node-b:1",
+            "-x",
+            "TRICKY=" + tricky,
+            "-x",
+            "RINGRUN_TEST_MARKER",
+            sys.executable,
+            "-c",
+            show,
+            "two words",
+            tricky,
+        ),
+        env=launcher_environment(
+            PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", RINGRUN_TEST_MARKER="m", NOT_EXPORTED="n"
+        ),
+        cwd=work_dir,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
     )
     assert result.returncode == 0, result.stderr
     outputs = {rank: json.loads(lines[0]) for rank, lines in prefixed_lines(result.stdout, "stdout").items()}
@@ -310,11 +379,7 @@ def test_secret_never_on_a_command_line(tmp_path, agent):
         "sys.exit(subprocess.call(['/bin/sh', '-c', sys.argv[-1]], env={'PATH': os.environ['PATH']}))\n"
     )
     fake_agent = bin_dir / "fake-agent"  # executes its arguments after the host, as ip netns exec
-    fake_agent.write_text(
-        f"#!{sys.executable}\n"
-        "import subprocess, sys\n"
-        "sys.exit(subprocess.call(sys.argv[2:]))\n"
-    )
+    fake_agent.write_text(f"#!{sys.executable}\nimport subprocess, sys\nsys.exit(subprocess.call(sys.argv[2:]))\n")
     for script in (fake_ssh, fake_agent):
         script.chmod(0o755)
     out_dir = tmp_path / "out"
@@ -325,12 +390,14 @@ def test_secret_never_on_a_command_line(tmp_path, agent):
     process = subprocess.Popen(
         ringrun_command(*options, sys.executable, "-c", RECORD_SECRET_AND_WAIT, out_dir),
         env=launcher_environment(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}"),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         secret_files = [out_dir / "secret0", out_dir / "secret1"]
-        assert wait_until(lambda: all(p.exists() for p in secret_files) or process.poll() is not None,
-                          RUN_TIMEOUT_S)
+        assert wait_until(lambda: all(p.exists() for p in secret_files) or process.poll() is not None, RUN_TIMEOUT_S)
         secrets_seen = {p.read_text() for p in secret_files if p.exists()}
         assert len(secrets_seen) == 1 and all(p.exists() for p in secret_files), secrets_seen
         (secret,) = secrets_seen
@@ -345,8 +412,17 @@ def test_secret_never_on_a_command_line(tmp_path, agent):
 
 def test_fewer_ranks_than_slots_and_too_many_ranks():
     envs = rank_environments(
-        ringrun("-np", 3, "-H", "a:2,b:2,c:2", "--agent", "env RINGRUN_FAKE_HOST={host}",
-                sys.executable, "-c", PRINT_ENVIRONMENT)
+        ringrun(
+            "-np",
+            3,
+            "-H",
+            "a:2,b:2,c:2",
+            "--agent",
+            "env RINGRUN_FAKE_HOST={host}",
+            sys.executable,
+            "-c",
+            PRINT_ENVIRONMENT,
+        )
     )
     assert [envs[rank]["RINGRUN_FAKE_HOST"] for rank in range(3)] == ["a", "a", "b"]
     assert envs[2]["RINGCC_LOCAL_SIZE"] == "1"
@@ -361,7 +437,7 @@ def agent_rank_words(launch):
     """The words after the agent's own: `env K=V ... COMMAND`, unquoted again for ssh."""
     if launch.argv[0] == "ssh":
         return shlex.split(launch.argv[-1].split("; exec ", 1)[1])
-    return launch.argv[launch.argv.index("ringrun-rank") + 1:]
+    return launch.argv[launch.argv.index("ringrun-rank") + 1 :]
 
 
 def rank_variables(launch):
@@ -448,7 +524,11 @@ def test_placement_fills_hosts_in_order(launcher):
     hosts = [launcher.Host("a", 3), launcher.Host("b", 1), launcher.Host("c", 2)]
     placements = launcher.place_ranks(hosts, 5)
     assert [(p.host, p.host_index, p.local_rank, p.local_size) for p in placements] == [
-        ("a", 0, 0, 3), ("a", 0, 1, 3), ("a", 0, 2, 3), ("b", 1, 0, 1), ("c", 2, 0, 1),
+        ("a", 0, 0, 3),
+        ("a", 0, 1, 3),
+        ("a", 0, 2, 3),
+        ("b", 1, 0, 1),
+        ("c", 2, 0, 1),
     ]
     assert [(p.cross_rank, p.cross_size) for p in placements] == [(0, 3), (0, 1), (0, 1), (1, 3), (2, 3)]
     with pytest.raises(launcher.LaunchError):
@@ -459,8 +539,9 @@ def test_hostfile_from_the_command_line(tmp_path):
     hostfile = tmp_path / "hosts"
     hostfile.write_text("a slots=1\nb:2\n")
     envs = rank_environments(
-        ringrun("--hostfile", hostfile, "--agent", "env RINGRUN_FAKE_HOST={host}",
-                sys.executable, "-c", PRINT_ENVIRONMENT)
+        ringrun(
+            "--hostfile", hostfile, "--agent", "env RINGRUN_FAKE_HOST={host}", sys.executable, "-c", PRINT_ENVIRONMENT
+        )
     )
     assert [envs[rank]["RINGRUN_FAKE_HOST"] for rank in range(3)] == ["a", "b", "b"]
 
@@ -483,7 +564,9 @@ def test_program_flags_belong_to_the_program():
 def test_split_command(launcher):
     parser = launcher.build_parser()
     assert parser.split_command(["-np", "2", "-x", "A=1", "python", "t.py", "-np", "3"]) == (
-        ["-np", "2", "-x", "A=1"], ["python", "t.py", "-np", "3"])
+        ["-np", "2", "-x", "A=1"],
+        ["python", "t.py", "-np", "3"],
+    )
     assert parser.split_command(["--no-prefix", "--", "-weird", "--x"]) == (["--no-prefix"], ["-weird", "--x"])
     assert parser.split_command(["--check-build"]) == (["--check-build"], [])
 
@@ -544,8 +627,9 @@ def test_failing_rank_stops_the_others(tmp_path):
 
 def test_rank_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path):
     started = time.monotonic()
-    result = ringrun("-np", 2, "--grace-period", 0.5, sys.executable, "-c", SLEEPING_RANK, tmp_path, 0, 5,
-                     "--ignore-sigterm")
+    result = ringrun(
+        "-np", 2, "--grace-period", 0.5, sys.executable, "-c", SLEEPING_RANK, tmp_path, 0, 5, "--ignore-sigterm"
+    )
     assert result.returncode == 5
     assert "ringrun: rank 0 exited with code 5" in result.stderr
     assert time.monotonic() - started < 6
@@ -555,10 +639,15 @@ def test_rank_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path):
 
 
 def test_rank_killed_by_a_signal():
-    result = ringrun("-np", 2, sys.executable, "-c",
-                     "import os, signal, time\n"
-                     "if os.environ['RINGCC_RANK'] == '1': os.kill(os.getpid(), signal.SIGKILL)\n"
-                     "time.sleep(60)")
+    result = ringrun(
+        "-np",
+        2,
+        sys.executable,
+        "-c",
+        "import os, signal, time\n"
+        "if os.environ['RINGCC_RANK'] == '1': os.kill(os.getpid(), signal.SIGKILL)\n"
+        "time.sleep(60)",
+    )
     assert result.returncode == 128 + signal.SIGKILL
     assert "ringrun: rank 1 was killed by signal SIGKILL" in result.stderr
 
@@ -576,7 +665,10 @@ def test_signal_to_ringrun_stops_every_rank(tmp_path, signum):
     with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
         process = subprocess.Popen(
             ringrun_command("-np", 3, sys.executable, "-c", SLEEPING_RANK, pid_dir, -1, 0),
-            env=launcher_environment(), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+            env=launcher_environment(),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
         )
         try:
             assert wait_until(lambda: len(recorded_pids(pid_dir)) == 3, 8)
@@ -671,5 +763,7 @@ def test_misplaced_options(launcher):
     parser = launcher.build_parser()
     args = parser.parse_args(["-H", "a:2"])
     assert launcher.misplaced_options(args, ["python", "t.py", "-np", "2", "-H", "b", "--num-proc=3"]) == [
-        "-np", "--num-proc"]
+        "-np",
+        "--num-proc",
+    ]
     assert launcher.misplaced_options(args, ["-np", "t.py"]) == []  # the command itself is not an option

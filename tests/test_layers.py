@@ -24,7 +24,7 @@ BELOW = {
     "device": {"base", "os", "collective"},
     "algorithms": {"base", "os", "collective", "rendezvous", "transport"},
 }
-BELOW["backends"] = set(BELOW)                            # the interface, the registry
+BELOW["backends"] = set(BELOW)  # the interface, the registry
 BELOW["communicator"] = BELOW["backends"] | {"backends"}  # core/communicator.*
 BELOW["engine"] = BELOW["communicator"] | {"communicator"}
 
@@ -61,8 +61,7 @@ def upward_edges(core: Path = CORE) -> list[str]:
                 elif backend and included != "core/backends/backend.h":
                     problems.append(f"{name} includes {included}: a backend reaches the registry")
                 elif not backend and to_backend:
-                    problems.append(f"{name} includes {included}: the {layer} reaches a backend "
-                                    "past the registry")
+                    problems.append(f"{name} includes {included}: the {layer} reaches a backend past the registry")
                 elif layer not in ("backends", "communicator", "engine"):
                     problems.append(f"{name} includes {included}: {layer} is below the backends")
             elif to_layer not in BELOW[layer]:
@@ -110,8 +109,12 @@ def torch_imports(module: str) -> set[str]:
 
 
 def test_ringcc_torch_modules_import_downwards():
-    allowed = {"horovod": set(), "functions": {"horovod"}, "optimizer": {"horovod", "functions"},
-               "sync_batch_norm": {"horovod"}}
+    allowed = {
+        "horovod": set(),
+        "functions": {"horovod"},
+        "optimizer": {"horovod", "functions"},
+        "sync_batch_norm": {"horovod"},
+    }
     for module in TORCH_ORDER:
         above = torch_imports(module) & set(TORCH_ORDER) - allowed[module]
         assert not above, f"ringcc/torch/{module}.py imports {sorted(above)}, which import it"
@@ -123,7 +126,9 @@ MAX_FUNCTION_LINES = 120
 # A definition starts at the left margin (the code's style) and opens its
 # body at the end of that line or of a continuation line; its body ends at
 # the closing brace at the left margin.
-DEFINITION = re.compile(r"^(?!namespace\b|class\b|struct\b|enum\b|union\b|extern\b|template\b|using\b|typedef\b)[A-Za-z_].*\(")
+DEFINITION = re.compile(
+    r"^(?!namespace\b|class\b|struct\b|enum\b|union\b|extern\b|template\b|using\b|typedef\b)[A-Za-z_].*\("
+)
 
 
 def long_functions(root: Path, limit: int = MAX_FUNCTION_LINES) -> list[str]:
@@ -153,8 +158,13 @@ def long_functions(root: Path, limit: int = MAX_FUNCTION_LINES) -> list[str]:
 
 
 def test_no_core_file_is_too_long():
-    long = [f"{p.relative_to(REPO)}: {n} lines" for p in sorted(CORE.rglob("*")) if p.suffix in (".h", ".cc", ".cuh")
-            for n in [len(p.read_text().splitlines())] if n > MAX_FILE_LINES]
+    long = [
+        f"{p.relative_to(REPO)}: {n} lines"
+        for p in sorted(CORE.rglob("*"))
+        if p.suffix in (".h", ".cc", ".cuh")
+        for n in [len(p.read_text().splitlines())]
+        if n > MAX_FILE_LINES
+    ]
     assert long == []
 
 
@@ -165,5 +175,7 @@ def test_no_function_is_too_long():
 def test_the_length_check_sees_a_long_function(tmp_path):
     (tmp_path / "core").mkdir()
     body = "\n".join(f"  x += {i};" for i in range(MAX_FUNCTION_LINES))
-    (tmp_path / "core" / "long.cc").write_text(f"int Long::f(int x) const {{\n{body}\n}}\n\nint g() {{\n  return 1;\n}}\n")
+    (tmp_path / "core" / "long.cc").write_text(
+        f"int Long::f(int x) const {{\n{body}\n}}\n\nint g() {{\n  return 1;\n}}\n"
+    )
     assert long_functions(tmp_path / "core") == [f"core/long.cc:1: {MAX_FUNCTION_LINES + 2} lines"]

@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Dict, Tuple
 
 import pytest
-
-from conftest import GroupRun, REPO_DIR, TESTS_DIR, rank_environment, ringcc, run_command
+from conftest import REPO_DIR, TESTS_DIR, GroupRun, rank_environment, ringcc, run_command
 from rank_harness import read_results
 from rank_mpi_cases import CASES
 
@@ -60,7 +59,7 @@ def mpirun_command(np_: int, argv):
     return cmd + [sys.executable, *argv]
 
 
-def mpi_environment(extra: Dict[str, str]) -> Dict[str, str]:
+def mpi_environment(extra: dict[str, str]) -> dict[str, str]:
     env = rank_environment(extra)
     for name in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
         env.pop(name, None)  # the job must find itself through MPI
@@ -73,9 +72,9 @@ def mpi_environment(extra: Dict[str, str]) -> Dict[str, str]:
 @dataclass(frozen=True)
 class Group:
     size: int
-    env: Dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
     mpi4py_first: bool = False
-    cases: Tuple[str, ...] = ()
+    cases: tuple[str, ...] = ()
 
 
 MPI_DATA = {"RINGCC_TRANSPORT": "mpi"}
@@ -90,7 +89,7 @@ MATRIX = {
     "mpi-2-auto": Group(2, cases=("allreduce/float32/*", "allgather/*", "barrier", "mpi/*")),
 }
 GROUP_ENV = {"RINGCC_TIMEOUT_S": "30"}
-_runs: Dict[str, GroupRun] = {}
+_runs: dict[str, GroupRun] = {}
 
 
 def mpi_group(name: str, tmp_root: Path) -> GroupRun:
@@ -119,9 +118,7 @@ def selected(spec: Group):
 
 
 CASE_PARAMS = [
-    pytest.param(name, case.name, id=f"{name}:{case.name}")
-    for name, spec in MATRIX.items()
-    for case in selected(spec)
+    pytest.param(name, case.name, id=f"{name}:{case.name}") for name, spec in MATRIX.items() for case in selected(spec)
 ]
 
 
@@ -149,21 +146,21 @@ def test_group_finished_cleanly(mpi_root, group):
 @needs_mpi
 def test_timeout_and_abort_over_mpi(tmp_path):
     """A rank left alone times out after RINGCC_TIMEOUT_S; its abort makes the peer fail at once."""
-    completed = run_command(mpirun_command(2, [str(TESTS_DIR / "mpi_deadpeer.py")]),
-                            mpi_environment({"RINGCC_TRANSPORT": "mpi"}), 90)
+    completed = run_command(
+        mpirun_command(2, [str(TESTS_DIR / "mpi_deadpeer.py")]), mpi_environment({"RINGCC_TRANSPORT": "mpi"}), 90
+    )
     lines = [l for l in completed.stdout.splitlines() if l.startswith("RESULT")]
     rank0 = [l for l in lines if l.startswith("RESULT rank 0")]
     rank1 = [l for l in lines if l.startswith("RESULT rank 1")]
-    assert rank0 and "TimeoutError after 2." in rank0[0] and "waiting for rank(s) 1" in rank0[0], \
-        completed.describe()
-    assert rank1 and "PeerFailureError after 0." in rank1[0] and "rank 0 aborted" in rank1[0], \
-        completed.describe()
+    assert rank0 and "TimeoutError after 2." in rank0[0] and "waiting for rank(s) 1" in rank0[0], completed.describe()
+    assert rank1 and "PeerFailureError after 0." in rank1[0] and "rank 0 aborted" in rank1[0], completed.describe()
 
 
-def _python(code: str, env_extra: Dict[str, str]):
+def _python(code: str, env_extra: dict[str, str]):
     env = rank_environment(env_extra)
-    return subprocess.run([sys.executable, "-c", code], env=env, cwd=str(REPO_DIR), capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=str(REPO_DIR), capture_output=True, text=True, timeout=60
+    )
 
 
 def test_mpi_built_is_truthful():
@@ -176,16 +173,24 @@ def test_mpi_built_is_truthful():
         assert not info["built"] and "without MPI" in info["error"], info
     elif info["built"]:
         assert info["library"] and info["abi"] in ("openmpi", "mpich", "mpiabi"), info
-        assert Path(info["plugin"]).name == {"openmpi": "libringcc_mpi_openmpi.so", "mpich": "libringcc_mpi_mpich.so",
-                                             "mpiabi": "libringcc_mpi_abi.so"}[info["abi"]], info
+        assert (
+            Path(info["plugin"]).name
+            == {
+                "openmpi": "libringcc_mpi_openmpi.so",
+                "mpich": "libringcc_mpi_mpich.so",
+                "mpiabi": "libringcc_mpi_abi.so",
+            }[info["abi"]]
+        ), info
         assert Path(info["libmpi"]).exists() and info["found_by"], info
     else:
         assert "no MPI library found" in info["error"], info
 
 
 def test_mpi_built_false_when_the_plugin_is_missing(tmp_path):
-    code = ("import ringcc; i = ringcc.mpi_info(); print(ringcc.mpi_built(), "
-            "ringcc.build_info()['transports']['mpi'], i['error'])")
+    code = (
+        "import ringcc; i = ringcc.mpi_info(); print(ringcc.mpi_built(), "
+        "ringcc.build_info()['transports']['mpi'], i['error'])"
+    )
     done = _python(code, {"RINGCC_MPI_PLUGIN": str(tmp_path / "libringcc_mpi.so")})
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("False False cannot load the MPI plugin"), done.stdout
@@ -195,21 +200,42 @@ def test_transport_mpi_without_mpi_launcher_is_a_clear_error():
     """RINGCC_TRANSPORT=mpi outside an MPI job: InvalidArgumentError saying what is needed."""
     if not ringcc.mpi_built():
         pytest.skip("ringcc was built without MPI")
-    launcher = [sys.executable, "-m", "ringcc.launcher", "-np", "2", "--timeout", "60", "--", sys.executable, "-c",
-                "import ringcc\ntry:\n    ringcc.init()\nexcept ringcc.InvalidArgumentError as e:\n"
-                "    print('ERR', e)\n"]
+    launcher = [
+        sys.executable,
+        "-m",
+        "ringcc.launcher",
+        "-np",
+        "2",
+        "--timeout",
+        "60",
+        "--",
+        sys.executable,
+        "-c",
+        "import ringcc\ntry:\n    ringcc.init()\nexcept ringcc.InvalidArgumentError as e:\n    print('ERR', e)\n",
+    ]
     done = run_command(launcher, rank_environment({"RINGCC_TRANSPORT": "mpi", "RINGCC_TIMEOUT_S": "20"}), 90)
     # Rank 0 raises it; a rank still meeting rank 0's store may see the store close instead.
     assert done.returncode is not None and "needs a job started through MPI" in done.stdout, done.describe()
 
 
 def test_unknown_transport_lists_mpi():
-    launcher = [sys.executable, "-m", "ringcc.launcher", "-np", "2", "--timeout", "60", "--", sys.executable, "-c",
-                "import ringcc\ntry:\n    ringcc.init()\nexcept ringcc.InvalidArgumentError as e:\n"
-                "    print('ERR', e)\n"]
+    launcher = [
+        sys.executable,
+        "-m",
+        "ringcc.launcher",
+        "-np",
+        "2",
+        "--timeout",
+        "60",
+        "--",
+        sys.executable,
+        "-c",
+        "import ringcc\ntry:\n    ringcc.init()\nexcept ringcc.InvalidArgumentError as e:\n    print('ERR', e)\n",
+    ]
     done = run_command(launcher, rank_environment({"RINGCC_TRANSPORT": "carrier-pigeon", "RINGCC_TIMEOUT_S": "20"}), 90)
-    assert done.returncode is not None and "must be auto, tcp, shm or mpi, got 'carrier-pigeon'" in done.stdout, \
+    assert done.returncode is not None and "must be auto, tcp, shm or mpi, got 'carrier-pigeon'" in done.stdout, (
         done.describe()
+    )
 
 
 # --------------------------------------------------------------------------
@@ -252,11 +278,24 @@ def test_plan_mpi_command_local_and_mpich():
 
 @needs_mpi
 def test_ringrun_mpi_starts_a_job_through_mpirun():
-    script = ("import ringcc, numpy as np\nringcc.init()\n"
-              "s = ringcc.allreduce(np.array([ringcc.rank() + 1.0]))\n"
-              "print('JOB', ringcc.rank(), ringcc.size(), ringcc.transport_name(), float(s[0]), flush=True)\n")
-    cmd = [sys.executable, "-m", "ringcc.launcher", "--mpi", "-np", "2", "--timeout", "90",
-           sys.executable, "-c", script]
+    script = (
+        "import ringcc, numpy as np\nringcc.init()\n"
+        "s = ringcc.allreduce(np.array([ringcc.rank() + 1.0]))\n"
+        "print('JOB', ringcc.rank(), ringcc.size(), ringcc.transport_name(), float(s[0]), flush=True)\n"
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "ringcc.launcher",
+        "--mpi",
+        "-np",
+        "2",
+        "--timeout",
+        "90",
+        sys.executable,
+        "-c",
+        script,
+    ]
     done = run_command(cmd, mpi_environment({"RINGCC_TRANSPORT": "mpi", "RINGCC_TIMEOUT_S": "30"}), 120)
     lines = sorted(l for l in done.stdout.splitlines() if l.startswith("JOB"))
     assert done.returncode == 0 and lines == ["JOB 0 2 mpi 3.0", "JOB 1 2 mpi 3.0"], done.describe()
@@ -267,6 +306,7 @@ def test_check_build_reports_mpi():
     assert done.returncode == 0, done.describe()
     want = "MPI: yes (" if ringcc.mpi_built() else "MPI: no ("
     assert want in done.stdout, done.stdout
-    text = launcher.format_build_report({"version": "0", "transports": {"mpi": False},
-                                         "mpi": {"built": False, "error": "no plugin"}}, {})
+    text = launcher.format_build_report(
+        {"version": "0", "transports": {"mpi": False}, "mpi": {"built": False, "error": "no plugin"}}, {}
+    )
     assert "[ ] MPI" in text and "MPI: no (no plugin)" in text

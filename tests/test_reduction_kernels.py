@@ -66,13 +66,13 @@ def assert_same(got, want, what=""):
         return
     bits = f"u{got.dtype.itemsize}"
     got64, want64 = got.astype(np.float64), want.astype(np.float64)
-    same = ((got.view(bits) == want.view(bits))
-            | (np.isnan(got64) & np.isnan(want64))
-            | ((got64 == 0) & (want64 == 0)))
+    same = (got.view(bits) == want.view(bits)) | (np.isnan(got64) & np.isnan(want64)) | ((got64 == 0) & (want64 == 0))
     if not same.all():
         i = int(np.argmin(same))
-        pytest.fail(f"{what}: element {i} of {got.size} is {got[i]!r} "
-                    f"(bits {got.view(bits)[i]:#x}), want {want[i]!r} (bits {want.view(bits)[i]:#x})")
+        pytest.fail(
+            f"{what}: element {i} of {got.size} is {got[i]!r} "
+            f"(bits {got.view(bits)[i]:#x}), want {want[i]!r} (bits {want.view(bits)[i]:#x})"
+        )
 
 
 def reference_fold(srcs, op):
@@ -167,6 +167,7 @@ def test_multidimensional_arrays_reduce_element_wise():
 
 # -- 16-bit conversions, bit for bit ------------------------------------------
 
+
 def all_bit_patterns(dtype):
     return np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(dtype)
 
@@ -221,9 +222,19 @@ def test_sums_of_random_16bit_patterns_match_numpy(name):
 
 def test_float16_known_values():
     """1.0 scaled by v is v rounded to float16 once."""
-    cases = {65504: 0x7BFF, 65519.99: 0x7BFF, 65520: 0x7C00, 1e10: 0x7C00, 2.0**-24: 0x0001,
-             2.0**-25: 0x0000, 3 * 2.0**-25: 0x0002, 2.0**-14: 0x0400, 1 + 2.0**-11: 0x3C00,
-             1 + 3 * 2.0**-11: 0x3C02, -2.0: 0xC000}
+    cases = {
+        65504: 0x7BFF,
+        65519.99: 0x7BFF,
+        65520: 0x7C00,
+        1e10: 0x7C00,
+        2.0**-24: 0x0001,
+        2.0**-25: 0x0000,
+        3 * 2.0**-25: 0x0002,
+        2.0**-14: 0x0400,
+        1 + 2.0**-11: 0x3C00,
+        1 + 3 * 2.0**-11: 0x3C02,
+        -2.0: 0xC000,
+    }
     for value, bits in cases.items():
         one = np.ones(1, np.float16)
         _core._scale_inplace(one, value)
@@ -231,6 +242,7 @@ def test_float16_known_values():
 
 
 # -- aliasing -----------------------------------------------------------------
+
 
 def test_src_may_be_dst_or_overlap_it():
     a = np.arange(10, dtype=np.float32)
@@ -255,6 +267,7 @@ def test_reduce_many_sources_may_alias_dst():
 
 
 # -- argument errors ----------------------------------------------------------
+
 
 def test_mismatched_dtypes_raise_type_error():
     with pytest.raises(TypeError, match="dtype"):

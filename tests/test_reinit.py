@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import TESTS_DIR, rank_environment, tail
 
 PROCS = 3
@@ -38,10 +37,26 @@ def run_processes(script: str, cycles: int, out_dir: Path):
     for proc in range(PROCS):
         log = open(out_dir / f"proc{proc}.log", "wb")
         outputs.append(log)
-        processes.append(subprocess.Popen(
-            [sys.executable, str(TESTS_DIR / script), "--id", str(proc), "--procs", str(PROCS),
-             "--ports", ",".join(map(str, ports)), "--out", str(out_dir)],
-            env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT))
+        processes.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    str(TESTS_DIR / script),
+                    "--id",
+                    str(proc),
+                    "--procs",
+                    str(PROCS),
+                    "--ports",
+                    ",".join(map(str, ports)),
+                    "--out",
+                    str(out_dir),
+                ],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        )
     deadline = time.monotonic() + HARD_LIMIT_S
     codes = []
     for process in processes:
@@ -57,8 +72,10 @@ def run_processes(script: str, cycles: int, out_dir: Path):
     for proc in range(PROCS):
         path = out_dir / f"proc{proc}.json"
         records[proc] = json.loads(path.read_text()) if path.exists() else None
-    text = "\n".join(f"--- process {p} (exit {codes[p]}) ---\n"
-                     + tail((out_dir / f"proc{p}.log").read_text(errors="replace"), 3000) for p in range(PROCS))
+    text = "\n".join(
+        f"--- process {p} (exit {codes[p]}) ---\n" + tail((out_dir / f"proc{p}.log").read_text(errors="replace"), 3000)
+        for p in range(PROCS)
+    )
     return ports, records, codes, text
 
 
@@ -75,11 +92,11 @@ def check_records(records, codes, text, cycles):
         assert record["error"] is None, f"process {proc}: {record['error']}\n" + "\n".join(record["log"][-4:])
         assert codes[proc] == 0, f"process {proc} exited with {codes[proc]}\n{text}"
         assert record["cycles"] == expected_cycles(proc, cycles), f"process {proc}: {record['cycles']} cycles"
-        grown = {fd: target for fd, target in record["fds_at_end"].items()
-                 if fd not in record["fds_after_first"]}
+        grown = {fd: target for fd, target in record["fds_at_end"].items() if fd not in record["fds_after_first"]}
         assert not grown, f"process {proc} holds descriptors it did not after its first cycle as rank 0: {grown}"
-        assert record["threads_at_end"] <= record["threads_after_first"], \
+        assert record["threads_at_end"] <= record["threads_after_first"], (
             f"process {proc}: {record['threads_at_end']} threads, {record['threads_after_first']} after the first cycle as rank 0"
+        )
 
 
 def test_reinit_loop_with_failures_leaks_nothing(tmp_path):
@@ -93,8 +110,12 @@ def test_reinit_loop_with_failures_leaks_nothing(tmp_path):
     for record in records.values():
         grown = record["rss_at_end_kib"] - record["rss_after_first_kib"]
         assert grown < RSS_GROWTH_LIMIT_KIB, f"resident memory grew by {grown} KiB: {record['rss_by_cycle']}"
-    left = [name for name in os.listdir("/dev/shm") if name.startswith("ringcc")
-            and (any(f"-{pid}-" in name for pid in pids) or any(name.endswith(f"port{p}") for p in ports))]
+    left = [
+        name
+        for name in os.listdir("/dev/shm")
+        if name.startswith("ringcc")
+        and (any(f"-{pid}-" in name for pid in pids) or any(name.endswith(f"port{p}") for p in ports))
+    ]
     assert not left, f"left in /dev/shm: {left}"
 
 

@@ -26,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import rank_environment, ringcc
 
 _core = ringcc._core
@@ -87,9 +86,13 @@ def free_port_pair() -> int:
 def start_rank(tmp_path: Path, name: str, env: dict) -> subprocess.Popen:
     out = open(tmp_path / f"{name}.out", "wb")
     with out:
-        return subprocess.Popen([sys.executable, "-c", RANK_SCRIPT, str(tmp_path)],
-                                env=rank_environment(env), stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            [sys.executable, "-c", RANK_SCRIPT, str(tmp_path)],
+            env=rank_environment(env),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def finish(process: subprocess.Popen, tmp_path: Path, name: str, limit: float = PROCESS_LIMIT_S) -> str:
@@ -137,7 +140,7 @@ def recv_until_closed(sock: socket.socket, limit: int = 1 << 16) -> bytes:
     while len(data) < limit:
         try:
             chunk = sock.recv(4096)
-        except (ConnectionResetError, socket.timeout):
+        except (TimeoutError, ConnectionResetError):
             break
         if not chunk:
             break
@@ -182,8 +185,7 @@ def stranger_at_store(port: int) -> str:
             raise AssertionError(f"the store let a stranger in without a secret and it read {leaked}")
         server_nonce = recv_exact(sock, 32)
         client_nonce = os.urandom(32)
-        proof = hmac.new(WRONG_SECRET, b"ringcc-store-client" + server_nonce + client_nonce,
-                         hashlib.sha256).digest()
+        proof = hmac.new(WRONG_SECRET, b"ringcc-store-client" + server_nonce + client_nonce, hashlib.sha256).digest()
         sock.sendall(client_nonce + proof)
         verdict = recv_until_closed(sock)
     assert verdict == b"\x00", f"the store answered a wrong proof with {verdict!r}"
@@ -197,8 +199,14 @@ def link_claim(secret: bytes, job_id: bytes, greeting: bytes, claimed: int, inde
     """The connector's half of the link handshake under `secret`."""
     (acceptor,) = struct.unpack("<i", greeting[4:8])
     acceptor_nonce, connector_nonce = greeting[8:40], os.urandom(32)
-    message = (b"ringcc-link-connector\0" + struct.pack("<i", len(job_id)) + job_id
-               + struct.pack("<iii", acceptor, claimed, index) + acceptor_nonce + connector_nonce)
+    message = (
+        b"ringcc-link-connector\0"
+        + struct.pack("<i", len(job_id))
+        + job_id
+        + struct.pack("<iii", acceptor, claimed, index)
+        + acceptor_nonce
+        + connector_nonce
+    )
     proof = hmac.new(secret, message, hashlib.sha256).digest()
     return b"RCC2" + struct.pack("<ii", claimed, index) + connector_nonce + proof
 
@@ -223,15 +231,22 @@ def host_secret_path(store_port: int) -> Path:
 def test_torchrun_style_job_without_secret_keeps_strangers_out(tmp_path):
     port = free_port_pair()
     go = tmp_path / "go"
-    base = {"WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": socket.gethostname(),
-            "MASTER_PORT": str(port), "RINGCC_TRANSPORT": "tcp", "RINGCC_TIMEOUT_S": "30"}
+    base = {
+        "WORLD_SIZE": "2",
+        "LOCAL_WORLD_SIZE": "2",
+        "MASTER_ADDR": socket.gethostname(),
+        "MASTER_PORT": str(port),
+        "RINGCC_TRANSPORT": "tcp",
+        "RINGCC_TIMEOUT_S": "30",
+    }
     rank0 = start_rank(tmp_path, "rank0", {**base, "RANK": "0", "LOCAL_RANK": "0"})
     rank1 = start_rank(tmp_path, "rank1", {**base, "RANK": "1", "LOCAL_RANK": "1", "TEST_WAIT_FOR": str(go)})
     try:
         # Rank 0 serves the store and waits for rank 1, which waits for us.
         assert stranger_at_store(port + 1) == "refused"
-        assert listen_addresses(port + 1) == {"127.0.0.1"}, \
+        assert listen_addresses(port + 1) == {"127.0.0.1"}, (
             "every rank is on this host: the store should listen on 127.0.0.1 only"
+        )
     finally:
         go.touch()
         outputs = [finish(rank0, tmp_path, "rank0"), finish(rank1, tmp_path, "rank1")]
@@ -254,7 +269,7 @@ class DictStore:
         self.lock = threading.Lock() if lock is None else lock
         self.hook = hook
 
-    def view(self, hook=None) -> "DictStore":
+    def view(self, hook=None) -> DictStore:
         return DictStore(self.data, self.lock, hook)
 
     def set(self, key, value):
@@ -339,8 +354,9 @@ def test_link_strangers_are_refused_and_real_peers_still_connect(monkeypatch):
         assert all(isinstance(c, _core.Communicator) for c in comms.values()), comms
         assert "port" in seen, "rank 1 never looked up rank 0's address"
         assert joined_s < 8, f"rank 1 took {joined_s:.1f} s to connect past silent strangers"
-        assert seen["listening"] == {"127.0.0.1"}, \
+        assert seen["listening"] == {"127.0.0.1"}, (
             f"every rank is on this host: links should listen on 127.0.0.1 only, not {seen['listening']}"
+        )
         assert seen["garbage"].startswith(b"RCC2") and len(seen["garbage"]) == LINK_GREETING_BYTES, seen
         assert seen["wrong_secret"] == b"", "a rank accepted a link proven with the wrong secret"
         how = shared.get("ringcc/secret-how").decode()
@@ -362,8 +378,11 @@ def test_link_strangers_are_refused_and_real_peers_still_connect(monkeypatch):
     finally:
         for sock in strangers:
             sock.close()
-        leaving = [threading.Thread(target=c.shutdown, daemon=True)
-                   for c in locals().get("comms", {}).values() if isinstance(c, _core.Communicator)]
+        leaving = [
+            threading.Thread(target=c.shutdown, daemon=True)
+            for c in locals().get("comms", {}).values()
+            if isinstance(c, _core.Communicator)
+        ]
         for t in leaving:
             t.start()
         for t in leaving:
@@ -434,8 +453,9 @@ def test_connecting_rank_refuses_an_impostor_and_replays_fail(monkeypatch):
         impostor.close()
     assert "claim" in seen, f"rank 1 never reached the impostor: {comms} {seen.get('error')}"
     rank1 = comms[1]
-    assert not isinstance(rank1, _core.Communicator), \
+    assert not isinstance(rank1, _core.Communicator), (
         "rank 1 accepted a link from an impostor that does not know the job secret"
+    )
     assert isinstance(rank1, ringcc.PeerFailureError) and "could not prove" in str(rank1), repr(rank1)
     assert "error" not in seen, seen.get("error")
     assert seen["replay"] == b"", "rank 0 accepted a replayed handshake"
@@ -483,8 +503,7 @@ def test_store_client_refuses_a_store_that_cannot_prove_the_secret():
 
 def test_job_that_may_span_hosts_needs_a_secret(tmp_path):
     port = free_port_pair()
-    spread = {"WORLD_SIZE": "2", "MASTER_ADDR": socket.gethostname(), "MASTER_PORT": str(port),
-              "RINGCC_TIMEOUT_S": "5"}
+    spread = {"WORLD_SIZE": "2", "MASTER_ADDR": socket.gethostname(), "MASTER_PORT": str(port), "RINGCC_TIMEOUT_S": "5"}
     # Nothing says the ranks share a host and there is no secret: refused at once.
     started = time.monotonic()
     alone = start_rank(tmp_path, "alone", {**spread, "RANK": "0"})
@@ -494,8 +513,7 @@ def test_job_that_may_span_hosts_needs_a_secret(tmp_path):
     assert time.monotonic() - started < 4.5, "the refusal should come at once, not after a timeout"
 
     # RINGCC_INSECURE=1: starts, with a warning.
-    ranks = [start_rank(tmp_path, f"insecure{r}", {**spread, "RANK": str(r), "RINGCC_INSECURE": "1"})
-             for r in range(2)]
+    ranks = [start_rank(tmp_path, f"insecure{r}", {**spread, "RANK": str(r), "RINGCC_INSECURE": "1"}) for r in range(2)]
     outputs = [finish(p, tmp_path, f"insecure{r}") for r, p in enumerate(ranks)]
     assert [p.returncode for p in ranks] == [0, 0], outputs
     assert all("WARNING: RINGCC_INSECURE=1" in out for out in outputs), outputs
@@ -509,11 +527,16 @@ def test_job_that_may_span_hosts_needs_a_secret(tmp_path):
         (tmp_path / f"result{r}.json").unlink()
     port = free_port_pair()
     go = tmp_path / "go"
-    with_secret = {**spread, "MASTER_PORT": str(port), "RINGCC_SECRET_FILE": str(secret_file),
-                   "RINGCC_TRANSPORT": "tcp"}
-    ranks = [start_rank(tmp_path, f"file{r}", {**with_secret, "RANK": str(r),
-                                               **({"TEST_WAIT_FOR": str(go)} if r else {})})
-             for r in range(2)]
+    with_secret = {
+        **spread,
+        "MASTER_PORT": str(port),
+        "RINGCC_SECRET_FILE": str(secret_file),
+        "RINGCC_TRANSPORT": "tcp",
+    }
+    ranks = [
+        start_rank(tmp_path, f"file{r}", {**with_secret, "RANK": str(r), **({"TEST_WAIT_FOR": str(go)} if r else {})})
+        for r in range(2)
+    ]
     try:
         assert stranger_at_store(port + 1) == "refused"
     finally:
@@ -634,20 +657,34 @@ def attack_link(address: tuple, job_id: bytes, claimed: int) -> dict:
 
 def test_strangers_during_a_run_are_refused_and_results_stay_right(tmp_path):
     port = free_port_pair()
-    env = {"WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-           "RINGCC_TRANSPORT": "tcp", "RINGCC_SECRET": SECRET.decode(), "RINGCC_TIMEOUT_S": "30"}
+    env = {
+        "WORLD_SIZE": "2",
+        "LOCAL_WORLD_SIZE": "2",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+        "RINGCC_TRANSPORT": "tcp",
+        "RINGCC_SECRET": SECRET.decode(),
+        "RINGCC_TIMEOUT_S": "30",
+    }
     procs = []
     for rank in range(2):
         with open(tmp_path / f"rank{rank}.out", "wb") as out:
-            procs.append(subprocess.Popen([sys.executable, "-c", RUNNING_RANK_SCRIPT, str(tmp_path)],
-                                          env=rank_environment({**env, "RANK": str(rank), "LOCAL_RANK": str(rank)}),
-                                          stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT))
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", RUNNING_RANK_SCRIPT, str(tmp_path)],
+                    env=rank_environment({**env, "RANK": str(rank), "LOCAL_RANK": str(rank)}),
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                )
+            )
     silent = []
     try:
         deadline = time.monotonic() + 30
         while not all((tmp_path / f"ready{r}").exists() for r in range(2)):
-            assert time.monotonic() < deadline and all(p.poll() is None for p in procs), \
-                [finish(p, tmp_path, f"rank{r}", 1) for r, p in enumerate(procs)]
+            assert time.monotonic() < deadline and all(p.poll() is None for p in procs), [
+                finish(p, tmp_path, f"rank{r}", 1) for r, p in enumerate(procs)
+            ]
             time.sleep(0.02)
         # An insider's look at where the links listen (strangers would scan).
         store = _core.TcpStore("127.0.0.1", port + 1, SECRET, timeout=10)
@@ -660,8 +697,12 @@ def test_strangers_during_a_run_are_refused_and_results_stay_right(tmp_path):
         # Rounds spread over a second or so of collectives.
         rounds = []
         for _ in range(3):
-            rounds.append((attack_store(port + 1),
-                           [attack_link(links[0], job_id, claimed=1), attack_link(links[1], job_id, claimed=0)]))
+            rounds.append(
+                (
+                    attack_store(port + 1),
+                    [attack_link(links[0], job_id, claimed=1), attack_link(links[1], job_id, claimed=0)],
+                )
+            )
             time.sleep(0.3)
     finally:
         (tmp_path / "stop").touch()
@@ -696,9 +737,19 @@ def rank0_in_shm_setup(tmp_path: Path, name: str, env: dict, secret_of) -> tuple
     (through the store) that rank 0 creates its segment and waits for ours.
     Returns (process, job id)."""
     port = free_port_pair()
-    process = start_rank(tmp_path, name, {"RINGCC_RANK": "0", "RINGCC_SIZE": "2",
-                                          "RINGCC_MASTER_ADDR": "127.0.0.1", "RINGCC_MASTER_PORT": str(port),
-                                          "RINGCC_HOSTNAME": "shm-test-host", "RINGCC_TIMEOUT_S": "3", **env})
+    process = start_rank(
+        tmp_path,
+        name,
+        {
+            "RINGCC_RANK": "0",
+            "RINGCC_SIZE": "2",
+            "RINGCC_MASTER_ADDR": "127.0.0.1",
+            "RINGCC_MASTER_PORT": str(port),
+            "RINGCC_HOSTNAME": "shm-test-host",
+            "RINGCC_TIMEOUT_S": "3",
+            **env,
+        },
+    )
     deadline = time.monotonic() + 20
     while True:  # the store is up once rank 0 listens (and, without a secret, has made its file)
         try:

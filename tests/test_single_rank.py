@@ -9,7 +9,6 @@ import json
 import sys
 
 import pytest
-
 from conftest import REPO_DIR, rank_environment, ringrun_command, run_command
 
 JOB = str(REPO_DIR / "tests" / "single_rank_job.py")
@@ -22,7 +21,7 @@ def test_one_rank_job_copies_without_sockets_or_shared_memory(launch):
     done = run_command(command, env, timeout=120)
     assert done.returncode == 0, done.describe()
     last = done.stdout.strip().splitlines()[-1]
-    result = json.loads(last[last.index("{"):])  # ringrun tags each line "[0]<stdout>: "
+    result = json.loads(last[last.index("{") :])  # ringrun tags each line "[0]<stdout>: "
     assert result["checked"] == 128, done.describe()
     assert result["bad_root"] == "broadcast: root rank 1 is out of range for 1 ranks"
     assert result["sockets"] == [], done.describe()

@@ -47,10 +47,10 @@ GROUP_ENV = {"RINGCC_TIMEOUT_S": "20", "OMP_NUM_THREADS": "1"}
 class Group:
     launcher: str  # "ringrun" or "torchrun"
     size: int
-    tags: Tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
 
 
-GROUPS: Dict[str, Group] = {
+GROUPS: dict[str, Group] = {
     "ringrun-2": Group("ringrun", 2, ("ddp", "compile", "gloo-mix")),
     "torchrun-3": Group("torchrun", 3, ("ddp", "compile")),
     "ringrun-4": Group("ringrun", 4),
@@ -58,11 +58,21 @@ GROUPS: Dict[str, Group] = {
 
 
 def torchrun_command(size: int, script, args) -> list:
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(size),
-            "--max-restarts", "0", str(TESTS_DIR / script), *args]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        str(size),
+        "--max-restarts",
+        "0",
+        str(TESTS_DIR / script),
+        *args,
+    ]
 
 
-_runs: Dict[str, GroupRun] = {}
+_runs: dict[str, GroupRun] = {}
 
 
 def group_run(tmp_path_factory, name: str) -> GroupRun:
@@ -73,8 +83,9 @@ def group_run(tmp_path_factory, name: str) -> GroupRun:
         if spec.tags:
             args += ["--tags", ",".join(spec.tags)]
         if spec.launcher == "ringrun":
-            command = ringrun_command(spec.size, [str(TESTS_DIR / "torch_cases.py"), *args],
-                                      ["--timeout", str(GROUP_TIMEOUT_S)])
+            command = ringrun_command(
+                spec.size, [str(TESTS_DIR / "torch_cases.py"), *args], ["--timeout", str(GROUP_TIMEOUT_S)]
+            )
         else:
             command = torchrun_command(spec.size, "torch_cases.py", args)
         completed = run_command(command, rank_environment(GROUP_ENV), GROUP_TIMEOUT_S + HARD_TIMEOUT_MARGIN_S)
@@ -135,12 +146,14 @@ def test_dead_peer_raises_from_wait(tmp_path, launcher):
 
 
 def _entry_point_installed() -> bool:
-    return any(ep.value.startswith("ringcc.torch_entry_point")
-               for ep in importlib.metadata.entry_points(group="torch.backends"))
+    return any(
+        ep.value.startswith("ringcc.torch_entry_point")
+        for ep in importlib.metadata.entry_points(group="torch.backends")
+    )
 
 
 @pytest.fixture
-def entry_point_env(tmp_path) -> Dict[str, str]:
+def entry_point_env(tmp_path) -> dict[str, str]:
     """The ranks' environment with ringcc's torch.backends entry point: the
     installed one, or (source tree) a stand-in distribution's metadata on
     PYTHONPATH that declares the same entry point as pyproject.toml."""
@@ -151,8 +164,7 @@ def entry_point_env(tmp_path) -> Dict[str, str]:
         info = meta / "ringcc_dev_entry_point-0.0.dist-info"
         info.mkdir(parents=True)
         (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ringcc-dev-entry-point\nVersion: 0.0\n")
-        (info / "entry_points.txt").write_text(
-            "[torch.backends]\nringcc = ringcc.torch_entry_point:register\n")
+        (info / "entry_points.txt").write_text("[torch.backends]\nringcc = ringcc.torch_entry_point:register\n")
         env["PYTHONPATH"] = os.pathsep.join([str(meta), env["PYTHONPATH"]])
     return env
 
@@ -169,8 +181,9 @@ def test_script_that_never_imports_ringcc(tmp_path, entry_point_env):
     `import ringcc`: the entry point registered the backend at `import
     torch` without loading the backend module."""
     out = tmp_path / "out"
-    completed = run_command(torchrun_command(2, "torch_entry.py", ["--out", str(out)]), entry_point_env,
-                            90 + HARD_TIMEOUT_MARGIN_S)
+    completed = run_command(
+        torchrun_command(2, "torch_entry.py", ["--out", str(out)]), entry_point_env, 90 + HARD_TIMEOUT_MARGIN_S
+    )
     assert completed.returncode == 0, completed.describe()
     for rank in range(2):
         record = json.loads((out / f"rank{rank}.json").read_text())
@@ -180,14 +193,16 @@ def test_script_that_never_imports_ringcc(tmp_path, entry_point_env):
         assert record["result"] == [3.0, 3.0, 3.0], record
 
 
-def _python(code: str, env: Dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True,
-                          text=True, timeout=timeout)
+def _python(code: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_entry_point_never_breaks_import_torch(entry_point_env):
     """A failing registration is logged and skipped; `import torch` goes on."""
-    result = _python("""
+    result = _python(
+        """
         import torch.distributed as dist
         def boom(*args, **kwargs):
             raise RuntimeError("simulated registration failure")
@@ -196,7 +211,9 @@ def test_entry_point_never_breaks_import_torch(entry_point_env):
         import ringcc.torch_entry_point as ep
         ep.register()
         print("still here", "RING" in dist.Backend._plugins)
-    """, entry_point_env)
+    """,
+        entry_point_env,
+    )
     assert result.returncode == 0, result.stderr
     assert "still here False" in result.stdout
     assert "simulated registration failure" in result.stderr
@@ -204,21 +221,27 @@ def test_entry_point_never_breaks_import_torch(entry_point_env):
 
 def test_entry_point_can_be_turned_off(entry_point_env):
     env = {**entry_point_env, "RINGCC_TORCH_AUTOLOAD": "0"}
-    result = _python("""
+    result = _python(
+        """
         import torch, torch.distributed as dist
         print("registered", "RING" in dist.Backend._plugins)
-    """, env)
+    """,
+        env,
+    )
     assert result.returncode == 0, result.stderr
     assert "registered False" in result.stdout
 
 
 def test_import_ringcc_torch_registers(entry_point_env):
     env = {**entry_point_env, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
-    result = _python("""
+    result = _python(
+        """
         import torch, torch.distributed as dist
         before = "RING" in dist.Backend._plugins
         import ringcc.torch
         print("before", before, "after", "RING" in dist.Backend._plugins, dist.Backend.RING)
-    """, env)
+    """,
+        env,
+    )
     assert result.returncode == 0, result.stderr
     assert "before False after True ring" in result.stdout

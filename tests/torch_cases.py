@@ -86,9 +86,11 @@ def same(got, want, what, rtol=0.0, atol=0.0):
         if not torch.equal(got, want):
             bad = (got != want).nonzero()
             first = tuple(bad[0].tolist()) if len(bad) else ()
-            raise AssertionError(f"{what}: {len(bad)} elements differ; first at {first}: "
-                                 f"got {got[first].item() if first else got}, expected "
-                                 f"{want[first].item() if first else want}")
+            raise AssertionError(
+                f"{what}: {len(bad)} elements differ; first at {first}: "
+                f"got {got[first].item() if first else got}, expected "
+                f"{want[first].item() if first else want}"
+            )
     else:
         torch.testing.assert_close(got, want, rtol=rtol, atol=atol, msg=lambda m: f"{what}: {m}")
 
@@ -131,8 +133,16 @@ def _info(ctx):
 
 OPS = {"sum": R.SUM, "avg": R.AVG, "min": R.MIN, "max": R.MAX, "product": R.PRODUCT}
 for _op_name, _op in OPS.items():
-    for _dtype in (torch.float32, torch.float64, torch.int32, torch.int64, torch.float16,
-                   torch.bfloat16, torch.int8, torch.uint8):
+    for _dtype in (
+        torch.float32,
+        torch.float64,
+        torch.int32,
+        torch.int64,
+        torch.float16,
+        torch.bfloat16,
+        torch.int8,
+        torch.uint8,
+    ):
         if _op == R.AVG and not _dtype.is_floating_point:
             continue
         if _dtype not in (torch.float32,) and _op not in (R.SUM, R.MAX):
@@ -143,7 +153,11 @@ for _op_name, _op in OPS.items():
             t = tensors[ctx.rank].clone()
             dist.all_reduce(t, op=op)
             want = reference(tensors, op)
-            tol = {} if not dtype.is_floating_point else dict(rtol=1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-6, atol=1e-6)
+            tol = (
+                {}
+                if not dtype.is_floating_point
+                else dict(rtol=1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-6, atol=1e-6)
+            )
             same(t, want, f"all_reduce {op} {dtype}", **tol)
 
         CASES.add(f"allreduce/{_op_name}/{str(_dtype).split('.')[1]}", _allreduce)
@@ -154,17 +168,27 @@ def _premul(ctx):
     tensors = everyone(ctx, (4, 3))
     t = tensors[ctx.rank].clone()
     if not hasattr(dist._make_nccl_premul_sum(0.5), "factor"):
-        expect_raises(ValueError, lambda: dist.all_reduce(t, op=dist._make_nccl_premul_sum(0.5)),
-                      "premul_sum before torch 2.7", "needs torch 2.7")
+        expect_raises(
+            ValueError,
+            lambda: dist.all_reduce(t, op=dist._make_nccl_premul_sum(0.5)),
+            "premul_sum before torch 2.7",
+            "needs torch 2.7",
+        )
         return
     dist.all_reduce(t, op=dist._make_nccl_premul_sum(0.5))
     same(t, reference(tensors, "premul", 0.5), "premul_sum", rtol=1e-6, atol=1e-6)
 
 
-for _op_name, _op, _dtype in (("band", R.BAND, torch.int64), ("bor", R.BOR, torch.int32),
-                              ("bxor", R.BXOR, torch.uint8), ("sum", R.SUM, torch.int16),
-                              ("max", R.MAX, torch.bool), ("sum", R.SUM, torch.bool),
-                              ("min", R.MIN, torch.int16)):
+for _op_name, _op, _dtype in (
+    ("band", R.BAND, torch.int64),
+    ("bor", R.BOR, torch.int32),
+    ("bxor", R.BXOR, torch.uint8),
+    ("sum", R.SUM, torch.int16),
+    ("max", R.MAX, torch.bool),
+    ("sum", R.SUM, torch.bool),
+    ("min", R.MIN, torch.int16),
+):
+
     def _fallback(ctx, op=_op, dtype=_dtype):
         tensors = everyone(ctx, (6,), dtype, salt=3)
         t = tensors[ctx.rank].clone()
@@ -319,7 +343,7 @@ def _cm_gather_scatter(ctx):
     cm.wait()
     for k in range(3):
         whole = reference([data(ctx, r, (n * 2,), salt=10 + k) for r in range(n)], R.SUM)
-        same(outs[k], whole[2 * ctx.rank:2 * ctx.rank + 2], f"coalesced reduce_scatter #{k}")
+        same(outs[k], whole[2 * ctx.rank : 2 * ctx.rank + 2], f"coalesced reduce_scatter #{k}")
 
 
 # --------------------------------------------------------------------------
@@ -383,11 +407,11 @@ def _reduce_scatter(ctx):
     whole = everyone(ctx, (n * 3, 2), salt=9)
     out = torch.empty(3, 2)
     dist.reduce_scatter_tensor(out, whole[ctx.rank], op=R.MAX)
-    same(out, reference(whole, R.MAX)[3 * ctx.rank:3 * ctx.rank + 3], "reduce_scatter_tensor MAX")
+    same(out, reference(whole, R.MAX)[3 * ctx.rank : 3 * ctx.rank + 3], "reduce_scatter_tensor MAX")
     out = torch.empty(3, 2, dtype=torch.int64)
     ints = [w.long() for w in whole]
     dist.reduce_scatter_tensor(out, ints[ctx.rank], op=R.BOR)
-    same(out, reference(ints, R.BOR)[3 * ctx.rank:3 * ctx.rank + 3], "reduce_scatter_tensor BOR (fallback)")
+    same(out, reference(ints, R.BOR)[3 * ctx.rank : 3 * ctx.rank + 3], "reduce_scatter_tensor BOR (fallback)")
 
 
 @CASES.case("reduce_scatter/uneven-pieces")
@@ -458,7 +482,7 @@ def _alltoall_single(ctx):
     inputs = everyone(ctx, (2 * n, 3))
     out = torch.empty(2 * n, 3)
     dist.all_to_all_single(out, inputs[ctx.rank])
-    same(out, torch.cat([inputs[s][2 * ctx.rank:2 * ctx.rank + 2] for s in range(n)]), "all_to_all_single")
+    same(out, torch.cat([inputs[s][2 * ctx.rank : 2 * ctx.rank + 2] for s in range(n)]), "all_to_all_single")
     # rank s sends (d + 1) rows to rank d
     rows = sum(d + 1 for d in range(n))
     inputs = everyone(ctx, (rows, 2), salt=5)
@@ -467,7 +491,7 @@ def _alltoall_single(ctx):
     out = torch.empty(sum(out_splits), 2)
     dist.all_to_all_single(out, inputs[ctx.rank], out_splits, in_splits)
     begin = sum(d + 1 for d in range(ctx.rank))
-    want = torch.cat([inputs[s][begin:begin + ctx.rank + 1] for s in range(n)])
+    want = torch.cat([inputs[s][begin : begin + ctx.rank + 1] for s in range(n)])
     same(out, want, "all_to_all_single with split sizes")
 
 
@@ -509,8 +533,12 @@ def _isend_irecv(ctx):
     right, left = (ctx.rank + 1) % n, (ctx.rank - 1) % n
     to_right, to_left = data(ctx, ctx.rank, (5,), salt=1), data(ctx, ctx.rank, (5,), salt=2)
     from_left, from_right = torch.empty(5), torch.empty(5)
-    ops = [dist.P2POp(dist.isend, to_right, right), dist.P2POp(dist.isend, to_left, left),
-           dist.P2POp(dist.irecv, from_left, left), dist.P2POp(dist.irecv, from_right, right)]
+    ops = [
+        dist.P2POp(dist.isend, to_right, right),
+        dist.P2POp(dist.isend, to_left, left),
+        dist.P2POp(dist.irecv, from_left, left),
+        dist.P2POp(dist.irecv, from_right, right),
+    ]
     for work in dist.batch_isend_irecv(ops):
         work.wait()
     same(from_left, data(ctx, left, (5,), salt=1), "from the left")
@@ -652,11 +680,13 @@ def _mismatch(ctx):
     expect_raises(Exception, fut.wait, "future of a mismatched all_reduce")
     assert not work2.is_success() and work2.exception() is not None
     # Synchronous calls raise directly, and the group stays usable.
-    err = expect_raises(ringcc.MismatchError, lambda: dist.broadcast(torch.ones(3 + ctx.rank), 0),
-                        "broadcast")
+    err = expect_raises(ringcc.MismatchError, lambda: dist.broadcast(torch.ones(3 + ctx.rank), 0), "broadcast")
     assert isinstance(err, dist.DistBackendError), type(err).__mro__
-    err = expect_raises(dist.DistBackendError, lambda: dist.all_reduce(torch.ones(5 + ctx.rank)),
-                        "synchronous all_reduce (the short path)")
+    err = expect_raises(
+        dist.DistBackendError,
+        lambda: dist.all_reduce(torch.ones(5 + ctx.rank)),
+        "synchronous all_reduce (the short path)",
+    )
     assert isinstance(err, ringcc.MismatchError), type(err).__mro__
     t = torch.ones(3)
     dist.all_reduce(t)
@@ -686,25 +716,56 @@ def _one_rank_arguments(ctx):
         return torch.sparse_coo_tensor(torch.tensor([[0]]), torch.ones(1), (rows,), check_invariants=True)
 
     calls = [
-        ("all_reduce BAND of floats", ValueError, "needs an integer or bool tensor",
-         lambda: all_reduce(torch.ones(4), op=pick(R.BAND, R.SUM))),
-        ("all_reduce PRODUCT of a sparse tensor", ValueError, "SUM only",
-         lambda: all_reduce(sparse(4), op=pick(R.PRODUCT, R.SUM))),
-        ("all_gather into a list of the wrong length", ValueError, "output list has",
-         lambda: dist.all_gather([torch.empty(4) for _ in range(pick(n + 1, n))], torch.ones(4))),
-        ("all_gather_into_tensor of another dtype", TypeError, "differs from input dtype",
-         lambda: dist.all_gather_into_tensor(torch.empty(4 * n, dtype=pick(torch.float64, torch.float32)),
-                                             torch.ones(4))),
-        ("reduce_scatter_tensor of the wrong size", ValueError, "expected",
-         lambda: dist.reduce_scatter_tensor(torch.empty(2), torch.ones(pick(2 * n + 1, 2 * n)))),
-        ("all_to_all_single with bad input splits", ValueError, "do not split",
-         lambda: dist.all_to_all_single(torch.empty(n), torch.ones(n), [1] * n,
-                                        pick([2] + [1] * (n - 1), [1] * n))),
-        ("all_gather between two devices", ValueError, "must be on one device",
-         lambda: dist.all_gather([torch.empty(4, device=pick("meta", "cpu")) for _ in range(n)], torch.ones(4))),
-        ("all_to_all into a list of the wrong length", ValueError, "output list has",
-         lambda: dist.all_to_all([torch.empty(1) for _ in range(pick(n + 1, n))],
-                                 [torch.ones(1) for _ in range(n)])),
+        (
+            "all_reduce BAND of floats",
+            ValueError,
+            "needs an integer or bool tensor",
+            lambda: all_reduce(torch.ones(4), op=pick(R.BAND, R.SUM)),
+        ),
+        (
+            "all_reduce PRODUCT of a sparse tensor",
+            ValueError,
+            "SUM only",
+            lambda: all_reduce(sparse(4), op=pick(R.PRODUCT, R.SUM)),
+        ),
+        (
+            "all_gather into a list of the wrong length",
+            ValueError,
+            "output list has",
+            lambda: dist.all_gather([torch.empty(4) for _ in range(pick(n + 1, n))], torch.ones(4)),
+        ),
+        (
+            "all_gather_into_tensor of another dtype",
+            TypeError,
+            "differs from input dtype",
+            lambda: dist.all_gather_into_tensor(
+                torch.empty(4 * n, dtype=pick(torch.float64, torch.float32)), torch.ones(4)
+            ),
+        ),
+        (
+            "reduce_scatter_tensor of the wrong size",
+            ValueError,
+            "expected",
+            lambda: dist.reduce_scatter_tensor(torch.empty(2), torch.ones(pick(2 * n + 1, 2 * n))),
+        ),
+        (
+            "all_to_all_single with bad input splits",
+            ValueError,
+            "do not split",
+            lambda: dist.all_to_all_single(torch.empty(n), torch.ones(n), [1] * n, pick([2] + [1] * (n - 1), [1] * n)),
+        ),
+        (
+            "all_gather between two devices",
+            ValueError,
+            "must be on one device",
+            lambda: dist.all_gather([torch.empty(4, device=pick("meta", "cpu")) for _ in range(n)], torch.ones(4)),
+        ),
+        (
+            "all_to_all into a list of the wrong length",
+            ValueError,
+            "output list has",
+            lambda: dist.all_to_all([torch.empty(1) for _ in range(pick(n + 1, n))], [torch.ones(1) for _ in range(n)]),
+        ),
     ]
     for what, own, fragment, call in calls:
         try:
@@ -713,10 +774,14 @@ def _one_rank_arguments(ctx):
         except Exception as error:  # noqa: BLE001 - checked below
             if bad and not (isinstance(error, own) and fragment in str(error)):
                 problems.append(f"{what}: rank {last}'s own error expected, got {type(error).__name__}: {error}")
-            if not bad and not (isinstance(error, ringcc.MismatchError)
-                                and f"rank {last} could not start" in str(error) and fragment in str(error)):
-                problems.append(f"{what}: MismatchError naming rank {last} expected, got "
-                                f"{type(error).__name__}: {error}")
+            if not bad and not (
+                isinstance(error, ringcc.MismatchError)
+                and f"rank {last} could not start" in str(error)
+                and fragment in str(error)
+            ):
+                problems.append(
+                    f"{what}: MismatchError naming rank {last} expected, got {type(error).__name__}: {error}"
+                )
         t = torch.full((3,), float(r + 1))
         dist.all_reduce(t)
         if not torch.equal(t, torch.full((3,), float(n * (n + 1) // 2))):
@@ -774,8 +839,9 @@ def _timeout(ctx):
 
 def _mlp(seed):
     torch.manual_seed(seed)
-    return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 32),
-                               torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    return torch.nn.Sequential(
+        torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)
+    )
 
 
 def _train(ctx, group, steps=6, hook=None, bucket_cap_mb=0.002):
@@ -844,7 +910,7 @@ def _funcol(ctx):
     same(funcol.wait_tensor(got), torch.cat(tensors), "funcol.all_gather_tensor")
     whole = everyone(ctx, (2 * ctx.size,), salt=3)
     got = funcol.reduce_scatter_tensor(whole[ctx.rank], "sum", 0, group)
-    same(funcol.wait_tensor(got), reference(whole, R.SUM)[2 * ctx.rank:2 * ctx.rank + 2], "funcol.reduce_scatter")
+    same(funcol.wait_tensor(got), reference(whole, R.SUM)[2 * ctx.rank : 2 * ctx.rank + 2], "funcol.reduce_scatter")
 
 
 @CASES.case("compile/fullgraph-eager-and-aot_eager", tags=("compile",))

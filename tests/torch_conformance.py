@@ -43,9 +43,19 @@ FEATURES = ("plugin", "subgroup", "ddp")
 # Why a test is skipped, by its skip message (first match wins).
 SKIP_CATEGORIES = (
     ("needs CUDA or several GPUs", ("CUDA", "GPU", "cuda", "gpu")),
-    ("hard-coded to other backends", ("Only ", "only supported on", "requires backend", "backend supports",
-                                      "Batch Send Recv", "Send Recv Only", "does not support",
-                                      "tests with NCCL only")),
+    (
+        "hard-coded to other backends",
+        (
+            "Only ",
+            "only supported on",
+            "requires backend",
+            "backend supports",
+            "Batch Send Recv",
+            "Send Recv Only",
+            "does not support",
+            "tests with NCCL only",
+        ),
+    ),
     ("needs another world size", ("world size", "worldsize")),
     ("disabled upstream (issue link)", ("github.com/pytorch", "Test is failing")),
 )
@@ -58,10 +68,10 @@ def classify_skip(reason: str) -> str:
     return "other"
 
 
-def read_records(results_dir: str, world: int) -> Dict[str, Dict[int, dict]]:
+def read_records(results_dir: str, world: int) -> dict[str, dict[int, dict]]:
     """{test: {rank: result record}} from RESULTS/rank<R>.jsonl; a test a rank
     started without finishing gets status "crash"."""
-    tests: Dict[str, Dict[int, dict]] = {}
+    tests: dict[str, dict[int, dict]] = {}
     for rank in range(world):
         path = os.path.join(results_dir, f"rank{rank}.jsonl")
         if not os.path.exists(path):
@@ -79,12 +89,16 @@ def read_records(results_dir: str, world: int) -> Dict[str, Dict[int, dict]]:
                     tests.setdefault(record["name"], {})[rank] = record
                     pending = None
         if pending is not None:
-            tests.setdefault(pending, {})[rank] = {"name": pending, "status": "crash",
-                                                   "reason": "the rank died or hung in this test", "seconds": 0}
+            tests.setdefault(pending, {})[rank] = {
+                "name": pending,
+                "status": "crash",
+                "reason": "the rank died or hung in this test",
+                "seconds": 0,
+            }
     return tests
 
 
-def verdict(per_rank: Dict[int, dict], world: int):
+def verdict(per_rank: dict[int, dict], world: int):
     """(status, reason) of one test over all ranks: fail/crash beats skip beats pass."""
     records = list(per_rank.values())
     for status in ("crash", "fail"):
@@ -99,7 +113,7 @@ def verdict(per_rank: Dict[int, dict], world: int):
     return "pass", ""
 
 
-def summarize(tests: Dict[str, Dict[int, dict]], world: int) -> dict:
+def summarize(tests: dict[str, dict[int, dict]], world: int) -> dict:
     summary = {"pass": [], "fail": {}, "crash": {}, "skip": {}}
     for name in sorted(tests):
         status, reason = verdict(tests[name], world)
@@ -115,19 +129,29 @@ def summarize(tests: Dict[str, Dict[int, dict]], world: int) -> dict:
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--results", required=True, help="directory for rank<R>.jsonl")
-    parser.add_argument("--workdir",
-                        help="scratch directory shared by the ranks (fresh for every run)")
+    parser.add_argument("--workdir", help="scratch directory shared by the ranks (fresh for every run)")
     parser.add_argument("--tests", default="", help="comma-separated fnmatch patterns (default: all)")
     parser.add_argument("--exclude", default="", help="comma-separated test names to leave out")
-    parser.add_argument("--features", default=",".join(FEATURES),
-                        help="DistTestCases.backend_feature sets that get 'ring' (default: %(default)s; "
-                             "adding 'gpu' also runs the CPU paths of tests gated on nccl/gloo/ucc)")
-    parser.add_argument("--impersonate", default="", metavar="BACKEND",
-                        help="let the tests believe BACKEND (e.g. gloo) runs while the groups are 'ring': "
-                             "runs the tests hard-coded to that backend's name (informative only)")
+    parser.add_argument(
+        "--features",
+        default=",".join(FEATURES),
+        help="DistTestCases.backend_feature sets that get 'ring' (default: %(default)s; "
+        "adding 'gpu' also runs the CPU paths of tests gated on nccl/gloo/ucc)",
+    )
+    parser.add_argument(
+        "--impersonate",
+        default="",
+        metavar="BACKEND",
+        help="let the tests believe BACKEND (e.g. gloo) runs while the groups are 'ring': "
+        "runs the tests hard-coded to that backend's name (informative only)",
+    )
     parser.add_argument("--list", action="store_true", help="print the selected test names and exit")
-    parser.add_argument("--summarize", type=int, metavar="WORLD_SIZE",
-                        help="print the counts found in --results (written by WORLD_SIZE ranks) and exit")
+    parser.add_argument(
+        "--summarize",
+        type=int,
+        metavar="WORLD_SIZE",
+        help="print the counts found in --results (written by WORLD_SIZE ranks) and exit",
+    )
     return parser.parse_args(argv)
 
 
@@ -159,12 +183,11 @@ def _file_barrier(workdir: str, rank: int, world: int, index: int) -> None:
         if arrived == world:
             return
         if time.monotonic() > deadline:
-            raise SystemExit(f"rank {rank}: the ranks did not meet before test #{index} "
-                             f"within {SYNC_TIMEOUT_S:g} s")
+            raise SystemExit(f"rank {rank}: the ranks did not meet before test #{index} within {SYNC_TIMEOUT_S:g} s")
         time.sleep(0.01)
 
 
-def _skip_reason_for_exit(code, test_skips) -> Optional[str]:
+def _skip_reason_for_exit(code, test_skips) -> str | None:
     for skip in test_skips.values():
         if skip.exit_code == code:
             return skip.message
@@ -174,9 +197,10 @@ def _skip_reason_for_exit(code, test_skips) -> Optional[str]:
 def load_suite(features=FEATURES, impersonate=""):
     """Imports distributed_test with "ring" enabled; returns (test class, module, TEST_SKIPS)."""
     os.environ["BACKEND"] = impersonate or "ring"
-    import ringcc.torch  # noqa: F401  (registers backend "ring")
     import torch  # noqa: F401
     from torch.testing._internal.common_distributed import TEST_SKIPS, DistTestCases
+
+    import ringcc.torch  # noqa: F401  (registers backend "ring")
 
     for feature in features:
         DistTestCases.backend_feature.setdefault(feature, set()).add("ring")
@@ -188,7 +212,7 @@ def load_suite(features=FEATURES, impersonate=""):
     return RingConformance, dt, TEST_SKIPS
 
 
-def select(names: List[str], patterns: List[str], exclude: List[str]) -> List[str]:
+def select(names: list[str], patterns: list[str], exclude: list[str]) -> list[str]:
     chosen = [n for n in names if not patterns or any(fnmatch.fnmatchcase(n, p) for p in patterns)]
     return [n for n in chosen if n not in set(exclude)]
 
@@ -212,8 +236,9 @@ def run_test(cls, dt, test_skips, name: str, rank: int, world: int, test_dir: st
         # through unittest's runner, which this driver does not use.
         return "skip", getattr(method, "__unittest_skip_why__", "")
     try:
-        dist.init_process_group(init_method=case.init_method, backend="ring", world_size=world,
-                                rank=rank, timeout=timeout)
+        dist.init_process_group(
+            init_method=case.init_method, backend="ring", world_size=world, rank=rank, timeout=timeout
+        )
         case._barrier()
         common_utils.set_rng_seed(common_utils.SEED)
         getattr(case, name)()
@@ -243,8 +268,10 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.summarize:
         summary = summarize(read_records(args.results, args.summarize), args.summarize)
-        print(f"pass {len(summary['pass'])}, fail {len(summary['fail'])}, crash {len(summary['crash'])}, "
-              f"skip {sum(len(v) for v in summary['skip'].values())}")
+        print(
+            f"pass {len(summary['pass'])}, fail {len(summary['fail'])}, crash {len(summary['crash'])}, "
+            f"skip {sum(len(v) for v in summary['skip'].values())}"
+        )
         for category, tests in sorted(summary["skip"].items()):
             print(f"  skip: {category}: {len(tests)}")
         for status in ("fail", "crash"):
@@ -260,8 +287,11 @@ def main(argv=None) -> int:
     if not args.workdir:
         raise SystemExit("--workdir is needed to run tests")
     cls, dt, test_skips = load_suite([f for f in args.features.split(",") if f], args.impersonate)
-    names = select(sorted(n for n in dir(cls) if n.startswith("test_")),
-                   [p for p in args.tests.split(",") if p], [e for e in args.exclude.split(",") if e])
+    names = select(
+        sorted(n for n in dir(cls) if n.startswith("test_")),
+        [p for p in args.tests.split(",") if p],
+        [e for e in args.exclude.split(",") if e],
+    )
     if args.list:
         if rank == 0:
             print("\n".join(names))
@@ -275,10 +305,17 @@ def main(argv=None) -> int:
         _file_barrier(args.workdir, rank, world, index)
         _write(out, {"kind": "start", "name": name})
         start = time.monotonic()
-        status, reason = run_test(cls, dt, test_skips, name, rank, world,
-                                  os.path.join(args.workdir, f"t{index:03d}"))
-        _write(out, {"kind": "result", "name": name, "status": status, "reason": reason,
-                     "seconds": round(time.monotonic() - start, 3)})
+        status, reason = run_test(cls, dt, test_skips, name, rank, world, os.path.join(args.workdir, f"t{index:03d}"))
+        _write(
+            out,
+            {
+                "kind": "result",
+                "name": name,
+                "status": status,
+                "reason": reason,
+                "seconds": round(time.monotonic() - start, 3),
+            },
+        )
     _file_barrier(args.workdir, rank, world, len(names))
     _write(out, {"kind": "end"})
     sys.stdout.flush()

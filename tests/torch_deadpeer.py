@@ -23,9 +23,10 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    import ringcc.torch  # noqa: F401
     import torch
     import torch.distributed as dist
+
+    import ringcc.torch  # noqa: F401
 
     dist.init_process_group("ring", timeout=datetime.timedelta(seconds=60))
     rank, size = dist.get_rank(), dist.get_world_size()

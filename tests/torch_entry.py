@@ -30,8 +30,9 @@ def main() -> int:
     rank, size = dist.get_rank(), dist.get_world_size()
     t = torch.full((3,), float(rank + 1))
     dist.all_reduce(t)
-    record.update(rank=rank, size=size, backend=dist.get_backend(), result=t.tolist(),
-                  group_type=type(dist.group.WORLD).__name__)
+    record.update(
+        rank=rank, size=size, backend=dist.get_backend(), result=t.tolist(), group_type=type(dist.group.WORLD).__name__
+    )
     dist.destroy_process_group()
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, f"rank{rank}.json"), "w", encoding="utf-8") as file:

@@ -20,7 +20,8 @@ import os
 import sys
 import time
 import traceback
-from typing import Callable, List, Optional
+from collections.abc import Callable
+from typing import List, Optional
 
 from rank_harness import CaseList, Context, Skip, _write, case_seed  # noqa: F401  (re-exported)
 
@@ -32,12 +33,12 @@ class TorchContext(Context):
 
     backend: str = "ring"
 
-    def generator(self, rank: Optional[int] = None, salt: int = 0):
+    def generator(self, rank: int | None = None, salt: int = 0):
         """A torch.Generator every rank can recreate for any rank's data."""
         import torch
 
         g = torch.Generator()
-        g.manual_seed((self.seed * 1000003 + (self.rank if rank is None else rank) * 7919 + salt) % (2 ** 63))
+        g.manual_seed((self.seed * 1000003 + (self.rank if rank is None else rank) * 7919 + salt) % (2**63))
         return g
 
 
@@ -52,7 +53,7 @@ def _store_barrier(store, key: str, size: int) -> None:
         delay = min(delay * 2, 0.02)
 
 
-def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Run test cases inside a group of torch.distributed ranks.")
     parser.add_argument("--out", required=True, help="directory for the per-rank result files")
     parser.add_argument("--tags", default="", help="comma-separated tags this group enables")
@@ -62,8 +63,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def run_cases(cases: CaseList, argv: Optional[List[str]] = None,
-              before_init: Optional[Callable[[], None]] = None) -> int:
+def run_cases(cases: CaseList, argv: list[str] | None = None, before_init: Callable[[], None] | None = None) -> int:
     args = parse_args(argv)
     tags = [t for t in args.tags.split(",") if t]
     patterns = [p for p in args.cases.split(",") if p]
@@ -74,8 +74,9 @@ def run_cases(cases: CaseList, argv: Optional[List[str]] = None,
         return 0
     if before_init is not None:
         before_init()
-    import ringcc.torch  # noqa: F401  (registers backend "ring" when no entry point did)
     import torch.distributed as dist
+
+    import ringcc.torch  # noqa: F401  (registers backend "ring" when no entry point did)
 
     dist.init_process_group(args.backend, timeout=datetime.timedelta(seconds=60))
     rank, size = dist.get_rank(), dist.get_world_size()
@@ -88,12 +89,20 @@ def run_cases(cases: CaseList, argv: Optional[List[str]] = None,
     group = dist.group.WORLD
     import ringcc
 
-    _write(out_path, {
-        "kind": "start", "rank": rank, "size": size, "pid": os.getpid(),
-        "transport": getattr(group, "transport_name", args.backend), "cases": len(selected),
-        "ringcc_file": ringcc.__file__, "backend": dist.get_backend(),
-        "launcher": "ringrun" if "RINGCC_RANK" in os.environ else "torchrun",
-    })
+    _write(
+        out_path,
+        {
+            "kind": "start",
+            "rank": rank,
+            "size": size,
+            "pid": os.getpid(),
+            "transport": getattr(group, "transport_name", args.backend),
+            "cases": len(selected),
+            "ringcc_file": ringcc.__file__,
+            "backend": dist.get_backend(),
+            "launcher": "ringrun" if "RINGCC_RANK" in os.environ else "torchrun",
+        },
+    )
     failures, broken = 0, None
     for index, case in enumerate(selected):
         record = {"kind": "case", "name": case.name}
@@ -118,8 +127,7 @@ def run_cases(cases: CaseList, argv: Optional[List[str]] = None,
         except BaseException as error:  # noqa: BLE001 - recorded; the ranks stay in step
             failures += 1
             lines = traceback.format_exception(type(error), error, error.__traceback__)
-            record.update(status="fail", message=f"{type(error).__name__}: {error}",
-                          traceback="".join(lines[-8:]))
+            record.update(status="fail", message=f"{type(error).__name__}: {error}", traceback="".join(lines[-8:]))
             if isinstance(error, KeyboardInterrupt):
                 raise
         record["seconds"] = round(time.monotonic() - start, 4)

@@ -32,8 +32,7 @@ import ringcc.torch as hvd  # noqa: E402
 from ringcc.torch import horovod as _hvd_module  # noqa: E402
 
 CASES = CaseList()
-OPS = {"Sum": hvd.Sum, "Average": hvd.Average, "Min": hvd.Min, "Max": hvd.Max,
-       "Product": hvd.Product}
+OPS = {"Sum": hvd.Sum, "Average": hvd.Average, "Min": hvd.Min, "Max": hvd.Max, "Product": hvd.Product}
 
 
 # --------------------------------------------------------------------------
@@ -42,7 +41,7 @@ OPS = {"Sum": hvd.Sum, "Average": hvd.Average, "Min": hvd.Min, "Max": hvd.Max,
 
 def gen(ctx, rank, salt=0) -> torch.Generator:
     g = torch.Generator()
-    g.manual_seed((ctx.seed * 1000003 + rank * 7919 + salt * 104729) % (2 ** 62))
+    g.manual_seed((ctx.seed * 1000003 + rank * 7919 + salt * 104729) % (2**62))
     return g
 
 
@@ -64,14 +63,24 @@ def everyone(ctx, shape, dtype=torch.float32, salt=0):
 
 
 def reduce_ref(tensors, op):
-    s = torch.stack([t.to(torch.complex128 if t.dtype.is_complex else
-                          (torch.float64 if t.dtype.is_floating_point else torch.int64))
-                     for t in tensors])
+    s = torch.stack(
+        [
+            t.to(
+                torch.complex128
+                if t.dtype.is_complex
+                else (torch.float64 if t.dtype.is_floating_point else torch.int64)
+            )
+            for t in tensors
+        ]
+    )
     if op == hvd.Sum:
         r = s.sum(0)
     elif op == hvd.Average:
-        r = s.sum(0) / len(tensors) if (s.dtype.is_floating_point or s.dtype.is_complex) else \
-            torch.div(s.sum(0), len(tensors), rounding_mode="trunc")
+        r = (
+            s.sum(0) / len(tensors)
+            if (s.dtype.is_floating_point or s.dtype.is_complex)
+            else torch.div(s.sum(0), len(tensors), rounding_mode="trunc")
+        )
     elif op == hvd.Min:
         r = s.amin(0)
     elif op == hvd.Max:
@@ -86,17 +95,20 @@ def same(got, want, what) -> bool:
         return False
     if not expect(got.dtype == want.dtype, f"{what}: dtype {got.dtype}, expected {want.dtype}"):
         return False
-    if not expect(tuple(got.shape) == tuple(want.shape),
-                  f"{what}: shape {tuple(got.shape)}, expected {tuple(want.shape)}"):
+    if not expect(
+        tuple(got.shape) == tuple(want.shape), f"{what}: shape {tuple(got.shape)}, expected {tuple(want.shape)}"
+    ):
         return False
     ok = torch.equal(got, want)
-    return expect(ok, f"{what}: values differ: got {got.flatten()[:8].tolist()}, "
-                      f"expected {want.flatten()[:8].tolist()}")
+    return expect(
+        ok, f"{what}: values differ: got {got.flatten()[:8].tolist()}, expected {want.flatten()[:8].tolist()}"
+    )
 
 
 def close(got, want, what, rtol=1e-5, atol=1e-6) -> bool:
-    if not expect(tuple(got.shape) == tuple(want.shape),
-                  f"{what}: shape {tuple(got.shape)}, expected {tuple(want.shape)}"):
+    if not expect(
+        tuple(got.shape) == tuple(want.shape), f"{what}: shape {tuple(got.shape)}, expected {tuple(want.shape)}"
+    ):
         return False
     g, w = got.detach(), want.detach()
     if g.is_complex() or w.is_complex():
@@ -113,8 +125,9 @@ def check(got, want, what, op) -> bool:
     """Exact, except a floating-point Average (the core multiplies by 1/n)."""
     if op == hvd.Average and (want.dtype.is_floating_point or want.dtype.is_complex):
         rtol = {torch.float16: 1e-3, torch.bfloat16: 8e-3}.get(want.dtype, 1e-6)
-        return expect(got.dtype == want.dtype, f"{what}: dtype {got.dtype}") and \
-            close(got, want, what, rtol=rtol, atol=rtol)
+        return expect(got.dtype == want.dtype, f"{what}: dtype {got.dtype}") and close(
+            got, want, what, rtol=rtol, atol=rtol
+        )
     return same(got, want, what)
 
 
@@ -142,8 +155,10 @@ def case(name, **options):
             hvd.init()
             _hvd_module._reset_names(1_000_000 * (index + 1))
             fn(ctx)
+
         CASES.add(name, run, **options)
         return fn
+
     return register
 
 
@@ -158,16 +173,26 @@ def _(ctx):
     expect(hvd.local_rank() == ctx.rank and hvd.local_size() == ctx.size, "one host: local = global")
     expect(hvd.cross_rank() == 0 and hvd.cross_size() == 1, "one host: cross_rank 0 of 1")
     expect(hvd.is_homogeneous(), "is_homogeneous")
-    for query in ("mpi_built", "gloo_built", "ccl_built", "rocm_built",
-                  "mpi_enabled", "mpi_threads_supported", "gloo_enabled", "ddl_built"):
+    for query in (
+        "mpi_built",
+        "gloo_built",
+        "ccl_built",
+        "rocm_built",
+        "mpi_enabled",
+        "mpi_threads_supported",
+        "gloo_enabled",
+        "ddl_built",
+    ):
         expect(getattr(hvd, query)() is False, f"{query}() should be False for ringcc")
     # What ringcc found at run time, truthfully.
     expect(hvd.nccl_built() is bool(ringcc.nccl_info()["found"]), "nccl_built() says whether NCCL was found")
     expect(hvd.cuda_built() is bool(ringcc.cuda_info()["found"]), "cuda_built() says whether CUDA was found")
     expect(issubclass(hvd.HorovodInternalError, RuntimeError), "HorovodInternalError is a RuntimeError")
     expect(hvd.global_process_set.ranks == list(range(ctx.size)), "global_process_set.ranks")
-    expect(hvd.global_process_set.size() == ctx.size and hvd.global_process_set.rank() == ctx.rank,
-           "global_process_set size/rank")
+    expect(
+        hvd.global_process_set.size() == ctx.size and hvd.global_process_set.rank() == ctx.rank,
+        "global_process_set size/rank",
+    )
     for name in ("Sum", "Average", "Min", "Max", "Product", "Adasum"):
         expect(hasattr(hvd, name), f"hvd.{name}")
     expect(hvd.Compression.none.compress(torch.ones(2))[0].dtype == torch.float32, "Compression.none")
@@ -181,8 +206,17 @@ def _(ctx):
 
 @case("allreduce/ops_and_dtypes")
 def _(ctx):
-    dtypes = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64,
-              torch.int8, torch.uint8, torch.int16]
+    dtypes = [
+        torch.float32,
+        torch.float64,
+        torch.float16,
+        torch.bfloat16,
+        torch.int32,
+        torch.int64,
+        torch.int8,
+        torch.uint8,
+        torch.int16,
+    ]
     for di, dtype in enumerate(dtypes):
         for oi, (op_name, op) in enumerate(OPS.items()):
             inputs = everyone(ctx, (3, 5), dtype, salt=di * 10 + oi)
@@ -199,10 +233,10 @@ def _(ctx):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         same(hvd.allreduce(inputs[ctx.rank], average=False), reduce_ref(inputs, hvd.Sum), "average=False")
-        check(hvd.allreduce(inputs[ctx.rank], average=True), reduce_ref(inputs, hvd.Average), "average=True",
-              hvd.Average)
-    raises(ValueError, lambda: hvd.allreduce(inputs[ctx.rank], average=True, op=hvd.Sum),
-           "average and op together")
+        check(
+            hvd.allreduce(inputs[ctx.rank], average=True), reduce_ref(inputs, hvd.Average), "average=True", hvd.Average
+        )
+    raises(ValueError, lambda: hvd.allreduce(inputs[ctx.rank], average=True, op=hvd.Sum), "average and op together")
     raises(NotImplementedError, lambda: hvd.allreduce(inputs[ctx.rank], op=hvd.Adasum), "Adasum")
 
 
@@ -212,29 +246,48 @@ def _(ctx):
     tensor of the input's dtype and shape, the input untouched, Average by
     default, names reused with new values; tensors the direct path leaves
     to the general one (non-contiguous, complex) still reduce."""
-    dtypes = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64,
-              torch.uint8, torch.int8]
+    dtypes = [
+        torch.float32,
+        torch.float64,
+        torch.float16,
+        torch.bfloat16,
+        torch.int32,
+        torch.int64,
+        torch.uint8,
+        torch.int8,
+    ]
     for round_ in range(2):
-        inputs = {(dt, shape): everyone(ctx, shape, dt, salt=round_ * 100 + k)
-                  for k, dt in enumerate(dtypes) for shape in [(), (7,), (3, 5), (0,)]}
-        handles = {key: hvd.allreduce_async(v[ctx.rank], name=f"oop.{key[0]}.{key[1]}", op=hvd.Sum)
-                   for key, v in inputs.items()}
+        inputs = {
+            (dt, shape): everyone(ctx, shape, dt, salt=round_ * 100 + k)
+            for k, dt in enumerate(dtypes)
+            for shape in [(), (7,), (3, 5), (0,)]
+        }
+        handles = {
+            key: hvd.allreduce_async(v[ctx.rank], name=f"oop.{key[0]}.{key[1]}", op=hvd.Sum)
+            for key, v in inputs.items()
+        }
         for key, h in handles.items():
             mine = inputs[key][ctx.rank]
             before = mine.clone()
             got = hvd.synchronize(h)
-            expect(got is not mine and got.data_ptr() != mine.data_ptr() or mine.numel() == 0,
-                   f"{key}: a new tensor")
+            expect(got is not mine and got.data_ptr() != mine.data_ptr() or mine.numel() == 0, f"{key}: a new tensor")
             expect(got.dtype == mine.dtype and got.shape == mine.shape, f"{key}: {got.dtype}{tuple(got.shape)}")
             same(got, reduce_ref(inputs[key], hvd.Sum), f"allreduce_async {key} round {round_}")
             same(mine, before, f"{key}: input untouched")
     # The default op is Average; scale factors apply.
     xs = everyone(ctx, (4, 4), torch.float64, salt=7)
-    close(hvd.synchronize(hvd.allreduce_async(xs[ctx.rank], name="oop.avg")),
-          reduce_ref(xs, hvd.Average), "allreduce_async default Average")
-    close(hvd.synchronize(hvd.allreduce_async(xs[ctx.rank], name="oop.scaled", op=hvd.Sum,
-                                              prescale_factor=2.0, postscale_factor=0.25)),
-          reduce_ref(xs, hvd.Sum) * 0.5, "allreduce_async scaled")
+    close(
+        hvd.synchronize(hvd.allreduce_async(xs[ctx.rank], name="oop.avg")),
+        reduce_ref(xs, hvd.Average),
+        "allreduce_async default Average",
+    )
+    close(
+        hvd.synchronize(
+            hvd.allreduce_async(xs[ctx.rank], name="oop.scaled", op=hvd.Sum, prescale_factor=2.0, postscale_factor=0.25)
+        ),
+        reduce_ref(xs, hvd.Sum) * 0.5,
+        "allreduce_async scaled",
+    )
     # A tensor that requires grad: the result carries none.
     g = xs[ctx.rank].clone().requires_grad_()
     got = hvd.synchronize(hvd.allreduce_async(g, name="oop.grad", op=hvd.Sum))
@@ -245,8 +298,11 @@ def _(ctx):
     got = hvd.synchronize(hvd.allreduce_async(wide[ctx.rank][:, ::2], name="oop.strided", op=hvd.Max))
     same(got, reduce_ref([w[:, ::2] for w in wide], hvd.Max), "allreduce_async strided")
     cin = everyone(ctx, (3,), torch.complex64, salt=9)
-    same(hvd.synchronize(hvd.allreduce_async(cin[ctx.rank], name="oop.complex", op=hvd.Sum)),
-         reduce_ref(cin, hvd.Sum), "allreduce_async complex")
+    same(
+        hvd.synchronize(hvd.allreduce_async(cin[ctx.rank], name="oop.complex", op=hvd.Sum)),
+        reduce_ref(cin, hvd.Sum),
+        "allreduce_async complex",
+    )
 
 
 @case("allreduce/inplace_async_poll_scale_complex_noncontiguous")
@@ -286,8 +342,11 @@ def _(ctx):
     expect(not view.is_contiguous(), "the view is strided")
     hvd.allreduce_(view, op=hvd.Sum)
     same(mine, reduce_ref(big, hvd.Sum), "allreduce_ of a transposed view")
-    same(hvd.allreduce(big[ctx.rank].t(), op=hvd.Sum), reduce_ref(big, hvd.Sum).t().contiguous(),
-         "allreduce of a transposed view")
+    same(
+        hvd.allreduce(big[ctx.rank].t(), op=hvd.Sum),
+        reduce_ref(big, hvd.Sum).t().contiguous(),
+        "allreduce of a transposed view",
+    )
     # 0-dim and empty
     s = torch.tensor(float(ctx.rank + 1))
     same(hvd.allreduce(s, op=hvd.Sum), torch.tensor(float(ctx.size * (ctx.size + 1) // 2)), "0-dim")
@@ -302,15 +361,24 @@ def _(ctx):
     core's own handle); everything else takes the general path. Both give
     the same results and errors."""
     direct = ringcc._core.Handle
-    dtypes = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64,
-              torch.int8, torch.uint8]
+    dtypes = [
+        torch.float32,
+        torch.float64,
+        torch.float16,
+        torch.bfloat16,
+        torch.int32,
+        torch.int64,
+        torch.int8,
+        torch.uint8,
+    ]
     for di, dtype in enumerate(dtypes):
         for oi, (op_name, op) in enumerate(OPS.items()):
             inputs = everyone(ctx, (3, 5), dtype, salt=di * 10 + oi)
             t = inputs[ctx.rank].clone()
             h = hvd.allreduce_async_(t, name=f"direct.{dtype}.{op_name}", op=op)
-            expect(type(h) is direct, f"{dtype} {op_name}: the direct path gives the core's handle, "
-                                      f"got {type(h).__name__}")
+            expect(
+                type(h) is direct, f"{dtype} {op_name}: the direct path gives the core's handle, got {type(h).__name__}"
+            )
             expect(hvd.synchronize(h) is t, f"{dtype} {op_name}: synchronize returns the tensor")
             check(t, reduce_ref(inputs, op), f"direct allreduce_async_ {op_name} {dtype}", op)
     # default op (Average), integer and float scale factors, positional op, no name
@@ -358,6 +426,7 @@ def _(ctx):
     def mine_as_taken():
         x = mixed[ctx.rank].clone()
         return x if ctx.rank % 2 == 0 else x.t().contiguous().t()
+
     t = mine_as_taken()
     expect(t.is_contiguous() is (ctx.rank % 2 == 0), "even ranks contiguous, odd ranks strided")
     hvd.synchronize(hvd.allreduce_async_(t, name="mixed.paths", op=hvd.Sum))
@@ -366,15 +435,18 @@ def _(ctx):
     # grouped in place: each tensor of the group takes its own path
     group = [mine_as_taken(), mixed[ctx.rank].clone().to(torch.float64), mixed[ctx.rank].clone().to(torch.int16)]
     returned = hvd.synchronize(hvd.grouped_allreduce_async_(group, name="mixed.group", op=hvd.Max))
-    expect(len(returned) == 3 and all(a is b for a, b in zip(returned, group)),
-           "grouped_allreduce_async_ returns its tensors")
+    expect(
+        len(returned) == 3 and all(a is b for a, b in zip(returned, group)),
+        "grouped_allreduce_async_ returns its tensors",
+    )
     for got, dtype in zip(group, (torch.float32, torch.float64, torch.int16)):
         same(got, reduce_ref([m.to(dtype) for m in mixed], hvd.Max).to(dtype), f"grouped in place, {dtype}")
     # a shape mismatch through the direct path: every rank raises from synchronize, naming it
     h = hvd.allreduce_async_(torch.ones(ctx.rank + 2), name="direct.mismatch", op=hvd.Sum)
     expect(type(h) is direct, "mismatch case: direct path")
-    error = raises(hvd.HorovodInternalError, lambda: hvd.synchronize(h), "direct: mismatched shapes",
-                   fragment="direct.mismatch")
+    error = raises(
+        hvd.HorovodInternalError, lambda: hvd.synchronize(h), "direct: mismatched shapes", fragment="direct.mismatch"
+    )
     expect(error is None or isinstance(error, ringcc.MismatchError), f"also a MismatchError: {error!r}")
     t = inputs[ctx.rank].clone()
     hvd.synchronize(hvd.allreduce_async_(t, name="direct.after", op=hvd.Sum))
@@ -384,21 +456,25 @@ def _(ctx):
     x = torch.ones(4)
     good = (x, x.data_ptr(), x.shape, 2, 0, "raw.bad", 1.0, 1.0)
     for index, value, error_class, fragment in (
-            (3, 8, ValueError, "invalid dtype code 8"),
-            (3, -1, ValueError, "invalid dtype code -1"),
-            (4, 9, ValueError, "invalid op code 9"),
-            (2, [4], TypeError, "shape must be a tuple"),
-            (2, (-4,), ValueError, "invalid shape"),
-            (1, 0, ValueError, "null data_ptr"),
-            (5, "", TypeError, "name must be a non-empty str"),
-            (6, "x", TypeError, None)):
+        (3, 8, ValueError, "invalid dtype code 8"),
+        (3, -1, ValueError, "invalid dtype code -1"),
+        (4, 9, ValueError, "invalid op code 9"),
+        (2, [4], TypeError, "shape must be a tuple"),
+        (2, (-4,), ValueError, "invalid shape"),
+        (1, 0, ValueError, "null data_ptr"),
+        (5, "", TypeError, "name must be a non-empty str"),
+        (6, "x", TypeError, None),
+    ):
         bad = list(good)
         bad[index] = value
-        raises(error_class, lambda: raw(*bad), f"_allreduce_async_raw with argument {index} = {value!r}",
-               fragment)
+        raises(error_class, lambda: raw(*bad), f"_allreduce_async_raw with argument {index} = {value!r}", fragment)
     raises(TypeError, lambda: raw(*good[:7]), "_allreduce_async_raw with 7 arguments", "takes 8 or 10 arguments")
-    raises(ValueError, lambda: raw(*good[:5], "raw.bad-source", 1.0, 1.0, x, 0),
-           "_allreduce_async_raw out of place from address 0", "null source_ptr")
+    raises(
+        ValueError,
+        lambda: raw(*good[:5], "raw.bad-source", 1.0, 1.0, x, 0),
+        "_allreduce_async_raw out of place from address 0",
+        "null source_ptr",
+    )
 
 
 @case("allreduce/named_out_of_order")
@@ -438,14 +514,18 @@ def _(ctx):
     g = gen(ctx, ctx.rank, 5)
     x = torch.randn(64, generator=g)
     everyone_x = [torch.randn(64, generator=gen(ctx, r, 5)) for r in range(ctx.size)]
-    for comp, wire, rtol in ((hvd.Compression.fp16, torch.float16, 2e-3),
-                             (hvd.Compression.bf16, torch.bfloat16, 1.6e-2)):
+    for comp, wire, rtol in (
+        (hvd.Compression.fp16, torch.float16, 2e-3),
+        (hvd.Compression.bf16, torch.bfloat16, 1.6e-2),
+    ):
         got = hvd.allreduce(x, op=hvd.Average, compression=comp)
         expect(got.dtype == torch.float32, f"{wire}: decompressed back to float32")
         want = (torch.stack([v.to(wire).double() for v in everyone_x]).mean(0)).to(wire).float()
         scale = torch.stack([v.abs() for v in everyone_x]).max(0).values
-        expect(bool(((got - want).abs() <= rtol * scale + 1e-6).all()),
-               f"{wire} compressed Average: max error {(got - want).abs().max().item():g}")
+        expect(
+            bool(((got - want).abs() <= rtol * scale + 1e-6).all()),
+            f"{wire} compressed Average: max error {(got - want).abs().max().item():g}",
+        )
 
 
 # --------------------------------------------------------------------------
@@ -454,8 +534,18 @@ def _(ctx):
 
 @case("allgather/uneven_rows_and_dtypes")
 def _(ctx):
-    for di, dtype in enumerate([torch.float32, torch.float16, torch.bfloat16, torch.int64,
-                                torch.int16, torch.bool, torch.uint8, torch.complex64]):
+    for di, dtype in enumerate(
+        [
+            torch.float32,
+            torch.float16,
+            torch.bfloat16,
+            torch.int64,
+            torch.int16,
+            torch.bool,
+            torch.uint8,
+            torch.complex64,
+        ]
+    ):
         inputs = [data(ctx, r, (r + 1, 3), dtype, salt=di) for r in range(ctx.size)]
         same(hvd.allgather(inputs[ctx.rank]), torch.cat(inputs), f"allgather {dtype}")
     scalars = [torch.tensor(float(r)) for r in range(ctx.size)]
@@ -464,8 +554,10 @@ def _(ctx):
     same(hvd.allgather(empty[ctx.rank]), torch.cat(empty), "allgather with empty contributions")
     h = hvd.allgather_async(inputs[ctx.rank], name="ag")
     same(hvd.synchronize(h), torch.cat(inputs), "allgather_async")
-    group = [[data(ctx, r, (r + 2,), torch.int32, salt=9), data(ctx, r, (1, 2), torch.float64, salt=8)]
-             for r in range(ctx.size)]
+    group = [
+        [data(ctx, r, (r + 2,), torch.int32, salt=9), data(ctx, r, (1, 2), torch.float64, salt=8)]
+        for r in range(ctx.size)
+    ]
     got = hvd.grouped_allgather(group[ctx.rank])
     for i in range(2):
         same(got[i], torch.cat([g[i] for g in group]), f"grouped_allgather [{i}]")
@@ -497,14 +589,23 @@ def _(ctx):
             same(got, inputs[root], f"broadcast_async {dtype} root {root}")
             same(mine, before, f"broadcast_async {dtype}: input untouched")
             t = mine.clone()
-            expect(hvd.synchronize(hvd.broadcast_async_(t, root, name=f"bcd_.{dtype}")) is t,
-                   "broadcast_async_ returns the tensor")
+            expect(
+                hvd.synchronize(hvd.broadcast_async_(t, root, name=f"bcd_.{dtype}")) is t,
+                "broadcast_async_ returns the tensor",
+            )
             same(t, inputs[root], f"broadcast_async_ {dtype} root {root}")
     # A root past the last rank fails on every rank, and the job goes on.
-    raises(hvd.HorovodInternalError, lambda: hvd.synchronize(hvd.broadcast_async(torch.ones(2), n, name="bcd.bad")),
-           "broadcast_async from a root past the last rank", "root")
-    same(hvd.broadcast(torch.full((2,), float(ctx.rank)), 0, name="bcd.after"), torch.zeros(2),
-         "a broadcast after the failed one")
+    raises(
+        hvd.HorovodInternalError,
+        lambda: hvd.synchronize(hvd.broadcast_async(torch.ones(2), n, name="bcd.bad")),
+        "broadcast_async from a root past the last rank",
+        "root",
+    )
+    same(
+        hvd.broadcast(torch.full((2,), float(ctx.rank)), 0, name="bcd.after"),
+        torch.zeros(2),
+        "a broadcast after the failed one",
+    )
 
 
 @case("broadcast/roots_inplace_async_dtypes")
@@ -535,7 +636,7 @@ def _(ctx):
     n = ctx.size
     inputs = everyone(ctx, (2 * n, 3), torch.float32)
     got = hvd.alltoall(inputs[ctx.rank])
-    want = torch.cat([inputs[s][2 * ctx.rank:2 * ctx.rank + 2] for s in range(n)])
+    want = torch.cat([inputs[s][2 * ctx.rank : 2 * ctx.rank + 2] for s in range(n)])
     same(got, want, "alltoall, equal splits")
     # rank s sends (s + j) % 3 rows to rank j
     splits = [[(s + j) % 3 for j in range(n)] for s in range(n)]
@@ -543,16 +644,21 @@ def _(ctx):
 
     def piece(s, j):
         start = sum(splits[s][:j])
-        return rows[s][start:start + splits[s][j]]
+        return rows[s][start : start + splits[s][j]]
+
     want = torch.cat([piece(s, ctx.rank) for s in range(n)])
     for form, sp in (("list", splits[ctx.rank]), ("tensor", torch.tensor(splits[ctx.rank], dtype=torch.int32))):
         out, received = hvd.alltoall(rows[ctx.rank], splits=sp)
         same(out, want, f"alltoall with splits ({form})")
-        same(received, torch.tensor([splits[s][ctx.rank] for s in range(n)], dtype=torch.int32),
-             f"received splits ({form})")
+        same(
+            received,
+            torch.tensor([splits[s][ctx.rank] for s in range(n)], dtype=torch.int32),
+            f"received splits ({form})",
+        )
     h = hvd.alltoall_async(inputs[ctx.rank], name="a2a")
-    same(hvd.synchronize(h), torch.cat([inputs[s][2 * ctx.rank:2 * ctx.rank + 2] for s in range(n)]),
-         "alltoall_async")
+    same(
+        hvd.synchronize(h), torch.cat([inputs[s][2 * ctx.rank : 2 * ctx.rank + 2] for s in range(n)]), "alltoall_async"
+    )
 
 
 @case("reducescatter/even_uneven_ops_grouped")
@@ -561,28 +667,31 @@ def _(ctx):
     for rows in (2 * n, 2 * n + 1, 1):
         inputs = everyone(ctx, (rows, 3), torch.float32, salt=rows)
         counts = [rows // n + (1 if r < rows % n else 0) for r in range(n)]
-        start = sum(counts[:ctx.rank])
+        start = sum(counts[: ctx.rank])
         for op_name in ("Sum", "Average", "Max"):
             op = OPS[op_name]
             got = hvd.reducescatter(inputs[ctx.rank], op=op)
-            want = reduce_ref(inputs, op)[start:start + counts[ctx.rank]]
+            want = reduce_ref(inputs, op)[start : start + counts[ctx.rank]]
             check(got, want, f"reducescatter {op_name} of {rows} rows", op)
     inputs = everyone(ctx, (2 * n, 2), torch.float64, salt=1)
-    check(hvd.reducescatter(inputs[ctx.rank]), reduce_ref(inputs, hvd.Average)[2 * ctx.rank:2 * ctx.rank + 2],
-          "reducescatter default op is Average", hvd.Average)
-    got = hvd.synchronize(hvd.reducescatter_async(inputs[ctx.rank], name="rs", op=hvd.Sum,
-                                                  prescale_factor=0.5))
-    close(got, reduce_ref(inputs, hvd.Sum)[2 * ctx.rank:2 * ctx.rank + 2] * 0.5, "reducescatter_async, prescale")
+    check(
+        hvd.reducescatter(inputs[ctx.rank]),
+        reduce_ref(inputs, hvd.Average)[2 * ctx.rank : 2 * ctx.rank + 2],
+        "reducescatter default op is Average",
+        hvd.Average,
+    )
+    got = hvd.synchronize(hvd.reducescatter_async(inputs[ctx.rank], name="rs", op=hvd.Sum, prescale_factor=0.5))
+    close(got, reduce_ref(inputs, hvd.Sum)[2 * ctx.rank : 2 * ctx.rank + 2] * 0.5, "reducescatter_async, prescale")
     second = everyone(ctx, (n, 4), torch.int32, salt=2)
     got = hvd.grouped_reducescatter([inputs[ctx.rank], second[ctx.rank]], op=hvd.Sum)
-    same(got[0], reduce_ref(inputs, hvd.Sum)[2 * ctx.rank:2 * ctx.rank + 2], "grouped_reducescatter [0]")
-    same(got[1], reduce_ref(second, hvd.Sum)[ctx.rank:ctx.rank + 1], "grouped_reducescatter [1]")
+    same(got[0], reduce_ref(inputs, hvd.Sum)[2 * ctx.rank : 2 * ctx.rank + 2], "grouped_reducescatter [0]")
+    same(got[1], reduce_ref(second, hvd.Sum)[ctx.rank : ctx.rank + 1], "grouped_reducescatter [1]")
     got = hvd.synchronize(hvd.grouped_reducescatter_async([second[ctx.rank]], op=hvd.Sum))
-    same(got[0], reduce_ref(second, hvd.Sum)[ctx.rank:ctx.rank + 1], "grouped_reducescatter_async")
+    same(got[0], reduce_ref(second, hvd.Sum)[ctx.rank : ctx.rank + 1], "grouped_reducescatter_async")
     x = torch.randn(2 * n, 8, generator=gen(ctx, ctx.rank, 4))
     xs = [torch.randn(2 * n, 8, generator=gen(ctx, r, 4)) for r in range(n)]
     got = hvd.reducescatter(x, op=hvd.Sum, compression=hvd.Compression.fp16)
-    want = torch.stack([v.half().double() for v in xs]).sum(0)[2 * ctx.rank:2 * ctx.rank + 2]
+    want = torch.stack([v.half().double() for v in xs]).sum(0)[2 * ctx.rank : 2 * ctx.rank + 2]
     close(got, want.float(), "reducescatter with fp16 compression", rtol=2e-3, atol=2e-3)
 
 
@@ -625,7 +734,7 @@ def _(ctx):
     up = [torch.randn(sum(rows), 2, generator=gen(ctx, k, 4)) for k in range(n)]
     (out * up[r]).sum().backward()
     start = sum(rows[:r])
-    close(xg.grad, torch.stack(up).mean(0)[start:start + rows[r]], "allgather gradient")
+    close(xg.grad, torch.stack(up).mean(0)[start : start + rows[r]], "allgather gradient")
     # broadcast: gradient averaged, kept on the root
     xb = torch.randn(3, generator=gen(ctx, r, 5)).requires_grad_()
     ups = [torch.randn(3, generator=gen(ctx, k, 6)) for k in range(n)]
@@ -637,7 +746,7 @@ def _(ctx):
     ua = [torch.randn(2 * n, 2, generator=gen(ctx, k, 8)) for k in range(n)]
     (hvd.alltoall(xa) * ua[r]).sum().backward()
     # rank r's rows [2j, 2j+2) went to rank j, at rows [2r, 2r+2) of j's output
-    want = torch.cat([ua[j][2 * r:2 * r + 2] for j in range(n)])
+    want = torch.cat([ua[j][2 * r : 2 * r + 2] for j in range(n)])
     close(xa.grad, want, "alltoall gradient")
     # reducescatter, as Horovod defines its gradient: every rank's upstream
     # block, allgathered, times the size for Sum (not for Average)
@@ -700,8 +809,11 @@ def _(ctx):
         if ctx.rank > 0:
             start()  # completes with rank 0's first, which was pending
         hvd.barrier()
-    same(hvd.allreduce(torch.ones(3), name="after_duplicates", op=hvd.Sum),
-         torch.full((3,), float(ctx.size)), "an allreduce after the duplicates")
+    same(
+        hvd.allreduce(torch.ones(3), name="after_duplicates", op=hvd.Sum),
+        torch.full((3,), float(ctx.size)),
+        "an allreduce after the duplicates",
+    )
 
 
 @case("timeline")
@@ -742,8 +854,7 @@ def _(ctx):
         t = mine.clone()
         hvd.allreduce_(t, op=hvd.Max, process_set=subset)
         same(t, torch.stack([inputs[m] for m in members]).amax(0), "set allreduce_")
-        same(hvd.allgather(mine, process_set=subset), torch.cat([inputs[m] for m in members]),
-             "set allgather")
+        same(hvd.allgather(mine, process_set=subset), torch.cat([inputs[m] for m in members]), "set allgather")
         # broadcast roots are global ranks
         last = members[-1]
         same(hvd.broadcast(mine, root_rank=last, process_set=subset), inputs[last], "set broadcast")
@@ -751,8 +862,9 @@ def _(ctx):
         hvd.broadcast_(b, members[0], process_set=subset)
         same(b, inputs[members[0]], "set broadcast_")
         outsider = next(j for j in range(n) if j not in members)
-        raises(ValueError, lambda: hvd.broadcast(mine, root_rank=outsider, process_set=subset),
-               "a root outside the set")
+        raises(
+            ValueError, lambda: hvd.broadcast(mine, root_rank=outsider, process_set=subset), "a root outside the set"
+        )
         out = hvd.alltoall(torch.cat([mine + j for j in range(k)]), process_set=subset)
         same(out, torch.cat([inputs[m] + me for m in members]), "set alltoall")
         rs = hvd.reducescatter(torch.cat([mine] * k), op=hvd.Sum, process_set=subset)
@@ -776,8 +888,9 @@ def _(ctx):
                 same(got, reduce_ref([ins[m][i] for m in members], hvd.Sum), f"set allreduce_async {dtype} [{i}]")
                 same(ins[r][i], before[i], f"set allreduce_async {dtype} [{i}]: input untouched")
                 expect(hvd.synchronize(hi) is inplace[i], "set allreduce_async_ returns the tensor")
-                same(inplace[i], reduce_ref([ins[m][i] for m in members], hvd.Max),
-                     f"set allreduce_async_ {dtype} [{i}]")
+                same(
+                    inplace[i], reduce_ref([ins[m][i] for m in members], hvd.Max), f"set allreduce_async_ {dtype} [{i}]"
+                )
         obj = hvd.broadcast_object({"from": r}, root_rank=last, process_set=subset)
         expect(obj == {"from": last}, f"set broadcast_object: {obj}")
         objs = hvd.allgather_object(r, process_set=subset)
@@ -787,14 +900,20 @@ def _(ctx):
             h = hvd.allreduce_async(torch.ones(me + 1), process_set=subset)
             error = raises(hvd.HorovodInternalError, lambda: hvd.synchronize(h), "set: mismatched shapes")
             expect(error is None or isinstance(error, ringcc.MismatchError), f"set mismatch: {error!r}")
-            same(hvd.allreduce(torch.ones(2), op=hvd.Sum, process_set=subset), torch.full((2,), float(k)),
-                 "set usable after a mismatch")
+            same(
+                hvd.allreduce(torch.ones(2), op=hvd.Sum, process_set=subset),
+                torch.full((2,), float(k)),
+                "set usable after a mismatch",
+            )
     else:
         raises(ValueError, lambda: hvd.allreduce(torch.ones(1), process_set=subset), "non-member allreduce")
         raises(ValueError, lambda: subset.rank(), "non-member rank()")
     if evens is not None and r % 2 == 0:
-        same(hvd.allreduce(torch.ones(2), op=hvd.Sum, process_set=evens),
-             torch.full((2,), float(len(evens.ranks))), "evens allreduce")
+        same(
+            hvd.allreduce(torch.ones(2), op=hvd.Sum, process_set=evens),
+            torch.full((2,), float(len(evens.ranks))),
+            "evens allreduce",
+        )
     # the global set still works alongside
     same(hvd.allreduce(torch.ones(1), op=hvd.Sum), torch.full((1,), float(n)), "global after sets")
     raises(ValueError, lambda: hvd.add_process_set(members), "duplicate set")
@@ -810,8 +929,7 @@ def _(ctx):
     hvd.init(process_sets=[ps])
     expect(ps.process_set_id is not None, "init(process_sets=[...]) registers the set")
     if r == 0:
-        same(hvd.allreduce(torch.ones(1) * 5, op=hvd.Sum, process_set=ps), torch.tensor([5.0]),
-             "set from init()")
+        same(hvd.allreduce(torch.ones(1) * 5, op=hvd.Sum, process_set=ps), torch.tensor([5.0]), "set from init()")
     hvd.remove_process_set(ps)
     raises(ValueError, lambda: hvd.allreduce(torch.ones(1), process_set=ps), "a removed set")
 
@@ -825,8 +943,10 @@ def _(ctx):
     r = ctx.rank
     obj = {"rank": r, "list": list(range(r + 2)), "t": torch.arange(3) * r} if r == 1 % ctx.size else None
     got = hvd.broadcast_object(obj, root_rank=1 % ctx.size)
-    expect(got["rank"] == 1 % ctx.size and torch.equal(got["t"], torch.arange(3) * (1 % ctx.size)),
-           f"broadcast_object: {got}")
+    expect(
+        got["rank"] == 1 % ctx.size and torch.equal(got["t"], torch.arange(3) * (1 % ctx.size)),
+        f"broadcast_object: {got}",
+    )
     objs = hvd.allgather_object({"r": r, "pad": "x" * r})
     expect(objs == [{"r": k, "pad": "x" * k} for k in range(ctx.size)], f"allgather_object: {objs}")
     expect(hvd.broadcast_object("named", 0, name="nm") == "named", "broadcast_object with a name")
@@ -849,8 +969,10 @@ def _(ctx):
     same(other.weight.detach(), want.weight.detach(), "broadcast_parameters(named_parameters)")
     expect(other.weight.requires_grad, "parameters still require grad")
     # optimizer state: rank 0 has stepped (momentum buffers, Adam moments), the others not
-    for opt_cls, kwargs in ((torch.optim.SGD, {"lr": 0.1 * (r + 1), "momentum": 0.9}),
-                            (torch.optim.Adam, {"lr": 0.01 * (r + 1)})):
+    for opt_cls, kwargs in (
+        (torch.optim.SGD, {"lr": 0.1 * (r + 1), "momentum": 0.9}),
+        (torch.optim.Adam, {"lr": 0.01 * (r + 1)}),
+    ):
         torch.manual_seed(5)
         m = nn.Linear(3, 2)
         opt = opt_cls(m.parameters(), **kwargs)
@@ -860,8 +982,10 @@ def _(ctx):
         hvd.broadcast_optimizer_state(opt, root_rank=0)
         state = opt.state_dict()
         root_state = hvd.broadcast_object(state if r == 0 else None, 0)
-        expect(state["param_groups"][0]["lr"] == root_state["param_groups"][0]["lr"],
-               f"{opt_cls.__name__}: lr {state['param_groups'][0]['lr']}")
+        expect(
+            state["param_groups"][0]["lr"] == root_state["param_groups"][0]["lr"],
+            f"{opt_cls.__name__}: lr {state['param_groups'][0]['lr']}",
+        )
         expect(len(state["state"]) == 2, f"{opt_cls.__name__}: state of both parameters")
         for pid, st in root_state["state"].items():
             for key, value in st.items():
@@ -889,8 +1013,7 @@ def _local_grads(model, x, y):
     return [p.grad.clone() for p in model.parameters()]
 
 
-def _reference_training(ctx, steps, passes=1, lr=0.1, op="avg", compress=None, predivide=1.0,
-                        momentum=0.0):
+def _reference_training(ctx, steps, passes=1, lr=0.1, op="avg", compress=None, predivide=1.0, momentum=0.0):
     """What every rank's model must be after `steps` steps: one model
     trained on the average (or sum) of every rank's gradients."""
     model = _toy_model()
@@ -915,9 +1038,12 @@ def _reference_training(ctx, steps, passes=1, lr=0.1, op="avg", compress=None, p
 
 def _train(ctx, steps, passes=1, lr=0.1, momentum=0.0, **dopt):
     model = _toy_model()
-    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum),
-                                   named_parameters=model.named_parameters(),
-                                   backward_passes_per_step=passes, **dopt)
+    opt = hvd.DistributedOptimizer(
+        torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum),
+        named_parameters=model.named_parameters(),
+        backward_passes_per_step=passes,
+        **dopt,
+    )
     for step in range(steps):
         opt.zero_grad()
         for p in range(passes):
@@ -933,8 +1059,7 @@ def _(ctx):
     ref = _reference_training(ctx, 3, momentum=0.9)
     for (name, p), q in zip(model.named_parameters(), ref.parameters()):
         close(p, q, f"Average: {name}", rtol=1e-5, atol=1e-6)
-    expect(isinstance(opt, torch.optim.SGD) and type(opt).__name__ == "SGD",
-           "the wrapped optimizer is still an SGD")
+    expect(isinstance(opt, torch.optim.SGD) and type(opt).__name__ == "SGD", "the wrapped optimizer is still an SGD")
 
 
 @case("optimizer/backward_passes_per_step_2")
@@ -953,9 +1078,12 @@ def _(ctx):
         close(p, q, f"fp16 compression: {name}", rtol=1e-3, atol=1e-3)
     # and the gradients really went as float16: they are float16-representable
     model2 = _toy_model()
-    opt = hvd.DistributedOptimizer(torch.optim.SGD(model2.parameters(), lr=0.0),
-                                   named_parameters=model2.named_parameters(),
-                                   compression=hvd.Compression.fp16, op=hvd.Sum)
+    opt = hvd.DistributedOptimizer(
+        torch.optim.SGD(model2.parameters(), lr=0.0),
+        named_parameters=model2.named_parameters(),
+        compression=hvd.Compression.fp16,
+        op=hvd.Sum,
+    )
     x, y = _batch(ctx, ctx.rank, 99)
     F.mse_loss(model2(x), y).backward()
     opt.synchronize()
@@ -976,8 +1104,9 @@ def _(ctx):
         m = _toy_model()
         params = list(m.parameters())
         g = [[params[0], params[3]], [params[1]]] if groups == "list" else groups
-        opt = hvd.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.1),
-                                       named_parameters=m.named_parameters(), groups=g)
+        opt = hvd.DistributedOptimizer(
+            torch.optim.SGD(m.parameters(), lr=0.1), named_parameters=m.named_parameters(), groups=g
+        )
         for step in range(2):
             opt.zero_grad()
             x, y = _batch(ctx, ctx.rank, step)
@@ -994,8 +1123,9 @@ def _(ctx):
     torch.manual_seed(3)
     lin, extra = nn.Linear(3, 1), nn.Linear(3, 1)
     params = list(lin.parameters()) + list(extra.parameters())
-    named = [(f"lin.{k}", v) for k, v in lin.named_parameters()] + \
-            [(f"extra.{k}", v) for k, v in extra.named_parameters()]
+    named = [(f"lin.{k}", v) for k, v in lin.named_parameters()] + [
+        (f"extra.{k}", v) for k, v in extra.named_parameters()
+    ]
     opt = hvd.DistributedOptimizer(torch.optim.SGD(params, lr=1.0), named_parameters=named, op=hvd.Sum)
     out = lin(torch.ones(1, 3))
     if ctx.rank == 0:
@@ -1008,11 +1138,16 @@ def _(ctx):
     torch.nn.utils.clip_grad_norm_(params, 1e9)
     with opt.skip_synchronize():
         opt.step()
-    raises(NotImplementedError, lambda: hvd.DistributedOptimizer(torch.optim.SGD(lin.parameters(), lr=1),
-                                                                 op=hvd.Adasum), "Adasum optimizer")
-    raises(ValueError, lambda: hvd.DistributedOptimizer(torch.optim.SGD(lin.parameters(), lr=1),
-                                                        named_parameters=[("a", lin.weight)]),
-           "named_parameters missing one")
+    raises(
+        NotImplementedError,
+        lambda: hvd.DistributedOptimizer(torch.optim.SGD(lin.parameters(), lr=1), op=hvd.Adasum),
+        "Adasum optimizer",
+    )
+    raises(
+        ValueError,
+        lambda: hvd.DistributedOptimizer(torch.optim.SGD(lin.parameters(), lr=1), named_parameters=[("a", lin.weight)]),
+        "named_parameters missing one",
+    )
 
 
 @case("sync_batch_norm")
@@ -1040,10 +1175,8 @@ def _(ctx):
     close(sbn.running_mean, ref.running_mean, "running_mean", rtol=1e-5, atol=1e-6)
     close(sbn.running_var, ref.running_var, "running_var", rtol=1e-5, atol=1e-6)
     # weight/bias gradients are local; their allreduce (Sum) is the global one
-    close(hvd.allreduce(sbn.weight.grad, op=hvd.Sum), ref.weight.grad, "weight gradient (summed)",
-          rtol=1e-4, atol=1e-5)
-    close(hvd.allreduce(sbn.bias.grad, op=hvd.Sum), ref.bias.grad, "bias gradient (summed)",
-          rtol=1e-4, atol=1e-5)
+    close(hvd.allreduce(sbn.weight.grad, op=hvd.Sum), ref.weight.grad, "weight gradient (summed)", rtol=1e-4, atol=1e-5)
+    close(hvd.allreduce(sbn.bias.grad, op=hvd.Sum), ref.bias.grad, "bias gradient (summed)", rtol=1e-4, atol=1e-5)
     sbn.eval()
     ref.eval()
     close(sbn(batches[r]), ref(batches[r]), "eval mode uses the running statistics", rtol=1e-4, atol=1e-5)
@@ -1070,14 +1203,11 @@ def _(ctx):
         torch.manual_seed(1234 + hvd.rank())  # a different init on every rank: broadcast fixes it
         model = torch.nn.Linear(20, 1)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-        optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
-                                             op=hvd.Average)
+        optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(), op=hvd.Average)
         hvd.broadcast_parameters(model.state_dict(), root_rank=0)
         g = torch.Generator().manual_seed(0)
-        dataset = torch.utils.data.TensorDataset(torch.randn(200, 20, generator=g),
-                                                 torch.randn(200, 1, generator=g))
-        sampler = torch.utils.data.distributed.DistributedSampler(dataset, num_replicas=hvd.size(),
-                                                                  rank=hvd.rank())
+        dataset = torch.utils.data.TensorDataset(torch.randn(200, 20, generator=g), torch.randn(200, 1, generator=g))
+        sampler = torch.utils.data.distributed.DistributedSampler(dataset, num_replicas=hvd.size(), rank=hvd.rank())
         dataloader = torch.utils.data.DataLoader(dataset, batch_size=32, sampler=sampler)
         for epoch in range(2):
             sampler.set_epoch(epoch)
@@ -1099,8 +1229,9 @@ def _(ctx):
     opt = torch.optim.SGD(ref.parameters(), lr=0.01)
     g = torch.Generator().manual_seed(0)
     dataset = torch.utils.data.TensorDataset(torch.randn(200, 20, generator=g), torch.randn(200, 1, generator=g))
-    samplers = [torch.utils.data.distributed.DistributedSampler(dataset, num_replicas=ctx.size, rank=k)
-                for k in range(ctx.size)]
+    samplers = [
+        torch.utils.data.distributed.DistributedSampler(dataset, num_replicas=ctx.size, rank=k) for k in range(ctx.size)
+    ]
     for epoch in range(2):
         for s in samplers:
             s.set_epoch(epoch)
@@ -1134,24 +1265,35 @@ def _(ctx):
 def _(ctx):
     r = ctx.rank
     h = hvd.allreduce_async(torch.ones(r + 2), name="mismatch.shape")
-    error = raises(hvd.HorovodInternalError, lambda: hvd.synchronize(h), "mismatched shapes",
-                   fragment="mismatch.shape")
+    error = raises(hvd.HorovodInternalError, lambda: hvd.synchronize(h), "mismatched shapes", fragment="mismatch.shape")
     expect(isinstance(error, ringcc.MismatchError), f"also a ringcc.MismatchError: {type(error).__mro__}")
-    expect(isinstance(error, torch.distributed.DistBackendError),
-           f"also a torch.distributed.DistBackendError: {type(error).__mro__}")
+    expect(
+        isinstance(error, torch.distributed.DistBackendError),
+        f"also a torch.distributed.DistBackendError: {type(error).__mro__}",
+    )
     dtype = torch.float32 if r == 0 else torch.float64
-    raises(hvd.HorovodInternalError, lambda: hvd.allreduce(torch.ones(3, dtype=dtype), name="mismatch.dtype"),
-           "mismatched dtypes (blocking allreduce)")
-    raises(ringcc.MismatchError, lambda: hvd.allgather(torch.ones(2, r + 1), name="mismatch.rows"),
-           "allgather with different row shapes")
+    raises(
+        hvd.HorovodInternalError,
+        lambda: hvd.allreduce(torch.ones(3, dtype=dtype), name="mismatch.dtype"),
+        "mismatched dtypes (blocking allreduce)",
+    )
+    raises(
+        ringcc.MismatchError,
+        lambda: hvd.allgather(torch.ones(2, r + 1), name="mismatch.rows"),
+        "allgather with different row shapes",
+    )
     if ctx.size > 1:
-        raises(ringcc.MismatchError, lambda: hvd.broadcast(torch.ones(2), root_rank=r, name="mismatch.root"),
-               "broadcast with different roots")
+        raises(
+            ringcc.MismatchError,
+            lambda: hvd.broadcast(torch.ones(2), root_rank=r, name="mismatch.root"),
+            "broadcast with different roots",
+        )
     same(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), float(ctx.size)), "the job goes on")
     raises(TypeError, lambda: hvd.allreduce([1.0, 2.0]), "a list is not a tensor")
     raises(TypeError, lambda: hvd.allreduce(torch.ones(2, dtype=torch.bool)), "bool allreduce")
-    raises(ValueError, lambda: hvd.allreduce(torch.ones(1), process_set=hvd.ProcessSet([0])),
-           "an unregistered process set")
+    raises(
+        ValueError, lambda: hvd.allreduce(torch.ones(1), process_set=hvd.ProcessSet([0])), "an unregistered process set"
+    )
 
 
 class _Unpicklable:
@@ -1183,58 +1325,145 @@ def _(ctx):
         return bad_value if bad else good_value
 
     calls = [
-        ("allreduce, unknown op", ringcc.InvalidArgumentError, "unknown reduction",
-         lambda: hvd.allreduce(x, op=pick("median", hvd.Sum))),
-        ("allreduce, not a tensor", TypeError, "expected a torch.Tensor",
-         lambda: hvd.allreduce(pick([1.0], x), op=hvd.Sum)),
-        ("allreduce, bool tensor", TypeError, "not supported for reductions",
-         lambda: hvd.allreduce(pick(torch.ones(2 * n, 2, dtype=torch.bool), x), op=hvd.Sum)),
-        ("allreduce, op and average", ValueError, "supersedes average",
-         lambda: hvd.allreduce(x, op=hvd.Sum, average=pick(True, None))),
-        ("allreduce, fp16 compression of a list", AttributeError, "list",
-         lambda: hvd.allreduce(pick([1.0], x), op=hvd.Sum, compression=hvd.Compression.fp16)),
-        ("allreduce_async, process_set not a ProcessSet", ValueError, "process_set must be a ProcessSet",
-         lambda: hvd.synchronize(hvd.allreduce_async(x, op=hvd.Sum,
-                                                     process_set=pick("all", hvd.global_process_set)))),
-        ("allreduce_async_ (direct path), prescale_factor a string", TypeError, "prescale_factor",
-         lambda: hvd.synchronize(hvd.allreduce_async_(x.clone(), op=hvd.Sum, prescale_factor=pick("x", 1.0)))),
-        ("allreduce_ of a bool tensor", TypeError, "not supported for reductions",
-         lambda: hvd.allreduce_(pick(torch.ones(2 * n, 2, dtype=torch.bool), x.clone()), op=hvd.Sum)),
-        ("grouped_allreduce, a string in the list", TypeError, "expected a torch.Tensor",
-         lambda: hvd.grouped_allreduce(pick([x, "s"], [x, x]), op=hvd.Sum)),
-        ("grouped_allreduce_async_, unknown op", ringcc.InvalidArgumentError, "unknown reduction",
-         lambda: hvd.synchronize(hvd.grouped_allreduce_async_([x.clone(), x.clone()], op=pick("nope", hvd.Sum)))),
-        ("allgather, not a tensor", TypeError, "expected a torch.Tensor",
-         lambda: hvd.allgather(pick(None, x))),
-        ("grouped_allgather, None in the list", TypeError, "expected a torch.Tensor",
-         lambda: hvd.grouped_allgather(pick([x, None], [x, x]))),
-        ("broadcast, root not a number", ValueError, "invalid literal",
-         lambda: hvd.broadcast(x, pick("a", 0))),
-        ("broadcast_, not a tensor", TypeError, "expected a torch.Tensor",
-         lambda: hvd.broadcast_(pick(3, x.clone()), 0)),
-        ("alltoall, a split not a number", ValueError, "invalid literal",
-         lambda: hvd.alltoall(x, splits=pick(["a"] + [2] * (n - 1), [2] * n))),
-        ("reducescatter, unknown op", ringcc.InvalidArgumentError, "unknown reduction",
-         lambda: hvd.reducescatter(x, op=pick("nope", hvd.Sum))),
-        ("reducescatter, 0-dim tensor", ValueError, "0-dim",
-         lambda: hvd.reducescatter(pick(torch.tensor(1.0), x), op=hvd.Sum)),
-        ("grouped_reducescatter, a 0-dim tensor in the list", ValueError, "0-dim",
-         lambda: hvd.grouped_reducescatter(pick([x, torch.tensor(1.0)], [x, x]), op=hvd.Sum)),
-        ("broadcast_object from a root whose object cannot be pickled", TypeError, "cannot pickle",
-         lambda: hvd.broadcast_object(_Unpicklable() if bad else None, root_rank=last)),
-        ("allgather_object of an object that cannot be pickled", TypeError, "cannot pickle",
-         lambda: hvd.allgather_object(_Unpicklable() if bad else r)),
-        ("sparse_allreduce_async, a dense tensor", ValueError, "sparse COO",
-         lambda: hvd.synchronize(hvd.sparse_allreduce_async(pick(torch.ones(3), sparse), None, hvd.Sum))),
+        (
+            "allreduce, unknown op",
+            ringcc.InvalidArgumentError,
+            "unknown reduction",
+            lambda: hvd.allreduce(x, op=pick("median", hvd.Sum)),
+        ),
+        (
+            "allreduce, not a tensor",
+            TypeError,
+            "expected a torch.Tensor",
+            lambda: hvd.allreduce(pick([1.0], x), op=hvd.Sum),
+        ),
+        (
+            "allreduce, bool tensor",
+            TypeError,
+            "not supported for reductions",
+            lambda: hvd.allreduce(pick(torch.ones(2 * n, 2, dtype=torch.bool), x), op=hvd.Sum),
+        ),
+        (
+            "allreduce, op and average",
+            ValueError,
+            "supersedes average",
+            lambda: hvd.allreduce(x, op=hvd.Sum, average=pick(True, None)),
+        ),
+        (
+            "allreduce, fp16 compression of a list",
+            AttributeError,
+            "list",
+            lambda: hvd.allreduce(pick([1.0], x), op=hvd.Sum, compression=hvd.Compression.fp16),
+        ),
+        (
+            "allreduce_async, process_set not a ProcessSet",
+            ValueError,
+            "process_set must be a ProcessSet",
+            lambda: hvd.synchronize(
+                hvd.allreduce_async(x, op=hvd.Sum, process_set=pick("all", hvd.global_process_set))
+            ),
+        ),
+        (
+            "allreduce_async_ (direct path), prescale_factor a string",
+            TypeError,
+            "prescale_factor",
+            lambda: hvd.synchronize(hvd.allreduce_async_(x.clone(), op=hvd.Sum, prescale_factor=pick("x", 1.0))),
+        ),
+        (
+            "allreduce_ of a bool tensor",
+            TypeError,
+            "not supported for reductions",
+            lambda: hvd.allreduce_(pick(torch.ones(2 * n, 2, dtype=torch.bool), x.clone()), op=hvd.Sum),
+        ),
+        (
+            "grouped_allreduce, a string in the list",
+            TypeError,
+            "expected a torch.Tensor",
+            lambda: hvd.grouped_allreduce(pick([x, "s"], [x, x]), op=hvd.Sum),
+        ),
+        (
+            "grouped_allreduce_async_, unknown op",
+            ringcc.InvalidArgumentError,
+            "unknown reduction",
+            lambda: hvd.synchronize(hvd.grouped_allreduce_async_([x.clone(), x.clone()], op=pick("nope", hvd.Sum))),
+        ),
+        ("allgather, not a tensor", TypeError, "expected a torch.Tensor", lambda: hvd.allgather(pick(None, x))),
+        (
+            "grouped_allgather, None in the list",
+            TypeError,
+            "expected a torch.Tensor",
+            lambda: hvd.grouped_allgather(pick([x, None], [x, x])),
+        ),
+        ("broadcast, root not a number", ValueError, "invalid literal", lambda: hvd.broadcast(x, pick("a", 0))),
+        (
+            "broadcast_, not a tensor",
+            TypeError,
+            "expected a torch.Tensor",
+            lambda: hvd.broadcast_(pick(3, x.clone()), 0),
+        ),
+        (
+            "alltoall, a split not a number",
+            ValueError,
+            "invalid literal",
+            lambda: hvd.alltoall(x, splits=pick(["a"] + [2] * (n - 1), [2] * n)),
+        ),
+        (
+            "reducescatter, unknown op",
+            ringcc.InvalidArgumentError,
+            "unknown reduction",
+            lambda: hvd.reducescatter(x, op=pick("nope", hvd.Sum)),
+        ),
+        (
+            "reducescatter, 0-dim tensor",
+            ValueError,
+            "0-dim",
+            lambda: hvd.reducescatter(pick(torch.tensor(1.0), x), op=hvd.Sum),
+        ),
+        (
+            "grouped_reducescatter, a 0-dim tensor in the list",
+            ValueError,
+            "0-dim",
+            lambda: hvd.grouped_reducescatter(pick([x, torch.tensor(1.0)], [x, x]), op=hvd.Sum),
+        ),
+        (
+            "broadcast_object from a root whose object cannot be pickled",
+            TypeError,
+            "cannot pickle",
+            lambda: hvd.broadcast_object(_Unpicklable() if bad else None, root_rank=last),
+        ),
+        (
+            "allgather_object of an object that cannot be pickled",
+            TypeError,
+            "cannot pickle",
+            lambda: hvd.allgather_object(_Unpicklable() if bad else r),
+        ),
+        (
+            "sparse_allreduce_async, a dense tensor",
+            ValueError,
+            "sparse COO",
+            lambda: hvd.synchronize(hvd.sparse_allreduce_async(pick(torch.ones(3), sparse), None, hvd.Sum)),
+        ),
     ]
     if pair is not None:  # every rank goes through them, in step; those outside skip the call
         calls += [
-            ("allreduce on a process set, not a tensor", TypeError, "expected a torch.Tensor",
-             lambda: hvd.allreduce(pick("t", x), op=hvd.Sum, process_set=pair)),
-            ("grouped_allgather on a process set, None in the list", TypeError, "expected a torch.Tensor",
-             lambda: hvd.grouped_allgather(pick([x, None], [x, x]), process_set=pair)),
-            ("broadcast on a process set, root outside it", ValueError, "is not in",
-             lambda: hvd.broadcast(x, pick(1, 0), process_set=pair)),
+            (
+                "allreduce on a process set, not a tensor",
+                TypeError,
+                "expected a torch.Tensor",
+                lambda: hvd.allreduce(pick("t", x), op=hvd.Sum, process_set=pair),
+            ),
+            (
+                "grouped_allgather on a process set, None in the list",
+                TypeError,
+                "expected a torch.Tensor",
+                lambda: hvd.grouped_allgather(pick([x, None], [x, x]), process_set=pair),
+            ),
+            (
+                "broadcast on a process set, root outside it",
+                ValueError,
+                "is not in",
+                lambda: hvd.broadcast(x, pick(1, 0), process_set=pair),
+            ),
         ]
     for what, own, fragment, call in calls:
         if "process set" in what and not in_pair:
@@ -1244,16 +1473,18 @@ def _(ctx):
         else:
             # A process set's communicator names its ranks by their place in the set.
             named = members.index(last) if "process set" in what else last
-            error = raises(ringcc.MismatchError, call, f"{what} (rank {last}'s bad argument)",
-                           f"rank {named} could not start")
-            expect(error is None or isinstance(error, hvd.HorovodInternalError),
-                   f"{what}: also a HorovodInternalError: {type(error).__mro__}")
+            error = raises(
+                ringcc.MismatchError, call, f"{what} (rank {last}'s bad argument)", f"rank {named} could not start"
+            )
+            expect(
+                error is None or isinstance(error, hvd.HorovodInternalError),
+                f"{what}: also a HorovodInternalError: {type(error).__mro__}",
+            )
             expect(error is None or fragment in str(error), f"{what}: the reason is named: {error}")
         # The next calls, with generated names, are in step.
         same(hvd.allreduce(x, op=hvd.Sum), total, f"allreduce after {what}")
         if in_pair:
-            same(hvd.allreduce(x, op=hvd.Sum, process_set=pair), pair_total,
-                 f"allreduce on a process set after {what}")
+            same(hvd.allreduce(x, op=hvd.Sum, process_set=pair), pair_total, f"allreduce on a process set after {what}")
     if pair is not None:
         hvd.remove_process_set(pair)
 
@@ -1262,10 +1493,18 @@ def _(ctx):
 def _(ctx):
     # As Horovod's coordinator refuses rank-zero tensors.
     n = ctx.size
-    raises(ValueError, lambda: hvd.grouped_reducescatter([torch.zeros(3, 1), torch.tensor(1.0)]),
-           "grouped_reducescatter with a 0-dim tensor", "0-dim")
-    raises(ValueError, lambda: hvd.reducescatter(torch.tensor(float(ctx.rank)), op=hvd.Average),
-           "reducescatter of a 0-dim tensor", "0-dim")
+    raises(
+        ValueError,
+        lambda: hvd.grouped_reducescatter([torch.zeros(3, 1), torch.tensor(1.0)]),
+        "grouped_reducescatter with a 0-dim tensor",
+        "0-dim",
+    )
+    raises(
+        ValueError,
+        lambda: hvd.reducescatter(torch.tensor(float(ctx.rank)), op=hvd.Average),
+        "reducescatter of a 0-dim tensor",
+        "0-dim",
+    )
     same(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), float(n)), "the job goes on")
 
 
@@ -1316,7 +1555,6 @@ def _(ctx):
     a = torch.ones(2 * n, 3, requires_grad=True)
     hvd.grouped_reducescatter([a], op=hvd.Sum, prescale_factor=0.5, postscale_factor=4.0)[0].sum().backward()
     same(a.grad, torch.full((2 * n, 3), 2.0 * n), "grouped_reducescatter gradient with scale factors")
-
 
 
 if __name__ == "__main__":

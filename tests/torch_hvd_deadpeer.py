@@ -27,8 +27,11 @@ def _outcome(call):
         call()
         record = {"raised": None}
     except Exception as error:  # noqa: BLE001 - what we are here to see
-        record = {"raised": type(error).__name__, "bases": [c.__name__ for c in type(error).__mro__],
-                  "message": str(error)}
+        record = {
+            "raised": type(error).__name__,
+            "bases": [c.__name__ for c in type(error).__mro__],
+            "message": str(error),
+        }
     record["seconds"] = round(time.monotonic() - start, 3)
     return record
 
@@ -59,12 +62,14 @@ def main() -> int:
     inplace = hvd.allreduce_async_(torch.ones(1 << 12), name="after_inplace")  # the direct path
     record["synchronize_inplace"] = _outcome(lambda: hvd.synchronize(inplace))
     model = torch.nn.Linear(4, 2)
-    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
-                                   named_parameters=model.named_parameters())
+    opt = hvd.DistributedOptimizer(
+        torch.optim.SGD(model.parameters(), lr=0.1), named_parameters=model.named_parameters()
+    )
 
     def step():
         model(torch.ones(3, 4)).sum().backward()
         opt.step()
+
     record["optimizer_step"] = _outcome(step)
     with open(os.path.join(args.out, f"rank{rank}.json"), "w", encoding="utf-8") as file:
         json.dump(record, file)

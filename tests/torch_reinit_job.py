@@ -25,15 +25,20 @@ import traceback
 
 import torch
 import torch.distributed as dist
+from reinit_job import fds, members_of, threads
 
 import ringcc
 import ringcc.torch  # noqa: F401  (registers backend "ring")
-from reinit_job import fds, members_of, threads
 
 
 def one_cycle(cycle: int, rank: int, size: int, port: int, log: list) -> None:
-    dist.init_process_group(backend="ring", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=size, timeout=datetime.timedelta(seconds=30))
+    dist.init_process_group(
+        backend="ring",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=size,
+        timeout=datetime.timedelta(seconds=30),
+    )
     assert (dist.get_rank(), dist.get_world_size()) == (rank, size)
     t = torch.arange(1000, dtype=torch.float32) * (rank + 1)
     dist.all_reduce(t)
@@ -92,8 +97,14 @@ def main() -> int:
         record["error"] = f"{type(error).__name__}: {error}\n{traceback.format_exc()}"
     gc.collect()
     time.sleep(0.2)  # threads that were told to end have ended
-    record.update({"fds_after_first": start_fds, "fds_at_end": fds(),
-                   "threads_after_first": start_threads, "threads_at_end": threads()})
+    record.update(
+        {
+            "fds_after_first": start_fds,
+            "fds_at_end": fds(),
+            "threads_after_first": start_threads,
+            "threads_at_end": threads(),
+        }
+    )
     with open(os.path.join(args.out, f"proc{args.id}.json"), "w", encoding="utf-8") as file:
         json.dump(record, file)
     return 0 if record["error"] is None else 1

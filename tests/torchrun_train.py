@@ -104,12 +104,12 @@ def main() -> int:
         optimizer.step()
         if rank == 0 and (step + 1) % args.every == 0:
             temporary = path + ".tmp"
-            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step + 1},
-                       temporary)
+            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step + 1}, temporary)
             os.replace(temporary, path)
     with open(os.path.join(args.out, f"attempt{attempt}-rank{rank}.json"), "w", encoding="utf-8") as file:
-        json.dump({"attempt": attempt, "rank": rank, "size": size, "start": start, "began": began,
-                   "ended": time.time()}, file)
+        json.dump(
+            {"attempt": attempt, "rank": rank, "size": size, "start": start, "began": began, "ended": time.time()}, file
+        )
     if rank == 0:
         torch.save([p.detach() for p in model.parameters()], os.path.join(args.out, "final.pt"))
     dist.destroy_process_group()

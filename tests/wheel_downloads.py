@@ -8,8 +8,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pytest
 
@@ -19,8 +19,18 @@ DOWNLOAD_TIMEOUT_S = 600
 def download_wheels(dest: Path, requirements: Sequence[str]) -> Path:
     """Downloads each requirement's wheel (no dependencies) into dest."""
     dest.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-               "--dest", str(dest), *requirements]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--dest",
+        str(dest),
+        *requirements,
+    ]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT_S)
     except subprocess.TimeoutExpired:

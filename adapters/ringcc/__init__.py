@@ -9,15 +9,36 @@ from ringcc._log import get_logger as _get_logger
 _get_logger()  # the "ringcc" logger: level from RINGCC_LOG_LEVEL, the core's line format
 
 _EXPORTS = (
-    "Handle", "InternalError", "InvalidArgumentError", "MismatchError", "NotInitializedError",
-    "PeerFailureError", "RingccError", "TimeoutError", "UnsupportedTypeError", "build_info",
-    "cross_rank", "cross_size", "is_initialized", "local_rank", "local_size", "poll", "rank",
-    "shutdown", "size", "synchronize", "transport_name", "gpu_backend", "DeviceArray", "wait_policy",
+    "Handle",
+    "InternalError",
+    "InvalidArgumentError",
+    "MismatchError",
+    "NotInitializedError",
+    "PeerFailureError",
+    "RingccError",
+    "TimeoutError",
+    "UnsupportedTypeError",
+    "build_info",
+    "cross_rank",
+    "cross_size",
+    "is_initialized",
+    "local_rank",
+    "local_size",
+    "poll",
+    "rank",
+    "shutdown",
+    "size",
+    "synchronize",
+    "transport_name",
+    "gpu_backend",
+    "DeviceArray",
+    "wait_policy",
 )
 
 try:
     from ringcc import _core
 except ImportError as _error:  # a missing or broken build: say so when used, not at import
+
     class _MissingCore:
         def __init__(self, error):
             self._error = error
@@ -25,7 +46,8 @@ except ImportError as _error:  # a missing or broken build: say so when used, no
         def __getattr__(self, name):
             raise ImportError(
                 f"ringcc's compiled core (ringcc._core) could not be loaded: {self._error}; "
-                "reinstall ringcc (pip install .) for this Python")
+                "reinstall ringcc (pip install .) for this Python"
+            )
 
     _core = _MissingCore(_error)
 
@@ -70,7 +92,8 @@ def _mpi_handle(comm):
     py2f = getattr(comm, "py2f", None)
     if py2f is None:
         raise InvalidArgumentError(
-            f"comm must be an mpi4py communicator (or its py2f() handle), got {type(comm).__name__}")
+            f"comm must be an mpi4py communicator (or its py2f() handle), got {type(comm).__name__}"
+        )
     return int(py2f())
 
 
@@ -89,8 +112,8 @@ def mpi_info():
     return dict(_core.mpi_info())
 
 
-from ringcc.gpu_libraries import cuda_info, nccl_built, nccl_info  # noqa: E402,F401  (found at run time)
 from ringcc.gpu_arrays import cuda_stream  # noqa: E402,F401
+from ringcc.gpu_libraries import cuda_info, nccl_built, nccl_info  # noqa: E402,F401  (found at run time)
 
 # Reduction operators (the values the core uses).
 Sum = 0
@@ -100,8 +123,14 @@ Max = 3
 Product = 4
 
 _OPS = {
-    "sum": Sum, "average": Average, "avg": Average, "mean": Average,
-    "min": Min, "max": Max, "product": Product, "prod": Product,
+    "sum": Sum,
+    "average": Average,
+    "avg": Average,
+    "mean": Average,
+    "min": Min,
+    "max": Max,
+    "product": Product,
+    "prod": Product,
 }
 
 
@@ -110,12 +139,10 @@ def _op(op):
         try:
             return _OPS[op.lower()]
         except KeyError:
-            raise InvalidArgumentError(
-                f"unknown reduction {op!r}; use one of {sorted(_OPS)}") from None
+            raise InvalidArgumentError(f"unknown reduction {op!r}; use one of {sorted(_OPS)}") from None
     if isinstance(op, int) and not isinstance(op, bool) and Sum <= op <= Product:
         return op
-    raise InvalidArgumentError(
-        f"unknown reduction {op!r}; use ringcc.Sum, Average, Min, Max or Product")
+    raise InvalidArgumentError(f"unknown reduction {op!r}; use ringcc.Sum, Average, Min, Max or Product")
 
 
 # The collectives below pass their arguments to the core as given: it
@@ -133,8 +160,7 @@ def allreduce_(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0):
     return _core._allreduce(tensor, None, op, prescale_factor, postscale_factor, True, False)
 
 
-def allreduce_async(tensor, op=Sum, *, name=None, prescale_factor=1.0, postscale_factor=1.0,
-                    out=None):
+def allreduce_async(tensor, op=Sum, *, name=None, prescale_factor=1.0, postscale_factor=1.0, out=None):
     """Starts an allreduce; returns a Handle. With a `name`, the background
     engine matches it by name across ranks (any enqueue order) and fuses it
     with other ready tensors; without one, collectives run in issue order."""
@@ -218,8 +244,7 @@ def reduce_scatter(tensor, op=Sum, *, prescale_factor=1.0, postscale_factor=1.0,
     return _core._reduce_scatter(tensor, out, op, prescale_factor, postscale_factor, False)
 
 
-def reduce_scatter_async(tensor, op=Sum, *, name=None, prescale_factor=1.0, postscale_factor=1.0,
-                         out=None):
+def reduce_scatter_async(tensor, op=Sum, *, name=None, prescale_factor=1.0, postscale_factor=1.0, out=None):
     return _core._reduce_scatter(tensor, out, op, prescale_factor, postscale_factor, True, name)
 
 

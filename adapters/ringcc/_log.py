@@ -23,7 +23,8 @@ import os
 import socket
 import sys
 import time
-from typing import Mapping, Optional, Tuple
+from collections.abc import Mapping
+from typing import Optional, Tuple
 
 LOGGER_NAME = "ringcc"
 # Below logging.DEBUG, as the core's trace level is below its debug.
@@ -31,13 +32,17 @@ TRACE = 5
 logging.addLevelName(TRACE, "TRACE")
 
 _LEVELS = {
-    "trace": TRACE, "debug": logging.DEBUG, "info": logging.INFO,
-    "warning": logging.WARNING, "warn": logging.WARNING,
-    "error": logging.ERROR, "fatal": logging.CRITICAL,
+    "trace": TRACE,
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+    "fatal": logging.CRITICAL,
 }
 
 
-def level_from_environment(environ: Mapping[str, str] = os.environ) -> Tuple[int, Optional[str]]:
+def level_from_environment(environ: Mapping[str, str] = os.environ) -> tuple[int, str | None]:
     """(level, problem): the level RINGCC_LOG_LEVEL (else HOROVOD_LOG_LEVEL)
     names, and a message when it names none (the level is then WARNING)."""
     for name in ("RINGCC_LOG_LEVEL", "HOROVOD_LOG_LEVEL"):
@@ -45,8 +50,9 @@ def level_from_environment(environ: Mapping[str, str] = os.environ) -> Tuple[int
         if text:
             level = _LEVELS.get(text.lower())
             if level is None:
-                return logging.WARNING, (f"unknown log level {name}={text!r} (expected trace, debug, "
-                                         "info, warning or error); using warning")
+                return logging.WARNING, (
+                    f"unknown log level {name}={text!r} (expected trace, debug, info, warning or error); using warning"
+                )
             return level, None
     return logging.WARNING, None
 
@@ -55,7 +61,7 @@ def _host(environ: Mapping[str, str] = os.environ) -> str:
     return environ.get("RINGCC_HOSTNAME") or socket.gethostname() or "?"
 
 
-def _rank() -> Optional[int]:
+def _rank() -> int | None:
     """This process's rank once it joined a job, else None."""
     core = sys.modules.get("ringcc._core")
     try:
@@ -67,7 +73,7 @@ def _rank() -> Optional[int]:
 
 
 class Formatter(logging.Formatter):
-    """"[ringcc TIME HOST rank R pid P] LEVEL: message", the core's line format."""
+    """ "[ringcc TIME HOST rank R pid P] LEVEL: message", the core's line format."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -15,10 +15,10 @@ from typing import Tuple
 # registers through) and later.
 LOWEST_TORCH = "2.5"
 # jax: [low, high). ringcc.jax warns on a jax outside this range.
-TESTED_JAX: Tuple[str, str] = ("0.6", "0.11")
+TESTED_JAX: tuple[str, str] = ("0.6", "0.11")
 
 
-def version_tuple(text: str) -> Tuple[int, ...]:
+def version_tuple(text: str) -> tuple[int, ...]:
     """'0.10.2' -> (0, 10, 2); '2.13.0+cpu' -> (2, 13, 0); '0.7.0rc1' -> (0, 7, 0)."""
     parts = []
     for part in text.split("+", 1)[0].split("."):

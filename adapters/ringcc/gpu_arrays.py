@@ -14,6 +14,7 @@ Results that ringcc allocates (out-of-place calls without ``out=``) are of the
 input's library where ringcc knows how (torch, CuPy), else a
 ``ringcc.DeviceArray`` (DLPack and ``__cuda_array_interface__``).
 """
+
 import contextlib
 import threading
 
@@ -62,9 +63,11 @@ def consumer_stream(tensor, device):
         try:
             if library == "torch":
                 import torch
+
                 chosen = torch.cuda.current_stream(device).cuda_stream
             elif library == "cupy":
                 import cupy
+
                 with cupy.cuda.Device(device):
                     chosen = cupy.cuda.get_current_stream().ptr
         except Exception:  # a framework without CUDA support at hand
@@ -88,6 +91,7 @@ def fast_exporter(cls):
     if cls.__module__.split(".")[0] != "torch":
         return None
     import torch
+
     if cls not in (torch.Tensor, torch.nn.Parameter):
         return None  # subclasses may override __dlpack__ or __torch_function__
     to_dlpack = getattr(torch._C, "_to_dlpack", None)
@@ -118,9 +122,11 @@ def empty_like_library(tensor, shape, dtype, device):
     library = _library(tensor)
     if library == "torch":
         import torch
+
         return torch.empty(tuple(shape), dtype=tensor.dtype, device=tensor.device)
     if library == "cupy":
         import cupy
+
         with cupy.cuda.Device(device):
             return cupy.empty(tuple(shape), dtype=tensor.dtype)
     return None

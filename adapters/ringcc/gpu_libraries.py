@@ -10,14 +10,16 @@ torch's bundled copies (``torch/lib``); the CUDA toolkit (``$CUDA_HOME``,
 driver itself (``libcuda.so.1``) comes with the NVIDIA driver, never a
 wheel. Nothing here imports torch.
 """
+
 import functools
 import glob
 import importlib.util
 import os
 
 NCCL_SONAME = "libnccl.so.2"
-INSTALL_HINT = ("pip install nvidia-nccl-cu13 (CUDA 13) or nvidia-nccl-cu12 (CUDA 12), "
-                "or point RINGCC_NCCL_LIB at a libnccl.so.2")
+INSTALL_HINT = (
+    "pip install nvidia-nccl-cu13 (CUDA 13) or nvidia-nccl-cu12 (CUDA 12), or point RINGCC_NCCL_LIB at a libnccl.so.2"
+)
 
 LIBRARIES = ("cuda", "nccl", "nvrtc")
 
@@ -59,9 +61,10 @@ def package_candidates(library):
     return _existing(paths)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _configured():
     from ringcc import _core
+
     for library in LIBRARIES:
         _core._set_gpu_library_dirs(library, package_candidates(library))
     return _core
@@ -109,6 +112,8 @@ def gpu_tensor_message(what):
     """Why a CUDA tensor cannot be used here, and what to install."""
     info = library_info("cuda")
     if not info["found"]:
-        return (f"{what} lives on a CUDA device, but the CUDA driver (libcuda.so.1) was not found: "
-                f"{info['hint']}. Tried:\n{info['error'].rstrip()}")
+        return (
+            f"{what} lives on a CUDA device, but the CUDA driver (libcuda.so.1) was not found: "
+            f"{info['hint']}. Tried:\n{info['error'].rstrip()}"
+        )
     return f"{what} lives on a CUDA device: {info['error'] or 'the CUDA driver is unusable'}"

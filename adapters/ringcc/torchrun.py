@@ -16,7 +16,7 @@ import contextlib
 import datetime
 import os
 import socket
-from typing import Iterator
+from collections.abc import Iterator
 
 PORT_VARIABLE = "RINGCC_MASTER_PORT"
 _inits = 0
@@ -24,10 +24,15 @@ _inits = 0
 
 def _applies() -> bool:
     env = os.environ
-    return (PORT_VARIABLE not in env and "TORCHELASTIC_RUN_ID" in env and "MASTER_PORT" in env
-            and "MASTER_ADDR" in env and "RANK" in env
-            and env.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
-            and not env.get("RINGCC_ELASTIC_DRIVER"))
+    return (
+        PORT_VARIABLE not in env
+        and "TORCHELASTIC_RUN_ID" in env
+        and "MASTER_PORT" in env
+        and "MASTER_ADDR" in env
+        and "RANK" in env
+        and env.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
+        and not env.get("RINGCC_ELASTIC_DRIVER")
+    )
 
 
 def _timeout_s() -> float:
@@ -58,8 +63,9 @@ def _agreed_port() -> int:
     env = os.environ
     _inits += 1
     key = f"ringcc/store_port/{env.get('TORCHELASTIC_RESTART_COUNT', '0')}/{_inits}"
-    store = dist.TCPStore(env["MASTER_ADDR"], int(env["MASTER_PORT"]), is_master=False,
-                          timeout=datetime.timedelta(seconds=_timeout_s()))
+    store = dist.TCPStore(
+        env["MASTER_ADDR"], int(env["MASTER_PORT"]), is_master=False, timeout=datetime.timedelta(seconds=_timeout_s())
+    )
     if int(env["RANK"]) == 0:
         store.set(key, str(free_port()))
     return int(store.get(key))

@@ -67,12 +67,24 @@ def environment(extra):
 
 
 def ringrun(n, argv, env, timeout):
-    command = [sys.executable, "-m", "ringcc.launcher", "--no-prefix", "-np", str(n), "--timeout", str(timeout),
-               "--", sys.executable, *argv]
+    command = [
+        sys.executable,
+        "-m",
+        "ringcc.launcher",
+        "--no-prefix",
+        "-np",
+        str(n),
+        "--timeout",
+        str(timeout),
+        "--",
+        sys.executable,
+        *argv,
+    ]
     started = time.monotonic()
     try:
-        completed = subprocess.run(command, env=environment(env), capture_output=True, text=True,
-                                   timeout=timeout + 30, cwd=str(REPO))
+        completed = subprocess.run(
+            command, env=environment(env), capture_output=True, text=True, timeout=timeout + 30, cwd=str(REPO)
+        )
     except subprocess.TimeoutExpired as error:
         return None, f"timed out after {timeout + 30} s\n{error.stdout or ''}\n{error.stderr or ''}", 0.0
     return completed, "", time.monotonic() - started
@@ -80,10 +92,26 @@ def ringrun(n, argv, env, timeout):
 
 # --- 1. bench.allreduce -------------------------------------------------------
 
+
 def run_config(label, n, env, peer, scratch, quick):
     path = Path(scratch) / f"{label.replace(' ', '_').replace(',', '')}-{n}.json"
-    argv = ["-m", "bench.allreduce", "--device", "cuda", "--ops", "allreduce", *SIZES.split(), "--repeats", "1",
-            "--target-s", "0.05" if quick else "0.1", "--check", "--no-progress", "--json", str(path)]
+    argv = [
+        "-m",
+        "bench.allreduce",
+        "--device",
+        "cuda",
+        "--ops",
+        "allreduce",
+        *SIZES.split(),
+        "--repeats",
+        "1",
+        "--target-s",
+        "0.05" if quick else "0.1",
+        "--check",
+        "--no-progress",
+        "--json",
+        str(path),
+    ]
     if peer:
         argv += ["--compare", peer]
     completed, problem, seconds = ringrun(n, argv, env, 150)
@@ -94,13 +122,21 @@ def run_config(label, n, env, peer, scratch, quick):
     doc = json.loads(path.read_text())
     rows = []
     for e in doc["results"]:
-        row = {"config": label, "ranks": n, "what": "ringcc" if e["impl"] == "ringcc" else f"torch {e['impl']}",
-               "backend": doc["meta"].get("gpu_backend") if e["impl"] == "ringcc" else e["impl"],
-               "bytes": e["nbytes"], "seconds": e["time_us"] / 1e6, "busbw_GBps": e["busbw"],
-               "wrong": e.get("wrong")}
+        row = {
+            "config": label,
+            "ranks": n,
+            "what": "ringcc" if e["impl"] == "ringcc" else f"torch {e['impl']}",
+            "backend": doc["meta"].get("gpu_backend") if e["impl"] == "ringcc" else e["impl"],
+            "bytes": e["nbytes"],
+            "seconds": e["time_us"] / 1e6,
+            "busbw_GBps": e["busbw"],
+            "wrong": e.get("wrong"),
+        }
         rows.append(row)
-        print(f"  {row['what']:>12} ({row['backend'] or '?':>4}) x{n}  {row['bytes']:>9} B  "
-              f"{e['time_us']:10.1f} us  busbw {e['busbw']:8.2f} GB/s" + ("  WRONG" if e.get("wrong") else ""))
+        print(
+            f"  {row['what']:>12} ({row['backend'] or '?':>4}) x{n}  {row['bytes']:>9} B  "
+            f"{e['time_us']:10.1f} us  busbw {e['busbw']:8.2f} GB/s" + ("  WRONG" if e.get("wrong") else "")
+        )
     for name, info in doc.get("peers", {}).items():
         if info.get("status") != "ok":
             print(f"  (peer {name} skipped: {info.get('reason')})")
@@ -109,6 +145,7 @@ def run_config(label, n, env, peer, scratch, quick):
 
 
 # --- 2. diagnostics: workers --------------------------------------------------
+
 
 def median_time(run, iterations, per):
     """Median over `iterations` batches of `per` calls of run(per), per call (seconds)."""
@@ -124,7 +161,9 @@ def worker_enqueue(args):
     """World size 1: host time per call of ringcc.allreduce_ and of torch's
     nccl all_reduce (a loop of calls, then one synchronisation)."""
     import torch
+
     import ringcc
+
     ringcc.init()
     torch.cuda.set_device(0)
     x = torch.zeros(2, device="cuda")
@@ -134,6 +173,7 @@ def worker_enqueue(args):
         for _ in range(k):
             ringcc.allreduce_(x)
         torch.cuda.synchronize()
+
     ringcc_calls(200)
     out["ringcc (host time per call, no wait)"] = median_time(ringcc_calls, 15, 200)
 
@@ -141,16 +181,20 @@ def worker_enqueue(args):
         for _ in range(k):
             ringcc.allreduce_(x)
             torch.cuda.synchronize()
+
     out["ringcc (blocking call)"] = median_time(ringcc_blocking, 15, 100)
     ringcc.shutdown()
     import torch.distributed as dist
-    dist.init_process_group("nccl", init_method=f"file://{args.store}", rank=0, world_size=1,
-                            device_id=torch.device("cuda", 0))
+
+    dist.init_process_group(
+        "nccl", init_method=f"file://{args.store}", rank=0, world_size=1, device_id=torch.device("cuda", 0)
+    )
 
     def torch_calls(k):
         for _ in range(k):
             dist.all_reduce(x)
         torch.cuda.synchronize()
+
     torch_calls(200)
     out["torch nccl (host time per call, no wait)"] = median_time(torch_calls, 15, 200)
 
@@ -158,11 +202,13 @@ def worker_enqueue(args):
         for _ in range(k):
             dist.all_reduce(x)
             torch.cuda.synchronize()
+
     out["torch nccl (blocking call)"] = median_time(torch_blocking, 15, 100)
 
     def sync_only(k):
         for _ in range(k):
             torch.cuda.synchronize()
+
     out["torch.cuda.synchronize() alone"] = median_time(sync_only, 15, 100)
     dist.destroy_process_group()
     Path(args.result).write_text(json.dumps(out))
@@ -173,7 +219,9 @@ def worker_floor(args):
     """Per iteration: ringcc.barrier() (host), then, or not, a one-element
     torch kernel and torch.cuda.synchronize()."""
     import torch
+
     import ringcc
+
     ringcc.init()
     torch.cuda.set_device(0)
     x = torch.zeros(1, device="cuda")
@@ -193,8 +241,12 @@ def worker_floor(args):
         for _ in range(k):
             x.add_(1)
             torch.cuda.synchronize()
-    for name, run in (("barrier", barrier_only), ("barrier + kernel + synchronize", barrier_kernel_sync),
-                      ("kernel + synchronize, no barrier", kernel_sync)):
+
+    for name, run in (
+        ("barrier", barrier_only),
+        ("barrier + kernel + synchronize", barrier_kernel_sync),
+        ("kernel + synchronize, no barrier", kernel_sync),
+    ):
         run(50)
         out[name] = median_time(run, 9, 100)
     ringcc.shutdown()
@@ -210,7 +262,9 @@ def ringcc_rank():
 def worker_trace(args):
     """CUDA IPC allreduce of 8 B and 1 MiB, RINGCC_GPU_TRACE set by the caller."""
     import torch
+
     import ringcc
+
     ringcc.init()
     torch.cuda.set_device(0)
     for count, calls in ((2, 150), (1 << 18, 60)):
@@ -224,11 +278,23 @@ def worker_trace(args):
 
 # --- 2. diagnostics: drivers ----------------------------------------------------
 
+
 def diagnose_enqueue(scratch):
     result = Path(scratch) / "enqueue.json"
-    completed, problem, _ = ringrun(1, [str(Path(__file__).resolve()), "--worker", "enqueue", "--result", str(result),
-                                        "--store", str(Path(scratch) / "store-enqueue")],
-                                    {"RINGCC_GPU_BACKEND": "nccl"}, 90)
+    completed, problem, _ = ringrun(
+        1,
+        [
+            str(Path(__file__).resolve()),
+            "--worker",
+            "enqueue",
+            "--result",
+            str(result),
+            "--store",
+            str(Path(scratch) / "store-enqueue"),
+        ],
+        {"RINGCC_GPU_BACKEND": "nccl"},
+        90,
+    )
     if completed is None or completed.returncode != 0 or not result.exists():
         print(f"  world size 1, host cost: failed: {problem or completed.stderr[-2000:]}")
         return {"error": problem or completed.stderr[-2000:]}
@@ -242,8 +308,9 @@ def diagnose_floor(scratch, label, env):
     out = {}
     for n in (1, 2):
         result = Path(scratch) / f"floor-{label}-{n}.json"
-        completed, problem, _ = ringrun(n, [str(Path(__file__).resolve()), "--worker", "floor", "--result",
-                                            str(result)], env, 90)
+        completed, problem, _ = ringrun(
+            n, [str(Path(__file__).resolve()), "--worker", "floor", "--result", str(result)], env, 90
+        )
         if completed is None or completed.returncode != 0 or not result.exists():
             print(f"  floor ({label}) x{n}: failed: {problem or completed.stderr[-2000:]}")
             out[n] = {"error": problem or completed.stderr[-2000:]}
@@ -256,13 +323,18 @@ def diagnose_floor(scratch, label, env):
 
 def diagnose_trace(scratch, env):
     prefix = str(Path(scratch) / "trace")
-    completed, problem, _ = ringrun(2, [str(Path(__file__).resolve()), "--worker", "trace"],
-                                    {"RINGCC_GPU_BACKEND": "ipc", "RINGCC_GPU_TRACE": prefix, **env}, 90)
+    completed, problem, _ = ringrun(
+        2,
+        [str(Path(__file__).resolve()), "--worker", "trace"],
+        {"RINGCC_GPU_BACKEND": "ipc", "RINGCC_GPU_TRACE": prefix, **env},
+        90,
+    )
     if completed is None or completed.returncode != 0:
         print(f"  trace: failed: {problem or completed.stderr[-2000:]}")
         return {"error": problem or completed.stderr[-2000:]}
     sys.path.insert(0, str(REPO))
     from bench.gpu_trace import load, summarize
+
     records = load(prefix)
     lines = summarize(records, skip=20)
     print("\n".join("  " + line for line in lines))
@@ -275,8 +347,10 @@ class Mps:
 
     def __init__(self, scratch):
         self.control = shutil.which("nvidia-cuda-mps-control")
-        self.dirs = {"CUDA_MPS_PIPE_DIRECTORY": str(Path(scratch) / "mps-pipe"),
-                     "CUDA_MPS_LOG_DIRECTORY": str(Path(scratch) / "mps-log")}
+        self.dirs = {
+            "CUDA_MPS_PIPE_DIRECTORY": str(Path(scratch) / "mps-pipe"),
+            "CUDA_MPS_LOG_DIRECTORY": str(Path(scratch) / "mps-log"),
+        }
         self.started = False
 
     def __enter__(self):
@@ -297,13 +371,20 @@ class Mps:
     def __exit__(self, *exc):
         if self.started:
             try:
-                subprocess.run([self.control], input="quit\n", env={**os.environ, **self.dirs}, text=True,
-                               timeout=30, capture_output=True)
+                subprocess.run(
+                    [self.control],
+                    input="quit\n",
+                    env={**os.environ, **self.dirs},
+                    text=True,
+                    timeout=30,
+                    capture_output=True,
+                )
             except (subprocess.SubprocessError, OSError) as error:
                 print(f"  MPS: stopping the daemon failed: {error}")
 
 
 # --- main -----------------------------------------------------------------------
+
 
 def main() -> int:
     parser = argparse.ArgumentParser()
@@ -319,15 +400,19 @@ def main() -> int:
 
     sys.path.insert(0, str(HERE))
     sys.path.insert(0, str(HERE.parent))
-    import ringcc
     from gpu_env import gpu_skip_reason, torch_cuda_reason
+
+    import ringcc
+
     reason = gpu_skip_reason(ringcc) or torch_cuda_reason()
     if reason:
         print(f"bench_gpu: not run: {reason}")
         return 0
     device = ringcc.cuda_info()["devices"][0]
-    print(f"bench_gpu: {device['name']} ({device['uuid']}), float32 allreduce, blocking calls "
-          "(python -m bench.allreduce --device cuda)")
+    print(
+        f"bench_gpu: {device['name']} ({device['uuid']}), float32 allreduce, blocking calls "
+        "(python -m bench.allreduce --device cuda)"
+    )
     started = time.monotonic()
     doc = {"device": device, "rows": [], "diagnostics": {}}
     with tempfile.TemporaryDirectory() as scratch:
@@ -345,8 +430,9 @@ def main() -> int:
                     print("  MPS: skipped (nvidia-cuda-mps-control is not on PATH, or its daemon did not start)")
                 else:
                     print("  under MPS (a private daemon):")
-                    doc["rows"] += run_config("ringcc ipc under MPS", 2, {"RINGCC_GPU_BACKEND": "ipc", **mps_env},
-                                              None, scratch, args.quick)
+                    doc["rows"] += run_config(
+                        "ringcc ipc under MPS", 2, {"RINGCC_GPU_BACKEND": "ipc", **mps_env}, None, scratch, args.quick
+                    )
                     doc["diagnostics"]["floor under MPS"] = diagnose_floor(scratch, "MPS", mps_env)
     print(f"bench_gpu: done in {time.monotonic() - started:.0f} s")
     if args.out:

@@ -16,26 +16,45 @@ HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent
 sys.path[:0] = [str(HERE), str(TESTS)]
 
-import ringcc  # noqa: E402
-from gpu_env import (FRAMEWORK_GROUPS, GROUP_ENV, GROUPS, NOT_ON_GPU, arrays_env, framework_reason,  # noqa: E402
-                     gpu_skip_reason, kill_outcomes, library_reason)
+from gpu_env import (  # noqa: E402
+    FRAMEWORK_GROUPS,
+    GROUP_ENV,
+    GROUPS,
+    NOT_ON_GPU,
+    arrays_env,
+    framework_reason,
+    gpu_skip_reason,
+    kill_outcomes,
+    library_reason,
+)
 from jax_cases import CASES as JAX_CASES  # noqa: E402
 from rank_gpu_cases import CASES  # noqa: E402
 from rank_gpu_torch import CASES as TORCH_CASES  # noqa: E402
 from rank_harness import read_results  # noqa: E402
 
+import ringcc  # noqa: E402
+
 
 def environment(extra):
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(ringcc.__file__).resolve().parent.parent),
-                                         env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(ringcc.__file__).resolve().parent.parent), env.get("PYTHONPATH", "")])
     env.update(extra)
     return env
 
 
 def ringrun(n, script_args, env, timeout):
-    command = [sys.executable, "-m", "ringcc.launcher", "-np", str(n), "--timeout", str(timeout), "--",
-               sys.executable, *script_args]
+    command = [
+        sys.executable,
+        "-m",
+        "ringcc.launcher",
+        "-np",
+        str(n),
+        "--timeout",
+        str(timeout),
+        "--",
+        sys.executable,
+        *script_args,
+    ]
     return subprocess.run(command, env=environment(env), capture_output=True, text=True, timeout=timeout + 30)
 
 
@@ -54,8 +73,12 @@ def main() -> int:
         out = root / name
         out.mkdir()
         started = time.monotonic()
-        completed = ringrun(size, [str(TESTS / "rank_gpu_cases.py"), "--out", str(out), "--tags", ",".join(tags)],
-                            arrays_env({**GROUP_ENV, **env}), 180)
+        completed = ringrun(
+            size,
+            [str(TESTS / "rank_gpu_cases.py"), "--out", str(out), "--tags", ",".join(tags)],
+            arrays_env({**GROUP_ENV, **env}),
+            180,
+        )
         results = read_results(str(out), size)
         for case in CASES.select(size, tags):
             if case.name in NOT_ON_GPU:
@@ -102,9 +125,12 @@ def main() -> int:
     for backend in ("ipc", "host"):
         out = root / f"kill-{backend}"
         out.mkdir()
-        completed = ringrun(3, [str(TESTS / "gpu_deadpeer.py"), "--out", str(out), "--victim", "1"],
-                            arrays_env({"RINGCC_TIMEOUT_S": "8", "RINGCC_GPU_BACKEND": backend,
-                                        "RINGCC_TEST_ARRAYS": "torch"}), 90)
+        completed = ringrun(
+            3,
+            [str(TESTS / "gpu_deadpeer.py"), "--out", str(out), "--victim", "1"],
+            arrays_env({"RINGCC_TIMEOUT_S": "8", "RINGCC_GPU_BACKEND": backend, "RINGCC_TEST_ARRAYS": "torch"}),
+            90,
+        )
         problems = kill_outcomes(out, completed.stderr[-3000:])
         if problems:
             failed += 1

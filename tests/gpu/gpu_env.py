@@ -49,6 +49,7 @@ def torch_cuda_reason():
     if not have("torch"):
         return "torch is not installed"
     import torch
+
     if not torch.cuda.is_available():
         return "torch sees no CUDA device"
     return None
@@ -59,6 +60,7 @@ def cupy_reason():
         return "cupy is not installed"
     try:
         import cupy
+
         cupy.cuda.runtime.getDeviceCount()
     except Exception as error:
         return f"cupy cannot use the GPU: {error}"
@@ -72,29 +74,66 @@ GROUPS = {
     "ipc-2": (2, {"RINGCC_TEST_ARRAYS": "torch", "RINGCC_TEST_EXPECT_BACKEND": "ipc"}, ("device",), "torch"),
     # Four ranks, a small staging area and one-shot limit: reduce-scatter +
     # allgather in several steps.
-    "ipc-4": (4, {"RINGCC_TEST_ARRAYS": "torch", "RINGCC_TEST_EXPECT_BACKEND": "ipc",
-                  "RINGCC_IPC_BUFFER_BYTES": str(1 << 20), "RINGCC_IPC_ONESHOT_BYTES": "4096"}, ("device",), "torch"),
+    "ipc-4": (
+        4,
+        {
+            "RINGCC_TEST_ARRAYS": "torch",
+            "RINGCC_TEST_EXPECT_BACKEND": "ipc",
+            "RINGCC_IPC_BUFFER_BYTES": str(1 << 20),
+            "RINGCC_IPC_ONESHOT_BYTES": "4096",
+        },
+        ("device",),
+        "torch",
+    ),
     # The flag words in registered host memory (RINGCC_IPC_FLAGS=host).
-    "ipc-2-host-flags": (2, {"RINGCC_TEST_ARRAYS": "torch", "RINGCC_TEST_EXPECT_BACKEND": "ipc",
-                             "RINGCC_IPC_FLAGS": "host"}, ("device",), "torch"),
-    "host-2": (2, {"RINGCC_TEST_ARRAYS": "torch", "RINGCC_GPU_BACKEND": "host",
-                   "RINGCC_TEST_EXPECT_BACKEND": "host"}, ("device",), "torch"),
+    "ipc-2-host-flags": (
+        2,
+        {"RINGCC_TEST_ARRAYS": "torch", "RINGCC_TEST_EXPECT_BACKEND": "ipc", "RINGCC_IPC_FLAGS": "host"},
+        ("device",),
+        "torch",
+    ),
+    "host-2": (
+        2,
+        {"RINGCC_TEST_ARRAYS": "torch", "RINGCC_GPU_BACKEND": "host", "RINGCC_TEST_EXPECT_BACKEND": "host"},
+        ("device",),
+        "torch",
+    ),
     "ipc-2-cupy": (2, {"RINGCC_TEST_ARRAYS": "cupy", "RINGCC_TEST_EXPECT_BACKEND": "ipc"}, ("device",), "cupy"),
 }
 GROUP_ENV = {"RINGCC_TIMEOUT_S": "30"}
 
 # The framework adapters on the GPU, two ranks sharing it (CUDA IPC):
 # name: (ranks, rank script in tests/, environment, what it needs, case patterns).
-JAX_GPU_CASES = ("platform/*", "allreduce/*/jit", "allreduce/float32/sum/eager", "allreduce/scalar-and-empty",
-                 "allreduce/scale-factors", "allreduce/large-4MiB", "allgather/*/jit", "allgather/int8-and-bfloat16",
-                 "broadcast/*", "reduce_scatter/rows5/*/jit", "alltoall/*", "barrier/*", "ordering/*", "grad/*",
-                 "vmap/*", "donation/*", "errors/*")
+JAX_GPU_CASES = (
+    "platform/*",
+    "allreduce/*/jit",
+    "allreduce/float32/sum/eager",
+    "allreduce/scalar-and-empty",
+    "allreduce/scale-factors",
+    "allreduce/large-4MiB",
+    "allgather/*/jit",
+    "allgather/int8-and-bfloat16",
+    "broadcast/*",
+    "reduce_scatter/rows5/*/jit",
+    "alltoall/*",
+    "barrier/*",
+    "ordering/*",
+    "grad/*",
+    "vmap/*",
+    "donation/*",
+    "errors/*",
+)
 FRAMEWORK_GROUPS = {
     "torch-2": (2, "rank_gpu_torch.py", {"RINGCC_TEST_EXPECT_BACKEND": "ipc"}, "torch", ()),
     # JAX on its CUDA platform, without taking most of the GPU's memory at
     # start (two processes share it).
-    "jax-2": (2, "jax_cases.py", {"JAX_PLATFORMS": "cuda", "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
-                                  "RINGCC_TEST_EXPECT_JAX_PLATFORM": "gpu"}, "jax", JAX_GPU_CASES),
+    "jax-2": (
+        2,
+        "jax_cases.py",
+        {"JAX_PLATFORMS": "cuda", "XLA_PYTHON_CLIENT_PREALLOCATE": "false", "RINGCC_TEST_EXPECT_JAX_PLATFORM": "gpu"},
+        "jax",
+        JAX_GPU_CASES,
+    ),
 }
 
 
@@ -103,8 +142,16 @@ def jax_cuda_reason(ringcc):
     without importing jax: that would start its GPU client in this process)."""
     if not have("jax"):
         return "jax is not installed"
-    if not any(have(m) for m in ("jax_cuda13_plugin", "jax_cuda12_plugin", "jax_plugins.xla_cuda13",
-                                 "jax_plugins.xla_cuda12", "jaxlib.cuda")):
+    if not any(
+        have(m)
+        for m in (
+            "jax_cuda13_plugin",
+            "jax_cuda12_plugin",
+            "jax_plugins.xla_cuda13",
+            "jax_plugins.xla_cuda12",
+            "jaxlib.cuda",
+        )
+    ):
         return "jax has no CUDA plugin (pip install jax[cuda13])"
     if not getattr(ringcc._core, "jax_ffi_cuda_targets", dict)():
         return "this ringcc was built without the XLA FFI handlers (no jaxlib headers at build time)"
@@ -117,6 +164,8 @@ def framework_reason(what, ringcc):
     if what == "jax":
         return jax_cuda_reason(ringcc)
     return f"unknown framework {what}"
+
+
 # Cases of rank_gpu_cases.py that only make sense without NCCL at hand.
 NOT_ON_GPU = ("forced_nccl_without_nccl", "forced_ipc_without_nvrtc")
 
@@ -132,6 +181,7 @@ def kill_outcomes(out_dir, completed_describe, victim=1, size=3, within_s=10.0):
     import json
     import re
     from pathlib import Path
+
     out_dir = Path(out_dir)
     killed = out_dir / "killed.json"
     if not killed.exists():

@@ -18,16 +18,25 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from conftest import ringcc
-from gpu_env import (FRAMEWORK_GROUPS, GROUP_ENV, GROUPS, NOT_ON_GPU, arrays_env, framework_reason, gpu_skip_reason,
-                     kill_outcomes, library_reason)
+from gpu_env import (
+    FRAMEWORK_GROUPS,
+    GROUP_ENV,
+    GROUPS,
+    NOT_ON_GPU,
+    arrays_env,
+    framework_reason,
+    gpu_skip_reason,
+    kill_outcomes,
+    library_reason,
+)
 from jax_cases import CASES as JAX_CASES
 from rank_gpu_cases import CASES
 from rank_gpu_torch import CASES as TORCH_CASES
 
 REASON = gpu_skip_reason(ringcc)
 pytestmark = pytest.mark.skipif(REASON is not None, reason=str(REASON))
+
 
 def inherited():
     """The caller's RINGCC_ settings (where NVRTC or NCCL are, the cache),
@@ -40,8 +49,14 @@ def run_group(ranks, name):
     reason = library_reason(what)
     if reason:
         pytest.skip(reason)
-    return ranks.group(f"gpu-real-{name}", size, "rank_gpu_cases.py",
-                       env=arrays_env({**inherited(), **GROUP_ENV, **env}), tags=tags, timeout=180)
+    return ranks.group(
+        f"gpu-real-{name}",
+        size,
+        "rank_gpu_cases.py",
+        env=arrays_env({**inherited(), **GROUP_ENV, **env}),
+        tags=tags,
+        timeout=180,
+    )
 
 
 CASE_PARAMS = [
@@ -72,8 +87,9 @@ def run_framework_group(ranks, name):
     reason = framework_reason(what, ringcc)
     if reason:
         pytest.skip(reason)
-    return ranks.group(f"gpu-real-{name}", size, script, env={**inherited(), **GROUP_ENV, **env},
-                       cases=patterns, timeout=180)
+    return ranks.group(
+        f"gpu-real-{name}", size, script, env={**inherited(), **GROUP_ENV, **env}, cases=patterns, timeout=180
+    )
 
 
 FRAMEWORK_PARAMS = [
@@ -107,8 +123,11 @@ def test_killed_rank_fails_the_others_within_10_s(ranks, backend):
         pytest.skip(reason)
     out_dir = ranks.scratch_dir(f"gpu-real-kill-{backend}")
     env = arrays_env({"RINGCC_TIMEOUT_S": "8", "RINGCC_GPU_BACKEND": backend, "RINGCC_TEST_ARRAYS": "torch"})
-    command = ranks.command(3, [str(ranks.tests_dir / "gpu_deadpeer.py"), "--out", str(out_dir), "--victim", "1"],
-                            ["--timeout", "90", "--grace-period", "30"])
+    command = ranks.command(
+        3,
+        [str(ranks.tests_dir / "gpu_deadpeer.py"), "--out", str(out_dir), "--victim", "1"],
+        ["--timeout", "90", "--grace-period", "30"],
+    )
     completed = ranks.run(command, ranks.environment({**inherited(), **env}), 120)
     problems = kill_outcomes(out_dir, completed.describe())
     assert not problems, "\n".join(problems)

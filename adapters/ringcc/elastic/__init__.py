@@ -138,8 +138,9 @@ class State:
             if timestamp > last_updated_timestamp:
                 last_updated_timestamp = timestamp
                 all_update |= update
-        prev_timestamp, self._last_updated_timestamp, all_update = \
-            self._bcast_object((prev_timestamp, last_updated_timestamp, int(all_update)))
+        prev_timestamp, self._last_updated_timestamp, all_update = self._bcast_object(
+            (prev_timestamp, last_updated_timestamp, int(all_update))
+        )
         if self._last_updated_timestamp > prev_timestamp:
             raise HostsUpdatedInterrupt(all_update == HostUpdateResult.removed)
 
@@ -195,8 +196,7 @@ def _is_job_failure(error: BaseException) -> bool:
 
     if isinstance(error, _core.MismatchError):
         return False  # the ranks disagree on a collective: the job is intact, the program is wrong
-    if isinstance(error, (HorovodInternalError, _core.PeerFailureError, _core.TimeoutError,
-                          _core.InternalError)):
+    if isinstance(error, (HorovodInternalError, _core.PeerFailureError, _core.TimeoutError, _core.InternalError)):
         return True
     # The engine stopped after a failure while ringcc is still initialised.
     return isinstance(error, _core.NotInitializedError) and _core.is_initialized()
@@ -276,6 +276,13 @@ def run(func):
 
 
 __all__ = [
-    "HorovodInternalError", "HostsUpdatedInterrupt", "HostUpdateResult", "State", "ObjectState",
-    "run", "run_fn", "broadcast_object", "notification_manager",
+    "HorovodInternalError",
+    "HostsUpdatedInterrupt",
+    "HostUpdateResult",
+    "State",
+    "ObjectState",
+    "run",
+    "run_fn",
+    "broadcast_object",
+    "notification_manager",
 ]

@@ -36,8 +36,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ringcc import launcher
 from ringcc.elastic import protocol
@@ -57,10 +58,26 @@ ADDED, REMOVED = 2, 1  # ringcc.elastic.HostUpdateResult
 
 # Variables of an outer job that must not reach the workers: they get theirs at init().
 JOB_VARIABLES = (
-    "RINGCC_RANK", "RINGCC_SIZE", "RINGCC_LOCAL_RANK", "RINGCC_LOCAL_SIZE", "RINGCC_CROSS_RANK",
-    "RINGCC_CROSS_SIZE", "RINGCC_MASTER_ADDR", "RINGCC_MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK",
-    "HOROVOD_LOCAL_SIZE", "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE",
+    "RINGCC_RANK",
+    "RINGCC_SIZE",
+    "RINGCC_LOCAL_RANK",
+    "RINGCC_LOCAL_SIZE",
+    "RINGCC_CROSS_RANK",
+    "RINGCC_CROSS_SIZE",
+    "RINGCC_MASTER_ADDR",
+    "RINGCC_MASTER_PORT",
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "HOROVOD_RANK",
+    "HOROVOD_SIZE",
+    "HOROVOD_LOCAL_RANK",
+    "HOROVOD_LOCAL_SIZE",
+    "HOROVOD_CROSS_RANK",
+    "HOROVOD_CROSS_SIZE",
 )
 
 
@@ -75,37 +92,71 @@ class ElasticError(Exception):
 def add_arguments(parser) -> None:
     """Horovod's elastic options, on ringrun's parser."""
     group = parser.add_argument_group(
-        "elastic mode", "given --host-discovery-script, --min-np or --max-np (see docs/elastic.md)")
-    group.add_argument("--host-discovery-script", metavar="SCRIPT",
-                       help="prints the available hosts, one 'host:slots' (or 'host') a line; run every "
-                            "second. Enables elastic mode")
-    group.add_argument("--min-np", "--min-num-proc", dest="min_np", type=int, metavar="N",
-                       help="fewest workers to train with; below it the job waits for hosts (default: -np)")
-    group.add_argument("--max-np", "--max-num-proc", dest="max_np", type=int, metavar="N",
-                       help="most workers to run (default: -np)")
-    group.add_argument("--slots-per-host", "--slots", dest="slots_per_host", type=int, default=1, metavar="N",
-                       help="slots of a host the discovery script lists without a count (default: 1)")
-    group.add_argument("--elastic-timeout", type=float, metavar="SECONDS",
-                       help="how long to wait for enough workers (RINGCC_ELASTIC_TIMEOUT_S, "
-                            "HOROVOD_ELASTIC_TIMEOUT; default: 600)")
-    group.add_argument("--reset-limit", type=int, metavar="N",
-                       help="stop the job after this many changes of membership (default: no limit)")
-    group.add_argument("--blacklist-cooldown-range", type=int, nargs=2, metavar=("MIN", "MAX"),
-                       help="seconds a host whose worker failed stays blacklisted: MIN, doubling with "
-                            "every failure, at most MAX (default: for good)")
+        "elastic mode", "given --host-discovery-script, --min-np or --max-np (see docs/elastic.md)"
+    )
+    group.add_argument(
+        "--host-discovery-script",
+        metavar="SCRIPT",
+        help="prints the available hosts, one 'host:slots' (or 'host') a line; run every second. Enables elastic mode",
+    )
+    group.add_argument(
+        "--min-np",
+        "--min-num-proc",
+        dest="min_np",
+        type=int,
+        metavar="N",
+        help="fewest workers to train with; below it the job waits for hosts (default: -np)",
+    )
+    group.add_argument(
+        "--max-np", "--max-num-proc", dest="max_np", type=int, metavar="N", help="most workers to run (default: -np)"
+    )
+    group.add_argument(
+        "--slots-per-host",
+        "--slots",
+        dest="slots_per_host",
+        type=int,
+        default=1,
+        metavar="N",
+        help="slots of a host the discovery script lists without a count (default: 1)",
+    )
+    group.add_argument(
+        "--elastic-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="how long to wait for enough workers (RINGCC_ELASTIC_TIMEOUT_S, HOROVOD_ELASTIC_TIMEOUT; default: 600)",
+    )
+    group.add_argument(
+        "--reset-limit",
+        type=int,
+        metavar="N",
+        help="stop the job after this many changes of membership (default: no limit)",
+    )
+    group.add_argument(
+        "--blacklist-cooldown-range",
+        type=int,
+        nargs=2,
+        metavar=("MIN", "MAX"),
+        help="seconds a host whose worker failed stays blacklisted: MIN, doubling with "
+        "every failure, at most MAX (default: for good)",
+    )
 
 
 def is_elastic(args) -> bool:
-    return (getattr(args, "host_discovery_script", None) is not None or getattr(args, "min_np", None) is not None
-            or getattr(args, "max_np", None) is not None)
+    return (
+        getattr(args, "host_discovery_script", None) is not None
+        or getattr(args, "min_np", None) is not None
+        or getattr(args, "max_np", None) is not None
+    )
 
 
-def elastic_only_options(args) -> List[str]:
+def elastic_only_options(args) -> list[str]:
     """Elastic options given to a job that is not elastic."""
-    given = [("--blacklist-cooldown-range", args.blacklist_cooldown_range is not None),
-             ("--reset-limit", args.reset_limit is not None),
-             ("--elastic-timeout", args.elastic_timeout is not None),
-             ("--slots-per-host", args.slots_per_host != 1)]
+    given = [
+        ("--blacklist-cooldown-range", args.blacklist_cooldown_range is not None),
+        ("--reset-limit", args.reset_limit is not None),
+        ("--elastic-timeout", args.elastic_timeout is not None),
+        ("--slots-per-host", args.slots_per_host != 1),
+    ]
     return [name for name, present in given if present]
 
 
@@ -113,9 +164,9 @@ def elastic_only_options(args) -> List[str]:
 # Hosts
 
 
-def parse_discovery_output(text: str, default_slots: int) -> Dict[str, int]:
+def parse_discovery_output(text: str, default_slots: int) -> dict[str, int]:
     """{host: slots} from the discovery script's lines, in their order."""
-    hosts: Dict[str, int] = {}
+    hosts: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         line = line.strip()
         if not line:
@@ -131,16 +182,20 @@ class ScriptDiscovery:
         self._script = script
         self._default_slots = default_slots
 
-    def find(self) -> Dict[str, int]:
+    def find(self) -> dict[str, int]:
         try:
-            done = subprocess.run(self._script, shell=True, capture_output=True, text=True,
-                                  timeout=DISCOVERY_SCRIPT_TIMEOUT_S)
+            done = subprocess.run(
+                self._script, shell=True, capture_output=True, text=True, timeout=DISCOVERY_SCRIPT_TIMEOUT_S
+            )
         except subprocess.TimeoutExpired:
-            raise ElasticError(f"the host discovery script {self._script!r} ran for more than "
-                               f"{DISCOVERY_SCRIPT_TIMEOUT_S:g} s") from None
+            raise ElasticError(
+                f"the host discovery script {self._script!r} ran for more than {DISCOVERY_SCRIPT_TIMEOUT_S:g} s"
+            ) from None
         if done.returncode != 0:
-            raise ElasticError(f"the host discovery script {self._script!r} exited with {done.returncode}: "
-                               f"{done.stderr.strip()[-500:]}")
+            raise ElasticError(
+                f"the host discovery script {self._script!r} exited with {done.returncode}: "
+                f"{done.stderr.strip()[-500:]}"
+            )
         try:
             return parse_discovery_output(done.stdout, self._default_slots)
         except launcher.LaunchError as error:
@@ -151,7 +206,7 @@ class FixedDiscovery:
     def __init__(self, hosts: Sequence[launcher.Host]) -> None:
         self._hosts = {h.name: h.slots for h in hosts}
 
-    def find(self) -> Dict[str, int]:
+    def find(self) -> dict[str, int]:
         return dict(self._hosts)
 
 
@@ -159,7 +214,7 @@ class HostState:
     """A host's blacklisting (Horovod's HostState): for good without a
     cooldown range, else for a cooldown that doubles with every failure."""
 
-    def __init__(self, cooldown_range: Optional[Tuple[int, int]]) -> None:
+    def __init__(self, cooldown_range: tuple[int, int] | None) -> None:
         self._range = cooldown_range
         self.blacklisted = False
         self.count = 0
@@ -202,10 +257,10 @@ class Worker:
     rank: int = -1
     waiting: bool = False  # its join waits for a reply
     waiting_since: float = 0.0
-    reply: Optional[dict] = None
+    reply: dict | None = None
     leaving: bool = False  # told to leave, or stopped by the driver: its exit is no failure
     removal: bool = False  # its slot was removed from the hosts
-    exit_code: Optional[int] = None
+    exit_code: int | None = None
     announced: float = 0.0  # when its wait to be let in was last announced
 
     @property
@@ -218,12 +273,12 @@ class Formation:
     """A membership whose rank 0 has not chosen its store's port yet."""
 
     generation: int
-    members: List[Worker]
-    assignments: Dict[str, dict] = field(default_factory=dict)
+    members: list[Worker]
+    assignments: dict[str, dict] = field(default_factory=dict)
 
 
 class ElasticDriver:
-    def __init__(self, args, command: Sequence[str], environ: Dict[str, str]) -> None:
+    def __init__(self, args, command: Sequence[str], environ: dict[str, str]) -> None:
         self.args = args
         self.command = list(command)
         self.environ = environ
@@ -238,8 +293,9 @@ class ElasticDriver:
         if self.max_np is None:
             self.max_np = max(self.start_np, self.min_np)
         if not 1 <= self.min_np <= self.start_np <= self.max_np:
-            raise launcher.LaunchError(f"elastic mode needs 1 <= --min-np ({self.min_np}) <= -np "
-                                       f"({self.start_np}) <= --max-np ({self.max_np})")
+            raise launcher.LaunchError(
+                f"elastic mode needs 1 <= --min-np ({self.min_np}) <= -np ({self.start_np}) <= --max-np ({self.max_np})"
+            )
         if args.reset_limit is not None and args.reset_limit < 0:
             raise launcher.LaunchError("--reset-limit must not be negative")
         cooldown = tuple(args.blacklist_cooldown_range) if args.blacklist_cooldown_range else None
@@ -248,14 +304,17 @@ class ElasticDriver:
             if lower < COOLDOWN_LOWER_LIMIT_S or upper > COOLDOWN_UPPER_LIMIT_S or lower > upper:
                 raise launcher.LaunchError(
                     f"--blacklist-cooldown-range: MIN >= {COOLDOWN_LOWER_LIMIT_S}, MAX <= "
-                    f"{COOLDOWN_UPPER_LIMIT_S} and MIN <= MAX, got {lower} {upper}")
+                    f"{COOLDOWN_UPPER_LIMIT_S} and MIN <= MAX, got {lower} {upper}"
+                )
         self.cooldown = cooldown
         if args.host_discovery_script is not None:
             if args.hosts is not None or args.hostfile is not None:
                 raise launcher.LaunchError("give either --host-discovery-script or -H/--hostfile, not both")
             self.discovery = ScriptDiscovery(args.host_discovery_script, args.slots_per_host)
         elif args.hosts is not None or args.hostfile is not None:
-            hosts = launcher.parse_hosts(args.hosts) if args.hosts is not None else launcher.parse_hostfile(args.hostfile)
+            hosts = (
+                launcher.parse_hosts(args.hosts) if args.hosts is not None else launcher.parse_hostfile(args.hostfile)
+            )
             self.discovery = FixedDiscovery(hosts)
         else:
             self.discovery = FixedDiscovery([launcher.Host("localhost", self.max_np)])
@@ -264,40 +323,41 @@ class ElasticDriver:
         if args.slots_per_host < 1:
             raise launcher.LaunchError("--slots-per-host must be at least 1")
         self.elastic_timeout = args.elastic_timeout or _env_float(
-            environ, ("RINGCC_ELASTIC_TIMEOUT_S", "HOROVOD_ELASTIC_TIMEOUT"), DEFAULT_ELASTIC_TIMEOUT_S)
+            environ, ("RINGCC_ELASTIC_TIMEOUT_S", "HOROVOD_ELASTIC_TIMEOUT"), DEFAULT_ELASTIC_TIMEOUT_S
+        )
         self.join_timeout = _env_float(environ, ("RINGCC_TIMEOUT_S",), DEFAULT_TIMEOUT_S)
-        self.discovery_interval = _env_float(environ, ("RINGCC_ELASTIC_DISCOVERY_INTERVAL_S",),
-                                             DISCOVERY_INTERVAL_S)
+        self.discovery_interval = _env_float(environ, ("RINGCC_ELASTIC_DISCOVERY_INTERVAL_S",), DISCOVERY_INTERVAL_S)
         self.secret = environ.get("RINGCC_SECRET") or secrets.token_hex(32)
         self.agent = launcher.with_ssh_connect_timeout(
-            args.agent if args.agent is not None else launcher.DEFAULT_AGENT, args.ssh_connect_timeout)
+            args.agent if args.agent is not None else launcher.DEFAULT_AGENT, args.ssh_connect_timeout
+        )
         self.exported = launcher._exported_variables(args.export, environ)
 
         self.lock = threading.Condition()
-        self.hosts: Dict[str, int] = {}  # the last discovery
-        self.host_order: List[str] = []  # hosts in the order first seen
-        self.host_states: Dict[str, HostState] = {}
-        self.workers: Dict[str, Worker] = {}
-        self.slot_starts: Dict[Tuple[str, int], int] = {}  # workers started on each slot so far
+        self.hosts: dict[str, int] = {}  # the last discovery
+        self.host_order: list[str] = []  # hosts in the order first seen
+        self.host_states: dict[str, HostState] = {}
+        self.workers: dict[str, Worker] = {}
+        self.slot_starts: dict[tuple[str, int], int] = {}  # workers started on each slot so far
         self.generation = 0  # the last membership that met
         self.formed = 0  # memberships formed so far (one that fell apart before it met included)
         self.resets = 0
-        self.formation: Optional[Formation] = None
-        self.updates: List[Tuple[float, int]] = []  # (timestamp, HostUpdateResult flags)
-        self.succeeded_at: Optional[float] = None
-        self.failure: Optional[Tuple[str, int]] = None  # (message, exit status) ending the job
-        self.first_failure_code: Optional[int] = None
-        self.short_since: Optional[float] = None  # when fewer than --min-np workers could run
-        self.discovery_error: Optional[str] = None
-        self.readers: List[threading.Thread] = []
+        self.formation: Formation | None = None
+        self.updates: list[tuple[float, int]] = []  # (timestamp, HostUpdateResult flags)
+        self.succeeded_at: float | None = None
+        self.failure: tuple[str, int] | None = None  # (message, exit status) ending the job
+        self.first_failure_code: int | None = None
+        self.short_since: float | None = None  # when fewer than --min-np workers could run
+        self.discovery_error: str | None = None
+        self.readers: list[threading.Thread] = []
         self.stopping = threading.Event()
-        self.server: Optional[socket.socket] = None
+        self.server: socket.socket | None = None
         self.port = 0
 
     # -- the main loop --------------------------------------------------------
 
     def run(self) -> int:
-        received: List[int] = []
+        received: list[int] = []
         try:
             self._listen()
         except OSError as error:
@@ -312,7 +372,7 @@ class ElasticDriver:
             self._apply_discovery(hosts)
         threading.Thread(target=self._discover, name="ringrun-discovery", daemon=True).start()
         deadline = None if self.args.timeout is None else time.monotonic() + self.args.timeout
-        status: Optional[int] = None
+        status: int | None = None
         started = time.monotonic()
         with launcher._recording_signals(received):
             while status is None:
@@ -343,7 +403,7 @@ class ElasticDriver:
             reader.join(timeout=max(0.0, deadline_drain - time.monotonic()))
         return status
 
-    def _step(self, now: float, started: float) -> Optional[int]:
+    def _step(self, now: float, started: float) -> int | None:
         """One round of decisions (under the lock); the exit status once the job is over."""
         self._reap(now)
         if self.failure is not None:
@@ -354,8 +414,11 @@ class ElasticDriver:
             self._release_waiting("the job is done")
             live = [w for w in self.workers.values() if w.alive]
             if not live:
-                failed = [w for w in self.workers.values() if w.exit_code and not w.leaving
-                          and w.generation == self.generation]
+                failed = [
+                    w
+                    for w in self.workers.values()
+                    if w.exit_code and not w.leaving and w.generation == self.generation
+                ]
                 return launcher.exit_status(failed[0].exit_code) if failed else 0
             if now - self.succeeded_at > self.join_timeout:
                 self.console.message(f"a worker finished {self.join_timeout:g} s ago; stopping the others")
@@ -390,20 +453,33 @@ class ElasticDriver:
             state = self.host_states.setdefault(w.host, HostState(self.cooldown))
             seconds = state.blacklist(time.time())
             how = "for the rest of the job" if seconds == float("inf") else f"for {seconds:.1f} s"
-            self.console.message(f"{described} (rank {w.rank} of membership {w.generation}); "
-                                 f"host {w.host} blacklisted {how}")
+            self.console.message(
+                f"{described} (rank {w.rank} of membership {w.generation}); host {w.host} blacklisted {how}"
+            )
             if self.first_failure_code is None:
                 self.first_failure_code = launcher.exit_status(code)
             if self.formation is not None and w in self.formation.members:
                 self._void_formation(f"worker {w.id} failed before the membership met")
-        if (self.generation == 0 and self.workers and self.succeeded_at is None
-                and not any(w.alive for w in self.workers.values())):
-            self.failure = ("every worker failed before the first membership met; stopping",
-                            self.first_failure_code or 1)
-        if self.generation > 0 and self.succeeded_at is None and not any(
-                w.alive and not w.leaving and w.holds_state for w in self.workers.values()):
-            self.failure = ("no worker that holds the training state is left (every worker that had "
-                            "synchronised it failed or left); stopping", self.first_failure_code or 1)
+        if (
+            self.generation == 0
+            and self.workers
+            and self.succeeded_at is None
+            and not any(w.alive for w in self.workers.values())
+        ):
+            self.failure = (
+                "every worker failed before the first membership met; stopping",
+                self.first_failure_code or 1,
+            )
+        if (
+            self.generation > 0
+            and self.succeeded_at is None
+            and not any(w.alive and not w.leaving and w.holds_state for w in self.workers.values())
+        ):
+            self.failure = (
+                "no worker that holds the training state is left (every worker that had "
+                "synchronised it failed or left); stopping",
+                self.first_failure_code or 1,
+            )
 
     # -- memberships ----------------------------------------------------------
 
@@ -434,8 +510,9 @@ class ElasticDriver:
             if len(waiting) < len(live):
                 for w in live:
                     if not w.waiting and now - w.started > self.elastic_timeout:
-                        self.console.message(f"worker {w.id} did not start within {self.elastic_timeout:g} s; "
-                                             "stopping it")
+                        self.console.message(
+                            f"worker {w.id} did not start within {self.elastic_timeout:g} s; stopping it"
+                        )
                         w.leaving = True
                         _signal(w.process, signal.SIGKILL)
                 return
@@ -449,7 +526,8 @@ class ElasticDriver:
                     for w in late:
                         self.console.message(
                             f"worker {w.id} (rank {w.rank}) did not leave membership {self.generation} within "
-                            f"{self.join_timeout:g} s of the others; killing it")
+                            f"{self.join_timeout:g} s of the others; killing it"
+                        )
                         _signal(w.process, signal.SIGKILL)
                 return
             newcomers = [w for w in waiting if w.generation == 0]
@@ -461,23 +539,35 @@ class ElasticDriver:
         newcomers = [w for w in newcomers if not w.removal]
         # Those that hold the training state first, the oldest first, so
         # that rank 0 (which the others synchronise from) holds it.
-        candidates = sorted(members + newcomers, key=lambda w: (
-            not w.holds_state, w.first_generation or float("inf"), w.rank if w.generation else 0,
-            self._host_index(w.host), w.slot))
+        candidates = sorted(
+            members + newcomers,
+            key=lambda w: (
+                not w.holds_state,
+                w.first_generation or float("inf"),
+                w.rank if w.generation else 0,
+                self._host_index(w.host),
+                w.slot,
+            ),
+        )
         if self.generation > 0 and not (candidates and candidates[0].holds_state):
-            self.failure = ("no worker that holds the training state is left (every worker that had "
-                            "synchronised it failed or left); stopping", self.first_failure_code or 1)
+            self.failure = (
+                "no worker that holds the training state is left (every worker that had "
+                "synchronised it failed or left); stopping",
+                self.first_failure_code or 1,
+            )
             return
-        chosen = candidates[:self.max_np]
-        for w in candidates[self.max_np:]:
+        chosen = candidates[: self.max_np]
+        for w in candidates[self.max_np :]:
             w.leaving = True
             w.reply = {"action": "leave", "reason": f"more than --max-np {self.max_np} workers"}
         if len(chosen) < self.min_np:
             return  # waits for more workers (_scale starts them, or gives up)
         if self.generation > 0:
             if self.args.reset_limit is not None and self.resets >= self.args.reset_limit:
-                self.failure = (f"the membership changed {self.resets} times, the --reset-limit; stopping",
-                                self.first_failure_code or 1)
+                self.failure = (
+                    f"the membership changed {self.resets} times, the --reset-limit; stopping",
+                    self.first_failure_code or 1,
+                )
                 return
             self.resets += 1
         self._form(chosen)
@@ -485,14 +575,14 @@ class ElasticDriver:
     def _host_index(self, host: str) -> int:
         return self.host_order.index(host) if host in self.host_order else len(self.host_order)
 
-    def _form(self, chosen: List[Worker]) -> None:
+    def _form(self, chosen: list[Worker]) -> None:
         self.formed += 1
         generation = self.formed
         size = len(chosen)
-        local_of: Dict[str, List[Worker]] = {}
+        local_of: dict[str, list[Worker]] = {}
         for w in chosen:
             local_of.setdefault(w.host, []).append(w)
-        cross_count: Dict[int, int] = {}
+        cross_count: dict[int, int] = {}
         for w in chosen:
             local_rank = local_of[w.host].index(w)
             cross_count[local_rank] = cross_count.get(local_rank, 0) + 1
@@ -505,26 +595,40 @@ class ElasticDriver:
         else:
             master_addr = launcher.unbracket(rank0_host)
         formation = Formation(generation, chosen)
-        seen_cross: Dict[int, int] = {}
+        seen_cross: dict[int, int] = {}
         for rank, w in enumerate(chosen):
             local_rank = local_of[w.host].index(w)
             cross_rank = seen_cross.get(local_rank, 0)
             seen_cross[local_rank] = cross_rank + 1
             formation.assignments[w.id] = {
-                "action": "assign", "generation": generation, "rank": rank, "size": size,
-                "local_rank": local_rank, "local_size": len(local_of[w.host]),
-                "cross_rank": cross_rank, "cross_size": cross_count[local_rank],
-                "host": w.host, "master_addr": master_addr, "master_port": 0,
+                "action": "assign",
+                "generation": generation,
+                "rank": rank,
+                "size": size,
+                "local_rank": local_rank,
+                "local_size": len(local_of[w.host]),
+                "cross_rank": cross_rank,
+                "cross_size": cross_count[local_rank],
+                "host": w.host,
+                "master_addr": master_addr,
+                "master_port": 0,
             }
         self.formation = formation
         chosen[0].reply = {**formation.assignments[chosen[0].id], "choose_port": True}
-        self.console.message(f"membership {generation}: {size} worker(s): "
-                             + ", ".join(f"{w.id} as rank {r}" for r, w in enumerate(chosen)))
+        self.console.message(
+            f"membership {generation}: {size} worker(s): "
+            + ", ".join(f"{w.id} as rank {r}" for r, w in enumerate(chosen))
+        )
 
     def _port_chosen(self, worker_id: str, generation: int, port: int) -> dict:
         formation = self.formation
-        if (formation is None or formation.generation != generation or formation.members[0].id != worker_id
-                or not isinstance(port, int) or not 0 < port < 65536):
+        if (
+            formation is None
+            or formation.generation != generation
+            or formation.members[0].id != worker_id
+            or not isinstance(port, int)
+            or not 0 < port < 65536
+        ):
             return {"action": "retry"}
         self.formation = None
         self.generation = generation
@@ -559,7 +663,7 @@ class ElasticDriver:
                 self.discovery_error = None
                 self._apply_discovery(hosts)
 
-    def _apply_discovery(self, hosts: Dict[str, int]) -> None:
+    def _apply_discovery(self, hosts: dict[str, int]) -> None:
         if hosts == self.hosts:
             return
         for host in hosts:
@@ -580,7 +684,7 @@ class ElasticDriver:
     def _is_local(self, host: str) -> bool:
         return self.args.agent is None and launcher.is_local_host(host)
 
-    def _free_slots(self, now: float) -> List[Tuple[str, int]]:
+    def _free_slots(self, now: float) -> list[tuple[str, int]]:
         free = []
         for host in self.host_order:
             slots = self.hosts.get(host, 0)
@@ -602,7 +706,7 @@ class ElasticDriver:
                 self._check_short(now, len(free), f"{self.start_np} slots to start with")
                 return
         room = self.max_np - len(running)
-        for host, slot in free[:max(0, room)]:
+        for host, slot in free[: max(0, room)]:
             self._start(host, slot, now)
         running = [w for w in self.workers.values() if w.alive and not w.leaving and not w.removal]
         if len(running) < self.min_np:
@@ -615,8 +719,10 @@ class ElasticDriver:
             self.short_since = now
             self.console.message(f"waiting for {need} (have {have}; up to {self.elastic_timeout:g} s)")
         elif now - self.short_since > self.elastic_timeout:
-            self.failure = (f"timed out after {self.elastic_timeout:g} s waiting for {need} (have {have}); "
-                            "stopping", self.first_failure_code or 1)
+            self.failure = (
+                f"timed out after {self.elastic_timeout:g} s waiting for {need} (have {have}); stopping",
+                self.first_failure_code or 1,
+            )
 
     def _start(self, host: str, slot: int, now: float) -> None:
         started_here = self.slot_starts.get((host, slot), 0) + 1
@@ -640,8 +746,13 @@ class ElasticDriver:
         else:
             forwarded = dict(self.exported)
             if self.args.env_all:
-                forwarded = {k: v for k, v in self.environ.items() if launcher._VARIABLE_NAME.fullmatch(k)
-                             and k not in launcher.HOST_SPECIFIC_VARIABLES and k not in JOB_VARIABLES}
+                forwarded = {
+                    k: v
+                    for k, v in self.environ.items()
+                    if launcher._VARIABLE_NAME.fullmatch(k)
+                    and k not in launcher.HOST_SPECIFIC_VARIABLES
+                    and k not in JOB_VARIABLES
+                }
                 forwarded.update(self.exported)
             rank_env = {**forwarded, **variables}
             rank_env.setdefault("PYTHONUNBUFFERED", self.environ.get("PYTHONUNBUFFERED", "1"))
@@ -649,8 +760,14 @@ class ElasticDriver:
             argv = launcher.agent_command(self.agent, host, rank_env, self.command, os.getcwd())
             env = dict(self.environ)
         try:
-            process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            process = subprocess.Popen(
+                argv,
+                env=env,
+                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
             if stdin is not None:
                 try:
                     with process.stdin:
@@ -666,8 +783,12 @@ class ElasticDriver:
         self.workers[worker_id] = worker
         for pipe, stream in ((process.stdout, "stdout"), (process.stderr, "stderr")):
             prefix = f"[{worker_id}]<{stream}>: ".encode() if not self.args.no_prefix else b""
-            reader = threading.Thread(target=launcher._forward_output, args=(pipe, prefix, stream, self.console),
-                                      name=f"ringrun-{worker_id}-{stream}", daemon=True)
+            reader = threading.Thread(
+                target=launcher._forward_output,
+                args=(pipe, prefix, stream, self.console),
+                name=f"ringrun-{worker_id}-{stream}",
+                daemon=True,
+            )
             reader.start()
             self.readers.append(reader)
 
@@ -704,7 +825,8 @@ class ElasticDriver:
 
     def _listen(self) -> None:
         any_remote = self.args.agent is not None or not all(
-            launcher.is_local_host(h) for h in getattr(self.discovery, "_hosts", {"remote": 1}))
+            launcher.is_local_host(h) for h in getattr(self.discovery, "_hosts", {"remote": 1})
+        )
         if any_remote:
             sock = launcher._dual_stack_socket()
         else:
@@ -783,7 +905,7 @@ class ElasticDriver:
 
     # -- stopping -------------------------------------------------------------
 
-    def _stop_all(self, interrupted: bool, received: List[int]) -> None:
+    def _stop_all(self, interrupted: bool, received: list[int]) -> None:
         with self.lock:
             live = [w for w in self.workers.values() if w.alive]
             for w in live:

@@ -84,7 +84,7 @@ def serve_one(sock: socket.socket, secret: bytes, handle) -> None:
     _send_frame(sock, reply, _mac(secret, REPLY_LABEL, client_nonce, server_nonce, reply))
 
 
-def request(address: str, port: int, secret: bytes, body: dict, timeout: Optional[float]) -> dict:
+def request(address: str, port: int, secret: bytes, body: dict, timeout: float | None) -> dict:
     """The client's side: sends `body` to the server, returns its reply."""
     with socket.create_connection((address, port), timeout=timeout) as sock:
         sock.settimeout(timeout)

@@ -21,7 +21,8 @@ import os
 import socket
 import threading
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Optional
 
 from ringcc.elastic import protocol
 
@@ -35,7 +36,7 @@ log = logging.getLogger("ringcc.elastic")
 
 _lock = threading.Lock()
 _generation = 0  # the last membership this process joined (0: none yet)
-_watch_thread: Optional[threading.Thread] = None
+_watch_thread: threading.Thread | None = None
 _synced = False  # the driver knows this worker holds the training state
 
 
@@ -59,15 +60,16 @@ def _driver():
     address, _, port = os.environ[DRIVER_VARIABLE].rpartition(":")
     secret = os.environ.get("RINGCC_SECRET", "")
     if not secret:
-        raise RuntimeError(f"{DRIVER_VARIABLE} is set but RINGCC_SECRET is not: the worker cannot prove "
-                           "itself to ringrun's elastic driver")
+        raise RuntimeError(
+            f"{DRIVER_VARIABLE} is set but RINGCC_SECRET is not: the worker cannot prove "
+            "itself to ringrun's elastic driver"
+        )
     return address.strip("[]"), int(port), secret.encode()
 
 
 def call(body: dict, timeout: float) -> dict:
     address, port, secret = _driver()
-    return protocol.request(address, port, secret, {**body, "worker": os.environ.get(WORKER_VARIABLE, "")},
-                            timeout)
+    return protocol.request(address, port, secret, {**body, "worker": os.environ.get(WORKER_VARIABLE, "")}, timeout)
 
 
 def _free_port() -> int:
@@ -88,16 +90,25 @@ def _apply(assignment: dict) -> None:
     """Puts the assignment where ringcc.init() (and scripts) read the job."""
     a = assignment
     values = {
-        "RINGCC_RANK": a["rank"], "RINGCC_SIZE": a["size"],
-        "RINGCC_LOCAL_RANK": a["local_rank"], "RINGCC_LOCAL_SIZE": a["local_size"],
-        "RINGCC_CROSS_RANK": a["cross_rank"], "RINGCC_CROSS_SIZE": a["cross_size"],
+        "RINGCC_RANK": a["rank"],
+        "RINGCC_SIZE": a["size"],
+        "RINGCC_LOCAL_RANK": a["local_rank"],
+        "RINGCC_LOCAL_SIZE": a["local_size"],
+        "RINGCC_CROSS_RANK": a["cross_rank"],
+        "RINGCC_CROSS_SIZE": a["cross_size"],
         "RINGCC_HOSTNAME": a["host"],
-        "RINGCC_MASTER_ADDR": a["master_addr"], "RINGCC_MASTER_PORT": a["master_port"],
-        "HOROVOD_RANK": a["rank"], "HOROVOD_SIZE": a["size"],
-        "HOROVOD_LOCAL_RANK": a["local_rank"], "HOROVOD_LOCAL_SIZE": a["local_size"],
-        "HOROVOD_CROSS_RANK": a["cross_rank"], "HOROVOD_CROSS_SIZE": a["cross_size"],
-        "RANK": a["rank"], "WORLD_SIZE": a["size"],
-        "LOCAL_RANK": a["local_rank"], "LOCAL_WORLD_SIZE": a["local_size"],
+        "RINGCC_MASTER_ADDR": a["master_addr"],
+        "RINGCC_MASTER_PORT": a["master_port"],
+        "HOROVOD_RANK": a["rank"],
+        "HOROVOD_SIZE": a["size"],
+        "HOROVOD_LOCAL_RANK": a["local_rank"],
+        "HOROVOD_LOCAL_SIZE": a["local_size"],
+        "HOROVOD_CROSS_RANK": a["cross_rank"],
+        "HOROVOD_CROSS_SIZE": a["cross_size"],
+        "RANK": a["rank"],
+        "WORLD_SIZE": a["size"],
+        "LOCAL_RANK": a["local_rank"],
+        "LOCAL_WORLD_SIZE": a["local_size"],
     }
     os.environ.update({name: str(value) for name, value in values.items()})
 
@@ -120,8 +131,7 @@ def join() -> dict:
             raise RuntimeError(f"unexpected reply from ringrun's elastic driver: {reply}")
         if reply.get("choose_port"):
             port = _free_port()
-            answer = call({"op": "port", "generation": reply["generation"], "port": port},
-                          elastic_timeout_s() + 60)
+            answer = call({"op": "port", "generation": reply["generation"], "port": port}, elastic_timeout_s() + 60)
             if answer.get("action") != "ok":
                 continue  # the membership fell apart meanwhile: ask again
             reply["master_port"] = port
@@ -163,8 +173,7 @@ def start_watching(on_update: Callable[[float, int], None]) -> None:
     with _lock:
         if _watch_thread is not None or not active():
             return
-        _watch_thread = threading.Thread(target=_watch, args=(on_update,), name="ringcc-elastic-watch",
-                                         daemon=True)
+        _watch_thread = threading.Thread(target=_watch, args=(on_update,), name="ringcc-elastic-watch", daemon=True)
         _watch_thread.start()
 
 

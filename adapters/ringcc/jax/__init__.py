@@ -29,8 +29,8 @@ try:
     import jax as _jax
 except ImportError as _e:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "ringcc.jax needs JAX: install it with `pip install jax` (CPU wheels). "
-        "ringcc's other APIs work without it.") from _e
+        "ringcc.jax needs JAX: install it with `pip install jax` (CPU wheels). ringcc's other APIs work without it."
+    ) from _e
 
 import ringcc as _ringcc
 from ringcc import _core
@@ -46,9 +46,11 @@ def _check_jax_version(version=None):
     low, high = _TESTED_JAX
     if _in_range(version, low, high):
         return None
-    message = (f"ringcc.jax is tested with jax >= {low} and < {high}; this is jax {version}, "
-               "which may not work with it (ringcc's JAX adapter uses jax.extend, jax.ffi and "
-               "jax.interpreters, whose details change between releases)")
+    message = (
+        f"ringcc.jax is tested with jax >= {low} and < {high}; this is jax {version}, "
+        "which may not work with it (ringcc's JAX adapter uses jax.extend, jax.ffi and "
+        "jax.interpreters, whose details change between releases)"
+    )
     _get_logger("ringcc.jax").warning(message)
     return message
 
@@ -63,7 +65,8 @@ _HOW_TO_BUILD = (
     "e.g. `pip install --no-cache-dir --force-reinstall ringcc` (or `pip install .` in a "
     "checkout), or for a build without isolation `pip install jaxlib` first and build "
     "with -DRINGCC_JAX_FFI=ON (or point RINGCC_XLA_FFI_INCLUDE_DIR at a directory "
-    "holding xla/ffi/api/ffi.h). See docs/jax.md.")
+    "holding xla/ffi/api/ffi.h). See docs/jax.md."
+)
 
 if not getattr(_core, "jax_ffi_targets", dict)():
     raise ImportError(_HOW_TO_BUILD)
@@ -168,8 +171,10 @@ def allreduce(x, op="sum", *, prescale_factor=1.0, postscale_factor=1.0, alias=T
 
     def check():
         _usable("allreduce", x, original)
-        return dict(op=_ringcc._op(op), prescale=float(prescale_factor),
-                    postscale=float(postscale_factor), alias=bool(alias))
+        return dict(
+            op=_ringcc._op(op), prescale=float(prescale_factor), postscale=float(postscale_factor), alias=bool(alias)
+        )
+
     params, failed = _checked("allreduce", check, lambda: x.shape, x)
     return failed if params is None else _p.allreduce_p.bind(x, **params)
 
@@ -186,6 +191,7 @@ def broadcast(x, root=0, *, alias=True):
         if not 0 <= r < n:
             raise _ringcc.InvalidArgumentError(f"broadcast: root rank {r} is out of range for {n} ranks")
         return dict(root=r, alias=bool(alias))
+
     params, failed = _checked("broadcast", check, lambda: x.shape, x)
     return failed if params is None else _p.broadcast_p.bind(x, **params)
 
@@ -204,6 +210,7 @@ def allgather(x):
     def shape():
         rows, rest = _p.rows_of(x.shape)
         return (n * rows, *rest)
+
     params, failed = _checked("allgather", check, shape, x)
     return failed if params is None else _p.allgather_p.bind(x, **params)
 
@@ -217,12 +224,14 @@ def reduce_scatter(x, op="sum", *, prescale_factor=1.0, postscale_factor=1.0):
 
     def check():
         _usable("reduce_scatter", x, original)
-        return dict(op=_ringcc._op(op), prescale=float(prescale_factor),
-                    postscale=float(postscale_factor), size=n, rank=r)
+        return dict(
+            op=_ringcc._op(op), prescale=float(prescale_factor), postscale=float(postscale_factor), size=n, rank=r
+        )
 
     def shape():
         rows, rest = _p.rows_of(x.shape)
         return (_p.block_rows(rows, n, r), *rest)
+
     params, failed = _checked("reduce_scatter", check, shape, x)
     return failed if params is None else _p.reduce_scatter_p.bind(x, **params)
 
@@ -240,12 +249,14 @@ def alltoall(x):
         if x.ndim == 0 or rows % n != 0:
             raise _ringcc.InvalidArgumentError(
                 f"alltoall: the first dimension ({rows if x.ndim else 'a scalar'}) does not divide "
-                f"evenly over {n} ranks")
+                f"evenly over {n} ranks"
+            )
         return dict(size=n)
 
     def shape():
         rows, rest = _p.rows_of(x.shape)
         return (rows, *rest)
+
     params, failed = _checked("alltoall", check, shape, x)
     return failed if params is None else _p.alltoall_p.bind(x, **params)
 

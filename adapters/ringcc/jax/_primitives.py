@@ -23,6 +23,7 @@ custom_vjp and in jax.checkpoint, and kept by partial evaluation when its
 result is unused. It has its own token chain (tokens are kept per effect
 object), apart from jax.debug's.
 """
+
 import functools
 
 import jax
@@ -39,9 +40,10 @@ from ringcc import _core
 
 # The element types the core moves and reduces (bindings/jax_ffi.cc maps the
 # same ones from XLA's).
-SUPPORTED_DTYPES = tuple(np.dtype(d) for d in (
-    jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64,
-    jnp.int8, jnp.uint8, jnp.int32, jnp.int64))
+SUPPORTED_DTYPES = tuple(
+    np.dtype(d)
+    for d in (jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64, jnp.int8, jnp.uint8, jnp.int32, jnp.int64)
+)
 
 
 def ordered_effect_class():
@@ -52,7 +54,8 @@ def ordered_effect_class():
         raise ImportError(
             "ringcc.jax cannot find JAX's ordered effect (the effect of "
             f"jax.debug.callback(ordered=True) is {sorted(map(str, classes))}); this jax "
-            f"{jax.__version__} is outside the versions ringcc.jax supports")
+            f"{jax.__version__} is outside the versions ringcc.jax supports"
+        )
     return classes.pop()
 
 
@@ -81,6 +84,7 @@ def _register_targets():
         # The handlers reach the core directly: it learns here where the
         # packages' NCCL and NVRTC are (nothing is loaded yet).
         from ringcc import gpu_libraries
+
         gpu_libraries.configure()
     return targets, cuda
 
@@ -90,12 +94,14 @@ TARGETS, CUDA_TARGETS = _register_targets()
 
 # ---------------------------------------------------------------- checks
 
+
 def comm_size_rank():
     """(size, rank) of the communicator of ringcc.init(); raises before it."""
     if not ringcc.is_initialized():
         raise ringcc.NotInitializedError(
             "ringcc is not initialized: call ringcc.init() before using ringcc.jax "
-            "(the number of ranks shapes some results)")
+            "(the number of ranks shapes some results)"
+        )
     return ringcc.size(), ringcc.rank()
 
 
@@ -103,7 +109,8 @@ def check_dtype(name, aval):
     if np.dtype(aval.dtype) not in SUPPORTED_DTYPES:
         raise ringcc.UnsupportedTypeError(
             f"ringcc.jax.{name}: dtype {aval.dtype} is not supported; use one of "
-            + ", ".join(str(d) for d in SUPPORTED_DTYPES))
+            + ", ".join(str(d) for d in SUPPORTED_DTYPES)
+        )
 
 
 def rows_of(shape):
@@ -120,17 +127,16 @@ def block_rows(rows, n, r):
 
 # ---------------------------------------------------------------- lowering
 
+
 def _lower(target, *, alias=False):
     """Lowering to the FFI target: (x..., token) -> (y..., token)."""
     rule_plain = jax.ffi.ffi_lowering(target, has_side_effect=True)
-    rule_alias = jax.ffi.ffi_lowering(target, has_side_effect=True,
-                                      operand_output_aliases={0: 0})
+    rule_alias = jax.ffi.ffi_lowering(target, has_side_effect=True, operand_output_aliases={0: 0})
 
     def lowering(ctx, *operands, **attrs):
         aliased = attrs.pop("alias", False)
         token = ctx.tokens_in.get(effect)
-        sub = ctx.replace(avals_in=(*ctx.avals_in, _ABSTRACT_TOKEN),
-                          avals_out=(*ctx.avals_out, _ABSTRACT_TOKEN))
+        sub = ctx.replace(avals_in=(*ctx.avals_in, _ABSTRACT_TOKEN), avals_out=(*ctx.avals_out, _ABSTRACT_TOKEN))
         rule = rule_alias if (alias and aliased) else rule_plain
         *results, token = rule(sub, *operands, token, **attrs)
         ctx.set_tokens_out(ctx.tokens_in.update_tokens(_mlir.TokenSet({effect: token})))
@@ -143,11 +149,13 @@ def _unsupported_platform(name):
     def lowering(ctx, *args, **kwargs):
         raise NotImplementedError(
             f"ringcc.jax.{name} runs on the CPU and CUDA platforms (its XLA FFI handlers are "
-            "registered for 'cpu' and 'CUDA'); place the arrays on a CPU or CUDA device")
+            "registered for 'cpu' and 'CUDA'); place the arrays on a CPU or CUDA device"
+        )
+
     return lowering
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiled(p, params):
     """The primitive with these params as a jitted function (what eager calls run)."""
     kwargs = dict(params)
@@ -177,22 +185,25 @@ def _primitive(name, abstract_eval, lowering_attrs, alias=False, multiple_result
 # Params are plain Python ints and floats: the lowering passes them as i64
 # and f64 attributes (what the handlers bind).
 
+
 def _same_shape(name):
     def abstract_eval(x, **params):
         check_dtype(name, x)
         return ShapedArray(x.shape, x.dtype), {effect}
+
     return abstract_eval
 
 
 allreduce_p = _primitive(
-    "allreduce", _same_shape("allreduce"),
-    lambda p: dict(op=int(p["op"]), prescale=float(p["prescale"]),
-                   postscale=float(p["postscale"]), alias=p["alias"]),
-    alias=True)
+    "allreduce",
+    _same_shape("allreduce"),
+    lambda p: dict(op=int(p["op"]), prescale=float(p["prescale"]), postscale=float(p["postscale"]), alias=p["alias"]),
+    alias=True,
+)
 
 broadcast_p = _primitive(
-    "broadcast", _same_shape("broadcast"),
-    lambda p: dict(root=int(p["root"]), alias=p["alias"]), alias=True)
+    "broadcast", _same_shape("broadcast"), lambda p: dict(root=int(p["root"]), alias=p["alias"]), alias=True
+)
 
 
 def _allgather_abstract_eval(x, *, size):
@@ -211,9 +222,10 @@ def _reduce_scatter_abstract_eval(x, *, op, prescale, postscale, size, rank):
 
 
 reduce_scatter_p = _primitive(
-    "reduce_scatter", _reduce_scatter_abstract_eval,
-    lambda p: dict(op=int(p["op"]), prescale=float(p["prescale"]),
-                   postscale=float(p["postscale"])))
+    "reduce_scatter",
+    _reduce_scatter_abstract_eval,
+    lambda p: dict(op=int(p["op"]), prescale=float(p["prescale"]), postscale=float(p["postscale"])),
+)
 
 
 def _alltoall_abstract_eval(x, *, size):
@@ -222,16 +234,14 @@ def _alltoall_abstract_eval(x, *, size):
     return ShapedArray((rows, *rest), x.dtype), {effect}
 
 
-alltoall_p = _primitive("alltoall", _alltoall_abstract_eval,
-                        lambda p: dict(nranks=int(p["size"])))
+alltoall_p = _primitive("alltoall", _alltoall_abstract_eval, lambda p: dict(nranks=int(p["size"])))
 
 
 def _barrier_abstract_eval():
     return [], {effect}
 
 
-barrier_p = _primitive("barrier", _barrier_abstract_eval, lambda p: {},
-                       multiple_results=True)
+barrier_p = _primitive("barrier", _barrier_abstract_eval, lambda p: {}, multiple_results=True)
 
 
 # A collective whose arguments are wrong on this rank (found while tracing).
@@ -240,17 +250,18 @@ barrier_p = _primitive("barrier", _barrier_abstract_eval, lambda p: {},
 # collective that fails on every rank (bindings/jax_ffi.cc, FailImpl). Its
 # result has the collective's shape and is never written.
 
-_KINDS = {"allreduce": 1, "allgather": 2, "broadcast": 3, "reduce_scatter": 4, "alltoall": 5,
-          "barrier": 6}
+_KINDS = {"allreduce": 1, "allgather": 2, "broadcast": 3, "reduce_scatter": 4, "alltoall": 5, "barrier": 6}
 
 
 def _fail_abstract_eval(*, kind, error_class, reason, shape, dtype):
     return ShapedArray(shape, dtype), {effect}
 
 
-fail_p = _primitive("fail", _fail_abstract_eval,
-                    lambda p: dict(kind=_KINDS[p["kind"]], error_class=p["error_class"],
-                                   reason=p["reason"]))
+fail_p = _primitive(
+    "fail",
+    _fail_abstract_eval,
+    lambda p: dict(kind=_KINDS[p["kind"]], error_class=p["error_class"], reason=p["reason"]),
+)
 
 
 def fail(kind, error, shape=(), dtype=np.float32):
@@ -264,8 +275,9 @@ def fail(kind, error, shape=(), dtype=np.float32):
         dtype = np.dtype(dtype)
     except TypeError:
         dtype = np.dtype(np.float32)
-    return fail_p.bind(kind=kind, error_class=error_class, reason=reason,
-                       shape=tuple(int(d) for d in shape), dtype=dtype)
+    return fail_p.bind(
+        kind=kind, error_class=error_class, reason=reason, shape=tuple(int(d) for d in shape), dtype=dtype
+    )
 
 
 def _fail_jvp(primals, tangents, **params):
@@ -274,8 +286,7 @@ def _fail_jvp(primals, tangents, **params):
 
 
 _ad.primitive_jvps[fail_p] = _fail_jvp
-_batching.primitive_batchers[fail_p] = (
-    lambda args, dims, **params: (fail_p.bind(**params), _batching.not_mapped))
+_batching.primitive_batchers[fail_p] = lambda args, dims, **params: (fail_p.bind(**params), _batching.not_mapped)
 
 
 # ---------------------------------------------------------------- autodiff
@@ -289,8 +300,13 @@ _batching.primitive_batchers[fail_p] = (
 # Min, max and product are not linear: differentiating them raises.
 
 _LINEAR_OPS = (ringcc.Sum, ringcc.Average)
-_OP_NAMES = {ringcc.Sum: "sum", ringcc.Average: "average", ringcc.Min: "min",
-             ringcc.Max: "max", ringcc.Product: "product"}
+_OP_NAMES = {
+    ringcc.Sum: "sum",
+    ringcc.Average: "average",
+    ringcc.Min: "min",
+    ringcc.Max: "max",
+    ringcc.Product: "product",
+}
 
 
 def _zero_ct(x):
@@ -304,7 +320,8 @@ def _check_linear(name, op):
     if op not in _LINEAR_OPS:
         raise NotImplementedError(
             f"ringcc.jax.{name} with op={_OP_NAMES.get(op, op)!r} cannot be differentiated: "
-            "only sum and average are linear (their JVP and transpose are defined)")
+            "only sum and average are linear (their JVP and transpose are defined)"
+        )
 
 
 def _linear_jvp(p, name):
@@ -316,6 +333,7 @@ def _linear_jvp(p, name):
         if type(t) is _ad.Zero:
             return y, _ad.Zero.from_primal_value(y)
         return y, p.bind(_ad.instantiate_zeros(t), **params)
+
     return jvp
 
 
@@ -338,7 +356,8 @@ def _equal_blocks(name, rows, size):
     if rows % size != 0:
         raise NotImplementedError(
             f"ringcc.jax.{name} can be transposed (reverse-mode differentiation) only when "
-            f"the first dimension ({rows}) divides evenly over the {size} ranks")
+            f"the first dimension ({rows}) divides evenly over the {size} ranks"
+        )
 
 
 def _allgather_transpose(ct, x, *, size):
@@ -346,8 +365,7 @@ def _allgather_transpose(ct, x, *, size):
         return [_zero_ct(x)]
     _, rank = comm_size_rank()
     # The cotangent has size * rows rows: equal blocks, one per rank.
-    out = reduce_scatter_p.bind(ct, op=ringcc.Sum, prescale=1.0, postscale=1.0,
-                                size=size, rank=rank)
+    out = reduce_scatter_p.bind(ct, op=ringcc.Sum, prescale=1.0, postscale=1.0, size=size, rank=rank)
     return [out.reshape(x.aval.shape)]
 
 
@@ -389,10 +407,12 @@ _ad.primitive_transposes[alltoall_p] = _alltoall_transpose
 # dimension moves to axis 1 (a scalar example becomes one row) and the result
 # is batched along axis 1.
 
+
 def _elementwise_batcher(p):
     def batcher(args, dims, **params):
         (x,), (d,) = args, dims
         return p.bind(x, **params), d
+
     return batcher
 
 
@@ -401,10 +421,11 @@ def _rows_batcher(p):
         (x,), (d,) = args, dims
         x = jnp.moveaxis(x, d, 0)
         if x.ndim == 1:
-            x = x[None, :]                # scalar examples: one row each
+            x = x[None, :]  # scalar examples: one row each
         else:
-            x = jnp.moveaxis(x, 0, 1)     # (rows, batch, ...)
+            x = jnp.moveaxis(x, 0, 1)  # (rows, batch, ...)
         return p.bind(x, **params), 1
+
     return batcher
 
 

@@ -26,30 +26,79 @@ except ImportError as _e:  # pragma: no cover - depends on the environment
     raise ImportError(
         "ringcc.mxnet needs MXNet: install it with `pip install mxnet==1.9.1 numpy==1.23.5` "
         "(in a virtual environment of its own: MXNet 1.9 needs NumPy < 1.24). "
-        "ringcc's other APIs work without it.") from _e
+        "ringcc's other APIs work without it."
+    ) from _e
 
-if not hasattr(_mx, "kvstore") or not hasattr(_mx.kvstore, "KVStoreBase") \
-        or not hasattr(_mx.kvstore.KVStoreBase, "register"):  # pragma: no cover
-    raise ImportError(f"ringcc.mxnet needs MXNet >= 1.7 (mx.kvstore.KVStoreBase.register); "
-                      f"this is MXNet {getattr(_mx, '__version__', '?')}")
+if (
+    not hasattr(_mx, "kvstore")
+    or not hasattr(_mx.kvstore, "KVStoreBase")
+    or not hasattr(_mx.kvstore.KVStoreBase, "register")
+):  # pragma: no cover
+    raise ImportError(
+        f"ringcc.mxnet needs MXNet >= 1.7 (mx.kvstore.KVStoreBase.register); "
+        f"this is MXNet {getattr(_mx, '__version__', '?')}"
+    )
 
 from ringcc import (  # noqa: E402,F401  (re-exported, as horovod.mxnet has them)
-    Average, Max, Min, Product, Sum, cross_rank, cross_size, init, is_initialized, local_rank,
-    local_size, rank, shutdown, size,
+    Average,
+    Max,
+    Min,
+    Product,
+    Sum,
+    cross_rank,
+    cross_size,
+    init,
+    is_initialized,
+    local_rank,
+    local_size,
+    rank,
+    shutdown,
+    size,
 )
 from ringcc.mxnet._engine import check_errors, wait_all  # noqa: E402,F401
 from ringcc.mxnet.kvstore import Ring, RingKVStore  # noqa: E402,F401
 from ringcc.mxnet.ops import (  # noqa: E402,F401
-    allgather, allreduce, allreduce_, broadcast, broadcast_, grouped_allreduce, grouped_allreduce_,
+    allgather,
+    allreduce,
+    allreduce_,
+    broadcast,
+    broadcast_,
+    grouped_allreduce,
+    grouped_allreduce_,
 )
 from ringcc.mxnet.training import (  # noqa: E402,F401
-    DistributedOptimizer, DistributedTrainer, broadcast_parameters,
+    DistributedOptimizer,
+    DistributedTrainer,
+    broadcast_parameters,
 )
 
 __all__ = [
-    "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
-    "cross_rank", "cross_size", "Sum", "Average", "Min", "Max", "Product",
-    "allreduce", "allreduce_", "grouped_allreduce", "grouped_allreduce_", "allgather",
-    "broadcast", "broadcast_", "DistributedOptimizer", "DistributedTrainer",
-    "broadcast_parameters", "RingKVStore", "Ring", "wait_all", "check_errors",
+    "init",
+    "shutdown",
+    "is_initialized",
+    "rank",
+    "size",
+    "local_rank",
+    "local_size",
+    "cross_rank",
+    "cross_size",
+    "Sum",
+    "Average",
+    "Min",
+    "Max",
+    "Product",
+    "allreduce",
+    "allreduce_",
+    "grouped_allreduce",
+    "grouped_allreduce_",
+    "allgather",
+    "broadcast",
+    "broadcast_",
+    "DistributedOptimizer",
+    "DistributedTrainer",
+    "broadcast_parameters",
+    "RingKVStore",
+    "Ring",
+    "wait_all",
+    "check_errors",
 ]

@@ -37,10 +37,11 @@ import logging
 import os
 import queue
 import threading
-from typing import Callable, List, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import List, Optional
 
-import numpy as np
 import mxnet as mx
+import numpy as np
 from mxnet.base import check_call
 
 import ringcc
@@ -58,12 +59,13 @@ _COMPLETE_FUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes
 
 class _CallbackOnComplete(ctypes.Structure):
     """mxnet::engine::CallbackOnComplete: three pointers, in this order."""
-    _fields_ = [("callback", ctypes.c_void_p), ("engine", ctypes.c_void_p),
-                ("param", ctypes.c_void_p)]
+
+    _fields_ = [("callback", ctypes.c_void_p), ("engine", ctypes.c_void_p), ("param", ctypes.c_void_p)]
 
 
 class _Context(ctypes.Structure):
     """mxnet::Context: {DeviceType dev_type; int32_t dev_id;} (kCPU = 1)."""
+
     _fields_ = [("dev_type", ctypes.c_int), ("dev_id", ctypes.c_int)]
 
 
@@ -71,10 +73,20 @@ class _Context(ctypes.Structure):
 _LIB = ctypes.CDLL(mx.base._LIB._name)
 _PUSH = _LIB.MXEnginePushAsyncND
 _PUSH.restype = ctypes.c_int
-_PUSH.argtypes = [_ASYNC_FUNC, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                  ctypes.POINTER(ctypes.c_void_p), ctypes.c_int,
-                  ctypes.POINTER(ctypes.c_void_p), ctypes.c_int,
-                  ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_bool]
+_PUSH.argtypes = [
+    _ASYNC_FUNC,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.POINTER(ctypes.c_void_p),
+    ctypes.c_int,
+    ctypes.POINTER(ctypes.c_void_p),
+    ctypes.c_int,
+    ctypes.c_void_p,
+    ctypes.c_int,
+    ctypes.c_char_p,
+    ctypes.c_bool,
+]
 _GET_DATA = _LIB.MXNDArrayGetData
 _GET_DATA.restype = ctypes.c_int
 _GET_DATA.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
@@ -103,27 +115,30 @@ def numpy_dtype(array) -> np.dtype:
             import ml_dtypes
         except ImportError:
             raise ringcc.UnsupportedTypeError(
-                "bfloat16 NDArrays need the ml_dtypes package (pip install ml_dtypes)") from None
+                "bfloat16 NDArrays need the ml_dtypes package (pip install ml_dtypes)"
+            ) from None
         return np.dtype(ml_dtypes.bfloat16)
     raise ringcc.UnsupportedTypeError(
         f"ringcc.mxnet does not support NDArrays of dtype {dt}; supported: float16, bfloat16, "
-        "float32, float64, int8, uint8, int32, int64")
+        "float32, float64, int8, uint8, int32, int64"
+    )
 
 
 def check_array(array, what: str = "tensor") -> None:
     """Raises for what ringcc cannot run on: not an NDArray, not in host
     memory, sparse, unsupported dtype."""
     if not isinstance(array, mx.nd.NDArray):
-        raise ringcc.UnsupportedTypeError(
-            f"{what} must be an mxnet NDArray, got {type(array).__name__}")
+        raise ringcc.UnsupportedTypeError(f"{what} must be an mxnet NDArray, got {type(array).__name__}")
     if not on_host(array):
         raise ringcc.InvalidArgumentError(
             f"{what} is on {array.context}; ringcc.mxnet runs collectives of CPU arrays only "
-            "(its GPU arrays are not supported): copy it with .copyto(mx.cpu()) first")
+            "(its GPU arrays are not supported): copy it with .copyto(mx.cpu()) first"
+        )
     if array.stype != "default":
         raise ringcc.UnsupportedTypeError(
             f"{what} is a sparse NDArray ({array.stype}); ringcc.mxnet reduces dense arrays "
-            "only: convert with .tostype('default')")
+            "only: convert with .tostype('default')"
+        )
     numpy_dtype(array)
 
 
@@ -150,11 +165,11 @@ def on_host(array) -> bool:
 # ---------------------------------------------------------------------------
 # Asynchronous errors
 
-_errors: List[BaseException] = []
+_errors: list[BaseException] = []
 _errors_lock = threading.Lock()
 
 
-def _record(op: "_Op", error: BaseException) -> None:
+def _record(op: _Op, error: BaseException) -> None:
     try:
         error.add_note(f"(raised asynchronously by the ringcc.mxnet operation {op.label!r})")
     except AttributeError:  # Python < 3.11
@@ -189,7 +204,7 @@ class _Op:
     __slots__ = ("label", "arrays", "start", "done", "handles")
     # done: (callback, engine, param) of the engine's CallbackOnComplete until fired
 
-    def __init__(self, label: str, arrays: Sequence, start: Callable[[List[np.ndarray], list], None]):
+    def __init__(self, label: str, arrays: Sequence, start: Callable[[list[np.ndarray], list], None]):
         self.label = label
         self.arrays = list(arrays)  # keeps the NDArrays alive until the operation completes
         self.start = start
@@ -233,8 +248,7 @@ def _run(_rctx, on_complete, param):  # called by an MXNet engine thread
         else:
             _completer.submit(op)
     except BaseException as error:  # noqa: BLE001 - never leave MXNet waiting
-        _log.error("ringcc.mxnet: internal error in an engine operation: %s: %s",
-                   type(error).__name__, error)
+        _log.error("ringcc.mxnet: internal error in an engine operation: %s: %s", type(error).__name__, error)
         if op is None or op.done is not None:
             if op is not None:
                 op.done = None
@@ -262,16 +276,15 @@ class _Completer:
     POLL_S = 0.002
 
     def __init__(self):
-        self._queue: "queue.SimpleQueue[Optional[_Op]]" = queue.SimpleQueue()
-        self._thread: Optional[threading.Thread] = None
+        self._queue: queue.SimpleQueue[_Op | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     def submit(self, op: _Op) -> None:
         if self._thread is None:
             with self._lock:
                 if self._thread is None:
-                    self._thread = threading.Thread(target=self._loop, name="ringcc-mxnet-completer",
-                                                    daemon=True)
+                    self._thread = threading.Thread(target=self._loop, name="ringcc-mxnet-completer", daemon=True)
                     self._thread.start()
         self._queue.put(op)
 
@@ -297,7 +310,7 @@ class _Completer:
         return not remaining
 
     def _loop(self) -> None:
-        pending: List[_Op] = []
+        pending: list[_Op] = []
         stopping = False
         while True:
             try:
@@ -329,8 +342,7 @@ class _Completer:
                     except BaseException:  # noqa: BLE001 - a timeout; _finished reports errors
                         pass
             except BaseException as error:  # noqa: BLE001 - the thread must go on
-                _log.error("ringcc.mxnet: internal error in the completion thread: %s: %s",
-                           type(error).__name__, error)
+                _log.error("ringcc.mxnet: internal error in the completion thread: %s: %s", type(error).__name__, error)
 
 
 _completer = _Completer()
@@ -350,8 +362,14 @@ def _dedupe(arrays) -> list:
     return out
 
 
-def push(label: str, const: Sequence, mutable: Sequence, arrays: Sequence,
-         start: Callable[[List[np.ndarray], list], None], priority: int = 0) -> None:
+def push(
+    label: str,
+    const: Sequence,
+    mutable: Sequence,
+    arrays: Sequence,
+    start: Callable[[list[np.ndarray], list], None],
+    priority: int = 0,
+) -> None:
     """Runs start(views of `arrays`, handles) once `const` are ready to read and
     `mutable` to write (every array in `arrays` must be in one of them;
     all on the host). Returns at once; later MXNet operations on `mutable`
@@ -386,9 +404,22 @@ def push(label: str, const: Sequence, mutable: Sequence, arrays: Sequence,
     with _ops_lock:
         _ops[op_id] = op
     try:
-        check_call(_PUSH(_run, ctypes.c_void_p(op_id), None, ctypes.addressof(_CPU),
-                         c_const, len(const), c_mut, len(mutable), None, int(priority),
-                         ("ringcc:" + label).encode(), False))
+        check_call(
+            _PUSH(
+                _run,
+                ctypes.c_void_p(op_id),
+                None,
+                ctypes.addressof(_CPU),
+                c_const,
+                len(const),
+                c_mut,
+                len(mutable),
+                None,
+                int(priority),
+                ("ringcc:" + label).encode(),
+                False,
+            )
+        )
     except BaseException:
         with _ops_lock:
             _ops.pop(op_id, None)

@@ -34,11 +34,9 @@ def _entries(key, value, out):
     if isinstance(key, (list, tuple)):
         keys = list(key)
         if not isinstance(value, (list, tuple)) or len(value) != len(keys):
-            raise ringcc.InvalidArgumentError(
-                f"{len(keys)} keys need a list of {len(keys)} values, one per key")
+            raise ringcc.InvalidArgumentError(f"{len(keys)} keys need a list of {len(keys)} values, one per key")
         if out is not None and (not isinstance(out, (list, tuple)) or len(out) != len(keys)):
-            raise ringcc.InvalidArgumentError(
-                f"{len(keys)} keys need a list of {len(keys)} outs, one per key")
+            raise ringcc.InvalidArgumentError(f"{len(keys)} keys need a list of {len(keys)} outs, one per key")
         outs = [None] * len(keys) if out is None else [_as_list(o) for o in out]
         return [(k, _as_list(v), o) for k, v, o in zip(keys, value, outs)]
     return [(key, _as_list(value), None if out is None else _as_list(out))]
@@ -79,8 +77,7 @@ class RingKVStore(KVStoreBase):
             for o in outs:
                 _engine.check_array(o, "out")
                 if tuple(o.shape) != tuple(value.shape):
-                    raise ringcc.InvalidArgumentError(
-                        f"key {key!r}: out has shape {o.shape}, the value {value.shape}")
+                    raise ringcc.InvalidArgumentError(f"key {key!r}: out has shape {o.shape}, the value {value.shape}")
         except Exception as error:
             ops.fail("broadcast", error, [name])  # the peers' broadcast of the key fails too
             raise
@@ -88,12 +85,16 @@ class RingKVStore(KVStoreBase):
         in_place = any(o is value for o in outs)
         first = value if in_place else outs[0]
         if in_place:
+
             def start(views, handles):
                 handles.append(ringcc.broadcast_async_(views[0], 0, name=name))
+
             ops.run(name, [], [value, var], start, priority)
         else:
+
             def start(views, handles):
                 handles.append(ringcc.broadcast_async(views[0], 0, name=name, out=views[1]))
+
             ops.run(name, [value], [first, var], start, priority)
         for o in outs:
             if o is not first:
@@ -116,8 +117,13 @@ class RingKVStore(KVStoreBase):
             raise
         vars_ = [self._key_var(k) for k, _, _ in entries]
         label = f"mx.kv.pushpull.{entries[0][0]}" + (f"+{len(entries) - 1}" if len(entries) > 1 else "")
-        ops.reduce_lists(label, [(f"mx.kv.pushpull.{k}", v, o) for k, v, o in entries],
-                         op=ringcc.Sum, priority=priority, extra_writes=vars_)
+        ops.reduce_lists(
+            label,
+            [(f"mx.kv.pushpull.{k}", v, o) for k, v, o in entries],
+            op=ringcc.Sum,
+            priority=priority,
+            extra_writes=vars_,
+        )
 
     def init(self, key, value):
         """Makes `value` (an NDArray or a list of them) rank 0's on every rank,
@@ -130,7 +136,8 @@ class RingKVStore(KVStoreBase):
             "the ring kvstore does not run the optimizer on the store (is_capable('optimizer') "
             "is False): gluon.Trainer and the Module API update the parameters on every rank after "
             "pushpull when update_on_kvstore is False or left to its default; do not pass "
-            "update_on_kvstore=True")
+            "update_on_kvstore=True"
+        )
 
     @staticmethod
     def is_capable(capability):
@@ -141,11 +148,11 @@ class RingKVStore(KVStoreBase):
     def save_optimizer_states(self, fname, dump_optimizer=False):
         raise NotImplementedError(
             "the ring kvstore holds no optimizer state: save it with Trainer.save_states(), "
-            "which saves the local updater's state when update_on_kvstore is False")
+            "which saves the local updater's state when update_on_kvstore is False"
+        )
 
     def load_optimizer_states(self, fname):
-        raise NotImplementedError(
-            "the ring kvstore holds no optimizer state: load it with Trainer.load_states()")
+        raise NotImplementedError("the ring kvstore holds no optimizer state: load it with Trainer.load_states()")
 
     def set_gradient_compression(self, compression_params):
         raise NotImplementedError("the ring kvstore does not compress gradients")
@@ -190,6 +197,7 @@ class Ring(RingKVStore):
 
 def _wrap_create_kvstore():
     import mxnet.model as model
+
     original = model._create_kvstore
     if getattr(original, "_ringcc_wrapper", False):
         return
@@ -205,6 +213,7 @@ def _wrap_create_kvstore():
     _create_kvstore.__wrapped__ = original
     _create_kvstore.__doc__ = original.__doc__
     import importlib
+
     for module_name in ("mxnet.model", "mxnet.gluon.trainer", "mxnet.module.module"):
         try:
             module = importlib.import_module(module_name)

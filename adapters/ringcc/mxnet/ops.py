@@ -12,20 +12,20 @@ ranks by name (`name=`, or a name from a per-process counter of unnamed calls).
 from __future__ import annotations
 
 import itertools
-from typing import List, Optional, Sequence
+from collections.abc import Sequence
+from typing import List, Optional
 
 import mxnet as mx
 
 import ringcc
 from ringcc.mxnet import _engine
 
-__all__ = ["allreduce", "allreduce_", "grouped_allreduce", "grouped_allreduce_",
-           "allgather", "broadcast", "broadcast_"]
+__all__ = ["allreduce", "allreduce_", "grouped_allreduce", "grouped_allreduce_", "allgather", "broadcast", "broadcast_"]
 
 _unnamed = itertools.count()
 
 
-def _name(name: Optional[str], kind: str) -> str:
+def _name(name: str | None, kind: str) -> str:
     if name is None:
         return f"mx.{kind}.noname.{next(_unnamed)}"
     if not isinstance(name, str) or not name:
@@ -62,8 +62,16 @@ def run(label: str, reads: Sequence, writes: Sequence, start, priority: int = 0)
     _engine.push(label, list(reads), list(writes), list(reads) + list(writes), start, priority)
 
 
-def reduce_lists(label: str, entries, *, op=ringcc.Sum, prescale_factor: float = 1.0,
-                 postscale_factor: float = 1.0, priority: int = 0, extra_writes=()) -> None:
+def reduce_lists(
+    label: str,
+    entries,
+    *,
+    op=ringcc.Sum,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
+    priority: int = 0,
+    extra_writes=(),
+) -> None:
     """Allreduces several values in one engine operation (fused by ringcc).
 
     entries: (name, values, outs): the values (NDArrays, one per local
@@ -82,8 +90,7 @@ def reduce_lists(label: str, entries, *, op=ringcc.Sum, prescale_factor: float =
             for t in targets:
                 _engine.check_array(t, "out")
                 if tuple(t.shape) != tuple(values[0].shape):
-                    raise ringcc.InvalidArgumentError(
-                        f"{name}: out has shape {t.shape}, the value {values[0].shape}")
+                    raise ringcc.InvalidArgumentError(f"{name}: out has shape {t.shape}, the value {values[0].shape}")
     except Exception as error:
         fail("allreduce", error, [name for name, _, _ in entries])
         raise
@@ -111,13 +118,26 @@ def reduce_lists(label: str, entries, *, op=ringcc.Sum, prescale_factor: float =
     def start(views, handles):
         for name, w, r in plan:
             if r is None:
-                handles.append(ringcc.allreduce_async_(
-                    views[nreads + w], op, name=name, prescale_factor=prescale_factor,
-                    postscale_factor=postscale_factor))
+                handles.append(
+                    ringcc.allreduce_async_(
+                        views[nreads + w],
+                        op,
+                        name=name,
+                        prescale_factor=prescale_factor,
+                        postscale_factor=postscale_factor,
+                    )
+                )
             else:
-                handles.append(ringcc.allreduce_async(
-                    views[r], op, name=name, prescale_factor=prescale_factor,
-                    postscale_factor=postscale_factor, out=views[nreads + w]))
+                handles.append(
+                    ringcc.allreduce_async(
+                        views[r],
+                        op,
+                        name=name,
+                        prescale_factor=prescale_factor,
+                        postscale_factor=postscale_factor,
+                        out=views[nreads + w],
+                    )
+                )
 
     run(label, reads, writes + list(extra_writes), start, priority)
     for source, target in copies:
@@ -128,8 +148,7 @@ def reduce_lists(label: str, entries, *, op=ringcc.Sum, prescale_factor: float =
 # The Horovod-style functions
 
 
-def allreduce(tensor, average=None, name=None, priority=0, prescale_factor=1.0,
-              postscale_factor=1.0, op=None):
+def allreduce(tensor, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0, op=None):
     """Returns a new NDArray: `tensor` reduced over all ranks (op: ringcc.Sum,
     Average (the default, as in Horovod), Min, Max, Product or their names;
     `average=False` is Horovod's older spelling of op=Sum)."""
@@ -143,15 +162,17 @@ def allreduce(tensor, average=None, name=None, priority=0, prescale_factor=1.0,
         raise
 
     def start(views, handles):
-        handles.append(ringcc.allreduce_async(views[0], rop, name=n, prescale_factor=prescale_factor,
-                                              postscale_factor=postscale_factor, out=views[1]))
+        handles.append(
+            ringcc.allreduce_async(
+                views[0], rop, name=n, prescale_factor=prescale_factor, postscale_factor=postscale_factor, out=views[1]
+            )
+        )
 
     run(n, [tensor], [out], start, priority)
     return out
 
 
-def allreduce_(tensor, average=None, name=None, priority=0, prescale_factor=1.0,
-               postscale_factor=1.0, op=None):
+def allreduce_(tensor, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0, op=None):
     """allreduce in place; returns `tensor`."""
     n = _name(name, "allreduce")
     try:
@@ -162,8 +183,11 @@ def allreduce_(tensor, average=None, name=None, priority=0, prescale_factor=1.0,
         raise
 
     def start(views, handles):
-        handles.append(ringcc.allreduce_async_(views[0], rop, name=n, prescale_factor=prescale_factor,
-                                               postscale_factor=postscale_factor))
+        handles.append(
+            ringcc.allreduce_async_(
+                views[0], rop, name=n, prescale_factor=prescale_factor, postscale_factor=postscale_factor
+            )
+        )
 
     run(n, [], [tensor], start, priority)
     return tensor
@@ -181,20 +205,27 @@ def _grouped(tensors, average, name, priority, prescale_factor, postscale_factor
     except Exception as error:
         fail("allreduce", error, names)
         raise
-    reduce_lists(base, [(n, [t], None if inplace else [o]) for n, t, o in zip(names, tensors, outs)],
-                 op=rop, prescale_factor=prescale_factor, postscale_factor=postscale_factor,
-                 priority=priority)
+    reduce_lists(
+        base,
+        [(n, [t], None if inplace else [o]) for n, t, o in zip(names, tensors, outs)],
+        op=rop,
+        prescale_factor=prescale_factor,
+        postscale_factor=postscale_factor,
+        priority=priority,
+    )
     return outs
 
 
-def grouped_allreduce(tensors, average=None, name=None, priority=0, prescale_factor=1.0,
-                      postscale_factor=1.0, op=None) -> List:
+def grouped_allreduce(
+    tensors, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0, op=None
+) -> list:
     """allreduce of a list in one operation (ringcc fuses the tensors); returns new NDArrays."""
     return _grouped(tensors, average, name, priority, prescale_factor, postscale_factor, op, False)
 
 
-def grouped_allreduce_(tensors, average=None, name=None, priority=0, prescale_factor=1.0,
-                       postscale_factor=1.0, op=None) -> List:
+def grouped_allreduce_(
+    tensors, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0, op=None
+) -> list:
     """grouped_allreduce in place; returns the list."""
     return _grouped(tensors, average, name, priority, prescale_factor, postscale_factor, op, True)
 
@@ -204,8 +235,7 @@ def _check_root(root_rank):
     # wrong fails the collective on every rank, see fail()).
     size = ringcc.size()
     if isinstance(root_rank, bool) or not isinstance(root_rank, int) or not 0 <= root_rank < size:
-        raise ringcc.InvalidArgumentError(
-            f"broadcast: root rank {root_rank!r} is out of range for {size} ranks")
+        raise ringcc.InvalidArgumentError(f"broadcast: root rank {root_rank!r} is out of range for {size} ranks")
     return root_rank
 
 

@@ -46,8 +46,17 @@ class DistributedOptimizer(mx.optimizer.Optimizer):
     number of ranks (gradient_predivide_factor moves part of that division
     before the sum, as in Horovod)."""
 
-    _OWN = frozenset(("_optimizer", "_gradient_predivide_factor", "_num_groups", "_name_prefix",
-                      "update", "update_multi_precision", "_do_allreduce"))
+    _OWN = frozenset(
+        (
+            "_optimizer",
+            "_gradient_predivide_factor",
+            "_num_groups",
+            "_name_prefix",
+            "update",
+            "update_multi_precision",
+            "_do_allreduce",
+        )
+    )
 
     def __init__(self, optimizer, gradient_predivide_factor=1.0, num_groups=0):
         if not isinstance(optimizer, mx.optimizer.Optimizer):
@@ -70,8 +79,10 @@ class DistributedOptimizer(mx.optimizer.Optimizer):
             setattr(self._optimizer, name, value)
 
     def __getstate__(self):  # pickled by Trainer.save_states (the wrapped optimizer drops its param_dict)
-        return {name: object.__getattribute__(self, name)
-                for name in ("_optimizer", "_gradient_predivide_factor", "_num_groups")}
+        return {
+            name: object.__getattribute__(self, name)
+            for name in ("_optimizer", "_gradient_predivide_factor", "_num_groups")
+        }
 
     def __setstate__(self, state):  # rescale_grad was divided by the ranks before it was saved
         for name, value in state.items():
@@ -85,11 +96,13 @@ class DistributedOptimizer(mx.optimizer.Optimizer):
             entries = [(f"{prefix}{i}", [g], None) for i, g in zip(index, grad)]
             groups = _split(entries, self._num_groups) if self._num_groups > 0 else [entries]
             for g, group in enumerate(groups):
-                ops.reduce_lists(f"{group[0][0]}+{len(group) - 1}", group, op=ringcc.Sum,
-                                 prescale_factor=prescale, priority=-g)
+                ops.reduce_lists(
+                    f"{group[0][0]}+{len(group) - 1}", group, op=ringcc.Sum, prescale_factor=prescale, priority=-g
+                )
         else:
-            ops.reduce_lists(f"{prefix}{index}", [(f"{prefix}{index}", [grad], None)], op=ringcc.Sum,
-                             prescale_factor=prescale)
+            ops.reduce_lists(
+                f"{prefix}{index}", [(f"{prefix}{index}", [grad], None)], op=ringcc.Sum, prescale_factor=prescale
+            )
 
     def update(self, index, weight, grad, state):
         self._do_allreduce(index, grad)
@@ -110,16 +123,27 @@ class DistributedTrainer(mx.gluon.Trainer):
     instead. Start from identical parameters: call
     ringcc.mxnet.broadcast_parameters(net.collect_params()) first."""
 
-    def __init__(self, params, optimizer, optimizer_params=None, compression=None,
-                 gradient_predivide_factor=1.0, prefix=None, num_groups=0):
+    def __init__(
+        self,
+        params,
+        optimizer,
+        optimizer_params=None,
+        compression=None,
+        gradient_predivide_factor=1.0,
+        prefix=None,
+        num_groups=0,
+    ):
         # Horovod's argument order; compression (of the gradients) is not implemented.
         if compression is not None and getattr(compression, "__name__", "") != "NoneCompressor":
-            raise NotImplementedError("ringcc.mxnet.DistributedTrainer does not compress gradients "
-                                      "(pass compression=None)")
+            raise NotImplementedError(
+                "ringcc.mxnet.DistributedTrainer does not compress gradients (pass compression=None)"
+            )
         if isinstance(optimizer, DistributedOptimizer):
             optimizer = optimizer._optimizer
-            warnings.warn("DistributedTrainer does not take a DistributedOptimizer: "
-                          "its wrapped optimizer is used instead", stacklevel=2)
+            warnings.warn(
+                "DistributedTrainer does not take a DistributedOptimizer: its wrapped optimizer is used instead",
+                stacklevel=2,
+            )
         if isinstance(params, (dict, mx.gluon.ParameterDict)):
             params = [params[key] for key in sorted(params.keys())]
         super().__init__(params, optimizer, optimizer_params=optimizer_params, kvstore=None)
@@ -133,19 +157,22 @@ class DistributedTrainer(mx.gluon.Trainer):
         self._num_groups = int(num_groups)
 
     def _allreduce_grads(self):
-        entries = [(f"{self._prefix}{i}", param.list_grad(), None)
-                   for i, param in enumerate(self._params) if param.grad_req != "null"]
+        entries = [
+            (f"{self._prefix}{i}", param.list_grad(), None)
+            for i, param in enumerate(self._params)
+            if param.grad_req != "null"
+        ]
         if not entries:
             return
         prescale = 1.0 / self._gradient_predivide_factor
         if self._num_groups > 0:
             for g, group in enumerate(_split(entries, self._num_groups)):
-                ops.reduce_lists(group[0][0] + f"+{len(group) - 1}", group, op=ringcc.Sum,
-                                 prescale_factor=prescale, priority=-g)
+                ops.reduce_lists(
+                    group[0][0] + f"+{len(group) - 1}", group, op=ringcc.Sum, prescale_factor=prescale, priority=-g
+                )
         else:
             for i, entry in enumerate(entries):
-                ops.reduce_lists(entry[0], [entry], op=ringcc.Sum, prescale_factor=prescale,
-                                 priority=-i)
+                ops.reduce_lists(entry[0], [entry], op=ringcc.Sum, prescale_factor=prescale, priority=-i)
 
 
 def _broadcast_arrays(arrays, root_rank, name):

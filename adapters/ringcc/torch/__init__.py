@@ -30,15 +30,14 @@ register_backend()
 # Horovod's torch API (hvd.init, hvd.allreduce, hvd.DistributedOptimizer, ...):
 # the collectives (horovod.py, which imports none of the modules below), then
 # what is built on them.
-from ringcc.torch.horovod import *  # noqa: E402,F401,F403
+# Horovod's elastic API (hvd.elastic.run, hvd.elastic.TorchState, ...).
+from ringcc.torch import elastic  # noqa: E402,F401
 from ringcc.torch.functions import (  # noqa: E402,F401
     allgather_object,
     broadcast_object,
     broadcast_optimizer_state,
     broadcast_parameters,
 )
+from ringcc.torch.horovod import *  # noqa: E402,F401,F403
 from ringcc.torch.optimizer import DistributedOptimizer  # noqa: E402,F401
 from ringcc.torch.sync_batch_norm import SyncBatchNorm  # noqa: E402,F401
-
-# Horovod's elastic API (hvd.elastic.run, hvd.elastic.TorchState, ...).
-from ringcc.torch import elastic  # noqa: E402,F401

@@ -39,7 +39,8 @@ import sys
 import threading
 import time
 import weakref
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from collections.abc import Callable, Sequence
+from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
@@ -60,6 +61,8 @@ def _raise_as_dist_error(error: BaseException):
     if mapped is error:
         raise error
     raise mapped from error
+
+
 DEVICES = ("cpu", "cuda")
 
 log = logging.getLogger("ringcc.torch")
@@ -114,7 +117,7 @@ def _input_units(t: torch.Tensor) -> torch.Tensor:
     return _units(t)
 
 
-def _output_units(t: torch.Tensor) -> Optional[torch.Tensor]:
+def _output_units(t: torch.Tensor) -> torch.Tensor | None:
     """An output as 1-D core units sharing its memory, or None when it must
     be staged (not contiguous)."""
     t = _plain(t)
@@ -167,8 +170,9 @@ def _on_stream(stream):
 
 def _one(tensors: Sequence[torch.Tensor], what: str) -> torch.Tensor:
     if len(tensors) != 1:
-        raise ValueError(f"{what}: backend 'ring' takes exactly one tensor per call "
-                         f"(one device per process), got {len(tensors)}")
+        raise ValueError(
+            f"{what}: backend 'ring' takes exactly one tensor per call (one device per process), got {len(tensors)}"
+        )
     return tensors[0]
 
 
@@ -176,14 +180,15 @@ def _one(tensors: Sequence[torch.Tensor], what: str) -> torch.Tensor:
 # Reductions
 
 
-def _reduction(opts) -> Tuple[object, float]:
+def _reduction(opts) -> tuple[object, float]:
     """(RedOpType, prescale factor) of the options' reduceOp."""
     op = getattr(opts, "reduceOp", dist.ReduceOp.SUM)
     kind = op.op if hasattr(op, "op") else op
     if kind == _RedOpType.PREMUL_SUM:
         if not hasattr(op, "factor"):  # torch before 2.7 keeps it from Python
-            raise ValueError(f"PREMUL_SUM needs torch 2.7 or later with backend 'ring' "
-                             f"(this is torch {torch.__version__})")
+            raise ValueError(
+                f"PREMUL_SUM needs torch 2.7 or later with backend 'ring' (this is torch {torch.__version__})"
+            )
         factor = op.factor
         return kind, float(factor.item() if isinstance(factor, torch.Tensor) else factor)
     return kind, 1.0
@@ -216,8 +221,9 @@ def _reduce_locally(stacked: torch.Tensor, kind, factor: float) -> torch.Tensor:
     elif kind in (_RedOpType.BAND, _RedOpType.BOR, _RedOpType.BXOR):
         if dtype.is_floating_point or dtype.is_complex:
             raise ValueError(f"ReduceOp.{kind.name} needs an integer or bool tensor, got {dtype}")
-        fn = {_RedOpType.BAND: torch.bitwise_and, _RedOpType.BOR: torch.bitwise_or,
-              _RedOpType.BXOR: torch.bitwise_xor}[kind]
+        fn = {_RedOpType.BAND: torch.bitwise_and, _RedOpType.BOR: torch.bitwise_or, _RedOpType.BXOR: torch.bitwise_xor}[
+            kind
+        ]
         result = work[0].clone()
         for i in range(1, n):
             result = fn(result, work[i])
@@ -255,6 +261,7 @@ def _fails_on_every_rank(kind: str):
     """Decorator of a ProcessGroupRing operation that issues one core
     collective of `kind` ("allreduce", "allgather", ...): an error it raises
     before issuing it fails that collective on every rank."""
+
     def decorate(method):
         @functools.wraps(method)
         def operation(self, *args, **kwargs):
@@ -266,7 +273,9 @@ def _fails_on_every_rank(kind: str):
                     error._ringcc_reported = True
                     self._report_failed(error, kind)
                 raise
+
         return operation
+
     return decorate
 
 
@@ -281,13 +290,12 @@ class _Channel:
     is a 2-rank broadcast from the sender). A channel per direction lets
     both ranks send before they receive, as batch_isend_irecv does."""
 
-    def __init__(self, group: "ProcessGroupRing", src: int, dst: int, tag: int) -> None:
+    def __init__(self, group: ProcessGroupRing, src: int, dst: int, tag: int) -> None:
         self.key = (src, dst, tag)
         self._me = 0 if group._rank == src else 1
         self._store = dist.PrefixStore(f"ringcc-p2p/{src}-{dst}/{tag}/", group._store)
         self._comm = None
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            1, thread_name_prefix=f"ringcc-p2p-{src}-{dst}-{tag}")
+        self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"ringcc-p2p-{src}-{dst}-{tag}")
 
     def submit(self, fn: Callable) -> concurrent.futures.Future:
         """Runs fn(channel) on the channel's thread, after earlier transfers."""
@@ -311,7 +319,7 @@ class _Channel:
 # The process group
 
 
-_LIVE_GROUPS: "weakref.WeakSet[ProcessGroupRing]" = weakref.WeakSet()
+_LIVE_GROUPS: weakref.WeakSet[ProcessGroupRing] = weakref.WeakSet()
 _TIMEOUT_ENV = "RINGCC_TIMEOUT_S"
 _timeout_env_lock = threading.Lock()
 
@@ -334,7 +342,7 @@ def _core_timeout_s() -> float:
 class ProcessGroupRing(dist.ProcessGroup):
     """A torch.distributed process group whose operations run on ringcc."""
 
-    def __init__(self, store, rank: int, size: int, timeout: Optional[datetime.timedelta] = None) -> None:
+    def __init__(self, store, rank: int, size: int, timeout: datetime.timedelta | None = None) -> None:
         super().__init__(rank, size)
         self._store = store
         self._rank = rank
@@ -346,15 +354,15 @@ class ProcessGroupRing(dist.ProcessGroup):
         self._group_name = ""
         self._group_desc = ""
         self._completer = Completer(f"ringcc-completer-{rank}")
-        self._channels: Dict[Tuple[int, int, int], _Channel] = {}
+        self._channels: dict[tuple[int, int, int], _Channel] = {}
         self._p2p_lock = threading.Lock()
-        self._taken: Dict[Tuple[int, int], int] = {}  # (src, tag) -> messages received
-        self._anysource: Optional[concurrent.futures.ThreadPoolExecutor] = None
-        self._coalescing: Optional[List[RingWork]] = None
+        self._taken: dict[tuple[int, int], int] = {}  # (src, tag) -> messages received
+        self._anysource: concurrent.futures.ThreadPoolExecutor | None = None
+        self._coalescing: list[RingWork] | None = None
         self._closed = False
         self._stuck = False
-        self._cuda_index: Optional[int] = None  # the CUDA device of this process's collectives
-        self._side: Optional["torch.cuda.Stream"] = None
+        self._cuda_index: int | None = None  # the CUDA device of this process's collectives
+        self._side: torch.cuda.Stream | None = None
         _adopt_timeout(self._timeout_s)
         self._core_timeout_s = _core_timeout_s()
         # torchrun keeps its store across restarts: meet where no earlier attempt wrote.
@@ -394,10 +402,15 @@ class ProcessGroupRing(dist.ProcessGroup):
 
     # -- the machinery every operation goes through -------------------------
 
-    def _issue(self, name: str, opts, outputs: Sequence[torch.Tensor],
-               start: Callable[[bool], Optional[list]],
-               finish: Optional[Callable[[], None]] = None,
-               device: torch.device = _CPU) -> RingWork:
+    def _issue(
+        self,
+        name: str,
+        opts,
+        outputs: Sequence[torch.Tensor],
+        start: Callable[[bool], list | None],
+        finish: Callable[[], None] | None = None,
+        device: torch.device = _CPU,
+    ) -> RingWork:
         """Runs start(async_op): it issues the core call(s) and returns their
         handles (async) or None (ran inline, done). Then a RingWork.
 
@@ -455,9 +468,17 @@ class ProcessGroupRing(dist.ProcessGroup):
                 for t in outputs:
                     if t.is_cuda:
                         t.record_stream(stream)
-            work = RingWork(outputs, handles or [], finish, timeout_s=timeout_s,
-                            completer=self._completer, profile=profile,
-                            what=self._what(name), on_timeout=self._mark_stuck, stream=stream)
+            work = RingWork(
+                outputs,
+                handles or [],
+                finish,
+                timeout_s=timeout_s,
+                completer=self._completer,
+                profile=profile,
+                what=self._what(name),
+                on_timeout=self._mark_stuck,
+                stream=stream,
+            )
             if sync:
                 work.wait()
         if self._coalescing is not None:
@@ -472,11 +493,13 @@ class ProcessGroupRing(dist.ProcessGroup):
             if self._cuda_index is None:
                 self._cuda_index = device.index
             elif device.index != self._cuda_index:
-                raise ValueError(f"{what}: backend 'ring' runs this process's CUDA collectives on "
-                                 f"cuda:{self._cuda_index} (one device per process), got a tensor on {device}")
+                raise ValueError(
+                    f"{what}: backend 'ring' runs this process's CUDA collectives on "
+                    f"cuda:{self._cuda_index} (one device per process), got a tensor on {device}"
+                )
         return device
 
-    def _side_stream(self, device: torch.device) -> "torch.cuda.Stream":
+    def _side_stream(self, device: torch.device) -> torch.cuda.Stream:
         if self._side is None:
             self._side = torch.cuda.Stream(device)
         return self._side
@@ -519,19 +542,36 @@ class ProcessGroupRing(dist.ProcessGroup):
         if len(tensors) == 1 and opts is not None:
             t = tensors[0]
             op = _FAST_OPS.get(opts.reduceOp.op.value)
-            if (t.is_cuda and op is not None and t.dtype in _CORE_DTYPES and t.layout == torch.strided
-                    and getattr(opts, "asyncOp", True) is False and t.device.index == self._cuda_index
-                    and not t.requires_grad and t.is_contiguous() and not self._closed
-                    and self._coalescing is None and not torch.autograd._profiler_enabled()
-                    and self._inline_ok(opts)):
+            if (
+                t.is_cuda
+                and op is not None
+                and t.dtype in _CORE_DTYPES
+                and t.layout == torch.strided
+                and getattr(opts, "asyncOp", True) is False
+                and t.device.index == self._cuda_index
+                and not t.requires_grad
+                and t.is_contiguous()
+                and not self._closed
+                and self._coalescing is None
+                and not torch.autograd._profiler_enabled()
+                and self._inline_ok(opts)
+            ):
                 try:
                     self._comm.allreduce(t, None, op, 1.0, 1.0, True, False)
                 except _core.RingccError as error:
                     _raise_as_dist_error(error)
                 return RingWork((t,), stream=torch.cuda.current_stream(t.device))
-            if (op is not None and t.dtype in _CORE_DTYPES and t.is_cpu and t.layout == torch.strided
-                    and not t.requires_grad and t.is_contiguous() and not self._closed
-                    and self._coalescing is None and not torch.autograd._profiler_enabled()):
+            if (
+                op is not None
+                and t.dtype in _CORE_DTYPES
+                and t.is_cpu
+                and t.layout == torch.strided
+                and not t.requires_grad
+                and t.is_contiguous()
+                and not self._closed
+                and self._coalescing is None
+                and not torch.autograd._profiler_enabled()
+            ):
                 try:
                     if getattr(opts, "asyncOp", True) is False and self._inline_ok(opts):
                         self._comm.allreduce(t, None, op, 1.0, 1.0, True, False)
@@ -539,9 +579,15 @@ class ProcessGroupRing(dist.ProcessGroup):
                     handle = self._comm.allreduce(t, None, op, 1.0, 1.0, True, True)
                 except _core.RingccError as error:
                     _raise_as_dist_error(error)
-                work = RingWork((t,), (handle,), None, timeout_s=self._op_timeout(opts),
-                                completer=self._completer, what=self._what("all_reduce"),
-                                on_timeout=self._mark_stuck)
+                work = RingWork(
+                    (t,),
+                    (handle,),
+                    None,
+                    timeout_s=self._op_timeout(opts),
+                    completer=self._completer,
+                    what=self._what("all_reduce"),
+                    on_timeout=self._mark_stuck,
+                )
                 if getattr(opts, "asyncOp", True) is False:
                     work.wait()
                 return work
@@ -570,15 +616,18 @@ class ProcessGroupRing(dist.ProcessGroup):
         comm = self._comm
         t = _plain(tensor)
         if t.is_contiguous():
+
             def start(async_op):
                 h = comm.allreduce(t, op=op, prescale=factor, inplace=True, async_op=async_op)
                 return [h] if async_op else None
+
             return self._issue(name, opts, [tensor], start, device=device)
         staged = t.contiguous()
 
         def start(async_op):
             h = comm.allreduce(staged, op=op, prescale=factor, inplace=True, async_op=async_op)
             return [h] if async_op else None
+
         return self._issue(name, opts, [tensor], start, lambda: tensor.copy_(staged), device=device)
 
     def _allreduce_many(self, name, tensors, kind, factor, opts, device=_CPU):
@@ -608,17 +657,20 @@ class ProcessGroupRing(dist.ProcessGroup):
         def finish():
             for t, s in copies:
                 t.copy_(s)
+
         return self._issue(name, opts, tensors, start, finish if copies else None, device=device)
 
     def _sparse_allreduce(self, tensor, kind, opts):
         """Sparse COO SUM (as gloo does it): every rank's indices and values
         are gathered (their counts may differ), summed, and coalesced into
         `tensor` in place."""
+
         def check():
             if kind != _RedOpType.SUM:
                 raise ValueError(f"sparse all_reduce supports SUM only, got {kind}")
             if tensor.dtype not in _CORE_DTYPES:
                 raise TypeError(f"sparse all_reduce: unsupported dtype {tensor.dtype}")
+
         check()
         if tensor.is_cuda:
             return self._sparse_allreduce_through_host(tensor, kind, opts)
@@ -639,13 +691,16 @@ class ProcessGroupRing(dist.ProcessGroup):
         all_values = torch.empty((total,) + tuple(values.shape[1:]), dtype=values.dtype)
 
         def start(async_op):
-            handles = [comm.allgather(indices, out=all_indices, async_op=async_op),
-                       comm.allgather(values, out=all_values, async_op=async_op)]
+            handles = [
+                comm.allgather(indices, out=all_indices, async_op=async_op),
+                comm.allgather(values, out=all_values, async_op=async_op),
+            ]
             return handles if async_op else None
 
         def finish():
             summed = torch.sparse_coo_tensor(all_indices.t(), all_values, tensor.shape).coalesce()
             tensor.copy_(summed)
+
         return self._issue("all_reduce", opts, [tensor], start, finish)
 
     def _sparse_allreduce_through_host(self, tensor, kind, opts):
@@ -656,8 +711,10 @@ class ProcessGroupRing(dist.ProcessGroup):
 
         def finish():
             tensor.copy_(host.to(tensor.device))
-        work = RingWork([tensor], [_WorkWaitable(inner)], finish, timeout_s=self._op_timeout(opts),
-                        completer=self._completer)
+
+        work = RingWork(
+            [tensor], [_WorkWaitable(inner)], finish, timeout_s=self._op_timeout(opts), completer=self._completer
+        )
         if getattr(opts, "asyncOp", True) is False:
             work.wait()
         return work
@@ -665,13 +722,18 @@ class ProcessGroupRing(dist.ProcessGroup):
     def _fallback_allreduce(self, name, tensors, kind, factor, opts, device=_CPU):
         """Reductions the core lacks (bitwise ops, bool, int16, complex, ...):
         gather every rank's bytes, reduce locally."""
+
         def check():  # e.g. a bitwise reduction of floats
             for t in tensors:
                 _reduce_locally(torch.zeros(1, 1, dtype=t.dtype), kind, factor)
+
         check()
         n = self._size
-        packed = torch.cat([_input_units(t).view(torch.uint8) for t in tensors]) if tensors else \
-            torch.empty(0, dtype=torch.uint8, device=device)
+        packed = (
+            torch.cat([_input_units(t).view(torch.uint8) for t in tensors])
+            if tensors
+            else torch.empty(0, dtype=torch.uint8, device=device)
+        )
         gathered = torch.empty(n * packed.numel(), dtype=torch.uint8, device=device)
         comm = self._comm
 
@@ -684,9 +746,10 @@ class ProcessGroupRing(dist.ProcessGroup):
             offset = 0
             for t in tensors:
                 nbytes = t.numel() * t.element_size()
-                stacked = per_rank[:, offset:offset + nbytes].contiguous().view(t.dtype).view((n,) + tuple(t.shape))
+                stacked = per_rank[:, offset : offset + nbytes].contiguous().view(t.dtype).view((n,) + tuple(t.shape))
                 t.copy_(_reduce_locally(stacked, kind, factor))
                 offset += nbytes
+
         return self._issue(name, opts, tensors, start, finish, device=device)
 
     # -- broadcast -------------------------------------------------------------
@@ -701,17 +764,19 @@ class ProcessGroupRing(dist.ProcessGroup):
         t = _plain(tensor)
         units = _output_units(t)
         if units is not None:
+
             def start(async_op):
                 h = comm.broadcast(units, root=root, inplace=True, async_op=async_op)
                 return [h] if async_op else None
+
             return self._issue("broadcast", opts, [tensor], start, device=device)
         staged = _input_units(t)
 
         def start(async_op):
             h = comm.broadcast(staged, root=root, inplace=True, async_op=async_op)
             return [h] if async_op else None
-        return self._issue("broadcast", opts, [tensor], start, lambda: _store_units(staged, tensor),
-                           device=device)
+
+        return self._issue("broadcast", opts, [tensor], start, lambda: _store_units(staged, tensor), device=device)
 
     def _check_rank(self, rank: int, what: str) -> None:
         if not 0 <= rank < self._size:
@@ -759,8 +824,9 @@ class ProcessGroupRing(dist.ProcessGroup):
             offset = 0
             for o in outs:
                 n = _unit_count(o)
-                _store_units(gathered[offset:offset + n], o)
+                _store_units(gathered[offset : offset + n], o)
                 offset += n
+
         return self._issue("all_gather", opts, outs, start, finish, device=device)
 
     def _check_root_list(self, what: str, root: int, lists, role: str, like: torch.Tensor) -> None:
@@ -773,7 +839,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         elif lists and any(len(t) for t in lists):
             raise ValueError(f"{what}: only the root takes {role} tensors")
 
-    def _check_list(self, tensors, what: str, like: Optional[torch.Tensor] = None) -> None:
+    def _check_list(self, tensors, what: str, like: torch.Tensor | None = None) -> None:
         if len(tensors) != self._size:
             raise ValueError(f"{what} has {len(tensors)} tensors; the group has {self._size} ranks")
         if like is not None:
@@ -790,17 +856,21 @@ class ProcessGroupRing(dist.ProcessGroup):
         comm = self._comm
         out = _output_units(output_tensor)
         if out is not None:
+
             def start(async_op):
                 h = comm.allgather(units, out=out, async_op=async_op)
                 return [h] if async_op else None
+
             return self._issue("_allgather_base", opts, [output_tensor], start, device=device)
         staged = torch.empty(_unit_count(output_tensor), dtype=units.dtype, device=device)
 
         def start(async_op):
             h = comm.allgather(units, out=staged, async_op=async_op)
             return [h] if async_op else None
-        return self._issue("_allgather_base", opts, [output_tensor], start,
-                           lambda: _store_units(staged, output_tensor), device=device)
+
+        return self._issue(
+            "_allgather_base", opts, [output_tensor], start, lambda: _store_units(staged, output_tensor), device=device
+        )
 
     @staticmethod
     def _check_dtypes(a: torch.Tensor, b: torch.Tensor) -> None:
@@ -817,17 +887,21 @@ class ProcessGroupRing(dist.ProcessGroup):
 
         def check():
             if len(outputs) != self._size:
-                raise ValueError(f"allgather_coalesced: {len(outputs)} output lists for a group of "
-                                 f"{self._size} ranks")
+                raise ValueError(f"allgather_coalesced: {len(outputs)} output lists for a group of {self._size} ranks")
             for o in outputs:
                 if len(o) != len(inputs):
-                    raise ValueError(f"allgather_coalesced: an output list holds {len(o)} tensors "
-                                     f"for {len(inputs)} inputs")
+                    raise ValueError(
+                        f"allgather_coalesced: an output list holds {len(o)} tensors for {len(inputs)} inputs"
+                    )
                 for out, inp in zip(o, inputs):
                     self._check_dtypes(out, inp)
+
         check()
-        packed = torch.cat([_input_units(t).view(torch.uint8) for t in inputs]) if inputs else \
-            torch.empty(0, dtype=torch.uint8, device=device)
+        packed = (
+            torch.cat([_input_units(t).view(torch.uint8) for t in inputs])
+            if inputs
+            else torch.empty(0, dtype=torch.uint8, device=device)
+        )
         sizes = [[t.numel() * t.element_size() for t in o] for o in outputs]
         gathered = torch.empty(sum(map(sum, sizes)), dtype=torch.uint8, device=device)
         comm = self._comm
@@ -841,14 +915,18 @@ class ProcessGroupRing(dist.ProcessGroup):
             for r, o in enumerate(outputs):
                 for i, t in enumerate(o):
                     nbytes = sizes[r][i]
-                    t.copy_(gathered[offset:offset + nbytes].view(t.dtype).view(t.shape))
+                    t.copy_(gathered[offset : offset + nbytes].view(t.dtype).view(t.shape))
                     offset += nbytes
+
         flat_outputs = [t for o in outputs for t in o]
         return self._issue("all_gather_coalesced", opts, flat_outputs, start, finish, device=device)
 
     def all_gather_single_coalesced(self, output_tensors, input_tensors, opts=None):
-        return self._each("all_gather_into_tensor_coalesced", opts,
-                          [(self.all_gather_single, (o, i)) for o, i in zip(output_tensors, input_tensors)])
+        return self._each(
+            "all_gather_into_tensor_coalesced",
+            opts,
+            [(self.all_gather_single, (o, i)) for o, i in zip(output_tensors, input_tensors)],
+        )
 
     def _each(self, name, opts, calls):
         """Several operations as one work (each issued asynchronously)."""
@@ -856,8 +934,9 @@ class ProcessGroupRing(dist.ProcessGroup):
         works = [fn(*args, None) for fn, args in calls]  # opts None: async
         outputs = [t for w in works for t in w._outputs]
         waits = [_WorkWaitable(w) for w in works]
-        work = RingWork(outputs, waits, timeout_s=self._op_timeout(opts), completer=self._completer,
-                        **_streams_of(works))
+        work = RingWork(
+            outputs, waits, timeout_s=self._op_timeout(opts), completer=self._completer, **_streams_of(works)
+        )
         if sync:
             work.wait()
         return work
@@ -888,42 +967,56 @@ class ProcessGroupRing(dist.ProcessGroup):
         def check():
             self._check_dtypes(output_tensor, input_tensor)
             if input_tensor.numel() != self._size * output_tensor.numel():
-                raise ValueError(f"reduce_scatter_tensor: input has {input_tensor.numel()} elements, "
-                                 f"expected {self._size} x {output_tensor.numel()}")
+                raise ValueError(
+                    f"reduce_scatter_tensor: input has {input_tensor.numel()} elements, "
+                    f"expected {self._size} x {output_tensor.numel()}"
+                )
+
         check()
         kind, factor = _reduction(opts)
         if not _core_reduces(kind, output_tensor.dtype):
             whole = _input_units(input_tensor).view(torch.uint8).view(output_tensor.dtype)
             sizes = [output_tensor.numel()] * self._size
-            return self._reduce_then_keep("_reduce_scatter_base", whole, sizes, output_tensor, kind,
-                                          factor, opts, device)
+            return self._reduce_then_keep(
+                "_reduce_scatter_base", whole, sizes, output_tensor, kind, factor, opts, device
+            )
         stacked = _input_units(input_tensor).view(self._size, -1)
-        return self._reduce_scatter_rows("_reduce_scatter_base", stacked, output_tensor, kind, factor, opts,
-                                         device)
+        return self._reduce_scatter_rows("_reduce_scatter_base", stacked, output_tensor, kind, factor, opts, device)
 
     def _reduce_scatter_rows(self, name, stacked, out, kind, factor, opts, device=_CPU):
         op = _CORE_OPS[kind]
         comm = self._comm
         direct = _output_units(out)
-        target = direct.view(1, -1) if direct is not None else torch.empty(1, stacked.shape[1], dtype=stacked.dtype,
-                                                                            device=device)
+        target = (
+            direct.view(1, -1)
+            if direct is not None
+            else torch.empty(1, stacked.shape[1], dtype=stacked.dtype, device=device)
+        )
 
         def start(async_op):
             h = comm.reduce_scatter(stacked, out=target, op=op, prescale=factor, async_op=async_op)
             return [h] if async_op else None
+
         finish = None if direct is not None else (lambda: _store_units(target.view(-1), out))
         return self._issue(name, opts, [out], start, finish, device=device)
 
     def _reduce_then_keep(self, name, whole, sizes, out, kind, factor, opts, device=_CPU):
         scratch = whole.clone()
         work = self._allreduce_one(name, scratch, kind, factor, _AsyncOf(opts), device)
-        begin = sum(sizes[:self._rank])
+        begin = sum(sizes[: self._rank])
         piece = sizes[self._rank]
 
         def finish():
-            out.copy_(scratch[begin:begin + piece].view(out.shape))
-        combined = RingWork([out], [_WorkWaitable(work)], finish, timeout_s=self._op_timeout(opts),
-                            completer=self._completer, stream=work._stream)
+            out.copy_(scratch[begin : begin + piece].view(out.shape))
+
+        combined = RingWork(
+            [out],
+            [_WorkWaitable(work)],
+            finish,
+            timeout_s=self._op_timeout(opts),
+            completer=self._completer,
+            stream=work._stream,
+        )
         if getattr(opts, "asyncOp", True) is False:
             combined.wait()
         return combined
@@ -960,8 +1053,9 @@ class ProcessGroupRing(dist.ProcessGroup):
             offset = 0
             for o in outs:
                 n = _unit_count(o)
-                _store_units(received[offset:offset + n], o)
+                _store_units(received[offset : offset + n], o)
                 offset += n
+
         return self._issue("gather", opts, outs, start, finish if outs else None, device=device)
 
     @_fails_on_every_rank("alltoall")
@@ -986,6 +1080,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         def start(async_op):
             h = comm.alltoall(send, splits=splits, out=target, async_op=async_op)
             return [h] if async_op else None
+
         finish = None if direct is not None else (lambda: _store_units(target, out))
         return self._issue("scatter", opts, [out], start, finish, device=device)
 
@@ -1001,6 +1096,7 @@ class ProcessGroupRing(dist.ProcessGroup):
             self._check_list(ins, "alltoall input list")
             for o, i in zip(outs, ins):
                 self._check_dtypes(o, i)
+
         check()
         send = torch.cat([_input_units(t) for t in ins])
         splits = [_unit_count(t) for t in ins]
@@ -1015,13 +1111,13 @@ class ProcessGroupRing(dist.ProcessGroup):
             offset = 0
             for o in outs:
                 n = _unit_count(o)
-                _store_units(received[offset:offset + n], o)
+                _store_units(received[offset : offset + n], o)
                 offset += n
+
         return self._issue("all_to_all", opts, outs, start, finish, device=device)
 
     @_fails_on_every_rank("alltoall")
-    def all_to_all_single(self, output_tensor, input_tensor, output_split_sizes, input_split_sizes,
-                          opts=None):
+    def all_to_all_single(self, output_tensor, input_tensor, output_split_sizes, input_split_sizes, opts=None):
         """all_to_all_single: splits count rows of dim 0 (equal when empty)."""
         device = self._device([output_tensor, input_tensor], "all_to_all_single")
         in_splits = [int(s) for s in input_split_sizes] if input_split_sizes else None
@@ -1031,24 +1127,32 @@ class ProcessGroupRing(dist.ProcessGroup):
             self._check_dtypes(output_tensor, input_tensor)
             rows = input_tensor.shape[0] if input_tensor.dim() else 1
             if in_splits is not None and (len(in_splits) != self._size or sum(in_splits) != rows):
-                raise ValueError(f"all_to_all_single: input_split_sizes {in_splits} do not split "
-                                 f"{rows} rows over {self._size} ranks")
+                raise ValueError(
+                    f"all_to_all_single: input_split_sizes {in_splits} do not split {rows} rows over {self._size} ranks"
+                )
             if in_splits is None and rows % self._size:
-                raise ValueError(f"all_to_all_single: {rows} rows do not split evenly over "
-                                 f"{self._size} ranks; pass input_split_sizes")
+                raise ValueError(
+                    f"all_to_all_single: {rows} rows do not split evenly over "
+                    f"{self._size} ranks; pass input_split_sizes"
+                )
             out_rows = output_tensor.shape[0] if output_tensor.dim() else 1
             if out_splits is not None and (len(out_splits) != self._size or sum(out_splits) != out_rows):
-                raise ValueError(f"all_to_all_single: output_split_sizes {out_splits} do not split "
-                                 f"{out_rows} rows over {self._size} ranks")
+                raise ValueError(
+                    f"all_to_all_single: output_split_sizes {out_splits} do not split "
+                    f"{out_rows} rows over {self._size} ranks"
+                )
+
         check()
         rows = input_tensor.shape[0] if input_tensor.dim() else 1
         splits = in_splits if in_splits is not None else [rows // self._size] * self._size
         send = _rows_view(_plain(input_tensor).contiguous())
         direct = _plain(output_tensor)
         direct = _units(direct) if direct.is_contiguous() else None
-        target = direct if direct is not None else torch.empty(_unit_count(output_tensor),
-                                                                dtype=_unit_dtype(output_tensor.dtype),
-                                                                device=device)
+        target = (
+            direct
+            if direct is not None
+            else torch.empty(_unit_count(output_tensor), dtype=_unit_dtype(output_tensor.dtype), device=device)
+        )
         comm = self._comm
         result = {}
 
@@ -1065,9 +1169,11 @@ class ProcessGroupRing(dist.ProcessGroup):
             if out_splits is not None and list(received) != out_splits:
                 raise _core.MismatchError(
                     f"all_to_all_single: rank {self._rank} received rows {list(received)} from the "
-                    f"ranks but output_split_sizes is {out_splits}")
+                    f"ranks but output_split_sizes is {out_splits}"
+                )
             if direct is None:
                 _store_units(target, output_tensor)
+
         return self._issue("all_to_all_single", opts, [output_tensor], start, finish, device=device)
 
     # -- barrier -------------------------------------------------------------
@@ -1079,6 +1185,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         def start(async_op):
             h = comm.barrier(async_op=async_op)
             return [h] if async_op else None
+
         return self._issue("barrier", opts, [], start)
 
     # -- point-to-point ------------------------------------------------------
@@ -1096,7 +1203,7 @@ class ProcessGroupRing(dist.ProcessGroup):
     def _count_key(self, dst: int, src: int, tag: int) -> str:
         return f"ringcc-p2p-sent/{dst}/{src}/{tag}"
 
-    def _fail_transfer(self, channel: _Channel, error: BaseException, sent_key: Optional[str]) -> None:
+    def _fail_transfer(self, channel: _Channel, error: BaseException, sent_key: str | None) -> None:
         """A send or receive this rank cannot make: its peer's matching one
         fails too (see "Operations that fail on this rank"), in the
         channel's order."""
@@ -1107,12 +1214,12 @@ class ProcessGroupRing(dist.ProcessGroup):
             if sent_key is not None:
                 store.add(sent_key, 1)  # a receive from any source takes it, and fails
             ch.comm().report_error(text, "broadcast")
+
         channel.submit(transfer)
 
     def send(self, tensors, dstRank, tag=0):
         if dstRank == self._rank or not 0 <= dstRank < self._size:
-            raise ValueError(f"send: invalid destination rank {dstRank} (this is rank {self._rank} "
-                             f"of {self._size})")
+            raise ValueError(f"send: invalid destination rank {dstRank} (this is rank {self._rank} of {self._size})")
         store, key = self._store, self._count_key(dstRank, self._rank, tag)
         try:
             tensor = _one(tensors, "send")
@@ -1129,14 +1236,14 @@ class ProcessGroupRing(dist.ProcessGroup):
         def transfer(channel):
             store.add(key, 1)  # lets recv_anysource find us (before we wait for the peer)
             channel.comm().broadcast(units, root=0, inplace=True)
+
         profile = profile_range(f"{BACKEND_NAME}:send")
         future = self._channel(self._rank, dstRank, tag).submit(transfer)
         return RingWork([tensor], [FutureWaitable(future)], timeout_s=self._timeout_s, profile=profile)
 
     def recv(self, tensors, srcRank, tag=0):
         if srcRank == self._rank or not 0 <= srcRank < self._size:
-            raise ValueError(f"recv: invalid source rank {srcRank} (this is rank {self._rank} "
-                             f"of {self._size})")
+            raise ValueError(f"recv: invalid source rank {srcRank} (this is rank {self._rank} of {self._size})")
         try:
             tensor = _one(tensors, "recv")
             self._device([tensor], "recv")
@@ -1149,14 +1256,14 @@ class ProcessGroupRing(dist.ProcessGroup):
         with self._p2p_lock:
             self._taken[(srcRank, tag)] = self._taken.get((srcRank, tag), 0) + 1
             future = self._submit_recv(tensor, srcRank, tag)
-        return RingWork([tensor], [FutureWaitable(future)], timeout_s=self._timeout_s, profile=profile,
-                        source_rank=srcRank)
+        return RingWork(
+            [tensor], [FutureWaitable(future)], timeout_s=self._timeout_s, profile=profile, source_rank=srcRank
+        )
 
     def _submit_recv(self, tensor, src, tag):
         cuda = tensor.is_cuda
         direct = None if cuda else _output_units(tensor)
-        target = direct if direct is not None else torch.empty(_unit_count(tensor),
-                                                                dtype=_unit_dtype(tensor.dtype))
+        target = direct if direct is not None else torch.empty(_unit_count(tensor), dtype=_unit_dtype(tensor.dtype))
 
         def transfer(channel):
             channel.comm().broadcast(target, root=0, inplace=True)
@@ -1171,6 +1278,7 @@ class ProcessGroupRing(dist.ProcessGroup):
                     else:
                         _store_units(target, tensor)
             return src
+
         return self._channel_locked(src, self._rank, tag).submit(transfer)
 
     def _channel_locked(self, src: int, dst: int, tag: int) -> _Channel:
@@ -1191,8 +1299,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         if self._anysource is None:
             with self._p2p_lock:
                 if self._anysource is None:
-                    self._anysource = concurrent.futures.ThreadPoolExecutor(
-                        1, thread_name_prefix="ringcc-anysource")
+                    self._anysource = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ringcc-anysource")
         deadline = time.monotonic() + self._timeout_s
 
         def resolve():
@@ -1210,8 +1317,8 @@ class ProcessGroupRing(dist.ProcessGroup):
                 else:
                     if time.monotonic() > deadline:
                         raise _core.TimeoutError(
-                            f"recv_anysource: no message with tag {tag} arrived within "
-                            f"{self._timeout_s:g} s")
+                            f"recv_anysource: no message with tag {tag} arrived within {self._timeout_s:g} s"
+                        )
                     time.sleep(delay)
                     delay = min(delay * 2, 0.01)
                     continue
@@ -1222,6 +1329,7 @@ class ProcessGroupRing(dist.ProcessGroup):
 
         def finish():
             work._src_rank = outer.result()
+
         work._finish = finish
         return work
 
@@ -1233,8 +1341,13 @@ class ProcessGroupRing(dist.ProcessGroup):
     def end_coalescing(self, device=None):
         works, self._coalescing = self._coalescing or [], None
         outputs = [t for w in works for t in w._outputs]
-        return RingWork(outputs, [_WorkWaitable(w) for w in works], timeout_s=self._timeout_s,
-                        completer=self._completer, **_streams_of(works))
+        return RingWork(
+            outputs,
+            [_WorkWaitable(w) for w in works],
+            timeout_s=self._timeout_s,
+            completer=self._completer,
+            **_streams_of(works),
+        )
 
     # -- names torch used before 2.6 (and still accepts) ---------------------
 
@@ -1272,8 +1385,7 @@ class ProcessGroupRing(dist.ProcessGroup):
             # In a thread of their own, in the same order on every rank; a
             # transfer the peer never matched would hold it up until the
             # core's timeout, so this waits only a little.
-            closer = threading.Thread(target=_close_channels, args=(channels,),
-                                      name="ringcc-p2p-close", daemon=True)
+            closer = threading.Thread(target=_close_channels, args=(channels,), name="ringcc-p2p-close", daemon=True)
             closer.start()
             closer.join(_CHANNEL_CLOSE_WAIT_S)
         if self._stuck:
@@ -1290,7 +1402,7 @@ class ProcessGroupRing(dist.ProcessGroup):
 _CHANNEL_CLOSE_WAIT_S = 5.0
 
 
-def _close_channels(channels: List[_Channel]) -> None:
+def _close_channels(channels: list[_Channel]) -> None:
     for channel in channels:
         try:
             channel.close()
@@ -1348,8 +1460,9 @@ class _WorkWaitable:
 def _torch_keeps_python_works() -> bool:
     """Whether C++ holds the Python object of a Work that Python hands it
     (c10d's PyWorkHolder, torch 2.7 and later)."""
-    major, minor = (int("".join(c for c in part if c.isdigit()) or 0)
-                    for part in torch.__version__.split("+")[0].split(".")[:2])
+    major, minor = (
+        int("".join(c for c in part if c.isdigit()) or 0) for part in torch.__version__.split("+")[0].split(".")[:2]
+    )
     return (major, minor) >= (2, 7)
 
 
@@ -1367,6 +1480,7 @@ def _c10d_owned(method):
         if isinstance(work, RingWork) and not _from_python_api(sys._getframe(1)):
             return wrap(work.get_future())
         return work
+
     return issue
 
 
@@ -1385,11 +1499,27 @@ def _group_name_property(self) -> str:
 
 
 if not _torch_keeps_python_works():
-    for _name in ("allreduce", "allreduce_coalesced", "broadcast", "reduce", "allgather",
-                  "_allgather_base", "allgather_coalesced", "allgather_into_tensor_coalesced",
-                  "reduce_scatter", "_reduce_scatter_base", "reduce_scatter_tensor_coalesced",
-                  "gather", "scatter", "alltoall", "alltoall_base", "barrier", "send", "recv",
-                  "end_coalescing"):
+    for _name in (
+        "allreduce",
+        "allreduce_coalesced",
+        "broadcast",
+        "reduce",
+        "allgather",
+        "_allgather_base",
+        "allgather_coalesced",
+        "allgather_into_tensor_coalesced",
+        "reduce_scatter",
+        "_reduce_scatter_base",
+        "reduce_scatter_tensor_coalesced",
+        "gather",
+        "scatter",
+        "alltoall",
+        "alltoall_base",
+        "barrier",
+        "send",
+        "recv",
+        "end_coalescing",
+    ):
         setattr(ProcessGroupRing, _name, _c10d_owned(getattr(ProcessGroupRing, _name)))
     # torch 2.5 and 2.6 read a group's name from its C++ backends, which a
     # Python process group has none of.

@@ -26,13 +26,12 @@ from ringcc import _core
 DistBackendError = dist.DistBackendError
 
 # The ringcc errors that say the job, not the call, failed.
-JOB_FAILURES = (_core.PeerFailureError, _core.MismatchError, _core.InternalError,
-                _core.NotInitializedError)
+JOB_FAILURES = (_core.PeerFailureError, _core.MismatchError, _core.InternalError, _core.NotInitializedError)
 
-_combined: Dict[Tuple[type, Tuple[type, ...]], Optional[type]] = {}
+_combined: dict[tuple[type, tuple[type, ...]], type | None] = {}
 
 
-def combined_class(cls: type, extra: Tuple[type, ...] = ()) -> Optional[type]:
+def combined_class(cls: type, extra: tuple[type, ...] = ()) -> type | None:
     """A class deriving from `extra`, DistBackendError and `cls` (named as
     `cls`, in module ringcc.torch); None when Python cannot combine them."""
     key = (cls, extra)
@@ -48,7 +47,7 @@ def combined_class(cls: type, extra: Tuple[type, ...] = ()) -> Optional[type]:
     return found
 
 
-def as_dist_error(error: BaseException, extra: Tuple[type, ...] = ()) -> BaseException:
+def as_dist_error(error: BaseException, extra: tuple[type, ...] = ()) -> BaseException:
     """`error` as an instance of a class that is also DistBackendError (and
     the classes in `extra`) when it is a failure of the job; other errors as
     they are."""

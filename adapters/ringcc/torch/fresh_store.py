@@ -56,15 +56,15 @@ def fresh_prefix(store, rank: int, size: int, timeout_s: float) -> str:
         store.set(f"{PREFIX}want/{rank}", nonce)
         delay = 0.0005
         while True:
-            _poll(store, [job_key], deadline,
-                  f"after {timeout_s:g} s waiting for rank 0 of this group to start it")
+            _poll(store, [job_key], deadline, f"after {timeout_s:g} s waiting for rank 0 of this group to start it")
             job_id, _, nonces = _text(store.get(job_key)).partition(" ")
-            if nonces.split(",")[rank - 1:rank] == [nonce]:
+            if nonces.split(",")[rank - 1 : rank] == [nonce]:
                 store.set(f"{PREFIX}{job_id}/ack/{rank}", nonce)
                 return f"{PREFIX}{job_id}/"
             if time.monotonic() > deadline:
                 raise _core.TimeoutError(
-                    f"timed out after {timeout_s:g} s waiting for rank 0 of this group to start it")
+                    f"timed out after {timeout_s:g} s waiting for rank 0 of this group to start it"
+                )
             time.sleep(delay)
             delay = min(delay * 2, 0.01)
     job_id = secrets.token_hex(8)
@@ -78,7 +78,8 @@ def fresh_prefix(store, rank: int, size: int, timeout_s: float) -> str:
         except _core.TimeoutError:
             missing = [r for r in range(1, size) if not store.check([want_keys[r - 1]])]
             raise _core.TimeoutError(
-                f"timed out after {timeout_s:g} s waiting for rank(s) {missing} of this group to arrive") from None
+                f"timed out after {timeout_s:g} s waiting for rank(s) {missing} of this group to arrive"
+            ) from None
         for i, key in enumerate(want_keys):
             if not confirmed[i]:
                 nonces[i] = _text(store.get(key))
@@ -98,4 +99,5 @@ def fresh_prefix(store, rank: int, size: int, timeout_s: float) -> str:
         if time.monotonic() > deadline:
             missing = [r for r in range(1, size) if not confirmed[r - 1]]
             raise _core.TimeoutError(
-                f"timed out after {timeout_s:g} s waiting for rank(s) {missing} of this group to arrive")
+                f"timed out after {timeout_s:g} s waiting for rank(s) {missing} of this group to arrive"
+            )

@@ -22,8 +22,7 @@ try:  # what Horovod uses: it also pickles lambdas and local classes
 except ImportError:  # pragma: no cover - depends on the environment
     _pickler = pickle
 
-__all__ = ["broadcast_parameters", "broadcast_optimizer_state", "broadcast_object",
-           "allgather_object"]
+__all__ = ["broadcast_parameters", "broadcast_optimizer_state", "broadcast_object", "allgather_object"]
 
 
 def broadcast_parameters(params, root_rank, prefix="Parameter.", process_set=global_process_set):
@@ -50,8 +49,7 @@ def broadcast_parameters(params, root_rank, prefix="Parameter.", process_set=glo
         _hvd.synchronize(handle)
 
 
-def broadcast_optimizer_state(optimizer, root_rank, model=None, prefix="Parameter.",
-                              process_set=global_process_set):
+def broadcast_optimizer_state(optimizer, root_rank, model=None, prefix="Parameter.", process_set=global_process_set):
     """Makes every rank's optimizer state (per-parameter state such as
     momentum buffers and step counts, and the hyper-parameters of its
     param_groups) root_rank's.
@@ -93,7 +91,8 @@ def _create_state(optimizer, model) -> None:
                 continue
             p.grad = p.data.new(p.size()).zero_()
             if isinstance(optimizer, torch.optim.SparseAdam) or (
-                    isinstance(optimizer, torch.optim.SGD) and id(p) in sparse):
+                isinstance(optimizer, torch.optim.SGD) and id(p) in sparse
+            ):
                 p.grad = p.grad.to_sparse()
     # A DistributedOptimizer's own step would reduce the gradients, which
     # needs every rank: the wrapped optimizer's step instead.
@@ -131,8 +130,9 @@ def _as_tensor(data: bytes) -> torch.Tensor:
 
 def _failed_pickle(what: str, ranks_reasons) -> Exception:
     """What the other ranks raise, worded as for any call a rank could not start."""
-    return _hvd._internal_error(ringcc.MismatchError("; ".join(
-        f"rank {r} could not start {what}: {reason}" for r, reason in ranks_reasons)))
+    return _hvd._internal_error(
+        ringcc.MismatchError("; ".join(f"rank {r} could not start {what}: {reason}" for r, reason in ranks_reasons))
+    )
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
@@ -147,8 +147,7 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
     t_name = None if name is None else f"{name}.t"
     if _hvd.rank() == root_rank:
         data, size, error = _pickled(obj)
-        _hvd.broadcast_(torch.tensor([size], dtype=torch.int64), root_rank, name=sz_name,
-                        process_set=process_set)
+        _hvd.broadcast_(torch.tensor([size], dtype=torch.int64), root_rank, name=sz_name, process_set=process_set)
         _hvd.broadcast_(_as_tensor(data), root_rank, name=t_name, process_set=process_set)
         if error is not None:
             raise error
@@ -169,20 +168,19 @@ def allgather_object(obj, name=None, process_set=global_process_set):
     When some rank cannot pickle its `obj`, every rank raises: that rank its
     error, the others a MismatchError naming it."""
     data, size, error = _pickled(obj)
-    sizes = _hvd.allgather(torch.tensor([size], dtype=torch.int64),
-                           name=None if name is None else f"{name}.sz", process_set=process_set)
-    gathered = _hvd.allgather(_as_tensor(data), name=None if name is None else f"{name}.t",
-                              process_set=process_set)
+    sizes = _hvd.allgather(
+        torch.tensor([size], dtype=torch.int64), name=None if name is None else f"{name}.sz", process_set=process_set
+    )
+    gathered = _hvd.allgather(_as_tensor(data), name=None if name is None else f"{name}.t", process_set=process_set)
     if error is not None:
         raise error
     chunks, offset = [], 0
     everything = gathered.numpy().tobytes()
     for n in sizes.tolist():
         n = n if n >= 0 else -1 - n
-        chunks.append(everything[offset:offset + n])
+        chunks.append(everything[offset : offset + n])
         offset += n
-    failed = [(r, chunk.decode(errors="replace")) for r, (n, chunk) in enumerate(zip(sizes.tolist(), chunks))
-              if n < 0]
+    failed = [(r, chunk.decode(errors="replace")) for r, (n, chunk) in enumerate(zip(sizes.tolist(), chunks)) if n < 0]
     if failed:
         raise _failed_pickle("allgather_object", failed)
     return [_loads(chunk) for chunk in chunks]

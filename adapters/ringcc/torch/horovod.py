@@ -48,7 +48,8 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from typing import Callable, List, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import List, Optional
 
 import numpy as np
 import torch
@@ -56,8 +57,6 @@ import torch
 import ringcc
 from ringcc import _core
 from ringcc.torch import process_sets as _process_sets
-from ringcc.torch.dtypes import CORE_DTYPE_CODES, CORE_DTYPES
-from ringcc.torch.errors import as_dist_error
 from ringcc.torch.compression import (  # noqa: F401  (re-exported)
     BF16Compressor,
     Compression,
@@ -65,6 +64,8 @@ from ringcc.torch.compression import (  # noqa: F401  (re-exported)
     FP16Compressor,
     NoneCompressor,
 )
+from ringcc.torch.dtypes import CORE_DTYPE_CODES, CORE_DTYPES
+from ringcc.torch.errors import as_dist_error
 from ringcc.torch.process_sets import (  # noqa: F401  (re-exported)
     ProcessSet,
     add_process_set,
@@ -84,8 +85,7 @@ Product = ringcc.Product
 # scripts which mention it import, and using it raises NotImplementedError.
 Adasum = 5
 
-_OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product",
-             Adasum: "Adasum"}
+_OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product", Adasum: "Adasum"}
 
 
 def handle_average_backwards_compatibility(op, average):
@@ -96,8 +96,9 @@ def handle_average_backwards_compatibility(op, average):
             raise ValueError("The op parameter supersedes average. Please provide only one of them.")
         return op
     if average is not None:
-        warnings.warn("Parameter `average` has been replaced with `op` and will be removed",
-                      DeprecationWarning, stacklevel=3)
+        warnings.warn(
+            "Parameter `average` has been replaced with `op` and will be removed", DeprecationWarning, stacklevel=3
+        )
         return Average if average else Sum
     return Average
 
@@ -108,8 +109,7 @@ def _core_op(op) -> int:
     if isinstance(op, str):
         return ringcc._op(op)
     if op not in (Sum, Average, Min, Max, Product):
-        raise ValueError(f"unknown reduction op {op!r}; use hvd.Sum, hvd.Average, hvd.Min, hvd.Max "
-                         "or hvd.Product")
+        raise ValueError(f"unknown reduction op {op!r}; use hvd.Sum, hvd.Average, hvd.Min, hvd.Max or hvd.Product")
     return int(op)
 
 
@@ -133,7 +133,8 @@ def _internal_error(error: BaseException) -> BaseException:
         # (NotInitializedError) instead of the failure itself. Say what it is.
         error = ringcc.PeerFailureError(
             f"ringcc's engine stopped after a failure of the job (a peer died or aborted; "
-            f"ringcc's log names the rank), so this collective cannot run: {error}")
+            f"ringcc's log names the rank), so this collective cannot run: {error}"
+        )
     return as_dist_error(error, (HorovodInternalError,))
 
 
@@ -172,15 +173,18 @@ def init(comm=None, process_sets=None):
         try:
             ranks = sorted(int(r) for r in comm)
         except TypeError:
-            raise ValueError("ringcc.torch.init: comm must be None or a list of ranks "
-                             "(ringcc has no MPI communicators)") from None
+            raise ValueError(
+                "ringcc.torch.init: comm must be None or a list of ranks (ringcc has no MPI communicators)"
+            ) from None
     else:
         ranks = None
     first = not _core.is_initialized()
     ringcc.init()
     if ranks is not None and ranks != list(range(ringcc.size())):
-        raise ValueError(f"ringcc.torch.init: comm={ranks} must list every rank of the job "
-                         f"(0..{ringcc.size() - 1}); use process sets for subsets")
+        raise ValueError(
+            f"ringcc.torch.init: comm={ranks} must list every rank of the job "
+            f"(0..{ringcc.size() - 1}); use process sets for subsets"
+        )
     _process_sets._on_init(ringcc.size())
     if first:
         _reset_names()
@@ -309,7 +313,7 @@ class Handle:
 
     __slots__ = ("_waits", "_finish", "_finished", "_result", "_error", "__weakref__")
 
-    def __init__(self, waits: Sequence, finish: Optional[Callable[[list], object]] = None) -> None:
+    def __init__(self, waits: Sequence, finish: Callable[[list], object] | None = None) -> None:
         self._waits = list(waits)
         self._finish = finish
         self._finished = False
@@ -323,8 +327,7 @@ class Handle:
         if not self._finished:
             try:
                 results = [w.wait() for w in self._waits]
-                self._result = self._finish(results) if self._finish is not None else (
-                    results[0] if results else None)
+                self._result = self._finish(results) if self._finish is not None else (results[0] if results else None)
             except ringcc.RingccError as error:
                 self._error = _internal_error(error)
             except HorovodInternalError as error:
@@ -363,7 +366,7 @@ def synchronize(handle):
     return handle.wait()
 
 
-def _name(kind: str, name: Optional[str]) -> str:
+def _name(kind: str, name: str | None) -> str:
     # An empty name is no name, as in Horovod.
     if name is None or (isinstance(name, str) and not name):
         return f"{kind}.noname.{next(_names)}"
@@ -455,8 +458,10 @@ def _check_tensor(tensor, what: str) -> torch.Tensor:
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"{what}: expected a torch.Tensor, got {type(tensor).__name__}")
     if tensor.layout != torch.strided:
-        raise ValueError(f"{what}: {tensor.layout} tensors are not supported here "
-                         "(use sparse_allreduce_async for sparse COO tensors)")
+        raise ValueError(
+            f"{what}: {tensor.layout} tensors are not supported here "
+            "(use sparse_allreduce_async for sparse COO tensors)"
+        )
     return tensor.detach()
 
 
@@ -483,9 +488,11 @@ def _check_reducible(t: torch.Tensor, op: int, what: str) -> None:
         if op not in (Sum, Average):
             raise TypeError(f"{what}: complex tensors support Sum and Average only")
         return
-    raise TypeError(f"{what}: dtype {dtype} is not supported for reductions (supported: "
-                    "float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64, "
-                    "complex64/128 with Sum or Average)")
+    raise TypeError(
+        f"{what}: dtype {dtype} is not supported for reductions (supported: "
+        "float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64, "
+        "complex64/128 with Sum or Average)"
+    )
 
 
 def _reduce_wire(t: torch.Tensor, op: int, what: str) -> torch.Tensor:
@@ -534,7 +541,7 @@ def _move_wire(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(rows, per_row).view(torch.uint8)
 
 
-def _from_move_wire(w: torch.Tensor, like: torch.Tensor, first_dim: Optional[int] = None) -> torch.Tensor:
+def _from_move_wire(w: torch.Tensor, like: torch.Tensor, first_dim: int | None = None) -> torch.Tensor:
     """The inverse of _move_wire for an output of `first_dim` rows (default: like's)."""
     tail = tuple(like.shape[1:]) if like.dim() else ()
     if w.dtype != like.dtype:
@@ -596,8 +603,13 @@ def _fail_group_unstarted(error, kind: str, base_kind: str, name, process_set, t
     glob = _is_global(process_set)
     base = _name(base_kind, name) if glob else None
     count = len(tensors) if isinstance(tensors, list) else 1
-    _report_failed(error, kind, [f"{kind}.{base}.{i}" for i in range(count)] if glob else [],
-                   process_set, calls=1 if kind == "allreduce" else count)
+    _report_failed(
+        error,
+        kind,
+        [f"{kind}.{base}.{i}" for i in range(count)] if glob else [],
+        process_set,
+        calls=1 if kind == "allreduce" else count,
+    )
 
 
 def _start_each(tensors, names, process_set, core_kind: str, start_one) -> list:
@@ -611,13 +623,14 @@ def _start_each(tensors, names, process_set, core_kind: str, start_one) -> list:
             handles.append(start_one(i, t))
         except Exception as error:
             rest = len(tensors) - i - 1
-            _report_failed(error, core_kind, names[i + 1:], process_set, calls=rest)
+            _report_failed(error, core_kind, names[i + 1 :], process_set, calls=rest)
             raise
     return handles
 
 
-def _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set,
-                     inplace: bool, what: str, average=None) -> Handle:
+def _allreduce_start(
+    tensor, name, op, prescale_factor, postscale_factor, process_set, inplace: bool, what: str, average=None
+) -> Handle:
     glob = _is_global(process_set)
     full = _name("allreduce", name) if glob else None
     try:
@@ -628,8 +641,11 @@ def _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, proces
         wire = _reduce_wire(t, op, what)
         pre, post = float(prescale_factor), float(postscale_factor)
         if inplace:
-            direct = _shares_memory(wire, t) and t.dtype == wire.dtype or (
-                t.dtype.is_complex and t.device.type in ("cpu", "cuda") and t.is_contiguous())
+            direct = (
+                _shares_memory(wire, t)
+                and t.dtype == wire.dtype
+                or (t.dtype.is_complex and t.device.type in ("cpu", "cuda") and t.is_contiguous())
+            )
             out = None
         else:
             direct = False
@@ -644,69 +660,97 @@ def _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, proces
         h = _enqueue(lambda: comm.allreduce(wire, out, op, pre, post, inplace, True))
 
     if inplace:
+
         def finish(_):
             if not direct:
                 with torch.no_grad():
                     tensor.copy_(_from_reduce_wire(wire, t))
             return tensor
     else:
+
         def finish(_):
             return _from_reduce_wire(out, t)
+
     return Handle([h], finish)
 
 
-def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                    postscale_factor=1.0, process_set=global_process_set) -> Handle:
+def allreduce_async(
+    tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set
+) -> Handle:
     """Starts an allreduce of `tensor` (not modified); returns a Handle whose
     result is a new tensor. op defaults to Average. The operation is keyed
     by `name` (generated when None); shape and dtype must match across ranks."""
     if average is None:
         if process_set is global_process_set:
-            handle = _direct_allreduce(tensor, "allreduce", name, Average if op is None else op,
-                                       prescale_factor, postscale_factor)
+            handle = _direct_allreduce(
+                tensor, "allreduce", name, Average if op is None else op, prescale_factor, postscale_factor
+            )
         else:
-            handle = _direct_set_allreduce(tensor, process_set, Average if op is None else op,
-                                           prescale_factor, postscale_factor, False)
+            handle = _direct_set_allreduce(
+                tensor, process_set, Average if op is None else op, prescale_factor, postscale_factor, False
+            )
         if handle is not None:
             return handle
-    return _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set,
-                            False, "allreduce_async", average)
+    return _allreduce_start(
+        tensor, name, op, prescale_factor, postscale_factor, process_set, False, "allreduce_async", average
+    )
 
 
-def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                     postscale_factor=1.0, process_set=global_process_set):
+def allreduce_async_(
+    tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set
+):
     """Starts an in-place allreduce: the result is written into `tensor`'s
     own memory, and the handle's result is `tensor`. Wait with
     `synchronize(handle)`, test with `poll(handle)`."""
     if average is None:
         if process_set is global_process_set:
-            handle = _direct_allreduce_(tensor, "allreduce", name, Average if op is None else op,
-                                        prescale_factor, postscale_factor)
+            handle = _direct_allreduce_(
+                tensor, "allreduce", name, Average if op is None else op, prescale_factor, postscale_factor
+            )
         else:
-            handle = _direct_set_allreduce(tensor, process_set, Average if op is None else op,
-                                           prescale_factor, postscale_factor, True)
+            handle = _direct_set_allreduce(
+                tensor, process_set, Average if op is None else op, prescale_factor, postscale_factor, True
+            )
         if handle is not None:
             return handle
-    return _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set,
-                            True, "allreduce_async_", average)
+    return _allreduce_start(
+        tensor, name, op, prescale_factor, postscale_factor, process_set, True, "allreduce_async_", average
+    )
 
 
 def _direct_set_allreduce(tensor, process_set, op, prescale_factor, postscale_factor, inplace: bool):
     """_direct_allreduce(_) on a process set this rank is in: in issue order
     on the set's communicator, by address. None when not such a case."""
     comm = getattr(process_set, "_comm", None) if isinstance(process_set, ProcessSet) else None
-    if comm is not None and process_set.process_set_id is not None and type(op) is int and \
-            op in _DIRECT_OPS and isinstance(tensor, torch.Tensor) and tensor.is_cpu and \
-            tensor.layout == _STRIDED:
+    if (
+        comm is not None
+        and process_set.process_set_id is not None
+        and type(op) is int
+        and op in _DIRECT_OPS
+        and isinstance(tensor, torch.Tensor)
+        and tensor.is_cpu
+        and tensor.layout == _STRIDED
+    ):
         code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
         if code is not None and tensor.is_contiguous():
             try:
                 if inplace:
-                    return _comm_allreduce_async_raw(comm, tensor, tensor.data_ptr(), tensor.shape, code, op,
-                                                     prescale_factor, postscale_factor)
+                    return _comm_allreduce_async_raw(
+                        comm, tensor, tensor.data_ptr(), tensor.shape, code, op, prescale_factor, postscale_factor
+                    )
                 out = torch.empty_like(tensor)  # contiguous: tensor is
-                return _comm_allreduce_async_raw(comm, out, out.data_ptr(), tensor.shape, code, op,
-                                                 prescale_factor, postscale_factor, tensor, tensor.data_ptr())
+                return _comm_allreduce_async_raw(
+                    comm,
+                    out,
+                    out.data_ptr(),
+                    tensor.shape,
+                    code,
+                    op,
+                    prescale_factor,
+                    postscale_factor,
+                    tensor,
+                    tensor.data_ptr(),
+                )
             except (ringcc.PeerFailureError, ringcc.InternalError) as error:
                 raise _internal_error(error) from None
     return None
@@ -715,15 +759,29 @@ def _direct_set_allreduce(tensor, process_set, op, prescale_factor, postscale_fa
 def _direct_allreduce(tensor, kind, name, op, prescale_factor, postscale_factor):
     """_direct_allreduce_ out of place: the result goes to a new tensor
     (torch.empty_like) that the handle returns; `tensor` is only read."""
-    if type(op) is int and op in _DIRECT_OPS and isinstance(tensor, torch.Tensor) and \
-            tensor.is_cpu and tensor.layout == _STRIDED:
+    if (
+        type(op) is int
+        and op in _DIRECT_OPS
+        and isinstance(tensor, torch.Tensor)
+        and tensor.is_cpu
+        and tensor.layout == _STRIDED
+    ):
         code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
         if code is not None and tensor.is_contiguous():
             out = torch.empty_like(tensor)  # contiguous: tensor is
             try:
-                return _allreduce_async_raw(out, out.data_ptr(), tensor.shape, code, op,
-                                            f"{kind}.{name}" if name else _name(kind, name),
-                                            prescale_factor, postscale_factor, tensor, tensor.data_ptr())
+                return _allreduce_async_raw(
+                    out,
+                    out.data_ptr(),
+                    tensor.shape,
+                    code,
+                    op,
+                    f"{kind}.{name}" if name else _name(kind, name),
+                    prescale_factor,
+                    postscale_factor,
+                    tensor,
+                    tensor.data_ptr(),
+                )
             except ringcc.NotInitializedError:
                 return None
             except (ringcc.PeerFailureError, ringcc.InternalError) as error:
@@ -738,14 +796,26 @@ def _direct_allreduce_(tensor, kind, name, op, prescale_factor, postscale_factor
     wrapper handle), named as `kind` names it. None when `tensor` is not such
     a case (the caller takes the general path). A bad scale factor fails the
     call under its name (the core does that)."""
-    if type(op) is int and op in _DIRECT_OPS and isinstance(tensor, torch.Tensor) and \
-            tensor.is_cpu and tensor.layout == _STRIDED:
+    if (
+        type(op) is int
+        and op in _DIRECT_OPS
+        and isinstance(tensor, torch.Tensor)
+        and tensor.is_cpu
+        and tensor.layout == _STRIDED
+    ):
         code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
         if code is not None and tensor.is_contiguous():
             try:
-                return _allreduce_async_raw(tensor, tensor.data_ptr(), tensor.shape, code, op,
-                                            f"{kind}.{name}" if name else _name(kind, name),
-                                            prescale_factor, postscale_factor)
+                return _allreduce_async_raw(
+                    tensor,
+                    tensor.data_ptr(),
+                    tensor.shape,
+                    code,
+                    op,
+                    f"{kind}.{name}" if name else _name(kind, name),
+                    prescale_factor,
+                    postscale_factor,
+                )
             except ringcc.NotInitializedError:
                 return None  # the general path says so in Horovod's words
             except (ringcc.PeerFailureError, ringcc.InternalError) as error:
@@ -762,24 +832,31 @@ class HorovodAllreduce(torch.autograd.Function):
         ctx.op = op
         ctx.factors = (prescale_factor, postscale_factor)
         ctx.process_set = process_set
-        return synchronize(allreduce_async(tensor, average, name, op, prescale_factor,
-                                           postscale_factor, process_set))
+        return synchronize(allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor, process_set))
 
     @staticmethod
     def backward(ctx, grad_output):
         pre, post = ctx.factors
-        grad = allreduce(grad_output, op=ctx.op, prescale_factor=pre, postscale_factor=post,
-                         process_set=ctx.process_set)
+        grad = allreduce(
+            grad_output, op=ctx.op, prescale_factor=pre, postscale_factor=post, process_set=ctx.process_set
+        )
         return grad, None, None, None, None, None, None
 
 
 def _needs_grad(*tensors) -> bool:
-    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
-                                           for t in tensors)
+    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
 
 
-def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
-              prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+def allreduce(
+    tensor,
+    average=None,
+    name=None,
+    compression=Compression.none,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=global_process_set,
+):
     """Reduces `tensor` over the ranks (Average unless `op` says otherwise)
     and returns a new tensor; `tensor` is not modified. Differentiable."""
     try:
@@ -789,28 +866,28 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
         _fail_unstarted(error, "allreduce", name, process_set, "allreduce")
         raise
     if _needs_grad(compressed):
-        reduced = HorovodAllreduce.apply(compressed, None, name, op, prescale_factor,
-                                         postscale_factor, process_set)
+        reduced = HorovodAllreduce.apply(compressed, None, name, op, prescale_factor, postscale_factor, process_set)
     else:
-        reduced = synchronize(allreduce_async(compressed, None, name, op, prescale_factor,
-                                              postscale_factor, process_set))
+        reduced = synchronize(
+            allreduce_async(compressed, None, name, op, prescale_factor, postscale_factor, process_set)
+        )
     return compression.decompress(reduced, ctx)
 
 
-def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-               postscale_factor=1.0, process_set=global_process_set):
+def allreduce_(
+    tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set
+):
     """In-place allreduce; returns `tensor`."""
-    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
-                                        postscale_factor, process_set))
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, process_set))
 
 
 # -- grouped allreduce -------------------------------------------------------
 
 
-def _grouped_allreduce_start(tensors, name, op, prescale_factor, postscale_factor, process_set,
-                             inplace: bool, what: str, average=None) -> Handle:
-    tensors, base, names = _group_names("allreduce", name, process_set, tensors,
-                                        base_kind="grouped_allreduce")
+def _grouped_allreduce_start(
+    tensors, name, op, prescale_factor, postscale_factor, process_set, inplace: bool, what: str, average=None
+) -> Handle:
+    tensors, base, names = _group_names("allreduce", name, process_set, tensors, base_kind="grouped_allreduce")
     glob = base is not None
     try:
         _check_process_set(process_set)
@@ -830,8 +907,10 @@ def _grouped_allreduce_start(tensors, name, op, prescale_factor, postscale_facto
         # Named tensors of one group: the engine fuses what is ready.
         def start_one(i, t):
             h = _direct_allreduce_(t, "allreduce", f"{base}.{i}", code, pre, post) if inplace else None
-            return h if h is not None else _allreduce_start(
-                t, f"{base}.{i}", code, pre, post, process_set, inplace, what)
+            return (
+                h if h is not None else _allreduce_start(t, f"{base}.{i}", code, pre, post, process_set, inplace, what)
+            )
+
         handles = _start_each(tensors, names, process_set, "allreduce", start_one)
         return Handle(handles, lambda results: list(results))
     try:
@@ -856,22 +935,27 @@ def _grouped_allreduce_start(tensors, name, op, prescale_factor, postscale_facto
                     t.copy_(_from_reduce_wire(w, p))
             results.append(t)
         return results
+
     return Handle([h], finish)
 
 
-def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                            postscale_factor=1.0, process_set=global_process_set) -> Handle:
+def grouped_allreduce_async(
+    tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set
+) -> Handle:
     """Starts an allreduce of a list of tensors (not modified), reduced
     together; the Handle's result is a list of new tensors."""
-    return _grouped_allreduce_start(tensors, name, op, prescale_factor, postscale_factor,
-                                    process_set, False, "grouped_allreduce_async", average)
+    return _grouped_allreduce_start(
+        tensors, name, op, prescale_factor, postscale_factor, process_set, False, "grouped_allreduce_async", average
+    )
 
 
-def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                             postscale_factor=1.0, process_set=global_process_set) -> Handle:
+def grouped_allreduce_async_(
+    tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set
+) -> Handle:
     """In-place form of grouped_allreduce_async."""
-    return _grouped_allreduce_start(tensors, name, op, prescale_factor, postscale_factor,
-                                    process_set, True, "grouped_allreduce_async_", average)
+    return _grouped_allreduce_start(
+        tensors, name, op, prescale_factor, postscale_factor, process_set, True, "grouped_allreduce_async_", average
+    )
 
 
 class HorovodGroupedAllreduce(torch.autograd.Function):
@@ -880,20 +964,33 @@ class HorovodGroupedAllreduce(torch.autograd.Function):
         ctx.op = op
         ctx.factors = (prescale_factor, postscale_factor)
         ctx.process_set = process_set
-        return tuple(synchronize(grouped_allreduce_async(list(tensors), average, name, op,
-                                                         prescale_factor, postscale_factor,
-                                                         process_set)))
+        return tuple(
+            synchronize(
+                grouped_allreduce_async(
+                    list(tensors), average, name, op, prescale_factor, postscale_factor, process_set
+                )
+            )
+        )
 
     @staticmethod
     def backward(ctx, *grad_outputs):
         pre, post = ctx.factors
-        grads = grouped_allreduce(list(grad_outputs), op=ctx.op, prescale_factor=pre,
-                                  postscale_factor=post, process_set=ctx.process_set)
+        grads = grouped_allreduce(
+            list(grad_outputs), op=ctx.op, prescale_factor=pre, postscale_factor=post, process_set=ctx.process_set
+        )
         return (None, None, None, None, None, None, *grads)
 
 
-def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
-                      prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+def grouped_allreduce(
+    tensors,
+    average=None,
+    name=None,
+    compression=Compression.none,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=global_process_set,
+):
     """Reduces a list of tensors together; returns a list of new tensors.
     Differentiable."""
     try:
@@ -906,20 +1003,23 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
     if not tensors:
         return []
     if _needs_grad(*compressed):
-        reduced = HorovodGroupedAllreduce.apply(None, name, op, prescale_factor,
-                                                postscale_factor, process_set, *compressed)
+        reduced = HorovodGroupedAllreduce.apply(
+            None, name, op, prescale_factor, postscale_factor, process_set, *compressed
+        )
     else:
-        reduced = synchronize(grouped_allreduce_async(list(compressed), None, name, op,
-                                                      prescale_factor, postscale_factor,
-                                                      process_set))
+        reduced = synchronize(
+            grouped_allreduce_async(list(compressed), None, name, op, prescale_factor, postscale_factor, process_set)
+        )
     return [compression.decompress(t, c) for t, c in zip(reduced, ctxs)]
 
 
-def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                       postscale_factor=1.0, process_set=global_process_set):
+def grouped_allreduce_(
+    tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set
+):
     """In-place grouped allreduce; returns the list."""
-    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
-                                                postscale_factor, process_set))
+    return synchronize(
+        grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor, process_set)
+    )
 
 
 # -- sparse ----------------------------------------------------------------
@@ -944,23 +1044,32 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set) -> 
         indices = t._indices().transpose(0, 1).contiguous()  # one row per non-zero
         values = t._values().contiguous()
     except Exception as error:
-        _report_failed(error, "allgather",
-                       [f"allgather.{base}.indices", f"allgather.{base}.values"] if glob else [],
-                       process_set, calls=2)
+        _report_failed(
+            error,
+            "allgather",
+            [f"allgather.{base}.indices", f"allgather.{base}.values"] if glob else [],
+            process_set,
+            calls=2,
+        )
         raise
     names = [f"allgather.{base}.indices", f"allgather.{base}.values"] if glob else []
     hi, hv = _start_each(
-        [(indices, "indices"), (values, "values")], names, process_set, "allgather",
-        lambda i, item: allgather_async(item[0], name=base and f"{base}.{item[1]}",
-                                        process_set=process_set))
+        [(indices, "indices"), (values, "values")],
+        names,
+        process_set,
+        "allgather",
+        lambda i, item: allgather_async(item[0], name=base and f"{base}.{item[1]}", process_set=process_set),
+    )
     n = size() if glob else process_set.size()
 
     def finish(results):
         all_indices, all_values = results
         if op == Average:
             all_values = all_values / n
-        return torch.sparse_coo_tensor(all_indices.transpose(0, 1), all_values, t.size(),
-                                       device=t.device, check_invariants=False)
+        return torch.sparse_coo_tensor(
+            all_indices.transpose(0, 1), all_values, t.size(), device=t.device, check_invariants=False
+        )
+
     return Handle([hi, hv], finish)
 
 
@@ -990,6 +1099,7 @@ def _allgather_start(tensor, name, process_set, what: str) -> Handle:
         if t.dim() == 0:
             return _from_move_wire(out, t.reshape(1), total_rows)
         return _from_move_wire(out, t, total_rows)
+
     return Handle([h], finish_rows)
 
 
@@ -1014,9 +1124,13 @@ def _direct_allgather(tensor, name):
             tail, dtype = tuple(tensor.shape[1:]), tensor.dtype
             try:
                 return _allgather_async_raw(
-                    tensor, tensor.data_ptr(), tensor.shape, code,
+                    tensor,
+                    tensor.data_ptr(),
+                    tensor.shape,
+                    code,
                     f"allgather.{name}" if name else _name("allgather", name),
-                    lambda rows: torch.empty((rows,) + tail, dtype=dtype))
+                    lambda rows: torch.empty((rows,) + tail, dtype=dtype),
+                )
             except ringcc.NotInitializedError:
                 return None
             except (ringcc.PeerFailureError, ringcc.InternalError) as error:
@@ -1056,8 +1170,6 @@ def allgather(tensor, name=None, process_set=global_process_set):
     return synchronize(allgather_async(tensor, name, process_set))
 
 
-
-
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set) -> Handle:
     """Starts an allgather of each tensor of a list; the result is a list."""
     tensors, base, names = _group_names("allgather", name, process_set, tensors)
@@ -1070,9 +1182,12 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set) 
         _report_failed(error, "allgather", names, process_set, calls=len(tensors))
         raise
     handles = _start_each(
-        tensors, names, process_set, "allgather",
-        lambda i, t: _allgather_start(t, base and f"{base}.{i}", process_set,
-                                      "grouped_allgather_async"))
+        tensors,
+        names,
+        process_set,
+        "allgather",
+        lambda i, t: _allgather_start(t, base and f"{base}.{i}", process_set, "grouped_allgather_async"),
+    )
     return Handle(handles, lambda results: list(results))
 
 
@@ -1081,8 +1196,7 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
     Differentiable (tensor by tensor: each is done before the next starts)."""
     if isinstance(tensors, (list, tuple)) and _needs_grad(*tensors):
         tensors, base, _ = _group_names("allgather", name, process_set, tensors)
-        return [HorovodAllgather.apply(t, base and f"{base}.{i}", process_set)
-                for i, t in enumerate(tensors)]
+        return [HorovodAllgather.apply(t, base and f"{base}.{i}", process_set) for i, t in enumerate(tensors)]
     return synchronize(grouped_allgather_async(tensors, name, process_set))
 
 
@@ -1115,14 +1229,17 @@ def _broadcast_start(tensor, root_rank, name, process_set, inplace: bool, what: 
     else:
         h = _enqueue(lambda: comm.broadcast(wire, out, set_root, inplace, True))
     if inplace:
+
         def finish(_):
             if not direct:
                 with torch.no_grad():
                     tensor.copy_(_from_move_wire(wire, t))
             return tensor
     else:
+
         def finish(_):
             return _from_move_wire(out, t)
+
     return Handle([h], finish)
 
 
@@ -1149,8 +1266,13 @@ def _direct_broadcast(tensor, root_rank, name, inplace: bool):
     """broadcast_async(_) of a dense contiguous CPU tensor of a core dtype
     from an int root on the global set: to the engine by address (out of
     place into a torch.empty_like); None for anything else."""
-    if type(root_rank) is int and root_rank >= 0 and isinstance(tensor, torch.Tensor) and \
-            tensor.is_cpu and tensor.layout == _STRIDED:
+    if (
+        type(root_rank) is int
+        and root_rank >= 0
+        and isinstance(tensor, torch.Tensor)
+        and tensor.is_cpu
+        and tensor.layout == _STRIDED
+    ):
         code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
         if code is not None and tensor.is_contiguous():
             full = f"broadcast.{name}" if name else _name("broadcast", name)
@@ -1158,8 +1280,9 @@ def _direct_broadcast(tensor, root_rank, name, inplace: bool):
                 if inplace:
                     return _broadcast_async_raw(tensor, tensor.data_ptr(), tensor.shape, code, root_rank, full)
                 out = torch.empty_like(tensor)  # contiguous: tensor is
-                return _broadcast_async_raw(out, out.data_ptr(), tensor.shape, code, root_rank, full,
-                                            tensor, tensor.data_ptr())
+                return _broadcast_async_raw(
+                    out, out.data_ptr(), tensor.shape, code, root_rank, full, tensor, tensor.data_ptr()
+                )
             except ringcc.NotInitializedError:
                 return None
             except (ringcc.PeerFailureError, ringcc.InternalError) as error:
@@ -1201,7 +1324,7 @@ def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
 # alltoall
 
 
-def _splits_list(splits) -> Optional[List[int]]:
+def _splits_list(splits) -> list[int] | None:
     if splits is None:
         return None
     if isinstance(splits, torch.Tensor):
@@ -1232,8 +1355,8 @@ def _alltoall_start(tensor, splits, name, process_set, what: str) -> Handle:
         output, received = results[0]
         out = _as_torch(output)
         like = t if t.dim() else t.reshape(1)
-        return (_from_move_wire(out, like, int(out.shape[0])),
-                torch.tensor(list(received), dtype=split_dtype))
+        return (_from_move_wire(out, like, int(out.shape[0])), torch.tensor(list(received), dtype=split_dtype))
+
     return Handle([h], finish)
 
 
@@ -1262,8 +1385,7 @@ class HorovodAlltoall(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output, *unused):
-        grad, _ = synchronize(_alltoall_start(grad_output, ctx.received, None, ctx.process_set,
-                                              "alltoall (backward)"))
+        grad, _ = synchronize(_alltoall_start(grad_output, ctx.received, None, ctx.process_set, "alltoall (backward)"))
         return grad, None, None, None
 
 
@@ -1282,8 +1404,7 @@ def _block_rows(rows: int, n: int, r: int) -> int:
     return rows // n + (1 if r < rows % n else 0)
 
 
-def _reducescatter_start(tensor, name, op, process_set, prescale_factor, postscale_factor,
-                         what: str) -> Handle:
+def _reducescatter_start(tensor, name, op, process_set, prescale_factor, postscale_factor, what: str) -> Handle:
     glob = _is_global(process_set)
     full = _name("reducescatter", name) if glob else None
     try:
@@ -1291,8 +1412,10 @@ def _reducescatter_start(tensor, name, op, process_set, prescale_factor, postsca
         t = _check_tensor(tensor, what)
         if t.dim() == 0:
             # As in Horovod, whose coordinator refuses a rank-zero tensor.
-            raise ValueError(f"{what}: a 0-dim tensor cannot be reduce-scattered (its first "
-                             "dimension is split over the ranks); give it at least one dimension")
+            raise ValueError(
+                f"{what}: a 0-dim tensor cannot be reduce-scattered (its first "
+                "dimension is split over the ranks); give it at least one dimension"
+            )
         op = _core_op(op)
         wire = _reduce_wire(t, op, what)
         if glob:
@@ -1322,16 +1445,17 @@ def _reducescatter_start(tensor, name, op, process_set, prescale_factor, postsca
         if t.device.type != "cpu":
             res = res.to(t.device)
         return res
+
     return Handle([h], finish)
 
 
-def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
-                        prescale_factor=1.0, postscale_factor=1.0) -> Handle:
+def reducescatter_async(
+    tensor, name=None, op=Average, process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0
+) -> Handle:
     """Starts a reduce-scatter: the reduction over the ranks, of which rank r
     keeps its block of dim 0 (blocks as even as possible, lower ranks take
     one more row). A 0-dim tensor is refused, as in Horovod."""
-    return _reducescatter_start(tensor, name, op, process_set, prescale_factor, postscale_factor,
-                                "reducescatter_async")
+    return _reducescatter_start(tensor, name, op, process_set, prescale_factor, postscale_factor, "reducescatter_async")
 
 
 class HorovodReducescatter(torch.autograd.Function):
@@ -1344,8 +1468,7 @@ class HorovodReducescatter(torch.autograd.Function):
         ctx.op = op
         ctx.process_set = process_set
         ctx.scale = float(prescale_factor) * float(postscale_factor)
-        return synchronize(reducescatter_async(tensor, name, op, process_set, prescale_factor,
-                                               postscale_factor))
+        return synchronize(reducescatter_async(tensor, name, op, process_set, prescale_factor, postscale_factor))
 
     @staticmethod
     def backward(ctx, grad_output):
@@ -1359,8 +1482,15 @@ class HorovodReducescatter(torch.autograd.Function):
         return allgather(grad_output, process_set=ctx.process_set), None, None, None, None, None
 
 
-def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
-                  process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
+def reducescatter(
+    tensor,
+    name=None,
+    compression=Compression.none,
+    op=Average,
+    process_set=global_process_set,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+):
     """Synchronous reduce-scatter (see reducescatter_async). Differentiable."""
     try:
         compressed, ctx = compression.compress(tensor)
@@ -1368,16 +1498,15 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
         _fail_unstarted(error, "reducescatter", name, process_set, "reduce_scatter")
         raise
     if _needs_grad(compressed):
-        result = HorovodReducescatter.apply(compressed, name, op, process_set, prescale_factor,
-                                            postscale_factor)
+        result = HorovodReducescatter.apply(compressed, name, op, process_set, prescale_factor, postscale_factor)
     else:
-        result = synchronize(reducescatter_async(compressed, name, op, process_set,
-                                                 prescale_factor, postscale_factor))
+        result = synchronize(reducescatter_async(compressed, name, op, process_set, prescale_factor, postscale_factor))
     return compression.decompress(result, ctx)
 
 
-def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
-                                prescale_factor=1.0, postscale_factor=1.0) -> Handle:
+def grouped_reducescatter_async(
+    tensors, name=None, op=Average, process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0
+) -> Handle:
     """Starts a reduce-scatter of each tensor of a list; the result is a list."""
     tensors, base, names = _group_names("reducescatter", name, process_set, tensors)
     try:
@@ -1385,40 +1514,53 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
         for t in tensors:
             if _check_tensor(t, "grouped_reducescatter_async").dim() == 0:
                 # Refused, as in Horovod: the whole group fails.
-                raise ValueError("grouped_reducescatter_async: a 0-dim tensor cannot be "
-                                 "reduce-scattered; give it at least one dimension")
+                raise ValueError(
+                    "grouped_reducescatter_async: a 0-dim tensor cannot be "
+                    "reduce-scattered; give it at least one dimension"
+                )
     except Exception as error:
         # Every collective of the group fails on every rank before any runs.
         _report_failed(error, "reduce_scatter", names, process_set, calls=len(tensors))
         raise
     handles = _start_each(
-        tensors, names, process_set, "reduce_scatter",
-        lambda i, t: _reducescatter_start(t, base and f"{base}.{i}", op, process_set,
-                                          prescale_factor, postscale_factor,
-                                          "grouped_reducescatter_async"))
+        tensors,
+        names,
+        process_set,
+        "reduce_scatter",
+        lambda i, t: _reducescatter_start(
+            t, base and f"{base}.{i}", op, process_set, prescale_factor, postscale_factor, "grouped_reducescatter_async"
+        ),
+    )
     return Handle(handles, lambda results: list(results))
 
 
-def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
-                          process_set=global_process_set, prescale_factor=1.0,
-                          postscale_factor=1.0):
+def grouped_reducescatter(
+    tensors,
+    name=None,
+    compression=Compression.none,
+    op=Average,
+    process_set=global_process_set,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+):
     """Reduce-scatters each tensor of a list; returns a list. Differentiable
     (tensor by tensor: each is done before the next starts)."""
     try:
         tensors = list(tensors)
         compressed, ctxs = zip(*[compression.compress(t) for t in tensors]) if tensors else ((), ())
     except Exception as error:
-        _fail_group_unstarted(error, "reducescatter", "grouped_reducescatter", name, process_set,
-                              tensors)
+        _fail_group_unstarted(error, "reducescatter", "grouped_reducescatter", name, process_set, tensors)
         raise
     if _needs_grad(*compressed):
         compressed, base, _ = _group_names("reducescatter", name, process_set, compressed)
-        results = [HorovodReducescatter.apply(t, base and f"{base}.{i}", op, process_set,
-                                              prescale_factor, postscale_factor)
-                   for i, t in enumerate(compressed)]
+        results = [
+            HorovodReducescatter.apply(t, base and f"{base}.{i}", op, process_set, prescale_factor, postscale_factor)
+            for i, t in enumerate(compressed)
+        ]
     else:
-        results = synchronize(grouped_reducescatter_async(list(compressed), name, op, process_set,
-                                                          prescale_factor, postscale_factor))
+        results = synchronize(
+            grouped_reducescatter_async(list(compressed), name, op, process_set, prescale_factor, postscale_factor)
+        )
     return [compression.decompress(r, c) for r, c in zip(results, ctxs)]
 
 
@@ -1462,30 +1604,84 @@ def join(device=-1) -> int:
 
 __all__ = [
     # lifetime and topology
-    "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
-    "cross_rank", "cross_size", "is_homogeneous",
+    "init",
+    "shutdown",
+    "is_initialized",
+    "rank",
+    "size",
+    "local_rank",
+    "local_size",
+    "cross_rank",
+    "cross_size",
+    "is_homogeneous",
     # build queries
-    "mpi_built", "mpi_enabled", "mpi_threads_supported", "gloo_built", "gloo_enabled",
-    "nccl_built", "ddl_built", "ccl_built", "cuda_built", "rocm_built",
+    "mpi_built",
+    "mpi_enabled",
+    "mpi_threads_supported",
+    "gloo_built",
+    "gloo_enabled",
+    "nccl_built",
+    "ddl_built",
+    "ccl_built",
+    "cuda_built",
+    "rocm_built",
     # ops and compression
-    "Sum", "Average", "Min", "Max", "Product", "Adasum", "Compression", "Compressor",
-    "NoneCompressor", "FP16Compressor", "BF16Compressor",
+    "Sum",
+    "Average",
+    "Min",
+    "Max",
+    "Product",
+    "Adasum",
+    "Compression",
+    "Compressor",
+    "NoneCompressor",
+    "FP16Compressor",
+    "BF16Compressor",
     "handle_average_backwards_compatibility",
     # collectives
-    "Handle", "poll", "synchronize",
-    "allreduce", "allreduce_", "allreduce_async", "allreduce_async_",
-    "grouped_allreduce", "grouped_allreduce_", "grouped_allreduce_async", "grouped_allreduce_async_",
+    "Handle",
+    "poll",
+    "synchronize",
+    "allreduce",
+    "allreduce_",
+    "allreduce_async",
+    "allreduce_async_",
+    "grouped_allreduce",
+    "grouped_allreduce_",
+    "grouped_allreduce_async",
+    "grouped_allreduce_async_",
     "sparse_allreduce_async",
-    "allgather", "allgather_async", "grouped_allgather", "grouped_allgather_async",
-    "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
-    "alltoall", "alltoall_async",
-    "reducescatter", "reducescatter_async", "grouped_reducescatter", "grouped_reducescatter_async",
-    "barrier", "join",
-    "HorovodAllreduce", "HorovodGroupedAllreduce", "HorovodAllgather", "HorovodBroadcast",
-    "HorovodAlltoall", "HorovodReducescatter",
+    "allgather",
+    "allgather_async",
+    "grouped_allgather",
+    "grouped_allgather_async",
+    "broadcast",
+    "broadcast_",
+    "broadcast_async",
+    "broadcast_async_",
+    "alltoall",
+    "alltoall_async",
+    "reducescatter",
+    "reducescatter_async",
+    "grouped_reducescatter",
+    "grouped_reducescatter_async",
+    "barrier",
+    "join",
+    "HorovodAllreduce",
+    "HorovodGroupedAllreduce",
+    "HorovodAllgather",
+    "HorovodBroadcast",
+    "HorovodAlltoall",
+    "HorovodReducescatter",
     # process sets
-    "ProcessSet", "global_process_set", "add_process_set", "remove_process_set",
+    "ProcessSet",
+    "global_process_set",
+    "add_process_set",
+    "remove_process_set",
     # timeline and errors
-    "start_timeline", "stop_timeline", "HorovodInternalError", "HostsUpdatedInterrupt",
+    "start_timeline",
+    "stop_timeline",
+    "HorovodInternalError",
+    "HostsUpdatedInterrupt",
     "NotInitializedError",
 ]

@@ -40,7 +40,7 @@ def _split_list(items, parts):
     out, start = [], 0
     for s in sizes:
         if s:
-            out.append(items[start:start + s])
+            out.append(items[start : start + s])
         start += s
     return out
 
@@ -48,29 +48,43 @@ def _split_list(items, parts):
 class _DistributedOptimizer:
     """Methods mixed into the wrapped optimizer's class."""
 
-    def _hvd_setup(self, named_parameters, compression, backward_passes_per_step, op,
-                   gradient_predivide_factor, groups, sparse_as_dense, process_set):
+    def _hvd_setup(
+        self,
+        named_parameters,
+        compression,
+        backward_passes_per_step,
+        op,
+        gradient_predivide_factor,
+        groups,
+        sparse_as_dense,
+        process_set,
+    ):
         self._compression = compression
         if named_parameters is not None:
             named_parameters = list(named_parameters)
         else:
-            named_parameters = [(f"allreduce.noname.{i}.{j}", v)
-                                for i, group in enumerate(self.param_groups)
-                                for j, v in enumerate(group["params"])]
+            named_parameters = [
+                (f"allreduce.noname.{i}.{j}", v)
+                for i, group in enumerate(self.param_groups)
+                for j, v in enumerate(group["params"])
+            ]
         if any(not isinstance(p, tuple) for p in named_parameters):
-            raise ValueError("named_parameters should be a sequence of tuples (name, parameter), "
-                             "usually produced by model.named_parameters().")
+            raise ValueError(
+                "named_parameters should be a sequence of tuples (name, parameter), "
+                "usually produced by model.named_parameters()."
+            )
         names = [k for k, _ in named_parameters]
         dups = sorted({k for k in names if names.count(k) > 1})
         if dups:
-            raise ValueError("Parameter names in named_parameters must be unique. "
-                             f"Found duplicates: {', '.join(dups)}")
+            raise ValueError(f"Parameter names in named_parameters must be unique. Found duplicates: {', '.join(dups)}")
         all_ids = {id(v) for group in self.param_groups for v in group["params"]}
         named_ids = {id(v) for _, v in named_parameters}
         unnamed = all_ids - named_ids
         if unnamed:
-            raise ValueError("named_parameters was specified, but one or more model parameters "
-                             f"were not named. Python object ids: {', '.join(map(str, unnamed))}")
+            raise ValueError(
+                "named_parameters was specified, but one or more model parameters "
+                f"were not named. Python object ids: {', '.join(map(str, unnamed))}"
+            )
         self._parameter_names = {v: k for k, v in sorted(named_parameters, key=lambda kv: kv[0])}
         self.backward_passes_per_step = backward_passes_per_step
         self._allreduce_delay = {v: backward_passes_per_step for _, v in named_parameters}
@@ -85,8 +99,7 @@ class _DistributedOptimizer:
         self._should_synchronize = True
         if groups is not None:
             if not (isinstance(groups, list) or (isinstance(groups, int) and groups > 0)):
-                raise ValueError("groups should be a non-negative integer or a list of list of "
-                                 "torch.Tensor.")
+                raise ValueError("groups should be a non-negative integer or a list of list of torch.Tensor.")
             if isinstance(groups, list):
                 seen = set()
                 for group in groups:
@@ -148,16 +161,16 @@ class _DistributedOptimizer:
             if self.sparse_as_dense:
                 tensor = tensor.to_dense()
             else:
-                return _hvd.sparse_allreduce_async(tensor, name=name, op=self.op,
-                                                   process_set=self.process_set), None
+                return _hvd.sparse_allreduce_async(tensor, name=name, op=self.op, process_set=self.process_set), None
         compressed, ctx = self._compression.compress(tensor)
         if self.op == _hvd.Average:
             pre = 1.0 / self.gradient_predivide_factor
             post = self.gradient_predivide_factor
         else:
             pre = post = 1.0
-        handle = _hvd.allreduce_async_(compressed, name=name, op=self.op, prescale_factor=pre,
-                                       postscale_factor=post, process_set=self.process_set)
+        handle = _hvd.allreduce_async_(
+            compressed, name=name, op=self.op, prescale_factor=pre, postscale_factor=post, process_set=self.process_set
+        )
         return handle, ctx
 
     def _grouped_allreduce_grad_async(self, ps):
@@ -171,9 +184,14 @@ class _DistributedOptimizer:
             post = self.gradient_predivide_factor
         else:
             pre = post = 1.0
-        handle = _hvd.grouped_allreduce_async_(list(compressed), name=name, op=self.op,
-                                               prescale_factor=pre, postscale_factor=post,
-                                               process_set=self.process_set)
+        handle = _hvd.grouped_allreduce_async_(
+            list(compressed),
+            name=name,
+            op=self.op,
+            prescale_factor=pre,
+            postscale_factor=post,
+            process_set=self.process_set,
+        )
         return handle, ctxs
 
     def _make_hook(self, p):
@@ -183,7 +201,8 @@ class _DistributedOptimizer:
                     raise AssertionError(
                         "Gradients were computed more than backward_passes_per_step times before "
                         "call to step(). Increase backward_passes_per_step to accumulate "
-                        "gradients locally.")
+                        "gradients locally."
+                    )
             assert not p.grad.requires_grad
             assert self._allreduce_delay[p] > 0
             handle, ctx = None, None
@@ -202,6 +221,7 @@ class _DistributedOptimizer:
                 else:
                     handle, ctx = self._allreduce_grad_async(p)
             self._handles[p] = (handle, ctx)
+
         return hook
 
     # -- the public methods -------------------------------------------------
@@ -261,10 +281,10 @@ class _DistributedOptimizer:
     def skip_synchronize(self):
         """Within it, step() does not synchronize (call synchronize() first):
 
-            optimizer.synchronize()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            with optimizer.skip_synchronize():
-                optimizer.step()
+        optimizer.synchronize()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        with optimizer.skip_synchronize():
+            optimizer.step()
         """
         self._should_synchronize = False
         try:
@@ -275,11 +295,14 @@ class _DistributedOptimizer:
     def step(self, closure=None):
         if self._should_synchronize:
             if self._synchronized:
-                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
-                              "context after optimizer.synchronize(). This can cause training "
-                              "slowdown. You may want to consider using "
-                              "optimizer.skip_synchronize() context if you use "
-                              "optimizer.synchronize() in your code.", stacklevel=2)
+                warnings.warn(
+                    "optimizer.step() called without optimizer.skip_synchronize() "
+                    "context after optimizer.synchronize(). This can cause training "
+                    "slowdown. You may want to consider using "
+                    "optimizer.skip_synchronize() context if you use "
+                    "optimizer.synchronize() in your code.",
+                    stacklevel=2,
+                )
             self.synchronize()
         self._synchronized = False
         return super().step(closure)
@@ -292,9 +315,11 @@ class _DistributedOptimizer:
 
     def zero_grad(self, *args, **kwargs):
         if self._handles:
-            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but before "
-                                 "optimizer.step() or optimizer.synchronize(). This is prohibited "
-                                 "as it can cause a race condition.")
+            raise AssertionError(
+                "optimizer.zero_grad() was called after loss.backward() but before "
+                "optimizer.step() or optimizer.synchronize(). This is prohibited "
+                "as it can cause a race condition."
+            )
         return super().zero_grad(*args, **kwargs)
 
     def load_state_dict(self, *args, **kwargs):
@@ -311,10 +336,18 @@ class _DistributedOptimizer:
 _BOUND_ATTRIBUTES = ("step", "zero_grad")
 
 
-def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
-                         backward_passes_per_step=1, op=_hvd.Average, gradient_predivide_factor=1.0,
-                         num_groups=0, groups=None, sparse_as_dense=False,
-                         process_set=global_process_set):
+def DistributedOptimizer(
+    optimizer,
+    named_parameters=None,
+    compression=Compression.none,
+    backward_passes_per_step=1,
+    op=_hvd.Average,
+    gradient_predivide_factor=1.0,
+    num_groups=0,
+    groups=None,
+    sparse_as_dense=False,
+    process_set=global_process_set,
+):
     """Wraps a torch.optim.Optimizer so that gradients are averaged (or
     summed: `op`) over the ranks before each step; each gradient's allreduce
     starts from its backward hook, overlapping the rest of backward.
@@ -338,8 +371,11 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     if gradient_predivide_factor != 1.0 and op != _hvd.Average:
         raise ValueError("gradient_predivide_factor not supported with op != Average")
     if num_groups != 0:
-        warnings.warn("Parameter `num_groups` has been replaced by `groups` and will be removed.",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "Parameter `num_groups` has been replaced by `groups` and will be removed.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         if groups is None:
             groups = num_groups
     if isinstance(optimizer, _DistributedOptimizer):
@@ -352,6 +388,14 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     patch = getattr(wrapped, "_patch_step_function", None)
     if patch is not None:  # optimizer step hooks and the profiler's step ranges
         patch()
-    wrapped._hvd_setup(named_parameters, compression, backward_passes_per_step, op,
-                       gradient_predivide_factor, groups, sparse_as_dense, process_set)
+    wrapped._hvd_setup(
+        named_parameters,
+        compression,
+        backward_passes_per_step,
+        op,
+        gradient_predivide_factor,
+        groups,
+        sparse_as_dense,
+        process_set,
+    )
     return wrapped

@@ -29,15 +29,15 @@ import os
 import secrets
 import threading
 import time
-from typing import Dict, List, Optional, Sequence, Union
+from collections.abc import Sequence
+from typing import Dict, List, Optional, Union
 
 import numpy as np
 
 import ringcc
 from ringcc import _core
 
-__all__ = ["ProcessSet", "global_process_set", "add_process_set", "remove_process_set",
-           "process_sets"]
+__all__ = ["ProcessSet", "global_process_set", "add_process_set", "remove_process_set", "process_sets"]
 
 
 class ProcessSet:
@@ -48,14 +48,13 @@ class ProcessSet:
     Roots (`broadcast(..., root_rank)`) are global ranks, as in Horovod;
     results of allgather and reducescatter are in the order of `ranks`."""
 
-    process_set_id: Optional[int] = None
-    ranks: Optional[List[int]] = None
+    process_set_id: int | None = None
+    ranks: list[int] | None = None
     mpi_comm = None
 
-    def __init__(self, ranks_or_comm: Union[Sequence[int], object]):
+    def __init__(self, ranks_or_comm: Sequence[int] | object):
         if hasattr(ranks_or_comm, "Get_size") and hasattr(ranks_or_comm, "Get_rank"):
-            raise ValueError("ringcc has no MPI: make a ProcessSet from a list of ranks, "
-                             "not an MPI communicator")
+            raise ValueError("ringcc has no MPI: make a ProcessSet from a list of ranks, not an MPI communicator")
         try:
             items = list(ranks_or_comm)
         except TypeError:
@@ -83,7 +82,7 @@ class ProcessSet:
     def _is_global(self) -> bool:
         return self.process_set_id == 0
 
-    def size(self) -> Optional[int]:
+    def size(self) -> int | None:
         """Number of ranks in the set; None while it is not registered."""
         if self.process_set_id is None:
             return None
@@ -91,7 +90,7 @@ class ProcessSet:
             return ringcc.size()
         return len(self.ranks)
 
-    def rank(self) -> Optional[int]:
+    def rank(self) -> int | None:
         """This process's position in the set (its index in `ranks`); None
         while the set is not registered. Raises ValueError on a process that
         is not in the set."""
@@ -104,7 +103,7 @@ class ProcessSet:
             raise ValueError(f"rank {me} is not in {self}")
         return self.ranks.index(me)
 
-    def included(self) -> Optional[bool]:
+    def included(self) -> bool | None:
         """Whether this process is in the set; None while ranks are unknown."""
         if self.ranks is None:
             return None
@@ -115,11 +114,12 @@ class ProcessSet:
     def _communicator(self):
         """The core communicator of a non-global set (this rank must be in it)."""
         if self.process_set_id is None:
-            raise ValueError(f"{self} is not registered: pass it to hvd.init(process_sets=[...]) "
-                             "or hvd.add_process_set() first (or it was removed)")
+            raise ValueError(
+                f"{self} is not registered: pass it to hvd.init(process_sets=[...]) "
+                "or hvd.add_process_set() first (or it was removed)"
+            )
         if self._comm is None:
-            raise ValueError(f"rank {ringcc.rank()} is not in {self}: only its ranks may run "
-                             "collectives on it")
+            raise ValueError(f"rank {ringcc.rank()} is not in {self}: only its ranks may run collectives on it")
         return self._comm
 
     def __str__(self) -> str:
@@ -132,11 +132,11 @@ global_process_set = ProcessSet([])
 global_process_set.process_set_id = 0
 
 _lock = threading.RLock()
-_registry: Dict[int, ProcessSet] = {}
+_registry: dict[int, ProcessSet] = {}
 _next_id = 1
 _sequence = 0  # collective add/remove calls so far (their engine names)
 _server = None  # rank 0: the store the sets meet in
-_address: Optional[tuple] = None  # (host, port, secret) of that store
+_address: tuple | None = None  # (host, port, secret) of that store
 
 
 class _StoreView:
@@ -169,8 +169,9 @@ class _StoreView:
         seconds = float(timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout or 0)
         if seconds <= 0:  # every wait is bounded: by the core's timeout
             try:
-                seconds = float(os.environ.get("RINGCC_TIMEOUT_S")
-                                or os.environ.get("HOROVOD_GLOO_TIMEOUT_SECONDS") or 60)
+                seconds = float(
+                    os.environ.get("RINGCC_TIMEOUT_S") or os.environ.get("HOROVOD_GLOO_TIMEOUT_SECONDS") or 60
+                )
             except ValueError:
                 seconds = 60.0
         deadline = time.monotonic() + seconds
@@ -184,13 +185,11 @@ class _StoreView:
 
 def _engine_sync(tag: str) -> None:
     """Returns once every rank got here (a named engine allreduce)."""
-    ringcc.allreduce_async_(np.zeros(1, dtype=np.int32), ringcc.Sum,
-                            name=f"ringcc.process_set.{tag}").wait()
+    ringcc.allreduce_async_(np.zeros(1, dtype=np.int32), ringcc.Sum, name=f"ringcc.process_set.{tag}").wait()
 
 
 def _master_host() -> str:
-    return (os.environ.get("RINGCC_MASTER_ADDR") or os.environ.get("MASTER_ADDR")
-            or "127.0.0.1")
+    return os.environ.get("RINGCC_MASTER_ADDR") or os.environ.get("MASTER_ADDR") or "127.0.0.1"
 
 
 def _ensure_store(tag: str) -> tuple:
@@ -225,7 +224,7 @@ def _check_initialized() -> None:
         raise ValueError("ringcc.torch (Horovod API) has not been initialized; use hvd.init().")
 
 
-def add_process_set(process_set: Union[ProcessSet, Sequence[int]]) -> ProcessSet:
+def add_process_set(process_set: ProcessSet | Sequence[int]) -> ProcessSet:
     """Registers a process set and returns it (a list of ranks makes a new
     ProcessSet). Collective: every rank of the job calls it with the same
     ranks, in the same order as its other add/remove calls. Raises
@@ -240,12 +239,10 @@ def add_process_set(process_set: Union[ProcessSet, Sequence[int]]) -> ProcessSet
         tag = f"add.{_sequence}"
         digests = ringcc.allgather_async(_digest(ranks), name=f"ringcc.process_set.{tag}").wait()
         if len(set(int(d) for d in digests)) != 1:
-            raise ValueError(f"add_process_set: the ranks passed different process sets "
-                             f"(this rank: {ranks})")
+            raise ValueError(f"add_process_set: the ranks passed different process sets (this rank: {ranks})")
         size = ringcc.size()
         if not ranks or ranks[0] < 0 or ranks[-1] >= size:
-            raise ValueError(f"add_process_set: ranks {ranks} are not a non-empty subset of the "
-                             f"job's {size} ranks")
+            raise ValueError(f"add_process_set: ranks {ranks} are not a non-empty subset of the job's {size} ranks")
         if process_set.process_set_id is not None:
             raise ValueError(f"add_process_set: {process_set} is registered already")
         if ranks == list(range(size)) or any(ps.ranks == ranks for ps in _registry.values()):
@@ -288,7 +285,7 @@ def remove_process_set(process_set: ProcessSet) -> bool:
     return registered is not None
 
 
-def process_sets() -> List[ProcessSet]:
+def process_sets() -> list[ProcessSet]:
     """The registered process sets, the global one first."""
     with _lock:
         return [global_process_set] + [_registry[k] for k in sorted(_registry)]

@@ -37,15 +37,18 @@ class _SyncBatchNormFunction(torch.autograd.Function):
         reduce_dims = [0] + list(range(2, x.dim()))
         x64 = x.to(torch.float64)
         count = x.numel() // channels if channels else 0
-        stats = torch.cat([x64.sum(reduce_dims), (x64 * x64).sum(reduce_dims),
-                           torch.tensor([float(count)], dtype=torch.float64)])
+        stats = torch.cat(
+            [x64.sum(reduce_dims), (x64 * x64).sum(reduce_dims), torch.tensor([float(count)], dtype=torch.float64)]
+        )
         stats = _hvd.allreduce(stats, op=_hvd.Sum)
         total = stats[-1]
         if total.item() <= 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input "
-                             f"size {list(x.shape)} on all ranks together")
+            raise ValueError(
+                f"Expected more than 1 value per channel when training, got input "
+                f"size {list(x.shape)} on all ranks together"
+            )
         mean64 = stats[:channels] / total
-        var64 = (stats[channels:2 * channels] / total - mean64 * mean64).clamp_min(0)
+        var64 = (stats[channels : 2 * channels] / total - mean64 * mean64).clamp_min(0)
         invstd64 = 1.0 / torch.sqrt(var64 + eps)
         if running_mean is not None:
             with torch.no_grad():
@@ -96,8 +99,7 @@ class SyncBatchNorm(_BatchNorm):
     """Applies batch normalisation over the global batch of all ranks (the
     arguments of torch.nn.BatchNorm*d). Input: (N, C) or (N, C, ...)."""
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True):
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True):
         super().__init__(num_features, eps, momentum, affine, track_running_stats)
 
     def _check_input_dim(self, input):
@@ -112,12 +114,19 @@ class SyncBatchNorm(_BatchNorm):
             if self.momentum is None:  # cumulative moving average
                 factor = 1.0 / float(self.num_batches_tracked)
         if not self.training and self.track_running_stats:
-            return F.batch_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
-                                False, factor, self.eps)
+            return F.batch_norm(
+                input, self.running_mean, self.running_var, self.weight, self.bias, False, factor, self.eps
+            )
         if _hvd.size() == 1:
-            return F.batch_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
-                                True, factor, self.eps)
-        return _SyncBatchNormFunction.apply(input, self.weight, self.bias,
-                                            self.running_mean if self.track_running_stats else None,
-                                            self.running_var if self.track_running_stats else None,
-                                            self.eps, factor)
+            return F.batch_norm(
+                input, self.running_mean, self.running_var, self.weight, self.bias, True, factor, self.eps
+            )
+        return _SyncBatchNormFunction.apply(
+            input,
+            self.weight,
+            self.bias,
+            self.running_mean if self.track_running_stats else None,
+            self.running_var if self.track_running_stats else None,
+            self.eps,
+            factor,
+        )

@@ -29,7 +29,8 @@ import datetime
 import queue
 import threading
 import time
-from typing import Callable, List, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import List, Optional
 
 import torch
 import torch.distributed as dist
@@ -39,7 +40,7 @@ from ringcc import _core
 from ringcc.torch.errors import as_dist_error
 
 
-def timeout_seconds(timeout) -> Optional[float]:
+def timeout_seconds(timeout) -> float | None:
     """A wait timeout as seconds; None for "no timeout given".
 
     C++ passes std::chrono::milliseconds as a timedelta, with 0 meaning
@@ -72,7 +73,7 @@ class _ProfileRange:
                 pass
 
 
-def profile_range(name: str) -> Optional[_ProfileRange]:
+def profile_range(name: str) -> _ProfileRange | None:
     """A range named `name` when the profiler is on, else None (costs nothing)."""
     if torch.autograd._profiler_enabled():
         return _ProfileRange(name)
@@ -95,7 +96,8 @@ class FutureWaitable:
             return self.future.result(timeout)
         except concurrent.futures.TimeoutError:
             raise _core.TimeoutError(
-                "the point-to-point operation did not complete within the wait's timeout") from None
+                "the point-to-point operation did not complete within the wait's timeout"
+            ) from None
 
     def done(self) -> bool:
         return self.future.done()
@@ -104,12 +106,22 @@ class FutureWaitable:
 class RingWork(dist.Work):
     """One operation (or a coalesced set) of backend "ring"."""
 
-    def __init__(self, outputs: Sequence[torch.Tensor] = (), waits: Sequence = (),
-                 finish: Optional[Callable[[], None]] = None, *, timeout_s: Optional[float] = None,
-                 completer: Optional["Completer"] = None, profile: Optional[_ProfileRange] = None,
-                 source_rank: int = -1, device: Optional[torch.device] = None, what: str = "",
-                 on_timeout: Optional[Callable[[], None]] = None,
-                 stream: Optional["torch.cuda.Stream"] = None, more_streams: Sequence = ()) -> None:
+    def __init__(
+        self,
+        outputs: Sequence[torch.Tensor] = (),
+        waits: Sequence = (),
+        finish: Callable[[], None] | None = None,
+        *,
+        timeout_s: float | None = None,
+        completer: Completer | None = None,
+        profile: _ProfileRange | None = None,
+        source_rank: int = -1,
+        device: torch.device | None = None,
+        what: str = "",
+        on_timeout: Callable[[], None] | None = None,
+        stream: torch.cuda.Stream | None = None,
+        more_streams: Sequence = (),
+    ) -> None:
         super().__init__()
         self._stream = stream
         self._more_streams = list(more_streams)  # works combined: their other streams
@@ -118,7 +130,7 @@ class RingWork(dist.Work):
         self._keep = list(waits) if stream is not None else None
         self._what = what or "the operation"
         self._on_timeout = on_timeout
-        self._outputs: List[torch.Tensor] = list(outputs)
+        self._outputs: list[torch.Tensor] = list(outputs)
         self._waits = list(waits)
         self._finish = finish
         self._timeout_s = timeout_s
@@ -127,15 +139,15 @@ class RingWork(dist.Work):
         self._src_rank = source_rank
         self._device = device if device is not None or stream is None else stream.device
         self._lock = threading.Lock()
-        self._error: Optional[BaseException] = None
-        self._future: Optional[torch.futures.Future] = None
+        self._error: BaseException | None = None
+        self._future: torch.futures.Future | None = None
         self._done = False
         if not self._waits:
             self._settle()
 
     # -- completion -----------------------------------------------------
 
-    def _wait_all(self, timeout_s: Optional[float]) -> Optional[BaseException]:
+    def _wait_all(self, timeout_s: float | None) -> BaseException | None:
         """Waits for every waitable; returns the first error (None if none).
         Raises the core's TimeoutError when `timeout_s` passes first."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
@@ -145,7 +157,7 @@ class RingWork(dist.Work):
         with quiet:
             return self._wait_each(deadline, timeout_s)
 
-    def _wait_each(self, deadline, timeout_s) -> Optional[BaseException]:
+    def _wait_each(self, deadline, timeout_s) -> BaseException | None:
         for waitable in self._waits:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
@@ -158,7 +170,8 @@ class RingWork(dist.Work):
                 raise _core.TimeoutError(
                     f"{self._what}: Timed out after {timeout_s:g} s waiting for the other ranks "
                     f"(the wait's or the process group's timeout); the operation is still queued, "
-                    f"so the group should be destroyed") from None
+                    f"so the group should be destroyed"
+                ) from None
             except BaseException as error:  # noqa: BLE001 - kept, raised from wait()
                 if not waitable.done():
                     # Not the operation's error: a signal handler's, raised
@@ -167,7 +180,7 @@ class RingWork(dist.Work):
                 return error
         return None
 
-    def _settle(self, error: Optional[BaseException] = None) -> None:
+    def _settle(self, error: BaseException | None = None) -> None:
         """Runs the finish step once, records the outcome, completes the future."""
         with self._lock:
             if self._done:
@@ -203,7 +216,7 @@ class RingWork(dist.Work):
             with self._on_stream():
                 future.set_result(self._outputs)
 
-    def _complete(self, timeout_s: Optional[float]) -> None:
+    def _complete(self, timeout_s: float | None) -> None:
         if self._done:
             return
         limit = timeout_s if timeout_s is not None else self._timeout_s
@@ -250,7 +263,7 @@ class RingWork(dist.Work):
     def exception(self):
         return self._error
 
-    def result(self) -> List[torch.Tensor]:
+    def result(self) -> list[torch.Tensor]:
         self.wait()
         return self._outputs
 
@@ -315,7 +328,7 @@ class RingWork(dist.Work):
             profile.close()
 
 
-def completed_work(outputs: Sequence[torch.Tensor] = (), error: Optional[BaseException] = None) -> RingWork:
+def completed_work(outputs: Sequence[torch.Tensor] = (), error: BaseException | None = None) -> RingWork:
     work = RingWork(outputs)
     if error is not None:
         work._error = error
@@ -327,17 +340,17 @@ class Completer:
     asked for before they finished (one per process group: collectives of a
     group complete in issue order, so waiting in that order costs nothing)."""
 
-    _shared: Optional["Completer"] = None
+    _shared: Completer | None = None
     _shared_lock = threading.Lock()
 
     def __init__(self, name: str = "ringcc-completer") -> None:
         self._name = name
-        self._queue: "queue.SimpleQueue[Optional[RingWork]]" = queue.SimpleQueue()
-        self._thread: Optional[threading.Thread] = None
+        self._queue: queue.SimpleQueue[RingWork | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     @classmethod
-    def shared(cls) -> "Completer":
+    def shared(cls) -> Completer:
         with cls._shared_lock:
             if cls._shared is None:
                 cls._shared = Completer("ringcc-completer-shared")

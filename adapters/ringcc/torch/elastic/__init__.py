@@ -41,6 +41,11 @@ def _reset():
 
 
 __all__ = [
-    "TorchState", "ElasticSampler", "run", "State", "ObjectState", "HorovodInternalError",
+    "TorchState",
+    "ElasticSampler",
+    "run",
+    "State",
+    "ObjectState",
+    "HorovodInternalError",
     "HostsUpdatedInterrupt",
 ]

@@ -70,16 +70,16 @@ class ElasticSampler(torch.utils.data.Sampler):
         all_indices = list(range(len(self.dataset)))
         if self.shuffle:
             random.Random(self.seed + self.epoch).shuffle(all_indices)
-        self.remaining_indices = all_indices[self.processed_num:]
+        self.remaining_indices = all_indices[self.processed_num :]
         self.num_samples = int(math.ceil(len(self.remaining_indices) * 1.0 / self.num_replicas))
         self.total_size = self.num_samples * self.num_replicas
 
     def __iter__(self):
         self.indices = self.remaining_indices[:]
         # Padded to a multiple of the number of replicas.
-        self.indices += self.indices[:(self.total_size - len(self.indices))]
+        self.indices += self.indices[: (self.total_size - len(self.indices))]
         assert len(self.indices) == self.total_size
-        self.indices = self.indices[self.rank:self.total_size:self.num_replicas]
+        self.indices = self.indices[self.rank : self.total_size : self.num_replicas]
         assert len(self.indices) == self.num_samples
         return iter(self.indices)
 
