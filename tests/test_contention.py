@@ -67,12 +67,15 @@ def _usable_cpus():
 
 def test_more_ranks_than_cpus_sleep_instead_of_spinning(ringcc_module, tmp_path):
     """Two ranks confined to one CPU: auto sees the host oversubscribed and
-    waits by blocking; RINGCC_WAIT_POLICY=spin keeps spinning."""
+    stops spinning; RINGCC_WAIT_POLICY=spin keeps spinning."""
     one = _usable_cpus()[:1]
     for rec in _run_job(tmp_path, 2, cpus=one).values():
         p = rec["policy"]
         assert rec["cpus"] == one, rec
-        assert p["setting"] == "auto" and p["oversubscribed"] is True and p["mode"] == "block", rec
+        # Yield to the peer ranks while little else runs, sleep when other
+        # threads want the CPUs (which depends on the machine's load now);
+        # never spin.
+        assert p["setting"] == "auto" and p["oversubscribed"] is True and p["mode"] in ("yield", "block"), rec
         assert p["affinity_cpus"] == 1, rec
     for rec in _run_job(tmp_path, 2, cpus=one, env={"RINGCC_WAIT_POLICY": "spin"}).values():
         p = rec["policy"]

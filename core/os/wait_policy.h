@@ -6,10 +6,12 @@
 // pool, data loaders) want the CPUs, a spinning waiter holds the very CPU
 // the rank it waits for needs. RINGCC_WAIT_POLICY picks:
 //   auto   (default) spin while waits stay short and nothing else wants the
-//          CPU; sleep at once when this host runs more ranks than the ranks
-//          have CPUs, and after a short spin while the waiting thread is
-//          seen to be preempted (another runnable thread wanted its CPU);
-//          shorten the spin while spins keep failing.
+//          CPU; when this host runs more ranks than the ranks have CPUs,
+//          yield to the peer ranks while little else runs and sleep at once
+//          when other threads want the CPUs too; sleep after a short spin
+//          while the waiting thread is seen to be preempted (another
+//          runnable thread wanted its CPU); shorten the spin while spins
+//          keep failing.
 //   spin   spin for RINGCC_SPIN_US, then sleep (the idle-machine policy).
 //   yield  sched_yield() between checks for RINGCC_SPIN_US, then sleep.
 //   block  sleep at once (after a few checks).
@@ -72,6 +74,8 @@ class WaitPlan {
   int calm_waits_ = 0;      // consecutive long waits with no preemption seen
   bool preempted_ = false;  // recently preempted while waiting
   long last_nivcsw_ = -1;   // the thread's involuntary switches at the last look
+  bool crowded_ = false;    // oversubscribed, and threads beyond the ranks want CPUs
+  std::chrono::steady_clock::time_point next_runnable_look_{};
 };
 
 }  // namespace ringcc
