@@ -680,20 +680,7 @@ def allreduce_async(
     """Starts an allreduce of `tensor` (not modified); returns a Handle whose
     result is a new tensor. op defaults to Average. The operation is keyed
     by `name` (generated when None); shape and dtype must match across ranks."""
-    if average is None:
-        if process_set is global_process_set:
-            handle = _direct_allreduce(
-                tensor, "allreduce", name, Average if op is None else op, prescale_factor, postscale_factor
-            )
-        else:
-            handle = _direct_set_allreduce(
-                tensor, process_set, Average if op is None else op, prescale_factor, postscale_factor, False
-            )
-        if handle is not None:
-            return handle
-    return _allreduce_start(
-        tensor, name, op, prescale_factor, postscale_factor, process_set, False, "allreduce_async", average
-    )
+    return _allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor, process_set, False)
 
 
 def allreduce_async_(
@@ -702,20 +689,22 @@ def allreduce_async_(
     """Starts an in-place allreduce: the result is written into `tensor`'s
     own memory, and the handle's result is `tensor`. Wait with
     `synchronize(handle)`, test with `poll(handle)`."""
+    return _allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor, process_set, True)
+
+
+def _allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor, process_set, in_place):
+    """allreduce_async(_): the direct path where it takes the call, else the general one."""
     if average is None:
+        reduce_op = Average if op is None else op
         if process_set is global_process_set:
-            handle = _direct_allreduce_(
-                tensor, "allreduce", name, Average if op is None else op, prescale_factor, postscale_factor
-            )
+            direct = _direct_allreduce_ if in_place else _direct_allreduce
+            handle = direct(tensor, "allreduce", name, reduce_op, prescale_factor, postscale_factor)
         else:
-            handle = _direct_set_allreduce(
-                tensor, process_set, Average if op is None else op, prescale_factor, postscale_factor, True
-            )
+            handle = _direct_set_allreduce(tensor, process_set, reduce_op, prescale_factor, postscale_factor, in_place)
         if handle is not None:
             return handle
-    return _allreduce_start(
-        tensor, name, op, prescale_factor, postscale_factor, process_set, True, "allreduce_async_", average
-    )
+    what = "allreduce_async_" if in_place else "allreduce_async"
+    return _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set, in_place, what, average)
 
 
 def _direct_set_allreduce(tensor, process_set, op, prescale_factor, postscale_factor, inplace: bool):
