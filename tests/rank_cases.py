@@ -26,8 +26,10 @@ DTYPES = ["float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32",
 OPS = ["Sum", "Average", "Min", "Max", "Product"]
 
 # The core's defaults: messages up to SMALL_BYTES take the one-phase
-# shared-memory path; SHM_AREA_BYTES is the piece size of the others.
+# shared-memory path; longer allreduces go in pieces of ALLREDUCE_PIECE_BYTES,
+# the other collectives in pieces of SHM_AREA_BYTES.
 SMALL_BYTES = 64 << 10
+ALLREDUCE_PIECE_BYTES = 512 << 10
 SHM_AREA_BYTES = 4 << 20
 
 # Tolerance (relative to the sum of the magnitudes that were added) for
@@ -217,10 +219,12 @@ def register_allreduce_cases() -> None:
             # odd, prime, and one element past the one-phase shared-memory path
             for count in (7, 1009, SMALL_BYTES // itemsize + 1):
                 plan(dtype_name, op, count)
-        plan(dtype_name, "Sum", SHM_AREA_BYTES // itemsize + 1)  # two shared-memory pieces
+        plan(dtype_name, "Sum", ALLREDUCE_PIECE_BYTES // itemsize + 1)  # two shared-memory pieces
+    plan("float64", "Average", SHM_AREA_BYTES // 8 * 2 + 3)  # 17 pieces, the last one short
     # float32 around every boundary: the small-message threshold (16384
-    # elements = 64 KiB) and the shared-memory area (1048576 = 4 MiB).
-    for count in (1, 16383, 16384, 16385, 1048575, 1048576, 1048577):
+    # elements = 64 KiB), the allreduce piece (131072 = 512 KiB) and the
+    # shared-memory area (1048576 = 4 MiB).
+    for count in (1, 16383, 16384, 16385, 131071, 131072, 131073, 1048575, 1048576, 1048577):
         plan("float32", "Sum", count)
     for dtype_name, op, count in planned:
         add_allreduce(dtype_name, op, count)

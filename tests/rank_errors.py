@@ -809,7 +809,7 @@ def one_rank_named_again(ctx):
     # new call waits for the failed one and pairs with the peers' next call.
     # Both for a name the engine has cached (a repeated training step) and
     # a new one.
-    n, last = ctx.size, ctx.size - 1
+    last = ctx.size - 1
     x = np.full(6, ctx.rank + 1, dtype=np.float32)
     for round_ in range(6):
         for name in (f"{ctx.case}/cached", f"{ctx.case}/new/{round_}"):
@@ -837,6 +837,7 @@ def one_rank_named_again(ctx):
 _SHARED_SETTINGS = [
     ("RINGCC_SHM_SMALL_BYTES", "0", "0 (RINGCC_SHM_SMALL_BYTES=0)"),
     ("RINGCC_SHM_AREA_BYTES", "1000000", "1003520 (RINGCC_SHM_AREA_BYTES=1000000)"),
+    ("RINGCC_SHM_ALLREDUCE_PIECE_BYTES", "300000", "303104 (RINGCC_SHM_ALLREDUCE_PIECE_BYTES=300000)"),
     ("RINGCC_TCP_SOCKETS", "3", "3 (RINGCC_TCP_SOCKETS=3)"),
     ("RINGCC_TCP_STRIPE_BYTES", "4096", "4096 (RINGCC_TCP_STRIPE_BYTES=4096)"),
     ("RINGCC_CHUNK_BYTES", "8192", "8192 (RINGCC_CHUNK_BYTES=8192)"),

@@ -35,6 +35,8 @@ class ShmCollectives {
   // of a job must have the same).
   static size_t area_bytes_from_env();
   static size_t small_bytes_from_env();
+  // The piece of an allreduce past small_bytes (at most area_bytes).
+  static size_t allreduce_piece_bytes_from_env();
 
   int size() const { return static_cast<int>(ranks_.size()); }
 
@@ -85,6 +87,7 @@ class ShmCollectives {
   size_t area_bytes_;
   size_t header_bytes_;
   size_t small_bytes_;
+  size_t allreduce_piece_bytes_;
   size_t segment_bytes_;
   std::vector<ShmSegment> segments_;
   uint32_t phase_ = 0;

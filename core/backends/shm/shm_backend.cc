@@ -38,6 +38,8 @@ void settings(std::vector<SharedSetting>* out) {
   auto num = [](auto v) { return std::to_string(v); };
   out->push_back({"RINGCC_SHM_AREA_BYTES", nullptr, [num] { return num(ShmCollectives::area_bytes_from_env()); }});
   out->push_back({"RINGCC_SHM_SMALL_BYTES", nullptr, [num] { return num(ShmCollectives::small_bytes_from_env()); }});
+  out->push_back({"RINGCC_SHM_ALLREDUCE_PIECE_BYTES", nullptr,
+                  [num] { return num(ShmCollectives::allreduce_piece_bytes_from_env()); }});
 }
 
 }  // namespace
