@@ -59,6 +59,9 @@ int online_cpus() {
 
 // How often an oversubscribed waiter looks at what else runs.
 constexpr auto kRunnableLookEvery = std::chrono::milliseconds(5);
+// Consecutive looks that must agree before an oversubscribed waiter changes
+// between yielding and sleeping.
+constexpr int kLooksToChange = 3;
 
 }  // namespace
 
@@ -140,12 +143,22 @@ void WaitPlan::decide() {
     if (now >= next_runnable_look_) {
       next_runnable_look_ = now + kRunnableLookEvery;
       // Yielding ranks count as runnable, sleeping ones do not: while
-      // yielding, more runnable threads than the ranks (and this one) means
-      // others; while sleeping, only a machine with no thread waiting for a
-      // CPU shows that the others are gone (else the modes would alternate).
+      // yielding, more runnable threads than the ranks, this one and one
+      // more (a rank's engine thread at its cycle) means others; while
+      // sleeping, only a machine with no thread waiting for a CPU shows that
+      // the others are gone (else the modes would alternate).
       const int running = runnable_threads();
-      const int limit = crowded_ ? online_cpus() + 1 : g_host_ranks.load(std::memory_order_relaxed) + 1;
-      crowded_ = running < 0 || running > limit;
+      const int limit = crowded_ ? online_cpus() + 1 : g_host_ranks.load(std::memory_order_relaxed) + 2;
+      // One look is a moment: the job's own engine threads at their
+      // periodic cycle, a monitoring agent, a kernel worker show up now
+      // and then. Load that takes CPUs away persists: the mode changes
+      // when consecutive looks agree.
+      const bool crowded_now = running < 0 || running > limit;
+      streak_ = crowded_now == crowded_ ? 0 : streak_ + 1;
+      if (streak_ >= kLooksToChange) {
+        crowded_ = crowded_now;
+        streak_ = 0;
+      }
     }
     mode_ = crowded_ ? WaitMode::kBlock : WaitMode::kYield;
     budget_ = crowded_ ? std::chrono::microseconds(0) : full;

@@ -75,6 +75,7 @@ class WaitPlan {
   bool preempted_ = false;  // recently preempted while waiting
   long last_nivcsw_ = -1;   // the thread's involuntary switches at the last look
   bool crowded_ = false;    // oversubscribed, and threads beyond the ranks want CPUs
+  int streak_ = 0;          // consecutive looks that disagreed with crowded_
   std::chrono::steady_clock::time_point next_runnable_look_{};
 };
 
