@@ -21,9 +21,14 @@ import sys
 import threading
 import time
 
-import numpy as np
+# ringrun stops the other ranks (SIGTERM) once one dies: survivors stay to
+# report. Ignored before the slow imports, which a rank still runs when a
+# faster one has already died.
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
-import ringcc
+import numpy as np  # noqa: E402
+
+import ringcc  # noqa: E402
 
 
 def write(path, record):
@@ -39,12 +44,17 @@ def main() -> int:
     parser.add_argument("--die-in-init", type=int, default=-1, help="this rank kills itself during init")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    # ringrun stops the other ranks (SIGTERM) once one dies: survivors stay to report.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     rank_env = int(os.environ["RINGCC_RANK"])
     outcome = os.path.join(args.out, f"outcome{rank_env}.json")
     write(outcome, {"pid": os.getpid(), "state": "starting"})
     if rank_env == args.die_in_init:
+        # Dies during the others' rendezvous, not before they have started.
+        size = int(os.environ["RINGCC_SIZE"])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all(
+            os.path.exists(os.path.join(args.out, f"outcome{r}.json")) for r in range(size)
+        ):
+            time.sleep(0.005)
         delay = random.Random(args.seed).uniform(0.0, 0.02)
         threading.Timer(delay, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()
     began = time.time()
