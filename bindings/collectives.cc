@@ -19,6 +19,7 @@
 #include "bindings/fastcall_args.h"
 #include "bindings/global_communicator.h"
 #include "bindings/handle.h"
+#include "bindings/output_memory.h"
 #include "bindings/prepared.h"
 #include "core/base/env.h"
 #include "core/base/error.h"
@@ -764,7 +765,8 @@ PyObject* allreduce_async_out_of_place(PyObject* general, PyObject* const* args,
   }
   try {
     ringcc::Engine& e = engine();
-    py::object result = py::reinterpret_steal<py::object>(new_numpy_like(tensor));
+    py::object result = py::reinterpret_steal<py::object>(
+        new_pooled_numpy_like(tensor, static_cast<size_t>(in.count) * ringcc::dtype_size(in.dtype)));
     if (!result) throw py::error_already_set();
     CollectiveArgs a = in_place_allreduce(in, static_cast<int>(op), pre, post);
     a.out = py::detail::array_proxy(result.ptr())->data;
@@ -815,7 +817,8 @@ PyObject* broadcast_async_fast(PyObject* general, PyObject* const* args, Py_ssiz
       return enqueue_named(e, broadcast_args(in, in.ptr, static_cast<int>(root)), in, tensor, nullptr, name_text,
                            name_len);
     }
-    py::object result = py::reinterpret_steal<py::object>(new_numpy_like(tensor));
+    py::object result = py::reinterpret_steal<py::object>(
+        new_pooled_numpy_like(tensor, static_cast<size_t>(in.count) * ringcc::dtype_size(in.dtype)));
     if (!result) throw py::error_already_set();
     return enqueue_named(e, broadcast_args(in, py::detail::array_proxy(result.ptr())->data, static_cast<int>(root)), in,
                          result.ptr(), tensor, name_text, name_len);
@@ -1612,6 +1615,8 @@ void bind_module_collectives(py::module_& m) {
 
 void bind_collectives(py::module_& m) {
   bind_handle(m);
+  bind_output_memory(m.ptr());
+  m.def("_pooled_output_bytes", [] { return pooled_output_bytes(); });
   bind_fast_paths(m);
   bind_communicator(m);
   bind_init(m);

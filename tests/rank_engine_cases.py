@@ -782,6 +782,48 @@ def allreduce_out_of_place_named(ctx):
         check_equal(mine, np.full(5, root, np.int32), f"oop/bcast_/{root}")
 
 
+@CASES.case("allreduce/out-of-place-output-memory")
+def allreduce_out_of_place_output_memory(ctx):
+    """The outputs of the compiled out-of-place path take memory that dead
+    outputs of the same size gave back: an output still referenced, or a
+    view of it, keeps its memory (a later step does not write into it); a
+    dead one's memory is reused; the arrays are ordinary arrays (writable,
+    picklable, resizable through copies)."""
+    import pickle
+
+    n, r = ctx.size, ctx.rank
+    want = n * (n + 1) // 2
+
+    def step(tag, value, count=1024):
+        xs = [np.full(count, (r + 1) * value, np.float32) for _ in range(8)]
+        hs = [ringcc.allreduce_async(x, name=f"oopmem/{tag}/{i}") for i, x in enumerate(xs)]
+        return [finish(h, f"oopmem/{tag}/{i}") for i, h in enumerate(hs)]
+
+    kept = step("a", 1.0)
+    views = [k[10:20] for k in step("b", 2.0)]  # the arrays die, their views live
+    for round_ in range(3):
+        got = step(f"c{round_}", 3.0 + round_)
+        for i, g in enumerate(got):
+            if g is None:
+                continue
+            check_equal(g, np.full(1024, want * (3.0 + round_), np.float32), f"oopmem/c{round_}/{i}")
+        del got  # back to the free lists before the next round
+    for i, k in enumerate(kept):
+        if k is not None:
+            check_equal(k, np.full(1024, want * 1.0, np.float32), f"oopmem/a/{i} kept while later steps ran")
+    for i, v in enumerate(views):
+        check_equal(v, np.full(10, want * 2.0, np.float32), f"oopmem/b/{i}: a view kept while later steps ran")
+    pooled = ringcc._core._pooled_output_bytes()
+    expect(pooled >= 8 * 4096, f"the last step's dead outputs wait for reuse: {pooled} bytes pooled")
+    g = kept[0]
+    if g is not None:
+        expect(g.flags.writeable and g.flags.c_contiguous and g.flags.aligned, f"oopmem: flags {g.flags}")
+        g += 1
+        check_equal(pickle.loads(pickle.dumps(g)), np.full(1024, want + 1.0, np.float32), "oopmem: pickled")
+        grown = np.resize(g, 2048)
+        check_equal(grown[:1024], g, "oopmem: np.resize")
+
+
 @CASES.case("allreduce/mixed-dtypes-and-ops")
 def allreduce_mixed(ctx):
     """Every dtype with every reduction (and scaled variants), all enqueued in one burst."""
