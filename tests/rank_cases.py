@@ -393,6 +393,24 @@ def add_broadcast(dtype_name: str, count: int, shape=None, name: str = None, **o
 
 for _count in (0, 1, 1009, (3 << 20) // 4 + 1):  # the last: 3 MiB + 1 element
     add_broadcast("float32", _count)
+
+
+@CASES.case("broadcast/root-overwrites-at-once")
+def broadcast_root_overwrites_at_once(ctx):
+    """The root writes into its buffer as soon as broadcast returns: the other
+    ranks, which may read the root's memory directly (a message longer than a
+    shared-memory area), must have the values of the call, not the new ones."""
+    count = 2 * SHM_AREA_BYTES // 4 + 3
+    for root in range(ctx.size):
+        buf = np.arange(count, dtype=np.float32) + root if ctx.rank == root else np.zeros(count, np.float32)
+        for round_ in range(3):
+            got = ringcc.broadcast_(buf, root)
+            check_equal(got, np.arange(count, dtype=np.float32) + root + round_, f"root {root}, round {round_}")
+            if ctx.rank == root:
+                buf.fill(-1.0)  # at once
+                buf[:] = np.arange(count, dtype=np.float32) + root + round_ + 1
+
+
 for _dtype in DTYPES:
     if _dtype != "float32":
         add_broadcast(_dtype, 1009)

@@ -637,13 +637,45 @@ void ShmCollectives::broadcast(CollectiveArgs& a, Deadline dl) {
   const auto* in = static_cast<const uint8_t*>(a.in);
   auto* out = static_cast<uint8_t*>(a.out);
   const int64_t piece_elems = static_cast<int64_t>(area_bytes_ / es);
+  // A message longer than one area goes through cross-memory attach when
+  // the host allows it (decided alike on every rank): every other rank
+  // reads the root's buffer straight into its output. Staged through the
+  // root's area, the bytes are written into the root's cache and read out
+  // of it, which between CPUs of different caches (CPU complexes) ran at
+  // 2 GB/s: 64 MiB, 2 ranks, staged 4.2 ms with both ranks under one cache
+  // and 6.6-27 ms across two; direct 4.0-5.4 ms either way (8 MiB: staged
+  // 0.33 or 1.9-3.4 ms, direct 0.35-0.46 ms).
+  const bool direct = cma_ && a.count > piece_elems;
   for (int64_t off = 0, first = 1; first || off < a.count; off += piece_elems, first = 0) {
     const int64_t m = std::clamp<int64_t>(a.count - off, 0, piece_elems);
     int p = next_parity();
-    if (first) put_header(p, a);
-    if (is_root) copy_scaled(area(me_, p), in + off * static_cast<int64_t>(es), m, a.dtype, 1.0);
+    if (first) {
+      put_header(p, a);
+      const uint64_t addr = reinterpret_cast<uint64_t>(in);
+      std::memcpy(header_slot(me_, p) + sizeof(OpHeader), &addr, sizeof(addr));
+    }
+    if (is_root && !direct) copy_scaled(area(me_, p), in + off * static_cast<int64_t>(es), m, a.dtype, 1.0);
     sync(dl, "broadcast");
     if (first) check_headers(p, a);
+    if (direct) {
+      bool ok = true;
+      int read_errno = 0;
+      if (!is_root && root < size()) {
+        uint64_t addr = 0;
+        std::memcpy(&addr, header_slot(root, p) + sizeof(OpHeader), sizeof(addr));
+        ok = read_peer(root, out, addr, static_cast<size_t>(a.count) * es);
+        if (!ok) read_errno = errno;
+      } else if (is_root && out != in) {
+        copy_scaled(out, in, a.count, a.dtype, 1.0);
+      }
+      sync(dl, "broadcast");  // the root's buffer is read by now
+      if (!ok) {
+        raise(ErrorKind::kInternal,
+              "reading the root's broadcast buffer through process_vm_readv failed: ", std::strerror(read_errno),
+              " (RINGCC_SHM_CMA=0 turns direct reads off)");
+      }
+      return;
+    }
     if (!is_root && root < size()) {
       copy_scaled(out + off * static_cast<int64_t>(es), area(root, p), m, a.dtype, 1.0);
     }
