@@ -143,9 +143,10 @@ void WaitPlan::decide() {
       // others. While it sleeps, the count no longer holds this thread but
       // may hold every other rank, still yielding (each rank decides for
       // itself): it leaves sleep once the count is no more than the ranks.
-      // (A limit of the CPUs there kept a rank asleep for good while its
-      // peers yielded, and every collective waited for its futex wake-ups:
-      // 13 us instead of 6.5 at 8 B, 4 ranks on 2 cores.)
+      // Its yielding peers alone would keep the count above the CPUs, so a
+      // limit of the CPUs would leave it asleep for good, and every
+      // collective would wait for its futex wake-ups (13 us instead of 6.5
+      // at 8 B, 4 ranks on 2 cores).
       const int ranks = g_host_ranks.load(std::memory_order_relaxed);
       const int running = runnable_threads();
       const int limit = crowded_ ? ranks : ranks + 2;
