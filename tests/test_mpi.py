@@ -196,10 +196,9 @@ def test_mpi_built_false_when_the_plugin_is_missing(tmp_path):
     assert done.stdout.startswith("False False cannot load the MPI plugin"), done.stdout
 
 
-def test_transport_mpi_without_mpi_launcher_is_a_clear_error():
-    """RINGCC_TRANSPORT=mpi outside an MPI job: InvalidArgumentError saying what is needed."""
-    if not ringcc.mpi_built():
-        pytest.skip("ringcc was built without MPI")
+def _init_under_ringrun(transport: str):
+    """Two ranks under ringrun that call init() with RINGCC_TRANSPORT=transport
+    and print InvalidArgumentError's message."""
     launcher = [
         sys.executable,
         "-m",
@@ -213,26 +212,20 @@ def test_transport_mpi_without_mpi_launcher_is_a_clear_error():
         "-c",
         "import ringcc\ntry:\n    ringcc.init()\nexcept ringcc.InvalidArgumentError as e:\n    print('ERR', e)\n",
     ]
-    done = run_command(launcher, rank_environment({"RINGCC_TRANSPORT": "mpi", "RINGCC_TIMEOUT_S": "20"}), 90)
+    return run_command(launcher, rank_environment({"RINGCC_TRANSPORT": transport, "RINGCC_TIMEOUT_S": "20"}), 90)
+
+
+def test_transport_mpi_without_mpi_launcher_is_a_clear_error():
+    """RINGCC_TRANSPORT=mpi outside an MPI job: InvalidArgumentError saying what is needed."""
+    if not ringcc.mpi_built():
+        pytest.skip("ringcc was built without MPI")
+    done = _init_under_ringrun("mpi")
     # Rank 0 raises it; a rank still meeting rank 0's store may see the store close instead.
     assert done.returncode is not None and "needs a job started through MPI" in done.stdout, done.describe()
 
 
 def test_unknown_transport_lists_mpi():
-    launcher = [
-        sys.executable,
-        "-m",
-        "ringcc.launcher",
-        "-np",
-        "2",
-        "--timeout",
-        "60",
-        "--",
-        sys.executable,
-        "-c",
-        "import ringcc\ntry:\n    ringcc.init()\nexcept ringcc.InvalidArgumentError as e:\n    print('ERR', e)\n",
-    ]
-    done = run_command(launcher, rank_environment({"RINGCC_TRANSPORT": "carrier-pigeon", "RINGCC_TIMEOUT_S": "20"}), 90)
+    done = _init_under_ringrun("carrier-pigeon")
     assert done.returncode is not None and "must be auto, tcp, shm or mpi, got 'carrier-pigeon'" in done.stdout, (
         done.describe()
     )
