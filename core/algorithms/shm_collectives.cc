@@ -13,6 +13,7 @@
 #include "core/base/interrupt.h"
 #include "core/base/log.h"
 #include "core/collective/reduction.h"
+#include "core/collective/stream_copy.h"
 #include "core/os/wait_policy.h"
 
 namespace ringcc {
@@ -22,6 +23,9 @@ struct alignas(64) ShmControl {
   std::atomic<uint32_t> sleepers;  // peers sleeping on `phase`
   std::atomic<uint32_t> aborted;
   std::atomic<uint32_t> left;  // this rank shut down: it arrives at no later phase
+  // The first rank's StoreChooser::choices(), for every rank's next
+  // allreduce (written between a collective's first and last phase).
+  std::atomic<uint32_t> store_choices;
   int32_t pid;
   // A word peers read through process_vm_readv(2) to learn whether this
   // host lets them read our memory directly (cross-memory attach), and its
@@ -78,15 +82,23 @@ class Layout {
   }
   bool segmented() const { return !a_.segments.empty(); }
 
-  // Copies elements [lo, lo + len) of the input to dst, scaled.
-  void gather(uint8_t* dst, int64_t lo, int64_t len, double factor) const {
+  // Copies elements [lo, lo + len) of the input to dst, scaled; unscaled
+  // runs with stores that bypass the cache when `bypass` says so.
+  void gather(uint8_t* dst, int64_t lo, int64_t len, double factor, bool bypass = false) const {
+    auto copy = [&](uint8_t* d, const uint8_t* src, int64_t n) {
+      if (bypass && factor == 1.0) {
+        stream_copy(d, src, static_cast<size_t>(n * es_));
+      } else {
+        copy_scaled(d, src, n, a_.dtype, factor);
+      }
+    };
     if (!segmented()) {
-      copy_scaled(dst, static_cast<const uint8_t*>(a_.in) + lo * es_, len, a_.dtype, factor);
+      copy(dst, static_cast<const uint8_t*>(a_.in) + lo * es_, len);
       return;
     }
     for_each(lo, len, [&](const BufferSegment& seg, int64_t seg_off, int64_t rel, int64_t n) {
       if (seg.in) {
-        copy_scaled(dst + rel * es_, static_cast<const uint8_t*>(seg.in) + seg_off * es_, n, a_.dtype, factor);
+        copy(dst + rel * es_, static_cast<const uint8_t*>(seg.in) + seg_off * es_, n);
       } else {
         std::memset(dst + rel * es_, 0, static_cast<size_t>(n * es_));
       }
@@ -175,6 +187,14 @@ size_t ShmCollectives::allreduce_piece_bytes_from_env() {
       static_cast<size_t>(std::clamp<int64_t>(bytes, 64 * 1024, static_cast<int64_t>(area_bytes_from_env()))), kAlign);
 }
 
+ShmCollectives::StoreMode ShmCollectives::store_mode_from_env() {
+  const std::string v = env_str("RINGCC_SHM_STORES", "auto");
+  if (v == "auto") return StoreMode::kAuto;
+  if (v == "plain") return StoreMode::kPlain;
+  if (v == "bypass") return StoreMode::kBypass;
+  raise(ErrorKind::kInvalidArgument, "RINGCC_SHM_STORES must be auto, plain or bypass, not '", v, "'");
+}
+
 size_t ShmCollectives::small_bytes_from_env() {
   return static_cast<size_t>(std::clamp<int64_t>(env_int("RINGCC_SHM_SMALL_BYTES", 64 * 1024), 0,
                                                  static_cast<int64_t>(area_bytes_from_env())));
@@ -187,6 +207,8 @@ ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix, std:
   area_bytes_ = area_bytes_from_env();
   small_bytes_ = small_bytes_from_env();
   allreduce_piece_bytes_ = std::min(allreduce_piece_bytes_from_env(), area_bytes_);
+  store_mode_ = store_mode_from_env();
+  if (store_mode_ == StoreMode::kAuto && !stream_copy_bypasses_cache()) store_mode_ = StoreMode::kPlain;
   header_bytes_ = round_up(sizeof(OpHeader) + 8 * n, 64);
   segment_bytes_ = round_up(sizeof(ShmControl) + 2 * header_bytes_, kAlign) + kAreaSkew + 2 * area_bytes_;
 
@@ -204,6 +226,7 @@ ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix, std:
     ctl->sleepers.store(0);
     ctl->aborted.store(0);
     ctl->left.store(0);
+    ctl->store_choices.store(0);
     ctl->pid = static_cast<int32_t>(getpid());
     ctl->probe = kProbeValue;
     ctl->probe_addr = reinterpret_cast<uint64_t>(&ctl->probe);
@@ -475,6 +498,17 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
   // segments others own, reduces its own segment from its input and the
   // peers' published copies into its area, and everyone copies the reduced
   // segments out of their owners' areas.
+  // The peer-owned parts go into the area with plain stores or stores that
+  // bypass the cache, as the first rank chose for this size (see
+  // store_chooser.h); it times the allreduce for its next choices.
+  const size_t bytes = static_cast<size_t>(count) * es;
+  const int size_class = StoreChooser::size_class(bytes);
+  bool bypass = store_mode_ == StoreMode::kBypass;
+  if (store_mode_ == StoreMode::kAuto && size_class >= 0) {
+    bypass = (control(0)->store_choices.load(std::memory_order_acquire) >> size_class) & 1U;
+  }
+  const bool timed = me_ == 0 && store_mode_ == StoreMode::kAuto && size_class >= 0;
+  const auto started = timed ? Clock::now() : Clock::time_point{};
   const int64_t piece_elems = static_cast<int64_t>(allreduce_piece_bytes_ / es);
   const int64_t ses = static_cast<int64_t>(es);
   for (int64_t off = 0, first = 1; first || off < count; off += piece_elems, first = 0) {
@@ -484,10 +518,15 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
     if (first) put_header(p, a);
     for (int j = 0; j < n; ++j) {
       if (j == me_) continue;
-      layout.gather(area(me_, p) + seg_lo(j) * ses, off + seg_lo(j), seg_lo(j + 1) - seg_lo(j), a.prescale);
+      layout.gather(area(me_, p) + seg_lo(j) * ses, off + seg_lo(j), seg_lo(j + 1) - seg_lo(j), a.prescale, bypass);
     }
     sync(dl, "allreduce");
-    if (first) check_headers(p, a);
+    if (first) {
+      check_headers(p, a);
+      // Every rank has read the choices for this allreduce (before its first
+      // phase), and none reads them again before our next phase.
+      if (me_ == 0 && store_mode_ == StoreMode::kAuto) publish_store_choices();
+    }
     const int64_t lo = seg_lo(me_), len = seg_lo(me_ + 1) - lo;
     if (len > 0) {
       uint8_t* mine = area(me_, p) + lo * ses;
@@ -520,6 +559,23 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
       layout.scatter(area(j, p) + jlo * ses, off + jlo, jlen, a.postscale);
     }
   }
+  if (timed) {
+    // Recorded at the next allreduce's first phase: the choices change only
+    // between a collective's first and last phase.
+    timing_ = {size_class, bypass,
+               std::chrono::duration<double, std::nano>(Clock::now() - started).count() / static_cast<double>(bytes)};
+  }
+}
+
+void ShmCollectives::publish_store_choices() {
+  if (timing_.size_class >= 0) chooser_.record(timing_.size_class, timing_.bypass, timing_.ns_per_byte);
+  timing_.size_class = -1;
+  const uint32_t choices = chooser_.choices();
+  if (choices != control(me_)->store_choices.load(std::memory_order_relaxed)) {
+    RINGCC_LOG(kDebug, "shared-memory allreduce: stores that bypass the cache for size classes 0x", std::hex, choices,
+               std::dec, " (bit c: from 2^c MiB)");
+  }
+  control(me_)->store_choices.store(choices, std::memory_order_release);
 }
 
 void ShmCollectives::reduce_scatter(CollectiveArgs& a, Deadline dl) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/algorithms/store_chooser.h"
 #include "core/base/deadline.h"
 #include "core/collective/collective_args.h"
 #include "core/os/shm_segment.h"
@@ -37,6 +38,10 @@ class ShmCollectives {
   static size_t small_bytes_from_env();
   // The piece of an allreduce past small_bytes (at most area_bytes).
   static size_t allreduce_piece_bytes_from_env();
+  // How the allreduce writes its areas (RINGCC_SHM_STORES): chosen by
+  // timing (auto), plain stores, or stores that bypass the cache.
+  enum class StoreMode { kAuto, kPlain, kBypass };
+  static StoreMode store_mode_from_env();
 
   int size() const { return static_cast<int>(ranks_.size()); }
 
@@ -59,6 +64,9 @@ class ShmCollectives {
 
  private:
   void allreduce(CollectiveArgs& a, Deadline dl);
+  // The first rank: folds the last timed allreduce into the chooser and
+  // publishes its choices.
+  void publish_store_choices();
   void reduce_scatter(CollectiveArgs& a, Deadline dl);
   void allgather(CollectiveArgs& a, Deadline dl);
   void broadcast(CollectiveArgs& a, Deadline dl);
@@ -88,6 +96,13 @@ class ShmCollectives {
   size_t header_bytes_;
   size_t small_bytes_;
   size_t allreduce_piece_bytes_;
+  StoreMode store_mode_ = StoreMode::kAuto;
+  StoreChooser chooser_;  // used by the first rank only
+  struct Timing {
+    int size_class = -1;  // none pending
+    bool bypass = false;
+    double ns_per_byte = 0;
+  } timing_;
   size_t segment_bytes_;
   std::vector<ShmSegment> segments_;
   uint32_t phase_ = 0;

@@ -1,0 +1,36 @@
+#include "core/algorithms/store_chooser.h"
+
+namespace ringcc {
+
+int StoreChooser::size_class(size_t bytes) {
+  if (bytes < kFromBytes) return -1;
+  int c = 0;
+  for (size_t b = bytes / kFromBytes; b > 1 && c < kClasses - 1; b >>= 1) ++c;
+  return c;
+}
+
+void StoreChooser::record(int c, bool bypass, double ns_per_byte) {
+  if (c < 0 || c >= kClasses || !(ns_per_byte > 0)) return;
+  Class& k = classes_[c];
+  if (k.seen++ < kWarmupCalls) return;
+  double& e = k.estimate[bypass ? 1 : 0];
+  // A moving average: a few calls follow a change of the machine's state,
+  // one preempted call does not flip the choice.
+  e = e < 0 ? ns_per_byte : 0.7 * e + 0.3 * ns_per_byte;
+  ++k.calls;
+  const uint32_t bit = uint32_t{1} << c;
+  choices_ = choose(k) ? (choices_ | bit) : (choices_ & ~bit);
+}
+
+bool StoreChooser::choose(Class& k) {
+  // Each way is timed once before any comparison.
+  if (k.estimate[0] < 0) return false;
+  if (k.estimate[1] < 0) return true;
+  if (k.bypass ? k.estimate[0] < kToPlain * k.estimate[1] : k.estimate[1] < kToBypass * k.estimate[0]) {
+    k.bypass = !k.bypass;
+  }
+  // Now and then the other way, so that its estimate follows the machine.
+  return k.calls % kExploreEvery == 0 ? !k.bypass : k.bypass;
+}
+
+}  // namespace ringcc

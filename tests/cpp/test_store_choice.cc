@@ -1,0 +1,164 @@
+// Unit tests of how the shared-memory allreduce writes its areas: the copy
+// whose stores bypass the cache (core/collective/stream_copy.h) against
+// memcpy at every alignment and length around its 16- and 64-byte steps,
+// and the chooser that times both ways (core/algorithms/store_chooser.h)
+// driven with made-up timings.
+//
+// Exits 0 when every check passes, 1 otherwise.
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "core/algorithms/store_chooser.h"
+#include "core/collective/stream_copy.h"
+
+using namespace ringcc;  // NOLINT(build/namespaces)
+
+namespace {
+
+int g_failures = 0;
+int g_checks = 0;
+
+#define EXPECT(cond)                                                       \
+  do {                                                                     \
+    ++g_checks;                                                            \
+    if (!(cond)) {                                                         \
+      ++g_failures;                                                        \
+      std::fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                      \
+  } while (0)
+
+void test_stream_copy() {
+  std::vector<uint8_t> src(4096 + 256), dst(4096 + 256), want(4096 + 256);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + 7);
+  const size_t lengths[] = {0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 1000, 4096};
+  for (size_t dst_off = 0; dst_off < 20; ++dst_off) {
+    for (size_t src_off = 0; src_off < 20; src_off += 3) {
+      for (size_t len : lengths) {
+        std::memset(dst.data(), 0xEE, dst.size());
+        std::memset(want.data(), 0xEE, want.size());
+        std::memcpy(want.data() + dst_off, src.data() + src_off, len);
+        stream_copy(dst.data() + dst_off, src.data() + src_off, len);
+        // Equal bytes, and nothing written before or after the range.
+        EXPECT(std::memcmp(dst.data(), want.data(), dst.size()) == 0);
+      }
+    }
+  }
+}
+
+void test_size_classes() {
+  EXPECT(StoreChooser::size_class(0) == -1);
+  EXPECT(StoreChooser::size_class((1 << 20) - 1) == -1);
+  EXPECT(StoreChooser::size_class(1 << 20) == 0);
+  EXPECT(StoreChooser::size_class((2 << 20) - 1) == 0);
+  EXPECT(StoreChooser::size_class(2 << 20) == 1);
+  EXPECT(StoreChooser::size_class(16 << 20) == 4);
+  EXPECT(StoreChooser::size_class((64 << 20) + 5) == 6);
+  EXPECT(StoreChooser::size_class(size_t{1} << 62) == StoreChooser::kClasses - 1);
+}
+
+bool bypasses(const StoreChooser& c, int size_class) { return (c.choices() >> size_class) & 1U; }
+
+// Feeds `calls` allreduces of class c timed by plain_ns / bypass_ns per
+// byte, each written the way the chooser chose; counts the bypassing ones.
+int run(StoreChooser& c, int size_class, int calls, double plain_ns, double bypass_ns) {
+  int bypassed = 0;
+  for (int i = 0; i < calls; ++i) {
+    const bool b = bypasses(c, size_class);
+    bypassed += b ? 1 : 0;
+    c.record(size_class, b, b ? bypass_ns : plain_ns);
+  }
+  return bypassed;
+}
+
+void test_chooser() {
+  {
+    StoreChooser c;
+    EXPECT(c.choices() == 0);  // plain until timed
+    for (uint32_t i = 0; i < StoreChooser::kWarmupCalls; ++i) {
+      c.record(2, false, 50.0);  // warm-up calls: not counted
+      EXPECT(c.choices() == 0);
+    }
+    c.record(2, false, 1.0);
+    EXPECT(bypasses(c, 2));   // then the other way, once
+    EXPECT(!bypasses(c, 3));  // other classes untouched
+    c.record(2, true, 2.0);
+    EXPECT(!bypasses(c, 2));  // plain was faster
+  }
+  {
+    // Bypassing twice as fast: used, apart from one call in kExploreEvery.
+    StoreChooser c;
+    const int n = 32 * static_cast<int>(StoreChooser::kExploreEvery);
+    run(c, 0, 6, 2.0, 1.0);
+    const int bypassed = run(c, 0, n, 2.0, 1.0);
+    EXPECT(bypassed >= n - n / static_cast<int>(StoreChooser::kExploreEvery) - 1);
+    EXPECT(bypassed < n);  // the plain way is still tried now and then
+  }
+  {
+    // Plain twice as fast: bypassing only when exploring.
+    StoreChooser c;
+    const int n = 32 * static_cast<int>(StoreChooser::kExploreEvery);
+    const int bypassed = run(c, 5, n, 1.0, 2.0);
+    EXPECT(bypassed <= n / static_cast<int>(StoreChooser::kExploreEvery) + 2);
+    EXPECT(bypassed > 0);
+  }
+  {
+    // Within the margins: no taking turns call by call.
+    StoreChooser c;
+    run(c, 1, 6, 1.0, 1.0);
+    int changes = 0;
+    bool last = bypasses(c, 1);
+    for (int i = 0; i < 200; ++i) {
+      const bool b = bypasses(c, 1);
+      changes += b != last ? 1 : 0;
+      last = b;
+      c.record(1, b, b ? (i % 2 ? 1.04 : 0.97) : (i % 3 ? 1.0 : 1.05));
+    }
+    EXPECT(changes <= 2 * 200 / static_cast<int>(StoreChooser::kExploreEvery) + 2);
+  }
+  {
+    // The machine changes: plain fast, then bypassing fast, then plain.
+    StoreChooser c;
+    const int n = 8 * static_cast<int>(StoreChooser::kExploreEvery);
+    run(c, 3, n, 1.0, 1.4);
+    run(c, 3, n, 3.0, 1.4);  // plain became slow
+    const int late = run(c, 3, n, 3.0, 1.4);
+    EXPECT(late >= n - n / static_cast<int>(StoreChooser::kExploreEvery) - 2);
+    run(c, 3, n, 1.0, 1.4);  // and fast again
+    const int after = run(c, 3, n, 1.0, 1.4);
+    EXPECT(after <= n / static_cast<int>(StoreChooser::kExploreEvery) + 2);
+  }
+  {
+    // A gain within kToBypass keeps plain stores; a clear one does not.
+    StoreChooser a, b;
+    const int n = 8 * static_cast<int>(StoreChooser::kExploreEvery);
+    run(a, 0, 6, 1.0, 0.9);
+    EXPECT(run(a, 0, n, 1.0, 0.9) <= n / static_cast<int>(StoreChooser::kExploreEvery) + 1);
+    run(b, 0, 6, 1.0, 0.8);
+    EXPECT(run(b, 0, n, 1.0, 0.8) >= n - n / static_cast<int>(StoreChooser::kExploreEvery) - 1);
+  }
+  {
+    // Nonsense timings and classes are ignored.
+    StoreChooser c;
+    c.record(-1, false, 1.0);
+    c.record(StoreChooser::kClasses, false, 1.0);
+    c.record(0, false, 0.0);
+    c.record(0, false, -3.0);
+    EXPECT(c.choices() == 0);
+  }
+}
+
+}  // namespace
+
+int main() {
+  test_stream_copy();
+  test_size_classes();
+  test_chooser();
+  if (g_failures > 0) {
+    std::printf("%d passed, %d failed\n", g_checks - g_failures, g_failures);
+    return 1;
+  }
+  std::printf("all %d checks passed\n", g_checks);
+  return 0;
+}
