@@ -1,5 +1,7 @@
 #include "core/algorithms/store_chooser.h"
 
+#include <algorithm>
+
 namespace ringcc {
 
 int StoreChooser::size_class(size_t bytes) {
@@ -14,9 +16,10 @@ void StoreChooser::record(int c, bool bypass, double ns_per_byte) {
   Class& k = classes_[c];
   if (k.seen++ < kWarmupCalls) return;
   double& e = k.estimate[bypass ? 1 : 0];
-  // A moving average: a few calls follow a change of the machine's state,
-  // one preempted call does not flip the choice.
-  e = e < 0 ? ns_per_byte : 0.7 * e + 0.3 * ns_per_byte;
+  // A moving average of samples held to at most kSpike times it: a
+  // preempted call moves it little, a change of the machine's state within
+  // a dozen calls of the way in use.
+  e = e < 0 ? ns_per_byte : 0.7 * e + 0.3 * std::min(ns_per_byte, kSpike * e);
   ++k.calls;
   const uint32_t bit = uint32_t{1} << c;
   choices_ = choose(k) ? (choices_ | bit) : (choices_ & ~bit);

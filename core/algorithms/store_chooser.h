@@ -31,6 +31,7 @@ class StoreChooser {
   static constexpr uint32_t kExploreEvery = 16;
   static constexpr double kToBypass = 0.85;  // bypassing at most this much of plain's time
   static constexpr double kToPlain = 0.95;   // plain at most this much of bypassing's time
+  static constexpr double kSpike = 1.5;      // a sample counts as at most this much of the average
 
   // The size class of an allreduce of `bytes`, or -1 below kFromBytes.
   static int size_class(size_t bytes);
