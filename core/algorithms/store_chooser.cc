@@ -18,8 +18,10 @@ void StoreChooser::record(int c, bool bypass, double ns_per_byte) {
   double& e = k.estimate[bypass ? 1 : 0];
   // A moving average of samples held to at most kSpike times it: a
   // preempted call moves it little, a change of the machine's state within
-  // a dozen calls of the way in use.
-  e = e < 0 ? ns_per_byte : 0.7 * e + 0.3 * std::min(ns_per_byte, kSpike * e);
+  // a dozen calls of the way in use. A sample of the way tried now and then
+  // weighs more: its average is one exploration old.
+  const double weight = bypass == k.bypass ? 0.3 : 0.6;
+  e = e < 0 ? ns_per_byte : (1 - weight) * e + weight * std::min(ns_per_byte, kSpike * e);
   ++k.calls;
   const uint32_t bit = uint32_t{1} << c;
   choices_ = choose(k) ? (choices_ | bit) : (choices_ & ~bit);

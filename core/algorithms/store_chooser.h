@@ -3,9 +3,9 @@
 //
 // Which is faster depends on where the ranks' CPUs sit, and that can change
 // while a job runs (a virtual machine's CPUs move between the host's CPU
-// complexes): under one cache, plain stores win by 1.3x (the peers read the
-// areas from the shared cache); under different caches, bypassing wins by
-// 1.5-2x (a plain store must first take away the copy a peer read). Nothing
+// complexes): under one cache, plain stores win by 1.3-2x (the peers read
+// the areas from the shared cache); under different caches, bypassing wins
+// by 1.4-2x (a plain store must first take away the copy a peer read). Nothing
 // the process can read tells the two apart, so the first rank of the host
 // times its allreduces per size class (a power of two of bytes, from 1 MiB)
 // with the way it used (past the first kWarmupCalls of the class, which pay
@@ -28,7 +28,7 @@ class StoreChooser {
   static constexpr size_t kFromBytes = size_t{1} << 20;
   static constexpr int kClasses = 16;
   static constexpr uint32_t kWarmupCalls = 2;
-  static constexpr uint32_t kExploreEvery = 16;
+  static constexpr uint32_t kExploreEvery = 32;
   static constexpr double kToBypass = 0.85;  // bypassing at most this much of plain's time
   static constexpr double kToPlain = 0.95;   // plain at most this much of bypassing's time
   static constexpr double kSpike = 1.5;      // a sample counts as at most this much of the average
