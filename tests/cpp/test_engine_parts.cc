@@ -14,22 +14,11 @@
 #include "core/engine/response_cache.h"
 #include "core/engine/stall_inspector.h"
 #include "core/engine/tensor_meta.h"
+#include "tests/cpp/expect.h"
 
 using namespace ringcc;  // NOLINT(build/namespaces)
 
 namespace {
-
-int g_failures = 0;
-int g_checks = 0;
-
-#define EXPECT(cond)                                                       \
-  do {                                                                     \
-    ++g_checks;                                                            \
-    if (!(cond)) {                                                         \
-      ++g_failures;                                                        \
-      std::fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                      \
-  } while (0)
 
 // Runs f and returns the kind of the ringcc::Error it raised (-1: none).
 template <typename F>

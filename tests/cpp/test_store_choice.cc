@@ -12,22 +12,11 @@
 
 #include "core/algorithms/store_chooser.h"
 #include "core/collective/stream_copy.h"
+#include "tests/cpp/expect.h"
 
 using namespace ringcc;  // NOLINT(build/namespaces)
 
 namespace {
-
-int g_failures = 0;
-int g_checks = 0;
-
-#define EXPECT(cond)                                                       \
-  do {                                                                     \
-    ++g_checks;                                                            \
-    if (!(cond)) {                                                         \
-      ++g_failures;                                                        \
-      std::fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                      \
-  } while (0)
 
 void test_stream_copy() {
   std::vector<uint8_t> src(4096 + 256), dst(4096 + 256), want(4096 + 256);
