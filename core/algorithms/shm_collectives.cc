@@ -50,6 +50,9 @@ constexpr size_t kAlign = 4096;
 // one buffer (a fused batch) that halved the copy speed. Half a page keeps
 // them apart.
 constexpr size_t kAreaSkew = 2048 + 64;
+// The reduced part of an allreduce that bypasses the cache goes through a
+// scratch buffer this long (fits L1 beside its sources' lines).
+constexpr size_t kBypassStepBytes = 16384;
 
 size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
@@ -498,9 +501,10 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
   // segments others own, reduces its own segment from its input and the
   // peers' published copies into its area, and everyone copies the reduced
   // segments out of their owners' areas.
-  // The peer-owned parts go into the area with plain stores or stores that
-  // bypass the cache, as the first rank chose for this size (see
-  // store_chooser.h); it times the allreduce for its next choices.
+  // The peer-owned parts and the reduced own part go into the area with
+  // plain stores or stores that bypass the cache, as the first rank chose
+  // for this size (see store_chooser.h); it times the allreduce for its
+  // next choices.
   const size_t bytes = static_cast<size_t>(count) * es;
   const int size_class = StoreChooser::size_class(bytes);
   bool bypass = store_mode_ == StoreMode::kBypass;
@@ -538,11 +542,24 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
             std::memset(mine + rel * ses, 0, static_cast<size_t>(cnt * ses));
             src = mine + rel * ses;
           }
-          srcs_[0] = src;
-          for (int i = 0, k = 1; i < n; ++i) {
-            if (i != me_) srcs_[static_cast<size_t>(k++)] = area(i, p) + (lo + rel) * ses;
+          // Bypassing the cache: reduced a few KiB at a time into scratch
+          // that stays in L1, then streamed into the area.
+          const int64_t step = bypass ? static_cast<int64_t>(kBypassStepBytes) / ses : cnt;
+          if (bypass && scratch_.size() < kBypassStepBytes) scratch_.resize(kBypassStepBytes);
+          for (int64_t q = 0; q < cnt; q += step) {
+            const int64_t c = std::min(step, cnt - q);
+            srcs_[0] = src + q * ses;
+            for (int i = 0, k = 1; i < n; ++i) {
+              if (i != me_) srcs_[static_cast<size_t>(k++)] = area(i, p) + (lo + rel + q) * ses;
+            }
+            uint8_t* dst = mine + (rel + q) * ses;
+            if (!bypass) {
+              reduce_many(dst, srcs_.data(), n, c, a.dtype, a.op);
+            } else {
+              reduce_many(scratch_.data(), srcs_.data(), n, c, a.dtype, a.op);
+              stream_copy(dst, scratch_.data(), static_cast<size_t>(c * ses));
+            }
           }
-          reduce_many(mine + rel * ses, srcs_.data(), n, cnt, a.dtype, a.op);
         });
       } else {
         layout.gather(mine, off + lo, len, a.prescale);
