@@ -10,7 +10,7 @@ from conftest import rank_environment, ringrun_command, run_command
 
 TIMEOUT_S = 120
 
-# Allreduces of 1 MiB and up (where auto chooses), in place and out of place,
+# Allreduces of 256 KiB and up (where auto chooses), in place and out of place,
 # fused by name, each checked; rank 0's debug log says what it chose.
 JOB = r"""
 import numpy as np
@@ -23,6 +23,10 @@ for i in range(24):
     ringcc.allreduce_(x)
     want = n * (np.arange(count, dtype=np.float32) % 97) + n * (n - 1) / 2
     assert np.array_equal(x, want), (i, x[:4], want[:4])
+    small = (1 << 16) + 3 + 257 * i  # 256 KiB and a bit: the smallest class
+    z = np.arange(small, dtype=np.float32) % 89 - r
+    ringcc.allreduce_(z)
+    assert np.array_equal(z, n * (np.arange(small, dtype=np.float32) % 89) - n * (n - 1) / 2), (i, z[:4])
     y = ringcc.allreduce(np.full(count * 2, float(r + 1)), ringcc.Average)
     assert np.all(y == (n + 1) / 2), (i, y[:4])
     hs = [ringcc.allreduce_async(np.full(1 << 17, float(r + k)), name=f"t{k}") for k in range(12)]

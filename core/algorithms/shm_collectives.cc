@@ -493,7 +493,7 @@ void ShmCollectives::publish_store_choices() {
   const uint32_t choices = chooser_.choices();
   if (choices != control(me_)->store_choices.load(std::memory_order_relaxed)) {
     RINGCC_LOG(kDebug, "shared-memory allreduce: stores that bypass the cache for size classes 0x", std::hex, choices,
-               std::dec, " (bit c: from 2^c MiB)");
+               std::dec, " (bit c: from 2^c x 256 KiB)");
   }
   control(me_)->store_choices.store(choices, std::memory_order_release);
 }

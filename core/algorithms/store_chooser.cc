@@ -24,14 +24,15 @@ void StoreChooser::record(int c, bool bypass, double ns_per_byte) {
   e = e < 0 ? ns_per_byte : (1 - weight) * e + weight * std::min(ns_per_byte, kSpike * e);
   ++k.calls;
   const uint32_t bit = uint32_t{1} << c;
-  choices_ = choose(k) ? (choices_ | bit) : (choices_ & ~bit);
+  const bool small = (kFromBytes << c) < (size_t{1} << 20);
+  choices_ = choose(k, small ? kToBypassBelow1MiB : kToBypass) ? (choices_ | bit) : (choices_ & ~bit);
 }
 
-bool StoreChooser::choose(Class& k) {
+bool StoreChooser::choose(Class& k, double to_bypass) {
   // Each way is timed once before any comparison.
   if (k.estimate[0] < 0) return false;
   if (k.estimate[1] < 0) return true;
-  if (k.bypass ? k.estimate[0] < kToPlain * k.estimate[1] : k.estimate[1] < kToBypass * k.estimate[0]) {
+  if (k.bypass ? k.estimate[0] < kToPlain * k.estimate[1] : k.estimate[1] < to_bypass * k.estimate[0]) {
     k.bypass = !k.bypass;
   }
   // Now and then the other way, so that its estimate follows the machine.

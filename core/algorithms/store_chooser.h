@@ -7,7 +7,7 @@
 // the areas from the shared cache); under different caches, bypassing wins
 // by 1.4-2x (a plain store must first take away the copy a peer read). Nothing
 // the process can read tells the two apart, so the first rank of the host
-// times its allreduces per size class (a power of two of bytes, from 1 MiB)
+// times its allreduces per size class (a power of two of bytes, from 256 KiB)
 // with the way it used (past the first kWarmupCalls of the class, which pay
 // for page faults and cold caches), keeps a moving average of each way's
 // time per byte, uses the faster and tries the other once every
@@ -15,7 +15,10 @@
 // in its control block. It leaves plain stores only for a clear gain
 // (kToBypass) and returns to them more readily (kToPlain): two ways within
 // the noise do not take turns, and plain stores are what a machine whose
-// CPUs share one cache wants.
+// CPUs share one cache wants. Below 1 MiB a call lasts tens of
+// microseconds, where a preempted rank skews a sample most, and bypassing
+// costs 20-30% under one cache against 2.5-3x gained under two: there it
+// takes a larger gain (kToBypassBelow1MiB).
 #pragma once
 
 #include <cstddef>
@@ -25,11 +28,12 @@ namespace ringcc {
 
 class StoreChooser {
  public:
-  static constexpr size_t kFromBytes = size_t{1} << 20;
+  static constexpr size_t kFromBytes = size_t{256} << 10;
   static constexpr int kClasses = 16;
   static constexpr uint32_t kWarmupCalls = 2;
   static constexpr uint32_t kExploreEvery = 32;
   static constexpr double kToBypass = 0.85;  // bypassing at most this much of plain's time
+  static constexpr double kToBypassBelow1MiB = 0.7;  // the same for the classes below 1 MiB
   static constexpr double kToPlain = 0.95;   // plain at most this much of bypassing's time
   static constexpr double kSpike = 1.5;      // a sample counts as at most this much of the average
 
@@ -48,7 +52,7 @@ class StoreChooser {
     uint32_t calls = 0;                 // recorded calls
     bool bypass = false;                // the way in use between explorations
   };
-  static bool choose(Class& k);
+  static bool choose(Class& k, double to_bypass);
 
   Class classes_[kClasses];
   uint32_t choices_ = 0;

@@ -38,12 +38,13 @@ void test_stream_copy() {
 
 void test_size_classes() {
   EXPECT(StoreChooser::size_class(0) == -1);
-  EXPECT(StoreChooser::size_class((1 << 20) - 1) == -1);
-  EXPECT(StoreChooser::size_class(1 << 20) == 0);
-  EXPECT(StoreChooser::size_class((2 << 20) - 1) == 0);
-  EXPECT(StoreChooser::size_class(2 << 20) == 1);
-  EXPECT(StoreChooser::size_class(16 << 20) == 4);
-  EXPECT(StoreChooser::size_class((64 << 20) + 5) == 6);
+  EXPECT(StoreChooser::size_class((256 << 10) - 1) == -1);
+  EXPECT(StoreChooser::size_class(256 << 10) == 0);
+  EXPECT(StoreChooser::size_class((512 << 10) - 1) == 0);
+  EXPECT(StoreChooser::size_class(512 << 10) == 1);
+  EXPECT(StoreChooser::size_class(1 << 20) == 2);
+  EXPECT(StoreChooser::size_class(16 << 20) == 6);
+  EXPECT(StoreChooser::size_class((64 << 20) + 5) == 8);
   EXPECT(StoreChooser::size_class(size_t{1} << 62) == StoreChooser::kClasses - 1);
 }
 
@@ -119,13 +120,26 @@ void test_chooser() {
     EXPECT(after <= n / static_cast<int>(StoreChooser::kExploreEvery) + 2);
   }
   {
-    // A gain within kToBypass keeps plain stores; a clear one does not.
+    // A gain within kToBypass keeps plain stores; a clear one does not
+    // (class 2: 1 MiB).
     StoreChooser a, b;
     const int n = 8 * static_cast<int>(StoreChooser::kExploreEvery);
-    run(a, 0, 6, 1.0, 0.9);
-    EXPECT(run(a, 0, n, 1.0, 0.9) <= n / static_cast<int>(StoreChooser::kExploreEvery) + 1);
-    run(b, 0, 6, 1.0, 0.8);
-    EXPECT(run(b, 0, n, 1.0, 0.8) >= n - n / static_cast<int>(StoreChooser::kExploreEvery) - 1);
+    run(a, 2, 6, 1.0, 0.9);
+    EXPECT(run(a, 2, n, 1.0, 0.9) <= n / static_cast<int>(StoreChooser::kExploreEvery) + 1);
+    run(b, 2, 6, 1.0, 0.8);
+    EXPECT(run(b, 2, n, 1.0, 0.8) >= n - n / static_cast<int>(StoreChooser::kExploreEvery) - 1);
+  }
+  {
+    // Below 1 MiB (classes 0 and 1) the gain must pass kToBypassBelow1MiB:
+    // 20% keeps plain stores there, 40% does not.
+    for (int cls : {0, 1}) {
+      StoreChooser a, b;
+      const int n = 8 * static_cast<int>(StoreChooser::kExploreEvery);
+      run(a, cls, 6, 1.0, 0.8);
+      EXPECT(run(a, cls, n, 1.0, 0.8) <= n / static_cast<int>(StoreChooser::kExploreEvery) + 1);
+      run(b, cls, 6, 1.0, 0.6);
+      EXPECT(run(b, cls, n, 1.0, 0.6) >= n - n / static_cast<int>(StoreChooser::kExploreEvery) - 1);
+    }
   }
   {
     // Plain 15% faster, with one call in five preempted (6x its time):
