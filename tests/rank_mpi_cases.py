@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import numpy as np
 import rank_cases
@@ -126,10 +127,14 @@ def init_with_comm(ctx):
 @CASES.case("mpi/reinit-leaks-nothing")
 def reinit_leaks_nothing(ctx):
     """20 cycles of shutdown(), init() through MPI, collectives and a mismatch: the
-    process ends each cycle with the descriptors and threads it had after the first."""
+    process ends each cycle with the descriptors it had after the first, and
+    no more threads (one of MPI's own may end later: fewer is no leak)."""
 
     def held():
         return sorted(os.listdir("/proc/self/fd")), len(os.listdir("/proc/self/task"))
+
+    def grown(now, base):
+        return now[0] != base[0] or now[1] > base[1]
 
     first = None
     for cycle in range(20):
@@ -150,7 +155,12 @@ def reinit_leaks_nothing(ctx):
         check_equal(got, np.full(4, ctx.size, np.int32), f"cycle {cycle}: named allreduce")
         if first is None:
             first = held()
-        elif held() != first:
+            continue
+        # A thread or descriptor still on its way out gets a moment.
+        deadline = time.monotonic() + 2.0
+        while grown(held(), first) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if grown(held(), first):
             fail(f"cycle {cycle}: holds {held()}, after the first cycle {first}")
             return
 
