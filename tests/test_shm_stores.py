@@ -10,7 +10,7 @@ from conftest import rank_environment, ringrun_command, run_command
 
 TIMEOUT_S = 120
 
-# Allreduces of 256 KiB and up (where auto chooses), in place and out of place,
+# Allreduces of 32 KiB and up (where auto chooses), in place and out of place,
 # fused by name, each checked; rank 0's debug log says what it chose.
 JOB = r"""
 import numpy as np
@@ -23,7 +23,11 @@ for i in range(24):
     ringcc.allreduce_(x)
     want = n * (np.arange(count, dtype=np.float32) % 97) + n * (n - 1) / 2
     assert np.array_equal(x, want), (i, x[:4], want[:4])
-    small = (1 << 16) + 3 + 257 * i  # 256 KiB and a bit: the smallest class
+    tiny = (1 << 13) + 5 + 31 * i  # 32 KiB and a bit: one phase (RINGCC_SHM_SMALL_BYTES)
+    w = np.arange(tiny, dtype=np.float32) % 13 + 2 * r
+    ringcc.allreduce_(w)
+    assert np.array_equal(w, n * (np.arange(tiny, dtype=np.float32) % 13) + n * (n - 1)), (i, w[:4])
+    small = (1 << 16) + 3 + 257 * i  # 256 KiB and a bit: pieces
     z = np.arange(small, dtype=np.float32) % 89 - r
     ringcc.allreduce_(z)
     assert np.array_equal(z, n * (np.arange(small, dtype=np.float32) % 89) - n * (n - 1) / 2), (i, z[:4])

@@ -379,13 +379,37 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
   const int64_t count = a.count;
   const AllreduceLayout layout(a);
 
-  if (static_cast<size_t>(count) * es <= small_bytes_) {
+  // The peer-read parts of the areas go in with plain stores or stores that
+  // bypass the cache, as the first rank chose for this size (see
+  // store_chooser.h); it times the allreduce for its next choices.
+  const size_t bytes = static_cast<size_t>(count) * es;
+  const int size_class = StoreChooser::size_class(bytes);
+  bool bypass = store_mode_ == StoreMode::kBypass;
+  if (store_mode_ == StoreMode::kAuto && size_class >= 0) {
+    bypass = (control(0)->store_choices.load(std::memory_order_acquire) >> size_class) & 1U;
+  }
+  const bool timed = me_ == 0 && store_mode_ == StoreMode::kAuto && size_class >= 0;
+  const auto started = timed ? Clock::now() : Clock::time_point{};
+  // Recorded now, taken into the choices at the next allreduce's first
+  // phase: the choices change only between a collective's phases.
+  auto note_time = [&] {
+    if (timed) {
+      const double ns = std::chrono::duration<double, std::nano>(Clock::now() - started).count();
+      timing_ = {size_class, bypass, ns / static_cast<double>(bytes)};
+    }
+  };
+
+  if (bytes <= small_bytes_) {
     // One phase: everyone publishes, everyone reduces everything.
     int p = next_parity();
     put_header(p, a);
-    layout.gather(area(me_, p), 0, count, a.prescale);
+    layout.gather(area(me_, p), 0, count, a.prescale, bypass);
     sync(dl, "allreduce");
     check_headers(p, a);
+    // Every rank has read the choices for this allreduce; a peer that reads
+    // them for its next one before this store sees an older choice, which
+    // changes only how it stores, not what.
+    if (me_ == 0 && store_mode_ == StoreMode::kAuto) publish_store_choices();
     if (count > 0) {
       for (int i = 0; i < n; ++i) srcs_[static_cast<size_t>(i)] = area(i, p);
       uint8_t* result = out;
@@ -397,25 +421,15 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
       if (a.postscale != 1.0) scale_inplace(result, count, a.dtype, a.postscale);
       if (layout.segmented()) layout.scatter(result, 0, count, 1.0);
     }
+    note_time();
     return;
   }
 
   // Pieces. Each rank owns one segment of a piece: it publishes only the
   // segments others own, reduces its own segment from its input and the
   // peers' published copies into its area, and everyone copies the reduced
-  // segments out of their owners' areas.
-  // The peer-owned parts and the reduced own part go into the area with
-  // plain stores or stores that bypass the cache, as the first rank chose
-  // for this size (see store_chooser.h); it times the allreduce for its
-  // next choices.
-  const size_t bytes = static_cast<size_t>(count) * es;
-  const int size_class = StoreChooser::size_class(bytes);
-  bool bypass = store_mode_ == StoreMode::kBypass;
-  if (store_mode_ == StoreMode::kAuto && size_class >= 0) {
-    bypass = (control(0)->store_choices.load(std::memory_order_acquire) >> size_class) & 1U;
-  }
-  const bool timed = me_ == 0 && store_mode_ == StoreMode::kAuto && size_class >= 0;
-  const auto started = timed ? Clock::now() : Clock::time_point{};
+  // segments out of their owners' areas. The peer-owned parts and the
+  // reduced own part are what peers read.
   const int64_t piece_elems = static_cast<int64_t>(allreduce_piece_bytes_ / es);
   const int64_t ses = static_cast<int64_t>(es);
   for (int64_t off = 0, first = 1; first || off < count; off += piece_elems, first = 0) {
@@ -479,12 +493,7 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
       layout.scatter(area(j, p) + jlo * ses, off + jlo, jlen, a.postscale);
     }
   }
-  if (timed) {
-    // Recorded at the next allreduce's first phase: the choices change only
-    // between a collective's first and last phase.
-    timing_ = {size_class, bypass,
-               std::chrono::duration<double, std::nano>(Clock::now() - started).count() / static_cast<double>(bytes)};
-  }
+  note_time();
 }
 
 void ShmCollectives::publish_store_choices() {
@@ -493,7 +502,7 @@ void ShmCollectives::publish_store_choices() {
   const uint32_t choices = chooser_.choices();
   if (choices != control(me_)->store_choices.load(std::memory_order_relaxed)) {
     RINGCC_LOG(kDebug, "shared-memory allreduce: stores that bypass the cache for size classes 0x", std::hex, choices,
-               std::dec, " (bit c: from 2^c x 256 KiB)");
+               std::dec, " (bit c: from 2^c x 32 KiB)");
   }
   control(me_)->store_choices.store(choices, std::memory_order_release);
 }

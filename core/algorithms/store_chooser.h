@@ -7,7 +7,7 @@
 // the areas from the shared cache); under different caches, bypassing wins
 // by 1.4-2x (a plain store must first take away the copy a peer read). Nothing
 // the process can read tells the two apart, so the first rank of the host
-// times its allreduces per size class (a power of two of bytes, from 256 KiB)
+// times its allreduces per size class (a power of two of bytes, from 32 KiB)
 // with the way it used (past the first kWarmupCalls of the class, which pay
 // for page faults and cold caches), keeps a moving average of each way's
 // time per byte, uses the faster and tries the other once every
@@ -28,7 +28,7 @@ namespace ringcc {
 
 class StoreChooser {
  public:
-  static constexpr size_t kFromBytes = size_t{256} << 10;
+  static constexpr size_t kFromBytes = size_t{32} << 10;
   static constexpr int kClasses = 16;
   static constexpr uint32_t kWarmupCalls = 2;
   static constexpr uint32_t kExploreEvery = 32;

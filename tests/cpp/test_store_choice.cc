@@ -38,13 +38,13 @@ void test_stream_copy() {
 
 void test_size_classes() {
   EXPECT(StoreChooser::size_class(0) == -1);
-  EXPECT(StoreChooser::size_class((256 << 10) - 1) == -1);
-  EXPECT(StoreChooser::size_class(256 << 10) == 0);
-  EXPECT(StoreChooser::size_class((512 << 10) - 1) == 0);
-  EXPECT(StoreChooser::size_class(512 << 10) == 1);
-  EXPECT(StoreChooser::size_class(1 << 20) == 2);
-  EXPECT(StoreChooser::size_class(16 << 20) == 6);
-  EXPECT(StoreChooser::size_class((64 << 20) + 5) == 8);
+  EXPECT(StoreChooser::size_class((32 << 10) - 1) == -1);
+  EXPECT(StoreChooser::size_class(32 << 10) == 0);
+  EXPECT(StoreChooser::size_class((64 << 10) - 1) == 0);
+  EXPECT(StoreChooser::size_class(64 << 10) == 1);
+  EXPECT(StoreChooser::size_class(1 << 20) == 5);
+  EXPECT(StoreChooser::size_class(16 << 20) == 9);
+  EXPECT(StoreChooser::size_class((64 << 20) + 5) == 11);
   EXPECT(StoreChooser::size_class(size_t{1} << 62) == StoreChooser::kClasses - 1);
 }
 
@@ -121,18 +121,18 @@ void test_chooser() {
   }
   {
     // A gain within kToBypass keeps plain stores; a clear one does not
-    // (class 2: 1 MiB).
+    // (class 5: 1 MiB).
     StoreChooser a, b;
     const int n = 8 * static_cast<int>(StoreChooser::kExploreEvery);
-    run(a, 2, 6, 1.0, 0.9);
-    EXPECT(run(a, 2, n, 1.0, 0.9) <= n / static_cast<int>(StoreChooser::kExploreEvery) + 1);
-    run(b, 2, 6, 1.0, 0.8);
-    EXPECT(run(b, 2, n, 1.0, 0.8) >= n - n / static_cast<int>(StoreChooser::kExploreEvery) - 1);
+    run(a, 5, 6, 1.0, 0.9);
+    EXPECT(run(a, 5, n, 1.0, 0.9) <= n / static_cast<int>(StoreChooser::kExploreEvery) + 1);
+    run(b, 5, 6, 1.0, 0.8);
+    EXPECT(run(b, 5, n, 1.0, 0.8) >= n - n / static_cast<int>(StoreChooser::kExploreEvery) - 1);
   }
   {
-    // Below 1 MiB (classes 0 and 1) the gain must pass kToBypassBelow1MiB:
+    // Below 1 MiB (classes 0 to 4) the gain must pass kToBypassBelow1MiB:
     // 20% keeps plain stores there, 40% does not.
-    for (int cls : {0, 1}) {
+    for (int cls : {0, 4}) {
       StoreChooser a, b;
       const int n = 8 * static_cast<int>(StoreChooser::kExploreEvery);
       run(a, cls, 6, 1.0, 0.8);
