@@ -384,10 +384,7 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
   // store_chooser.h); it times the allreduce for its next choices.
   const size_t bytes = static_cast<size_t>(count) * es;
   const int size_class = StoreChooser::size_class(bytes);
-  bool bypass = store_mode_ == StoreMode::kBypass;
-  if (store_mode_ == StoreMode::kAuto && size_class >= 0) {
-    bypass = (control(0)->store_choices.load(std::memory_order_acquire) >> size_class) & 1U;
-  }
+  const bool bypass = bypasses(size_class);
   const bool timed = me_ == 0 && store_mode_ == StoreMode::kAuto && size_class >= 0;
   const auto started = timed ? Clock::now() : Clock::time_point{};
   // Recorded now, taken into the choices at the next allreduce's first
@@ -494,6 +491,11 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
     }
   }
   note_time();
+}
+
+bool ShmCollectives::bypasses(int size_class) const {
+  if (store_mode_ != StoreMode::kAuto || size_class < 0) return store_mode_ == StoreMode::kBypass;
+  return (control(0)->store_choices.load(std::memory_order_acquire) >> size_class) & 1U;
 }
 
 void ShmCollectives::publish_store_choices() {
