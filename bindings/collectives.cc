@@ -1580,9 +1580,16 @@ void bind_module_collectives(py::module_& m) {
   m.def(
       "join",
       [] {
-        std::shared_ptr<ringcc::Work> work = engine().join();
-        BlockingCall call;
-        work->wait(-1);
+        ringcc::Engine& e = engine();
+        std::shared_ptr<ringcc::Work> work = e.join();
+        try {
+          BlockingCall call;
+          work->wait(-1);
+        } catch (...) {
+          if (work->done()) e.join_collected(work);  // its error, told now; not an interrupted wait
+          throw;
+        }
+        e.join_collected(work);
         return work->list()[0].result_count;
       },
       "Blocks until every rank has joined; meanwhile this rank takes part in the others'\n"

@@ -150,6 +150,9 @@ class Job:
             elif kind == "join":
                 self.interrupted(record, signaller, ringcc.join)
                 open(self.marker(tag), "w").close()
+                # Taken up again only once the join has finished and the
+                # peer has gone on: the interrupted join's result, still.
+                record["peer_done_seen"] = self.wait_for_marker(tag + "-peer-done")
                 self.after(record, "again", ringcc.join)
             elif kind in ("barrier", "allreduce"):
                 call = ringcc.barrier if kind == "barrier" else (lambda: ringcc.allreduce(x))
@@ -187,6 +190,7 @@ class Job:
                 )
             elif kind == "join":
                 self.after(record, "peer_call", ringcc.join)
+                open(self.marker(tag + "-peer-done"), "w").close()
             elif kind == "barrier":
                 self.after(record, "peer_call", ringcc.barrier)
             elif kind == "init":

@@ -167,6 +167,10 @@ def test_signal_interrupts_a_blocked_wait(interrupt_records, kind, which):
         assert peer["peer_call"][0] == "ok", context
         if kind != "join":
             assert waiter["again"][1] == peer["peer_call"][1] == "[3.0, 3.0, 3.0, 3.0]", context
+        else:
+            # Taken up after the peer's join returned: the same join's result.
+            assert waiter["peer_done_seen"], context
+            assert waiter["again"][1] == peer["peer_call"][1], context
     elif kind == "init":
         assert waiter["init_again"][0] == "ok" and peer["peer_call"][0] == "ok", context
     else:

@@ -183,14 +183,21 @@ bool Engine::caller_waits() {
 std::shared_ptr<Work> Engine::join() {
   auto work = std::make_shared<Work>(std::vector<CollectiveArgs>(1), false);
   std::unique_lock<std::mutex> lock(mu_);
-  // A join already in progress (a wait for it was interrupted, or another
-  // thread joined): wait for the same one.
+  // A join in progress, or finished with nobody told of its outcome (a
+  // wait for it was interrupted, or another thread joined): the same one.
   if (join_work_) return join_work_;
+  if (unclaimed_join_) return unclaimed_join_;
   if (!broken_.empty()) raise(broken_kind_, broken_);
   if (stopped_) raise(ErrorKind::kNotInitialized, "ringcc has been shut down");
   join_work_ = work;
+  unclaimed_join_ = work;
   cv_.notify_all();
   return work;
+}
+
+void Engine::join_collected(const std::shared_ptr<Work>& work) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (unclaimed_join_ == work) unclaimed_join_.reset();
 }
 
 void Engine::start_timeline(const std::string& path) {

@@ -90,6 +90,11 @@ class Engine {
   // Queues this rank's join: it completes when every rank has joined; its
   // result_count is the last rank to join.
   std::shared_ptr<Work> join();
+  // The caller of join() has its outcome (a result or an error): the next
+  // join() starts a new one. Until then join() returns the same Work, so a
+  // wait that a signal interrupted can be taken up again even when the join
+  // finished in the meantime (and the peers went on, or shut down).
+  void join_collected(const std::shared_ptr<Work>& work);
   // Starts the next cycle now instead of at the cycle time: for a caller
   // that is about to block on `waiting`, a Work this engine returned. The
   // nudge lasts until that Work is done, so a caller whose tensor a cycle
@@ -194,6 +199,7 @@ class Engine {
   // enqueue() finds its name and description in place.
   std::vector<std::unique_ptr<LocalEntry>> idle_by_bit_;
   std::shared_ptr<Work> join_work_;
+  std::shared_ptr<Work> unclaimed_join_;  // the last join, until join_collected()
   // Names enqueued on this rank whose collectives have not completed: by
   // cache bit, and (names enqueued without one) by name. enqueue() refuses
   // a name in flight.
