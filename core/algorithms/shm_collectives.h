@@ -64,11 +64,11 @@ class ShmCollectives {
 
  private:
   void allreduce(CollectiveArgs& a, Deadline dl);
-  // The first rank: folds the last timed allreduce into the chooser and
-  // publishes its choices.
   // Whether an allreduce of this size class writes the peer-read parts of
   // its area with stores that bypass the cache.
   bool bypasses(int size_class) const;
+  // The first rank: folds the last timed allreduce into the chooser and
+  // publishes its choices.
   void publish_store_choices();
   void reduce_scatter(CollectiveArgs& a, Deadline dl);
   void allgather(CollectiveArgs& a, Deadline dl);

@@ -185,7 +185,7 @@ std::shared_ptr<Work> Engine::join() {
   std::unique_lock<std::mutex> lock(mu_);
   // A join in progress, or finished with nobody told of its outcome (a
   // wait for it was interrupted, or another thread joined): the same one.
-  if (join_work_) return join_work_;
+  // (A join in progress, join_work_, is always the unclaimed one.)
   if (unclaimed_join_) return unclaimed_join_;
   if (!broken_.empty()) raise(broken_kind_, broken_);
   if (stopped_) raise(ErrorKind::kNotInitialized, "ringcc has been shut down");
