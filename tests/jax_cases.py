@@ -567,6 +567,28 @@ def _(ctx):
     expect(bool(np.all(host(y) == ctx.size)), "usable after a mismatch")
 
 
+@case("errors/failed-token-not-kept")
+def _(ctx):
+    # On a GPU a failed collective leaves JAX an output token that holds its
+    # error; JAX would hand that token to the next ringcc call, which would
+    # raise the old error forever. Plant such a token (a CPU computation
+    # fails synchronously and leaves none) and expect the next call to work.
+    from jax._src import core as jax_core
+    from jax._src import dispatch
+
+    from ringcc.jax import _primitives
+
+    class FailedBuffer:
+        def block_until_ready(self):
+            raise RuntimeError("INVALID_ARGUMENT: ringcc.MismatchError: the earlier failure")
+
+    dispatch.runtime_tokens.current_tokens[_primitives.effect] = jax_core.Token(FailedBuffer())
+    y = jax.jit(rj.allreduce)(jnp.ones((2,), jnp.float32))
+    expect(bool(np.all(host(y) == ctx.size)), f"after a failed token: {host(y)}")
+    kept = dispatch.runtime_tokens.current_tokens.get(_primitives.effect)
+    expect(not isinstance(getattr(kept, "_buf", None), FailedBuffer), "the failed token is still current")
+
+
 @case("errors/one-rank-arguments", min_size=2)
 def _(ctx):
     # The last rank passes an argument only it finds wrong (while tracing):
