@@ -162,8 +162,17 @@ def ring_collectives(ctx):
         want_bits &= 0b111 ^ (1 << q)
     all_equal(bits, float(want_bits), "BAND")
     pm = late(3, float(r + 1))
-    dist.all_reduce(pm, op=dist._make_nccl_premul_sum(2.0))
-    all_equal(pm, 2.0 * triangle(n), "PREMUL_SUM 2")
+    premul = dist._make_nccl_premul_sum(2.0)
+    if hasattr(premul, "factor"):
+        dist.all_reduce(pm, op=premul)
+        all_equal(pm, 2.0 * triangle(n), "PREMUL_SUM 2")
+    else:  # this torch keeps the factor from Python: a clear refusal
+        try:
+            dist.all_reduce(pm, op=premul)
+            raise AssertionError("PREMUL_SUM without ReduceOp.factor was not refused")
+        except ValueError as error:
+            if "ReduceOp.factor" not in str(error):
+                raise AssertionError(f"PREMUL_SUM refusal: {error}") from error
     dist.barrier()
 
 

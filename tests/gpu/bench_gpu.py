@@ -1,7 +1,7 @@
 """The GPU benchmark of `bash tests/gpu/run.sh`, and what tells where the
 time goes.
 
-    python tests/gpu/bench_gpu.py [--out FILE] [--quick] [--no-mps]
+    python tests/gpu/bench_gpu.py [--out FILE] [--quick] [--no-mps | --mps-only]
 
 1. `python -m bench.allreduce --device cuda` (torch float32 tensors on the
    machine's first GPU, allreduce, blocking calls: the collective then
@@ -25,8 +25,9 @@ time goes.
      RINGCC_GPU_TRACE on 2 ranks (CUDA IPC, 8 B and 1 MiB), summed up by
        bench.gpu_trace: host and device phases per rank, and where each
        rank's device work ran;
-     the 2-rank CUDA IPC configuration and the floor again under NVIDIA's
-       Multi-Process Service (MPS: the processes share one GPU context),
+     the CUDA IPC (2 and 4 ranks, beside torch's gloo) and host staging
+       configurations and the floor again under NVIDIA's Multi-Process
+       Service (MPS: the processes' kernels run side by side),
        with a private MPS daemon started for it and stopped after (skipped
        when nvidia-cuda-mps-control is missing, or with --no-mps).
 Results go to --out as JSON. Refuses to run on ringcc's test double of the
@@ -55,6 +56,13 @@ CONFIGS = [
     ("ringcc ipc, host flags", 2, {"RINGCC_GPU_BACKEND": "ipc", "RINGCC_IPC_FLAGS": "host"}, None),
     ("ringcc host", 2, {"RINGCC_GPU_BACKEND": "host"}, None),
     ("ringcc ipc", 4, {"RINGCC_GPU_BACKEND": "ipc"}, None),
+]
+# Under MPS the processes' kernels run side by side instead of in turns:
+# the same configurations again, each beside its peer under MPS as well.
+MPS_CONFIGS = [
+    ("ringcc ipc under MPS", 2, {"RINGCC_GPU_BACKEND": "ipc"}, "gloo"),
+    ("ringcc host under MPS", 2, {"RINGCC_GPU_BACKEND": "host"}, None),
+    ("ringcc ipc under MPS", 4, {"RINGCC_GPU_BACKEND": "ipc"}, "gloo"),
 ]
 
 
@@ -391,6 +399,7 @@ def main() -> int:
     parser.add_argument("--out", default=None, help="JSON file for the results")
     parser.add_argument("--quick", action="store_true", help="shorter points")
     parser.add_argument("--no-mps", action="store_true", help="skip the runs under MPS")
+    parser.add_argument("--mps-only", action="store_true", help="only the runs under MPS")
     parser.add_argument("--worker", default="")
     parser.add_argument("--store", default="")
     parser.add_argument("--result", default="")
@@ -416,12 +425,13 @@ def main() -> int:
     started = time.monotonic()
     doc = {"device": device, "rows": [], "diagnostics": {}}
     with tempfile.TemporaryDirectory() as scratch:
-        for label, n, env, peer in CONFIGS:
-            doc["rows"] += run_config(label, n, env, peer, scratch, args.quick)
-        print("diagnostics:")
-        doc["diagnostics"]["world size 1 host cost"] = diagnose_enqueue(scratch)
-        doc["diagnostics"]["floor"] = diagnose_floor(scratch, "time-sliced", {})
-        doc["diagnostics"]["trace"] = diagnose_trace(scratch, {})
+        if not args.mps_only:
+            for label, n, env, peer in CONFIGS:
+                doc["rows"] += run_config(label, n, env, peer, scratch, args.quick)
+            print("diagnostics:")
+            doc["diagnostics"]["world size 1 host cost"] = diagnose_enqueue(scratch)
+            doc["diagnostics"]["floor"] = diagnose_floor(scratch, "time-sliced", {})
+            doc["diagnostics"]["trace"] = diagnose_trace(scratch, {})
         if args.no_mps or os.environ.get("RINGCC_BENCH_MPS") == "0":
             print("  MPS: skipped (--no-mps or RINGCC_BENCH_MPS=0)")
         else:
@@ -429,10 +439,9 @@ def main() -> int:
                 if mps_env is None:
                     print("  MPS: skipped (nvidia-cuda-mps-control is not on PATH, or its daemon did not start)")
                 else:
-                    print("  under MPS (a private daemon):")
-                    doc["rows"] += run_config(
-                        "ringcc ipc under MPS", 2, {"RINGCC_GPU_BACKEND": "ipc", **mps_env}, None, scratch, args.quick
-                    )
+                    print("  under MPS (a private daemon), the peer under MPS too:")
+                    for label, n, env, peer in MPS_CONFIGS:
+                        doc["rows"] += run_config(label, n, {**env, **mps_env}, peer, scratch, args.quick)
                     doc["diagnostics"]["floor under MPS"] = diagnose_floor(scratch, "MPS", mps_env)
     print(f"bench_gpu: done in {time.monotonic() - started:.0f} s")
     if args.out:

@@ -97,7 +97,9 @@ log "tests/gpu exit status $status ($(( $(date +%s) - started )) s)"
 
 log "bench"
 # python -m bench.allreduce --device cuda per configuration, then what tells
-# where the time goes (RINGCC_BENCH_MPS=0 skips the runs under MPS).
-timeout 240 "$RUN" tests/gpu/bench_gpu.py --out "$OUT/bench.json" 2>&1 | tee -a "$LOG"
+# where the time goes (RINGCC_BENCH_MPS=0 skips the runs under MPS;
+# RINGCC_GPU_BENCH_ARGS adds options, e.g. --mps-only or --quick).
+# shellcheck disable=SC2086
+timeout 240 "$RUN" tests/gpu/bench_gpu.py --out "$OUT/bench.json" ${RINGCC_GPU_BENCH_ARGS:-} 2>&1 | tee -a "$LOG"
 log "done in $(( $(date +%s) - started )) s; logs in $OUT"
 exit "$status"

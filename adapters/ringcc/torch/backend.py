@@ -185,9 +185,10 @@ def _reduction(opts) -> tuple[object, float]:
     op = getattr(opts, "reduceOp", dist.ReduceOp.SUM)
     kind = op.op if hasattr(op, "op") else op
     if kind == _RedOpType.PREMUL_SUM:
-        if not hasattr(op, "factor"):  # torch before 2.7 keeps it from Python
+        if not hasattr(op, "factor"):  # some torch releases keep it from Python
             raise ValueError(
-                f"PREMUL_SUM needs torch 2.7 or later with backend 'ring' (this is torch {torch.__version__})"
+                "PREMUL_SUM with backend 'ring' needs a torch whose ReduceOp shows its factor "
+                f"to Python (ReduceOp.factor); torch {torch.__version__}'s does not"
             )
         factor = op.factor
         return kind, float(factor.item() if isinstance(factor, torch.Tensor) else factor)
