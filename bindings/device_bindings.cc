@@ -49,6 +49,7 @@ py::dict device_dict(const ringcc::device::DeviceProperties& p) {
   d["compute_capability"] = py::make_tuple(p.cc_major, p.cc_minor);
   d["multiprocessors"] = p.multiprocessors;
   d["total_memory"] = p.total_memory;
+  d["mps"] = p.mps < 0 ? py::object(py::none()) : py::object(py::bool_(p.mps == 1));
   return d;
 }
 

@@ -95,8 +95,14 @@ GROUPS = {
         (),
         True,
     ),
-    # The flag words in registered host memory instead of device memory.
-    "ipc-2-host-flags": (2, {"RINGCC_TEST_EXPECT_BACKEND": "ipc", "RINGCC_IPC_FLAGS": "host"}, (), True),
+    # The flag words in registered host memory instead of device memory;
+    # the stand-in says the ranks share the device through MPS.
+    "ipc-2-host-flags": (
+        2,
+        {"RINGCC_TEST_EXPECT_BACKEND": "ipc", "RINGCC_IPC_FLAGS": "host", "RINGCC_FAKE_CUDA_MPS": "1"},
+        (),
+        True,
+    ),
     "host-2": (2, {"RINGCC_GPU_BACKEND": "host", "RINGCC_TEST_EXPECT_BACKEND": "host"}, (), False),
     # Over TCP (the agreement through the ring header exchange), with small
     # pipelined chunks.
@@ -213,6 +219,7 @@ def test_cuda_info_reports_the_stand_in_and_its_device(fake_cuda):
     assert info["path"] == fake_cuda["RINGCC_CUDA_LIB"]
     [device] = info["devices"]
     assert "test double" in device["name"] and device["compute_capability"] == [9, 0]
+    assert device["mps"] is False, device
     assert re.fullmatch(r"GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", device["uuid"])
     report = subprocess.run(
         [sys.executable, "-m", "ringcc.launcher", "--check-build"],
@@ -224,6 +231,19 @@ def test_cuda_info_reports_the_stand_in_and_its_device(fake_cuda):
     assert report.returncode == 0, report.stderr
     assert f"[X] CUDA driver 13.0 ({fake_cuda['RINGCC_CUDA_LIB']})" in report.stdout
     assert "cuda:0 ringcc stand-in CUDA driver (test double" in report.stdout
+    assert ", MPS off" in report.stdout, report.stdout
+
+
+def test_ranks_sharing_a_gpu_without_mps_are_told_once(ranks, fake_cuda, request):
+    # Without MPS the GPU runs the ranks' processes in turns (0.3 ms a
+    # collective on an H100): the first rank says so once, naming the fix;
+    # under MPS (the stand-in's RINGCC_FAKE_CUDA_MPS=1) nothing is said.
+    advice = "without MPS: the GPU runs their processes in turns"
+    without = run_group(ranks, "ipc-3", fake_cuda, request).completed.stderr
+    assert without.count(advice) == 1, without[-3000:]
+    assert "nvidia-cuda-mps-control -d" in without
+    under_mps = run_group(ranks, "ipc-2-host-flags", fake_cuda, request).completed.stderr
+    assert advice not in under_mps, under_mps[-3000:]
 
 
 def rank(host="h", uuid="GPU-a", nccl=True, nvrtc=True, forced=""):

@@ -102,7 +102,9 @@ def cuda_info():
     "version" (the CUDA version the driver supports, "13.0"), "version_code",
     "initialized" (cuInit succeeded), "error", "devices": [{"index", "name",
     "uuid", "pci_bus_id", "compute_capability", "multiprocessors",
-    "total_memory"}], "nvrtc": library_info("nvrtc")}."""
+    "total_memory", "mps" (processes share the device through NVIDIA's MPS:
+    True or False; None where the driver does not say)}], "nvrtc":
+    library_info("nvrtc")}."""
     info = dict(configure()._cuda_info())
     info["nvrtc"] = library_info("nvrtc")
     return info

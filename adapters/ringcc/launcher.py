@@ -1018,9 +1018,10 @@ def format_build_report(build_info: Mapping, installed_frameworks: Mapping[str, 
                     if library.get("initialized"):
                         for device in library.get("devices", []):
                             cc = ".".join(str(v) for v in device.get("compute_capability", ()))
+                            mps = {True: ", MPS on", False: ", MPS off"}.get(device.get("mps"), "")
                             lines.append(
                                 f"          cuda:{device.get('index')} {device.get('name')}, "
-                                f"sm {cc}, {device.get('uuid')}, PCI {device.get('pci_bus_id')}"
+                                f"sm {cc}, {device.get('uuid')}, PCI {device.get('pci_bus_id')}{mps}"
                             )
                         if not library.get("devices"):
                             lines.append("          no CUDA device")

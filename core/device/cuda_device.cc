@@ -30,6 +30,8 @@ DeviceProperties query(const DriverApi& api, int ordinal) {
   api.cuDeviceGetAttribute(&p.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
   api.cuDeviceGetAttribute(&p.multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
   api.cuDeviceTotalMem_v2(&p.total_memory, dev);
+  int mps = 0;
+  if (api.cuDeviceGetAttribute(&mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, dev) == CUDA_SUCCESS) p.mps = mps != 0;
   return p;
 }
 

@@ -26,6 +26,10 @@ struct DeviceProperties {
   int cc_major = 0, cc_minor = 0;
   int multiprocessors = 0;
   size_t total_memory = 0;
+  // Whether processes' contexts on this device are shared through NVIDIA's
+  // Multi-Process Service: 1 yes, 0 no, -1 the driver does not say (a
+  // driver older than the attribute).
+  int mps = -1;
 };
 
 // Every device the driver sees (the driver must have initialised).

@@ -207,6 +207,11 @@ CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
       *v = 4;
       break;
+    case CU_DEVICE_ATTRIBUTE_MPS_ENABLED: {
+      const char* mps = std::getenv("RINGCC_FAKE_CUDA_MPS");
+      *v = mps != nullptr && std::strcmp(mps, "1") == 0;
+      break;
+    }
     default:
       *v = 0;
       break;

@@ -59,6 +59,7 @@ class IpcBackend : public Backend {
   cuda::CUdeviceptr flag(int owner, Flag which, int from) const;
   uint8_t* area(int rank) const;
   void check_usable() const;
+  void advise_mps() const;
   void begin_step(cuda::CUstream s);
   // Writes this step's generation as this rank's word `which` in the pages
   // of every peer (and, for kDone, its own: the next step, maybe on another
