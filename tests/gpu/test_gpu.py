@@ -138,3 +138,14 @@ def test_cuda_info_names_the_gpu():
     device = info["devices"][0]
     assert device["name"] and device["uuid"].startswith("GPU-") and device["compute_capability"][0] >= 5
     assert info["nvrtc"]["found"], info["nvrtc"]
+
+
+def test_mps_advice_follows_the_driver(ranks):
+    # The first rank of ranks sharing the GPU warns once when the driver says
+    # the device is not shared through MPS, and stays quiet when it is.
+    mps = ringcc.cuda_info()["devices"][0]["mps"]
+    if mps is None:
+        pytest.skip("this driver does not say whether MPS serves the device")
+    stderr = run_group(ranks, "ipc-4").completed.stderr
+    advice = "without MPS: the GPU runs their processes in turns"
+    assert stderr.count(advice) == (0 if mps else 1), stderr[-3000:]
