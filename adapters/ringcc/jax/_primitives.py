@@ -87,15 +87,16 @@ def _guard_failed_tokens():
         return
     get_token_input = tokens.get_token_input
 
-    def guarded(self, eff, devices):
-        if eff is effect:
-            token = self.current_tokens.get(eff)
+    def guarded(self, eff, *args, **kwargs):
+        tokens = getattr(self, "current_tokens", None)
+        if eff is effect and isinstance(tokens, dict):
+            token = tokens.get(eff)
             if token is not None and hasattr(token, "block_until_ready"):
                 try:
                     token.block_until_ready()
                 except Exception:  # the error reached the failed call's outputs
-                    del self.current_tokens[eff]
-        return get_token_input(self, eff, devices)
+                    tokens.pop(eff, None)
+        return get_token_input(self, eff, *args, **kwargs)
 
     tokens.get_token_input = guarded
     tokens._ringcc_guarded = True
