@@ -22,7 +22,8 @@ the reductions) can be differentiated (jax.grad, jax.jvp) and vmapped.
 
 Tested with jax >= 0.6 and < 0.11 (ringcc._versions.TESTED_JAX); importing
 ringcc.jax with another jax logs a warning (logger "ringcc.jax"). Only JAX's
-public API is used (see _primitives.py).
+public API is used (see _primitives.py), except to restart ringcc's token
+chain after a call that failed on a GPU (see _token_guard.py).
 """
 
 try:

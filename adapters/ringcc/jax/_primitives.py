@@ -37,6 +37,7 @@ from jax.interpreters import mlir as _mlir
 
 import ringcc
 from ringcc import _core
+from ringcc.jax._token_guard import guard_failed_tokens
 
 # The element types the core moves and reduces (bindings/jax_ffi.cc maps the
 # same ones from XLA's).
@@ -71,38 +72,7 @@ effect = RingccEffect()
 _ABSTRACT_TOKEN = jax.make_jaxpr(jax.lax.create_token)().out_avals[0]
 
 
-def _guard_failed_tokens():
-    """After a computation with ringcc's effect fails on an asynchronous
-    device (a GPU), JAX keeps its output token, which holds that error, as
-    the input of the next such computation; every later ringcc call would
-    then raise the first error again (JAX's ordered effects do this for
-    every effect). The failed call's own outputs still carry its error;
-    here the next call starts a fresh token chain instead. JAX blocks on the
-    previous token before each such call anyway, so the check costs
-    nothing more."""
-    from jax._src import dispatch
-
-    tokens = getattr(dispatch, "RuntimeTokenSet", None)
-    if tokens is None or getattr(tokens, "_ringcc_guarded", False):
-        return
-    get_token_input = tokens.get_token_input
-
-    def guarded(self, eff, *args, **kwargs):
-        tokens = getattr(self, "current_tokens", None)
-        if eff is effect and isinstance(tokens, dict):
-            token = tokens.get(eff)
-            if token is not None and hasattr(token, "block_until_ready"):
-                try:
-                    token.block_until_ready()
-                except Exception:  # the error reached the failed call's outputs
-                    tokens.pop(eff, None)
-        return get_token_input(self, eff, *args, **kwargs)
-
-    tokens.get_token_input = guarded
-    tokens._ringcc_guarded = True
-
-
-_guard_failed_tokens()
+guard_failed_tokens(effect)
 
 
 def _register_targets():
