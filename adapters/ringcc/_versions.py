@@ -15,7 +15,7 @@ from typing import Tuple
 # registers through) and later.
 LOWEST_TORCH = "2.5"
 # jax: [low, high). ringcc.jax warns on a jax outside this range.
-TESTED_JAX: tuple[str, str] = ("0.6", "0.11")
+TESTED_JAX: tuple[str, str] = ("0.6", "0.13")
 
 
 def version_tuple(text: str) -> tuple[int, ...]:

@@ -20,7 +20,7 @@ would require it; all ranks run the same program.
 allreduce, broadcast, allgather, reduce_scatter and alltoall (sum/average for
 the reductions) can be differentiated (jax.grad, jax.jvp) and vmapped.
 
-Tested with jax >= 0.6 and < 0.11 (ringcc._versions.TESTED_JAX); importing
+Tested with jax >= 0.6 and < 0.13 (ringcc._versions.TESTED_JAX); importing
 ringcc.jax with another jax logs a warning (logger "ringcc.jax"). Only JAX's
 public API is used (see _primitives.py), except to restart ringcc's token
 chain after a call that failed on a GPU (see _token_guard.py).
