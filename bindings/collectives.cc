@@ -20,6 +20,7 @@
 #include "bindings/global_communicator.h"
 #include "bindings/handle.h"
 #include "bindings/output_memory.h"
+#include "bindings/output_rows.h"
 #include "bindings/prepared.h"
 #include "core/base/env.h"
 #include "core/base/error.h"
@@ -870,10 +871,9 @@ PyObject* allreduce_async_inplace(PyObject* general, PyObject* const* args, Py_s
 
 // A tensor an adapter described itself: its address, shape (a tuple of
 // ints) and core dtype code, checked; `fn` names the entry point in errors.
-HostTensor raw_tensor(const char* fn, PyObject* ptr_obj, PyObject* shape_obj, PyObject* dtype_obj) {
+// raw_tensor() without the address (in.ptr null).
+HostTensor raw_shape(const char* fn, PyObject* shape_obj, PyObject* dtype_obj) {
   const std::string f(fn);
-  void* ptr = PyLong_AsVoidPtr(ptr_obj);
-  if (!ptr && PyErr_Occurred()) throw py::error_already_set();
   const long dtype = PyLong_AsLong(dtype_obj);
   if (dtype == -1 && PyErr_Occurred()) throw py::error_already_set();
   if (dtype < 0 || dtype >= ringcc::kNumDataTypes) {
@@ -881,7 +881,6 @@ HostTensor raw_tensor(const char* fn, PyObject* ptr_obj, PyObject* shape_obj, Py
   }
   if (!PyTuple_Check(shape_obj)) throw py::type_error(f + ": shape must be a tuple of ints");
   HostTensor in;
-  in.ptr = ptr;
   in.dtype = static_cast<ringcc::DataType>(dtype);
   int64_t* shape = in.resize(static_cast<size_t>(PyTuple_GET_SIZE(shape_obj)));
   in.count = 1;
@@ -894,8 +893,37 @@ HostTensor raw_tensor(const char* fn, PyObject* ptr_obj, PyObject* shape_obj, Py
     shape[i] = d;
     in.count *= d;
   }
-  if (!ptr && in.count > 0) throw py::value_error(f + ": null data_ptr");
   return in;
+}
+
+// A raw entry point's data_ptr argument for `count` elements.
+void* raw_address(const char* fn, PyObject* ptr_obj, int64_t count) {
+  void* ptr = PyLong_AsVoidPtr(ptr_obj);
+  if (!ptr && PyErr_Occurred()) throw py::error_already_set();
+  if (!ptr && count > 0) throw py::value_error(std::string(fn) + ": null data_ptr");
+  return ptr;
+}
+
+HostTensor raw_tensor(const char* fn, PyObject* ptr_obj, PyObject* shape_obj, PyObject* dtype_obj) {
+  HostTensor in = raw_shape(fn, shape_obj, dtype_obj);
+  in.ptr = raw_address(fn, ptr_obj, in.count);
+  return in;
+}
+
+// The output of an out-of-place raw call and its description in *out: the
+// (tensor, data_ptr) given, or where `tensor` is an _OutputRows, a new row
+// of it for `source`. A new reference.
+py::object raw_output(const char* fn, PyObject* tensor, PyObject* ptr_obj, PyObject* shape_obj, PyObject* dtype_obj,
+                      PyObject* source, HostTensor* out) {
+  *out = raw_shape(fn, shape_obj, dtype_obj);
+  PyObject* row = nullptr;
+  const size_t bytes = static_cast<size_t>(out->count) * ringcc::dtype_size(out->dtype);
+  if (take_output_row(tensor, source, out->shape(), out->ndim, bytes, static_cast<int>(out->dtype), &row,
+                      &out->ptr)) {
+    return py::reinterpret_steal<py::object>(row);
+  }
+  out->ptr = raw_address(fn, ptr_obj, out->count);
+  return py::reinterpret_borrow<py::object>(tensor);
 }
 
 // A raw entry point's name argument: a non-empty str, its text in *text;
@@ -912,7 +940,7 @@ bool raw_name(const char* fn, PyObject* name, const char** text, Py_ssize_t* len
 // _core._broadcast_async_raw(tensor, data_ptr, shape, dtype, root, name
 // [, source, source_ptr]): the named broadcast of memory an adapter
 // described itself, in place, or (with source) from source's memory into
-// tensor's. The handle's result is `tensor`.
+// tensor's (or a new row of an _OutputRows). The handle's result is `tensor`.
 PyObject* broadcast_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   static constexpr const char* kFn = "_broadcast_async_raw";
   if (nargs != 6 && nargs != 8) {
@@ -926,22 +954,24 @@ PyObject* broadcast_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
   const char* name_text = nullptr;
   if (!raw_name(kFn, args[5], &name_text, &name_len)) return nullptr;
   try {
-    const HostTensor in = raw_tensor(kFn, args[1], args[2], args[3]);
     const long root = PyLong_AsLong(args[4]);
     if (root == -1 && PyErr_Occurred()) throw py::error_already_set();
     if (root < 0 || root > std::numeric_limits<int>::max()) {
       throw py::value_error(std::string(kFn) + ": invalid root " + std::to_string(root));
     }
+    HostTensor in;
     if (nargs == 6) {
+      in = raw_tensor(kFn, args[1], args[2], args[3]);
       return enqueue_named(engine(), broadcast_args(in, in.ptr, static_cast<int>(root)), in, args[0], nullptr,
                            name_text, name_len);
     }
+    const py::object out = raw_output(kFn, args[0], args[1], args[2], args[3], args[6], &in);
     void* src = PyLong_AsVoidPtr(args[7]);
     if (!src && PyErr_Occurred()) throw py::error_already_set();
     if (!src && in.count > 0) throw py::value_error(std::string(kFn) + ": null source_ptr");
     CollectiveArgs a = broadcast_args(in, in.ptr, static_cast<int>(root));
     a.in = src;
-    return enqueue_named(engine(), std::move(a), in, args[0], args[6], name_text, name_len);
+    return enqueue_named(engine(), std::move(a), in, out.ptr(), args[6], name_text, name_len);
   } catch (...) {
     return fail_named(CollectiveKind::kBroadcast, name_text, name_len);
   }
@@ -1010,7 +1040,7 @@ PyObject* allgather_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
 // _core._comm_allreduce_async_raw(comm, tensor, data_ptr, shape, dtype, op,
 // prescale, postscale[, source, source_ptr]): _allreduce_async_raw's
 // collective, unnamed, in issue order on communicator `comm` (an adapter's
-// process set). The handle's result is `tensor`.
+// process set). The handle's result is `tensor` (or its new row).
 PyObject* comm_allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   static constexpr const char* kFn = "_comm_allreduce_async_raw";
   if (nargs != 8 && nargs != 10) {
@@ -1033,9 +1063,16 @@ PyObject* comm_allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t 
     if (op == -1 && PyErr_Occurred()) throw py::error_already_set();
     const double pre = scale_factor_of(args[6], "prescale_factor");
     const double post = scale_factor_of(args[7], "postscale_factor");
-    const HostTensor in = raw_tensor(kFn, args[2], args[3], args[4]);
     if (op < 0 || op > static_cast<long>(ringcc::ReduceOp::kProduct)) {
       throw py::value_error(std::string(kFn) + ": invalid op code " + std::to_string(op));
+    }
+    HostTensor in;
+    py::object out;
+    if (nargs == 10) {
+      out = raw_output(kFn, args[1], args[2], args[3], args[4], args[8], &in);
+    } else {
+      in = raw_tensor(kFn, args[2], args[3], args[4]);
+      out = py::reinterpret_borrow<py::object>(args[1]);
     }
     CollectiveArgs a = in_place_allreduce(in, static_cast<int>(op), pre, post);
     if (nargs == 10) {
@@ -1050,7 +1087,7 @@ PyObject* comm_allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t 
       h->work = c->submit(std::move(a));
     }
     h->fixed_result = true;
-    h->result = py::reinterpret_borrow<py::object>(args[1]);
+    h->result = out;
     if (nargs == 10) h->source = py::reinterpret_borrow<py::object>(args[8]);
     return handle.release().ptr();
   } catch (...) {
@@ -1071,7 +1108,8 @@ PyObject* comm_allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t 
 // framework's DLPack export per tensor (torch's costs microseconds).
 // With two more arguments (source, source_ptr) the call is out of place:
 // it reads source's memory at source_ptr (same shape and dtype) and writes
-// `tensor`'s, keeping source alive until done.
+// `tensor`'s, keeping source alive until done; `tensor` may then be an
+// _OutputRows (data_ptr is not read): the output and result is a new row.
 PyObject* allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 8 && nargs != 10) {
     PyErr_Format(PyExc_TypeError,
@@ -1094,19 +1132,21 @@ PyObject* allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
     if (op == -1 && PyErr_Occurred()) throw py::error_already_set();
     const double pre = scale_factor_of(args[6], "prescale_factor");
     const double post = scale_factor_of(args[7], "postscale_factor");
-    HostTensor in = raw_tensor("_allreduce_async_raw", args[1], shape_obj, args[3]);
     if (op < 0 || op > static_cast<long>(ringcc::ReduceOp::kProduct)) {
       throw py::value_error("_allreduce_async_raw: invalid op code " + std::to_string(op));
     }
+    HostTensor in;
     if (nargs == 8) {
+      in = raw_tensor("_allreduce_async_raw", args[1], shape_obj, args[3]);
       return enqueue_in_place(engine(), tensor, name_text, name_len, in, static_cast<int>(op), pre, post);
     }
+    const py::object out = raw_output("_allreduce_async_raw", tensor, args[1], shape_obj, args[3], args[8], &in);
     void* src = PyLong_AsVoidPtr(args[9]);
     if (!src && PyErr_Occurred()) throw py::error_already_set();
     if (!src && in.count > 0) throw py::value_error("_allreduce_async_raw: null source_ptr");
     CollectiveArgs a = in_place_allreduce(in, static_cast<int>(op), pre, post);
     a.in = src;
-    return enqueue_named(engine(), std::move(a), in, tensor, args[8], name_text, name_len);
+    return enqueue_named(engine(), std::move(a), in, out.ptr(), args[8], name_text, name_len);
   } catch (...) {
     return fail_named_in_place(name_text, name_len);
   }
@@ -1623,6 +1663,7 @@ void bind_module_collectives(py::module_& m) {
 void bind_collectives(py::module_& m) {
   bind_handle(m);
   bind_output_memory(m.ptr());
+  bind_output_rows(m.ptr());
   m.def("_pooled_output_bytes", [] { return pooled_output_bytes(); });
   bind_fast_paths(m);
   bind_communicator(m);

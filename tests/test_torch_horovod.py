@@ -355,3 +355,61 @@ def test_single_process_lifecycle():
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "single-process OK" in result.stdout
+
+
+def test_output_rows_slabs_grow_and_are_bounded():
+    """_core._OutputRows, the out-of-place direct paths' results: rows come
+    one after another from slabs the factory makes, a kind's slabs grow
+    from first_rows to max_rows, outputs larger than largest_bytes (and 0-d
+    ones) get a tensor of their own, rows not handed out stay under
+    held_bytes, and a factory that breaks its contract gets a TypeError."""
+    from ringcc import _core
+    from ringcc.torch.output_rows import new_rows
+
+    calls = []
+
+    def factory(source, k):
+        calls.append(k)
+        return new_rows(source, k)
+
+    rows = _core._OutputRows(factory, largest_bytes=64, first_rows=2, max_rows=8, held_bytes=256)
+    code = _core.DTYPE_CODES["float32"]
+    src = torch.ones(4)
+    taken = [rows.take(src, (4,), code, 4) for _ in range(2 + 4 + 8 + 8)]
+    assert calls == [2, 4, 8, 8]
+    for row, address in taken:
+        assert row.shape == (4,) and row.dtype == torch.float32 and row.data_ptr() == address
+    assert [a for _, a in taken[2:6]] == [taken[2][1] + 16 * i for i in range(4)], "rows follow one another"
+    assert len({a for _, a in taken}) == len(taken), "no row is handed out twice"
+    assert rows.held() == (1, 0)
+    # Outputs past largest_bytes and 0-d ones: one tensor each, no slab.
+    big, _ = rows.take(torch.ones(32), (32,), code, 4)
+    scalar, _ = rows.take(torch.ones(()), (), code, 4)
+    assert calls[-2:] == [1, 1] and big.shape == (32,) and scalar.shape == ()
+    assert rows.held() == (1, 0)
+    # A new slab of another kind: 1 row taken, 1 held; past held_bytes
+    # (256 bytes) of rows not handed out, the slabs are let go of.
+    rows.take(torch.ones(2, 2), (2, 2), code, 4)
+    assert rows.held() == (2, 16)
+    rows.take(torch.ones(3), (3,), _core.DTYPE_CODES["float64"], 8)
+    assert rows.held() == (3, 40)
+    for k in range(5, 12):
+        rows.take(torch.ones(k), (k,), code, 4)
+    kinds, held = rows.held()
+    assert held <= 256, (kinds, held)
+
+    def bad(result):
+        return _core._OutputRows(lambda source, k: result(k))
+
+    with pytest.raises(TypeError, match="must return \\(rows, address\\)"):
+        bad(lambda k: [torch.ones(4)] * k).take(src, (4,), code, 4)
+    with pytest.raises(TypeError, match="returned 1 rows, not 8"):
+        bad(lambda k: ((torch.ones(4),), 64)).take(src, (4,), code, 4)
+    with pytest.raises(TypeError, match="null address"):
+        bad(lambda k: ((torch.ones(4),) * k, 0)).take(src, (4,), code, 4)
+    with pytest.raises(ZeroDivisionError):
+        _core._OutputRows(lambda source, k: 1 / 0).take(src, (4,), code, 4)
+    with pytest.raises(ValueError, match="first_rows <= max_rows"):
+        _core._OutputRows(factory, first_rows=9, max_rows=8)
+    with pytest.raises(TypeError, match="callable"):
+        _core._OutputRows(42)

@@ -305,6 +305,70 @@ def _(ctx):
     )
 
 
+@case("allreduce/out_of_place_results_from_slabs")
+def _(ctx):
+    """The out-of-place direct paths' small results are rows of shared slabs
+    (ringcc.torch.output_rows): each must still behave as a tensor of its
+    own. Many results of one kind: distinct memory, right values, in-place
+    ops on one leave the others and their autograd alone, a kept result
+    survives later rounds, and growing one past its slab is refused instead
+    of moving its slab-mates' memory. Large and 0-d results are plain
+    tensors; broadcast_async takes rows too."""
+    from ringcc.torch import output_rows
+
+    n = 40  # several slabs of 4 KiB rows
+    inputs = [everyone(ctx, (1024,), torch.float32, salt=300 + i) for i in range(n)]
+    got = [hvd.synchronize(hvd.allreduce_async(x[ctx.rank], name=f"rows.{i}", op=hvd.Sum)) for i, x in enumerate(inputs)]
+    for i, g in enumerate(got):
+        same(g, reduce_ref(inputs[i], hvd.Sum), f"row result {i}")
+    spans = sorted((g.data_ptr(), g.data_ptr() + g.nbytes) for g in got)
+    expect(all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), "row results do not overlap")
+    expect(all(g._base is None and g.is_contiguous() for g in got), "row results are contiguous, not views")
+    slab_max = output_rows.MAX_ROWS * output_rows.LARGEST_BYTES
+    expect(max(g.untyped_storage().nbytes() for g in got) <= slab_max, f"a row keeps at most {slab_max} bytes alive")
+    # In-place ops on one result: the others' values and autograd are untouched.
+    w = torch.ones(1024, requires_grad=True)
+    loss = (w * got[1]).sum()  # saves got[1] for backward
+    got[0].mul_(2).add_(1)
+    got[2].zero_()
+    loss.backward()
+    same(w.grad, got[1], "autograd through a row whose slab-mates changed in place")
+    same(got[1], reduce_ref(inputs[1], hvd.Sum), "a slab-mate after in-place ops on its neighbours")
+    # A kept result survives later rounds (its row is never handed out again).
+    kept = got[3]
+    for round_ in range(3):
+        again = [hvd.synchronize(hvd.allreduce_async(x[ctx.rank], name=f"rows.{i}", op=hvd.Max)) for i, x in enumerate(inputs)]
+        same(again[5], reduce_ref(inputs[5], hvd.Max), f"round {round_}")
+    same(kept, reduce_ref(inputs[3], hvd.Sum), "a kept row result after three more rounds")
+    raises(RuntimeError, lambda: got[4].resize_(64 * 1024), "growing a row past its slab", "not resizable")
+    same(got[5], reduce_ref(inputs[5], hvd.Sum), "a slab-mate after a refused resize")
+    # Large (no slab) and 0-d results: tensors of their own memory.
+    big = everyone(ctx, (4096,), torch.float32, salt=350)
+    g = hvd.synchronize(hvd.allreduce_async(big[ctx.rank], name="rows.big", op=hvd.Sum))
+    same(g, reduce_ref(big, hvd.Sum), "a 16 KiB result")
+    expect(g.untyped_storage().nbytes() == g.nbytes, "a 16 KiB result has storage of its own")
+    scalars = everyone(ctx, (), torch.float64, salt=351)
+    g = hvd.synchronize(hvd.allreduce_async(scalars[ctx.rank], name="rows.scalar", op=hvd.Sum))
+    same(g, reduce_ref(scalars, hvd.Sum), "a 0-d result")
+    expect(g.untyped_storage().nbytes() == g.nbytes, "a 0-d result has storage of its own")
+    # Many kinds (more than the slabs kept at once), several dtypes.
+    for k in range(70):
+        dt = (torch.float32, torch.int64, torch.bfloat16)[k % 3]
+        xs = everyone(ctx, (k % 5 + 1, k + 1), dt, salt=400 + k)
+        same(
+            hvd.synchronize(hvd.allreduce_async(xs[ctx.rank], name=f"rows.kind.{k}", op=hvd.Sum)),
+            reduce_ref(xs, hvd.Sum),
+            f"kind {k}",
+        )
+    # broadcast_async: rows too, the root's values everywhere.
+    bs = [everyone(ctx, (3, 7), torch.int32, salt=500 + i) for i in range(12)]
+    root = ctx.size - 1
+    for i, b in enumerate(bs):
+        out = hvd.synchronize(hvd.broadcast_async(b[ctx.rank], root, name=f"rows.bcast.{i}"))
+        same(out, b[root], f"broadcast_async row {i}")
+        expect(out.data_ptr() != b[ctx.rank].data_ptr(), f"broadcast_async row {i}: a new tensor")
+
+
 @case("allreduce/inplace_async_poll_scale_complex_noncontiguous")
 def _(ctx):
     inputs = everyone(ctx, (6, 4), torch.float32)

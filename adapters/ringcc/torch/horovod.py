@@ -57,6 +57,7 @@ import torch
 import ringcc
 from ringcc import _core
 from ringcc.torch import process_sets as _process_sets
+from ringcc.torch.output_rows import OUTPUT_ROWS
 from ringcc.torch.compression import (  # noqa: F401  (re-exported)
     BF16Compressor,
     Compression,
@@ -727,11 +728,10 @@ def _direct_set_allreduce(tensor, process_set, op, prescale_factor, postscale_fa
                     return _comm_allreduce_async_raw(
                         comm, tensor, tensor.data_ptr(), tensor.shape, code, op, prescale_factor, postscale_factor
                     )
-                out = torch.empty_like(tensor)  # contiguous: tensor is
                 return _comm_allreduce_async_raw(
                     comm,
-                    out,
-                    out.data_ptr(),
+                    OUTPUT_ROWS,
+                    0,
                     tensor.shape,
                     code,
                     op,
@@ -747,7 +747,7 @@ def _direct_set_allreduce(tensor, process_set, op, prescale_factor, postscale_fa
 
 def _direct_allreduce(tensor, kind, name, op, prescale_factor, postscale_factor):
     """_direct_allreduce_ out of place: the result goes to a new tensor
-    (torch.empty_like) that the handle returns; `tensor` is only read."""
+    (a row of OUTPUT_ROWS) that the handle returns; `tensor` is only read."""
     if (
         type(op) is int
         and op in _DIRECT_OPS
@@ -757,11 +757,10 @@ def _direct_allreduce(tensor, kind, name, op, prescale_factor, postscale_factor)
     ):
         code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
         if code is not None and tensor.is_contiguous():
-            out = torch.empty_like(tensor)  # contiguous: tensor is
             try:
                 return _allreduce_async_raw(
-                    out,
-                    out.data_ptr(),
+                    OUTPUT_ROWS,
+                    0,
                     tensor.shape,
                     code,
                     op,
@@ -1254,7 +1253,7 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_se
 def _direct_broadcast(tensor, root_rank, name, inplace: bool):
     """broadcast_async(_) of a dense contiguous CPU tensor of a core dtype
     from an int root on the global set: to the engine by address (out of
-    place into a torch.empty_like); None for anything else."""
+    place into a row of OUTPUT_ROWS); None for anything else."""
     if (
         type(root_rank) is int
         and root_rank >= 0
@@ -1268,9 +1267,8 @@ def _direct_broadcast(tensor, root_rank, name, inplace: bool):
             try:
                 if inplace:
                     return _broadcast_async_raw(tensor, tensor.data_ptr(), tensor.shape, code, root_rank, full)
-                out = torch.empty_like(tensor)  # contiguous: tensor is
                 return _broadcast_async_raw(
-                    out, out.data_ptr(), tensor.shape, code, root_rank, full, tensor, tensor.data_ptr()
+                    OUTPUT_ROWS, 0, tensor.shape, code, root_rank, full, tensor, tensor.data_ptr()
                 )
             except ringcc.NotInitializedError:
                 return None
