@@ -869,9 +869,9 @@ PyObject* allreduce_async_inplace(PyObject* general, PyObject* const* args, Py_s
   }
 }
 
-// A tensor an adapter described itself: its address, shape (a tuple of
-// ints) and core dtype code, checked; `fn` names the entry point in errors.
-// raw_tensor() without the address (in.ptr null).
+// A tensor an adapter described itself, but for its address (in.ptr is
+// null): its shape (a tuple of ints) and core dtype code, checked; `fn`
+// names the entry point in errors.
 HostTensor raw_shape(const char* fn, PyObject* shape_obj, PyObject* dtype_obj) {
   const std::string f(fn);
   const long dtype = PyLong_AsLong(dtype_obj);
@@ -904,6 +904,7 @@ void* raw_address(const char* fn, PyObject* ptr_obj, int64_t count) {
   return ptr;
 }
 
+// raw_shape() with its address, the data_ptr argument.
 HostTensor raw_tensor(const char* fn, PyObject* ptr_obj, PyObject* shape_obj, PyObject* dtype_obj) {
   HostTensor in = raw_shape(fn, shape_obj, dtype_obj);
   in.ptr = raw_address(fn, ptr_obj, in.count);

@@ -113,14 +113,18 @@ void bind_output_memory(PyObject* module) {
       {0, nullptr},
   };
   PyType_Spec spec = {"ringcc._OutputMemory", static_cast<int>(sizeof(OutputMemory)), 0, Py_TPFLAGS_DEFAULT, slots};
-  PyObject* type = PyType_FromSpec(&spec);
+  g_type = add_process_type(module, "_OutputMemory", &spec);
+}
+
+PyTypeObject* add_process_type(PyObject* module, const char* attr, PyType_Spec* spec) {
+  PyObject* type = PyType_FromSpec(spec);
   if (!type) throw py::error_already_set();
-  g_type = reinterpret_cast<PyTypeObject*>(type);
-  Py_INCREF(type);                                               // g_type lives as long as the process
-  if (PyModule_AddObject(module, "_OutputMemory", type) != 0) {  // steals a reference on success
+  Py_INCREF(type);                                   // kept for the process
+  if (PyModule_AddObject(module, attr, type) != 0) {  // steals a reference on success
     Py_DECREF(type);
     throw py::error_already_set();
   }
+  return reinterpret_cast<PyTypeObject*>(type);
 }
 
 }  // namespace ringcc_py

@@ -25,4 +25,8 @@ size_t pooled_output_bytes();
 // Registers the type of the arrays' memory owner (call once, at import).
 void bind_output_memory(PyObject* module);
 
+// Makes the type `spec` describes and adds it to `module` as `attr`; the
+// type lives as long as the process (its instances may outlive the module).
+PyTypeObject* add_process_type(PyObject* module, const char* attr, PyType_Spec* spec);
+
 }  // namespace ringcc_py

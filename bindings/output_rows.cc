@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "bindings/output_memory.h"
+
 namespace py = pybind11;
 
 namespace ringcc_py {
@@ -242,14 +244,7 @@ void bind_output_rows(PyObject* module) {
       {0, nullptr},
   };
   PyType_Spec spec = {"ringcc._OutputRows", static_cast<int>(sizeof(OutputRowsObject)), 0, Py_TPFLAGS_DEFAULT, slots};
-  PyObject* type = PyType_FromSpec(&spec);
-  if (!type) throw py::error_already_set();
-  g_type = reinterpret_cast<PyTypeObject*>(type);
-  Py_INCREF(type);                                              // g_type lives as long as the process
-  if (PyModule_AddObject(module, "_OutputRows", type) != 0) {  // steals a reference on success
-    Py_DECREF(type);
-    throw py::error_already_set();
-  }
+  g_type = add_process_type(module, "_OutputRows", &spec);
 }
 
 }  // namespace ringcc_py
