@@ -17,7 +17,6 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict
 
 import pytest
 

@@ -318,7 +318,9 @@ def _(ctx):
 
     n = 40  # several slabs of 4 KiB rows
     inputs = [everyone(ctx, (1024,), torch.float32, salt=300 + i) for i in range(n)]
-    got = [hvd.synchronize(hvd.allreduce_async(x[ctx.rank], name=f"rows.{i}", op=hvd.Sum)) for i, x in enumerate(inputs)]
+    got = [
+        hvd.synchronize(hvd.allreduce_async(x[ctx.rank], name=f"rows.{i}", op=hvd.Sum)) for i, x in enumerate(inputs)
+    ]
     for i, g in enumerate(got):
         same(g, reduce_ref(inputs[i], hvd.Sum), f"row result {i}")
     spans = sorted((g.data_ptr(), g.data_ptr() + g.nbytes) for g in got)
@@ -337,7 +339,10 @@ def _(ctx):
     # A kept result survives later rounds (its row is never handed out again).
     kept = got[3]
     for round_ in range(3):
-        again = [hvd.synchronize(hvd.allreduce_async(x[ctx.rank], name=f"rows.{i}", op=hvd.Max)) for i, x in enumerate(inputs)]
+        again = [
+            hvd.synchronize(hvd.allreduce_async(x[ctx.rank], name=f"rows.{i}", op=hvd.Max))
+            for i, x in enumerate(inputs)
+        ]
         same(again[5], reduce_ref(inputs[5], hvd.Max), f"round {round_}")
     same(kept, reduce_ref(inputs[3], hvd.Sum), "a kept row result after three more rounds")
     raises(RuntimeError, lambda: got[4].resize_(64 * 1024), "growing a row past its slab", "not resizable")

@@ -49,7 +49,6 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Callable, Sequence
-from typing import List, Optional
 
 import numpy as np
 import torch
@@ -57,7 +56,6 @@ import torch
 import ringcc
 from ringcc import _core
 from ringcc.torch import process_sets as _process_sets
-from ringcc.torch.output_rows import OUTPUT_ROWS
 from ringcc.torch.compression import (  # noqa: F401  (re-exported)
     BF16Compressor,
     Compression,
@@ -67,6 +65,7 @@ from ringcc.torch.compression import (  # noqa: F401  (re-exported)
 )
 from ringcc.torch.dtypes import CORE_DTYPE_CODES, CORE_DTYPES
 from ringcc.torch.errors import as_dist_error
+from ringcc.torch.output_rows import OUTPUT_ROWS
 from ringcc.torch.process_sets import (  # noqa: F401  (re-exported)
     ProcessSet,
     add_process_set,
