@@ -365,6 +365,32 @@ def _(ctx):
             reduce_ref(xs, hvd.Sum),
             f"kind {k}",
         )
+    # A slab that cannot be made on one rank fails that call on every rank,
+    # naming it, and the next call works.
+    xs = everyone(ctx, (1024,), torch.float32, salt=450)
+
+    def broken(source, k):
+        raise MemoryError("no slab today")
+
+    saved = _hvd_module.OUTPUT_ROWS
+    if ctx.rank == 0:
+        _hvd_module.OUTPUT_ROWS = ringcc._core._OutputRows(broken)
+    try:
+        if ctx.rank == 0:
+            raises(MemoryError, lambda: hvd.allreduce_async(xs[0], name="rows.broken", op=hvd.Sum), "rank 0: no slab")
+        else:
+            h = hvd.allreduce_async(xs[ctx.rank], name="rows.broken", op=hvd.Sum)
+            error = raises(
+                hvd.HorovodInternalError, lambda: hvd.synchronize(h), "a peer's slab failed", "no slab today"
+            )
+            expect(error is None or isinstance(error, ringcc.MismatchError), f"also a MismatchError: {error!r}")
+    finally:
+        _hvd_module.OUTPUT_ROWS = saved
+    same(
+        hvd.synchronize(hvd.allreduce_async(xs[ctx.rank], name="rows.after", op=hvd.Sum)),
+        reduce_ref(xs, hvd.Sum),
+        "the call after a failed slab",
+    )
     # broadcast_async: rows too, the root's values everywhere.
     bs = [everyone(ctx, (3, 7), torch.int32, salt=500 + i) for i in range(12)]
     root = ctx.size - 1
