@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <iomanip>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -80,6 +82,16 @@ double env_double(const char* name, double fallback, const char* horovod_name) {
   bool ok = !text.empty() && end == text.c_str() + text.size() && errno != ERANGE && std::isfinite(parsed);
   RINGCC_CHECK(ok, ErrorKind::kInvalidArgument, used, " must be a number, got '", value, "'");
   return parsed;
+}
+
+std::string format_seconds(double seconds) {
+  std::ostringstream os;
+  if (seconds >= 100) {
+    os << std::llround(seconds);
+  } else {
+    os << std::setprecision(3) << seconds;
+  }
+  return os.str();
 }
 
 double timeout_seconds() {

@@ -19,4 +19,7 @@ std::string env_origin(const char* name, const char* horovod_name = nullptr);
 // RINGCC_TIMEOUT_S (default 60): the bound on every wait.
 double timeout_seconds();
 
+// "60", "0.25": a duration in seconds, for messages.
+std::string format_seconds(double seconds);
+
 }  // namespace ringcc

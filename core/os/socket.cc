@@ -32,17 +32,6 @@ std::string errno_text(int err) { return std::strerror(err); }
 // per round before the next is tried.
 constexpr double kAttemptSeconds = 3.0;
 
-// "60", "0.25": a duration for messages.
-std::string format_seconds(double seconds) {
-  std::ostringstream os;
-  if (seconds >= 100) {
-    os << std::llround(seconds);
-  } else {
-    os << std::setprecision(3) << seconds;
-  }
-  return os.str();
-}
-
 double seconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }

@@ -33,16 +33,6 @@ using namespace store_protocol;  // NOLINT(build/namespaces)
 
 namespace {
 
-std::string format_seconds(double seconds) {
-  std::ostringstream os;
-  if (seconds >= 100) {
-    os << std::llround(seconds);
-  } else {
-    os << std::setprecision(3) << seconds;
-  }
-  return os.str();
-}
-
 }  // namespace
 // ===========================================================================
 // Client
