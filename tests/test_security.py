@@ -220,8 +220,11 @@ def our_shm_entries(*needles: str) -> list:
     return sorted(n for n in names if any(needle in n for needle in needles))
 
 
+SECRET_DIR = SHM_DIR / f"ringcc-u{os.geteuid()}"
+
+
 def host_secret_path(store_port: int) -> Path:
-    return SHM_DIR / f"ringcc-secret-u{os.geteuid()}-port{store_port}"
+    return SECRET_DIR / f"ringcc-secret-port{store_port}"
 
 
 # --------------------------------------------------------------------------

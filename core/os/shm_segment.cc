@@ -120,30 +120,18 @@ void ShmSegment::unlink(const std::string& name) { shm_unlink(name.c_str()); }
 namespace {
 
 constexpr char kOwnedPrefix[] = "ringcc-p";
-constexpr char kSecretPrefix[] = "ringcc-secret-";
 
-// Parses "<pid>-n<ns>-" at the start of text (after kOwnedPrefix).
-bool parse_owner(const char* text, long* pid, unsigned long long* ns) {
+// Parses "<pid>-n<ns>-" at the start of text (after kOwnedPrefix); *rest
+// points past it.
+bool parse_owner(const char* text, long* pid, unsigned long long* ns, const char** rest = nullptr) {
   char* end = nullptr;
   errno = 0;
   *pid = std::strtol(text, &end, 10);
   if (errno != 0 || end == text || *pid <= 0 || end[0] != '-' || end[1] != 'n') return false;
   const char* ns_text = end + 2;
   *ns = std::strtoull(ns_text, &end, 10);
+  if (rest != nullptr) *rest = end + 1;
   return errno == 0 && end != ns_text && *end == '-';
-}
-
-// The creator recorded in a job-secret file ("ringcc-secret <ns> <pid>").
-bool secret_file_owner(int dir_fd, const char* name, long* pid, unsigned long long* ns) {
-  int fd = ::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buf[128] = {0};
-  struct stat st{};
-  const bool ours = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid();
-  const ssize_t n = ours ? ::read(fd, buf, sizeof(buf) - 1) : -1;
-  ::close(fd);
-  if (n <= 0) return false;
-  return std::sscanf(buf, "ringcc-secret %llu %ld", ns, pid) == 2 && *pid > 0;
 }
 
 }  // namespace
@@ -153,13 +141,13 @@ std::string ShmSegment::owned_name(const std::string& tag) {
          tag;
 }
 
-bool ShmSegment::is_owned_name(const std::string& name) {
+bool ShmSegment::is_owned_name(const std::string& name, const std::string& tag) {
   const std::string prefix = "/" + std::string(kOwnedPrefix);
   if (name.size() > 250 || name.compare(0, prefix.size(), prefix) != 0) return false;
-  if (name.find('/', 1) != std::string::npos) return false;
   long pid = 0;
   unsigned long long ns = 0;
-  return parse_owner(name.c_str() + prefix.size(), &pid, &ns);
+  const char* rest = nullptr;
+  return parse_owner(name.c_str() + prefix.size(), &pid, &ns, &rest) && tag == rest;
 }
 
 uint64_t pid_namespace_id() {
@@ -178,12 +166,8 @@ void remove_stale_shm_objects() {
     const char* name = entry->d_name;
     long pid = 0;
     unsigned long long ns = 0;
-    bool known = false;
-    if (std::strncmp(name, kOwnedPrefix, sizeof(kOwnedPrefix) - 1) == 0) {
-      known = parse_owner(name + sizeof(kOwnedPrefix) - 1, &pid, &ns);
-    } else if (std::strncmp(name, kSecretPrefix, sizeof(kSecretPrefix) - 1) == 0) {
-      known = secret_file_owner(dir_fd, name, &pid, &ns);
-    }
+    const bool known = std::strncmp(name, kOwnedPrefix, sizeof(kOwnedPrefix) - 1) == 0 &&
+                       parse_owner(name + sizeof(kOwnedPrefix) - 1, &pid, &ns);
     if (!known || ns != my_ns || process_alive(static_cast<int>(pid))) continue;
     struct stat st{};
     if (::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_uid != geteuid()) continue;

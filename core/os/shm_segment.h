@@ -32,9 +32,10 @@ class ShmSegment {
   // remove the segment if the creator was killed before it could
   // (remove_stale_shm_objects).
   static std::string owned_name(const std::string& tag);
-  // True when `name` has the form of owned_name (checked before mapping a
-  // name read from the store).
-  static bool is_owned_name(const std::string& name);
+  // True when `name` is what owned_name(tag) gives in some process
+  // (checked before mapping a name read from the store, which may be
+  // anyone's: a segment of another job of this user has another tag).
+  static bool is_owned_name(const std::string& name, const std::string& tag);
 
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
@@ -60,8 +61,8 @@ uint64_t pid_namespace_id();
 
 // Removes what ringcc processes of this user left in /dev/shm when they
 // were killed (SIGKILL gives them no chance to clean up): segments named by
-// owned_name and job-secret files (core/rendezvous/job_secret.h) whose creator, in
-// this pid namespace, has exited. Best effort, never raises.
+// owned_name whose creator, in this pid namespace, has exited. Best effort,
+// never raises.
 void remove_stale_shm_objects();
 
 }  // namespace ringcc
