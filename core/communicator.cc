@@ -20,6 +20,7 @@
 #include "core/os/mpi_library.h"
 #include "core/os/socket.h"
 #include "core/os/wait_policy.h"
+#include "core/rendezvous/failure_record.h"
 #include "core/rendezvous/meeting.h"
 #include "core/rendezvous/tcp_store.h"
 #include "core/transport/mpi_transport.h"
@@ -77,27 +78,38 @@ void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
   // join_job returns or fails; by then every rank has read it.
   SecretFile host_secret;
   Meeting meeting = meet(info, std::move(store_), deadline, &host_secret);
-  store_ = meeting.store;
+  // From here every wait gives up as soon as a rank records that it failed.
+  meeting.store = store_ = std::make_shared<FailureWatchingStore>(meeting.store);
   store_server_ = std::move(meeting.server);
   secret_ = meeting.secret;
   job_id_ = meeting.job_id;
-  topology_ = topology_of(exchange_hosts(deadline), rank_);
-  job_.topology = topology_;
-  job_.store = store_;
-  job_.key_prefix = "ringcc-" + job_id_;
-  job_.transport = transport_from_env();
-  connect_links(info, meeting, deadline);
-  backends_ = make_host_backends(job_, deadline);
+  try {
+    claim_rank(*store_, rank_, meeting.where);
+    topology_ = topology_of(exchange_hosts(deadline, info.single_host ? info.single_host_reason : ""), rank_);
+    check_one_job(*store_, meeting.where);
+    job_.topology = topology_;
+    job_.store = store_;
+    job_.key_prefix = "ringcc-" + job_id_;
+    job_.transport = transport_from_env();
+    connect_links(info, meeting, deadline);
+    backends_ = make_host_backends(job_, deadline);
+    check_one_job(*store_, meeting.where);
+  } catch (const Error& e) {
+    // The peers fail at once, naming this rank, instead of waiting out
+    // their timeout for what this rank will never post.
+    record_job_failure(store_->job_store(), "rank " + std::to_string(rank_) + " failed while the ranks met: " + e.what());
+    throw;
+  }
   RINGCC_LOG(kDebug, "joined ", size_, " ranks over ", transport_name_, " (job ", job_id_, ")");
 }
 
 // Who is where (ranks are grouped by host name), and the settings every rank
 // must share, compared before any link is made.
-std::vector<std::string> Communicator::exchange_hosts(Deadline deadline) {
+std::vector<std::string> Communicator::exchange_hosts(Deadline deadline, const std::string& launcher_single_host) {
   Store& store = *store_;
-  const std::string mine = host_name() + "\n" + shared_settings_text();
+  const std::string mine = RankPlace::mine().text() + "\n" + shared_settings_text();
   store.set("ringcc/host/" + std::to_string(rank_), mine);
-  std::vector<std::string> hosts(static_cast<size_t>(size_));
+  std::vector<RankPlace> places(static_cast<size_t>(size_));
   std::vector<std::string> settings(static_cast<size_t>(size_));
   for (int r = 0; r < size_; ++r) {
     std::string text = mine;
@@ -112,11 +124,12 @@ std::vector<std::string> Communicator::exchange_hosts(Deadline deadline) {
               e.what());
       }
     }
-    const size_t nl = text.find('\n');
-    hosts[static_cast<size_t>(r)] = text.substr(0, nl);
-    if (nl != std::string::npos) settings[static_cast<size_t>(r)] = text.substr(nl + 1);
+    places[static_cast<size_t>(r)] = RankPlace::parse(text, &settings[static_cast<size_t>(r)]);
   }
   check_shared_settings(settings, deadline);
+  confirm_places(places, rank_, launcher_single_host);
+  std::vector<std::string> hosts;
+  for (const RankPlace& p : places) hosts.push_back(p.host);
   return hosts;
 }
 
@@ -199,7 +212,7 @@ void Communicator::check_shared_settings(const std::vector<std::string>& setting
       while (store_->add("ringcc/settings-checked", 0) < size_ && Clock::now() < deadline) {
         usleep(1000);
       }
-    } else if (dynamic_cast<TcpStore*>(store_.get())) {
+    } else if (store_->rank0_store() != nullptr) {
       store_->get("ringcc/never-set", until(deadline));
     }
   } catch (...) {
@@ -420,23 +433,10 @@ std::string Communicator::record_failure(const std::string& reason) {
     std::lock_guard<std::mutex> lock(abort_mu_);
     store = store_;
   }
-  if (!store) return "";
-  try {
-    Store& job = store->job_store();
-    if (job.add("ringcc/abort/count", 1) == 1) {
-      job.set("ringcc/abort/reason", reason);
-      return "";
-    }
-    return job.get("ringcc/abort/reason", std::chrono::milliseconds(1000));
-  } catch (...) {
-    return "";
-  }
+  return store ? record_job_failure(store->job_store(), reason) : "";
 }
 
-bool Communicator::job_failed() {
-  std::string ignored;
-  return store_->job_store().try_get("ringcc/abort/count", &ignored);
-}
+bool Communicator::job_failed() { return recorded_job_failure(store_->job_store(), nullptr); }
 
 void Communicator::break_links(const std::string& message, const std::string& reason) {
   std::lock_guard<std::mutex> lock(abort_mu_);

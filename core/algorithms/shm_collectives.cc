@@ -123,7 +123,8 @@ ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix, std:
   // killed in between leaves it behind; its pid in the name lets the next
   // job on this host remove it.
   remove_stale_shm_objects();
-  const std::string mine = ShmSegment::owned_name(key_prefix + "-" + std::to_string(ranks_[static_cast<size_t>(me_)]));
+  auto tag_of = [&](size_t i) { return key_prefix + "-" + std::to_string(ranks_[i]); };
+  const std::string mine = ShmSegment::owned_name(tag_of(static_cast<size_t>(me_)));
   segments_.resize(n);
   segments_[static_cast<size_t>(me_)] = ShmSegment::create(mine, segment_bytes_);
   try {
@@ -143,8 +144,10 @@ ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix, std:
     for (size_t i = 0; i < n; ++i) {
       if (static_cast<int>(i) == me_) continue;
       const std::string name = store.get(key_prefix + "/created/" + std::to_string(ranks_[i]), wait_ms());
-      if (!ShmSegment::is_owned_name(name)) {
-        raise(ErrorKind::kInternal, "rank ", ranks_[i], " announced a shared memory segment with an unexpected name");
+      if (!ShmSegment::is_owned_name(name, tag_of(i))) {
+        raise(ErrorKind::kInternal, "rank ", ranks_[i],
+              " announced a shared memory segment that is not this job's (its name is not what rank ", ranks_[i],
+              " of this job makes): refusing to map it");
       }
       segments_[i] = ShmSegment::open(name, segment_bytes_);
     }

@@ -1,5 +1,7 @@
 #include "core/rendezvous/meeting.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <mutex>
 #include <thread>
@@ -10,6 +12,7 @@
 #include "core/base/error.h"
 #include "core/base/interrupt.h"
 #include "core/base/sha256.h"
+#include "core/rendezvous/failure_record.h"
 #include "core/os/mpi_library.h"
 #include "core/os/net_interface.h"
 #include "core/os/socket.h"
@@ -127,12 +130,62 @@ void meet_through_mpi(const RendezvousInfo& info, Deadline deadline, Meeting* m)
   }
 }
 
+constexpr char kTwoJobsKey[] = "ringcc/two-jobs";
+constexpr char kLauncherJobKey[] = "ringcc/launcher-job";
+
+std::string hex_digest(const std::string& text, size_t chars) {
+  const Digest d = sha256(text.data(), text.size());
+  return to_hex(d.data(), d.size()).substr(0, chars);
+}
+
+// The single-host secret file's name: the store's port, and the launcher's
+// name for the job when it gives one, so that two jobs given one port hold
+// different secrets and cannot meet.
+std::string host_secret_key(const RendezvousInfo& info) {
+  std::string key = "port" + std::to_string(info.master_port);
+  if (!info.launcher_job.empty()) key += "-job" + hex_digest(info.launcher_job, 16);
+  return key;
+}
+
+std::string two_jobs_text(const std::string& where) {
+  return "two jobs met on " + where + ": ";
+}
+
+const char* const kOwnPortHint =
+    "; give each job its own port (MASTER_PORT, or RINGCC_MASTER_PORT), or start it with a launcher that names its "
+    "jobs (ringrun, torchrun, SLURM, mpirun)";
+
+// Rank 0 serves the store. When the port is taken, a store of this user's
+// there that knows this secret is another job given the same port: it is
+// marked so that its ranks fail too, and this rank says so.
+void serve_store(const RendezvousInfo& info, const std::string& listen, const std::string& reach, Meeting* m) {
+  try {
+    m->server = std::make_unique<TcpStoreServer>(listen, info.master_port, m->secret);
+    return;
+  } catch (const Error& e) {
+    bool ours = false;
+    try {
+      TcpStore other(reach, info.master_port, m->secret, deadline_after(2.0));
+      other.set(kTwoJobsKey, "a second rank 0 (pid " + std::to_string(getpid()) + ") found the port served");
+      ours = true;
+    } catch (const Error&) {
+      // Not a store that knows our secret: another program, or a job with another secret.
+    }
+    if (!ours) {
+      raise(e.kind(), e.what(), " (rank 0 serves the rendezvous store at port ", info.master_port,
+            ": is another job or program using that port?)");
+    }
+    raise(ErrorKind::kInvalidArgument, two_jobs_text(m->where), "this process is rank 0 but another job's rank 0 "
+          "already serves its rendezvous store there", kOwnPortHint);
+  }
+}
+
 // Rank 0 serves the store, every rank connects.
 void open_store(const RendezvousInfo& info, Deadline deadline, SecretFile* host_secret, Meeting* m) {
   const bool single = info.single_host;
   if (m->secret.empty()) {
     if (single) {
-      *host_secret = SecretFile::find_or_create("port" + std::to_string(info.master_port));
+      *host_secret = SecretFile::find_or_create(host_secret_key(info));
       m->secret = host_secret->secret();
     } else if (insecure_allowed()) {
       warn_insecure("the job found from " + info.source + " may span hosts and was given no secret");
@@ -149,7 +202,7 @@ void open_store(const RendezvousInfo& info, Deadline deadline, SecretFile* host_
   m->secret_shared = !m->secret.empty();
   const std::string listen = single ? "127.0.0.1" : env_str("RINGCC_LISTEN_ADDR", "");
   const std::string reach = single ? "127.0.0.1" : info.master_addr;
-  if (info.rank == 0) m->server = std::make_unique<TcpStoreServer>(listen, info.master_port, m->secret);
+  if (info.rank == 0) serve_store(info, listen, reach, m);
   try {
     m->store = std::make_shared<TcpStore>(reach, info.master_port, m->secret, deadline);
   } catch (const Error& e) {
@@ -172,8 +225,13 @@ void await_job_id(const RendezvousInfo& info, bool own_store, Deadline deadline,
       m->job_id = m->store->get("ringcc/job", until(deadline));
       if (!own_store || !left_job(m->job_id)) return;
     } catch (const Error& e) {
-      // The old store closed under us, or refused the new job's secret.
-      if (!own_store || e.kind() != ErrorKind::kPeerFailure || Clock::now() >= deadline) throw;
+      // The old store closed under us, or refused the new job's secret: a
+      // job that ran before on this port may still be leaving.
+      if (!own_store || e.kind() != ErrorKind::kPeerFailure) throw;
+      if (Clock::now() >= deadline) {
+        raise(e.kind(), e.what(), " (the store there never accepted this job's secret: did two jobs meet on ",
+              m->where, "?)", kOwnPortHint);
+      }
     }
     if (Clock::now() >= deadline) {
       raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(), " s waiting for rank 0 to start a new job at ",
@@ -185,6 +243,63 @@ void await_job_id(const RendezvousInfo& info, bool own_store, Deadline deadline,
   }
 }
 
+
+constexpr char kSecretHowKey[] = "ringcc/secret-how";
+
+[[noreturn]] void raise_no_secret(const RendezvousInfo& info) {
+  raise(ErrorKind::kInvalidArgument, "the ranks (found from ", info.source,
+        ") span hosts and have no job secret: set RINGCC_SECRET, or RINGCC_SECRET_FILE (a file "
+        "holding it), to the same secret on every rank (docs/api.md, \"Security\"), or "
+        "RINGCC_INSECURE=1 to connect them unauthenticated");
+}
+
+// What a store value looks like in a message: the store may be anyone's,
+// so its text is cut short and kept printable.
+std::string quoted(const std::string& value) {
+  std::string out;
+  for (char c : value.substr(0, 80)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return "'" + out + (value.size() > 80 ? "...'" : "'");
+}
+
+// A rank other than 0 follows rank 0's word on how the link secret is
+// agreed only as far as its own settings allow: the adapter's store is
+// unauthenticated, so whoever can write to it may pose as rank 0. A secret
+// file in this user's private directory authenticates itself (no other
+// user can make one); a secret handed out through the store is taken only
+// by a rank that was itself started with RINGCC_INSECURE=1.
+void take_link_secret(Meeting& m, int rank, const std::string& how, const RendezvousInfo& info, Deadline deadline) {
+  const std::string said = std::string(kSecretHowKey) + "=" + quoted(how);
+  if (how == "none") raise_no_secret(info);
+  if (!m.secret.empty()) {
+    RINGCC_CHECK(how == "own", ErrorKind::kInvalidArgument, "rank ", rank,
+                 " has a job secret (RINGCC_SECRET or RINGCC_SECRET_FILE) but rank 0 has none (the store says ", said,
+                 "): give every rank the same");
+    return;
+  }
+  if (how == "own") {
+    raise(ErrorKind::kInvalidArgument, "rank 0 has a job secret (RINGCC_SECRET or RINGCC_SECRET_FILE) but rank ", rank,
+          " has none: give every rank the same");
+  }
+  if (how.rfind("file ", 0) == 0) {
+    m.secret = SecretFile::read(how.substr(5), m.job_id);
+    return;
+  }
+  if (how == "store") {
+    if (!insecure_allowed()) {
+      raise(ErrorKind::kInvalidArgument, "the rendezvous store (from ", info.source, ") says ", said,
+            ": rank 0 hands the job secret out through the store, where anyone who can reach the store can read "
+            "it and anyone who can write to it can pose as rank 0. Rank ", rank,
+            " refuses: it was not started with RINGCC_INSECURE=1. Set RINGCC_SECRET, or RINGCC_SECRET_FILE, to the "
+            "same secret on every rank (docs/api.md, \"Security\")");
+    }
+    warn_insecure("rank 0 hands the job secret out through the rendezvous store (from " + info.source + ")");
+    m.secret = m.store->get("ringcc/secret", until(deadline));
+    return;
+  }
+  raise(ErrorKind::kInvalidArgument, "the rendezvous store (from ", info.source, ") says ", said,
+        ", which is no way of agreeing on a job secret that rank ", rank,
+        " knows: it was not written by a rank of ringcc's version, or not by a rank of this job");
+}
 }  // namespace
 
 std::vector<std::string> split_lines(const std::string& s) {
@@ -205,30 +320,56 @@ void remember_left_job(const std::string& job_id) {
 
 Meeting meet(const RendezvousInfo& info, std::shared_ptr<Store> given, Deadline deadline, SecretFile* host_secret) {
   Meeting m;
+  remove_stale_secret_files();
   m.store = std::move(given);
   m.secret = info.secret.empty() ? secret_from_env() : info.secret;
+  const bool own_store = !m.store && !info.mpi;
+  m.where = own_store ? "port " + std::to_string(info.master_port)
+                      : "the rendezvous store (found from " + info.source + ")";
   if (!m.store && info.mpi) meet_through_mpi(info, deadline, &m);
-  const bool own_store = !m.store;
   if (info.rank == 0) {
     if (own_store) open_store(info, deadline, host_secret, &m);
-    m.job_id = random_hex(6);
+    // The launcher's name for the job goes into the job's id, so that the
+    // links of two jobs (which bind the id) never pair.
+    m.job_id = (info.launcher_job.empty() ? "" : hex_digest(info.launcher_job, 8) + "-") + random_hex(6);
+    m.store->set(kLauncherJobKey, info.launcher_job);
     m.store->set("ringcc/job", m.job_id);
   } else {
     await_job_id(info, own_store, deadline, host_secret, &m);
+    const std::string theirs = m.store->get(kLauncherJobKey, until(deadline));
+    if (theirs != info.launcher_job) {
+      auto name = [](const std::string& job) { return job.empty() ? std::string("a job its launcher does not name") : quoted(job); };
+      raise(ErrorKind::kInvalidArgument, two_jobs_text(m.where), "rank 0 there belongs to ", name(theirs),
+            ", this rank to ", name(info.launcher_job), kOwnPortHint);
+    }
   }
   return m;
+}
+
+void claim_rank(Store& store, int rank, const std::string& where) {
+  if (store.add("ringcc/claims/" + std::to_string(rank), 1) == 1) return;
+  store.job_store().set(kTwoJobsKey, "rank " + std::to_string(rank) + " joined twice");
+  raise(ErrorKind::kInvalidArgument, two_jobs_text(where), "rank ", rank,
+        " of this job has already joined (a rank of another job given the same port and number)", kOwnPortHint);
+}
+
+void check_one_job(Store& store, const std::string& where) {
+  std::string why;
+  if (store.job_store().try_get(kTwoJobsKey, &why)) {
+    raise(ErrorKind::kInvalidArgument, two_jobs_text(where), why, kOwnPortHint);
+  }
 }
 
 void agree_on_link_secret(Meeting& m, int rank, bool all_local, const RendezvousInfo& info, SecretFile* made,
                           Deadline deadline) {
   if (m.secret_shared) return;
   Store& store = *m.store;
-  std::string how;
   if (rank == 0) {
+    std::string how;
     if (!m.secret.empty()) {
       how = "own";
     } else if (all_local) {
-      *made = SecretFile::create_unique();
+      *made = SecretFile::create_unique(m.job_id);
       m.secret = made->secret();
       how = "file " + made->path();
     } else if (insecure_allowed()) {
@@ -239,31 +380,11 @@ void agree_on_link_secret(Meeting& m, int rank, bool all_local, const Rendezvous
     } else {
       how = "none";
     }
-    store.set("ringcc/secret-how", how);
-  } else {
-    how = store.get("ringcc/secret-how", until(deadline));
-  }
-  if (how == "none") {
-    raise(ErrorKind::kInvalidArgument, "the ranks (found from ", info.source,
-          ") span hosts and have no job secret: set RINGCC_SECRET, or RINGCC_SECRET_FILE (a file "
-          "holding it), to the same secret on every rank (docs/api.md, \"Security\"), or "
-          "RINGCC_INSECURE=1 to connect them unauthenticated");
-  }
-  if (rank == 0) return;
-  if (how == "own") {
-    RINGCC_CHECK(!m.secret.empty(), ErrorKind::kInvalidArgument,
-                 "rank 0 has a job secret (RINGCC_SECRET or RINGCC_SECRET_FILE) but rank ", rank,
-                 " has none: give every rank the same");
+    store.set(kSecretHowKey, how);
+    if (how == "none") raise_no_secret(info);
     return;
   }
-  RINGCC_CHECK(m.secret.empty(), ErrorKind::kInvalidArgument, "rank ", rank,
-               " has a job secret (RINGCC_SECRET or RINGCC_SECRET_FILE) but rank 0 has none: "
-               "give every rank the same");
-  if (how.rfind("file ", 0) == 0) {
-    m.secret = SecretFile::read(how.substr(5));
-  } else {
-    m.secret = store.get("ringcc/secret", until(deadline));
-  }
+  take_link_secret(m, rank, store.get(kSecretHowKey, until(deadline)), info, deadline);
 }
 
 }  // namespace ringcc

@@ -27,6 +27,7 @@ struct Meeting {
   std::string secret;                      // "" when none is needed (yet)
   bool secret_shared = false;              // every rank is known to hold `secret`
   std::string job_id;                      // a fresh one per communicator, rank 0's
+  std::string where;                       // the store, for messages: "port 29501", ...
 };
 
 // Meets the other ranks through `given` (an adapter's store) or a store of
@@ -43,6 +44,14 @@ Meeting meet(const RendezvousInfo& info, std::shared_ptr<Store> given, Deadline 
 // the user's RINGCC_SECRET (or RINGCC_INSECURE=1).
 void agree_on_link_secret(Meeting& m, int rank, bool all_local, const RendezvousInfo& info, SecretFile* made,
                           Deadline deadline);
+
+// Claims `rank` in the job met through `store`. A second process that
+// claims it belongs to another job that met through the same store (two
+// jobs given one port): it raises, and marks the store so that the ranks of
+// the first job fail too (check_one_job).
+void claim_rank(Store& store, int rank, const std::string& where);
+// Raises when the store is marked by claim_rank or by a second rank 0.
+void check_one_job(Store& store, const std::string& where);
 
 // Remembers that this process left the job: a store that still serves it
 // is not the job a later meet() looks for.

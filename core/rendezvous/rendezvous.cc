@@ -44,7 +44,63 @@ void read_single_host(const char* local_size_var, RendezvousInfo* info) {
   }
 }
 
+std::string named(const char* launcher, const char* var) {
+  const std::string id = env_str(var, "");
+  return id.empty() ? "" : std::string(launcher) + ":" + id;
+}
+
+std::string slurm_job() {
+  const std::string job = env_str("SLURM_JOB_ID", "");
+  if (job.empty()) return "";
+  const std::string step = env_str("SLURM_STEP_ID", "");
+  return "slurm:" + job + (step.empty() ? "" : "." + step);
+}
+
+std::string torchrun_job() {
+  const std::string id = env_str("TORCHELASTIC_RUN_ID", "");
+  return id.empty() || id == "none" ? "" : "torchrun:" + id;
+}
+
+std::string mpi_job() {
+  std::string id = named("pmix", "PMIX_NAMESPACE");
+  if (id.empty()) id = named("openmpi", "OMPI_MCA_ess_base_jobid");
+  if (id.empty()) id = named("openmpi", "OMPI_MCA_orte_ess_jobid");
+  return id;
+}
+
 }  // namespace
+
+std::string launcher_single_host_reason() {
+  struct Launcher {
+    const char* size;
+    const char* local_size;
+  };
+  // rendezvous_from_env's launchers, in its order.
+  for (const Launcher& l : {Launcher{"RINGCC_SIZE", "RINGCC_LOCAL_SIZE"},
+                            Launcher{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+                            Launcher{"PMI_SIZE", "MPI_LOCALNRANKS"}, Launcher{"SLURM_NTASKS", nullptr},
+                            Launcher{"WORLD_SIZE", "LOCAL_WORLD_SIZE"}}) {
+    if (!env_is_set(l.size)) continue;
+    RendezvousInfo info;
+    info.size = static_cast<int>(env_int(l.size, 0));
+    read_single_host(l.local_size, &info);
+    return info.single_host ? info.single_host_reason : "";
+  }
+  return "";
+}
+
+std::string launcher_job_identity() {
+  // The launcher whose rank variables rendezvous_from_env reads, in its
+  // order: only that launcher names every rank of the job alike.
+  if (env_is_set("RINGCC_RANK")) return named("ringrun", "RINGCC_JOB_ID");
+  if (env_is_set("OMPI_COMM_WORLD_RANK") || env_is_set("PMI_RANK") || env_is_set("PMIX_RANK")) {
+    const std::string id = mpi_job();
+    return id.empty() ? slurm_job() : id;
+  }
+  if (env_is_set("SLURM_PROCID")) return slurm_job();
+  if (env_is_set("RANK")) return torchrun_job();
+  return "";
+}
 
 RendezvousInfo rendezvous_from_env() {
   RendezvousInfo info;
@@ -73,6 +129,7 @@ RendezvousInfo rendezvous_from_env() {
   }
   info.secret = secret_from_env();
   if (info.size == 1) return info;
+  info.launcher_job = launcher_job_identity();
 
   // An IPv6 address may come in brackets ("[fd00::1]"), as in URLs.
   info.master_addr = unbracket_host(env_str("RINGCC_MASTER_ADDR", env_str("MASTER_ADDR", "")));

@@ -22,6 +22,10 @@ struct RendezvousInfo {
   // 127.0.0.1 and needs no secret of the user's (core/rendezvous/job_secret.h).
   bool single_host = false;
   std::string single_host_reason;
+  // The launcher's name for this job (launcher_job_identity()), "" when it
+  // gives none: ranks of two jobs never pair up when their launchers name
+  // them.
+  std::string launcher_job;
   std::string advertise_address;  // where peers reach us; empty: found from the store
   double timeout_s = 0;           // bound on every wait; 0: RINGCC_TIMEOUT_S
   // Set when the job was found through MPI (rendezvous_from_mpi): the
@@ -43,6 +47,19 @@ struct RendezvousInfo {
 // or LOCAL_WORLD_SIZE (torchrun) equal to the world size, or one node in
 // SLURM_STEP_NUM_NODES (else SLURM_NNODES).
 RendezvousInfo rendezvous_from_env();
+
+// Why the launcher that started this process says every rank of its job
+// runs on this host (e.g. "LOCAL_WORLD_SIZE equals the world size"), or ""
+// when it does not say so: the world of the launcher, which holds every
+// group an adapter makes of it.
+std::string launcher_single_host_reason();
+
+// The launcher's name for the job this process belongs to, as
+// "<launcher>:<id>", or "" when the launcher gives none: RINGCC_JOB_ID
+// (ringrun), TORCHELASTIC_RUN_ID (torchrun; "none" is no name), SLURM_JOB_ID
+// with SLURM_STEP_ID, PMIX_NAMESPACE or Open MPI's job id; the launcher
+// whose rank variables the job was found from comes first.
+std::string launcher_job_identity();
 
 // True when an MPI launcher started this process (mpirun/mpiexec of Open
 // MPI, MPICH or Intel MPI, or a PMIx/PMI launcher such as srun --mpi=pmix).

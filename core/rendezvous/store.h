@@ -9,6 +9,8 @@
 
 namespace ringcc {
 
+class TcpStore;
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -26,6 +28,9 @@ class Store {
   // that every communicator of the job should see, such as its first
   // failure, go there.
   virtual Store& job_store() { return *this; }
+  // The rendezvous store served by rank 0 that this store is, or sees
+  // through; nullptr for any other (an adapter's, a prefix of one).
+  virtual TcpStore* rank0_store() { return nullptr; }
 };
 
 }  // namespace ringcc

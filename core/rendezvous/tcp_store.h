@@ -71,6 +71,7 @@ class TcpStore : public Store {
   std::string get(const std::string& key, std::chrono::milliseconds timeout) override;
   bool try_get(const std::string& key, std::string* value) override;
   int64_t add(const std::string& key, int64_t delta) override;
+  TcpStore* rank0_store() override { return this; }
 
   // The local IPv4 address of our connection to the store: an address of
   // this host that the store's host (and so, usually, other ranks) can reach.

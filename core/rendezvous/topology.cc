@@ -1,6 +1,14 @@
 #include "core/rendezvous/topology.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <map>
+
+#include "core/base/error.h"
+#include "core/os/shm_segment.h"
+#include "core/os/socket.h"
 
 namespace ringcc {
 
@@ -29,6 +37,72 @@ Topology topology_of(const std::vector<std::string>& hosts, int rank) {
   }
   t.cross_size = static_cast<int>(t.cross_ranks.size());
   return t;
+}
+
+RankPlace RankPlace::mine() {
+  RankPlace p;
+  p.host = host_name();
+  p.pid = getpid();
+  p.pid_namespace = pid_namespace_id();
+  return p;
+}
+
+std::string RankPlace::text() const {
+  return host + "\n" + std::to_string(pid) + " " + std::to_string(pid_namespace);
+}
+
+RankPlace RankPlace::parse(const std::string& text, std::string* rest) {
+  RankPlace p;
+  const size_t first = text.find('\n');
+  p.host = text.substr(0, first);
+  const size_t second = first == std::string::npos ? std::string::npos : text.find('\n', first + 1);
+  if (first != std::string::npos) {
+    long long pid = 0;
+    unsigned long long ns = 0;
+    const std::string ids = text.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
+    if (std::sscanf(ids.c_str(), "%lld %llu", &pid, &ns) == 2) {
+      p.pid = pid;
+      p.pid_namespace = ns;
+    }
+  }
+  *rest = second == std::string::npos ? "" : text.substr(second + 1);
+  return p;
+}
+
+namespace {
+
+// True when pid is a live process of this user in this pid namespace.
+bool process_of_this_user(int64_t pid) {
+  if (pid <= 0 || pid > INT32_MAX || !process_alive(static_cast<int>(pid))) return false;
+  struct stat st{};
+  return ::stat(("/proc/" + std::to_string(pid)).c_str(), &st) == 0 && st.st_uid == geteuid();
+}
+
+std::string said(int r, const RankPlace& p) {
+  std::string host;
+  for (char c : p.host.substr(0, 64)) host += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return "rank " + std::to_string(r) + " says it runs on '" + host + "' as process " + std::to_string(p.pid);
+}
+
+}  // namespace
+
+void confirm_places(const std::vector<RankPlace>& places, int rank, const std::string& launcher_single_host) {
+  const RankPlace& me = places[static_cast<size_t>(rank)];
+  for (size_t r = 0; r < places.size(); ++r) {
+    if (static_cast<int>(r) == rank) continue;
+    const RankPlace& p = places[r];
+    if (!launcher_single_host.empty() && p.host != me.host) {
+      raise(ErrorKind::kInvalidArgument, said(static_cast<int>(r), p), ", but this rank's launcher says every rank runs on this host, '",
+            me.host, "' (", launcher_single_host,
+            "): a process that is not one of this job's ranks wrote to the rendezvous store");
+    }
+    if (p.host == me.host && me.pid_namespace != 0 && p.pid_namespace == me.pid_namespace &&
+        !process_of_this_user(p.pid)) {
+      raise(ErrorKind::kInvalidArgument, said(static_cast<int>(r), p),
+            ", in this rank's pid namespace, but no process of this user has that pid here: a process that is not "
+            "one of this job's ranks wrote to the rendezvous store");
+    }
+  }
 }
 
 }  // namespace ringcc

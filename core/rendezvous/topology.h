@@ -4,6 +4,7 @@
 // with its local rank on every host, in rank order.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -23,5 +24,29 @@ struct Topology {
 
 // hosts[r]: rank r's host name.
 Topology topology_of(const std::vector<std::string>& hosts, int rank);
+
+// Where a rank says it runs: what it posts in the rendezvous store, which
+// may be anyone's. Its host name groups it; its process lets a rank on
+// the same host check the claim.
+struct RankPlace {
+  std::string host;
+  int64_t pid = 0;
+  uint64_t pid_namespace = 0;
+
+  static RankPlace mine();
+  // "host\npid pidns": the first two lines of what a rank posts.
+  std::string text() const;
+  // From text(); *rest gets what follows it.
+  static RankPlace parse(const std::string& text, std::string* rest);
+};
+
+// Checks, on this rank, what the others say of where they run, as far as
+// this rank can see for itself: a rank that says it runs on this host, in
+// this pid namespace, must be a live process of this user here; and when
+// this rank's launcher says that every rank runs on this host
+// (`launcher_single_host`, naming why), every rank must say so. Raises
+// Error(kInvalidArgument) naming the rank and what it said otherwise: a
+// process that is not one of the job's ranks wrote to the store.
+void confirm_places(const std::vector<RankPlace>& places, int rank, const std::string& launcher_single_host);
 
 }  // namespace ringcc

@@ -21,7 +21,7 @@ TcpLinks connect_tcp_links(Store& store, int rank, int size, const std::string& 
   std::string addr = all_local ? "127.0.0.1" : env_str("RINGCC_ADVERTISE_ADDR", advertise_hint);
   if (addr.empty()) addr = iface.address;
   if (addr.empty()) {
-    if (auto* tcp_store = dynamic_cast<TcpStore*>(&store)) addr = tcp_store->local_address();
+    if (TcpStore* tcp_store = store.rank0_store()) addr = tcp_store->local_address();
   }
   if (addr.empty()) addr = host_name();
   links.advertise_address = addr;
