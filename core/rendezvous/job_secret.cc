@@ -267,7 +267,9 @@ SecretFile SecretFile::find_or_create(const std::string& key) {
         }
         continue;
       }
-      return from(path, found.secret, found.dev, found.ino);
+      // Found, not made: its maker removes it (a rank of another job given
+      // the same port must not take it from the job that made it).
+      return from("", found.secret, found.dev, found.ino);
     }
     // Written in full under a name of its own, then linked into place, so
     // that a rank that finds the file always finds it complete.

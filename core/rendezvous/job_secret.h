@@ -42,9 +42,10 @@ void remove_stale_secret_files();
 // A job secret kept in a file of secret_directory(): mode 0600, owned by
 // us, never followed through a symbolic link. The file records its
 // creator's pid, so a file left by a killed process is recognised as stale
-// and removed, and the job it belongs to. An object that found or made a
-// file removes it when destroyed: ranks drop theirs once every rank has
-// read it.
+// and removed, and the job it belongs to. The object that made a file
+// removes it when destroyed: its rank drops it once every rank has read
+// it (a rank's join ends only after every rank posted where it runs, which
+// each did after reading the file).
 class SecretFile {
  public:
   SecretFile() = default;
@@ -70,8 +71,9 @@ class SecretFile {
   static std::string read(const std::string& path, const std::string& job);
 
   const std::string& secret() const { return secret_; }
+  // The file's path when this object made it, else "".
   const std::string& path() const { return path_; }
-  // Removes the file if it is still the one that was read or made.
+  // Removes the file this object made, if it is still the one it made.
   void remove();
 
  private:

@@ -164,9 +164,11 @@ void serve_store(const RendezvousInfo& info, const std::string& listen, const st
     return;
   } catch (const Error& e) {
     bool ours = false;
+    const std::string why = "a second rank 0 (pid " + std::to_string(getpid()) + ") found the port served";
     try {
       TcpStore other(reach, info.master_port, m->secret, deadline_after(2.0));
-      other.set(kTwoJobsKey, "a second rank 0 (pid " + std::to_string(getpid()) + ") found the port served");
+      other.set(kTwoJobsKey, why);
+      record_job_failure(other, two_jobs_text(m->where) + why);
       ours = true;
     } catch (const Error&) {
       // Not a store that knows our secret: another program, or a job with another secret.
