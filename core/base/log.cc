@@ -128,4 +128,40 @@ void set_log_rank(int rank) { g_rank.store(rank, std::memory_order_relaxed); }
 
 int log_rank() { return g_rank.load(std::memory_order_relaxed); }
 
+bool LogRateLimiter::allow(const std::string& key, Clock::time_point now, int64_t* held_back) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(key);
+  if (it != entries_.end()) {
+    Entry& e = it->second;
+    by_age_.splice(by_age_.end(), by_age_, e.age);
+    if (now - e.last < interval_) {
+      ++e.held_back;
+      return false;
+    }
+    *held_back = e.held_back;
+    e.held_back = 0;
+    e.last = now;
+    return true;
+  }
+  if (entries_.size() >= max_keys_ && !by_age_.empty()) {
+    entries_.erase(by_age_.front());
+    by_age_.pop_front();
+  }
+  Entry& e = entries_[key];
+  e.last = now;
+  e.age = by_age_.insert(by_age_.end(), key);
+  *held_back = 0;
+  return true;
+}
+
+void log_limited(LogLevel level, const std::string& key, const std::string& message) {
+  if (!log_enabled(level)) return;
+  static LogRateLimiter limiter(5.0);
+  int64_t held_back = 0;
+  if (!limiter.allow(key, LogRateLimiter::Clock::now(), &held_back)) return;
+  log_message(level, held_back == 0 ? message
+                                    : message + " (and " + std::to_string(held_back) +
+                                          " more like it from there in the last seconds, not logged)");
+}
+
 }  // namespace ringcc

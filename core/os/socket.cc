@@ -442,6 +442,12 @@ std::string sockaddr_host(const sockaddr* addr) {
   return "?";
 }
 
+std::string endpoint_host(const std::string& endpoint) {
+  const size_t colon = endpoint.rfind(':');
+  if (colon == std::string::npos || (endpoint.find(':') != colon && endpoint[0] != '[')) return endpoint;
+  return unbracket_host(endpoint.substr(0, colon));
+}
+
 std::string sockaddr_endpoint(const sockaddr* addr) { return endpoint_text(sockaddr_host(addr), port_of(addr)); }
 
 std::string host_name() {

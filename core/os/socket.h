@@ -74,6 +74,9 @@ std::string endpoint_text(const std::string& host, int port);
 // "host:port" / "[v6]:port" with its port.
 std::string sockaddr_host(const sockaddr* addr);
 std::string sockaddr_endpoint(const sockaddr* addr);
+// The host of an endpoint_text ("10.0.0.1:5000" -> "10.0.0.1",
+// "[fd00::1]:5000" -> "fd00::1").
+std::string endpoint_host(const std::string& endpoint);
 
 // This host's name (gethostname), or RINGCC_HOSTNAME when set.
 std::string host_name();

@@ -126,6 +126,8 @@ class TcpStoreServer::Loop {
   void run_resumed_clients();
   Deadline next_deadline() const;
   void close_client(Client& c, LogLevel level, const std::string& why);
+  // Closes a client that misbehaved, with a warning (rate-limited).
+  void drop_client(Client& c, const char* what, const std::string& why);
   void reap_closed_clients();
 
   Socket listener_;
@@ -207,7 +209,7 @@ void TcpStoreServer::Loop::run() {
           if (!c.closed && (revents & (POLLIN | POLLHUP | POLLERR))) read_from(c);
         } catch (const std::exception& e) {
           // E.g. bad_alloc on a huge request: drop that client, serve the rest.
-          close_client(c, LogLevel::kWarning, "closed the connection from " + c.peer + ": " + e.what());
+          drop_client(c, "closed the connection from", e.what());
         }
       }
       run_resumed_clients();
@@ -277,7 +279,7 @@ void TcpStoreServer::Loop::add_client(Socket sock, const std::string& peer) {
     RINGCC_LOG(kDebug, "rendezvous store: connection from ", peer);
     flush(c);
   } catch (const std::exception& e) {
-    close_client(c, LogLevel::kWarning, "closed the connection from " + peer + ": " + e.what());
+    drop_client(c, "closed the connection from", e.what());
   }
 }
 
@@ -290,7 +292,7 @@ void TcpStoreServer::Loop::read_from(Client& c) {
       c.inbox.append(read_buffer_.data(), static_cast<size_t>(n));
       budget -= std::min(budget, static_cast<size_t>(n));
       if (c.buffered() > kMaxRequestSize) {
-        close_client(c, LogLevel::kWarning, "closed the connection from " + c.peer + ": it sent too much data");
+        drop_client(c, "closed the connection from", "it sent too much data");
         return;
       }
       continue;
@@ -359,7 +361,7 @@ bool TcpStoreServer::Loop::authenticate(Client& c) {
   if (!digest_equal(proof, store_proof(secret_, kClientProofContext, c.server_nonce, client_nonce))) {
     c.outbox.push_back(0);  // refused; sent before the close so the client can say why
     flush(c);
-    close_client(c, LogLevel::kWarning, "refused a connection from " + c.peer + ": authentication failed");
+    drop_client(c, "refused a connection from", "authentication failed");
     return false;
   }
   c.authenticated = true;
@@ -390,8 +392,7 @@ bool TcpStoreServer::Loop::handle_request(Client& c) {
     problem = "bad argument size";
   }
   if (problem != nullptr) {
-    close_client(c, LogLevel::kWarning,
-                 "closed the connection from " + c.peer + ": malformed request (" + problem + ")");
+    drop_client(c, "closed the connection from", std::string("malformed request (") + problem + ")");
     return false;
   }
 
@@ -507,8 +508,7 @@ void TcpStoreServer::Loop::expire_deadlines() {
     Client& c = *entry.second;
     if (c.closed) continue;
     if (!c.authenticated && now >= c.auth_deadline) {
-      close_client(c, LogLevel::kWarning,
-                   "refused a connection from " + c.peer + ": authentication failed (no answer within 5 s)");
+      drop_client(c, "refused a connection from", "authentication failed (no answer within 5 s)");
     } else if (c.waiting && now >= c.waiting_until) {
       stop_waiting(c);
       reply(c, kTimedOut, "");
@@ -526,7 +526,7 @@ void TcpStoreServer::Loop::run_resumed_clients() {
       try {
         process_inbox(*c);
       } catch (const std::exception& e) {
-        close_client(*c, LogLevel::kWarning, "closed the connection from " + c->peer + ": " + e.what());
+        drop_client(*c, "closed the connection from", e.what());
       }
     }
   }
@@ -544,9 +544,17 @@ Deadline TcpStoreServer::Loop::next_deadline() const {
   return next;
 }
 
+void TcpStoreServer::Loop::drop_client(Client& c, const char* what, const std::string& why) {
+  // Strangers may connect as often as they like: one line per source
+  // address and reason every few seconds, with a count.
+  log_limited(LogLevel::kWarning, endpoint_host(c.peer) + " " + what + " " + why,
+              std::string(what) + " " + c.peer + ": " + why);
+  close_client(c, LogLevel::kDebug, "");
+}
+
 void TcpStoreServer::Loop::close_client(Client& c, LogLevel level, const std::string& why) {
   if (c.closed) return;
-  if (log_enabled(level)) log_message(level, why);
+  if (!why.empty() && log_enabled(level)) log_message(level, why);
   stop_waiting(c);
   c.closed = true;
   c.sock.close();

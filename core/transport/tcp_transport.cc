@@ -315,7 +315,9 @@ void TcpTransport::accept_pending(std::vector<std::unique_ptr<PendingHandshake>>
 }
 
 void TcpTransport::refuse(PendingHandshake& p, const std::string& why) {
-  RINGCC_LOG(kWarning, "refused a connection from ", p.from, ": ", why);
+  // Strangers may connect as often as they like: one line per source
+  // address and reason every few seconds, with a count.
+  log_limited(LogLevel::kWarning, endpoint_host(p.from) + " " + why, "refused a connection from " + p.from + ": " + why);
   p.sock.close();
 }
 
