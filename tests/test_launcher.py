@@ -767,3 +767,27 @@ def test_misplaced_options(launcher):
         "--num-proc",
     ]
     assert launcher.misplaced_options(args, ["-np", "t.py"]) == []  # the command itself is not an option
+
+
+def test_ringrun_removes_segments_of_ranks_that_died(tmp_path):
+    """Segments whose creator has exited go; a live process's, another
+    namespace's and another user's stay (ringrun's sweep after a job)."""
+    from ringcc.launcher import remove_stale_segments
+
+    namespace = os.stat("/proc/self/ns/pid").st_ino
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    made = {
+        "dead": f"ringcc-p{dead.pid}-n{namespace}-ringcc-test-0",
+        "alive": f"ringcc-p{os.getpid()}-n{namespace}-ringcc-test-1",
+        "other_namespace": f"ringcc-p{dead.pid}-n{namespace + 1}-ringcc-test-2",
+        "not_ours": f"ringcc-p{dead.pid}-n{namespace}-ringcc-test-3",
+    }
+    for name in made.values():
+        (tmp_path / name).write_bytes(b"")
+    if os.geteuid() == 0:
+        os.chown(tmp_path / made["not_ours"], 65534, 65534)
+    removed = remove_stale_segments(str(tmp_path))
+    expected = ["dead"] if os.geteuid() == 0 else ["dead", "not_ours"]
+    assert sorted(removed) == sorted(made[k] for k in expected)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(made[k] for k in made if k not in expected)

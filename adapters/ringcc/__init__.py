@@ -74,6 +74,7 @@ def init(comm=None):
     comm.py2f()) whose ranks form the job instead of MPI_COMM_WORLD.
     In a worker of ringrun's elastic mode, the rank, size and store come
     from the elastic driver (ringcc/elastic/worker.py)."""
+    _exit_on_sigterm()
     if comm is None:
         if _os.environ.get("RINGCC_ELASTIC_DRIVER") and not _core.is_initialized():
             from ringcc.elastic import worker as _elastic_worker
@@ -364,6 +365,31 @@ def _shutdown_at_exit():
         _core._mpi_finalize_if_ours()  # only when ringcc initialised MPI
     except Exception:
         pass
+
+
+def _exit_on_sigterm():
+    """Makes SIGTERM (how ringrun, torchrun and SLURM stop a rank) end this
+    process through Python's exit path rather than at once: its
+    communicators abort, so the peers fail now naming it, and what it made
+    in /dev/shm is removed. Left alone when the program has a SIGTERM
+    handler of its own, or outside the main thread (which cannot set one)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def stop(signum, _frame):
+        signal.signal(signum, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+        try:
+            _core._abort("stopped by SIGTERM", False)
+        except BaseException:  # noqa: BLE001 - the process is ending either way
+            pass
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 _previous_excepthook = _sys.excepthook

@@ -602,6 +602,49 @@ def _recording_signals(received: list[int]) -> Iterator[None]:
             signal.signal(signum, handler)
 
 
+# The name of a shared-memory segment a ringcc process makes (the core's
+# ShmSegment::owned_name): its creator's pid and pid namespace.
+_SEGMENT_NAME = re.compile(r"ringcc-p(\d+)-n(\d+)-")
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            state = stat.read().rpartition(")")[2].split()[:1]
+    except OSError:
+        return True
+    return state not in (["Z"], ["X"])
+
+
+def remove_stale_segments(shm_dir: str = "/dev/shm") -> list[str]:
+    """Removes the shared-memory segments of this user's ringcc processes
+    (in ringrun's pid namespace) that have exited: a rank killed while the
+    ranks met could not remove its own. The names of live processes'
+    segments, and others' files, are left alone. Returns what was removed."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+        names = os.listdir(shm_dir)
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        match = _SEGMENT_NAME.match(name)
+        if match is None or int(match.group(2)) != namespace or _process_alive(int(match.group(1))):
+            continue
+        path = os.path.join(shm_dir, name)
+        with contextlib.suppress(OSError):
+            if os.lstat(path).st_uid == os.geteuid():
+                os.unlink(path)
+                removed.append(name)
+    return removed
+
+
 class JobRunner:
     """Starts the ranks, forwards their output, and stops them all when one fails."""
 
@@ -626,6 +669,9 @@ class JobRunner:
             if status is None:
                 status = self._supervise(timeout)
         self._drain_output()
+        # Every rank has ended: what ranks on this host killed mid-set-up
+        # left in /dev/shm goes now, not when the next job starts.
+        remove_stale_segments()
         return status
 
     def _start(self, launches: Sequence[RankLaunch]) -> int | None:

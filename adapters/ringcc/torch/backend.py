@@ -45,7 +45,7 @@ from typing import Dict, List, Optional, Tuple
 import torch
 import torch.distributed as dist
 
-from ringcc import _core
+from ringcc import _core, _exit_on_sigterm
 from ringcc.torch.dtypes import CORE_DTYPES
 from ringcc.torch.errors import as_dist_error
 from ringcc.torch.fresh_store import fresh_prefix
@@ -365,6 +365,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         self._cuda_index: int | None = None  # the CUDA device of this process's collectives
         self._side: torch.cuda.Stream | None = None
         _adopt_timeout(self._timeout_s)
+        _exit_on_sigterm()
         self._core_timeout_s = _core_timeout_s()
         # torchrun keeps its store across restarts: meet where no earlier attempt wrote.
         store = self._store = dist.PrefixStore(fresh_prefix(store, rank, size, self._core_timeout_s), store)
