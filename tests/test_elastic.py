@@ -18,7 +18,6 @@ import socket
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from conftest import TESTS_DIR, rank_environment, ringrun_command, run_command
@@ -166,6 +165,39 @@ def test_elastic_sampler_shares_out_what_is_left(hvd_of_size):
     shuffled = ElasticSampler(range(10), shuffle=True, seed=3)
     again = ElasticSampler(range(10), shuffle=True, seed=3)
     assert list(shuffled) == list(again) and sorted(list(shuffled)) != list(shuffled)
+
+
+def test_replay_deals_out_samples_as_the_sampler_does(hvd_of_size):
+    """tests/elastic_train.py's replay against ElasticSampler itself, driven as the training
+    drives it: 2, 3, 1 and 3 workers, the changes in mid-epoch, one reset without a change of
+    size; the sampler pads once per deal, from the start of what it deals out."""
+    _, set_size = hvd_of_size
+    from ringcc.torch.elastic import ElasticSampler
+
+    sys.path.insert(0, str(TESTS_DIR))
+    import elastic_train
+
+    sizes = [2] * 5 + [3] * 7 + [1] * 3 + [3] * 30
+    resets = [5, 12, 15, 25]
+    batch = elastic_train.BATCH
+    saved = {"epoch": 0, "processed_num": 0}
+    want = []
+    while len(want) < len(sizes):
+        n = sizes[len(want)]
+        dealt = []
+        for rank in range(n):
+            set_size(n, rank)
+            sampler = ElasticSampler(range(elastic_train.SAMPLES), shuffle=True, seed=0)
+            sampler.load_state_dict(saved)
+            dealt.append(list(sampler))
+        for start in range(0, len(dealt[0]), batch):
+            want.append([indices[start : start + batch] for indices in dealt])
+            saved["processed_num"] += batch * n
+            if len(want) == len(sizes) or len(want) in resets:
+                break
+        else:
+            saved = {"epoch": saved["epoch"] + 1, "processed_num": 0}
+    assert list(elastic_train.dealt_batches(sizes, resets)) == want
 
 
 def test_torch_state_commits_and_restores_models_optimizers_samplers_and_objects(hvd_of_size):
@@ -415,10 +447,36 @@ def test_torch_training_through_2_1_2_workers_equals_a_replay(tmp_path, removal)
     assert summary["to_one_worker_s"] < 5.0, summary
     assert summary["added_worker_first_step_s"] < 15.0, summary
     got = torch.load(tmp_path / "out" / "final.pt")
-    want = elastic_train.replay(sizes)
+    want = elastic_train.replay(sizes, summary["resets_at"])
     for i, (g, w) in enumerate(zip(got, want)):
         assert torch.equal(g, w), f"parameter {i} differs from the replay: {(g - w).abs().max()}"
     assert ("blacklisted" in log) is not removal, log[-3000:]
+    left = [name for name in os.listdir("/dev/shm") if any(f"-p{pid}-" in name for pid in summary["pids"])]
+    assert not left, left
+
+
+def test_torch_training_through_3_then_2_workers_in_mid_epoch_equals_a_replay(tmp_path):
+    """3 workers; rank 2 kills itself after step 6, in mid-epoch: the other two go back to the
+    commit of step 4 and the sampler deals out what is left of the epoch between them, padding
+    it once (95 samples). The final parameters equal, bit for bit, the replay's."""
+    torch = pytest.importorskip("torch")
+    sys.path.insert(0, str(TESTS_DIR))
+    import elastic_scenario
+    import elastic_train
+
+    env = rank_environment({"PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")})
+    steps = 24
+    summary = elastic_scenario.run_through_kill(
+        tmp_path / "out", 3, steps, 2, 6, env, [sys.executable, "-m", "ringcc.launcher"], limit_s=JOB_LIMIT_S
+    )
+    log = (tmp_path / "out" / "ringrun.log").read_text(errors="replace")
+    assert summary["returncode"] == 0, log[-4000:]
+    assert summary["sizes"] == [3] * 4 + [2] * (steps - 4), (summary, log[-3000:])
+    assert summary["resets_at"] == [4], summary
+    got = torch.load(tmp_path / "out" / "final.pt")
+    want = elastic_train.replay(summary["sizes"], summary["resets_at"])
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert torch.equal(g, w), f"parameter {i} differs from the replay: {(g - w).abs().max()}"
     left = [name for name in os.listdir("/dev/shm") if any(f"-p{pid}-" in name for pid in summary["pids"])]
     assert not left, left
 
