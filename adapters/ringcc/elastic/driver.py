@@ -29,7 +29,6 @@ from __future__ import annotations
 import os
 import random
 import secrets
-import shlex
 import signal
 import socket
 import subprocess
@@ -38,10 +37,9 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
 
 from ringcc import launcher
-from ringcc.elastic import protocol
+from ringcc.elastic.server import RequestServer, Wait
 from ringcc.elastic.worker import DRIVER_VARIABLE, WORKER_VARIABLE
 
 DISCOVERY_INTERVAL_S = 1.0
@@ -262,6 +260,7 @@ class Worker:
     removal: bool = False  # its slot was removed from the hosts
     exit_code: int | None = None
     announced: float = 0.0  # when its wait to be let in was last announced
+    joins: int = 0  # its join requests so far: an older one still held is answered "retry"
 
     @property
     def alive(self) -> bool:
@@ -333,7 +332,7 @@ class ElasticDriver:
         )
         self.exported = launcher._exported_variables(args.export, environ)
 
-        self.lock = threading.Condition()
+        self.lock = threading.Lock()
         self.hosts: dict[str, int] = {}  # the last discovery
         self.host_order: list[str] = []  # hosts in the order first seen
         self.host_states: dict[str, HostState] = {}
@@ -351,7 +350,7 @@ class ElasticDriver:
         self.discovery_error: str | None = None
         self.readers: list[threading.Thread] = []
         self.stopping = threading.Event()
-        self.server: socket.socket | None = None
+        self.requests: RequestServer | None = None
         self.port = 0
 
     # -- the main loop --------------------------------------------------------
@@ -360,7 +359,7 @@ class ElasticDriver:
         received: list[int] = []
         try:
             self._listen()
-        except OSError as error:
+        except (OSError, RuntimeError) as error:
             self.console.message(f"elastic mode: cannot listen for workers: {error}")
             return launcher.EXIT_CANNOT_START
         try:
@@ -388,16 +387,13 @@ class ElasticDriver:
                     break
                 with self.lock:
                     status = self._step(time.monotonic(), started)
-                    self.lock.notify_all()
+                self.requests.wake()
                 if status is None:
                     time.sleep(LOOP_S)
             if status is not None and any(w.alive for w in self.workers.values()):
                 self._stop_all(interrupted=False, received=received)
         self.stopping.set()
-        with self.lock:
-            self.lock.notify_all()
-        if self.server is not None:
-            self.server.close()
+        self.requests.close()
         deadline_drain = time.monotonic() + 2.0
         for reader in self.readers:
             reader.join(timeout=max(0.0, deadline_drain - time.monotonic()))
@@ -781,16 +777,26 @@ class ElasticDriver:
             return
         worker = Worker(worker_id, host, slot, process, now)
         self.workers[worker_id] = worker
-        for pipe, stream in ((process.stdout, "stdout"), (process.stderr, "stderr")):
-            prefix = f"[{worker_id}]<{stream}>: ".encode() if not self.args.no_prefix else b""
-            reader = threading.Thread(
-                target=launcher._forward_output,
-                args=(pipe, prefix, stream, self.console),
-                name=f"ringrun-{worker_id}-{stream}",
-                daemon=True,
-            )
-            reader.start()
-            self.readers.append(reader)
+        try:
+            for pipe, stream in ((process.stdout, "stdout"), (process.stderr, "stderr")):
+                prefix = f"[{worker_id}]<{stream}>: ".encode() if not self.args.no_prefix else b""
+                reader = threading.Thread(
+                    target=launcher._forward_output,
+                    args=(pipe, prefix, stream, self.console),
+                    name=f"ringrun-{worker_id}-{stream}",
+                    daemon=True,
+                )
+                reader.start()
+                self.readers.append(reader)
+        except RuntimeError as error:
+            # No thread to read its output (a limit on tasks): a worker whose
+            # pipes nobody drains would block, so it goes, and its host
+            # counts as failed; the job carries on.
+            worker.leaving = True
+            _signal(process, signal.SIGKILL)
+            state = self.host_states.setdefault(host, HostState(self.cooldown))
+            state.blacklist(time.time())
+            self.console.message(f"cannot start a worker on {host}: {error}")
 
     def _driver_address(self, host: str) -> str:
         if self._is_local(host):
@@ -803,7 +809,6 @@ class ElasticDriver:
     def _notify(self, flags: int) -> None:
         last = self.updates[-1][0] if self.updates else 0.0
         self.updates.append((max(time.time(), last + 0.001), flags))
-        self.lock.notify_all()
 
     def _announce(self, now: float) -> None:
         """Tells the running membership about workers that wait to be let
@@ -833,75 +838,67 @@ class ElasticDriver:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.bind(("127.0.0.1", 0))
         sock.listen(128)
-        self.server = sock
         self.port = sock.getsockname()[1]
-        threading.Thread(target=self._accept, name="ringrun-elastic-server", daemon=True).start()
+        self.requests = RequestServer(sock, self.secret.encode(), self.lock, self._handle, self.console.message)
+        self.requests.start()
 
-    def _accept(self) -> None:
-        while not self.stopping.is_set():
-            try:
-                conn, _ = self.server.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        with conn:
-            conn.settimeout(10.0)  # the handshake; a join then waits as long as it must
-            try:
-                protocol.serve_one(conn, self.secret.encode(), self._handle)
-            except (OSError, protocol.ProtocolError) as error:
-                if isinstance(error, protocol.ProtocolError):
-                    self.console.message(f"elastic mode: refused a request: {error}")
-
-    def _handle(self, request: dict) -> dict:
+    def _handle(self, request: dict) -> dict | Wait:
+        """One authenticated request (the server holds the lock)."""
         op = request.get("op")
         worker_id = request.get("worker")
-        with self.lock:
-            worker = self.workers.get(worker_id)
-            if worker is None:
-                return {"action": "stop", "reason": f"unknown worker {worker_id!r}"}
-            if op == "join":
-                return self._join(worker)
-            if op == "port":
-                return self._port_chosen(worker_id, request.get("generation"), request.get("port"))
-            if op == "watch":
-                return self._watch(request.get("since"))
-            if op == "synced":
-                worker.holds_state = True
-                return {"action": "ok"}
+        worker = self.workers.get(worker_id) if isinstance(worker_id, str) else None
+        if worker is None:
+            return {"action": "stop", "reason": f"unknown worker {worker_id!r}"}
+        if op == "join":
+            return self._join(worker)
+        if op == "port":
+            return self._port_chosen(worker_id, request.get("generation"), request.get("port"))
+        if op == "watch":
+            return self._watch(request.get("since"))
+        if op == "synced":
+            worker.holds_state = True
+            return {"action": "ok"}
         return {"action": "stop", "reason": f"unknown request {op!r}"}
 
-    def _join(self, worker: Worker) -> dict:
+    def _join(self, worker: Worker) -> dict | Wait:
         if self.stopping.is_set() or self.succeeded_at is not None or self.failure is not None:
             worker.leaving = True
             return {"action": "leave", "reason": "the job is over"}
+        worker.joins += 1
+        join = worker.joins
         worker.waiting = True
         worker.waiting_since = time.monotonic()
         worker.reply = None
-        self.lock.notify_all()
-        while worker.reply is None and worker.alive and not self.stopping.is_set():
-            self.lock.wait(1.0)
-        reply = worker.reply or {"action": "leave", "reason": "the job is over"}
-        worker.reply = None
-        worker.waiting = False
-        return reply
 
-    def _watch(self, since) -> dict:
+        def answer(now: float) -> dict | None:
+            if worker.joins != join:
+                return {"action": "retry", "reason": "asked again"}  # the worker's connection broke: it goes nowhere
+            if worker.reply is None and worker.alive and not self.stopping.is_set():
+                return None
+            reply = worker.reply or {"action": "leave", "reason": "the job is over"}
+            worker.reply = None
+            worker.waiting = False
+            return reply
+
+        return Wait(answer)
+
+    def _watch(self, since) -> dict | Wait:
         latest = self.updates[-1][0] if self.updates else 0.0
-        if since is None:
+        if not isinstance(since, (int, float)) or isinstance(since, bool):
             return {"timestamp": latest, "update": 0}
         deadline = time.monotonic() + WATCH_HOLD_S
-        while (not self.updates or self.updates[-1][0] <= since) and not self.stopping.is_set():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            self.lock.wait(min(remaining, 1.0))
-        flags = 0
-        for timestamp, update in self.updates:
-            if timestamp > since:
-                flags |= update
-        return {"timestamp": self.updates[-1][0] if self.updates else 0.0, "update": flags}
+
+        def answer(now: float) -> dict | None:
+            news = self.updates and self.updates[-1][0] > since
+            if not news and not self.stopping.is_set() and now < deadline:
+                return None
+            flags = 0
+            for timestamp, update in self.updates:
+                if timestamp > since:
+                    flags |= update
+            return {"timestamp": self.updates[-1][0] if self.updates else 0.0, "update": flags}
+
+        return Wait(answer, deadline)
 
     # -- stopping -------------------------------------------------------------
 
