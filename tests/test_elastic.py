@@ -645,6 +645,58 @@ def test_slow_connections_and_a_limit_on_threads_do_not_stop_the_driver(tmp_path
     assert 1 <= len(refusals) <= 6, completed.describe()
 
 
+def processes_with(marker: str) -> list[int]:
+    """The processes whose command line holds `marker`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as file:
+                    if marker.encode() in file.read():
+                        found.append(int(entry))
+            except OSError:
+                pass  # gone meanwhile
+    return found
+
+
+@pytest.mark.parametrize("when", ["first", "later"])
+def test_a_discovery_script_that_hangs_is_killed_with_its_process_group(tmp_path, when):
+    """A discovery script whose child hangs with the output pipes open: the first run (ringrun
+    --timeout 3 ends the job within its time), or a later one (past
+    RINGCC_ELASTIC_DISCOVERY_TIMEOUT_S, while the job runs and finishes). No process of the
+    script is left once ringrun has exited."""
+    marker = f"1000.{os.getpid()}{time.time_ns() % 10**6}"  # sleep's argument, this test's own
+    script = tmp_path / "discover.sh"
+    if when == "first":
+        script.write_text(f"#!/bin/sh\nsleep {marker} &\nwait\n")
+    else:
+        ran = tmp_path / "ran"
+        script.write_text(
+            f"#!/bin/sh\nif [ -e {ran} ]; then sh -c 'sleep {marker}'; fi\ntouch {ran}\necho localhost:1\n"
+        )
+    script.chmod(0o755)
+    out = tmp_path / "out"
+    out.mkdir()
+    command = ringrun_command(
+        1,
+        [str(TESTS_DIR / "elastic_numpy_job.py"), "--out", str(out), "--steps", "80"],
+        ["--min-np", "1", "--host-discovery-script", str(script), "--timeout", "3" if when == "first" else "60"],
+    )
+    try:
+        # The first run has the default timeout (60 s): ringrun's --timeout ends it.
+        env = rank_environment({} if when == "first" else {"RINGCC_ELASTIC_DISCOVERY_TIMEOUT_S": "1"})
+        completed = run_command(command, env, 30, cwd=str(tmp_path))
+        assert wait_until(lambda: not processes_with(marker), 3), processes_with(marker)
+    finally:
+        for pid in processes_with(marker):
+            os.kill(pid, signal.SIGKILL)
+    if when == "first":
+        assert completed.returncode == 124 and completed.seconds < 15, completed.describe()
+    else:
+        assert completed.returncode == 0, completed.describe()
+        assert "ran for more than 1 s; its process group was killed (trying again)" in completed.stderr
+
+
 def test_a_stopped_worker_is_timed_out_killed_and_left_behind(tmp_path):
     """A worker stopped with SIGSTOP: the other's collective times out (RINGCC_TIMEOUT_S), the
     driver kills the stopped one when it does not come to the next membership, and the job

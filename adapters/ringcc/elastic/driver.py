@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import random
 import secrets
+import selectors
 import signal
 import socket
 import subprocess
@@ -48,6 +49,7 @@ DEFAULT_TIMEOUT_S = 60.0  # RINGCC_TIMEOUT_S's default
 COOLDOWN_LOWER_LIMIT_S = 1
 COOLDOWN_UPPER_LIMIT_S = 3600
 DISCOVERY_SCRIPT_TIMEOUT_S = 60.0
+DISCOVERY_KILL_GRACE_S = 1.0  # from SIGTERM to SIGKILL for the script's process group
 WATCH_HOLD_S = 30.0
 RENOTIFY_S = 2.0  # a worker that waits to be let in is announced again this often
 LOOP_S = 0.05
@@ -176,28 +178,124 @@ def parse_discovery_output(text: str, default_slots: int) -> dict[str, int]:
 
 
 class ScriptDiscovery:
-    def __init__(self, script: str, default_slots: int) -> None:
+    """Runs the host discovery script with the shell, in a session (and so
+    a process group) of its own. A run that goes past its timeout, or that
+    is still going when ringrun stops, ends with its whole group (SIGTERM,
+    then SIGKILL): a child the script left behind goes too, and its output
+    is read with the same deadline, so a grandchild that holds the pipes
+    open cannot keep the driver waiting."""
+
+    def __init__(self, script: str, default_slots: int, timeout: float = DISCOVERY_SCRIPT_TIMEOUT_S) -> None:
         self._script = script
         self._default_slots = default_slots
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._process: subprocess.Popen | None = None  # a run in progress, its leader not reaped yet
+        self._stop_reader, self._stop_writer = socket.socketpair()
 
     def find(self) -> dict[str, int]:
-        try:
-            done = subprocess.run(
-                self._script, shell=True, capture_output=True, text=True, timeout=DISCOVERY_SCRIPT_TIMEOUT_S
-            )
-        except subprocess.TimeoutExpired:
+        returncode, stdout, stderr = self._run()
+        if returncode != 0:
             raise ElasticError(
-                f"the host discovery script {self._script!r} ran for more than {DISCOVERY_SCRIPT_TIMEOUT_S:g} s"
-            ) from None
-        if done.returncode != 0:
-            raise ElasticError(
-                f"the host discovery script {self._script!r} exited with {done.returncode}: "
-                f"{done.stderr.strip()[-500:]}"
+                f"the host discovery script {self._script!r} exited with {returncode}: "
+                f"{stderr.decode(errors='replace').strip()[-500:]}"
             )
         try:
-            return parse_discovery_output(done.stdout, self._default_slots)
+            return parse_discovery_output(stdout.decode(errors="replace"), self._default_slots)
         except launcher.LaunchError as error:
             raise ElasticError(f"the host discovery script {self._script!r}: {error}") from None
+
+    def stop(self) -> None:
+        """Ends a run in progress (its thread ends the group) and refuses later ones."""
+        with self._lock:
+            self._stopped = True
+        try:
+            self._stop_writer.send(b"\0")
+        except OSError:
+            pass
+
+    def kill(self) -> None:
+        """SIGKILL for the group of a run still in progress: the last resort
+        when the thread that runs it did not end it in time."""
+        with self._lock:
+            if self._process is not None:
+                _signal(self._process, signal.SIGKILL)
+
+    def _run(self) -> tuple[int, bytes, bytes]:
+        with self._lock:
+            if self._stopped:
+                raise ElasticError("ringrun is stopping")
+            try:
+                process = subprocess.Popen(
+                    self._script,
+                    shell=True,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                )
+            except OSError as error:
+                raise ElasticError(f"cannot run the host discovery script {self._script!r}: {error}") from None
+            self._process = process
+        try:
+            done = self._read(process, time.monotonic() + self.timeout)
+            if done is not None:
+                return done
+            with self._lock:
+                stopped = self._stopped
+            # The leader is reaped only after the group is killed, so that
+            # its id cannot name another group meanwhile.
+            _signal(process, signal.SIGTERM)
+            self._read(process, time.monotonic() + DISCOVERY_KILL_GRACE_S, reap=False)
+            _signal(process, signal.SIGKILL)
+            if stopped:
+                raise ElasticError("ringrun is stopping")
+            raise ElasticError(
+                f"the host discovery script {self._script!r} ran for more than {self.timeout:g} s; "
+                "its process group was killed"
+            )
+        finally:
+            for pipe in (process.stdout, process.stderr):
+                pipe.close()
+            try:
+                process.wait(timeout=DISCOVERY_KILL_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _signal(process, signal.SIGKILL)
+                process.wait()
+            with self._lock:
+                self._process = None
+
+    def _read(self, process: subprocess.Popen, deadline: float, reap: bool = True) -> tuple[int, bytes, bytes] | None:
+        """The script's exit status and output once it has closed both pipes
+        and (`reap`) exited; None at the deadline or on stop."""
+        output: dict = {process.stdout: [], process.stderr: []}
+        with selectors.DefaultSelector() as selector:
+            for pipe in output:
+                if not pipe.closed:
+                    selector.register(pipe, selectors.EVENT_READ)
+            selector.register(self._stop_reader, selectors.EVENT_READ)
+            open_pipes = len(selector.get_map()) - 1
+            while open_pipes:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                for key, _ in selector.select(remaining):
+                    if key.fileobj is self._stop_reader:
+                        return None  # left unread: every later read sees it too
+                    data = os.read(key.fd, 65536)
+                    if data:
+                        output[key.fileobj].append(data)
+                    else:
+                        selector.unregister(key.fileobj)
+                        open_pipes -= 1
+        if not reap:
+            return None
+        try:
+            returncode = process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            return None  # it closed its output but goes on
+        return returncode, b"".join(output[process.stdout]), b"".join(output[process.stderr])
 
 
 class FixedDiscovery:
@@ -206,6 +304,12 @@ class FixedDiscovery:
 
     def find(self) -> dict[str, int]:
         return dict(self._hosts)
+
+    def stop(self) -> None:
+        pass
+
+    def kill(self) -> None:
+        pass
 
 
 class HostState:
@@ -309,7 +413,11 @@ class ElasticDriver:
         if args.host_discovery_script is not None:
             if args.hosts is not None or args.hostfile is not None:
                 raise launcher.LaunchError("give either --host-discovery-script or -H/--hostfile, not both")
-            self.discovery = ScriptDiscovery(args.host_discovery_script, args.slots_per_host)
+            self.discovery = ScriptDiscovery(
+                args.host_discovery_script,
+                args.slots_per_host,
+                _env_float(environ, ("RINGCC_ELASTIC_DISCOVERY_TIMEOUT_S",), DISCOVERY_SCRIPT_TIMEOUT_S),
+            )
         elif args.hosts is not None or args.hostfile is not None:
             hosts = (
                 launcher.parse_hosts(args.hosts) if args.hosts is not None else launcher.parse_hostfile(args.hostfile)
@@ -348,6 +456,8 @@ class ElasticDriver:
         self.first_failure_code: int | None = None
         self.short_since: float | None = None  # when fewer than --min-np workers could run
         self.discovery_error: str | None = None
+        self.discovered = False  # the first discovery succeeded
+        self.discovery_thread: threading.Thread | None = None
         self.readers: list[threading.Thread] = []
         self.stopping = threading.Event()
         self.requests: RequestServer | None = None
@@ -363,13 +473,21 @@ class ElasticDriver:
             self.console.message(f"elastic mode: cannot listen for workers: {error}")
             return launcher.EXIT_CANNOT_START
         try:
-            hosts = self.discovery.find()  # a first failure is fatal, as in Horovod
-        except ElasticError as error:
-            self.console.message(str(error))
-            return 1
-        with self.lock:
-            self._apply_discovery(hosts)
-        threading.Thread(target=self._discover, name="ringrun-discovery", daemon=True).start()
+            # The first discovery runs there too, so that ringrun's timeout
+            # and signals stop a script that hangs (a first failure is
+            # fatal, as in Horovod).
+            self.discovery_thread = threading.Thread(target=self._discover, name="ringrun-discovery", daemon=True)
+            self.discovery_thread.start()
+        except RuntimeError as error:
+            self.console.message(f"elastic mode: cannot start the host discovery: {error}")
+            self.requests.close()
+            return launcher.EXIT_CANNOT_START
+        try:
+            return self._supervise(received)
+        finally:
+            self._shut_down()
+
+    def _supervise(self, received: list[int]) -> int:
         deadline = None if self.args.timeout is None else time.monotonic() + self.args.timeout
         status: int | None = None
         started = time.monotonic()
@@ -392,12 +510,22 @@ class ElasticDriver:
                     time.sleep(LOOP_S)
             if status is not None and any(w.alive for w in self.workers.values()):
                 self._stop_all(interrupted=False, received=received)
+        return status
+
+    def _shut_down(self) -> None:
+        """Ends the discovery (a script in progress with its process group),
+        answers the workers still waiting, and stops serving."""
         self.stopping.set()
-        self.requests.close()
+        self.discovery.stop()
+        if self.discovery_thread is not None:
+            self.discovery_thread.join(DISCOVERY_KILL_GRACE_S + 1.0)
+            if self.discovery_thread.is_alive():
+                self.discovery.kill()
+        if self.requests is not None:
+            self.requests.close()
         deadline_drain = time.monotonic() + 2.0
         for reader in self.readers:
             reader.join(timeout=max(0.0, deadline_drain - time.monotonic()))
-        return status
 
     def _step(self, now: float, started: float) -> int | None:
         """One round of decisions (under the lock); the exit status once the job is over."""
@@ -406,6 +534,8 @@ class ElasticDriver:
             message, code = self.failure
             self.console.message(message)
             return code
+        if not self.discovered:
+            return None
         if self.succeeded_at is not None:
             self._release_waiting("the job is done")
             live = [w for w in self.workers.values() if w.alive]
@@ -646,18 +776,28 @@ class ElasticDriver:
     # -- hosts and starting workers -------------------------------------------
 
     def _discover(self) -> None:
-        while not self.stopping.wait(self.discovery_interval):
+        first = True
+        while True:
             try:
                 hosts = self.discovery.find()
             except ElasticError as error:
+                if self.stopping.is_set():
+                    return
                 with self.lock:
+                    if first:
+                        self.failure = (str(error), 1)
+                        return
                     if self.discovery_error != str(error):
                         self.console.message(f"{error} (trying again)")
                     self.discovery_error = str(error)
-                continue
-            with self.lock:
-                self.discovery_error = None
-                self._apply_discovery(hosts)
+            else:
+                with self.lock:
+                    self.discovery_error = None
+                    self._apply_discovery(hosts)
+                    self.discovered = True
+            first = False
+            if self.stopping.wait(self.discovery_interval):
+                return
 
     def _apply_discovery(self, hosts: dict[str, int]) -> None:
         if hosts == self.hosts:
