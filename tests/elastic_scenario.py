@@ -19,7 +19,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -55,6 +54,23 @@ def kept_sizes(events: list[dict]) -> list[int]:
         if event["event"] == "step":
             sizes[event["steps"]] = event["size"]
     return [sizes[s] for s in sorted(sizes)]
+
+
+def kept_resets(events: list[dict]) -> list[int]:
+    """The step counts at which the kept steps' sampler dealt out the samples
+    anew: for the kept run of each step, the last reset before it that
+    resumed from an earlier step (a reset undone by a later one is not kept)."""
+    kept: dict[int, float] = {}
+    for event in events:
+        if event["event"] == "step":
+            kept[event["steps"]] = event["t"]
+    resets = [e for e in events if e["event"] == "reset"]
+    found = set()
+    for steps, t in kept.items():
+        before = [r for r in resets if r["t"] < t and r["steps"] < steps]
+        if before:
+            found.add(max(before, key=lambda r: r["t"])["steps"])
+    return sorted(found)
 
 
 def run(out: Path, steps: int, removal: bool, env: dict[str, str], ringrun: list[str], limit_s: float = 240.0) -> dict:
@@ -151,9 +167,67 @@ def run(out: Path, steps: int, removal: bool, env: dict[str, str], ringrun: list
     events = read_events(out)
     summary["returncode"] = process.returncode
     summary["sizes"] = kept_sizes(events)
+    summary["resets_at"] = kept_resets(events)
     summary["resets"] = [(e["worker"], e["size"]) for e in events if e["event"] == "reset"]
     summary["pids"] = sorted({e["pid"] for e in events})
     return summary
+
+
+def run_through_kill(
+    out: Path,
+    workers: int,
+    steps: int,
+    kill_rank: int,
+    kill_at: int,
+    env: dict[str, str],
+    ringrun: list[str],
+    limit_s: float = 120.0,
+) -> dict:
+    """`workers` workers on this machine (--min-np one fewer), the worker of
+    rank `kill_rank` killing itself after step `kill_at`; the others go on
+    without it to the end. Returns what happened (sizes, resets, pids)."""
+    out.mkdir(parents=True, exist_ok=True)
+    command = [
+        *ringrun,
+        "-np",
+        str(workers),
+        "--min-np",
+        str(workers - 1),
+        "--max-np",
+        str(workers),
+        "--timeout",
+        str(limit_s),
+        sys.executable,
+        str(TESTS_DIR / "elastic_train.py"),
+        "--out",
+        str(out),
+        "--steps",
+        str(steps),
+        "--step-time",
+        "0.02",
+        "--kill-rank",
+        str(kill_rank),
+        "--kill-at",
+        str(kill_at),
+    ]
+    with open(out / "ringrun.log", "wb") as log:
+        completed = subprocess.run(
+            command,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=str(out),
+            timeout=limit_s + 30,
+        )
+    events = read_events(out)
+    return {
+        "command": command,
+        "returncode": completed.returncode,
+        "sizes": kept_sizes(events),
+        "resets_at": kept_resets(events),
+        "pids": sorted({e["pid"] for e in events}),
+    }
 
 
 def main() -> int:

@@ -8,9 +8,12 @@ hvd.DistributedOptimizer averages the gradients of a small model over the
 ranks; an ElasticSampler deals out a fixed dataset; TorchState commits the
 model, the optimizer, the sampler and the step count every --commit-every
 steps. Every worker appends JSON lines to DIR/<worker>.jsonl: each step
-(with the membership's size and the time), each commit and each reset, so
-the test can tell which size every kept step had and replay them
-(`replay`), and how long each membership change took.
+(with the membership's size and the time), each commit and each reset
+(with the step count it resumes from), so the test can tell which size
+every kept step had and where the sampler dealt out the samples anew,
+replay them (`replay`), and how long each membership change took.
+--kill-rank R makes the worker of rank R kill itself after step --kill-at,
+once per job.
 """
 
 from __future__ import annotations
@@ -20,13 +23,16 @@ import json
 import math
 import os
 import random
+import signal
 import sys
 import time
 
 import torch
 
 FEATURES, OUTPUTS = 16, 4
-SAMPLES, BATCH = 96, 4
+# 95 samples, a multiple of neither 2 nor 3: with 2 or 3 workers the sampler
+# pads the last batch of an epoch, and of what is left after a reset.
+SAMPLES, BATCH = 95, 4
 
 
 def make_model():
@@ -46,22 +52,52 @@ def batch_loss(model, x, y, indices):
     return torch.nn.functional.mse_loss(model(x[index]), y[index])
 
 
-def replay(sizes, seed=0):
-    """The parameters a run reaches whose kept steps had these sizes
-    (sizes[i]: the membership's size in step i + 1), computed in one process
-    the way ElasticSampler and DistributedOptimizer share out the work."""
+def deal_out(epoch: int, processed: int, size: int, seed: int = 0) -> list[list[int]]:
+    """Each rank's samples as ElasticSampler deals them out at a reset
+    (ElasticSampler.reset and __iter__): what is left of the epoch's order,
+    padded once, from its own start, to a multiple of the size."""
+    order = list(range(SAMPLES))
+    random.Random(seed + epoch).shuffle(order)
+    remaining = order[processed:]
+    total = math.ceil(len(remaining) / size) * size
+    padded = remaining + remaining[: total - len(remaining)]
+    return [padded[rank:total:size] for rank in range(size)]
+
+
+def dealt_batches(sizes, resets=None, seed=0):
+    """Each kept step's batches, one per rank, as ElasticSampler deals them
+    out to a run whose kept steps had these sizes (sizes[i]: the
+    membership's size in step i + 1).
+
+    `resets` holds the step counts at which the run reset its state (the
+    sampler then deals out what is left of the epoch among the new
+    membership, padded anew; each epoch starts with a deal too); by default
+    every change of size."""
+    if resets is None:
+        resets = [i for i in range(1, len(sizes)) if sizes[i] != sizes[i - 1]]
+    resets = set(resets)
+    epoch, processed, shares, batch = 0, 0, None, 0
+    for step, n in enumerate(sizes):
+        if shares is None or step in resets:
+            shares, batch = deal_out(epoch, processed, n, seed), 0
+        yield [share[batch * BATCH : (batch + 1) * BATCH] for share in shares]
+        processed += BATCH * n
+        batch += 1
+        if batch * BATCH >= len(shares[0]):  # the last batch of the epoch
+            epoch, processed, shares = epoch + 1, 0, None
+
+
+def replay(sizes, resets=None, seed=0):
+    """The parameters a run reaches whose kept steps had these sizes and
+    resets (`dealt_batches`), computed in one process the way
+    DistributedOptimizer averages the ranks' gradients: summed in rank order,
+    then scaled by 1 / size in float32 (as ringcc's Average does; not the
+    same as a division for 3 ranks)."""
     model, optimizer = make_model()
     x, y = dataset()
-    epoch, processed = 0, 0
-    for n in sizes:
-        order = list(range(SAMPLES))
-        random.Random(seed + epoch).shuffle(order)
-        remaining = order[processed:]
-        per_rank = math.ceil(len(remaining) / n)
+    for batches in dealt_batches(sizes, resets, seed):
         grads = []
-        for rank in range(n):
-            positions = [rank + j * n for j in range(min(BATCH, per_rank))]
-            indices = [remaining[p] if p < len(remaining) else remaining[p - len(remaining)] for p in positions]
+        for indices in batches:
             model.zero_grad()
             batch_loss(model, x, y, indices).backward()
             grads.append([p.grad.clone() for p in model.parameters()])
@@ -69,11 +105,8 @@ def replay(sizes, seed=0):
             total = grads[0][i].clone()
             for other in grads[1:]:
                 total += other[i]
-            p.grad = total / n
+            p.grad = total * (1.0 / len(batches))
         optimizer.step()
-        processed += BATCH * n
-        if per_rank <= BATCH:  # the epoch's last batch
-            epoch, processed = epoch + 1, 0
     return [p.detach().clone() for p in model.parameters()]
 
 
@@ -83,6 +116,8 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--commit-every", type=int, default=4)
     parser.add_argument("--step-time", type=float, default=0.05, help="seconds each step lasts at least")
+    parser.add_argument("--kill-rank", type=int, help="the rank that kills itself (SIGKILL), once per job")
+    parser.add_argument("--kill-at", type=int, default=6, help="the step after which --kill-rank kills itself")
     args = parser.parse_args()
 
     import ringcc.torch as hvd
@@ -107,7 +142,7 @@ def main() -> int:
     x, y = dataset()
     sampler = ElasticSampler(range(SAMPLES), shuffle=True, seed=0)
     state = hvd.elastic.TorchState(model, optimizer, sampler=sampler, epoch=0, steps=0)
-    state.register_reset_callbacks([lambda: log("reset")])
+    state.register_reset_callbacks([lambda: log("reset", steps=state.steps)])
 
     @hvd.elastic.run
     def train(state):
@@ -123,6 +158,10 @@ def main() -> int:
                 state.sampler.record_batch(batch_index, BATCH)
                 state.steps += 1
                 log("step", steps=state.steps)
+                kill_marker = os.path.join(args.out, "killed")
+                if hvd.rank() == args.kill_rank and state.steps == args.kill_at and not os.path.exists(kill_marker):
+                    open(kill_marker, "w").close()
+                    os.kill(os.getpid(), signal.SIGKILL)
                 time.sleep(max(0.0, args.step_time - (time.monotonic() - began)))
                 if state.steps >= args.steps:
                     break

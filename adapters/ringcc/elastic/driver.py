@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import random
 import secrets
-import shlex
+import selectors
 import signal
 import socket
 import subprocess
@@ -38,10 +38,9 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
 
 from ringcc import launcher
-from ringcc.elastic import protocol
+from ringcc.elastic.server import RequestServer, Wait
 from ringcc.elastic.worker import DRIVER_VARIABLE, WORKER_VARIABLE
 
 DISCOVERY_INTERVAL_S = 1.0
@@ -50,6 +49,7 @@ DEFAULT_TIMEOUT_S = 60.0  # RINGCC_TIMEOUT_S's default
 COOLDOWN_LOWER_LIMIT_S = 1
 COOLDOWN_UPPER_LIMIT_S = 3600
 DISCOVERY_SCRIPT_TIMEOUT_S = 60.0
+DISCOVERY_KILL_GRACE_S = 1.0  # from SIGTERM to SIGKILL for the script's process group
 WATCH_HOLD_S = 30.0
 RENOTIFY_S = 2.0  # a worker that waits to be let in is announced again this often
 LOOP_S = 0.05
@@ -178,28 +178,124 @@ def parse_discovery_output(text: str, default_slots: int) -> dict[str, int]:
 
 
 class ScriptDiscovery:
-    def __init__(self, script: str, default_slots: int) -> None:
+    """Runs the host discovery script with the shell, in a session (and so
+    a process group) of its own. A run that goes past its timeout, or that
+    is still going when ringrun stops, ends with its whole group (SIGTERM,
+    then SIGKILL): a child the script left behind goes too, and its output
+    is read with the same deadline, so a grandchild that holds the pipes
+    open cannot keep the driver waiting."""
+
+    def __init__(self, script: str, default_slots: int, timeout: float = DISCOVERY_SCRIPT_TIMEOUT_S) -> None:
         self._script = script
         self._default_slots = default_slots
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._process: subprocess.Popen | None = None  # a run in progress, its leader not reaped yet
+        self._stop_reader, self._stop_writer = socket.socketpair()
 
     def find(self) -> dict[str, int]:
-        try:
-            done = subprocess.run(
-                self._script, shell=True, capture_output=True, text=True, timeout=DISCOVERY_SCRIPT_TIMEOUT_S
-            )
-        except subprocess.TimeoutExpired:
+        returncode, stdout, stderr = self._run()
+        if returncode != 0:
             raise ElasticError(
-                f"the host discovery script {self._script!r} ran for more than {DISCOVERY_SCRIPT_TIMEOUT_S:g} s"
-            ) from None
-        if done.returncode != 0:
-            raise ElasticError(
-                f"the host discovery script {self._script!r} exited with {done.returncode}: "
-                f"{done.stderr.strip()[-500:]}"
+                f"the host discovery script {self._script!r} exited with {returncode}: "
+                f"{stderr.decode(errors='replace').strip()[-500:]}"
             )
         try:
-            return parse_discovery_output(done.stdout, self._default_slots)
+            return parse_discovery_output(stdout.decode(errors="replace"), self._default_slots)
         except launcher.LaunchError as error:
             raise ElasticError(f"the host discovery script {self._script!r}: {error}") from None
+
+    def stop(self) -> None:
+        """Ends a run in progress (its thread ends the group) and refuses later ones."""
+        with self._lock:
+            self._stopped = True
+        try:
+            self._stop_writer.send(b"\0")
+        except OSError:
+            pass
+
+    def kill(self) -> None:
+        """SIGKILL for the group of a run still in progress: the last resort
+        when the thread that runs it did not end it in time."""
+        with self._lock:
+            if self._process is not None:
+                _signal(self._process, signal.SIGKILL)
+
+    def _run(self) -> tuple[int, bytes, bytes]:
+        with self._lock:
+            if self._stopped:
+                raise ElasticError("ringrun is stopping")
+            try:
+                process = subprocess.Popen(
+                    self._script,
+                    shell=True,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                )
+            except OSError as error:
+                raise ElasticError(f"cannot run the host discovery script {self._script!r}: {error}") from None
+            self._process = process
+        try:
+            done = self._read(process, time.monotonic() + self.timeout)
+            if done is not None:
+                return done
+            with self._lock:
+                stopped = self._stopped
+            # The leader is reaped only after the group is killed, so that
+            # its id cannot name another group meanwhile.
+            _signal(process, signal.SIGTERM)
+            self._read(process, time.monotonic() + DISCOVERY_KILL_GRACE_S, reap=False)
+            _signal(process, signal.SIGKILL)
+            if stopped:
+                raise ElasticError("ringrun is stopping")
+            raise ElasticError(
+                f"the host discovery script {self._script!r} ran for more than {self.timeout:g} s; "
+                "its process group was killed"
+            )
+        finally:
+            for pipe in (process.stdout, process.stderr):
+                pipe.close()
+            try:
+                process.wait(timeout=DISCOVERY_KILL_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _signal(process, signal.SIGKILL)
+                process.wait()
+            with self._lock:
+                self._process = None
+
+    def _read(self, process: subprocess.Popen, deadline: float, reap: bool = True) -> tuple[int, bytes, bytes] | None:
+        """The script's exit status and output once it has closed both pipes
+        and (`reap`) exited; None at the deadline or on stop."""
+        output: dict = {process.stdout: [], process.stderr: []}
+        with selectors.DefaultSelector() as selector:
+            for pipe in output:
+                if not pipe.closed:
+                    selector.register(pipe, selectors.EVENT_READ)
+            selector.register(self._stop_reader, selectors.EVENT_READ)
+            open_pipes = len(selector.get_map()) - 1
+            while open_pipes:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                for key, _ in selector.select(remaining):
+                    if key.fileobj is self._stop_reader:
+                        return None  # left unread: every later read sees it too
+                    data = os.read(key.fd, 65536)
+                    if data:
+                        output[key.fileobj].append(data)
+                    else:
+                        selector.unregister(key.fileobj)
+                        open_pipes -= 1
+        if not reap:
+            return None
+        try:
+            returncode = process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            return None  # it closed its output but goes on
+        return returncode, b"".join(output[process.stdout]), b"".join(output[process.stderr])
 
 
 class FixedDiscovery:
@@ -208,6 +304,12 @@ class FixedDiscovery:
 
     def find(self) -> dict[str, int]:
         return dict(self._hosts)
+
+    def stop(self) -> None:
+        pass
+
+    def kill(self) -> None:
+        pass
 
 
 class HostState:
@@ -262,6 +364,7 @@ class Worker:
     removal: bool = False  # its slot was removed from the hosts
     exit_code: int | None = None
     announced: float = 0.0  # when its wait to be let in was last announced
+    joins: int = 0  # its join requests so far: an older one still held is answered "retry"
 
     @property
     def alive(self) -> bool:
@@ -310,7 +413,11 @@ class ElasticDriver:
         if args.host_discovery_script is not None:
             if args.hosts is not None or args.hostfile is not None:
                 raise launcher.LaunchError("give either --host-discovery-script or -H/--hostfile, not both")
-            self.discovery = ScriptDiscovery(args.host_discovery_script, args.slots_per_host)
+            self.discovery = ScriptDiscovery(
+                args.host_discovery_script,
+                args.slots_per_host,
+                _env_float(environ, ("RINGCC_ELASTIC_DISCOVERY_TIMEOUT_S",), DISCOVERY_SCRIPT_TIMEOUT_S),
+            )
         elif args.hosts is not None or args.hostfile is not None:
             hosts = (
                 launcher.parse_hosts(args.hosts) if args.hosts is not None else launcher.parse_hostfile(args.hostfile)
@@ -333,7 +440,7 @@ class ElasticDriver:
         )
         self.exported = launcher._exported_variables(args.export, environ)
 
-        self.lock = threading.Condition()
+        self.lock = threading.Lock()
         self.hosts: dict[str, int] = {}  # the last discovery
         self.host_order: list[str] = []  # hosts in the order first seen
         self.host_states: dict[str, HostState] = {}
@@ -349,9 +456,11 @@ class ElasticDriver:
         self.first_failure_code: int | None = None
         self.short_since: float | None = None  # when fewer than --min-np workers could run
         self.discovery_error: str | None = None
+        self.discovered = False  # the first discovery succeeded
+        self.discovery_thread: threading.Thread | None = None
         self.readers: list[threading.Thread] = []
         self.stopping = threading.Event()
-        self.server: socket.socket | None = None
+        self.requests: RequestServer | None = None
         self.port = 0
 
     # -- the main loop --------------------------------------------------------
@@ -360,17 +469,25 @@ class ElasticDriver:
         received: list[int] = []
         try:
             self._listen()
-        except OSError as error:
+        except (OSError, RuntimeError) as error:
             self.console.message(f"elastic mode: cannot listen for workers: {error}")
             return launcher.EXIT_CANNOT_START
         try:
-            hosts = self.discovery.find()  # a first failure is fatal, as in Horovod
-        except ElasticError as error:
-            self.console.message(str(error))
-            return 1
-        with self.lock:
-            self._apply_discovery(hosts)
-        threading.Thread(target=self._discover, name="ringrun-discovery", daemon=True).start()
+            # The first discovery runs there too, so that ringrun's timeout
+            # and signals stop a script that hangs (a first failure is
+            # fatal, as in Horovod).
+            self.discovery_thread = threading.Thread(target=self._discover, name="ringrun-discovery", daemon=True)
+            self.discovery_thread.start()
+        except RuntimeError as error:
+            self.console.message(f"elastic mode: cannot start the host discovery: {error}")
+            self.requests.close()
+            return launcher.EXIT_CANNOT_START
+        try:
+            return self._supervise(received)
+        finally:
+            self._shut_down()
+
+    def _supervise(self, received: list[int]) -> int:
         deadline = None if self.args.timeout is None else time.monotonic() + self.args.timeout
         status: int | None = None
         started = time.monotonic()
@@ -388,20 +505,27 @@ class ElasticDriver:
                     break
                 with self.lock:
                     status = self._step(time.monotonic(), started)
-                    self.lock.notify_all()
+                self.requests.wake()
                 if status is None:
                     time.sleep(LOOP_S)
             if status is not None and any(w.alive for w in self.workers.values()):
                 self._stop_all(interrupted=False, received=received)
+        return status
+
+    def _shut_down(self) -> None:
+        """Ends the discovery (a script in progress with its process group),
+        answers the workers still waiting, and stops serving."""
         self.stopping.set()
-        with self.lock:
-            self.lock.notify_all()
-        if self.server is not None:
-            self.server.close()
+        self.discovery.stop()
+        if self.discovery_thread is not None:
+            self.discovery_thread.join(DISCOVERY_KILL_GRACE_S + 1.0)
+            if self.discovery_thread.is_alive():
+                self.discovery.kill()
+        if self.requests is not None:
+            self.requests.close()
         deadline_drain = time.monotonic() + 2.0
         for reader in self.readers:
             reader.join(timeout=max(0.0, deadline_drain - time.monotonic()))
-        return status
 
     def _step(self, now: float, started: float) -> int | None:
         """One round of decisions (under the lock); the exit status once the job is over."""
@@ -410,6 +534,8 @@ class ElasticDriver:
             message, code = self.failure
             self.console.message(message)
             return code
+        if not self.discovered:
+            return None
         if self.succeeded_at is not None:
             self._release_waiting("the job is done")
             live = [w for w in self.workers.values() if w.alive]
@@ -650,18 +776,28 @@ class ElasticDriver:
     # -- hosts and starting workers -------------------------------------------
 
     def _discover(self) -> None:
-        while not self.stopping.wait(self.discovery_interval):
+        first = True
+        while True:
             try:
                 hosts = self.discovery.find()
             except ElasticError as error:
+                if self.stopping.is_set():
+                    return
                 with self.lock:
+                    if first:
+                        self.failure = (str(error), 1)
+                        return
                     if self.discovery_error != str(error):
                         self.console.message(f"{error} (trying again)")
                     self.discovery_error = str(error)
-                continue
-            with self.lock:
-                self.discovery_error = None
-                self._apply_discovery(hosts)
+            else:
+                with self.lock:
+                    self.discovery_error = None
+                    self._apply_discovery(hosts)
+                    self.discovered = True
+            first = False
+            if self.stopping.wait(self.discovery_interval):
+                return
 
     def _apply_discovery(self, hosts: dict[str, int]) -> None:
         if hosts == self.hosts:
@@ -781,16 +917,26 @@ class ElasticDriver:
             return
         worker = Worker(worker_id, host, slot, process, now)
         self.workers[worker_id] = worker
-        for pipe, stream in ((process.stdout, "stdout"), (process.stderr, "stderr")):
-            prefix = f"[{worker_id}]<{stream}>: ".encode() if not self.args.no_prefix else b""
-            reader = threading.Thread(
-                target=launcher._forward_output,
-                args=(pipe, prefix, stream, self.console),
-                name=f"ringrun-{worker_id}-{stream}",
-                daemon=True,
-            )
-            reader.start()
-            self.readers.append(reader)
+        try:
+            for pipe, stream in ((process.stdout, "stdout"), (process.stderr, "stderr")):
+                prefix = f"[{worker_id}]<{stream}>: ".encode() if not self.args.no_prefix else b""
+                reader = threading.Thread(
+                    target=launcher._forward_output,
+                    args=(pipe, prefix, stream, self.console),
+                    name=f"ringrun-{worker_id}-{stream}",
+                    daemon=True,
+                )
+                reader.start()
+                self.readers.append(reader)
+        except RuntimeError as error:
+            # No thread to read its output (a limit on tasks): a worker whose
+            # pipes nobody drains would block, so it goes, and its host
+            # counts as failed; the job carries on.
+            worker.leaving = True
+            _signal(process, signal.SIGKILL)
+            state = self.host_states.setdefault(host, HostState(self.cooldown))
+            state.blacklist(time.time())
+            self.console.message(f"cannot start a worker on {host}: {error}")
 
     def _driver_address(self, host: str) -> str:
         if self._is_local(host):
@@ -803,7 +949,6 @@ class ElasticDriver:
     def _notify(self, flags: int) -> None:
         last = self.updates[-1][0] if self.updates else 0.0
         self.updates.append((max(time.time(), last + 0.001), flags))
-        self.lock.notify_all()
 
     def _announce(self, now: float) -> None:
         """Tells the running membership about workers that wait to be let
@@ -833,75 +978,67 @@ class ElasticDriver:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.bind(("127.0.0.1", 0))
         sock.listen(128)
-        self.server = sock
         self.port = sock.getsockname()[1]
-        threading.Thread(target=self._accept, name="ringrun-elastic-server", daemon=True).start()
+        self.requests = RequestServer(sock, self.secret.encode(), self.lock, self._handle, self.console.message)
+        self.requests.start()
 
-    def _accept(self) -> None:
-        while not self.stopping.is_set():
-            try:
-                conn, _ = self.server.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        with conn:
-            conn.settimeout(10.0)  # the handshake; a join then waits as long as it must
-            try:
-                protocol.serve_one(conn, self.secret.encode(), self._handle)
-            except (OSError, protocol.ProtocolError) as error:
-                if isinstance(error, protocol.ProtocolError):
-                    self.console.message(f"elastic mode: refused a request: {error}")
-
-    def _handle(self, request: dict) -> dict:
+    def _handle(self, request: dict) -> dict | Wait:
+        """One authenticated request (the server holds the lock)."""
         op = request.get("op")
         worker_id = request.get("worker")
-        with self.lock:
-            worker = self.workers.get(worker_id)
-            if worker is None:
-                return {"action": "stop", "reason": f"unknown worker {worker_id!r}"}
-            if op == "join":
-                return self._join(worker)
-            if op == "port":
-                return self._port_chosen(worker_id, request.get("generation"), request.get("port"))
-            if op == "watch":
-                return self._watch(request.get("since"))
-            if op == "synced":
-                worker.holds_state = True
-                return {"action": "ok"}
+        worker = self.workers.get(worker_id) if isinstance(worker_id, str) else None
+        if worker is None:
+            return {"action": "stop", "reason": f"unknown worker {worker_id!r}"}
+        if op == "join":
+            return self._join(worker)
+        if op == "port":
+            return self._port_chosen(worker_id, request.get("generation"), request.get("port"))
+        if op == "watch":
+            return self._watch(request.get("since"))
+        if op == "synced":
+            worker.holds_state = True
+            return {"action": "ok"}
         return {"action": "stop", "reason": f"unknown request {op!r}"}
 
-    def _join(self, worker: Worker) -> dict:
+    def _join(self, worker: Worker) -> dict | Wait:
         if self.stopping.is_set() or self.succeeded_at is not None or self.failure is not None:
             worker.leaving = True
             return {"action": "leave", "reason": "the job is over"}
+        worker.joins += 1
+        join = worker.joins
         worker.waiting = True
         worker.waiting_since = time.monotonic()
         worker.reply = None
-        self.lock.notify_all()
-        while worker.reply is None and worker.alive and not self.stopping.is_set():
-            self.lock.wait(1.0)
-        reply = worker.reply or {"action": "leave", "reason": "the job is over"}
-        worker.reply = None
-        worker.waiting = False
-        return reply
 
-    def _watch(self, since) -> dict:
+        def answer(now: float) -> dict | None:
+            if worker.joins != join:
+                return {"action": "retry", "reason": "asked again"}  # the worker's connection broke: it goes nowhere
+            if worker.reply is None and worker.alive and not self.stopping.is_set():
+                return None
+            reply = worker.reply or {"action": "leave", "reason": "the job is over"}
+            worker.reply = None
+            worker.waiting = False
+            return reply
+
+        return Wait(answer)
+
+    def _watch(self, since) -> dict | Wait:
         latest = self.updates[-1][0] if self.updates else 0.0
-        if since is None:
+        if not isinstance(since, (int, float)) or isinstance(since, bool):
             return {"timestamp": latest, "update": 0}
         deadline = time.monotonic() + WATCH_HOLD_S
-        while (not self.updates or self.updates[-1][0] <= since) and not self.stopping.is_set():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            self.lock.wait(min(remaining, 1.0))
-        flags = 0
-        for timestamp, update in self.updates:
-            if timestamp > since:
-                flags |= update
-        return {"timestamp": self.updates[-1][0] if self.updates else 0.0, "update": flags}
+
+        def answer(now: float) -> dict | None:
+            news = self.updates and self.updates[-1][0] > since
+            if not news and not self.stopping.is_set() and now < deadline:
+                return None
+            flags = 0
+            for timestamp, update in self.updates:
+                if timestamp > since:
+                    flags |= update
+            return {"timestamp": self.updates[-1][0] if self.updates else 0.0, "update": flags}
+
+        return Wait(answer, deadline)
 
     # -- stopping -------------------------------------------------------------
 

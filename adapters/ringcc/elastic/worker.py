@@ -22,7 +22,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Optional
 
 from ringcc.elastic import protocol
 
@@ -31,6 +30,7 @@ WORKER_VARIABLE = "RINGCC_ELASTIC_WORKER"
 TIMEOUT_VARIABLES = ("RINGCC_ELASTIC_TIMEOUT_S", "HOROVOD_ELASTIC_TIMEOUT")
 DEFAULT_ELASTIC_TIMEOUT_S = 600.0
 WATCH_POLL_S = 30.0  # how long the driver holds a watch before it answers "nothing new"
+RESEND_PAUSES_S = (0.05, 0.2, 0.5, 1.0)
 
 log = logging.getLogger("ringcc.elastic")
 
@@ -68,8 +68,18 @@ def _driver():
 
 
 def call(body: dict, timeout: float) -> dict:
+    """One request to the driver. One that did not reach it whole (the
+    driver, busy with many connections, pushed this one out before it was
+    sent) is sent again, a few times."""
     address, port, secret = _driver()
-    return protocol.request(address, port, secret, {**body, "worker": os.environ.get(WORKER_VARIABLE, "")}, timeout)
+    body = {**body, "worker": os.environ.get(WORKER_VARIABLE, "")}
+    for pause in RESEND_PAUSES_S:
+        try:
+            return protocol.request(address, port, secret, body, timeout)
+        except protocol.NotDelivered as error:
+            log.debug("a request to ringrun's elastic driver did not arrive (%s); sending it again", error)
+            time.sleep(pause)
+    return protocol.request(address, port, secret, body, timeout)
 
 
 def _free_port() -> int:
