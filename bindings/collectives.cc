@@ -1273,8 +1273,10 @@ std::shared_ptr<ringcc::Communicator> global_communicator() {
   return g_comm;
 }
 
-void nudge_engine(const std::shared_ptr<ringcc::Work>& waiting) {
-  if (g_engine) g_engine->nudge(waiting);
+ringcc::EngineWaiter nudge_engine(const std::shared_ptr<ringcc::Work>& waiting) {
+  if (!g_engine) return ringcc::EngineWaiter();
+  g_engine->nudge(waiting);
+  return g_engine->waiter();
 }
 
 namespace {
@@ -1626,6 +1628,7 @@ void bind_module_collectives(py::module_& m) {
         ringcc::Engine& e = engine();
         std::shared_ptr<ringcc::Work> work = e.join();
         try {
+          ringcc::EngineWaiter waiter = e.waiter();
           BlockingCall call;
           work->wait(-1);
         } catch (...) {

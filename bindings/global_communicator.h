@@ -6,6 +6,7 @@
 
 #include "core/collective/work.h"
 #include "core/communicator.h"
+#include "core/engine/engine_waiter.h"
 
 namespace ringcc_py {
 
@@ -15,8 +16,9 @@ namespace ringcc_py {
 std::shared_ptr<ringcc::Communicator> global_communicator();
 
 // Starts the background engine's next cycle now (nothing before init()):
-// for a caller about to block on `waiting`, a named collective's Work.
+// for a caller about to block on `waiting`, a named collective's Work,
+// which counts as blocked on the engine while the returned waiter lives.
 // Needs the GIL.
-void nudge_engine(const std::shared_ptr<ringcc::Work>& waiting);
+ringcc::EngineWaiter nudge_engine(const std::shared_ptr<ringcc::Work>& waiting);
 
 }  // namespace ringcc_py

@@ -51,7 +51,7 @@ py::object wait_for(HandleState& h, double timeout) {
       ok = h.work->wait(timeout);  // already complete: no need to let go of the GIL
     } else {
       // Under the GIL, which shutdown() holds while it takes the engine.
-      if (h.named) nudge_engine(h.work);
+      const ringcc::EngineWaiter waiter = h.named ? nudge_engine(h.work) : ringcc::EngineWaiter();
       BlockingCall call;
       ok = h.work->wait(timeout);
     }

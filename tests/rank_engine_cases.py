@@ -8,7 +8,8 @@ computes. Cases read the engine's settings from the environment the group
 was started with (RINGCC_* first, then Horovod's names), so that one case
 checks what it should in every group. Some cases record figures with
 ctx.note("key=value") for tests/test_engine.py to compare across groups.
-Cases tagged "stall" need a group started with short stall times.
+Cases tagged "stall" need a group started with short stall times, those
+tagged "deadlock" one with a short RINGCC_TIMEOUT_S.
 
 Case order matters for one thing: the response cache keeps the first
 RINGCC_CACHE_CAPACITY names it sees, so "cache/reused-names" comes first,
@@ -90,6 +91,10 @@ def stall_check_s() -> float:
 
 def stall_shutdown_s() -> float:
     return setting("RINGCC_STALL_SHUTDOWN_S", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", 600.0)
+
+
+def timeout_s() -> float:
+    return setting("RINGCC_TIMEOUT_S", "HOROVOD_GLOO_TIMEOUT_SECONDS", 60.0)
 
 
 def env_timeline() -> str:
@@ -1706,6 +1711,182 @@ def stall_shutdown(ctx):
     ringcc.barrier()
     still_works(ctx, "stall/abandoned")
     still_works(ctx, "stall/abandoned-cached")
+
+
+# --------------------------------------------------------------------------
+# Deadlocks (groups started with a short RINGCC_TIMEOUT_S and the default
+# stall shutdown time): every rank waits on names that no other rank will
+# enqueue. Each wait is bounded a few seconds past RINGCC_TIMEOUT_S, so that
+# an engine that does not see the deadlock fails the case quickly.
+
+DEADLOCK_PREFIX = "deadlock: every rank waits for named collectives"
+
+
+def deadlock_wait_s() -> float:
+    return timeout_s() + 5.0
+
+
+def expect_deadlock(ctx, call, fragments, what: str) -> None:
+    """call() waits on the engine; it must raise TimeoutError saying deadlock, with every fragment,
+    about RINGCC_TIMEOUT_S after the case started."""
+    start = time.monotonic()
+    error, _ = expect_error(ringcc.TimeoutError, [DEADLOCK_PREFIX, *fragments], call, what)
+    seconds = time.monotonic() - start
+    ctx.note(f"failed_after_s={seconds:.2f}")
+    limit = timeout_s()
+    expect(
+        error is None or limit - 0.5 <= seconds <= limit + 3.0,
+        f"{what} failed after {seconds:.2f} s; RINGCC_TIMEOUT_S is {limit:g} s",
+    )
+    if error is not None:
+        expect(str(error).startswith(DEADLOCK_PREFIX), f"{what}: the message does not start with the deadlock: {error}")
+
+
+def join_within(seconds: float):
+    """ringcc.join(), ended by SIGALRM after `seconds` (join() takes no timeout): an engine that
+    misses the deadlock fails the case instead of waiting for the stall shutdown time."""
+    import signal
+
+    class JoinBound(Exception):
+        pass
+
+    def expire(signum, frame):
+        raise JoinBound(f"join() did not return within {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return ringcc.join()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@CASES.case("deadlock/different-names", tags=("deadlock",), min_size=2)
+def deadlock_different_names(ctx):
+    """Each rank waits on a name of its own: every rank raises TimeoutError after
+    RINGCC_TIMEOUT_S, listing each rank's name as enqueued on that rank only; the engine
+    goes on."""
+    name = f"deadlock/names/r{ctx.rank}"
+    handle = ringcc.allreduce_async(np.ones(4, dtype=np.float32), name=name)
+    fragments = [f"rank {r}: 'deadlock/names/r{r}' (enqueued on rank {r} only)" for r in range(ctx.size)]
+    expect_deadlock(ctx, lambda: ringcc.synchronize(handle, deadlock_wait_s()), fragments, name)
+    expect("noname" not in str(fragments), "no automatic name is pending")
+    ringcc.barrier()
+    still_works(ctx, "deadlock/names/after")
+
+
+@CASES.case("deadlock/cached-names", tags=("deadlock",), min_size=2)
+def deadlock_cached_names(ctx):
+    """As deadlock/different-names, with names that ran before: their second round is
+    announced by the response cache's bit, and the deadlock is seen there too."""
+    names = [f"deadlock/cached/r{r}" for r in range(ctx.size)]
+    for name in names:
+        finish(ringcc.allreduce_async(np.ones(4, dtype=np.float32), name=name), f"{name} (first round)")
+    ringcc.barrier()
+    mine = names[ctx.rank]
+    handle = ringcc.allreduce_async(np.ones(4, dtype=np.float32), name=mine)
+    fragments = [f"rank {r}: '{names[r]}' (enqueued on rank {r} only)" for r in range(ctx.size)]
+    expect_deadlock(ctx, lambda: ringcc.synchronize(handle, deadlock_wait_s()), fragments, mine)
+    ringcc.barrier()
+    still_works(ctx, names[0])
+
+
+@CASES.case("deadlock/name-some-ranks-lack", tags=("deadlock",), min_size=3)
+def deadlock_name_some_ranks_lack(ctx):
+    """All ranks but the last wait on X, the last on Y: the message says which ranks lack X
+    and that Y is enqueued on the last rank only."""
+    last = ctx.size - 1
+    name = "deadlock/partial/Y" if ctx.rank == last else "deadlock/partial/X"
+    handle = ringcc.allreduce_async(np.ones(4, dtype=np.float32), name=name)
+    fragments = [
+        f"rank 0: 'deadlock/partial/X' (not enqueued on rank(s) [{last}])",
+        f"rank {last}: 'deadlock/partial/Y' (enqueued on rank {last} only)",
+    ]
+    expect_deadlock(ctx, lambda: ringcc.synchronize(handle, deadlock_wait_s()), fragments, name)
+    ringcc.barrier()
+    still_works(ctx, "deadlock/partial/X")
+
+
+@CASES.case("deadlock/joined-rank-fails-too", tags=("deadlock",), min_size=3)
+def deadlock_joined_rank_fails_too(ctx):
+    """The last rank joined; the others wait on names of their own, which its zeros cannot
+    make ready (each lacks the other ranks): every rank raises, the joined one from join()."""
+    last = ctx.size - 1
+    fragments = [f"rank {last}: joined"]
+    fragments += [f"rank {r}: 'deadlock/joined/r{r}' (enqueued on rank {r} only)" for r in range(last)]
+    if ctx.rank == last:
+        expect_deadlock(ctx, lambda: join_within(deadlock_wait_s()), fragments, "join()")
+    else:
+        name = f"deadlock/joined/r{ctx.rank}"
+        handle = ringcc.allreduce_async(np.ones(4, dtype=np.float32), name=name)
+        expect_deadlock(ctx, lambda: ringcc.synchronize(handle, deadlock_wait_s()), fragments, name)
+    ringcc.barrier()
+    still_works(ctx, "deadlock/joined/after")
+
+
+@CASES.case("deadlock/late-enqueue-from-a-thread", tags=("deadlock",), min_size=2)
+def deadlock_late_enqueue_from_a_thread(ctx):
+    """Not a deadlock: rank 0 waits on LATE, then AFTER; the others wait on AFTER while a
+    thread of theirs enqueues LATE half of RINGCC_TIMEOUT_S later. For that long every rank
+    waits on names none can run; then both complete on every rank."""
+    import threading
+
+    delay = timeout_s() / 2
+    n = ctx.size
+    want = np.full(4, n * (n + 1) / 2, dtype=np.float32)
+    x = {name: np.full(4, ctx.rank + 1, dtype=np.float32) for name in ("late", "after")}
+    start = time.monotonic()
+    if ctx.rank == 0:
+        got = {"late": finish(ringcc.allreduce_async(x["late"], name="deadlock/late"), "late", deadlock_wait_s())}
+        waited = time.monotonic() - start
+        got["after"] = finish(ringcc.allreduce_async(x["after"], name="deadlock/after"), "after", deadlock_wait_s())
+        expect(waited >= delay - 0.2, f"LATE completed after {waited:.2f} s, before the thread enqueued it")
+        ctx.note(f"waited_s={waited:.2f}")
+    else:
+        got = {}
+
+        def enqueue_late():
+            time.sleep(delay)
+            got["late"] = finish(ringcc.allreduce_async(x["late"], name="deadlock/late"), "late", deadlock_wait_s())
+
+        thread = threading.Thread(target=enqueue_late)
+        thread.start()
+        got["after"] = finish(ringcc.allreduce_async(x["after"], name="deadlock/after"), "after", deadlock_wait_s())
+        thread.join(deadlock_wait_s() + delay)
+        expect(not thread.is_alive(), "the thread that enqueued LATE did not finish")
+    for name in ("late", "after"):
+        if got.get(name) is not None:
+            check_equal(got[name], want, name)
+
+
+@CASES.case("deadlock/joined-rank-stands-in", tags=("deadlock",), min_size=2)
+def deadlock_joined_rank_stands_in(ctx):
+    """Not a deadlock: the last rank joins at once and waits in join() for longer than
+    RINGCC_TIMEOUT_S while the others run named allreduces it never enqueues, each waited on
+    after a pause; they complete with the joined rank's zeros, and every join returns."""
+    last = ctx.size - 1
+    rounds = 4
+    pause = timeout_s() / rounds + 0.2
+    start = time.monotonic()
+    if ctx.rank != last:
+        want = np.full(4, sum(r + 1 for r in range(last)), dtype=np.float32)
+        for i in range(rounds):
+            time.sleep(pause)
+            name = f"deadlock/stands-in/{i}"
+            got = finish(ringcc.allreduce_async(np.full(4, ctx.rank + 1, dtype=np.float32), name=name), name)
+            if got is not None:
+                check_equal(got, want, f"{name} (rank {last} joined)")
+    try:
+        result = join_within(deadlock_wait_s() + timeout_s())
+        expect(0 <= result < ctx.size, f"join() returned {result}")
+    except Exception as error:  # noqa: BLE001 - recorded as the case's failure
+        fail(f"join(): {type(error).__name__}: {error}")
+    if ctx.rank == last:
+        waited = time.monotonic() - start
+        expect(waited > timeout_s(), f"join() returned after {waited:.2f} s, before the others were done")
+    ringcc.barrier()
+    still_works(ctx, "deadlock/stands-in/after")
 
 
 # --------------------------------------------------------------------------

@@ -27,6 +27,7 @@ STALL_CHECK_S = 0.5
 STALL_SHUTDOWN_S = 2.5
 HOROVOD_FUSION_THRESHOLD = 4096
 HOROVOD_CYCLE_TIME_MS = 20
+DEADLOCK_TIMEOUT_S = 3
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,17 @@ GROUPS = {
     # A response cache smaller than a step's names: evicted names come back on other bits.
     "engine-tcp-cache-2": Group(
         2, env={"RINGCC_TRANSPORT": "tcp", "RINGCC_CACHE_CAPACITY": "64"}, cases=("allreduce/views-in-enqueue-order",)
+    ),
+    # A short RINGCC_TIMEOUT_S and the default stall shutdown time (600 s):
+    # deadlocks must fail after the former.
+    "engine-deadlock-2": Group(
+        2, env={"RINGCC_TIMEOUT_S": str(DEADLOCK_TIMEOUT_S)}, tags=("deadlock",), cases=("deadlock/*",)
+    ),
+    "engine-deadlock-3": Group(
+        3,
+        env={"RINGCC_TIMEOUT_S": str(DEADLOCK_TIMEOUT_S), "RINGCC_TRANSPORT": "tcp"},
+        tags=("deadlock",),
+        cases=("deadlock/*",),
     ),
 }
 STALL_GROUPS = ["engine-stall-3", "engine-horovod-2"]

@@ -134,6 +134,36 @@ def test_dead_peer_raises_from_synchronize(tmp_path, launcher):
             assert record[key]["seconds"] < 15, (key, record)
 
 
+DEADLOCK_TIMEOUT_S = 3
+
+
+def test_unnamed_ops_on_opposite_sides_of_a_barrier_fail_as_a_deadlock(tmp_path):
+    """Rank 0 issues an unnamed allreduce before hvd.barrier(), rank 1 after it: their
+    automatic names differ and both block for good. With the stall shutdown time at its
+    default (600 s), both raise TimeoutError (a HorovodInternalError) after RINGCC_TIMEOUT_S,
+    naming each rank's pending names as automatic ones; named calls work afterwards."""
+    size = 2
+    env = rank_environment({**GROUP_ENV, "RINGCC_TIMEOUT_S": str(DEADLOCK_TIMEOUT_S)})
+    completed = launch("ringrun", size, TESTS_DIR / "torch_hvd_deadlock.py", ["--out", str(tmp_path)], 60, env)
+    assert completed.returncode == 0, completed.describe()
+    for rank in range(size):
+        path = tmp_path / f"rank{rank}.json"
+        assert path.exists(), f"rank {rank} wrote nothing\n{completed.describe()}"
+        record = json.loads(path.read_text())
+        example = record["example"]
+        assert example["raised"] == "TimeoutError", record
+        assert "HorovodInternalError" in example["bases"], record
+        message = example["message"]
+        assert message.startswith("deadlock: every rank waits for named collectives"), message
+        assert "rank 0: 'allreduce.noname.0' (enqueued on rank 0 only), 'barrier.noname.1'" in message, message
+        assert "rank 1: 'barrier.noname.0' (enqueued on rank 1 only)" in message, message
+        assert "automatic names of unnamed ops" in message, message
+        assert "ranks issued a different number of unnamed ops before this point" in message, message
+        assert DEADLOCK_TIMEOUT_S - 0.5 <= example["seconds"] <= DEADLOCK_TIMEOUT_S + 3, example
+        assert record["after"] == {"raised": None, "result": "[3.0, 3.0, 3.0]", "seconds": record["after"]["seconds"]}
+        assert record["shutdown"]["raised"] is None and record["shutdown"]["seconds"] < 5, record
+
+
 # --------------------------------------------------------------------------
 # The recipe (examples/pytorch_mnist_style.py)
 

@@ -9,7 +9,9 @@
 // (response_cache.h). Ready allreduces of one dtype, reduction and scaling
 // are fused up to RINGCC_FUSION_THRESHOLD. Rank 0 watches for stalls
 // (stall_inspector.h: RINGCC_STALL_CHECK_S) and, past
-// RINGCC_STALL_SHUTDOWN_S, fails the stalled tensors on every rank.
+// RINGCC_STALL_SHUTDOWN_S, fails the stalled tensors on every rank; a
+// stall in which every rank's caller waits on the engine is a deadlock
+// (deadlock_watch.h) and fails after RINGCC_TIMEOUT_S.
 #pragma once
 
 #include <atomic>
@@ -30,6 +32,8 @@
 #include "core/base/timeline.h"
 #include "core/collective/work.h"
 #include "core/communicator.h"
+#include "core/engine/deadlock_watch.h"
+#include "core/engine/engine_waiter.h"
 #include "core/engine/negotiation.h"
 #include "core/engine/response_cache.h"
 #include "core/engine/stall_inspector.h"
@@ -101,6 +105,8 @@ class Engine {
   // already ran starts no further cycle (every cycle is a rendezvous with
   // the other ranks' engines).
   void nudge(const std::shared_ptr<Work>& waiting);
+  // Counts the caller as blocked on this engine while the waiter lives.
+  EngineWaiter waiter() const { return EngineWaiter(blocked_callers_); }
 
   void start_timeline(const std::string& path);
   void stop_timeline();
@@ -138,6 +144,10 @@ class Engine {
   void collect_ready(std::vector<ReadyItem>* ready, double now);
   void record_stats(double negotiation_us, const Exchange& exchange, bool any_new, bool cached_ready);
   void note_idle(bool any_ready, bool any_new);
+  // Rank 0 calls a deadlock that held for RINGCC_TIMEOUT_S; every rank
+  // fails it when it still holds in the cycle that carries the call.
+  void watch_deadlock(bool any_ready, double now);
+  void fail_deadlocked();
   void run_ready(std::vector<ReadyItem>& ready);
   void finish_join();
   void stop_if_shut_down(const std::vector<int>& shut_down);
@@ -205,6 +215,8 @@ class Engine {
   // a name in flight.
   std::vector<char> busy_bits_;
   std::unordered_set<std::string> busy_names_;
+  // Callers blocked on this engine's Works (EngineWaiter).
+  std::shared_ptr<std::atomic<int>> blocked_callers_ = std::make_shared<std::atomic<int>>(0);
   bool shutdown_requested_ = false;
   bool thread_exited_ = false;       // the engine thread returned (cv_ tells)
   bool nudged_ = false;              // a nudge came since the engine last woke
@@ -230,6 +242,8 @@ class Engine {
   std::string my_bits_;                                    // bits of my pending cached tensors
   std::vector<std::unique_ptr<LocalEntry>> local_by_bit_;  // my pending tensor of each bit
   StallInspector stalls_;                                  // identical (rank 0 inspects)
+  DeadlockWatch deadlock_;                                 // identical (rank 0's clock decides)
+  bool calls_deadlock_ = false;                            // rank 0: the next message sets kFlagDeadlock
   MessageBuilder message_;
   CycleNews news_;
   bool joined_ = false;

@@ -85,6 +85,8 @@ std::string Engine::build_message() {
     if (shutdown_requested_) flags |= kFlagShutdown;
   }
   sent_shutdown_ = flags & kFlagShutdown;
+  if (blocked_callers_->load(std::memory_order_relaxed) > 0) flags |= kFlagWaiting;
+  if (calls_deadlock_) flags |= kFlagDeadlock;
   // Cached names: one bit each, every cycle until they run. Others: in
   // full, once, in the order they were enqueued: the table numbers them in
   // the order the messages list them, and the response cache hands out its
@@ -110,6 +112,7 @@ std::string Engine::build_message() {
   // a bit set since the last message, not a different set of bits.
   sent_news_ = message_.announced() > 0 || bits_added_;
   bits_added_ = false;
+  if (sent_news_) flags |= kFlagNews;
   std::string msg;
   message_.finish(flags, my_bits_, stalls_.aborts(), &msg);
   stalls_.clear_aborts();
@@ -136,6 +139,7 @@ void Engine::cycle() {
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   record_stats(negotiation_us, exchanged, news_.any_new, !ready.empty());
   note_idle(!ready.empty(), news_.any_new);
+  watch_deadlock(!ready.empty(), now);
   if (rank_ == 0) stalls_.track_join(some_joined, all_joined, !ready.empty(), now);
   run_ready(ready);
   recycle_retired();
@@ -257,6 +261,45 @@ void Engine::collect_ready(std::vector<ReadyItem>* ready, double now) {
     item.local = find_local(item.name);
     ready->push_back(std::move(item));
   }
+}
+
+void Engine::watch_deadlock(bool any_ready, double now) {
+  const bool stuck = deadlocked(news_, negotiation_, any_ready);
+  if (stuck && news_.deadlock_called) {
+    fail_deadlocked();
+    deadlock_.reset();
+    calls_deadlock_ = false;
+    return;
+  }
+  // The bound is read only while stuck: RINGCC_TIMEOUT_S is looked up in
+  // the environment.
+  const bool due = deadlock_.observe(stuck, stuck ? comm_->timeout_s() : 0.0, now);
+  calls_deadlock_ = rank_ == 0 && due;
+}
+
+// Every rank, in the same cycle, with the same table: what is pending
+// fails, here and on every other rank, and the engine goes on.
+void Engine::fail_deadlocked() {
+  const std::string why = describe_deadlock(negotiation_, cache_, comm_->timeout_s());
+  if (rank_ == 0) RINGCC_LOG(kWarning, why);
+  const auto error = std::make_exception_ptr(Error(ErrorKind::kTimeout, why));
+  auto& table = negotiation_.table();
+  for (const auto& [name, entry] : table) {
+    if (LocalEntry* local = find_local(name)) {
+      finish_local(*local, error);
+      drop_local(name);
+    }
+  }
+  table.clear();
+  for (size_t b = 0; b < cache_.size(); ++b) {
+    if (!negotiation_.pending_anywhere(b)) continue;
+    stalls_.stop(b);
+    if (local_by_bit_[b]) {
+      finish_local(*local_by_bit_[b], error);
+      drop_local_bit(b);
+    }
+  }
+  fail_join(why);
 }
 
 void Engine::record_stats(double negotiation_us, const Exchange& exchange, bool any_new, bool cached_ready) {

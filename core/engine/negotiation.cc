@@ -62,6 +62,9 @@ void Negotiation::apply(const std::vector<std::string>& messages, const Response
   news->shut_down.clear();
   news->aborts.clear();
   news->any_new = false;
+  news->all_waiting = true;
+  news->changed = false;
+  news->deadlock_called = false;
   const size_t nbytes = any_bits_.size();
   std::fill(any_bits_.begin(), any_bits_.end(), '\0');
   for (int r = 0; r < size_; ++r) {
@@ -71,6 +74,9 @@ void Negotiation::apply(const std::vector<std::string>& messages, const Response
     const uint8_t flags = get_u8(m, &pos);
     news->joined[static_cast<size_t>(r)] = flags & kFlagJoined;
     if (flags & kFlagShutdown) news->shut_down.push_back(r);
+    news->all_waiting = news->all_waiting && (flags & kFlagWaiting);
+    news->changed = news->changed || (flags & kFlagNews);
+    if (r == 0 && (flags & kFlagDeadlock)) news->deadlock_called = true;
     std::string& bits = rank_bits_[static_cast<size_t>(r)];
     bits = get_string(m, &pos);
     if (bits.size() != nbytes) {
@@ -135,6 +141,14 @@ size_t Negotiation::find_ready_bits(const ResponseCache& cache) {
     ready += static_cast<size_t>(__builtin_popcount(all));
   }
   return ready;
+}
+
+bool Negotiation::any_pending() const {
+  if (!table_.empty()) return true;
+  for (char c : any_bits_) {
+    if (c) return true;
+  }
+  return false;
 }
 
 void Negotiation::ready_entries(std::vector<std::pair<TableEntry*, const std::string*>>* out) {

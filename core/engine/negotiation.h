@@ -1,7 +1,8 @@
 // How the ranks' engines agree, cycle after cycle, without a coordinator.
 //
 // In each cycle every rank sends every other rank one message: flags (it
-// joined, it shuts down), one bit per response-cache entry for the cached
+// joined, it shuts down, a caller of it is blocked on the engine, it
+// announces something new, rank 0 calls a deadlock), one bit per response-cache entry for the cached
 // tensors it has pending, the tensors it enqueued since its last message
 // that the cache does not know (announced in full: name and description,
 // and for a call it could not start, what failed and why), and the names
@@ -25,6 +26,15 @@ namespace ringcc {
 
 constexpr uint8_t kFlagJoined = 1;
 constexpr uint8_t kFlagShutdown = 2;
+// A caller of this rank is blocked on the engine (a handle's wait,
+// synchronize, join).
+constexpr uint8_t kFlagWaiting = 4;
+// This message announces a name in full or sets a bit it did not set last
+// time: the pending names changed.
+constexpr uint8_t kFlagNews = 8;
+// Rank 0: every rank has waited on names none can run, unchanged, for
+// RINGCC_TIMEOUT_S (deadlock_watch.h); fail them if that still holds.
+constexpr uint8_t kFlagDeadlock = 16;
 
 // Writes one rank's message of a cycle, in place (the steady state of a
 // training loop, where every tensor is a cache hit, allocates nothing).
@@ -70,11 +80,15 @@ struct CycleNews {
   std::vector<int> shut_down;       // ranks that shut down
   std::vector<std::string> aborts;  // names rank 0 gave up on ("": the join)
   bool any_new = false;             // some rank announced a tensor in full
+  bool all_waiting = false;         // every rank has a caller blocked on the engine
+  bool changed = false;             // some rank's pending names changed (kFlagNews)
+  bool deadlock_called = false;     // rank 0 set kFlagDeadlock
 };
 
 class Negotiation {
  public:
   explicit Negotiation(int size);
+  int size() const { return size_; }
 
   // Room for every bit the cache may hand out (the same on every rank).
   void resize_bits(size_t cache_capacity);
@@ -97,6 +111,10 @@ class Negotiation {
   // The OR of every rank's bits: pending somewhere.
   const std::string& any_bits() const { return any_bits_; }
   bool pending_anywhere(size_t bit) const { return any_bits_[bit / 8] & (1 << (bit % 8)); }
+  // Some rank has a name pending: a table entry or a cache bit.
+  bool any_pending() const;
+  // Rank r set `bit` in its last message.
+  bool has_bit(int r, size_t bit) const { return rank_bits_[static_cast<size_t>(r)][bit / 8] & (1 << (bit % 8)); }
   bool in_table(size_t bit) const { return bit_in_table_[bit] != 0; }
 
   // The table entries that every rank has submitted (or joined), in the

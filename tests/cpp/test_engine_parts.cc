@@ -1,6 +1,6 @@
 // Unit tests of the engine's parts that stand alone (core/engine/): the
-// response cache, the negotiation of one cycle's messages and the stall
-// inspector, each driven directly, without ranks, sockets or threads.
+// response cache, the negotiation of one cycle's messages, the stall
+// inspector and the deadlock watch, each driven directly, without ranks, sockets or threads.
 //
 // Exits 0 when every check passes, 1 otherwise.
 #include <cstdio>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/base/error.h"
+#include "core/engine/deadlock_watch.h"
 #include "core/engine/negotiation.h"
 #include "core/engine/response_cache.h"
 #include "core/engine/stall_inspector.h"
@@ -291,6 +292,94 @@ void test_stall_inspector_join() {
   EXPECT(quiet.inspect(n, cache, 1e6).empty() && quiet.aborts().empty());
 }
 
+// ---- deadlock watch ----
+
+void test_deadlock_flags_and_state() {
+  const size_t capacity = 8;
+  ResponseCache cache(static_cast<int>(capacity));
+  cache.add("cached", meta_of({2}));
+  Negotiation n(2);
+  n.resize_bits(capacity);
+  const std::string none = bits_with(capacity, {});
+  const TensorMeta m = *meta_of({4});
+  CycleNews news;
+  // Both ranks announce a name of their own and a caller of each waits:
+  // news, not yet a deadlock.
+  n.apply({message(kFlagWaiting | kFlagNews, none, {{"a", m}}), message(kFlagWaiting | kFlagNews, none, {{"b", m}})},
+          cache, 0, &news);
+  EXPECT(news.all_waiting && news.changed && news.any_new && !news.deadlock_called);
+  EXPECT(!deadlocked(news, n, /*any_ready=*/false));
+  // The next cycle says nothing new: every rank waits on names none can run.
+  n.apply({message(kFlagWaiting, none, {}), message(kFlagWaiting, none, {})}, cache, 1, &news);
+  EXPECT(news.all_waiting && !news.changed && !news.any_new);
+  EXPECT(deadlocked(news, n, false));
+  EXPECT(!deadlocked(news, n, /*any_ready=*/true));
+  // A rank whose callers do not all wait on the engine may still enqueue.
+  n.apply({message(kFlagWaiting, none, {}), message(0, none, {})}, cache, 2, &news);
+  EXPECT(!news.all_waiting && !deadlocked(news, n, false));
+  // A rank that sets a cached name's bit changes what is pending.
+  n.apply({message(kFlagWaiting | kFlagNews, bits_with(capacity, {0}), {}), message(kFlagWaiting, none, {})}, cache, 3,
+          &news);
+  EXPECT(news.changed && !deadlocked(news, n, false));
+  // Only rank 0 calls a deadlock.
+  n.apply({message(kFlagWaiting, bits_with(capacity, {0}), {}), message(kFlagWaiting | kFlagDeadlock, none, {})}, cache,
+          4, &news);
+  EXPECT(!news.deadlock_called && deadlocked(news, n, false));
+  n.apply({message(kFlagWaiting | kFlagDeadlock, bits_with(capacity, {0}), {}), message(kFlagWaiting, none, {})}, cache,
+          5, &news);
+  EXPECT(news.deadlock_called);
+  // Nothing pending anywhere is no deadlock, whoever waits.
+  Negotiation idle(2);
+  idle.resize_bits(capacity);
+  idle.apply({message(kFlagWaiting, none, {}), message(kFlagWaiting, none, {})}, cache, 0, &news);
+  EXPECT(!idle.any_pending() && !deadlocked(news, idle, false));
+}
+
+void test_deadlock_watch_bound() {
+  DeadlockWatch watch;
+  EXPECT(!watch.observe(true, 3, 10));
+  EXPECT(!watch.observe(true, 3, 12.9));
+  EXPECT(watch.observe(true, 3, 13));
+  // Any cycle that is not stuck starts the clock again.
+  EXPECT(!watch.observe(false, 3, 14));
+  EXPECT(!watch.observe(true, 3, 15));
+  EXPECT(!watch.observe(true, 3, 17.5));
+  EXPECT(watch.observe(true, 3, 18));
+  watch.reset();
+  EXPECT(!watch.observe(true, 3, 19));
+}
+
+void test_deadlock_description() {
+  const size_t capacity = 8;
+  ResponseCache cache(static_cast<int>(capacity));
+  cache.add("allreduce.noname.7", meta_of({2}));
+  Negotiation n(4);
+  n.resize_bits(capacity);
+  const std::string none = bits_with(capacity, {});
+  const TensorMeta m = *meta_of({4});
+  CycleNews news;
+  // Rank 0: six names of its own, "b" and a cached automatic name; rank 1:
+  // "b"; rank 2: "c"; rank 3 joined.
+  std::vector<std::pair<std::string, TensorMeta>> many;
+  for (int i = 0; i < 6; ++i) many.push_back({"grad." + std::to_string(i), m});
+  many.push_back({"b", m});
+  n.apply({message(kFlagWaiting, bits_with(capacity, {0}), many), message(kFlagWaiting, none, {{"b", m}}),
+           message(kFlagWaiting, none, {{"c", m}}), message(kFlagWaiting | kFlagJoined, none, {})},
+          cache, 0, &news);
+  n.set_joined(news.joined);
+  const std::string why = describe_deadlock(n, cache, 3);
+  EXPECT(why.find("deadlock: every rank waits for named collectives") == 0);
+  EXPECT(why.find("for 3 s, RINGCC_TIMEOUT_S") != std::string::npos);
+  EXPECT(why.find("\n  rank 0: 'grad.0' (enqueued on rank 0 only), 'grad.1'") != std::string::npos);
+  EXPECT(why.find("'grad.3' (enqueued on rank 0 only) and 4 more\n") != std::string::npos);
+  EXPECT(why.find("grad.4") == std::string::npos);
+  EXPECT(why.find("\n  rank 1: 'b' (not enqueued on rank(s) [2])\n") != std::string::npos);
+  EXPECT(why.find("\n  rank 2: 'c' (enqueued on rank 2 only)\n") != std::string::npos);
+  EXPECT(why.find("\n  rank 3: joined") != std::string::npos);
+  EXPECT(why.find("'allreduce.noname.7' is the automatic name of unnamed ops") != std::string::npos);
+  EXPECT(why.find("ranks issued a different number of unnamed ops before this point") != std::string::npos);
+}
+
 }  // namespace
 
 int main() {
@@ -306,6 +395,9 @@ int main() {
       {"negotiation_cache_bits", test_negotiation_cache_bits},
       {"stall_inspector_warns_then_aborts", test_stall_inspector_warns_then_aborts},
       {"stall_inspector_join", test_stall_inspector_join},
+      {"deadlock_flags_and_state", test_deadlock_flags_and_state},
+      {"deadlock_watch_bound", test_deadlock_watch_bound},
+      {"deadlock_description", test_deadlock_description},
   };
   for (const Test& t : tests) {
     const int before = g_failures;
