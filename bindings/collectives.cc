@@ -1330,6 +1330,8 @@ void bind_communicator(py::module_& m) {
       .def_property_readonly("cross_rank", &ringcc::Communicator::cross_rank)
       .def_property_readonly("cross_size", &ringcc::Communicator::cross_size)
       .def_property_readonly("transport_name", &ringcc::Communicator::transport_name)
+      .def_property_readonly("_object_key",
+                             [](const ringcc::Communicator& c) { return py::bytes(c.object_key()); })
       .def_property_readonly("gpu_backend", &ringcc::Communicator::gpu_backend_name,
                              "\"nccl\", \"ipc\" or \"host\" once a CUDA collective ran, else \"\".")
       .def("shutdown",
@@ -1525,6 +1527,9 @@ void bind_queries(py::module_& m) {
   m.def("cross_rank", [] { return comm().cross_rank(); });
   m.def("cross_size", [] { return comm().cross_size(); });
   m.def("transport_name", [] { return comm().transport_name(); });
+  m.def(
+      "_object_key", [] { return py::bytes(comm().object_key()); },
+      "The key of the MACs over pickled objects that ranks send each other (ringcc/_objects.py).");
   m.def(
       "gpu_backend", [] { return comm().gpu_backend_name(); },
       "The backend of CUDA collectives (\"nccl\", \"ipc\", \"host\"), \"\" before the first one.");

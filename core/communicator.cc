@@ -13,6 +13,7 @@
 #include "core/base/error.h"
 #include "core/base/interrupt.h"
 #include "core/base/log.h"
+#include "core/base/sha256.h"
 #include "core/base/timeline.h"
 #include "core/collective/fusion_buffer.h"
 #include "core/device/cuda_device.h"
@@ -417,6 +418,12 @@ Backend& Communicator::device_backend(int device, Deadline deadline) {
   device_ = device;
   backends_.push_back(std::move(made));
   return *backends_.back();
+}
+
+std::string Communicator::object_key() const {
+  static constexpr char kLabel[] = "ringcc object MAC key";
+  const Digest key = hmac_sha256(secret_, kLabel, sizeof(kLabel) - 1);
+  return std::string(reinterpret_cast<const char*>(key.data()), key.size());
 }
 
 std::string Communicator::gpu_backend_name() const {

@@ -92,6 +92,12 @@ class Communicator {
   // The job secret this communicator settled on ("" when it needed none):
   // another communicator of the same ranks may take it as its own.
   const std::string& secret() const { return secret_; }
+  // The key of the MACs over what ranks send each other as pickled objects
+  // (HMAC-SHA-256 of the job secret with a label of its own): a payload
+  // that carries one was sent by a rank of this job, and the key cannot
+  // connect to the job. Derived from "" when the job has no secret (its
+  // data moves only through this user's shared memory, or it is insecure).
+  std::string object_key() const;
 
   // Bytes in the fusion buffer.
   int64_t fusion_threshold() const { return fusion_threshold_; }

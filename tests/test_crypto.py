@@ -11,6 +11,7 @@ import random
 
 import pytest
 
+import ringcc
 from ringcc import _core
 
 # RFC 4231, section 4: (key, data, HMAC-SHA-256; test case 5 truncated to 128 bits).
@@ -63,3 +64,27 @@ def test_sha256_matches_hashlib():
     for n in LENGTHS + [rng.randrange(0, 100000) for _ in range(20)]:
         data = rng.randbytes(n)
         assert _core._sha256(data) == hashlib.sha256(data).digest(), n
+
+
+def test_objects_unpickle_only_with_their_mac():
+    """Pickled objects travel with a MAC (ringcc/_objects.py): a payload
+    changed on its way, a MAC made under another job's key, or a MAC cut
+    short is refused before anything is unpickled."""
+    import pickle
+
+    from ringcc import _objects
+
+    key, other = b"k" * 32, b"o" * 32
+    data = pickle.dumps({"a": [1, 2]})
+    assert _objects.loads(data, _objects.mac(data, key), "rank 1", key) == {"a": [1, 2]}
+    assert _objects.loads(data, _objects.mac_words(data, key), "rank 1", key) == {"a": [1, 2]}
+    changed = bytearray(data)
+    changed[-2] ^= 0x40
+    for payload, sent, used in (
+        (bytes(changed), _objects.mac(data, key), key),
+        (data, _objects.mac(data, other), key),
+        (data, _objects.mac(data, key)[:20], key),
+        (data, b"", key),
+    ):
+        with pytest.raises(ringcc.PeerFailureError, match="the object from rank 1 failed authentication"):
+            _objects.loads(payload, sent, "rank 1", used)

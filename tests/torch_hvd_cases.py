@@ -1033,6 +1033,40 @@ def _(ctx):
 # Objects, parameters, optimizer state
 
 
+@case("functions/forged_objects_are_not_unpickled", min_size=2)
+def _(ctx):
+    """What an attacker on the wire between hosts could splice in (the
+    links are authenticated at their start, not per message): an unsealed
+    pickle, and a sealed one changed on its way. Rank 0 plays the attacker,
+    sending through the same broadcasts broadcast_object uses; the other
+    ranks refuse both before unpickling (the payload would create a file)."""
+    import pickle
+
+    marker = hvd.broadcast_object(os.path.join(tempfile.gettempdir(), f"ringcc-forged-{os.getpid()}"), 0)
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (marker, "w"))
+
+    from ringcc import _objects
+
+    evil = pickle.dumps(Payload())
+    # No MAC (zeros), a MAC of other bytes, and the right MAC over changed bytes.
+    changed = bytearray(evil)
+    changed[-2] ^= 1
+    forgeries = ((evil, [0] * 4), (evil, _objects.mac_words(b"x")), (bytes(changed), _objects.mac_words(evil)))
+    for forged, words in forgeries:
+        if ctx.rank == 0:
+            hvd.broadcast_(torch.tensor([len(forged), *words], dtype=torch.int64), 0)
+            hvd.broadcast_(torch.frombuffer(bytearray(forged), dtype=torch.uint8), 0)
+        else:
+            raises(ringcc.PeerFailureError, lambda: hvd.broadcast_object(None, 0), "a forged object",
+                   "the object from rank 0 failed authentication")
+    hvd.barrier()
+    expect(not os.path.exists(marker), "a forged object was unpickled")
+    expect(hvd.broadcast_object({"still": "works"}, 0) == {"still": "works"}, "broadcast_object after a forgery")
+
+
 @case("functions/objects_parameters_optimizer_state")
 def _(ctx):
     r = ctx.rank

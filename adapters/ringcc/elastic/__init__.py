@@ -250,16 +250,19 @@ def broadcast_object(obj, root_rank=0):
 
     import ringcc
 
+    from ringcc import _objects
+
     if ringcc.rank() == root_rank:
-        data = np.frombuffer(bytearray(pickle.dumps(obj)), dtype=np.uint8)
-        length = np.array([data.size], dtype=np.int64)
+        pickled = pickle.dumps(obj)
+        data = np.frombuffer(bytearray(pickled), dtype=np.uint8)
+        header = np.array([data.size, *_objects.mac_words(pickled)], dtype=np.int64)
     else:
-        data, length = None, np.zeros(1, dtype=np.int64)
-    ringcc.broadcast_(length, root_rank)
+        data, header = None, np.zeros(1 + _objects.MAC_WORDS, dtype=np.int64)
+    ringcc.broadcast_(header, root_rank)
     if data is None:
-        data = np.empty(int(length[0]), dtype=np.uint8)
+        data = np.empty(int(header[0]), dtype=np.uint8)
     ringcc.broadcast_(data, root_rank)
-    return obj if ringcc.rank() == root_rank else pickle.loads(data.tobytes())
+    return obj if ringcc.rank() == root_rank else _objects.loads(data, header[1:], f"rank {root_rank}")
 
 
 def _reset():

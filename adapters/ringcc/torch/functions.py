@@ -2,7 +2,9 @@
 parameters and an optimizer's state, and moving arbitrary Python objects.
 
 Objects are serialised with cloudpickle when it is installed, else pickle
-(torch tensors inside them travel too, as pickle stores them).
+(torch tensors inside them travel too, as pickle stores them), and sealed
+with a MAC of the job's that every receiver checks before unpickling
+(ringcc/_objects.py).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 import torch
 
 import ringcc
+from ringcc import _objects
 from ringcc.torch import horovod as _hvd
 from ringcc.torch.process_sets import global_process_set
 
@@ -105,23 +108,26 @@ def _dumps(obj) -> bytes:
     return buffer.getvalue()
 
 
-def _loads(data: bytes):
-    return pickle.loads(data)  # cloudpickle's output loads with pickle
+def _loads(data: bytes, sent_mac, sender: int):
+    return _objects.loads(data, sent_mac, f"rank {sender}")  # cloudpickle's output loads with pickle
 
 
-# An object a rank cannot pickle must not leave the other ranks waiting for
-# its bytes: the rank sends a negative size, -1 - len(reason), and the
-# reason (utf-8) as its bytes, and every rank raises, naming it.
+# Each payload's size travels with the MAC of its pickle (ringcc/_objects.py),
+# as int64s: [size, *mac]. An object a rank cannot pickle must not leave the
+# other ranks waiting for its bytes: the rank sends a negative size, -1 -
+# len(reason), and the reason (utf-8) as its bytes (never unpickled), and
+# every rank raises, naming it.
+_HEADER = 1 + _objects.MAC_WORDS
 
 
 def _pickled(obj):
-    """(payload bytes, size to send, this rank's error or None)."""
+    """(payload bytes, header to send, this rank's error or None)."""
     try:
         data = _dumps(obj)
-        return data, len(data), None
+        return data, torch.tensor([len(data), *_objects.mac_words(data)], dtype=torch.int64), None
     except Exception as error:  # noqa: BLE001 - every rank raises it below
         reason = f"{type(error).__name__}: {error}".encode()
-        return reason, -1 - len(reason), error
+        return reason, torch.tensor([-1 - len(reason)] + [0] * _objects.MAC_WORDS, dtype=torch.int64), error
 
 
 def _as_tensor(data: bytes) -> torch.Tensor:
@@ -146,41 +152,43 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
     sz_name = None if name is None else f"{name}.sz"
     t_name = None if name is None else f"{name}.t"
     if _hvd.rank() == root_rank:
-        data, size, error = _pickled(obj)
-        _hvd.broadcast_(torch.tensor([size], dtype=torch.int64), root_rank, name=sz_name, process_set=process_set)
+        data, header, error = _pickled(obj)
+        _hvd.broadcast_(header, root_rank, name=sz_name, process_set=process_set)
         _hvd.broadcast_(_as_tensor(data), root_rank, name=t_name, process_set=process_set)
         if error is not None:
             raise error
         return obj
-    length = torch.zeros(1, dtype=torch.int64)
-    _hvd.broadcast_(length, root_rank, name=sz_name, process_set=process_set)
-    size = int(length.item())
+    header = torch.zeros(_HEADER, dtype=torch.int64)
+    _hvd.broadcast_(header, root_rank, name=sz_name, process_set=process_set)
+    size = int(header[0])
     payload = torch.empty(size if size >= 0 else -1 - size, dtype=torch.uint8)
     _hvd.broadcast_(payload, root_rank, name=t_name, process_set=process_set)
-    data = payload.numpy().tobytes()
+    data = payload.numpy()
     if size < 0:
-        raise _failed_pickle("broadcast_object", [(root_rank, data.decode(errors="replace"))])
-    return _loads(data)
+        raise _failed_pickle("broadcast_object", [(root_rank, data.tobytes().decode(errors="replace"))])
+    return _loads(data, header[1:].tolist(), root_rank)
 
 
 def allgather_object(obj, name=None, process_set=global_process_set):
     """Returns the list of every rank's `obj`, in rank order (of the set).
     When some rank cannot pickle its `obj`, every rank raises: that rank its
     error, the others a MismatchError naming it."""
-    data, size, error = _pickled(obj)
-    sizes = _hvd.allgather(
-        torch.tensor([size], dtype=torch.int64), name=None if name is None else f"{name}.sz", process_set=process_set
-    )
+    data, header, error = _pickled(obj)
+    headers = _hvd.allgather(
+        header.view(1, _HEADER), name=None if name is None else f"{name}.sz", process_set=process_set
+    ).tolist()
     gathered = _hvd.allgather(_as_tensor(data), name=None if name is None else f"{name}.t", process_set=process_set)
     if error is not None:
         raise error
     chunks, offset = [], 0
-    everything = gathered.numpy().tobytes()
-    for n in sizes.tolist():
+    everything = memoryview(gathered.numpy())
+    for n, *_ in headers:
         n = n if n >= 0 else -1 - n
         chunks.append(everything[offset : offset + n])
         offset += n
-    failed = [(r, chunk.decode(errors="replace")) for r, (n, chunk) in enumerate(zip(sizes.tolist(), chunks)) if n < 0]
+    failed = [
+        (r, bytes(chunk).decode(errors="replace")) for r, ((n, *_), chunk) in enumerate(zip(headers, chunks)) if n < 0
+    ]
     if failed:
         raise _failed_pickle("allgather_object", failed)
-    return [_loads(chunk) for chunk in chunks]
+    return [_loads(chunk, h[1:], r) for r, (h, chunk) in enumerate(zip(headers, chunks))]
