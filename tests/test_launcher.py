@@ -36,6 +36,7 @@ JOB_VARIABLES = [
     "RINGCC_MASTER_ADDR",
     "RINGCC_MASTER_PORT",
     "RINGCC_SECRET",
+    "RINGCC_JOB_ID",
     "RANK",
     "WORLD_SIZE",
     "LOCAL_RANK",
@@ -217,7 +218,7 @@ def test_local_ranks_get_the_job_environment():
         assert {name: env.get(name) for name in expected} == {k: str(v) for k, v in expected.items()}
         assert re.fullmatch(r"[0-9a-f]{64}", env["RINGCC_SECRET"])
         assert int(env["RINGCC_MASTER_PORT"]) != int(env["MASTER_PORT"])
-    for name in ("RINGCC_SECRET", "RINGCC_MASTER_PORT", "MASTER_PORT"):
+    for name in ("RINGCC_SECRET", "RINGCC_JOB_ID", "RINGCC_MASTER_PORT", "MASTER_PORT"):
         assert len({env[name] for env in envs.values()}) == 1, name
 
 
@@ -234,6 +235,7 @@ def test_each_job_gets_a_new_secret_and_chosen_port_is_used():
         ringrun("-np", 1, "--master-port", 23456, sys.executable, "-c", PRINT_ENVIRONMENT, PYTHONUNBUFFERED="")
     )[0]
     assert first["RINGCC_SECRET"] != second["RINGCC_SECRET"]
+    assert re.fullmatch(r"[0-9a-f]{16}", first["RINGCC_JOB_ID"]) and first["RINGCC_JOB_ID"] != second["RINGCC_JOB_ID"]
     assert second["RINGCC_MASTER_PORT"] == "23456"
     assert second["MASTER_PORT"] != "23456"
     assert second["PYTHONUNBUFFERED"] == ""  # set by the user: kept

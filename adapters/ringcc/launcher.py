@@ -244,11 +244,14 @@ def find_free_ports(count: int, avoid: Sequence[int] = ()) -> list[int]:
 
 
 def job_variables(
-    placement: RankPlacement, master_addr: str, master_port: int, torch_port: int, secret: str
+    placement: RankPlacement, master_addr: str, master_port: int, torch_port: int, secret: str, job_id: str = ""
 ) -> dict[str, str]:
-    """The variables that tell one rank about the job: ringcc's, torch's and Horovod's."""
+    """The variables that tell one rank about the job: ringcc's, torch's and Horovod's.
+    RINGCC_JOB_ID names the job, so that its ranks never pair with another
+    job's given the same port."""
     p = placement
     variables = {
+        "RINGCC_JOB_ID": job_id,
         "RINGCC_RANK": p.rank,
         "RINGCC_SIZE": p.size,
         "RINGCC_LOCAL_RANK": p.local_rank,
@@ -404,6 +407,7 @@ def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[
     else:
         master_port, torch_port = find_free_ports(2)
     secret = secrets.token_hex(32)
+    job_id = secrets.token_hex(8)
 
     exported = _exported_variables(args.export, environ)
     forwarded_to_agent_ranks: dict[str, str] = {}
@@ -424,7 +428,7 @@ def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[
 
     launches = []
     for placement in placements:
-        variables = job_variables(placement, master_addr, master_port, torch_port, secret)
+        variables = job_variables(placement, master_addr, master_port, torch_port, secret, job_id)
         if args.network_interface:
             variables[NETWORK_INTERFACE_VARIABLE] = args.network_interface
         if through_agent(placement.host):
@@ -974,7 +978,7 @@ def run_mpi(args: argparse.Namespace, command: Sequence[str]) -> int:
         return EXIT_USAGE
     env = dict(os.environ)
     env.setdefault("PYTHONUNBUFFERED", "1")
-    for name in ("RINGCC_RANK", "RINGCC_SIZE", "RINGCC_MASTER_ADDR", "RINGCC_MASTER_PORT"):
+    for name in ("RINGCC_RANK", "RINGCC_SIZE", "RINGCC_MASTER_ADDR", "RINGCC_MASTER_PORT", "RINGCC_JOB_ID"):
         env.pop(name, None)  # the ranks find the job through MPI
     if is_root:
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -1208,7 +1212,7 @@ environment of each rank:
   RINGCC_RANK, RINGCC_SIZE, RINGCC_LOCAL_RANK, RINGCC_LOCAL_SIZE,
   RINGCC_CROSS_RANK, RINGCC_CROSS_SIZE (among the ranks with the same local
   rank), RINGCC_HOSTNAME, RINGCC_MASTER_ADDR, RINGCC_MASTER_PORT,
-  RINGCC_SECRET (new for each job); for torch: RANK, WORLD_SIZE, LOCAL_RANK,
+  RINGCC_SECRET and RINGCC_JOB_ID (new for each job); for torch: RANK, WORLD_SIZE, LOCAL_RANK,
   LOCAL_WORLD_SIZE, GROUP_RANK (the host's index), MASTER_ADDR and
   MASTER_PORT (a second port, for torch's own store); for Horovod scripts:
   HOROVOD_RANK, HOROVOD_SIZE, HOROVOD_LOCAL_RANK, HOROVOD_LOCAL_SIZE,
