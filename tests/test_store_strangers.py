@@ -152,3 +152,31 @@ def test_a_stranger_posing_as_rank_0_on_this_host_is_refused(tmp_path):
     assert "REFUSED InvalidArgumentError" in victim, victim
     assert "no process of this user has that pid here" in victim, victim
     assert "STRANGER-IN" not in stranger, stranger
+
+
+def test_names_another_user_took_first_are_passed_over(tmp_path):
+    """Another user makes, before the job starts, the names a single-host
+    job's secret could live under in /dev/shm (a secret file keyed by the
+    port, the private directory): the job passes them over and runs, and
+    leaves nothing in them."""
+    import shutil
+
+    from test_security import free_port_pair
+    from test_two_jobs import job_env, outcome, start, sums
+
+    port = free_port_pair()
+    directory = Path(f"/dev/shm/ringcc-u{os.geteuid()}")
+    old_style = Path(f"/dev/shm/ringcc-secret-u{os.geteuid()}-port{port + 1}")
+    shutil.rmtree(directory, ignore_errors=True)
+    try:
+        for path, make in ((directory, lambda p: p.mkdir(mode=0o777)), (old_style, lambda p: p.write_text("x"))):
+            make(path)
+            os.chown(path, STRANGER_UID, STRANGER_UID)
+            path.chmod(0o777 if path.is_dir() else 0o644)
+        ranks = [start(tmp_path, f"r{r}", job_env(port, r, 10)) for r in range(2)]
+        outputs = [outcome(p, tmp_path, f"r{r}") for r, p in enumerate(ranks)]
+        assert [sums(text) for text in outputs] == [[21.0], [21.0]], outputs
+        assert list(directory.iterdir()) == [], "the job used a directory another user made"
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+        old_style.unlink(missing_ok=True)

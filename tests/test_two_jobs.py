@@ -179,3 +179,30 @@ def test_jobs_their_launcher_names_never_meet(tmp_path):
     assert not sums(outputs["b0"]) and not sums(outputs["b1"]), everything
     assert "is another job or program using that port?" in outputs["b0"], everything
     assert "ERROR" in outputs["b1"], everything
+
+
+def test_a_rank_that_fails_while_the_ranks_meet_fails_the_others_at_once(tmp_path):
+    """Rank 1 names an interface this host lacks and fails while setting up
+    its links: rank 0, waiting for rank 1's address, fails at once naming
+    it and why, long before its 30 s timeout. (Two "hosts" by name on this
+    machine, so that the ranks connect over TCP and need the interface.)"""
+    port = free_port_pair()
+    base = {
+        "WORLD_SIZE": "2",
+        "MASTER_ADDR": socket.gethostname(),
+        "MASTER_PORT": str(port),
+        "RINGCC_SECRET": "a secret of the test's",
+        "RINGCC_TIMEOUT_S": "30",
+        "JOB_VALUE": "0",
+    }
+    started = time.monotonic()
+    rank0 = start(tmp_path, "r0", {**base, "RANK": "0", "RINGCC_HOSTNAME": "host-a"})
+    rank1 = start(
+        tmp_path, "r1", {**base, "RANK": "1", "RINGCC_HOSTNAME": "host-b", "RINGCC_SOCKET_IFNAME": "=nosuchif0"}
+    )
+    outputs = [outcome(rank0, tmp_path, "r0"), outcome(rank1, tmp_path, "r1")]
+    took = time.monotonic() - started
+    assert "ERROR InvalidArgumentError" in outputs[1] and "nosuchif0" in outputs[1], outputs
+    assert "ERROR PeerFailureError" in outputs[0], outputs
+    assert "rank 1 failed while the ranks met" in outputs[0] and "nosuchif0" in outputs[0], outputs
+    assert took < 15, f"rank 0 took {took:.1f} s\n{outputs}"
