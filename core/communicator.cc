@@ -13,6 +13,7 @@
 #include "core/base/error.h"
 #include "core/base/interrupt.h"
 #include "core/base/log.h"
+#include "core/base/thread_exit.h"
 #include "core/base/timeline.h"
 #include "core/collective/fusion_buffer.h"
 #include "core/device/cuda_device.h"
@@ -202,6 +203,8 @@ void Communicator::check_shared_settings(const std::vector<std::string>& setting
     } else if (dynamic_cast<TcpStore*>(store_.get())) {
       store_->get("ringcc/never-set", until(deadline));
     }
+  } catch (const ThreadExit&) {
+    throw;
   } catch (...) {
   }
   raise(invalid ? ErrorKind::kInvalidArgument : ErrorKind::kMismatch, problem);
@@ -428,6 +431,8 @@ std::string Communicator::record_failure(const std::string& reason) {
       return "";
     }
     return job.get("ringcc/abort/reason", std::chrono::milliseconds(1000));
+  } catch (const ThreadExit&) {
+    throw;
   } catch (...) {
     return "";
   }
@@ -683,6 +688,8 @@ void Communicator::worker_loop() {
     std::exception_ptr error;
     try {
       execute_work(*work);
+    } catch (const ThreadExit&) {
+      throw;
     } catch (...) {
       error = std::current_exception();
     }
@@ -777,6 +784,8 @@ void Communicator::leave_in_step(Deadline deadline) {
     }
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kInterrupted) throw;
+  } catch (const ThreadExit&) {
+    throw;
   } catch (...) {  // an adapter's store may fail its own way; leaving goes on regardless
   }
 }
