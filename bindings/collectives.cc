@@ -19,6 +19,7 @@
 #include "bindings/fastcall_args.h"
 #include "bindings/global_communicator.h"
 #include "bindings/handle.h"
+#include "bindings/interpreter_exit.h"
 #include "bindings/output_memory.h"
 #include "bindings/output_rows.h"
 #include "bindings/prepared.h"
@@ -26,6 +27,7 @@
 #include "core/base/error.h"
 #include "core/base/interrupt.h"
 #include "core/base/log.h"
+#include "core/base/thread_exit.h"
 #include "core/communicator.h"
 #include "core/engine/engine.h"
 #include "core/os/mpi_library.h"
@@ -133,7 +135,7 @@ void report_failed_call(ringcc::Communicator* c, CollectiveKind kind, const std:
     return;
   }
   if (c) {
-    py::gil_scoped_release release;
+    GilRelease release;
     c->submit(ringcc::failed_call(kind, why));
   }
 }
@@ -162,6 +164,8 @@ std::string current_error_text(bool* take_part) {
     return std::string(py::str(e.type().attr("__name__"))) + ": " + message;
   } catch (const std::exception& e) {
     return e.what();
+  } catch (const ringcc::ThreadExit&) {
+    throw;
   } catch (...) {
     return "unknown error";
   }
@@ -174,6 +178,8 @@ std::string current_error_text(bool* take_part) {
     bool take_part = true;
     const std::string why = current_error_text(&take_part);
     if (take_part) report_failed_call(c, kind, why, name);
+  } catch (const ringcc::ThreadExit&) {
+    throw;
   } catch (...) {
     // The call's own error is the one to raise; nobody else can be told.
   }
@@ -304,7 +310,7 @@ void allocate_late(Prepared& p, const BufferView& in) {
     const int device = in.device;
     void* stream = in.stream;
     p.args.allocate = [self, like, dtype, device, stream, row_shape, row_elems](int64_t elements) -> void* {
-      py::gil_scoped_acquire gil;
+      GilForCall gil;
       std::vector<int64_t> shape{elements / row_elems};
       shape.insert(shape.end(), row_shape.begin(), row_shape.end());
       py::object arr = new_device_array(like, shape, dtype, device, stream);
@@ -322,7 +328,7 @@ void allocate_late(Prepared& p, const BufferView& in) {
   p.keep.push_back(dtype);
   py::handle dtype_handle = dtype;
   p.args.allocate = [self, dtype_handle, row_shape, row_elems](int64_t elements) -> void* {
-    py::gil_scoped_acquire gil;
+    GilForCall gil;
     std::vector<int64_t> shape{elements / row_elems};
     shape.insert(shape.end(), row_shape.begin(), row_shape.end());
     py::array arr = new_array(py::reinterpret_borrow<py::object>(dtype_handle), shape);
@@ -434,7 +440,7 @@ py::object launch(ringcc::Communicator& c, CollectiveKind kind, Make&& make, boo
   if (async) {
     std::shared_ptr<ringcc::Work> work;
     {
-      py::gil_scoped_release release;
+      GilRelease release;
       work = c.submit(p->args);
     }
     // The allocator points at the Prepared that the handle now owns.
@@ -603,7 +609,7 @@ py::object do_grouped_allreduce(ringcc::Communicator& c, py::handle tensors, py:
   if (async) {
     std::shared_ptr<ringcc::Work> work;
     {
-      py::gil_scoped_release release;
+      GilRelease release;
       work = c.submit_grouped(std::move(list));
     }
     HandleState h;
@@ -624,16 +630,23 @@ py::object do_grouped_allreduce(ringcc::Communicator& c, py::handle tensors, py:
 
 // A rendezvous store implemented in Python (torch's c10d store, say):
 // set(key, bytes), get(key) -> bytes, add(key, int) -> int and
-// check([keys]) -> bool. Every call takes the GIL.
+// check([keys]) -> bool. Every call takes the GIL, behind the interpreter's
+// exit gate (interpreter_exit.h): the communicator's worker calls it too.
 class PythonStore : public ringcc::Store {
  public:
   explicit PythonStore(py::object store) : store_(std::move(store)) {}
   ~PythonStore() override {
+    InterpreterEntry entry;
+    if (!entry.admitted()) {
+      // The interpreter is exiting: the object stays, untouched.
+      store_.release();
+      return;
+    }
     py::gil_scoped_acquire gil;
     store_ = py::object();
   }
   void set(const std::string& key, const std::string& value) override {
-    py::gil_scoped_acquire gil;
+    GilForCall gil;
     store_.attr("set")(key, py::bytes(value));
   }
   // Polls check() rather than blocking in the store's wait(): a store
@@ -644,7 +657,7 @@ class PythonStore : public ringcc::Store {
     auto pause = std::chrono::microseconds(200);
     for (;;) {
       {
-        py::gil_scoped_acquire gil;
+        GilForCall gil;
         if (py::cast<bool>(store_.attr("check")(py::list(py::make_tuple(key))))) {
           return py::cast<std::string>(store_.attr("get")(key));
         }
@@ -659,13 +672,13 @@ class PythonStore : public ringcc::Store {
     }
   }
   bool try_get(const std::string& key, std::string* value) override {
-    py::gil_scoped_acquire gil;
+    GilForCall gil;
     if (!py::cast<bool>(store_.attr("check")(py::list(py::make_tuple(key))))) return false;
     *value = py::cast<std::string>(store_.attr("get")(key));
     return true;
   }
   int64_t add(const std::string& key, int64_t delta) override {
-    py::gil_scoped_acquire gil;
+    GilForCall gil;
     return py::cast<int64_t>(store_.attr("add")(key, delta));
   }
 
@@ -1015,7 +1028,7 @@ PyObject* allgather_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
     Prepared* self = p.get();
     py::handle allocate = args[5];  // alive in keep
     a.allocate = [self, allocate, row_elems, es](int64_t elements) -> void* {
-      py::gil_scoped_acquire gil;
+      GilForCall gil;
       py::object out = allocate(elements / row_elems);
       const int64_t bytes = py::cast<int64_t>(out.attr("nbytes"));
       if (bytes != elements * static_cast<int64_t>(es)) {
@@ -1084,7 +1097,7 @@ PyObject* comm_allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t 
     HandleState* h = nullptr;
     py::object handle = new_handle(&h);
     {
-      py::gil_scoped_release release;
+      GilRelease release;
       h->work = c->submit(std::move(a));
     }
     h->fixed_result = true;
@@ -1506,7 +1519,7 @@ void bind_lifecycle(py::module_& m) {
         } else {
           RINGCC_LOG(kError, "rank ", rank, " aborts after a failure elsewhere in the job: ", reason);
         }
-        py::gil_scoped_release release;
+        GilRelease release;
         for (auto& c : live) c->abort(reason);
         return true;
       },

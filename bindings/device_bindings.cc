@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings/device_arrays.h"
+#include "bindings/interpreter_exit.h"
 #include "core/backends/registry.h"
 #include "core/base/error.h"
 #include "core/device/cuda_device.h"
@@ -71,7 +72,7 @@ void bind_device(py::module_& m) {
         const GpuLibrary lib = library_of(which);
         ringcc::device::GpuLibraryInfo info;
         {
-          py::gil_scoped_release release;
+          GilRelease release;
           info = ringcc::device::library_info(lib);
         }
         return info_dict(info, lib);
@@ -83,7 +84,7 @@ void bind_device(py::module_& m) {
         const GpuLibrary lib = library_of(which);
         ringcc::device::GpuLibraryInfo info;
         {
-          py::gil_scoped_release release;
+          GilRelease release;
           info = ringcc::device::probe_library(lib, candidates);
         }
         return info_dict(info, lib);
@@ -100,7 +101,7 @@ void bind_device(py::module_& m) {
         if (state.initialized) {
           std::vector<ringcc::device::DeviceProperties> props;
           {
-            py::gil_scoped_release release;
+            GilRelease release;
             props = ringcc::device::list_devices();
           }
           for (const auto& p : props) devices.append(device_dict(p));
@@ -139,7 +140,7 @@ void bind_device(py::module_& m) {
         py::dict out;
         std::vector<std::pair<int, std::string>> images;
         {
-          py::gil_scoped_release release;
+          GilRelease release;
           const ringcc::nvrtc::NvrtcApi api = ringcc::device::open_nvrtc(path);
           if (archs.empty()) archs = ringcc::device::nvrtc_supported_archs(api);
           for (int arch : archs) {

@@ -4,6 +4,7 @@
 
 #include "core/base/error.h"
 #include "core/base/interrupt.h"
+#include "core/base/thread_exit.h"
 
 namespace py = pybind11;
 
@@ -27,6 +28,8 @@ bool g_in_signal_handler = false;
 
 bool run_signal_handlers() {
   if (!Py_IsInitialized() || _Py_IsFinalizing()) return false;
+  InterpreterEntry entry;
+  if (!entry.admitted()) return false;
   PyGILState_STATE gil = PyGILState_Ensure();
   bool stop = false;
   g_in_signal_handler = true;
@@ -78,6 +81,8 @@ void throw_python(int kind, const std::string& message) {
 
 void set_python_error() {
   try {
+    throw;
+  } catch (const ringcc::ThreadExit&) {
     throw;
   } catch (py::error_already_set& e) {
     e.restore();

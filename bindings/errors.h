@@ -3,6 +3,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include "bindings/interpreter_exit.h"
 #include "core/base/interrupt.h"
 
 namespace ringcc_py {
@@ -16,6 +17,7 @@ void bind_errors(pybind11::module_& m);
 
 // Sets the Python error for the C++ exception being handled: for the
 // functions written against the CPython API. Call only inside a catch.
+// The unwinding of a thread that ends (pthread_exit) goes on through it.
 void set_python_error();
 
 // Makes the core's waits on the interpreter's main thread run pending
@@ -23,7 +25,8 @@ void set_python_error();
 // ends the wait and is raised in place of the core's kInterrupted error.
 void install_interrupt_hook();
 
-// A blocking call into the core: releases the GIL and, on the main thread,
+// A blocking call into the core: releases the GIL (taken back behind the
+// interpreter's exit gate, interpreter_exit.h) and, on the main thread,
 // lets signal handlers interrupt the call's waits.
 class BlockingCall {
  public:
@@ -32,7 +35,7 @@ class BlockingCall {
   BlockingCall& operator=(const BlockingCall&) = delete;
 
  private:
-  pybind11::gil_scoped_release release_;
+  GilRelease release_;
   ringcc::InterruptibleWait interruptible_;
 };
 

@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings/errors.h"
+#include "bindings/interpreter_exit.h"
 #include "core/os/mpi_library.h"
 #include "core/os/net_interface.h"
 
@@ -20,6 +21,9 @@ void bind_device(py::module_& m);  // bindings/device_bindings.cc: CUDA, NCCL an
 PYBIND11_MODULE(_core, m) {
   m.doc() = "ringcc's C++ core: transports, collectives, reductions.";
   ringcc_py::bind_errors(m);
+  // Its atexit hook, registered now, runs after those of the Python package
+  // and its adapters (registered later, run earlier).
+  ringcc_py::bind_interpreter_exit(m);
   ringcc_py::install_interrupt_hook();
   ringcc_py::bind_collectives(m);
   bind_reduction(m);

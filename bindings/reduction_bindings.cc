@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bindings/buffer_view.h"
+#include "bindings/interpreter_exit.h"
 #include "core/base/error.h"
 #include "core/collective/dtype.h"
 #include "core/collective/reduce_op.h"
@@ -68,7 +69,7 @@ void reduce_inplace_py(py::handle dst_obj, py::handle src_obj, int op_value) {
   check_matches(dst, src, "src");
   std::vector<uint8_t> copy;
   const void* src_ptr = overlaps(dst, src) ? detached(src, copy) : src.ptr;
-  py::gil_scoped_release release;
+  ringcc_py::GilRelease release;
   ringcc::reduce_inplace(dst.ptr, src_ptr, dst.count, dst.dtype, op);
 }
 
@@ -93,14 +94,14 @@ void reduce_many_py(py::handle dst_obj, py::sequence src_objs, int op_value) {
     const bool is_dst = j == 0 && srcs[j].ptr == dst.ptr;
     ptrs[j] = !is_dst && overlaps(dst, srcs[j]) ? detached(srcs[j], copies[j]) : srcs[j].ptr;
   }
-  py::gil_scoped_release release;
+  ringcc_py::GilRelease release;
   ringcc::reduce_many(dst.ptr, ptrs.data(), static_cast<int>(nsrc), dst.count, dst.dtype, op);
 }
 
 void scale_inplace_py(py::handle buf_obj, double factor) {
   const BufferView buf = ringcc_py::view_of(buf_obj, /*writable=*/true, "buf");
   ringcc_py::require_host(buf, "buf");
-  py::gil_scoped_release release;
+  ringcc_py::GilRelease release;
   ringcc::scale_inplace(buf.ptr, buf.count, buf.dtype, factor);
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "bindings/errors.h"
+#include "bindings/interpreter_exit.h"
 #include "core/base/env.h"
 #include "core/base/error.h"
 #include "core/base/sha256.h"
@@ -59,7 +60,7 @@ void bind_store(py::module_& m) {
       .def(
           "set",
           [](TcpStore& store, const std::string& key, const std::string& value) {
-            py::gil_scoped_release release;
+            ringcc_py::GilRelease release;
             store.set(key, value);
           },
           py::arg("key"), py::arg("value"))
@@ -82,7 +83,7 @@ void bind_store(py::module_& m) {
             std::string value;
             bool found;
             {
-              py::gil_scoped_release release;
+              ringcc_py::GilRelease release;
               found = store.try_get(key, &value);
             }
             if (!found) return py::none();
@@ -92,7 +93,7 @@ void bind_store(py::module_& m) {
       .def(
           "add",
           [](TcpStore& store, const std::string& key, int64_t delta) {
-            py::gil_scoped_release release;
+            ringcc_py::GilRelease release;
             return store.add(key, delta);
           },
           py::arg("key"), py::arg("delta"))

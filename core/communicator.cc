@@ -14,6 +14,7 @@
 #include "core/base/interrupt.h"
 #include "core/base/log.h"
 #include "core/base/sha256.h"
+#include "core/base/thread_exit.h"
 #include "core/base/timeline.h"
 #include "core/collective/fusion_buffer.h"
 #include "core/device/cuda_device.h"
@@ -216,6 +217,8 @@ void Communicator::check_shared_settings(const std::vector<std::string>& setting
     } else if (store_->rank0_store() != nullptr) {
       store_->get("ringcc/never-set", until(deadline));
     }
+  } catch (const ThreadExit&) {
+    throw;
   } catch (...) {
   }
   raise(invalid ? ErrorKind::kInvalidArgument : ErrorKind::kMismatch, problem);
@@ -690,6 +693,8 @@ void Communicator::worker_loop() {
     std::exception_ptr error;
     try {
       execute_work(*work);
+    } catch (const ThreadExit&) {
+      throw;
     } catch (...) {
       error = std::current_exception();
     }
@@ -784,6 +789,8 @@ void Communicator::leave_in_step(Deadline deadline) {
     }
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kInterrupted) throw;
+  } catch (const ThreadExit&) {
+    throw;
   } catch (...) {  // an adapter's store may fail its own way; leaving goes on regardless
   }
 }

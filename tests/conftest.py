@@ -9,6 +9,7 @@ they run under the same interpreter (sys.executable).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -170,6 +171,33 @@ def run_command(command: list[str], env: dict[str, str], timeout: float, cwd: st
             err.read().decode(errors="replace"),
             time.monotonic() - start,
         )
+
+
+EXIT_JOB_TIMEOUT_S = 30
+
+
+def run_exit_jobs(out_dir: Path, kinds: Sequence[str], iterations: int) -> list[dict]:
+    """Runs `iterations` jobs of each of `kinds` of tests/exit_job.py (ranks
+    that exit after a peer left) into out_dir; its records, one per rank and job."""
+    command = [
+        sys.executable,
+        str(TESTS_DIR / "exit_job.py"),
+        "--out",
+        str(out_dir),
+        "--kinds",
+        ",".join(kinds),
+        "--iterations",
+        str(iterations),
+        "--job-timeout",
+        str(EXIT_JOB_TIMEOUT_S),
+    ]
+    limit = EXIT_JOB_TIMEOUT_S * len(kinds) * iterations + HARD_TIMEOUT_MARGIN_S
+    completed = run_command(command, rank_environment({"RINGCC_TIMEOUT_S": "20"}), limit)
+    results = out_dir / "results.json"
+    assert completed.returncode == 0 and results.exists(), completed.describe()
+    records = json.loads(results.read_text())
+    assert len(records) == 2 * len(kinds) * iterations, completed.describe()
+    return records
 
 
 def start_command(

@@ -3,9 +3,10 @@
 Each group in GROUPS starts once (tests/torch_cases.py under ringrun or
 torchrun) and runs every case of torch_cases.CASES that suits its size and
 tags; each test below asserts on what the ranks recorded for one case in one
-group. Separate short runs check a dead peer (tests/torch_deadpeer.py) and a
+group. Separate short runs check a dead peer (tests/torch_deadpeer.py), a
 script that never imports ringcc (tests/torch_entry.py, through the
-`torch.backends` entry point).
+`torch.backends` entry point), and ranks that exit after their peer left
+(tests/exit_job.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ dist = pytest.importorskip("torch.distributed")
 if not dist.is_available():
     pytest.skip("this torch has no torch.distributed", allow_module_level=True)
 
+import exit_job  # noqa: E402
 from conftest import (  # noqa: E402
     HARD_TIMEOUT_MARGIN_S,
     GroupRun,
@@ -34,6 +36,7 @@ from conftest import (  # noqa: E402
     read_results,
     ringrun_command,
     run_command,
+    run_exit_jobs,
 )
 from torch_cases import CASES  # noqa: E402
 
@@ -41,6 +44,7 @@ TESTS_DIR = Path(__file__).resolve().parent
 GROUP_TIMEOUT_S = 150
 # A case that leaves the ranks out of step fails within this bound.
 GROUP_ENV = {"RINGCC_TIMEOUT_S": "20", "OMP_NUM_THREADS": "1"}
+EXIT_ITERATIONS = 2  # jobs of each kind of tests/exit_job.py
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,16 @@ def test_dead_peer_raises_from_wait(tmp_path, launcher):
         assert f"rank {size - 1}" in record["message"], record
         assert record["seconds"] < 15, record
         assert record["second"] is not None, record
+
+
+def test_rank_exits_cleanly_after_its_peer_left(tmp_path):
+    """PyTorch's test_barrier_timeout_full_group, its all_reduce twin, and the
+    same with the completer thread waiting (tests/exit_job.py): rank 0 times
+    out, both ranks destroy their groups, and rank 1 leaves while rank 0
+    finalizes. Both exit with status 0; no C++ runtime aborts rank 0."""
+    records = run_exit_jobs(tmp_path, exit_job.TORCH_KINDS, EXIT_ITERATIONS)
+    problems = exit_job.problems(records)
+    assert not problems, "\n\n".join(problems)
 
 
 def _entry_point_installed() -> bool:

@@ -12,6 +12,12 @@ and the run goes on after it. Then:
 * the counts are printed (docs/torch.md has them, with the reasons).
 
 RINGCC_CONFORMANCE_TESTS (comma-separated fnmatch patterns) narrows the run.
+
+The tests of a group's timeout are gated on gloo's name ("Only gloo backend
+supports timeouts"); GLOO_GATED runs them at 2 ranks with the driver's
+--impersonate gloo, in processes that leave after the test as PyTorch's
+harness has them leave (--finalize): the test must pass, and every rank
+exit with status 0 although its peer left while it waited.
 """
 
 from __future__ import annotations
@@ -60,6 +66,14 @@ test_send_recv_autograd_profiler test_send_recv_torch_profiler test_send_recv_wi
 test_send_recv_with_tag_autograd_profiler test_send_recv_with_tag_torch_profiler test_static_graph_api_cpu
 """.split()
 )
+
+
+# Tests gated on gloo's name, run as above; each in EXIT_RUNS jobs, as a
+# rank's exit races with its peer's leaving.
+GLOO_GATED = ("test_barrier_timeout_full_group",)
+GLOO_GATED_WORLD_SIZE = 2
+EXIT_RUNS = 3
+EXIT_RUN_TIMEOUT_S = 120
 
 
 def _run_all(root: Path):
@@ -122,3 +136,19 @@ def test_expected_to_pass(conformance, name):
         pytest.skip(f"this torch's distributed_test has no {name}")
     status, reason = torch_conformance.verdict(tests[name], WORLD_SIZE)
     assert status == "pass", f"{name}: {status}: {reason}"
+
+
+@pytest.mark.parametrize("name", GLOO_GATED)
+def test_gloo_gated_passes_and_ranks_exit_cleanly(tmp_path, name):
+    for run in range(EXIT_RUNS):
+        results, work = tmp_path / f"results{run}", tmp_path / f"work{run}"
+        args = [str(TESTS_DIR / "torch_conformance.py"), "--results", str(results), "--workdir", str(work)]
+        args += ["--tests", name, "--impersonate", "gloo", "--finalize"]
+        command = ringrun_command(GLOO_GATED_WORLD_SIZE, args, ["--timeout", str(EXIT_RUN_TIMEOUT_S)])
+        completed = run_command(command, rank_environment(ENV), EXIT_RUN_TIMEOUT_S + HARD_TIMEOUT_MARGIN_S)
+        tests = torch_conformance.read_records(str(results), GLOO_GATED_WORLD_SIZE)
+        assert name in tests, f"run {run}: the driver recorded nothing for {name}\n{completed.describe()}"
+        status, reason = torch_conformance.verdict(tests[name], GLOO_GATED_WORLD_SIZE)
+        assert status == "pass", f"run {run}: {name}: {status}: {reason}"
+        assert "terminate called" not in completed.stderr, f"run {run}: a rank aborted\n{completed.describe()}"
+        assert completed.returncode == 0, f"run {run}: a rank did not exit cleanly\n{completed.describe()}"

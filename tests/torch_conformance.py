@@ -12,11 +12,17 @@ the other inside them, each in a process group of its own:
 
 Per test, every rank: meets the others (a file barrier in --workdir), makes a
 fresh TEMP_DIR and init file, init_process_group(backend="ring") with the
-test's timeout, runs the test method, destroys the group. Each rank appends
+test's timeout, runs the test method, meets the others again and destroys
+the group, as PyTorch's harness does (a rank that leaves early would fail
+what the others still wait for). Each rank appends
 JSON lines to RESULTS/rank<R>.jsonl: {"kind": "start", "name"} before a test
 and {"kind": "result", "name", "status": pass|skip|fail, "reason",
 "seconds"} after it, so a crash or a hang still names the test it happened
-in (tests/test_torch_conformance.py restarts the run after it).
+in (tests/test_torch_conformance.py restarts the run after it). Once every
+test ran, the ranks meet and leave at once (os._exit: some tests leave
+threads and groups behind); with --finalize they leave as PyTorch's harness
+has each test's processes leave instead, right after destroying the last
+group, through the interpreter's own exit (atexit hooks, finalization).
 
 distributed_test reads BACKEND and WORLD_SIZE when it is imported, and its
 skip decorators read DistTestCases.backend_feature then too, so "ring" is
@@ -29,6 +35,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import fnmatch
+import functools
 import json
 import os
 import sys
@@ -145,6 +152,12 @@ def parse_args(argv=None):
         help="let the tests believe BACKEND (e.g. gloo) runs while the groups are 'ring': "
         "runs the tests hard-coded to that backend's name (informative only)",
     )
+    parser.add_argument(
+        "--finalize",
+        action="store_true",
+        help="after the last test, exit through the interpreter's finalization without meeting the other ranks "
+        "(as PyTorch's harness ends each test's processes), rather than meet them and os._exit",
+    )
     parser.add_argument("--list", action="store_true", help="print the selected test names and exit")
     parser.add_argument(
         "--summarize",
@@ -217,7 +230,7 @@ def select(names: list[str], patterns: list[str], exclude: list[str]) -> list[st
     return [n for n in chosen if n not in set(exclude)]
 
 
-def run_test(cls, dt, test_skips, name: str, rank: int, world: int, test_dir: str):
+def run_test(cls, dt, test_skips, name: str, rank: int, world: int, test_dir: str, meet_after):
     import torch.distributed as dist
     from torch.testing._internal import common_utils
 
@@ -256,6 +269,7 @@ def run_test(cls, dt, test_skips, name: str, rank: int, world: int, test_dir: st
         lines = traceback.format_exception(type(error), error, error.__traceback__)
         status, reason = "fail", f"{type(error).__name__}: {error}"[:2000] + "\n" + "".join(lines[-8:])[-3000:]
     finally:
+        meet_after()
         try:
             if dist.is_initialized():
                 dist.destroy_process_group()
@@ -302,10 +316,13 @@ def main(argv=None) -> int:
     os.makedirs(args.results, exist_ok=True)
     out = os.path.join(args.results, f"rank{rank}.jsonl")
     for index, name in enumerate(names):
-        _file_barrier(args.workdir, rank, world, index)
+        # Two meetings a test: before it (2 * index) and after it (2 * index + 1).
+        _file_barrier(args.workdir, rank, world, 2 * index)
         _write(out, {"kind": "start", "name": name})
         start = time.monotonic()
-        status, reason = run_test(cls, dt, test_skips, name, rank, world, os.path.join(args.workdir, f"t{index:03d}"))
+        test_dir = os.path.join(args.workdir, f"t{index:03d}")
+        meet_after = functools.partial(_file_barrier, args.workdir, rank, world, 2 * index + 1)
+        status, reason = run_test(cls, dt, test_skips, name, rank, world, test_dir, meet_after)
         _write(
             out,
             {
@@ -316,7 +333,10 @@ def main(argv=None) -> int:
                 "seconds": round(time.monotonic() - start, 3),
             },
         )
-    _file_barrier(args.workdir, rank, world, len(names))
+    if args.finalize:
+        _write(out, {"kind": "end"})
+        return 0
+    _file_barrier(args.workdir, rank, world, 2 * len(names))
     _write(out, {"kind": "end"})
     sys.stdout.flush()
     # Leave at once: some tests leave threads and groups behind.

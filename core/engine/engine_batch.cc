@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/base/error.h"
+#include "core/base/thread_exit.h"
 #include "core/engine/engine.h"
 #include "core/engine/engine_entries.h"
 
@@ -241,6 +242,8 @@ void Engine::execute_batch(const Batch& items, int64_t fusion_id) {
     } else {
       run_fused(items, meta, t_ready, fusion_args);
     }
+  } catch (const ThreadExit&) {
+    throw;
   } catch (...) {
     error = std::current_exception();
   }

@@ -5,6 +5,7 @@
 #include "core/base/deadline.h"
 #include "core/base/env.h"
 #include "core/base/error.h"
+#include "core/base/thread_exit.h"
 
 namespace ringcc {
 
@@ -32,6 +33,8 @@ std::string record_job_failure(Store& job_store, const std::string& reason) {
       return "";
     }
     return job_store.get(kReasonKey, std::chrono::milliseconds(1000));
+  } catch (const ThreadExit&) {
+    throw;
   } catch (...) {
     return "";
   }
