@@ -1305,8 +1305,6 @@ void bind_communicator(py::module_& m) {
              info.size = size;
              info.timeout_s = timeout_s;
              info.source = "an adapter's store";
-             info.single_host_reason = ringcc::launcher_single_host_reason();
-             info.single_host = !info.single_host_reason.empty();
              if (rank < 0 || size < 1 || rank >= size) {
                ringcc::raise(ErrorKind::kInvalidArgument, "invalid rank ", rank, " for size ", size);
              }

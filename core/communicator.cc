@@ -87,7 +87,9 @@ void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
   job_id_ = meeting.job_id;
   try {
     claim_rank(*store_, rank_, meeting.where);
-    topology_ = topology_of(exchange_hosts(deadline, info.single_host ? info.single_host_reason : ""), rank_);
+    // The launcher's word only: ranks that reach rank 0 over loopback may
+    // still name hosts of their own (hosts made up on one machine).
+    topology_ = topology_of(exchange_hosts(deadline, launcher_single_host_reason()), rank_);
     check_one_job(*store_, meeting.where);
     job_.topology = topology_;
     job_.store = store_;

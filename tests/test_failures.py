@@ -262,7 +262,6 @@ def test_strangers_are_refused_and_the_job_goes_on(ranks):
             data_garbage(port)
             data_wrong_secret(port, 2)
             data_silent(port)
-        expected_refusals = 2 + 3 * len(data_ports)
     finally:
         (out_dir / "stop").touch()
         completed = ranks.finish(process, command, stdout_path, stderr_path, HARD_LIMIT_S, started)
@@ -274,9 +273,10 @@ def test_strangers_are_refused_and_the_job_goes_on(ranks):
         assert outcome["errors"] == [] and outcome["wrong_results"] == 0, context
         assert outcome["iterations"] > 0 and outcome["stopped_by_test"], context
     refusals = [line for line in completed.stderr.splitlines() if "refused a connection" in line]
-    assert len(refusals) >= expected_refusals, (
-        f"expected {expected_refusals} refusals in the ranks' stderr, found {len(refusals)}\n{completed.describe()}"
-    )
+    # Strangers may connect as often as they like: each rank logs each kind
+    # of refusal from one address once every few seconds, not each one.
+    kinds = ("authentication failed", "wrong job secret", "bad greeting", "no answer to the handshake")
+    assert len(refusals) <= 2 * 2 * len(kinds), completed.describe()
     # The log line names the rank that refused ("[ringcc <time> <host> rank 0 pid <pid>] WARNING: ...").
     assert any("authentication failed" in line and re.search(r" rank 0 pid \d+\] ", line) for line in refusals), (
         completed.describe()
