@@ -809,8 +809,9 @@ def test_a_rank_stopped_by_sigterm_during_setup_leaves_nothing(tmp_path):
     once and removes its segment itself."""
     if not SHM_DIR.is_dir():
         pytest.skip("no /dev/shm")
-    stopped, job = rank0_in_shm_setup(tmp_path, "stopped", {"RINGCC_SECRET": "s4", "RINGCC_TIMEOUT_S": "30"},
-                                      lambda port: "s4")
+    stopped, job = rank0_in_shm_setup(
+        tmp_path, "stopped", {"RINGCC_SECRET": "s4", "RINGCC_TIMEOUT_S": "30"}, lambda port: "s4"
+    )
     deadline = time.monotonic() + 20
     while not our_shm_entries(job) and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -57,9 +57,9 @@ STRANGER = textwrap.dedent(
     import ringcc, ringcc.torch
     port, host, marker = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     os.setgroups([])
-    os.setgid(%(uid)d)
-    os.setuid(%(uid)d)
-    assert os.geteuid() == %(uid)d
+    os.setgid(STRANGER_UID)
+    os.setuid(STRANGER_UID)
+    assert os.geteuid() == STRANGER_UID
     os.environ["RINGCC_INSECURE"] = "1"
     os.environ["RINGCC_HOSTNAME"] = host
     os.environ["RINGCC_ADVERTISE_ADDR"] = "127.0.0.1"
@@ -77,8 +77,7 @@ STRANGER = textwrap.dedent(
     except Exception as error:
         print("STRANGER-OUT", type(error).__name__, error, flush=True)
     """
-    % {"uid": STRANGER_UID}
-)
+).replace("STRANGER_UID", str(STRANGER_UID))
 
 
 def stranger_available() -> str:

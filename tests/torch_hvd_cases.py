@@ -1060,8 +1060,12 @@ def _(ctx):
             hvd.broadcast_(torch.tensor([len(forged), *words], dtype=torch.int64), 0)
             hvd.broadcast_(torch.frombuffer(bytearray(forged), dtype=torch.uint8), 0)
         else:
-            raises(ringcc.PeerFailureError, lambda: hvd.broadcast_object(None, 0), "a forged object",
-                   "the object from rank 0 failed authentication")
+            raises(
+                ringcc.PeerFailureError,
+                lambda: hvd.broadcast_object(None, 0),
+                "a forged object",
+                "the object from rank 0 failed authentication",
+            )
     hvd.barrier()
     expect(not os.path.exists(marker), "a forged object was unpickled")
     expect(hvd.broadcast_object({"still": "works"}, 0) == {"still": "works"}, "broadcast_object after a forgery")
