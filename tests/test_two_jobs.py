@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from conftest import rank_environment, ringcc
-from test_security import DictStore, free_port_pair
+from test_security import DictStore, finish, free_port_pair
 
 _core = ringcc._core
 
@@ -64,12 +64,7 @@ def wait_listening(port: int, limit: float = 20) -> None:
 
 
 def outcome(process: subprocess.Popen, tmp_path: Path, name: str) -> str:
-    try:
-        process.wait(timeout=LIMIT_S)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    return (tmp_path / f"{name}.out").read_text(errors="replace")
+    return finish(process, tmp_path, name, LIMIT_S)
 
 
 def sums(text: str) -> list:
