@@ -6,7 +6,10 @@ The kvstore "ring" (registration, broadcast, pushpull of one key, of several
 keys, over several devices), gluon.Trainer with it (instance and string form)
 against a single-process run on the concatenated batch, DistributedTrainer,
 DistributedOptimizer, broadcast_parameters (deferred initialisation too), the
-Horovod-style collectives against NumPy, the synchronous mode, and errors.
+Horovod-style collectives against NumPy, the synchronous mode, and errors:
+where they surface (at the call, or at the first wait on the failed
+operation's result, never later) and their classes (MXNet's and ringcc's at
+once).
 Inputs come from per-case seeds, so every rank can rebuild every rank's data.
 tests/test_mxnet.py parametrizes its tests from CASES (without importing MXNet).
 """
@@ -88,6 +91,46 @@ def check_reduced(got, arrays, op, what):
 
 def nd(array, ctx=None):
     return mx.nd.array(array, ctx=ctx or mx.cpu(), dtype=array.dtype)
+
+
+# MXNet's NaiveEngine runs every operation inside the call that pushes it.
+NAIVE = os.environ.get("MXNET_ENGINE_TYPE", "") == "NaiveEngine"
+
+
+def first_output(result):
+    return result[0] if isinstance(result, (list, tuple)) else result
+
+
+def expect_failed_op(error_class, fragments, call, what, wait=None):
+    """call() starts an operation that fails. With MXNet's threaded engine
+    the call returns, and the first wait on its result (wait(), by default
+    wait_to_read() of its first output) raises the error; a second wait
+    returns. NaiveEngine runs the operation inside the call, which raises.
+    Returns the error (None when none came)."""
+    if NAIVE:
+        return expect_error(error_class, fragments, call, f"{what} (NaiveEngine: at the call)")[0]
+    try:
+        result = call()
+    except Exception as error:  # noqa: BLE001 - recorded
+        fail(f"{what}: the call raised {type(error).__name__}: {error}; the wait on its result should")
+        return None
+    waiter = wait or first_output(result).wait_to_read
+    error = expect_error(error_class, fragments, waiter, f"{what}: the first wait")[0]
+    if wait is None:
+        try:
+            waiter()
+        except Exception as again:  # noqa: BLE001 - recorded
+            fail(f"{what}: a second wait raised again: {type(again).__name__}: {again}")
+    return error
+
+
+def expect_mxnet_classes(error, ringcc_class, what):
+    """The error is at once MXNet's (as Horovod's users catch it) and ringcc's."""
+    if error is None:
+        return
+    expect(isinstance(error, mx.base.MXNetError), f"{what}: {type(error).__mro__} is not an MXNetError")
+    expect(isinstance(error, RuntimeError), f"{what}: {type(error).__name__} is not a RuntimeError")
+    expect(isinstance(error, ringcc_class), f"{what}: {type(error).__name__} is not a {ringcc_class.__name__}")
 
 
 # ----------------------------------------------------------------- the kvstore
@@ -705,23 +748,12 @@ def _(ctx):
     )
 
 
-@case("ops/mismatch-raised-later", min_size=2)
-def _(ctx):
-    """A mismatch between ranks fails asynchronously on every rank: the next
-    call (here wait_all) raises it, and the job stays usable."""
-    rmx.allreduce_(mx.nd.ones((3 + ctx.rank,)), name="mismatch", op="sum")
-    expect_error(ringcc.MismatchError, ["mismatch"], rmx.wait_all, "shape mismatch")
-    x = mx.nd.ones((2,))
-    rmx.allreduce_(x, op="sum")
-    check_equal(x.asnumpy(), np.full(2, ctx.size, np.float32), "an allreduce after the mismatch")
-
-
 @case("ops/one-rank-arguments", min_size=2)
 def _(ctx):
     """The last rank passes an argument only it finds wrong: it raises its own
     error at once, and the same collective fails on every other rank (its
-    error comes with their next call, here wait_all, naming the last rank);
-    the calls after that, generated names included, are in step."""
+    error comes with the first wait on its result, here wait_all, naming the
+    last rank); the calls after that, generated names included, are in step."""
     n, last = ctx.size, ctx.size - 1
     bad = ctx.rank == last
     kv = mx.kv.create("ring")
@@ -761,16 +793,92 @@ def _(ctx):
         if bad:
             expect_error(own, [fragment], call, f"{what} (rank {last}'s own error)")
         else:
-            call()
-            expect_error(
+            expect_failed_op(
                 ringcc.MismatchError,
                 [f"rank {last} could not start", fragment],
-                rmx.wait_all,
+                call,
                 f"{what} (rank {last}'s bad argument)",
+                wait=rmx.wait_all,
             )
         x = mx.nd.full((2,), ctx.rank + 1)
         rmx.allreduce_(x, op="sum")
         check_equal(x.asnumpy(), np.full(2, n * (n + 1) / 2, np.float32), f"an allreduce after {what}")
+
+
+# ----------------------------------------------------------------- errors as Horovod raises them
+
+
+@case("errors/raised-by-the-failing-call", min_size=2)
+def _(ctx):
+    """An operation that fails between ranks raises at the first wait on its
+    result (wait_to_read, asnumpy; NaiveEngine: at the call), as an error
+    that is MXNet's and ringcc's at once; the next, unrelated call succeeds,
+    and nothing is left behind for later calls or mx.nd.waitall()."""
+    n = ctx.size
+    kv = mx.kv.create("ring")
+
+    def pushpull_out(key, value):
+        out = mx.nd.zeros(value.shape)
+        kv.pushpull(key, value, out=out)
+        return out
+
+    def follow_up(what):
+        x = mx.nd.full((2,), ctx.rank + 1)
+        rmx.allreduce_(x, op="sum")
+        check_equal(x.asnumpy(), np.full(2, n * (n + 1) / 2, np.float32), f"an allreduce after {what}")
+        try:
+            mx.nd.waitall()
+            rmx.check_errors()
+        except Exception as error:  # noqa: BLE001 - recorded
+            fail(f"after {what}, mx.nd.waitall() raised what was left behind: {type(error).__name__}: {error}")
+
+    odd = ctx.rank % 2 == 1
+    failing = [
+        ("allreduce of different shapes", lambda: rmx.allreduce(mx.nd.ones((3 + ctx.rank,)), name="err.shape")),
+        ("allreduce of different dtypes", lambda: rmx.allreduce(mx.nd.ones((4,), dtype="int32" if odd else "float32"))),
+        ("allreduce_ in place", lambda: rmx.allreduce_(mx.nd.ones((2, 2 + ctx.rank)), name="err.inplace")),
+        ("broadcast from different roots", lambda: rmx.broadcast(mx.nd.ones((3,)), root_rank=ctx.rank)),
+        ("grouped_allreduce", lambda: rmx.grouped_allreduce([mx.nd.ones((2,)), mx.nd.ones((1 + ctx.rank,))])),
+        ("kvstore pushpull", lambda: pushpull_out("err.kv", mx.nd.ones((2 + ctx.rank,)))),
+    ]
+    for what, call in failing:
+        error = expect_failed_op(ringcc.MismatchError, [], call, what)
+        expect_mxnet_classes(error, ringcc.MismatchError, what)
+        follow_up(what)
+    if NAIVE:
+        return
+    # The failure happens while unrelated calls run: they succeed, and its
+    # own wait raises it.
+    bad = rmx.allreduce(mx.nd.ones((5 + ctx.rank,)), name="err.pending")
+    rmx.allreduce(mx.nd.ones((2,)), op="sum").wait_to_read()  # the failure has happened by now
+    good = rmx.allreduce(mx.nd.ones((2,)), op="sum")
+    check_equal(good.asnumpy(), np.full(2, n, np.float32), "an unrelated call while a failure is pending")
+    error = expect_error(ringcc.MismatchError, ["err.pending"], bad.asnumpy, "asnumpy() of the failed call")[0]
+    expect_mxnet_classes(error, ringcc.MismatchError, "asnumpy() of the failed call")
+    # An operation that reads a failed result fails with its error.
+    derived = rmx.allreduce(mx.nd.ones((6 + ctx.rank,)), name="err.read") * 2
+    expect_error(ringcc.MismatchError, ["err.read"], derived.wait_to_read, "an operation reading the failed result")
+    follow_up("an operation reading a failed result")
+
+
+@case("errors/raised-at-the-call")
+def _(ctx):
+    """Errors raised at the call are MXNet's and ringcc's at once too (a
+    Horovod user catches MXNetError); Horovod's ValueError stays one."""
+    error, _ = expect_error(ringcc.UnsupportedTypeError, ["NDArray"], lambda: rmx.allreduce(np.ones(3)), "NumPy")
+    expect_mxnet_classes(error, ringcc.UnsupportedTypeError, "a NumPy array")
+    if ctx.size > 1:
+        error = expect_error(
+            ringcc.MismatchError, [], lambda: rmx.allgather(mx.nd.ones((2, 3 + ctx.rank))), "allgather mismatch"
+        )[0]
+        expect_mxnet_classes(error, ringcc.MismatchError, "allgather of different trailing dimensions")
+    expect(
+        issubclass(rmx.MismatchError, ringcc.MismatchError) and issubclass(rmx.MismatchError, mx.base.MXNetError),
+        "rmx.MismatchError",
+    )
+    x = mx.nd.full((2,), ctx.rank + 1)
+    rmx.allreduce_(x, op="sum")
+    check_equal(x.asnumpy(), np.full(2, ctx.size * (ctx.size + 1) / 2, np.float32), "an allreduce after them")
 
 
 # ----------------------------------------------------------------- main
@@ -784,6 +892,7 @@ def on_import(ringcc_module):
 
     mx, gluon, autograd = mxnet, mxnet.gluon, mxnet.autograd
     rmx, ringcc = ringcc.mxnet, ringcc_module
+
     mx.random.seed(0)
 
 

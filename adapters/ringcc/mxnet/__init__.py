@@ -29,6 +29,8 @@ except ImportError as _e:  # pragma: no cover - depends on the environment
         "ringcc's other APIs work without it."
     ) from _e
 
+import ringcc as _ringcc  # noqa: E402
+
 if (
     not hasattr(_mx, "kvstore")
     or not hasattr(_mx.kvstore, "KVStoreBase")
@@ -56,6 +58,7 @@ from ringcc import (  # noqa: E402,F401  (re-exported, as horovod.mxnet has them
     size,
 )
 from ringcc.mxnet._engine import check_errors, wait_all  # noqa: E402,F401
+from ringcc.mxnet.errors import mxnet_class as _mxnet_class  # noqa: E402
 from ringcc.mxnet.kvstore import Ring, RingKVStore  # noqa: E402,F401
 from ringcc.mxnet.ops import (  # noqa: E402,F401
     allgather,
@@ -71,6 +74,17 @@ from ringcc.mxnet.training import (  # noqa: E402,F401
     DistributedTrainer,
     broadcast_parameters,
 )
+
+# The ringcc errors as ringcc.mxnet raises them: each class derives from the
+# ringcc class of the same name and mxnet.base.MXNetError (errors.py).
+RingccError = _mxnet_class(_ringcc.RingccError)
+InvalidArgumentError = _mxnet_class(_ringcc.InvalidArgumentError)
+UnsupportedTypeError = _mxnet_class(_ringcc.UnsupportedTypeError)
+MismatchError = _mxnet_class(_ringcc.MismatchError)
+PeerFailureError = _mxnet_class(_ringcc.PeerFailureError)
+TimeoutError = _mxnet_class(_ringcc.TimeoutError)  # noqa: A001 - ringcc's name (not in __all__)
+InternalError = _mxnet_class(_ringcc.InternalError)
+NotInitializedError = _mxnet_class(_ringcc.NotInitializedError)
 
 __all__ = [
     "init",
@@ -101,4 +115,11 @@ __all__ = [
     "Ring",
     "wait_all",
     "check_errors",
+    "RingccError",
+    "InvalidArgumentError",
+    "UnsupportedTypeError",
+    "MismatchError",
+    "PeerFailureError",
+    "InternalError",
+    "NotInitializedError",
 ]

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import List, Optional
 
 import mxnet as mx
 
 import ringcc
 from ringcc.mxnet import _engine
+from ringcc.mxnet.errors import mxnet_errors
 
 __all__ = ["allreduce", "allreduce_", "grouped_allreduce", "grouped_allreduce_", "allgather", "broadcast", "broadcast_"]
 
@@ -148,6 +148,7 @@ def reduce_lists(
 # The Horovod-style functions
 
 
+@mxnet_errors
 def allreduce(tensor, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0, op=None):
     """Returns a new NDArray: `tensor` reduced over all ranks (op: ringcc.Sum,
     Average (the default, as in Horovod), Min, Max, Product or their names;
@@ -172,6 +173,7 @@ def allreduce(tensor, average=None, name=None, priority=0, prescale_factor=1.0, 
     return out
 
 
+@mxnet_errors
 def allreduce_(tensor, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0, op=None):
     """allreduce in place; returns `tensor`."""
     n = _name(name, "allreduce")
@@ -216,6 +218,7 @@ def _grouped(tensors, average, name, priority, prescale_factor, postscale_factor
     return outs
 
 
+@mxnet_errors
 def grouped_allreduce(
     tensors, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0, op=None
 ) -> list:
@@ -223,6 +226,7 @@ def grouped_allreduce(
     return _grouped(tensors, average, name, priority, prescale_factor, postscale_factor, op, False)
 
 
+@mxnet_errors
 def grouped_allreduce_(
     tensors, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0, op=None
 ) -> list:
@@ -239,6 +243,7 @@ def _check_root(root_rank):
     return root_rank
 
 
+@mxnet_errors
 def broadcast(tensor, root_rank=0, name=None, priority=0):
     """Returns a new NDArray holding root_rank's `tensor`."""
     n = _name(name, "broadcast")
@@ -257,6 +262,7 @@ def broadcast(tensor, root_rank=0, name=None, priority=0):
     return out
 
 
+@mxnet_errors
 def broadcast_(tensor, root_rank=0, name=None, priority=0):
     """Overwrites `tensor` with root_rank's, in place; returns `tensor`."""
     n = _name(name, "broadcast")
@@ -274,6 +280,7 @@ def broadcast_(tensor, root_rank=0, name=None, priority=0):
     return tensor
 
 
+@mxnet_errors
 def allgather(tensor, name=None, priority=0):
     """Returns the ranks' tensors concatenated along axis 0 (in rank order;
     the first dimension may differ between ranks). Blocks until done."""
@@ -284,8 +291,10 @@ def allgather(tensor, name=None, priority=0):
     except Exception as error:
         fail("allgather", error, [n])
         raise
-    host = tensor
-    host.wait_to_read()
-    _engine.check_errors()
-    gathered = ringcc.allgather_async(_engine.host_view(host), name=n).wait()
+    try:
+        tensor.wait_to_read()
+    except Exception as error:  # an earlier operation failed: so does this call, on every rank
+        fail("allgather", error, [n])
+        raise
+    gathered = ringcc.allgather_async(_engine.host_view(tensor), name=n).wait()
     return mx.nd.array(gathered, ctx=tensor.context, dtype=tensor.dtype)
