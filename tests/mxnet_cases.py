@@ -6,10 +6,10 @@ The kvstore "ring" (registration, broadcast, pushpull of one key, of several
 keys, over several devices), gluon.Trainer with it (instance and string form)
 against a single-process run on the concatenated batch, DistributedTrainer,
 DistributedOptimizer, broadcast_parameters (deferred initialisation too), the
-Horovod-style collectives against NumPy, the synchronous mode, and errors:
-where they surface (at the call, or at the first wait on the failed
-operation's result, never later) and their classes (MXNet's and ringcc's at
-once).
+Horovod-style collectives against NumPy (alltoall, reducescatter and the
+grouped forms too), process sets, the synchronous mode, and errors: where they surface (at the call, or at the
+first wait on the failed operation's result, never later) and their classes
+(MXNet's and ringcc's at once).
 Inputs come from per-case seeds, so every rank can rebuild every rank's data.
 tests/test_mxnet.py parametrizes its tests from CASES (without importing MXNet).
 """
@@ -805,6 +805,180 @@ def _(ctx):
         check_equal(x.asnumpy(), np.full(2, n * (n + 1) / 2, np.float32), f"an allreduce after {what}")
 
 
+# ----------------------------------------------------------------- the rest of Horovod's API
+
+
+def alltoall_rows(r, n, dtype):
+    """Rank r's alltoall input: splits[j] = (r + j) % 3 + 1 rows for rank j, each [r, j, k]."""
+    splits = [(r + j) % 3 + 1 for j in range(n)]
+    rows = [[r, j, k] for j in range(n) for k in range(splits[j])]
+    return np.array(rows, dtype=dtype), splits
+
+
+def alltoall_expected(me, ranks, dtype):
+    """What the rank at position `me` of `ranks` receives from alltoall_rows inputs."""
+    n = len(ranks)
+    parts, received = [], []
+    for r in ranks:
+        rows, splits = alltoall_rows(r, n, dtype)
+        start = sum(splits[:me])
+        parts.append(rows[start : start + splits[me]])
+        received.append(splits[me])
+    return np.concatenate(parts), np.array(received, dtype=np.int32)
+
+
+@case("ops/alltoall")
+def _(ctx):
+    n = ctx.size
+    for dtype in ("float32", "int64"):
+        rows, splits = alltoall_rows(ctx.rank, n, dtype)
+        want, want_received = alltoall_expected(ctx.rank, list(range(n)), dtype)
+        for form, given in (("int32 NDArray", mx.nd.array(splits, dtype="int32")), ("list", splits)):
+            got, received = rmx.alltoall(nd(rows), given, name=f"a2a.{dtype}.{form}")
+            check_equal(got.asnumpy(), want, f"alltoall {dtype}, splits as {form}")
+            check_equal(received.asnumpy(), want_received, f"alltoall {dtype}: received splits ({form})")
+            expect(got.context == mx.cpu() and received.dtype == np.int32, f"{got.context}, {received.dtype}")
+    # equal splits: rank r's rows j*2, j*2+1 go to rank j
+    x = np.arange(2 * n * 3, dtype=np.float64).reshape(2 * n, 3) + 100 * ctx.rank
+    got = rmx.alltoall(nd(x))
+    want = np.concatenate(
+        [(np.arange(2 * n * 3.0).reshape(2 * n, 3) + 100 * r)[2 * ctx.rank : 2 * ctx.rank + 2] for r in range(n)]
+    )
+    check_equal(got.asnumpy(), want, "alltoall with equal splits")
+
+
+def block(rows, n, r):
+    """Rank r's block of `rows` rows in reducescatter: lower ranks take one more."""
+    sizes = [rows // n + (1 if q < rows % n else 0) for q in range(n)]
+    return slice(sum(sizes[:r]), sum(sizes[: r + 1]))
+
+
+@case("ops/reducescatter")
+def _(ctx):
+    n, me = ctx.size, ctx.rank
+    rows = 2 * n + 1  # uneven: the lower ranks take one more row
+    for op, dtype in (("sum", "int32"), ("sum", "float32"), ("average", "float64"), ("max", "int64")):
+        xs = all_inputs(ctx, (rows, 3), dtype, op=op)
+        got = rmx.reducescatter(nd(xs[me]), op=op, name=f"rs.{op}.{dtype}")
+        check_reduced(got, [x[block(rows, n, me)] for x in xs], op, f"reducescatter {op} {dtype}")
+        expect(got.dtype == np.dtype(dtype), f"reducescatter {op} {dtype}: dtype {got.dtype}")
+    xs = all_inputs(ctx, (2 * n, 2), "float64", salt=3)
+    got = rmx.reducescatter(nd(xs[me]), op=rmx.Sum, prescale_factor=0.5, postscale_factor=3.0)
+    want = 1.5 * reduce_np([x[block(2 * n, n, me)] for x in xs], "sum")
+    check_equal(got.asnumpy(), want, "reducescatter with prescale 0.5, postscale 3")
+    check_reduced(rmx.reducescatter(nd(xs[me])), [x[block(2 * n, n, me)] for x in xs], "average", "default: Average")
+    shapes = [(2 * n, 2), (n + 1,), (n, 2, 2)]
+    groups = [all_inputs(ctx, s, "float32", salt=10 + i) for i, s in enumerate(shapes)]
+    got = rmx.grouped_reducescatter([nd(g[me]) for g in groups], op=rmx.Sum, name="grs")
+    for i, (g, shape) in enumerate(zip(groups, shapes)):
+        check_reduced(got[i], [x[block(shape[0], n, me)] for x in g], "sum", f"grouped_reducescatter #{i}")
+    scalar = mx.nd.array(ctx.rank, dtype="float32")
+    expect_error(ValueError, ["scalar"], lambda: rmx.reducescatter(scalar), "a 0-dim tensor (as Horovod: ValueError)")
+    expect_error(ValueError, ["scalar"], lambda: rmx.grouped_reducescatter([mx.nd.ones((n,)), scalar]), "grouped")
+
+
+@case("ops/grouped-allgather")
+def _(ctx):
+    specs = [((1, 3), "float32"), ((2,), "int8"), ((1, 2, 2), "float64")]
+    inputs = [
+        [data(ctx, r, (r + s[0][0],) + s[0][1:], s[1], salt=i) for r in range(ctx.size)] for i, s in enumerate(specs)
+    ]
+    got = rmx.grouped_allgather([nd(x[ctx.rank]) for x in inputs], name="gag")
+    expect(len(got) == len(specs), f"{len(got)} results")
+    for i, (g, x) in enumerate(zip(got, inputs)):
+        check_equal(g.asnumpy(), np.concatenate(x), f"grouped_allgather #{i}")
+    expect(rmx.grouped_allgather([]) == [], "an empty group")
+
+
+def _with_process_sets(ctx, body):
+    """Runs body(my set, its ranks, the even set) with the even and the odd
+    ranks registered as process sets, then removes them."""
+    even = [r for r in range(ctx.size) if r % 2 == 0]
+    odd = [r for r in range(ctx.size) if r % 2 == 1]
+    even_set = rmx.add_process_set(even)
+    odd_set = rmx.add_process_set(rmx.ProcessSet(odd))
+    try:
+        mine, members = (even_set, even) if ctx.rank in even else (odd_set, odd)
+        body(mine, members, even_set)
+    finally:
+        expect(rmx.remove_process_set(odd_set) and rmx.remove_process_set(even_set), "remove_process_set")
+    from ringcc.process_sets import process_sets
+
+    expect(len(process_sets()) == 1, "only the global set is left")
+
+
+@case("process-sets/collectives", min_size=2)
+def _(ctx):
+    """Every collective on the set of the even ranks and on that of the odd
+    ones at once, many in flight before any result is read."""
+
+    def body(mine, members, _even):
+        me, k = members.index(ctx.rank), len(members)
+        expect(mine.size() == k and mine.rank() == me and mine.included(), f"{mine}: size, rank")
+        xs = [data(ctx, r, (3, 4), "float32") for r in members]
+        ys = [data(ctx, r, (2,), "int32", salt=1) for r in members]
+        rows = 2 * k + 1
+        zs = [data(ctx, r, (rows, 2), "float64", salt=2) for r in members]
+        root = members[-1]
+        # in flight together, read afterwards
+        summed = rmx.allreduce(nd(xs[me]), op=rmx.Sum, name="ps.sum", process_set=mine)
+        inplace = rmx.allreduce_(nd(ys[me]), op=rmx.Average, process_set=mine)
+        grouped = rmx.grouped_allreduce([nd(xs[me]), nd(ys[me])], op=rmx.Max, process_set=mine)
+        broadcast = rmx.broadcast(nd(xs[me]), root_rank=root, process_set=mine)
+        scattered = rmx.reducescatter(nd(zs[me]), op=rmx.Sum, process_set=mine)
+        check_reduced(summed, xs, "sum", "allreduce on the set")
+        check_reduced(inplace, ys, "average", "allreduce_ (average) on the set")
+        check_reduced(grouped[0], xs, "max", "grouped_allreduce #0 on the set")
+        check_reduced(grouped[1], ys, "max", "grouped_allreduce #1 on the set")
+        check_equal(broadcast.asnumpy(), xs[-1], f"broadcast from global rank {root} on the set")
+        check_reduced(scattered, [z[block(rows, k, me)] for z in zs], "sum", "reducescatter on the set")
+        grs = rmx.grouped_reducescatter([nd(zs[me]), nd(zs[me])], op=rmx.Average, process_set=mine)
+        for i, g in enumerate(grs):
+            check_reduced(g, [z[block(rows, k, me)] for z in zs], "average", f"grouped_reducescatter #{i} on the set")
+        gathered = [data(ctx, r, (members.index(r) + 1, 2), "float32", salt=4) for r in members]
+        check_equal(rmx.allgather(nd(gathered[me]), process_set=mine).asnumpy(), np.concatenate(gathered), "allgather")
+        got = rmx.grouped_allgather([nd(gathered[me]), nd(ys[me])], process_set=mine)
+        check_equal(got[1].asnumpy(), np.concatenate(ys), "grouped_allgather on the set")
+        rows_in, splits = alltoall_rows(ctx.rank, k, "float32")
+        want, want_received = alltoall_expected(me, members, "float32")
+        got, received = rmx.alltoall(nd(rows_in), mx.nd.array(splits, dtype="int32"), process_set=mine)
+        check_equal(got.asnumpy(), want, "alltoall on the set")
+        check_equal(received.asnumpy(), want_received, "alltoall on the set: received splits")
+
+    _with_process_sets(ctx, body)
+    outside = [r for r in range(ctx.size) if r != ctx.rank]
+    expect_error(
+        ValueError, [], lambda: rmx.allreduce(mx.nd.ones(2), process_set=rmx.ProcessSet(outside)), "unregistered"
+    )
+
+
+@case("process-sets/training", min_size=2)
+def _(ctx):
+    """DistributedOptimizer and DistributedTrainer on the even ranks' set:
+    those average their gradients over the set; the others update with their
+    own, unscaled."""
+
+    def body(mine, members, even_set):
+        grad_of = {r: float(r + 1) for r in range(ctx.size)}
+        even = even_set.ranks
+        mean = sum(grad_of[r] for r in even) / len(even)
+        want = -mean if ctx.rank in even else -grad_of[ctx.rank]
+        opt = rmx.DistributedOptimizer(mx.optimizer.SGD(learning_rate=1.0), process_set=even_set)
+        w = mx.nd.zeros((3,))
+        opt.update(0, w, mx.nd.full((3,), grad_of[ctx.rank]), opt.create_state(0, w))
+        check_equal(w.asnumpy(), np.full(3, want, np.float32), "DistributedOptimizer(process_set=even)")
+        p = gluon.Parameter("w", shape=(3,), init=mx.init.Zero())
+        p.initialize(ctx=mx.cpu())
+        trainer = rmx.DistributedTrainer([p], "sgd", {"learning_rate": 1.0}, process_set=even_set)
+        with autograd.record():
+            loss = (p.data() * grad_of[ctx.rank]).sum()
+        loss.backward()
+        trainer.step(1)
+        check_equal(p.data().asnumpy(), np.full(3, want, np.float32), "DistributedTrainer(process_set=even)")
+
+    _with_process_sets(ctx, body)
+
+
 # ----------------------------------------------------------------- errors as Horovod raises them
 
 
@@ -839,6 +1013,7 @@ def _(ctx):
         ("allreduce_ in place", lambda: rmx.allreduce_(mx.nd.ones((2, 2 + ctx.rank)), name="err.inplace")),
         ("broadcast from different roots", lambda: rmx.broadcast(mx.nd.ones((3,)), root_rank=ctx.rank)),
         ("grouped_allreduce", lambda: rmx.grouped_allreduce([mx.nd.ones((2,)), mx.nd.ones((1 + ctx.rank,))])),
+        ("reducescatter", lambda: rmx.reducescatter(mx.nd.ones((4, 1 + ctx.rank)), name="err.rs")),
         ("kvstore pushpull", lambda: pushpull_out("err.kv", mx.nd.ones((2 + ctx.rank,)))),
     ]
     for what, call in failing:
@@ -859,6 +1034,22 @@ def _(ctx):
     derived = rmx.allreduce(mx.nd.ones((6 + ctx.rank,)), name="err.read") * 2
     expect_error(ringcc.MismatchError, ["err.read"], derived.wait_to_read, "an operation reading the failed result")
     follow_up("an operation reading a failed result")
+    if n >= 3:  # the even ranks' set has two members
+        even = rmx.add_process_set([r for r in range(n) if r % 2 == 0])
+        odd_set = rmx.add_process_set([r for r in range(n) if r % 2 == 1])
+        try:
+            if ctx.rank in even.ranks:
+                what = "allreduce of different shapes on a process set"
+                error = expect_failed_op(
+                    ringcc.MismatchError, [], lambda: rmx.allreduce(mx.nd.ones((1 + ctx.rank,)), process_set=even), what
+                )
+                expect_mxnet_classes(error, ringcc.MismatchError, what)
+                x = rmx.allreduce(mx.nd.ones((2,)), op=rmx.Sum, process_set=even)
+                check_equal(x.asnumpy(), np.full(2, 2, np.float32), "an allreduce on the set after its failure")
+        finally:
+            rmx.remove_process_set(odd_set)
+            rmx.remove_process_set(even)
+        follow_up("the process set's failure")
 
 
 @case("errors/raised-at-the-call")
@@ -867,7 +1058,17 @@ def _(ctx):
     Horovod user catches MXNetError); Horovod's ValueError stays one."""
     error, _ = expect_error(ringcc.UnsupportedTypeError, ["NDArray"], lambda: rmx.allreduce(np.ones(3)), "NumPy")
     expect_mxnet_classes(error, ringcc.UnsupportedTypeError, "a NumPy array")
+    splits = mx.nd.ones((ctx.size,), dtype="float32")
+    error = expect_error(
+        ringcc.InvalidArgumentError, ["int32"], lambda: rmx.alltoall(mx.nd.ones((ctx.size,)), splits), "float splits"
+    )[0]
+    expect_mxnet_classes(error, ringcc.InvalidArgumentError, "float splits")
+    expect(isinstance(error, ValueError), "InvalidArgumentError stays a ValueError")
     if ctx.size > 1:
+        error = expect_error(
+            ringcc.InvalidArgumentError, [], lambda: rmx.alltoall(mx.nd.ones((ctx.size + 1,))), "rows not divisible"
+        )[0]
+        expect_mxnet_classes(error, ringcc.InvalidArgumentError, "alltoall of rows the ranks do not divide")
         error = expect_error(
             ringcc.MismatchError, [], lambda: rmx.allgather(mx.nd.ones((2, 3 + ctx.rank))), "allgather mismatch"
         )[0]

@@ -26,6 +26,12 @@ operations that read a failed output fail with the same error. Nothing is
 kept for later calls: the error belongs to that operation's outputs only.
 It is also logged (logger "ringcc.mxnet", stderr) when it happens.
 
+start_now() runs the collectives of process sets other than the global one:
+those run on the set's own communicator in the order each rank issues them,
+so they start on the caller's thread, in program order, once their arrays
+are ready; an engine operation on the arrays then completes when they have
+finished (with their error, as above).
+
 RINGCC_MXNET_ASYNC=0 runs every collective synchronously instead: the caller
 waits for the arrays (wait_to_read / wait_to_write), runs the collective and
 returns when it has finished (simpler to debug, no overlap). MXNet's
@@ -244,10 +250,10 @@ class _Op:
     __slots__ = ("label", "arrays", "start", "done", "handles", "error")
     # done: (callback, engine, param) of the engine's CallbackOnComplete until fired
 
-    def __init__(self, label: str, arrays: Sequence, start: Callable[[list[np.ndarray], list], None]):
+    def __init__(self, label: str, arrays: Sequence, start: Callable[[list[np.ndarray], list], None] | None):
         self.label = label
         self.arrays = list(arrays)  # keeps the NDArrays alive until the operation completes
-        self.start = start
+        self.start = start  # None: the collectives started already (start_now), in handles
         self.done = None  # (callback, engine, param) of the engine's CallbackOnComplete
         self.handles: list = []
         self.error: BaseException | None = None  # the first error: the operation completes with it
@@ -292,10 +298,11 @@ def _run(_rctx, on_complete, param):  # called by an MXNet engine thread
         with _ops_lock:
             op = _ops.pop(param)
         op.done = done
-        try:
-            op.start([host_view(a) for a in op.arrays], op.handles)
-        except BaseException as error:  # noqa: BLE001 - reported, and the operation must complete
-            _record(op, error)
+        if op.start is not None:
+            try:
+                op.start([host_view(a) for a in op.arrays], op.handles)
+            except BaseException as error:  # noqa: BLE001 - reported, and the operation must complete
+                _record(op, error)
         if _inline_engine():
             _wait_all(op)
             error, op.error = op.error, None
@@ -473,6 +480,31 @@ def push(
         _finish_now(handles, first)
         return
     _push_op(_Op(label, arrays, start), const, mutable, priority)
+
+
+def start_now(
+    label: str,
+    const: Sequence,
+    mutable: Sequence,
+    arrays: Sequence,
+    start: Callable[[list[np.ndarray], list], None],
+    priority: int = 0,
+) -> None:
+    """Runs start(views of `arrays`, handles) on this thread at once
+    (collectives that must start in program order) and returns; later MXNet
+    operations on `mutable` wait for those collectives, and the first wait
+    on one of them raises their error. The caller has waited for the
+    arrays (wait_ready()) first."""
+    const, mutable = _vars(const, mutable)
+    op = _Op(label, arrays, None)
+    try:
+        start([host_view(a) for a in arrays], op.handles)
+    except BaseException as error:  # noqa: BLE001 - raised once the started ones finish
+        _finish_now(op.handles, error)
+    if synchronous():
+        _finish_now(op.handles, None)
+        return
+    _push_op(op, const, mutable, priority)
 
 
 def _push_op(op: _Op, const: list, mutable: list, priority: int) -> None:
