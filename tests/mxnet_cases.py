@@ -7,7 +7,8 @@ keys, over several devices), gluon.Trainer with it (instance and string form)
 against a single-process run on the concatenated batch, DistributedTrainer,
 DistributedOptimizer, broadcast_parameters (deferred initialisation too), the
 Horovod-style collectives against NumPy (alltoall, reducescatter and the
-grouped forms too), process sets, the synchronous mode, and errors: where they surface (at the call, or at the
+grouped forms too), process sets, the object collectives, the synchronous
+mode, and errors: where they surface (at the call, or at the
 first wait on the failed operation's result, never later) and their classes
 (MXNet's and ringcc's at once).
 Inputs come from per-case seeds, so every rank can rebuild every rank's data.
@@ -944,6 +945,10 @@ def _(ctx):
         got, received = rmx.alltoall(nd(rows_in), mx.nd.array(splits, dtype="int32"), process_set=mine)
         check_equal(got.asnumpy(), want, "alltoall on the set")
         check_equal(received.asnumpy(), want_received, "alltoall on the set: received splits")
+        obj = rmx.broadcast_object({"from": ctx.rank} if ctx.rank == root else None, root_rank=root, process_set=mine)
+        expect(obj == {"from": root}, f"broadcast_object on the set: {obj}")
+        objs = rmx.allgather_object(("rank", ctx.rank), process_set=mine)
+        expect(objs == [("rank", r) for r in members], f"allgather_object on the set: {objs}")
 
     _with_process_sets(ctx, body)
     outside = [r for r in range(ctx.size) if r != ctx.rank]
@@ -977,6 +982,88 @@ def _(ctx):
         check_equal(p.data().asnumpy(), np.full(3, want, np.float32), "DistributedTrainer(process_set=even)")
 
     _with_process_sets(ctx, body)
+
+
+class _Unpickled:
+    """Unpickling it sets builtins._ringcc_test_unpickled (shows whether a rank unpickled it)."""
+
+    def __reduce__(self):
+        return (exec, ("import builtins; builtins._ringcc_test_unpickled = True",))
+
+
+def _unpickled() -> bool:
+    import builtins
+
+    return bool(getattr(builtins, "_ringcc_test_unpickled", False))
+
+
+def _forget_unpickled() -> None:
+    import builtins
+
+    builtins._ringcc_test_unpickled = False
+
+
+@case("objects/broadcast-allgather")
+def _(ctx):
+    for root in range(ctx.size):
+        obj = {"root": root, "values": [1, 2.5, "x" * root]} if ctx.rank == root else None
+        got = rmx.broadcast_object(obj, root_rank=root)
+        expect(got == {"root": root, "values": [1, 2.5, "x" * root]}, f"broadcast_object from {root}: {got}")
+    got = rmx.broadcast_object(np.arange(3) * ctx.rank, root_rank=ctx.size - 1, name="named")
+    check_equal(got, np.arange(3) * (ctx.size - 1), "a named broadcast_object")
+    got = rmx.allgather_object({"rank": ctx.rank, "pad": "y" * 100 * ctx.rank})
+    expect(got == [{"rank": r, "pad": "y" * 100 * r} for r in range(ctx.size)], f"allgather_object: {got}")
+    expect(rmx.allgather_object(None, name="nones") == [None] * ctx.size, "allgather_object of None")
+
+
+@case("objects/unpicklable-and-forged", min_size=2)
+def _(ctx):
+    """A rank that cannot pickle its object raises its error, the others a
+    MismatchError naming it; a payload whose MAC is not the job's is refused
+    (PeerFailureError) and never unpickled; the calls after both work."""
+    import threading
+
+    from ringcc import _objects
+
+    last = ctx.size - 1
+    mine = threading.Lock() if ctx.rank == last else "fine"
+    if ctx.rank == last:
+        expect_error(TypeError, [], lambda: rmx.allgather_object(mine), "allgather_object of a lock (own error)")
+    else:
+        error = expect_error(
+            ringcc.MismatchError, [f"rank {last} could not start"], lambda: rmx.allgather_object(mine), "unpicklable"
+        )[0]
+        expect_mxnet_classes(error, ringcc.MismatchError, "allgather_object of an unpicklable object")
+    # The same object, with the job's MAC: unpickled (so the check below would see it).
+    _forget_unpickled()
+    rmx.broadcast_object(_Unpickled() if ctx.rank == 0 else None, root_rank=0)
+    expect(_unpickled() == (ctx.rank != 0), f"an authenticated payload is unpickled: {_unpickled()}")
+    _forget_unpickled()
+    real = _objects.mac_words
+    if ctx.rank == 0:
+        _objects.mac_words = lambda data, key=None: real(data, b"a key that is not the job's")
+    try:
+        if ctx.rank == 0:
+            rmx.broadcast_object(_Unpickled(), root_rank=0)
+        else:
+            error = expect_error(
+                ringcc.PeerFailureError,
+                ["from rank 0 failed authentication", "not unpickled"],
+                lambda: rmx.broadcast_object(None, root_rank=0),
+                "a forged broadcast_object",
+            )[0]
+            expect_mxnet_classes(error, ringcc.PeerFailureError, "a forged broadcast_object")
+        # Every rank refuses rank 0's part of an allgather_object (rank 0 its own too).
+        expect_error(
+            ringcc.PeerFailureError,
+            ["from rank 0 failed authentication"],
+            lambda: rmx.allgather_object(_Unpickled() if ctx.rank == 0 else "plain"),
+            "a forged allgather_object",
+        )
+    finally:
+        _objects.mac_words = real
+    expect(not _unpickled(), "a payload that failed authentication was unpickled")
+    expect(rmx.broadcast_object("after" if ctx.rank == 0 else None) == "after", "broadcast_object after the refusal")
 
 
 # ----------------------------------------------------------------- errors as Horovod raises them

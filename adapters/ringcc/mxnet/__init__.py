@@ -73,6 +73,7 @@ from ringcc.mxnet.basics import (  # noqa: E402,F401
     stop_timeline,
 )
 from ringcc.mxnet.errors import mxnet_class as _mxnet_class  # noqa: E402
+from ringcc.mxnet.functions import allgather_object, broadcast_object  # noqa: E402,F401
 from ringcc.mxnet.kvstore import Ring, RingKVStore  # noqa: E402,F401
 from ringcc.mxnet.ops import (  # noqa: E402,F401
     Adasum,
@@ -154,6 +155,8 @@ __all__ = [
     "alltoall",
     "reducescatter",
     "grouped_reducescatter",
+    "broadcast_object",
+    "allgather_object",
     # process sets
     "ProcessSet",
     "global_process_set",
