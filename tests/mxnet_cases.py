@@ -7,8 +7,8 @@ keys, over several devices), gluon.Trainer with it (instance and string form)
 against a single-process run on the concatenated batch, DistributedTrainer,
 DistributedOptimizer, broadcast_parameters (deferred initialisation too), the
 Horovod-style collectives against NumPy (alltoall, reducescatter and the
-grouped forms too), process sets, the object collectives, the synchronous
-mode, and errors: where they surface (at the call, or at the
+grouped forms too), process sets, the object collectives, compression, the
+synchronous mode, and errors: where they surface (at the call, or at the
 first wait on the failed operation's result, never later) and their classes
 (MXNet's and ringcc's at once).
 Inputs come from per-case seeds, so every rank can rebuild every rank's data.
@@ -17,6 +17,7 @@ tests/test_mxnet.py parametrizes its tests from CASES (without importing MXNet).
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 
@@ -809,6 +810,49 @@ def _(ctx):
 # ----------------------------------------------------------------- the rest of Horovod's API
 
 
+@case("api/horovod-names")
+def _(ctx):
+    """Every name of horovod.mxnet, with Horovod's arguments in Horovod's order."""
+    names = (
+        "Compression allgather_object broadcast_object allgather grouped_allgather allreduce allreduce_ "
+        "grouped_allreduce grouped_allreduce_ alltoall broadcast broadcast_ reducescatter grouped_reducescatter "
+        "init shutdown is_initialized start_timeline stop_timeline size local_size cross_size rank local_rank "
+        "cross_rank mpi_threads_supported mpi_enabled mpi_built gloo_enabled gloo_built nccl_built ddl_built "
+        "ccl_built cuda_built rocm_built ProcessSet global_process_set add_process_set remove_process_set "
+        "Average Sum Adasum Min Max Product DistributedOptimizer DistributedTrainer broadcast_parameters"
+    ).split()
+    missing = [n for n in names if not hasattr(rmx, n)]
+    expect(not missing, f"ringcc.mxnet lacks {missing}")
+    arguments = {
+        "allreduce": "tensor average name priority prescale_factor postscale_factor process_set op",
+        "allreduce_": "tensor average name priority prescale_factor postscale_factor process_set op",
+        "grouped_allreduce": "tensors average name priority prescale_factor postscale_factor process_set op",
+        "grouped_allreduce_": "tensors average name priority prescale_factor postscale_factor process_set op",
+        "allgather": "tensor name priority process_set",
+        "grouped_allgather": "tensors name priority process_set",
+        "broadcast": "tensor root_rank name priority process_set",
+        "broadcast_": "tensor root_rank name priority process_set",
+        "alltoall": "tensor splits name priority process_set",
+        "reducescatter": "tensor op name priority process_set prescale_factor postscale_factor",
+        "grouped_reducescatter": "tensors op name priority process_set prescale_factor postscale_factor",
+        "broadcast_object": "obj root_rank name",
+        "allgather_object": "obj name",
+        "DistributedOptimizer": "optimizer gradient_predivide_factor num_groups process_set",
+        "DistributedTrainer": "params optimizer optimizer_params compression gradient_predivide_factor prefix "
+        "num_groups process_set",
+        "broadcast_parameters": "params root_rank prefix",
+    }
+    for name, wanted in arguments.items():
+        got = list(inspect.signature(getattr(rmx, name, lambda: None)).parameters)
+        want = wanted.split()
+        expect(got[: len(want)] == want, f"{name}{tuple(got)}: Horovod's arguments are {tuple(want)}")
+    expect(rmx.nccl_built() == 0 and rmx.gloo_built() is False and rmx.ccl_built() is False, "nccl/gloo/ccl built")
+    expect(rmx.cuda_built() is False and rmx.rocm_built() is False and rmx.ddl_built() is False, "cuda/rocm/ddl")
+    expect(rmx.mpi_built() == ringcc.mpi_built(), "mpi_built is ringcc's")
+    expect(rmx.global_process_set.size() == ctx.size and rmx.global_process_set.included(), "the global set")
+    expect_error(NotImplementedError, ["Adasum"], lambda: rmx.allreduce(mx.nd.ones(2), op=rmx.Adasum), "Adasum")
+
+
 def alltoall_rows(r, n, dtype):
     """Rank r's alltoall input: splits[j] = (r + j) % 3 + 1 rows for rank j, each [r, j, k]."""
     splits = [(r + j) % 3 + 1 for j in range(n)]
@@ -1064,6 +1108,38 @@ def _(ctx):
         _objects.mac_words = real
     expect(not _unpickled(), "a payload that failed authentication was unpickled")
     expect(rmx.broadcast_object("after" if ctx.rank == 0 else None) == "after", "broadcast_object after the refusal")
+
+
+@case("compression/fp16")
+def _(ctx):
+    """Compression.fp16 as Horovod's; DistributedTrainer(compression=fp16)
+    sends the gradients as float16 and writes them back as float32."""
+    for dtype in ("float16", "float32", "float64"):
+        t = mx.nd.ones((3, 2), dtype=dtype)
+        c, context = rmx.Compression.fp16.compress(t)
+        expect(c.dtype == np.float16, f"fp16 compress of {dtype}: {c.dtype}")
+        d = rmx.Compression.fp16.decompress(c, context)
+        expect(d.dtype == np.dtype(dtype) and bool((d.asnumpy() == 1).all()), f"fp16 decompress to {dtype}: {d.dtype}")
+    for dtype in ("uint8", "int8", "int32", "int64"):
+        t = mx.nd.ones((3,), dtype=dtype)
+        c, context = rmx.Compression.fp16.compress(t)
+        expect(
+            c.dtype == np.dtype(dtype) and rmx.Compression.fp16.decompress(c, context).dtype == np.dtype(dtype), dtype
+        )
+    t = mx.nd.ones((2,))
+    expect(rmx.Compression.none.compress(t) == (t, None) and rmx.Compression.none.decompress(t, None) is t, "none")
+    # Gradients 1 + (rank + 1) * 2**-13 are 1.0 in float16: through fp16 the
+    # sum is exactly ctx.size; in float32 it would not be.
+    p = gluon.Parameter("w", shape=(4,), init=mx.init.Zero())
+    p.initialize(ctx=mx.cpu())
+    trainer = rmx.DistributedTrainer([p], "sgd", {"learning_rate": 1.0}, compression=rmx.Compression.fp16)
+    with autograd.record():
+        loss = (p.data() * (1 + (ctx.rank + 1) * 2.0**-13)).sum()
+    loss.backward()
+    trainer.step(1)
+    check_equal(p.grad().asnumpy(), np.full(4, ctx.size, np.float32), "the gradient, summed as float16, in float32")
+    check_equal(p.data().asnumpy(), np.full(4, -1.0, np.float32), "the update with the float16 average")
+    expect_error(TypeError, ["compression"], lambda: rmx.DistributedTrainer([p], "sgd", compression="fp16"), "a string")
 
 
 # ----------------------------------------------------------------- errors as Horovod raises them

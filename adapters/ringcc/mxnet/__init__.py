@@ -72,6 +72,7 @@ from ringcc.mxnet.basics import (  # noqa: E402,F401
     start_timeline,
     stop_timeline,
 )
+from ringcc.mxnet.compression import Compression, Compressor, FP16Compressor, NoneCompressor  # noqa: E402,F401
 from ringcc.mxnet.errors import mxnet_class as _mxnet_class  # noqa: E402
 from ringcc.mxnet.functions import allgather_object, broadcast_object  # noqa: E402,F401
 from ringcc.mxnet.kvstore import Ring, RingKVStore  # noqa: E402,F401
@@ -136,13 +137,17 @@ __all__ = [
     "ccl_built",
     "cuda_built",
     "rocm_built",
-    # reductions
+    # reductions and compression
     "Sum",
     "Average",
     "Min",
     "Max",
     "Product",
     "Adasum",
+    "Compression",
+    "Compressor",
+    "NoneCompressor",
+    "FP16Compressor",
     # collectives
     "allreduce",
     "allreduce_",

@@ -11,6 +11,7 @@ import mxnet as mx
 
 import ringcc
 from ringcc.mxnet import ops
+from ringcc.mxnet.compression import Compression
 from ringcc.process_sets import ProcessSet, global_process_set
 
 __all__ = ["DistributedOptimizer", "DistributedTrainer", "broadcast_parameters"]
@@ -153,7 +154,9 @@ class DistributedTrainer(mx.gluon.Trainer):
     step(batch_size) takes the *local* batch size. Each parameter's gradient
     is reduced as soon as backward has produced it (one named collective
     each, fused by ringcc); num_groups > 0 reduces them in that many groups
-    instead. Start from identical parameters: call
+    instead. `compression` (Compression.fp16) sends the gradients compressed
+    and writes them back decompressed before the update. Start from
+    identical parameters: call
     ringcc.mxnet.broadcast_parameters(net.collect_params()) first. A rank
     outside `process_set` updates with its own gradients, unscaled."""
 
@@ -162,16 +165,21 @@ class DistributedTrainer(mx.gluon.Trainer):
         params,
         optimizer,
         optimizer_params=None,
-        compression=None,
+        compression=Compression.none,
         gradient_predivide_factor=1.0,
         prefix=None,
         num_groups=0,
         process_set=global_process_set,
     ):
-        # Horovod's argument order; compression (of the gradients) is not implemented.
-        if compression is not None and getattr(compression, "__name__", "") != "NoneCompressor":
-            raise NotImplementedError(
-                "ringcc.mxnet.DistributedTrainer does not compress gradients (pass compression=None)"
+        # Horovod's argument order.
+        if compression is None:
+            compression = Compression.none
+        if not callable(getattr(compression, "compress", None)) or not callable(
+            getattr(compression, "decompress", None)
+        ):
+            raise TypeError(
+                "compression must be a compressor (ringcc.mxnet.Compression.none or .fp16, or a class "
+                f"with compress() and decompress()), got {compression!r}"
             )
         size = _set_size(process_set)
         if isinstance(optimizer, DistributedOptimizer):
@@ -184,6 +192,7 @@ class DistributedTrainer(mx.gluon.Trainer):
             params = [params[key] for key in sorted(params.keys())]
         super().__init__(params, optimizer, optimizer_params=optimizer_params, kvstore=None)
         self._process_set = process_set
+        self._compression = compression
         if process_set.included():
             # Dividing the scale by the number of ranks turns the sum into an average.
             self._scale *= gradient_predivide_factor / size
@@ -198,11 +207,17 @@ class DistributedTrainer(mx.gluon.Trainer):
         process_set = self._process_set
         if not process_set.included():
             return
-        entries = [
-            (f"{self._prefix}{i}", param.list_grad(), None)
-            for i, param in enumerate(self._params)
-            if param.grad_req != "null"
-        ]
+        compress = self._compression is not Compression.none
+        entries, restore = [], []
+        for i, param in enumerate(self._params):
+            if param.grad_req == "null":
+                continue
+            grads = param.list_grad()
+            if compress:
+                pairs = [self._compression.compress(g) for g in grads]
+                restore.extend((g, c, ctx) for g, (c, ctx) in zip(grads, pairs))
+                grads = [c for c, _ in pairs]
+            entries.append((f"{self._prefix}{i}", grads, None))
         if not entries:
             return
         prescale = 1.0 / self._gradient_predivide_factor
@@ -214,6 +229,10 @@ class DistributedTrainer(mx.gluon.Trainer):
             ops.reduce_lists(
                 label, group, op=ringcc.Sum, prescale_factor=prescale, priority=-g, process_set=process_set
             )
+        for grad, compressed, ctx in restore:
+            restored = self._compression.decompress(compressed, ctx)
+            if restored is not grad:
+                restored.copyto(grad)
 
 
 def _broadcast_arrays(arrays, root_rank, name):
