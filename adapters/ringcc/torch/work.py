@@ -388,6 +388,10 @@ def _outputs_or_raise(base: torch.futures.Future):
     return value
 
 
+# How long a completer thread stays idle before it ends (but the last one).
+_IDLE_EXIT_S = 60.0
+
+
 class Completer:
     """Completes the futures of works asked for before the works finished.
 
@@ -398,22 +402,24 @@ class Completer:
     (PowerSGD's comm hook does), or wait for a future asked for earlier: so
     the leader hands the lead to an idle thread (starting one when none is
     idle) before it completes a future. A thread held up in callbacks then
-    holds up no other future, at any depth of nesting; threads are started
-    only while callbacks hold threads up, and all but one idle thread end.
-    Works that finished elsewhere (point-to-point transfers) have their
-    futures completed by an idle thread too, never by the thread that ran
-    the transfer (complete_done)."""
+    holds up no other future, at any depth of nesting. Threads are started
+    only while callbacks hold the others up; an idle one ends after
+    _IDLE_EXIT_S but the last. (Threads come and go rarely: each thread
+    that runs torch ops gets a team of intra-op threads of its own.) Works
+    that finished elsewhere (point-to-point transfers) have their futures
+    completed by an idle thread too, never by the thread that ran the
+    transfer (complete_done)."""
 
     _shared: Completer | None = None
     _shared_lock = threading.Lock()
 
     def __init__(self, name: str = "ringcc-completer") -> None:
         self._name = name
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
         self._in_order: collections.deque[RingWork] = collections.deque()  # to wait for, in issue order
         self._done: collections.deque[RingWork] = collections.deque()  # finished; futures to complete
         self._leading = False  # a thread waits for the head of _in_order
-        self._idle = 0  # threads waiting for a task, not yet called on
+        self._idle: list[threading.Event] = []  # idle threads' wake-ups, most recently idle last
         self._stopping = False
         self._started = 0
 
@@ -426,23 +432,23 @@ class Completer:
 
     def add(self, work: RingWork) -> None:
         """Completes `work` (waiting for it in issue order), then its future."""
-        with self._cond:
+        with self._lock:
             self._in_order.append(work)
             self._call_thread()
 
     def complete_done(self, work: RingWork) -> None:
         """Completes the future of `work`, whose waitables are done, on a
         thread of the completer's."""
-        with self._cond:
+        with self._lock:
             self._done.append(work)
             self._call_thread()
 
     def stop(self) -> None:
         """The threads end once the works queued so far are completed."""
-        with self._cond:
+        with self._lock:
             self._stopping = True
-            self._idle = 0
-            self._cond.notify_all()
+            while self._idle:
+                self._idle.pop().set()
 
     def _has_task(self) -> bool:
         return bool(self._done) or (bool(self._in_order) and not self._leading)
@@ -452,46 +458,56 @@ class Completer:
         or a new one."""
         if not self._has_task():
             return
-        if self._idle > 0:
-            self._idle -= 1  # called on: it counts itself idle again only when it waits anew
-            self._cond.notify()
+        if self._idle:
+            self._idle.pop().set()  # the most recently idle: its caches are warm
             return
         self._started += 1
         thread = threading.Thread(target=self._run, name=f"{self._name}-{self._started}", daemon=True)
         thread.start()
 
     def _run(self) -> None:
-        with self._cond:
+        wake = threading.Event()
+        lock = self._lock
+        with lock:
             while True:
                 if self._done:
                     work = self._done.popleft()
-                    self._cond.release()
+                    lock.release()
                     try:
                         work._complete_for_future()
                     finally:
-                        self._cond.acquire()
+                        lock.acquire()
                 elif self._in_order and not self._leading:
                     work = self._in_order.popleft()
                     self._leading = True
-                    self._cond.release()
+                    lock.release()
                     try:
                         outcome = work._wait_for_future()
                     except BaseException as error:  # noqa: BLE001 - the work's, whatever it is
                         outcome = error
                     finally:
-                        self._cond.acquire()
+                        lock.acquire()
                         self._leading = False
                         self._call_thread()  # the lead goes on while this thread runs callbacks
-                    self._cond.release()
+                    lock.release()
                     try:
                         work._settle(outcome)
                     finally:
-                        self._cond.acquire()
-                elif self._stopping or self._idle > 0:
-                    return  # one idle thread is enough
+                        lock.acquire()
+                elif self._stopping:
+                    return
                 else:
-                    self._idle += 1
-                    self._cond.wait()
+                    wake.clear()
+                    self._idle.append(wake)
+                    lock.release()
+                    try:
+                        called = wake.wait(_IDLE_EXIT_S)
+                    finally:
+                        lock.acquire()
+                    if not called and any(w is wake for w in self._idle):
+                        self._idle = [w for w in self._idle if w is not wake]
+                        if self._idle:
+                            return  # idle for long, and not the last idle thread
 
 
 # Futures asked for during a backward pass (watch_backward): graph task id ->
