@@ -344,6 +344,24 @@ def _collectives_in_callbacks(ctx):
         same(bounded_wait(f, f"callback {i}"), torch.full((1,), float(n * (i + 1))), f"callback {i}")
 
 
+@CASES.case("futures/point-to-point-callbacks-transfer-again", min_size=2)
+def _p2p_callbacks(ctx):
+    # A receive's callback receives again from the same peer (the same
+    # channel): its future is completed off the channel's thread.
+    if ctx.rank == 0:
+        first, second = torch.zeros(3), torch.zeros(3)
+
+        def again(fut):
+            dist.recv(second, src=1)
+            return fut.value()[0] + second
+
+        got = dist.irecv(first, src=1).get_future().then(again)
+        same(bounded_wait(got, "a receive's callback receiving again"), torch.full((3,), 3.0), "two receives")
+    elif ctx.rank == 1:
+        dist.send(torch.ones(3), dst=0)
+        dist.send(torch.full((3,), 2.0), dst=0)
+
+
 @CASES.case("futures/failed-work-errors-its-future")
 def _errored_future(ctx):
     # Shapes differ between ranks: the work fails on every rank (the group
