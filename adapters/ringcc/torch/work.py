@@ -403,9 +403,9 @@ class Completer:
     the leader hands the lead to an idle thread (starting one when none is
     idle) before it completes a future. A thread held up in callbacks then
     holds up no other future, at any depth of nesting. Threads are started
-    only while callbacks hold the others up; an idle one ends after
-    _IDLE_EXIT_S but the last. (Threads come and go rarely: each thread
-    that runs torch ops gets a team of intra-op threads of its own.) Works
+    only while callbacks hold the others up, and an idle one ends after
+    _IDLE_EXIT_S but the last: the callbacks of each of PowerSGD's steps
+    run on the threads of the step before rather than on new ones. Works
     that finished elsewhere (point-to-point transfers) have their futures
     completed by an idle thread too, never by the thread that ran the
     transfer (complete_done)."""
