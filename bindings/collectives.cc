@@ -1334,6 +1334,9 @@ void bind_communicator(py::module_& m) {
           "`kind` this rank could not start), so that the peers raise MismatchError naming\n"
           "this rank and `message` for that call. Returns at once.")
       .def_property_readonly("timeout_s", &ringcc::Communicator::timeout_s)
+      .def_property_readonly("waiting_for", &ringcc::Communicator::waiting_for,
+                             "The rank a running collective is blocked on right now, -1 when none (or where\n"
+                             "its backend cannot tell: shared memory can).")
       .def_property_readonly("rank", &ringcc::Communicator::rank)
       .def_property_readonly("size", &ringcc::Communicator::size)
       .def_property_readonly("local_rank", &ringcc::Communicator::local_rank)

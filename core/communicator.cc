@@ -431,6 +431,15 @@ std::string Communicator::object_key() const {
   return std::string(reinterpret_cast<const char*>(key.data()), key.size());
 }
 
+int Communicator::waiting_for() const {
+  std::lock_guard<std::mutex> lock(backends_mu_);
+  for (const auto& backend : backends_) {
+    const int rank = backend->waiting_for();
+    if (rank >= 0) return rank;
+  }
+  return -1;
+}
+
 std::string Communicator::gpu_backend_name() const {
   std::lock_guard<std::mutex> lock(backends_mu_);
   for (const auto& backend : backends_) {

@@ -80,6 +80,9 @@ class Communicator {
   // since the last call (shared memory only; 0 where the transport cannot
   // tell waiting from moving data). Call between collectives.
   double take_peer_wait_us();
+  // The rank a running collective is blocked on right now, -1 when none or
+  // when its backend cannot tell. Safe from any thread.
+  int waiting_for() const;
   // The bound on every wait of this communicator, in seconds.
   // Without a timeout of its own, RINGCC_TIMEOUT_S as set now.
   double timeout_s() const { return fixed_timeout_s_ > 0 ? fixed_timeout_s_ : timeout_seconds(); }
