@@ -128,7 +128,6 @@ class Engine {
 
   // The steps of a cycle, in order.
   void cycle();
-  void size_bits();  // room for every bit the cache may hand out
   void take_incoming();
   // behind_failed_: an entry waits there; those whose turn came go to taken_.
   void put_behind_failed(std::unique_ptr<LocalEntry> entry);
