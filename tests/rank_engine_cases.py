@@ -1336,8 +1336,9 @@ def join_batches(rank: int) -> int:
 
 @CASES.case("join/uneven-batches")
 def join_uneven(ctx):
-    """Ranks run out of batches at different times and join; the others' named collectives
-    go on with zeros from the joined ranks, and join() returns the last rank to join."""
+    """Ranks run out of batches at different times and join; the others' allreduces go on
+    with zeros from the joined ranks, their allgathers fail naming the joined ranks (as in
+    Horovod: a joined rank has no rows to give), and join() returns the last rank to join."""
     n = ctx.size
     # The third gradient makes the fused allreduce longer than one shared-memory phase,
     # so the joined ranks' zeros also travel the piecewise path.
@@ -1356,10 +1357,14 @@ def join_uneven(ctx):
             want = sum(np.arange(lengths[k], dtype=np.float32) + r + b + k for r in active)
             if got is not None:
                 check_equal(got, want.astype(np.float32), f"join/batch{b}/grad{k} (ranks {active} active)")
-        got = finish(gather, f"join/batch{b}/rows")
-        if got is not None:
-            want = np.concatenate([np.full((r + 1, 2), 100 * b + r, dtype=np.int64) for r in active])
-            check_equal(got, want, f"join/batch{b}/rows (ranks {active} active)")
+        joined = [r for r in range(n) if r not in active]
+        if joined:
+            what = f"join/batch{b}/rows (ranks {joined} joined)"
+            fragments = [f"tensor 'join/batch{b}/rows': allgather cannot run while rank(s) {joined} have joined"]
+            expect_error(ringcc.MismatchError, fragments, lambda: ringcc.synchronize(gather, WAIT_S), what)
+        elif (got := finish(gather, f"join/batch{b}/rows")) is not None:
+            want = np.concatenate([np.full((r + 1, 2), 100 * b + r, dtype=np.int64) for r in range(n)])
+            check_equal(got, want, f"join/batch{b}/rows (every rank active)")
     last = ringcc.join()
     expect(last == n - 1, f"join() returned {last}, expected the last rank to join, {n - 1}")
     expect(time.monotonic() - start < WAIT_S, "join/uneven-batches took too long")

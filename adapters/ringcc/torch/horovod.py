@@ -13,7 +13,8 @@ Launch with `ringrun -np N python train.py` (or torchrun, mpirun, srun:
 How it runs. Collectives on the global process set go through ringcc's
 background engine as named collectives, as Horovod's do: a tensor is matched
 across ranks by its name (any enqueue order), ready allreduces are fused, and
-`join()` lets finished ranks stand in with zeros. A call without a name gets
+`join()` lets finished ranks stand in with zeros in allreduces (the others'
+other collectives raise meanwhile, as in Horovod). A call without a name gets
 `<op>.noname.<n>` from a per-process counter, so unnamed calls must be issued
 in the same order on every rank (as in Horovod). Blocking calls are the
 asynchronous ones followed by `synchronize()`. Collectives on other process
@@ -1573,19 +1574,40 @@ def barrier(process_set=global_process_set):
     Handle([h]).wait()
 
 
+# The name of the allreduce that realigns the counters of generated names
+# after a join (every name the Horovod API gives starts with its op's kind,
+# so none can be this one).
+_JOIN_NAMES_REALIGNED = "join.generated_names"
+
+
 def join(device=-1) -> int:
-    """Declares that this rank has no more data: until every rank has joined,
-    it takes part in the others' named collectives on the global set with
-    zeros (allreduce) so they can go on. Returns the last rank to join.
+    """Declares that this rank has no more data, and blocks until every rank
+    has joined. Meanwhile this rank takes part in the others' allreduces on
+    the global set with zeros (Sum is the sum over the ranks that have not
+    joined, Average that sum divided by the size of the job), and their
+    other collectives on the global set (allgather, broadcast, alltoall,
+    reducescatter) raise a HorovodInternalError (a MismatchError) naming the
+    joined ranks, as in Horovod. Returns the last rank to join (the same on
+    every rank).
+
+    The unnamed calls the others made while this rank was joined took
+    generated names this rank did not: on return every rank's counter of
+    generated names is the highest of them, so the unnamed calls that
+    follow match again.
+
     `device` is accepted and ignored: a joined rank stands in for host
     tensors only (the others' collectives of CUDA tensors fail with
     MismatchError saying so). Process sets other than the global one are
     not covered."""
     _require_init()
     try:
-        return int(ringcc.join())
+        last = int(ringcc.join())
+        counter = np.array([next(_names)], dtype=np.int64)
+        Handle([_core._allreduce(counter, None, Max, 1.0, 1.0, True, True, _JOIN_NAMES_REALIGNED)]).wait()
     except ringcc.RingccError as error:
         raise _internal_error(error) from None
+    _reset_names(int(counter[0]))
+    return last
 
 
 __all__ = [
