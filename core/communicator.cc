@@ -338,9 +338,14 @@ void Communicator::execute(CollectiveArgs& a) {
       fail(Error(ErrorKind::kInterrupted,
                  std::string("interrupted by a signal (its handler raised) during ") + collective_name(a.kind)));
     }
+    // This rank's own argument error, or how the ranks disagree: naming the tensor.
+    const bool own = !local_error.empty() && e.kind() == ErrorKind::kInvalidArgument;
+    if (own || e.kind() == ErrorKind::kMismatch) {
+      throw Error(e.kind(), naming_tensor(own ? local_error : e.what(), a, running_position()));
+    }
     throw;
   }
-  if (!local_error.empty()) raise(ErrorKind::kInvalidArgument, local_error);
+  if (!local_error.empty()) raise(ErrorKind::kInvalidArgument, naming_tensor(local_error, a, running_position()));
 }
 
 void Communicator::run_packed(CollectiveArgs& a) {
@@ -621,11 +626,12 @@ void Communicator::wake_worker() {
   if (wake) work_cv_.notify_one();
 }
 
-void Communicator::run(CollectiveArgs& args) {
+template <class Run>
+void Communicator::run_in_turn(Run&& run) {
   const uint64_t ticket = take_ticket();
   await_turn(ticket);
   try {
-    execute(args);
+    run();
   } catch (...) {
     finish_turn();
     throw;
@@ -633,16 +639,10 @@ void Communicator::run(CollectiveArgs& args) {
   finish_turn();
 }
 
+void Communicator::run(CollectiveArgs& args) { run_in_turn([&] { execute(args); }); }
+
 void Communicator::grouped_allreduce(std::vector<CollectiveArgs>& list) {
-  const uint64_t ticket = take_ticket();
-  await_turn(ticket);
-  try {
-    execute_grouped(list);
-  } catch (...) {
-    finish_turn();
-    throw;
-  }
-  finish_turn();
+  run_in_turn([&] { execute_grouped(list); });
 }
 
 std::shared_ptr<Work> Communicator::submit(CollectiveArgs args) {

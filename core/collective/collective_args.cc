@@ -11,6 +11,25 @@ CollectiveArgs failed_call(CollectiveKind kind, std::string why) {
   return failed;
 }
 
+std::string naming_tensor(const std::string& message, const CollectiveScalars& a, uint64_t position) {
+  const std::string kind = collective_name(a.kind);
+  std::string text = kind + " (";
+  if (a.label.empty()) {
+    text += "collective #" + std::to_string(position) + " in issue order";
+  } else {
+    text.append(a.label.data(), a.label.size());
+  }
+  if (a.ndim >= 0 && (a.shape || a.ndim == 0)) {
+    text += ", shape " + shape_text(a.shape, static_cast<size_t>(a.ndim));
+  } else if (a.kind != CollectiveKind::kBarrier) {
+    text += ", " + std::to_string(a.count) + " elements";
+    if (a.row_elems > 1) text += " in rows of " + std::to_string(a.row_elems);
+  }
+  // Messages of the core start with the collective's name already.
+  const bool named = message.compare(0, kind.size() + 2, kind + ": ") == 0;
+  return text + "): " + (named ? message.substr(kind.size() + 2) : message);
+}
+
 // Fewer, longer runs to gather, reduce and scatter; a single run needs no
 // fusion-buffer copies at all.
 void coalesce_segments(CollectiveArgs& a) {
