@@ -520,24 +520,14 @@ void Communicator::execute_grouped(std::vector<CollectiveArgs>& list) {
       total += static_cast<size_t>(list[order[j]].count) * es;
       ++j;
     }
-    CollectiveArgs fused;
-    fused.kind = CollectiveKind::kAllreduce;
-    fused.dtype = head.dtype;
-    fused.op = head.op;
-    fused.prescale = head.prescale;
-    fused.postscale = head.postscale;
-    fused.memory = head.memory;
-    fused.device = head.device;
-    fused.stream = head.stream;
-    fused.count = static_cast<int64_t>(total / es);
-    fused.out_count = fused.count;
-    fused.segments.reserve(j - i);
-    for (size_t k = i; k < j; ++k) {
-      CollectiveArgs& e = list[order[k]];
-      fused.segments.push_back({e.in, e.out, e.count});
-      e.result_count = e.count;
+    int64_t shapes = 0;
+    CollectiveArgs fused = fuse_allreduces(list, order, i, j, &shapes);
+    try {
+      execute(fused);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kMismatch) throw;
+      throw Error(e.kind(), std::string(e.what()) + "; this rank's tensors: " + fused_shapes_text(list, order, i, j));
     }
-    execute(fused);
     i = j;
   }
 }
@@ -639,7 +629,9 @@ void Communicator::run_in_turn(Run&& run) {
   finish_turn();
 }
 
-void Communicator::run(CollectiveArgs& args) { run_in_turn([&] { execute(args); }); }
+void Communicator::run(CollectiveArgs& args) {
+  run_in_turn([&] { execute(args); });
+}
 
 void Communicator::grouped_allreduce(std::vector<CollectiveArgs>& list) {
   run_in_turn([&] { execute_grouped(list); });

@@ -496,6 +496,20 @@ def shape_same_count(ctx):
         lambda x: ringcc.alltoall(x),
         trailing,
     )
+    # A grouped allreduce fuses its tensors: the ranks compare a hash of
+    # their shapes, and every rank names its own.
+    mine = (2, 3) if ctx.rank % 2 == 0 else (3, 2)
+    for what, call in {
+        "grouped_allreduce": lambda ts: ringcc.grouped_allreduce(ts),
+        "grouped_allreduce_async_": lambda ts: ringcc.grouped_allreduce_async_(ts).wait(),
+    }.items():
+        tensors = [np.ones(4, dtype=np.float32), np.ones(mine, dtype=np.float32)]
+        expect_quickly(
+            ringcc.MismatchError,
+            ["shapes of the tensors fused into it", f"this rank's tensors: [4], {_dims(mine)}"],
+            lambda: call(tensors),
+            f"{what} of [4] and (2, 3) against [4] and (3, 2)",
+        )
     # First dimensions may differ where the collective allows it.
     got = ringcc.allgather(np.full((ctx.rank + 1, 3, 2), ctx.rank, dtype=np.float32))
     want = np.concatenate([np.full((r + 1, 3, 2), r, dtype=np.float32) for r in range(n)])

@@ -30,6 +30,50 @@ std::string naming_tensor(const std::string& message, const CollectiveScalars& a
   return text + "): " + (named ? message.substr(kind.size() + 2) : message);
 }
 
+CollectiveArgs fuse_allreduces(std::vector<CollectiveArgs>& list, const std::vector<size_t>& order, size_t first,
+                               size_t end, int64_t* shapes) {
+  const CollectiveArgs& head = list[order[first]];
+  CollectiveArgs fused;
+  fused.kind = CollectiveKind::kAllreduce;
+  fused.dtype = head.dtype;
+  fused.op = head.op;
+  fused.prescale = head.prescale;
+  fused.postscale = head.postscale;
+  fused.memory = head.memory;
+  fused.device = head.device;
+  fused.stream = head.stream;
+  fused.label = "the tensors of a grouped allreduce fused into one";
+  fused.segments.reserve(end - first);
+  bool shaped = true;
+  *shapes = 0;
+  for (size_t k = first; k < end; ++k) {
+    CollectiveArgs& e = list[order[k]];
+    fused.segments.push_back({e.in, e.out, e.count});
+    fused.count += e.count;
+    e.result_count = e.count;
+    shaped = shaped && e.ndim >= 0 && (e.shape || e.ndim == 0);
+    if (shaped) *shapes = shape_hash(e.shape, e.ndim, *shapes);
+  }
+  fused.out_count = fused.count;
+  if (shaped) {
+    fused.shape = shapes;
+    fused.ndim = kFusedShapes;
+  }
+  return fused;
+}
+
+std::string fused_shapes_text(const std::vector<CollectiveArgs>& list, const std::vector<size_t>& order, size_t first,
+                              size_t end) {
+  std::string text;
+  for (size_t k = first; k < end; ++k) {
+    const CollectiveArgs& e = list[order[k]];
+    if (k > first) text += ", ";
+    const bool shaped = e.ndim >= 0 && (e.shape || e.ndim == 0);
+    text += shaped ? shape_text(e.shape, static_cast<size_t>(e.ndim)) : std::to_string(e.count) + " elements";
+  }
+  return text;
+}
+
 // Fewer, longer runs to gather, reduce and scatter; a single run needs no
 // fusion-buffer copies at all.
 void coalesce_segments(CollectiveArgs& a) {

@@ -117,6 +117,21 @@ inline void move_args(CollectiveArgs& dst, CollectiveArgs&& src) {
 // the next collective is in step on every rank.
 CollectiveArgs failed_call(CollectiveKind kind, std::string why);
 
+// The allreduce of list[order[first]] .. list[order[end - 1]] (tensors of a
+// grouped call, of one dtype and place) fused into one: their buffers as
+// its segments, the first one's reduction, scaling and place. Where each
+// of them has a shape, *shapes is set to a hash of them all, which the
+// fused call carries (ndim kFusedShapes): ranks whose tensors differ in
+// shape, if not in number of elements, then disagree. Sets the tensors'
+// result counts.
+CollectiveArgs fuse_allreduces(std::vector<CollectiveArgs>& list, const std::vector<size_t>& order, size_t first,
+                               size_t end, int64_t* shapes);
+
+// "[2, 3], [6]": the shapes of those tensors (their element counts where
+// they have none), for messages.
+std::string fused_shapes_text(const std::vector<CollectiveArgs>& list, const std::vector<size_t>& order, size_t first,
+                              size_t end);
+
 // Merges neighbouring segments of a fused allreduce whose inputs and
 // outputs each continue where the previous ones end (views of one buffer,
 // as frameworks' flat gradient buckets give). One run left over with real
@@ -137,7 +152,7 @@ inline OpHeader make_header(const CollectiveArgs& a) {
   h.memory = static_cast<int32_t>(a.memory);
   if (a.kind == CollectiveKind::kLocalError) {
     std::strncpy(h.reason, a.local_error.c_str(), sizeof(h.reason) - 1);
-  } else if (a.ndim >= 0 && (a.shape || a.ndim == 0)) {
+  } else if ((a.ndim >= 0 || a.ndim == kFusedShapes) && (a.shape || a.ndim == 0)) {
     set_shape(h, a.shape, a.ndim);
   }
   return h;

@@ -67,19 +67,6 @@ bool all_equal(const std::vector<OpHeader>& headers, Field field) {
   return true;
 }
 
-// FNV-1a over the dimensions: the same on every rank for the same shape.
-int64_t hash_dims(const int64_t* dims, int n) {
-  uint64_t hash = 14695981039346656037ull;
-  for (int i = 0; i < n; ++i) {
-    const auto d = static_cast<uint64_t>(dims[i]);
-    for (int byte = 0; byte < 8; ++byte) {
-      hash ^= (d >> (8 * byte)) & 0xff;
-      hash *= 1099511628211ull;
-    }
-  }
-  return static_cast<int64_t>(hash);
-}
-
 // Slots of h.shape in use: every dimension, or past kShapeSlots the first
 // ones and the hash of the rest.
 int used_slots(const OpHeader& h) { return h.ndim < kShapeSlots ? h.ndim : kShapeSlots; }
@@ -114,7 +101,7 @@ bool shapes_agree(const std::vector<OpHeader>& headers, bool skip_first) {
 // locally may send any sizes, and no shape.
 bool impossible_sizes(const OpHeader& h) {
   if (h.kind == static_cast<int32_t>(CollectiveKind::kLocalError)) return false;
-  if (h.count < 0 || h.row_elems < 0 || h.out_count < -1 || h.ndim < -1) return true;
+  if (h.count < 0 || h.row_elems < 0 || h.out_count < -1 || h.ndim < kFusedShapes) return true;
   for (int i = 0; i < direct_slots(h); ++i) {
     if (h.shape[i] < 0) return true;
   }
@@ -150,6 +137,13 @@ void check_sizes(const std::vector<OpHeader>& headers, const std::vector<int>& r
   if (!all_equal(headers, count_of)) {
     raise(ErrorKind::kMismatch, name, ": ranks disagree on the number of elements (",
           list_values(headers, ranks, count_of), ")", shaped ? " and the shape (" + shapes() + ")" : "");
+  }
+  // Tensors of a grouped call fused into one allreduce: the hash of their shapes.
+  bool fused = true;
+  for (const auto& h : headers) fused = fused && h.ndim == kFusedShapes;
+  if (fused && !all_equal(headers, [](const OpHeader& h) { return h.shape[0]; })) {
+    raise(ErrorKind::kMismatch, name, ": ranks disagree on the shapes of the tensors fused into it, ",
+          "though not on their number of elements (", list_values(headers, ranks, count_of), ")");
   }
   if (shaped && !shapes_agree(headers, false)) {
     raise(ErrorKind::kMismatch, name, ": ranks disagree on the shape (", shapes(), ")");
@@ -197,11 +191,29 @@ std::string shape_text(const int64_t* dims, size_t ndim) {
   return text + "]";
 }
 
+int64_t shape_hash(const int64_t* dims, int ndim, int64_t seed) {
+  // FNV-1a over the number of dimensions and the dimensions.
+  uint64_t hash = static_cast<uint64_t>(seed) ^ 14695981039346656037ull;
+  auto mix = [&hash](uint64_t v) {
+    for (int byte = 0; byte < 8; ++byte) {
+      hash ^= (v >> (8 * byte)) & 0xff;
+      hash *= 1099511628211ull;
+    }
+  };
+  mix(static_cast<uint64_t>(ndim));
+  for (int i = 0; i < ndim; ++i) mix(static_cast<uint64_t>(dims[i]));
+  return static_cast<int64_t>(hash);
+}
+
 void set_shape(OpHeader& h, const int64_t* dims, int ndim) {
   h.ndim = ndim;
+  if (ndim == kFusedShapes) {
+    h.shape[0] = dims[0];
+    return;
+  }
   const int direct = direct_slots(h);
   for (int i = 0; i < direct; ++i) h.shape[i] = dims[i];
-  if (ndim > kShapeSlots) h.shape[kShapeSlots - 1] = hash_dims(dims + direct, ndim - direct);
+  if (ndim > kShapeSlots) h.shape[kShapeSlots - 1] = shape_hash(dims + direct, ndim - direct, 0);
 }
 
 void check_agreement(const std::vector<OpHeader>& headers, const std::vector<int>& ranks,

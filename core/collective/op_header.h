@@ -38,6 +38,9 @@ std::string failed_call_text(int rank, CollectiveKind kind, const std::string& r
 // Dimensions of a shape a header holds: a longer shape keeps its first
 // kShapeSlots - 1 dimensions and, in the last slot, a hash of the others.
 constexpr int kShapeSlots = 20;
+// The ndim of an allreduce of several tensors fused into one (a grouped
+// call): its one slot holds a hash of their shapes (shape_hash).
+constexpr int32_t kFusedShapes = -2;
 
 struct OpHeader {
   uint32_t magic = 0x52434348;  // "RCCH"
@@ -51,7 +54,7 @@ struct OpHeader {
   int64_t out_count = -1;   // elements the caller's output holds; -1: any
   int32_t memory = 0;       // MemoryKind of the buffers
   // Dimensions of the caller's tensor (in `shape`); -1: the caller gave no
-  // shape, and the ranks compare element counts only.
+  // shape, and the ranks compare element counts only; kFusedShapes.
   int32_t ndim = -1;
   // A failed call (kLocalError) says why; any other call holds its shape
   // there (set_shape), in the room a reason takes, so that comparing
@@ -65,8 +68,12 @@ struct OpHeader {
 static_assert(sizeof(OpHeader) % 8 == 0, "OpHeader must pack into 8-byte words");
 static_assert(sizeof(OpHeader) == 216, "OpHeader grew: every collective exchanges it");
 
-// Writes a shape of ndim dimensions into h (not for a failed call).
+// Writes a shape of ndim dimensions into h (not for a failed call); with
+// ndim kFusedShapes, dims[0] is the hash of the fused tensors' shapes.
 void set_shape(OpHeader& h, const int64_t* dims, int ndim);
+
+// `seed` extended with a shape: the same on every rank for the same shapes.
+int64_t shape_hash(const int64_t* dims, int ndim, int64_t seed);
 
 // "[2, 3]"; "[]" for a scalar.
 std::string shape_text(const int64_t* dims, size_t ndim);

@@ -111,6 +111,32 @@ void test_long_shapes() {
   EXPECT(has(what, "rank 1: [4, 2, 2") && has(what, ", 1]") && !has(what, "header holds"));
 }
 
+void test_fused_tensors() {
+  // A grouped call's tensors fused into one allreduce carry a hash of their
+  // shapes: as many elements in other shapes disagree.
+  const std::vector<int64_t> a = {2, 3}, b = {3, 2}, c = {4};
+  std::vector<CollectiveArgs> list(2), other(2);
+  list[0].shape = c.data(), list[0].ndim = 1, list[0].count = 4;
+  list[1].shape = a.data(), list[1].ndim = 2, list[1].count = 6;
+  other[0] = list[0];
+  other[1].shape = b.data(), other[1].ndim = 2, other[1].count = 6;
+  const std::vector<size_t> order = {0, 1};
+  int64_t hash_a = 0, hash_b = 0;
+  const OpHeader ha = make_header(fuse_allreduces(list, order, 0, 2, &hash_a));
+  const OpHeader hb = make_header(fuse_allreduces(other, order, 0, 2, &hash_b));
+  EXPECT(ha.ndim == kFusedShapes && ha.count == 10 && hash_a != hash_b);
+  std::string what;
+  EXPECT(verdict({ha, ha}) == -1);
+  EXPECT(verdict({ha, hb}, &what) == kMismatch);
+  EXPECT(has(what, "shapes of the tensors fused into it") && has(what, "(rank 0: 10, rank 1: 10)"));
+  EXPECT(fused_shapes_text(other, order, 0, 2) == "[4], [3, 2]");
+  // A tensor without a shape: the batch carries none, counts only.
+  other[1].ndim = -1;
+  int64_t none = 0;
+  EXPECT(make_header(fuse_allreduces(other, order, 0, 2, &none)).ndim == -1);
+  EXPECT(fused_shapes_text(other, order, 0, 2) == "[4], 6 elements");
+}
+
 void test_failed_call_and_corrupt_headers() {
   // A failed call's reason travels where a shape would.
   std::vector<OpHeader> headers = {header(CollectiveKind::kAllreduce, {2, 3}),
@@ -122,7 +148,7 @@ void test_failed_call_and_corrupt_headers() {
   bad.shape[1] = -3;
   EXPECT(verdict({header(CollectiveKind::kAllreduce, {2, 3}), bad}) == static_cast<int>(ErrorKind::kInternal));
   bad = header(CollectiveKind::kAllreduce, {2, 3});
-  bad.ndim = -2;
+  bad.ndim = -7;
   EXPECT(verdict({header(CollectiveKind::kAllreduce, {2, 3}), bad}) == static_cast<int>(ErrorKind::kInternal));
 }
 
@@ -153,6 +179,7 @@ int main() {
   test_rows_may_differ();
   test_ranks_without_a_shape();
   test_long_shapes();
+  test_fused_tensors();
   test_failed_call_and_corrupt_headers();
   test_naming_tensor();
   std::printf("%d checks, %d failures\n", g_checks, g_failures);
