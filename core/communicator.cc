@@ -353,6 +353,10 @@ void Communicator::run_packed(CollectiveArgs& a) {
   fusion_.pack(a.segments, es);
   a.packed_us = Timeline::now_us();
   CollectiveArgs fused = fusion_.allreduce(a.count, a.dtype, a.op, a.prescale, a.postscale);
+  // What the ranks compare of the segments' tensors, and how errors name them.
+  fused.shape = a.shape;
+  fused.ndim = a.ndim;
+  fused.label = a.label;
   execute(fused);
   a.reduced_us = Timeline::now_us();
   fusion_.unpack(a.segments, es);
