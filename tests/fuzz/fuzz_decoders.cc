@@ -477,11 +477,16 @@ std::string header_blob(Rng& rng, int n, bool alltoall) {
     h.row_elems = 4;
     h.out_count = kind == CollectiveKind::kAllgather ? 16 * n : -1;
     // The shape: mostly [4, 4], or the same elements otherwise arranged,
-    // one longer than the header holds (a hash in its last slot), or none.
+    // one longer than the header holds (a hash in its last slot), none, or
+    // the hash of a grouped call's fused tensors.
     std::vector<int64_t> shape = {4, 4};
     if (rng.chance(25)) shape = {4, 2, 2};
     if (rng.chance(12)) shape.insert(shape.begin(), kShapeSlots + 2, 1);
     if (!rng.chance(15)) set_shape(h, shape.data(), static_cast<int>(shape.size()));
+    if (kind == CollectiveKind::kAllreduce && rng.chance(10)) {  // tensors of a grouped call, fused
+      const int64_t shapes = shape_hash(shape.data(), static_cast<int>(shape.size()), 0);
+      set_shape(h, &shapes, kFusedShapes);
+    }
     if (rng.chance(10)) {
       h.kind = static_cast<int32_t>(CollectiveKind::kLocalError);
       h.failed_kind = static_cast<int32_t>(kind);
