@@ -1210,6 +1210,40 @@ def mismatch_shape(ctx):
     still_works(ctx, "mismatch/shape")
 
 
+@CASES.case("mismatch/shape-same-count")
+def mismatch_shape_same_count(ctx):
+    # As many elements on every rank, in different shapes: the named path
+    # compares shapes (allgather and alltoall: after the first dimension).
+    n = ctx.size
+
+    def swapped(a, b):
+        return lambda r: a if r % 2 == 0 else b
+
+    def dims(shape):
+        return "[" + ", ".join(str(d) for d in shape) + "]"
+
+    same, trailing = "disagree on the shape (", "shape after the first dimension"
+    calls = [
+        ("allreduce", swapped((2, 3), (3, 2)), same, lambda x, name: ringcc.allreduce_async(x, name=name)),
+        ("allreduce_", swapped((2, 3), (3, 2)), same, lambda x, name: ringcc.allreduce_async_(x, name=name)),
+        ("broadcast", swapped((2, 3), (3, 2)), same, lambda x, name: ringcc.broadcast_async(x, 0, name=name)),
+        (
+            "reduce_scatter",
+            swapped((2 * n, 3), (3, 2 * n)),
+            same,
+            lambda x, name: ringcc.reduce_scatter_async(x, name=name),
+        ),
+        ("allgather", swapped((2, 6), (2, 3, 2)), trailing, lambda x, name: ringcc.allgather_async(x, name=name)),
+        ("alltoall", swapped((n, 6), (n, 3, 2)), trailing, lambda x, name: ringcc.alltoall_async(x, name=name)),
+    ]
+    for what, shape_of, phrase, start in calls:
+        name = f"mismatch/shape-same-count/{what}"
+        x = np.ones(shape_of(ctx.rank), dtype=np.float32)
+        listed = [f"rank {r}: {dims(shape_of(r))}" for r in range(n)]
+        expect_mismatch(ctx, name, lambda: start(x, name), [phrase, *listed])
+    still_works(ctx, "mismatch/shape-same-count")
+
+
 @CASES.case("mismatch/dtype")
 def mismatch_dtype(ctx):
     dt = np.float64 if ctx.rank == 0 else np.float32

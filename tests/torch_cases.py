@@ -856,6 +856,25 @@ def _mismatch(ctx):
     same(t, torch.full((3,), float(ctx.size)), "all_reduce after the mismatches")
 
 
+@CASES.case("errors/sizes-not-shapes", min_size=2)
+def _sizes_not_shapes(ctx):
+    import ringcc
+
+    # As gloo and NCCL: ranks agree on sizes, not shapes. A (2, 3) meets a
+    # (3, 2) element by element; sizes that differ raise, naming the
+    # operation's place in issue order and its sizes.
+    shape = (2, 3) if ctx.rank % 2 == 0 else (3, 2)
+    t = torch.arange(6, dtype=torch.float32).reshape(shape)
+    dist.all_reduce(t)
+    same(t.reshape(-1), torch.arange(6, dtype=torch.float32) * ctx.size, "all_reduce of (2, 3) against (3, 2)")
+    b = torch.full(shape, float(ctx.rank))
+    dist.broadcast(b, 0)
+    same(b, torch.zeros(shape), "broadcast of (2, 3) against (3, 2)")
+    err = expect_raises(ringcc.MismatchError, lambda: dist.all_reduce(torch.ones(6 + ctx.rank)), "sizes differ")
+    for fragment in ("allreduce (collective #", f"{6 + ctx.rank} elements)", "rank 0: 6", "rank 1: 7"):
+        assert fragment in str(err), f"{fragment!r} not in {err}"
+
+
 @CASES.case("errors/one-rank-arguments-fail-every-rank", min_size=2)
 def _one_rank_arguments(ctx):
     # The last rank passes an argument only it finds wrong (one torch passes

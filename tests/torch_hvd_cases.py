@@ -1597,6 +1597,89 @@ def _(ctx):
     )
 
 
+def _dims(shape) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def _shape_mismatches(ctx, ranks, process_set, stem):
+    """Ranks `ranks` (of the set) pass as many elements in different shapes to
+    each collective, named after `stem`: every one of them raises MismatchError
+    (a HorovodInternalError) naming the tensor and each rank's shape."""
+    k = len(ranks)
+
+    def swapped(a, b):
+        return lambda m: a if m % 2 == 0 else b
+
+    same, trailing = "disagree on the shape (", "shape after the first dimension"
+    calls = [
+        ("allreduce", swapped((2, 3), (3, 2)), same, lambda x, n: hvd.allreduce(x, name=n, process_set=process_set)),
+        (
+            "allreduce_async_",
+            swapped((2, 3), (3, 2)),
+            same,
+            lambda x, n: hvd.synchronize(hvd.allreduce_async_(x, name=n, process_set=process_set)),
+        ),
+        (
+            "broadcast",
+            swapped((2, 3), (3, 2)),
+            same,
+            lambda x, n: hvd.broadcast(x, root_rank=ranks[0], name=n, process_set=process_set),
+        ),
+        (
+            "reducescatter",
+            swapped((2 * k, 3), (3, 2 * k)),
+            same,
+            lambda x, n: hvd.reducescatter(x, op=hvd.Sum, name=n, process_set=process_set),
+        ),
+        (
+            "allgather",
+            swapped((2, 6), (2, 3, 2)),
+            trailing,
+            lambda x, n: hvd.allgather(x, name=n, process_set=process_set),
+        ),
+    ]
+    me = ranks.index(ctx.rank)
+    for what, shape_of, phrase, call in calls:
+        name = f"{stem}.{what}"
+        error = raises(
+            hvd.HorovodInternalError, lambda: call(torch.ones(shape_of(me)), name), f"{what} ({stem})", fragment=name
+        )
+        expect(error is None or isinstance(error, ringcc.MismatchError), f"{what} ({stem}): {error!r}")
+        for fragment in [phrase] + [f"rank {m}: {_dims(shape_of(i))}" for i, m in enumerate(ranks)]:
+            expect(error is None or fragment in str(error), f"{what} ({stem}): message lacks {fragment!r}: {error}")
+
+
+@case("errors/shapes-with-the-same-count")
+def _(ctx):
+    # As many elements on every rank, in different shapes: every rank raises,
+    # naming the tensor and the shapes; the job goes on.
+    if ctx.size > 1:
+        _shape_mismatches(ctx, list(range(ctx.size)), hvd.global_process_set, "shape.global")
+    same(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), float(ctx.size)), "the job goes on")
+
+
+@case("errors/shapes-with-the-same-count/process-set", min_size=3)
+def _(ctx):
+    members = [0, 1]
+    pair = hvd.add_process_set(members)
+    try:
+        if ctx.rank in members:
+            _shape_mismatches(ctx, members, pair, "shape.set")
+            # Unnamed: the tensor is named by its place in issue order and shape.
+            shape = (2, 3) if ctx.rank == 0 else (3, 2)
+            error = raises(
+                hvd.HorovodInternalError,
+                lambda: hvd.allreduce(torch.ones(shape), process_set=pair),
+                "an unnamed allreduce on the set",
+                fragment=f"shape {_dims(shape)}",
+            )
+            expect(error is None or "collective #" in str(error), f"unnamed: {error}")
+            same(hvd.allreduce(torch.ones(2), op=hvd.Sum, process_set=pair), torch.full((2,), 2.0), "the set goes on")
+    finally:
+        hvd.barrier()
+        hvd.remove_process_set(pair)
+
+
 class _Unpicklable:
     def __reduce__(self):
         raise TypeError("cannot pickle this object")

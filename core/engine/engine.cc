@@ -74,6 +74,11 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
   // storage, and the Work once its handle let go of it): steady-state
   // training allocates nothing here, and takes the lock once.
   const int64_t stamp = timeline_.active() ? Timeline::now_us() : 0;  // 0: not stamped
+  // The negotiation compares shapes by name (`shape` here); the collective
+  // runs without the caller's description, which may be gone by then.
+  args.shape = nullptr;
+  args.ndim = -1;
+  args.label = {};
   std::unique_lock<std::mutex> lock(mu_);
   if (!broken_.empty() || stopped_ || shutdown_requested_) {
     const bool broken = !broken_.empty();

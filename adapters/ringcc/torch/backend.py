@@ -305,7 +305,9 @@ class _Channel:
         """The channel's communicator (joined on first use: blocks until the
         peer joins too)."""
         if self._comm is None:
-            self._comm = _core.Communicator(self._me, 2, self._store)
+            comm = _core.Communicator(self._me, 2, self._store)
+            comm.compare_shapes = False  # torch's rule: sizes only (see ProcessGroupRing)
+            self._comm = comm
         return self._comm
 
     def close(self) -> None:
@@ -369,6 +371,9 @@ class ProcessGroupRing(dist.ProcessGroup):
         # torchrun keeps its store across restarts: meet where no earlier attempt wrote.
         store = self._store = dist.PrefixStore(fresh_prefix(store, rank, size, self._core_timeout_s), store)
         self._comm = _core.Communicator(rank, size, store)
+        # As torch's own backends: ranks must agree on sizes, not on shapes
+        # (gloo and NCCL let a (2, 3) meet a (3, 2)); docs/torch.md.
+        self._comm.compare_shapes = False
         _LIVE_GROUPS.add(self)
 
     def __repr__(self) -> str:
