@@ -728,6 +728,38 @@ def _(ctx):
         del os.environ["RINGCC_MXNET_ASYNC"]
 
 
+@case("ops/same-count-different-shapes", min_size=2)
+def _(ctx):
+    """Ranks whose tensors hold as many elements in different shapes (a
+    transposed kernel) get a MismatchError naming both shapes, on every
+    path: named and unnamed allreduce, broadcast, allgather past the first
+    dimension, the kvstore."""
+    odd = ctx.rank % 2 == 1
+    kv = mx.kv.create("ring")
+
+    def pushpull_out(key, value):
+        out = mx.nd.zeros(value.shape)
+        kv.pushpull(key, value, out=out)
+        return out
+
+    calls = [
+        ("allreduce", lambda: rmx.allreduce(mx.nd.ones((3, 2) if odd else (2, 3)))),
+        ("named allreduce", lambda: rmx.allreduce(mx.nd.ones((3, 2) if odd else (2, 3)), name="layer.kernel")),
+        ("broadcast", lambda: rmx.broadcast(mx.nd.ones((3, 2) if odd else (2, 3)), root_rank=0)),
+        ("allgather", lambda: rmx.allgather(mx.nd.ones((2, 3, 2) if odd else (2, 6)))),
+        ("kvstore pushpull", lambda: pushpull_out("shape.kv", mx.nd.ones((3, 2) if odd else (2, 3)))),
+    ]
+    for what, call in calls:
+        if what == "allgather":  # blocks until done (docs/mxnet.md): raises at the call
+            error = expect_error(ringcc.MismatchError, ["[2, 6]", "[2, 3, 2]"], call, what)[0]
+        else:
+            error = expect_failed_op(ringcc.MismatchError, ["[2, 3]", "[3, 2]"], call, what)
+        expect_mxnet_classes(error, ringcc.MismatchError, what)
+    x = mx.nd.ones((2, 3))
+    rmx.allreduce_(x, op="sum")
+    check_equal(x.asnumpy(), np.full((2, 3), ctx.size, np.float32), "an allreduce after the shape errors")
+
+
 @case("ops/errors")
 def _(ctx):
     expect_error(
