@@ -122,7 +122,8 @@ def close(got, want, what, rtol=1e-5, atol=1e-6) -> bool:
 
 
 def check(got, want, what, op) -> bool:
-    """Exact, except a floating-point Average (the core multiplies by 1/n)."""
+    """Exact, except a floating-point Average of sums that depend on the
+    order of addition."""
     if op == hvd.Average and (want.dtype.is_floating_point or want.dtype.is_complex):
         rtol = {torch.float16: 1e-3, torch.bfloat16: 8e-3}.get(want.dtype, 1e-6)
         return expect(got.dtype == want.dtype, f"{what}: dtype {got.dtype}") and close(
@@ -224,6 +225,28 @@ def _(ctx):
             got = hvd.allreduce(mine, op=op)
             check(got, reduce_ref(inputs, op), f"allreduce {op_name} {dtype}", op)
             same(mine, inputs[ctx.rank], f"allreduce {op_name} {dtype}: input unchanged")
+
+
+@case("allreduce/average_divides_by_the_size")
+def _(ctx):
+    """Average divides the sum by the size, correctly rounded (Horovod's
+    test_horovod_join_allreduce compares with no tolerance at three ranks):
+    rank 0 holds whole numbers and the others zeros, so the sum is exact and
+    the average must be bitwise torch's t / n (142 * (1/3) in float32 is an
+    ulp off), integers truncated (49 * (1/49) in double is under 1)."""
+    n, r = ctx.size, ctx.rank
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64):
+        t = torch.arange(-300, 300).to(dtype)
+        mine = t.clone() if r == 0 else torch.zeros_like(t)
+        want = torch.div(t, n, rounding_mode="trunc") if not dtype.is_floating_point else t / n
+        same(hvd.allreduce(mine, op=hvd.Average, name=f"average.exact.{dtype}"), want, f"named Average of {dtype}")
+        direct = mine.clone()
+        hvd.synchronize(hvd.allreduce_async_(direct, op=hvd.Average))
+        same(direct, want, f"direct Average of {dtype}")
+        grouped = hvd.grouped_allreduce([mine, mine[:7]], op=hvd.Average)
+        same(grouped[0], want, f"grouped Average of {dtype}")
+    ones = torch.full((5,), 49 if r == 0 else 0, dtype=torch.int32)
+    same(hvd.allreduce(ones, op=hvd.Sum, postscale_factor=1.0 / 49), torch.ones(5, dtype=torch.int32), "49 / 49")
 
 
 @case("allreduce/default_average_and_deprecated_average_flag")

@@ -17,6 +17,7 @@
 #include "core/collective/reduction.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -259,6 +260,23 @@ struct NativeKernels {
     }
   }
 
+  // dst[i] = src[i] / divisor: floats correctly rounded, integers truncated
+  // toward zero, exactly (|src / divisor| <= |src|: nothing to saturate).
+  RINGCC_MULTIVERSION static void divide_copy(void* dst_v, const void* src_v, int64_t n, int64_t divisor) {
+    T* dst = static_cast<T*>(dst_v);
+    const T* src = static_cast<const T*>(src_v);
+    if constexpr (std::is_floating_point_v<T>) {
+      const T d = static_cast<T>(divisor);
+      for (int64_t i = 0; i < n; ++i) dst[i] = src[i] / d;
+    } else if constexpr (std::is_unsigned_v<T>) {
+      const uint64_t d = static_cast<uint64_t>(divisor);
+      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<uint64_t>(src[i]) / d);
+    } else {
+      const int64_t d = divisor;
+      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<int64_t>(src[i]) / d);
+    }
+  }
+
  private:
   // Floats scale in their own precision (float32 * float32, as NumPy does
   // for a float32 array times a Python float). Integers scale in double and
@@ -375,6 +393,19 @@ struct Float16Kernels {
       narrow<Codec>(dst + base, wide, m);
     }
   }
+
+  RINGCC_MULTIVERSION static void divide_copy(void* dst_v, const void* src_v, int64_t n, int64_t divisor) {
+    uint16_t* dst = static_cast<uint16_t*>(dst_v);
+    const uint16_t* src = static_cast<const uint16_t*>(src_v);
+    const float d = static_cast<float>(divisor);
+    alignas(64) float wide[kWideBlock];
+    for (int64_t base = 0; base < n; base += kWideBlock) {
+      const int64_t m = std::min(kWideBlock, n - base);
+      widen<Codec>(wide, src + base, m);
+      for (int64_t i = 0; i < m; ++i) wide[i] /= d;
+      narrow<Codec>(dst + base, wide, m);
+    }
+  }
 };
 
 // ---------------------------------------------------------------------------
@@ -479,6 +510,18 @@ void reduce_many(void* dst, const void* const* srcs, int nsrc, int64_t count, Da
   });
 }
 
+// A factor that is exactly 1/k for a whole k >= 2 (an average's postscale,
+// 1/size) divides by k instead: the correctly rounded quotient, as x / k in
+// torch and NumPy, where x * (1/k) is an ulp off for some x (142 * (1/3) in
+// float32) and, truncated, turns integer quotients like 49 * (1/49) into 0.
+// Returns k, or 0 when the factor is no such reciprocal.
+int64_t reciprocal_divisor(double factor) {
+  if (!(factor > 0.0 && factor <= 0.5)) return 0;
+  const double k = std::nearbyint(1.0 / factor);
+  if (k < 2.0 || k > 2147483648.0 || 1.0 / k != factor) return 0;
+  return static_cast<int64_t>(k);
+}
+
 void scale_inplace(void* buf, int64_t count, DataType dtype, double factor) {
   constexpr const char* kFn = "scale_inplace";
   check_dtype(dtype, kFn);
@@ -486,6 +529,9 @@ void scale_inplace(void* buf, int64_t count, DataType dtype, double factor) {
   if (count == 0) return;
   check_pointer(buf, "buf", kFn);
   if (factor == 1.0) return;  // exact for every dtype (int64 beyond 2^53 too)
+  if (const int64_t k = reciprocal_divisor(factor)) {
+    return with_kernels(dtype, [&](auto kernels) { decltype(kernels)::divide_copy(buf, buf, count, k); });
+  }
   with_kernels(dtype, [&](auto kernels) { decltype(kernels)::scale_copy(buf, buf, count, factor); });
 }
 
@@ -499,6 +545,9 @@ void scale_copy(void* dst, const void* src, int64_t count, DataType dtype, doubl
   if (factor == 1.0) {  // a plain copy: exact for every dtype (int64 beyond 2^53 too)
     if (dst != src) std::memmove(dst, src, static_cast<size_t>(count) * dtype_size(dtype));
     return;
+  }
+  if (const int64_t k = reciprocal_divisor(factor)) {
+    return with_kernels(dtype, [&](auto kernels) { decltype(kernels)::divide_copy(dst, src, count, k); });
   }
   with_kernels(dtype, [&](auto kernels) { decltype(kernels)::scale_copy(dst, src, count, factor); });
 }

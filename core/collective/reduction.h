@@ -22,6 +22,11 @@ void reduce_many(void* dst, const void* const* srcs, int nsrc, int64_t count, Da
 // (as Horovod does for integer pre/postscale). 16-bit floats via float32.
 void scale_inplace(void* buf, int64_t count, DataType dtype, double factor);
 
+// k when factor is exactly 1/k for a whole k >= 2, else 0: such a factor
+// (an average's postscale) divides by k, correctly rounded for floats and
+// exactly truncated for integers, rather than multiplying.
+int64_t reciprocal_divisor(double factor);
+
 // dst[i] = src[i] * factor (dst may equal src).
 void scale_copy(void* dst, const void* src, int64_t count, DataType dtype, double factor);
 

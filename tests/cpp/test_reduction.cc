@@ -473,11 +473,27 @@ void test_reduce_many(Rng& rng) {
   }
 }
 
-// Reference scaling: floats in their own precision (16-bit ones through
+// k when factor == 1.0 / k for a whole k in [2, 5000], found by search (the
+// kernels' own test of it is arithmetic).
+int64_t whole_reciprocal(double factor) {
+  for (int64_t k = 2; k <= 5000; ++k) {
+    if (1.0 / static_cast<double>(k) == factor) return k;
+  }
+  return 0;
+}
+
+// Reference scaling (a factor 1/k divides by k): floats in their own precision (16-bit ones through
 // float32), integers in double truncated toward zero and saturated.
 template <typename Type>
 typename Type::S ref_scale(typename Type::S x, double factor) {
   using C = typename Type::C;
+  if (const int64_t k = whole_reciprocal(factor)) {  // divides by k
+    if constexpr (std::is_integral_v<C>) {
+      return static_cast<C>(static_cast<int64_t>(x) / k);
+    } else {
+      return Type::store(Type::load(x) / static_cast<C>(k));
+    }
+  }
   if constexpr (std::is_integral_v<C>) {
     const double v = std::trunc(static_cast<double>(x) * factor);
     if (std::isnan(v)) return 0;
@@ -508,6 +524,48 @@ void test_scale(Rng& rng) {
       expect_equal<Type>(buf, want, "scale_inplace " + what);
     }
   }
+}
+
+// An average's postscale 1/k divides by k: float32 142 * (1/3) in float
+// is an ulp above 142 / 3; 49 * (1/49) is just under 1 in double, which
+// truncated made 0; int64 beyond 2^53 divides exactly.
+void test_reciprocal_divides() {
+  EXPECT(ringcc::reciprocal_divisor(1.0 / 3.0) == 3, "1/3 is a reciprocal");
+  EXPECT(ringcc::reciprocal_divisor(1.0 / 49.0) == 49, "1/49 is a reciprocal");
+  EXPECT(ringcc::reciprocal_divisor(0.5) == 2, "0.5 is a reciprocal");
+  EXPECT(ringcc::reciprocal_divisor(2.0 / 3.0) == 0, "2/3 is not");
+  EXPECT(ringcc::reciprocal_divisor(0.3) == 0, "0.3 is not");
+  EXPECT(ringcc::reciprocal_divisor(1.0) == 0, "1 is not (a copy)");
+  EXPECT(ringcc::reciprocal_divisor(-0.5) == 0, "-0.5 is not");
+  EXPECT(ringcc::reciprocal_divisor(0.0) == 0, "0 is not");
+  EXPECT(ringcc::reciprocal_divisor(1.0 / 4294967296.0) == 0, "1/2^32 is beyond the divisors taken");
+
+  float f[] = {142.0f, 150.0f, -188.0f};
+  ringcc::scale_inplace(f, 3, DataType::kFloat32, 1.0 / 3.0);
+  const float wantf[] = {142.0f / 3.0f, 50.0f, -188.0f / 3.0f};
+  for (int i = 0; i < 3; ++i) EXPECT(f[i] == wantf[i], "float32 average ", i, ": ", f[i], " != ", wantf[i]);
+  EXPECT(142.0f * static_cast<float>(1.0 / 3.0) != 142.0f / 3.0f, "the case that multiplying gets wrong");
+
+  double d[] = {142.0, 1.0};
+  ringcc::scale_copy(d, d, 2, DataType::kFloat64, 1.0 / 3.0);
+  EXPECT(d[0] == 142.0 / 3.0 && d[1] == 1.0 / 3.0, "float64 average: ", d[0], " ", d[1]);
+
+  int32_t i32[] = {49, -49, 48, 2147483647};
+  ringcc::scale_inplace(i32, 4, DataType::kInt32, 1.0 / 49.0);
+  const int32_t want32[] = {1, -1, 0, 2147483647 / 49};
+  for (int i = 0; i < 4; ++i) EXPECT(i32[i] == want32[i], "int32 average over 49 ", i, ": ", i32[i]);
+
+  int64_t i64[] = {(int64_t{1} << 62) + 3, -((int64_t{1} << 62) + 3)};
+  ringcc::scale_inplace(i64, 2, DataType::kInt64, 1.0 / 3.0);
+  EXPECT(i64[0] == ((int64_t{1} << 62) + 3) / 3 && i64[1] == -i64[0], "int64 average beyond 2^53: ", i64[0]);
+
+  uint8_t u8[] = {255, 2};
+  ringcc::scale_inplace(u8, 2, DataType::kUInt8, 0.5);
+  EXPECT(u8[0] == 127 && u8[1] == 1, "uint8 halves: ", int(u8[0]), " ", int(u8[1]));
+
+  uint16_t h[] = {ringcc::float_to_half(7.0f)};
+  ringcc::scale_inplace(h, 1, DataType::kFloat16, 1.0 / 3.0);
+  EXPECT(h[0] == ringcc::float_to_half(7.0f / 3.0f), "float16 average: ", ringcc::half_to_float(h[0]));
 }
 
 // Integer scaling at the edges of the range: truncation toward zero and
@@ -627,6 +685,7 @@ int main() {
   test_type<NativeType<int32_t, DataType::kInt32>>(rng);
   test_type<NativeType<int64_t, DataType::kInt64>>(rng);
   test_integer_scale_edges();
+  test_reciprocal_divides();
 
   if (g_failures > 0) {
     std::printf("%d passed, %d failed\n", g_checks - g_failures, g_failures);
