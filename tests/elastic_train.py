@@ -91,8 +91,9 @@ def replay(sizes, resets=None, seed=0):
     """The parameters a run reaches whose kept steps had these sizes and
     resets (`dealt_batches`), computed in one process the way
     DistributedOptimizer averages the ranks' gradients: summed in rank order,
-    then scaled by 1 / size in float32 (as ringcc's Average does; not the
-    same as a division for 3 ranks)."""
+    then divided by the size in float32 (as ringcc's Average does, correctly
+    rounded; a product with 1 / size is an ulp off for some values at 3
+    ranks)."""
     model, optimizer = make_model()
     x, y = dataset()
     for batches in dealt_batches(sizes, resets, seed):
@@ -105,7 +106,7 @@ def replay(sizes, resets=None, seed=0):
             total = grads[0][i].clone()
             for other in grads[1:]:
                 total += other[i]
-            p.grad = total * (1.0 / len(batches))
+            p.grad = total / len(batches)
         optimizer.step()
     return [p.detach().clone() for p in model.parameters()]
 
