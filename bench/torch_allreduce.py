@@ -1,7 +1,8 @@
 """torch.distributed with backend "ring" against gloo, in the same processes.
 
     ringrun --no-prefix -np 2 python -m bench.torch_allreduce [--sizes 4,4K,1M,64M] [--repeats 3]
-        [--ddp-params 25M] [--ddp-batch 32] [--ddp-steps 8] [--threads 1] [--json PATH]
+        [--ddp-params 25M] [--ddp-batch 32] [--ddp-steps 8] [--ddp-hooks default,powersgd]
+        [--threads 1] [--json PATH]
         [--csv PATH] [--plot PATH.png] [--no-progress]
     torchrun --nproc-per-node 2 -m bench.torch_allreduce ...
 
@@ -14,8 +15,13 @@ Rank 0 prints two tables:
   is bytes / time * 2 (n - 1) / n, as nccl-tests define it.
 * one DDP training step (forward, backward with DDP's bucketed allreduce
   overlapping it, SGD step) of an MLP of about --ddp-params parameters, per
-  backend: median seconds per step (the slowest rank's), and gloo's time
-  over ring's. The steps alternate between the backends two at a time.
+  backend and per comm hook of --ddp-hooks: median seconds per step (the
+  slowest rank's), and gloo's time over ring's. The steps alternate between
+  the backends two at a time. "default" is DDP's built-in allreduce;
+  "powersgd" is PowerSGD's hook (rank 1, compressing from the third step,
+  timed after it), with the model in one bucket: the hook's callbacks issue
+  collectives, and with several buckets another bucket's hook could get
+  its collective in before them on one rank and not on another.
 
 While it runs, rank 0 shows progress on stderr (size, backend, time so far).
 --csv writes one row per (backend, size) of the all_reduce table, --plot a
@@ -68,6 +74,11 @@ def parse_args(argv=None):
     parser.add_argument("--ddp-batch", type=int, default=32)
     parser.add_argument("--ddp-steps", type=int, default=8, help="timed DDP steps per backend and repeat")
     parser.add_argument(
+        "--ddp-hooks",
+        default="default",
+        help="DDP comm hooks to time, comma-separated: default, powersgd (default: %(default)s)",
+    )
+    parser.add_argument(
         "--threads", type=int, default=0, help="torch intra-op threads per rank (default: cores / local ranks)"
     )
     parser.add_argument("--json", help="write every measurement here (rank 0)")
@@ -77,11 +88,21 @@ def parse_args(argv=None):
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     args = parser.parse_args(argv)
+    unknown = set(_hooks(args)) - set(DDP_HOOKS)
+    if unknown:
+        parser.error(f"--ddp-hooks: unknown {', '.join(sorted(unknown))}; use {', '.join(DDP_HOOKS)}")
     if args.plot and importlib.util.find_spec("matplotlib") is None:
         from .output import MATPLOTLIB_MISSING
 
         parser.error(MATPLOTLIB_MISSING)
     return args
+
+
+DDP_HOOKS = ("default", "powersgd")
+
+
+def _hooks(args) -> list[str]:
+    return [h for h in args.ddp_hooks.split(",") if h]
 
 
 class Bench:
@@ -165,15 +186,25 @@ class Bench:
         )
         return model, sum(p.numel() for p in model.parameters())
 
-    def ddp_table(self):
+    def ddp_tables(self):
+        if parse_size(self.args.ddp_params) <= 0:
+            return []
+        return [self.ddp_table(hook) for hook in _hooks(self.args)]
+
+    def ddp_table(self, hook: str):
         torch = self.torch
         params = parse_size(self.args.ddp_params)
-        if params <= 0:
-            return None
         runs = {}
         for name, group in self.groups.items():
             model, count = self.ddp_model(params)
-            ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=group)
+            if hook == "powersgd":
+                from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
+
+                ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=group, bucket_cap_mb=1 << 16)
+                state = powersgd.PowerSGDState(process_group=group, matrix_approximation_rank=1, start_powerSGD_iter=2)
+                ddp.register_comm_hook(state, powersgd.powerSGD_hook)
+            else:
+                ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=group)
             opt = torch.optim.SGD(ddp.parameters(), lr=1e-4)
             g = torch.Generator().manual_seed(1 + self.rank)
             x = torch.randn(self.args.ddp_batch, 1024, generator=g)
@@ -187,9 +218,9 @@ class Bench:
             loss.backward()
             opt.step()
 
-        self.progress.update(f"DDP steps, MLP of {count / 1e6:.1f}M parameters", force=True)
-        for name in runs:  # warm-up (and DDP's bucket rebuild after the first step)
-            for _ in range(2):
+        self.progress.update(f"DDP steps ({hook}), MLP of {count / 1e6:.1f}M parameters", force=True)
+        for name in runs:  # warm-up (DDP's bucket rebuild after the first step, PowerSGD's start)
+            for _ in range(3):
                 step(name)
         # Alternate a few steps of each backend, --repeats x --ddp-steps
         # steps each in all, so that the load of a shared host hits both.
@@ -208,6 +239,7 @@ class Bench:
         gloo_p = torch.cat([p.detach().reshape(-1) for p in runs["gloo"][0].parameters()])
         max_diff = float((ring_p - gloo_p).abs().max())
         return {
+            "hook": hook,
             "params": count,
             "batch": self.args.ddp_batch,
             "steps": self.args.ddp_steps,
@@ -220,7 +252,7 @@ def busbw(nbytes: int, seconds: float, size: int) -> float:
     return nbytes / seconds / 1e9 * (2 * (size - 1) / size)
 
 
-def report(bench, allreduce, ddp) -> str:
+def report(bench, allreduce, ddps) -> str:
     size = bench.size
     lines = [
         f"# torch {bench.torch.__version__}, {size} ranks, {bench.threads} torch threads per rank, "
@@ -239,16 +271,20 @@ def report(bench, allreduce, ddp) -> str:
             f"  {format_size(n):>8} {max(n // 4, 1):>10} {ring * 1e6:10.1f} {busbw(n, ring, size):10.3f} "
             f"{gloo * 1e6:10.1f} {busbw(n, gloo, size):10.3f} {gloo / ring:10.2f}"
         )
-    if ddp is not None:
-        ring = statistics.median(ddp["times_s"]["ring"])
-        gloo = statistics.median(ddp["times_s"]["gloo"])
+    if ddps:
+        first = ddps[0]
         lines += [
             "",
-            f"# DDP training step, MLP of {ddp['params'] / 1e6:.1f}M parameters, batch {ddp['batch']} "
-            f"(median of {len(ddp['times_s']['ring'])} steps each, alternating in pairs)",
-            f"# {'ring s':>10} {'gloo s':>10} {'gloo/ring':>10}   max |param diff| ring vs gloo",
-            f"  {ring:10.4f} {gloo:10.4f} {gloo / ring:10.2f}   {ddp['max_param_diff']:.3g}",
+            f"# DDP training step, MLP of {first['params'] / 1e6:.1f}M parameters, batch {first['batch']} "
+            f"(median of {len(first['times_s']['ring'])} steps each, alternating in pairs)",
+            f"# {'comm hook':>10} {'ring s':>10} {'gloo s':>10} {'gloo/ring':>10}   max |param diff| ring vs gloo",
         ]
+        for ddp in ddps:
+            ring = statistics.median(ddp["times_s"]["ring"])
+            gloo = statistics.median(ddp["times_s"]["gloo"])
+            lines.append(
+                f"  {ddp['hook']:>10} {ring:10.4f} {gloo:10.4f} {gloo / ring:10.2f}   {ddp['max_param_diff']:.3g}"
+            )
     return "\n".join(lines)
 
 
@@ -307,10 +343,10 @@ def main(argv=None) -> int:
     bench = Bench(args)
     bench.check()
     allreduce = bench.allreduce_table()
-    ddp = bench.ddp_table()
+    ddps = bench.ddp_tables()
     bench.progress.done()
     if bench.rank == 0:
-        print(report(bench, allreduce, ddp), flush=True)
+        print(report(bench, allreduce, ddps), flush=True)
         write_outputs(bench, args, allreduce)
         if args.json:
             with open(args.json, "w", encoding="utf-8") as file:
@@ -320,7 +356,7 @@ def main(argv=None) -> int:
                         "threads": bench.threads,
                         "torch": bench.torch.__version__,
                         "allreduce": allreduce,
-                        "ddp": ddp,
+                        "ddp": ddps,
                     },
                     file,
                     indent=1,

@@ -339,6 +339,8 @@ void allocate_late(Prepared& p, const BufferView& in) {
 
 void fill_input(Prepared& p, const BufferView& in) {
   p.shape = in.shape;
+  p.args.shape = p.shape.data();
+  p.args.ndim = static_cast<int32_t>(p.shape.size());
   p.args.dtype = in.dtype;
   p.args.in = in.ptr;
   p.args.count = in.count;
@@ -386,6 +388,13 @@ CollectiveArgs in_place_allreduce(const HostTensor& in, int op, double pre, doub
   return a;
 }
 
+// The shape of `in` for the ranks to compare; `in` stays alive (unmoved)
+// until the collective completes.
+void describe_shape(CollectiveArgs& a, const HostTensor& in) {
+  a.shape = in.shape();
+  a.ndim = static_cast<int32_t>(in.ndim);
+}
+
 // The arguments a reduction takes from Python, converted (raising the
 // call's error when they cannot be).
 struct Reduction {
@@ -407,23 +416,46 @@ std::unique_ptr<Prepared> prep_allreduce(py::object tensor, py::object out, cons
   return p;
 }
 
+// What error messages call the tensor (CollectiveScalars::label): None
+// (its place in issue order) or a str, which p keeps alive.
+void set_label(Prepared& p, py::handle label) {
+  if (label.is_none()) return;
+  if (!PyUnicode_Check(label.ptr())) {
+    throw py::type_error("label must be a str or None, got " + std::string(py::repr(label)));
+  }
+  Py_ssize_t n = 0;
+  const char* text = PyUnicode_AsUTF8AndSize(label.ptr(), &n);
+  if (!text) throw py::error_already_set();
+  p.keep.push_back(py::reinterpret_borrow<py::object>(label));
+  p.args.label = std::string_view(text, static_cast<size_t>(n));
+}
+
+// The shape and label of a prepared collective as communicator `c` takes
+// them: no shape where its ranks compare element counts only.
+void finish_description(ringcc::Communicator& c, Prepared& p, py::handle label) {
+  if (!c.compares_shapes()) p.args.ndim = -1;
+  set_label(p, label);
+}
+
 }  // namespace
 
 namespace {
 
 // Runs a collective now, queues it in issue order (async), or hands it to
 // the engine by name (async with a name). make() converts the arguments;
-// whatever it raises, and a name that is not one, fails the call on every
-// rank (see fail_call).
+// whatever it raises, and a name or label that is not one, fails the call
+// on every rank (see fail_call). `label`: how errors name the tensor of an
+// unnamed call (None: its place in issue order).
 template <class Make>  // () -> std::unique_ptr<Prepared>
 py::object launch(ringcc::Communicator& c, CollectiveKind kind, Make&& make, bool async,
-                  py::handle name_obj = py::none()) {
+                  py::handle name_obj = py::none(), py::handle label = py::none()) {
   std::unique_ptr<Prepared> p;
   std::string name;
   try {
     name = name_of(name_obj);
     if (!name.empty()) engine();  // raises before init()
     p = make();
+    finish_description(c, *p, label);
     if (!name.empty()) route_named_device(p->args);
   } catch (...) {
     fail_call(&c, kind, name);
@@ -458,14 +490,15 @@ py::object launch(ringcc::Communicator& c, CollectiveKind kind, Make&& make, boo
 }
 
 py::object do_allreduce(ringcc::Communicator& c, py::object tensor, py::object out, py::handle op, py::handle pre,
-                        py::handle post, bool inplace, bool async, py::handle name = py::none()) {
+                        py::handle post, bool inplace, bool async, py::handle name = py::none(),
+                        py::handle label = py::none()) {
   return launch(
       c, CollectiveKind::kAllreduce, [&] { return prep_allreduce(tensor, out, Reduction(op, pre, post), inplace); },
-      async, name);
+      async, name, label);
 }
 
 py::object do_broadcast(ringcc::Communicator& c, py::object tensor, py::object out, py::handle root, bool inplace,
-                        bool async, py::handle name = py::none()) {
+                        bool async, py::handle name = py::none(), py::handle label = py::none()) {
   return launch(
       c, CollectiveKind::kBroadcast,
       [&] {
@@ -475,11 +508,11 @@ py::object do_broadcast(ringcc::Communicator& c, py::object tensor, py::object o
         same_shape_output(*p, tensor, out, inplace);
         return p;
       },
-      async, name);
+      async, name, label);
 }
 
 py::object do_allgather(ringcc::Communicator& c, py::object tensor, py::object out, bool async,
-                        py::handle name = py::none()) {
+                        py::handle name = py::none(), py::handle label = py::none()) {
   return launch(
       c, CollectiveKind::kAllgather,
       [&] {
@@ -498,11 +531,11 @@ py::object do_allgather(ringcc::Communicator& c, py::object tensor, py::object o
         p->result = default_result;
         return p;
       },
-      async, name);
+      async, name, label);
 }
 
 py::object do_reduce_scatter(ringcc::Communicator& c, py::object tensor, py::object out, py::handle op, py::handle pre,
-                             py::handle post, bool async, py::handle name = py::none()) {
+                             py::handle post, bool async, py::handle name = py::none(), py::handle label = py::none()) {
   return launch(
       c, CollectiveKind::kReduceScatter,
       [&] {
@@ -522,7 +555,7 @@ py::object do_reduce_scatter(ringcc::Communicator& c, py::object tensor, py::obj
         p->result = default_result;
         return p;
       },
-      async, name);
+      async, name, label);
 }
 
 // Rows for each rank from `splits` (any iterable of ints, as int() reads
@@ -543,7 +576,7 @@ std::vector<int64_t> send_counts_of(py::handle splits, int64_t row) {
 }
 
 py::object do_alltoall(ringcc::Communicator& c, py::object tensor, py::object splits, py::object out, bool async,
-                       py::handle name = py::none()) {
+                       py::handle name = py::none(), py::handle label = py::none()) {
   return launch(
       c, CollectiveKind::kAlltoall,
       [&] {
@@ -577,7 +610,7 @@ py::object do_alltoall(ringcc::Communicator& c, py::object tensor, py::object sp
         };
         return p;
       },
-      async, name);
+      async, name, label);
 }
 
 py::object do_barrier(ringcc::Communicator& c, bool async) {
@@ -603,6 +636,7 @@ py::object do_grouped_allreduce(ringcc::Communicator& c, py::handle tensors, py:
   } catch (...) {
     fail_call(&c, CollectiveKind::kAllreduce, "");
   }
+  for (auto& p : preps) finish_description(c, *p, py::none());
   std::vector<CollectiveArgs> list;
   list.reserve(preps.size());
   for (auto& p : preps) list.push_back(p->args);
@@ -1052,15 +1086,16 @@ PyObject* allgather_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
 }
 
 // _core._comm_allreduce_async_raw(comm, tensor, data_ptr, shape, dtype, op,
-// prescale, postscale[, source, source_ptr]): _allreduce_async_raw's
+// prescale, postscale, label[, source, source_ptr]): _allreduce_async_raw's
 // collective, unnamed, in issue order on communicator `comm` (an adapter's
-// process set). The handle's result is `tensor` (or its new row).
+// process set); `label` (a str, or None for its place in issue order) names
+// the tensor in its errors. The handle's result is `tensor` (or its new row).
 PyObject* comm_allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   static constexpr const char* kFn = "_comm_allreduce_async_raw";
-  if (nargs != 8 && nargs != 10) {
+  if (nargs != 9 && nargs != 11) {
     PyErr_Format(PyExc_TypeError,
-                 "%s takes 8 or 10 arguments (comm, tensor, data_ptr, shape, dtype, op, prescale, "
-                 "postscale[, source, source_ptr]), got %zd",
+                 "%s takes 9 or 11 arguments (comm, tensor, data_ptr, shape, dtype, op, prescale, "
+                 "postscale, label[, source, source_ptr]), got %zd",
                  kFn, nargs);
     return nullptr;
   }
@@ -1080,29 +1115,44 @@ PyObject* comm_allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t 
     if (op < 0 || op > static_cast<long>(ringcc::ReduceOp::kProduct)) {
       throw py::value_error(std::string(kFn) + ": invalid op code " + std::to_string(op));
     }
+    std::string_view label;
+    if (args[8] != Py_None) {
+      Py_ssize_t n = 0;
+      const char* text = PyUnicode_Check(args[8]) ? PyUnicode_AsUTF8AndSize(args[8], &n) : nullptr;
+      if (!text) throw py::type_error(std::string(kFn) + ": label must be a str or None");
+      label = std::string_view(text, static_cast<size_t>(n));
+    }
     HostTensor in;
     py::object out;
-    if (nargs == 10) {
-      out = raw_output(kFn, args[1], args[2], args[3], args[4], args[8], &in);
+    if (nargs == 11) {
+      out = raw_output(kFn, args[1], args[2], args[3], args[4], args[9], &in);
     } else {
       in = raw_tensor(kFn, args[2], args[3], args[4]);
       out = py::reinterpret_borrow<py::object>(args[1]);
     }
     CollectiveArgs a = in_place_allreduce(in, static_cast<int>(op), pre, post);
-    if (nargs == 10) {
-      a.in = PyLong_AsVoidPtr(args[9]);
+    if (nargs == 11) {
+      a.in = PyLong_AsVoidPtr(args[10]);
       if (!a.in && PyErr_Occurred()) throw py::error_already_set();
       if (!a.in && in.count > 0) throw py::value_error(std::string(kFn) + ": null source_ptr");
     }
     HandleState* h = nullptr;
     py::object handle = new_handle(&h);
+    // The handle keeps what the queued collective's description points at.
+    if (c->compares_shapes()) {
+      h->shape.assign(in.shape(), in.shape() + in.ndim);
+      a.shape = h->shape.data();
+      a.ndim = static_cast<int32_t>(in.ndim);
+    }
+    h->label = py::reinterpret_borrow<py::object>(args[8]);
+    a.label = label;
     {
       GilRelease release;
       h->work = c->submit(std::move(a));
     }
     h->fixed_result = true;
     h->result = out;
-    if (nargs == 10) h->source = py::reinterpret_borrow<py::object>(args[8]);
+    if (nargs == 11) h->source = py::reinterpret_borrow<py::object>(args[9]);
     return handle.release().ptr();
   } catch (...) {
     try {
@@ -1231,8 +1281,8 @@ PyMethodDef g_fast_functions[] = {
      "address, shape (a tuple) and core dtype code; the Handle's result is `tensor`."},
     {"_comm_allreduce_async_raw", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(comm_allreduce_async_raw)),
      METH_FASTCALL,
-     "_comm_allreduce_async_raw(comm, tensor, data_ptr, shape, dtype, op, prescale, postscale[, source, "
-     "source_ptr])\n--\n\n"
+     "_comm_allreduce_async_raw(comm, tensor, data_ptr, shape, dtype, op, prescale, postscale, label[, "
+     "source, source_ptr])\n--\n\n"
      "For adapters: _allreduce_async_raw's allreduce, unnamed, in issue order on `comm`."},
     {"_broadcast_async_raw", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(broadcast_async_raw)),
      METH_FASTCALL,
@@ -1334,6 +1384,9 @@ void bind_communicator(py::module_& m) {
           "`kind` this rank could not start), so that the peers raise MismatchError naming\n"
           "this rank and `message` for that call. Returns at once.")
       .def_property_readonly("timeout_s", &ringcc::Communicator::timeout_s)
+      .def_property_readonly("waiting_for", &ringcc::Communicator::waiting_for,
+                             "The rank a running collective is blocked on right now, -1 when none (or where\n"
+                             "its backend cannot tell: shared memory can).")
       .def_property_readonly("rank", &ringcc::Communicator::rank)
       .def_property_readonly("size", &ringcc::Communicator::size)
       .def_property_readonly("local_rank", &ringcc::Communicator::local_rank)
@@ -1350,36 +1403,45 @@ void bind_communicator(py::module_& m) {
              BlockingCall call;
              c->shutdown();
            })
+      .def_property("compare_shapes", &ringcc::Communicator::compares_shapes,
+                    &ringcc::Communicator::set_compares_shapes,
+                    "Whether the ranks compare the shapes of the tensors of each collective (default),\n"
+                    "or their element counts only. `label` (a str) of the collectives below names the\n"
+                    "tensor in their errors; None names it by its place in issue order.")
       .def(
           "allreduce",
           [](CommPtr c, py::object t, py::object out, py::object op, py::object pre, py::object post, bool inplace,
-             bool async) { return do_allreduce(*c, t, out, op, pre, post, inplace, async); },
+             bool async,
+             py::object label) { return do_allreduce(*c, t, out, op, pre, post, inplace, async, py::none(), label); },
           py::arg("tensor"), py::arg("out") = py::none(), py::arg("op") = 0, py::arg("prescale") = 1.0,
-          py::arg("postscale") = 1.0, py::arg("inplace") = false, py::arg("async_op") = false)
+          py::arg("postscale") = 1.0, py::arg("inplace") = false, py::arg("async_op") = false,
+          py::arg("label") = py::none())
       .def(
           "broadcast",
-          [](CommPtr c, py::object t, py::object out, py::object root, bool inplace, bool async) {
-            return do_broadcast(*c, t, out, root, inplace, async);
+          [](CommPtr c, py::object t, py::object out, py::object root, bool inplace, bool async, py::object label) {
+            return do_broadcast(*c, t, out, root, inplace, async, py::none(), label);
           },
           py::arg("tensor"), py::arg("out") = py::none(), py::arg("root") = 0, py::arg("inplace") = false,
-          py::arg("async_op") = false)
+          py::arg("async_op") = false, py::arg("label") = py::none())
       .def(
           "allgather",
-          [](CommPtr c, py::object t, py::object out, bool async) { return do_allgather(*c, t, out, async); },
-          py::arg("tensor"), py::arg("out") = py::none(), py::arg("async_op") = false)
+          [](CommPtr c, py::object t, py::object out, bool async, py::object label) {
+            return do_allgather(*c, t, out, async, py::none(), label);
+          },
+          py::arg("tensor"), py::arg("out") = py::none(), py::arg("async_op") = false, py::arg("label") = py::none())
       .def(
           "reduce_scatter",
-          [](CommPtr c, py::object t, py::object out, py::object op, py::object pre, py::object post, bool async) {
-            return do_reduce_scatter(*c, t, out, op, pre, post, async);
-          },
+          [](CommPtr c, py::object t, py::object out, py::object op, py::object pre, py::object post, bool async,
+             py::object label) { return do_reduce_scatter(*c, t, out, op, pre, post, async, py::none(), label); },
           py::arg("tensor"), py::arg("out") = py::none(), py::arg("op") = 0, py::arg("prescale") = 1.0,
-          py::arg("postscale") = 1.0, py::arg("async_op") = false)
+          py::arg("postscale") = 1.0, py::arg("async_op") = false, py::arg("label") = py::none())
       .def(
           "alltoall",
-          [](CommPtr c, py::object t, py::object splits, py::object out, bool async) {
-            return do_alltoall(*c, t, splits, out, async);
+          [](CommPtr c, py::object t, py::object splits, py::object out, bool async, py::object label) {
+            return do_alltoall(*c, t, splits, out, async, py::none(), label);
           },
-          py::arg("tensor"), py::arg("splits") = py::none(), py::arg("out") = py::none(), py::arg("async_op") = false)
+          py::arg("tensor"), py::arg("splits") = py::none(), py::arg("out") = py::none(), py::arg("async_op") = false,
+          py::arg("label") = py::none())
       .def(
           "barrier", [](CommPtr c, bool async) { return do_barrier(*c, async); }, py::arg("async_op") = false)
       .def(
@@ -1578,9 +1640,12 @@ void bind_module_collectives(py::module_& m) {
           // loops): no Prepared, no result callback.
           ringcc::Communicator& c = comm();
           CollectiveArgs a;
+          HostTensor in;  // its shape, which `a` points at, lives until the call returns
           try {
             const Reduction r(op, pre, post);
-            a = in_place_allreduce(writable_host_tensor(t.ptr(), "tensor"), static_cast<int>(r.op), r.pre, r.post);
+            in = writable_host_tensor(t.ptr(), "tensor");
+            a = in_place_allreduce(in, static_cast<int>(r.op), r.pre, r.post);
+            if (c.compares_shapes()) describe_shape(a, in);
           } catch (...) {
             fail_call(&c, CollectiveKind::kAllreduce, "");
           }

@@ -43,22 +43,27 @@ void sweep_orphans() {
 }
 
 // Blocks (timeout < 0: no limit) and returns the result; raises the
-// collective's error, or TimeoutError.
+// collective's error, or TimeoutError. Several threads may wait for one
+// handle at once: each keeps the Work alive while it waits without the
+// GIL, and the first to get the GIL back collects the result.
 py::object wait_for(HandleState& h, double timeout) {
   if (!h.finished) {
+    const std::shared_ptr<ringcc::Work> work = h.work;
     bool ok;
-    if (h.work->done()) {
-      ok = h.work->wait(timeout);  // already complete: no need to let go of the GIL
+    if (work->done()) {
+      ok = work->wait(timeout);  // already complete: no need to let go of the GIL
     } else {
       // Under the GIL, which shutdown() holds while it takes the engine.
-      const ringcc::EngineWaiter waiter = h.named ? nudge_engine(h.work) : ringcc::EngineWaiter();
+      const ringcc::EngineWaiter waiter = h.named ? nudge_engine(work) : ringcc::EngineWaiter();
       BlockingCall call;
-      ok = h.work->wait(timeout);
+      ok = work->wait(timeout);
     }
     if (!ok) {
       throw_python(static_cast<int>(ringcc::ErrorKind::kTimeout),
                    "the collective did not complete within the wait's timeout");
     }
+  }
+  if (!h.finished) {
     h.finished = true;
     // Copy the core's results back into each Prepared.
     auto& list = h.work->list();

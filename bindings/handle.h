@@ -35,6 +35,11 @@ struct HandleState {
   pybind11::object device_like;
   // An out-of-place call's input, kept alive until the collective is done.
   pybind11::object source;
+  // What the description of a collective queued without a Prepared points
+  // at (CollectiveArgs::shape, ::label), kept until it is done: a moved
+  // vector keeps its memory, as does the label's str.
+  std::vector<int64_t> shape;
+  pybind11::object label;
 
   bool done() const { return finished || !work || work->done(); }
 };

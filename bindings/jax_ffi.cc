@@ -144,12 +144,12 @@ ffi::Error run(CollectiveArgs& args) {
 // A collective this rank cannot start (checked here as a last resort; the
 // Python side checks the same at trace time): take part anyway with the
 // reason, so that the peers fail at once instead of waiting for us.
-ffi::Error fail_locally(CollectiveKind kind, const std::string& why) {
-  CollectiveArgs failed = ringcc::failed_call(kind, why);
+ffi::Error fail_locally(const CollectiveArgs& a, const std::string& why) {
+  CollectiveArgs failed = ringcc::failed_call(a.kind, why);
   ffi::Error peers = run(failed);
   (void)peers;
   return ffi::Error(ffi::ErrorCode::kInvalidArgument,
-                    std::string("ringcc.InvalidArgumentError: ") + ringcc::collective_name(kind) + ": " + why);
+                    std::string("ringcc.InvalidArgumentError: ") + ringcc::naming_tensor(why, a, 0));
 }
 
 // Fills the input side of args from x; on failure returns the reason.
@@ -161,6 +161,9 @@ std::string fill_input(CollectiveArgs& a, const ffi::AnyBuffer& x) {
   a.in = x.untyped_data();
   a.count = static_cast<int64_t>(x.element_count());
   a.row_elems = row_elems(x);
+  auto dims = x.dimensions();  // XLA's, alive while the handler runs
+  a.shape = dims.begin();
+  a.ndim = static_cast<int32_t>(dims.size());
   return "";
 }
 
@@ -210,12 +213,13 @@ ffi::Error check_result(CollectiveArgs& a, const char* what) {
 }
 
 ffi::Error Allreduce(const Place& place, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y, int64_t op, double prescale,
-                     double postscale) {
+                     double postscale, std::string_view label) {
   CollectiveArgs a;
   a.kind = CollectiveKind::kAllreduce;
+  a.label = label;
   std::string why = fill_input(a, x);
   if (why.empty()) why = set_place(a, place, x.untyped_data());
-  if (!why.empty()) return fail_locally(a.kind, why);
+  if (!why.empty()) return fail_locally(a, why);
   a.op = static_cast<ringcc::ReduceOp>(op);
   a.prescale = prescale;
   a.postscale = postscale;
@@ -223,35 +227,39 @@ ffi::Error Allreduce(const Place& place, ffi::AnyBuffer x, ffi::Result<ffi::AnyB
   return run(a);
 }
 
-ffi::Error Broadcast(const Place& place, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y, int64_t root) {
+ffi::Error Broadcast(const Place& place, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y, int64_t root,
+                     std::string_view label) {
   CollectiveArgs a;
   a.kind = CollectiveKind::kBroadcast;
+  a.label = label;
   std::string why = fill_input(a, x);
   if (why.empty()) why = set_place(a, place, x.untyped_data());
-  if (!why.empty()) return fail_locally(a.kind, why);
+  if (!why.empty()) return fail_locally(a, why);
   a.root = static_cast<int>(root);
   fill_output(a, y);
   return run(a);
 }
 
-ffi::Error Allgather(const Place& place, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y) {
+ffi::Error Allgather(const Place& place, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y, std::string_view label) {
   CollectiveArgs a;
   a.kind = CollectiveKind::kAllgather;
+  a.label = label;
   std::string why = fill_input(a, x);
   if (why.empty()) why = set_place(a, place, y->untyped_data());
-  if (!why.empty()) return fail_locally(a.kind, why);
+  if (!why.empty()) return fail_locally(a, why);
   fill_output(a, y);  // the core checks that every rank's rows add up to it
   ffi::Error e = run(a);
   return e.failure() ? e : check_result(a, "allgather");
 }
 
 ffi::Error ReduceScatter(const Place& place, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y, int64_t op,
-                         double prescale, double postscale) {
+                         double prescale, double postscale, std::string_view label) {
   CollectiveArgs a;
   a.kind = CollectiveKind::kReduceScatter;
+  a.label = label;
   std::string why = fill_input(a, x);
   if (why.empty()) why = set_place(a, place, x.untyped_data());
-  if (!why.empty()) return fail_locally(a.kind, why);
+  if (!why.empty()) return fail_locally(a, why);
   a.op = static_cast<ringcc::ReduceOp>(op);
   a.prescale = prescale;
   a.postscale = postscale;
@@ -259,16 +267,18 @@ ffi::Error ReduceScatter(const Place& place, ffi::AnyBuffer x, ffi::Result<ffi::
   return run(a);
 }
 
-ffi::Error Alltoall(const Place& place, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y, int64_t nranks) {
+ffi::Error Alltoall(const Place& place, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y, int64_t nranks,
+                    std::string_view label) {
   CollectiveArgs a;
   a.kind = CollectiveKind::kAlltoall;
+  a.label = label;
   std::string why = fill_input(a, x);
   if (why.empty()) why = set_place(a, place, x.untyped_data());
-  if (!why.empty()) return fail_locally(a.kind, why);
+  if (!why.empty()) return fail_locally(a, why);
   const int64_t rows = a.count / a.row_elems;
   if (nranks < 1 || rows % nranks != 0) {
-    return fail_locally(a.kind, "the first dimension (" + std::to_string(rows) + ") does not divide evenly over " +
-                                    std::to_string(nranks) + " ranks");
+    return fail_locally(a, "the first dimension (" + std::to_string(rows) + ") does not divide evenly over " +
+                               std::to_string(nranks) + " ranks");
   }
   // Equal splits: rows / n rows to each rank (the core checks n == size).
   a.send_counts.assign(static_cast<size_t>(nranks), rows / nranks * a.row_elems);
@@ -280,48 +290,52 @@ ffi::Error Alltoall(const Place& place, ffi::AnyBuffer x, ffi::Result<ffi::AnyBu
 // The handlers of each platform: the CPU's take host buffers; CUDA's take
 // the stream XLA runs them on.
 ffi::Error AllreduceImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y, ffi::Result<ffi::Token>,
-                         int64_t op, double prescale, double postscale) {
-  return Allreduce(kHost, x, y, op, prescale, postscale);
+                         int64_t op, double prescale, double postscale, std::string_view label) {
+  return Allreduce(kHost, x, y, op, prescale, postscale, label);
 }
 ffi::Error AllreduceCudaImpl(void* stream, ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
-                             ffi::Result<ffi::Token>, int64_t op, double prescale, double postscale) {
-  return Allreduce(Place{true, stream}, x, y, op, prescale, postscale);
+                             ffi::Result<ffi::Token>, int64_t op, double prescale, double postscale,
+                             std::string_view label) {
+  return Allreduce(Place{true, stream}, x, y, op, prescale, postscale, label);
 }
 ffi::Error BroadcastImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y, ffi::Result<ffi::Token>,
-                         int64_t root) {
-  return Broadcast(kHost, x, y, root);
+                         int64_t root, std::string_view label) {
+  return Broadcast(kHost, x, y, root, label);
 }
 ffi::Error BroadcastCudaImpl(void* stream, ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
-                             ffi::Result<ffi::Token>, int64_t root) {
-  return Broadcast(Place{true, stream}, x, y, root);
+                             ffi::Result<ffi::Token>, int64_t root, std::string_view label) {
+  return Broadcast(Place{true, stream}, x, y, root, label);
 }
-ffi::Error AllgatherImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y, ffi::Result<ffi::Token>) {
-  return Allgather(kHost, x, y);
+ffi::Error AllgatherImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y, ffi::Result<ffi::Token>,
+                         std::string_view label) {
+  return Allgather(kHost, x, y, label);
 }
 ffi::Error AllgatherCudaImpl(void* stream, ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
-                             ffi::Result<ffi::Token>) {
-  return Allgather(Place{true, stream}, x, y);
+                             ffi::Result<ffi::Token>, std::string_view label) {
+  return Allgather(Place{true, stream}, x, y, label);
 }
 ffi::Error ReduceScatterImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y, ffi::Result<ffi::Token>,
-                             int64_t op, double prescale, double postscale) {
-  return ReduceScatter(kHost, x, y, op, prescale, postscale);
+                             int64_t op, double prescale, double postscale, std::string_view label) {
+  return ReduceScatter(kHost, x, y, op, prescale, postscale, label);
 }
 ffi::Error ReduceScatterCudaImpl(void* stream, ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
-                                 ffi::Result<ffi::Token>, int64_t op, double prescale, double postscale) {
-  return ReduceScatter(Place{true, stream}, x, y, op, prescale, postscale);
+                                 ffi::Result<ffi::Token>, int64_t op, double prescale, double postscale,
+                                 std::string_view label) {
+  return ReduceScatter(Place{true, stream}, x, y, op, prescale, postscale, label);
 }
 ffi::Error AlltoallImpl(ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y, ffi::Result<ffi::Token>,
-                        int64_t nranks) {
-  return Alltoall(kHost, x, y, nranks);
+                        int64_t nranks, std::string_view label) {
+  return Alltoall(kHost, x, y, nranks, label);
 }
 ffi::Error AlltoallCudaImpl(void* stream, ffi::AnyBuffer x, ffi::Token, ffi::Result<ffi::AnyBuffer> y,
-                            ffi::Result<ffi::Token>, int64_t nranks) {
-  return Alltoall(Place{true, stream}, x, y, nranks);
+                            ffi::Result<ffi::Token>, int64_t nranks, std::string_view label) {
+  return Alltoall(Place{true, stream}, x, y, nranks, label);
 }
 
-ffi::Error BarrierImpl(ffi::Token, ffi::Result<ffi::Token>) {
+ffi::Error BarrierImpl(ffi::Token, ffi::Result<ffi::Token>, std::string_view label) {
   CollectiveArgs a;
   a.kind = CollectiveKind::kBarrier;
+  a.label = label;
   return run(a);
 }
 
@@ -329,15 +343,20 @@ ffi::Error BarrierImpl(ffi::Token, ffi::Result<ffi::Token>) {
 // tracing: it takes the collective's place in program order, takes part in
 // the peers' collective as a failed participant (they fail with
 // MismatchError naming this rank and `reason`), and fails here with
-// `error_class: reason` (`reason` alone when error_class is empty). Its
-// result is never written.
+// `error_class: ` and the reason, naming the collective as `label` does
+// (`error_class` may be empty). Its result is never written.
 ffi::Error FailImpl(ffi::Token, ffi::Result<ffi::AnyBuffer>, ffi::Result<ffi::Token>, int64_t kind,
-                    std::string_view error_class, std::string_view reason) {
+                    std::string_view error_class, std::string_view reason, std::string_view label) {
   CollectiveArgs failed = ringcc::failed_call(static_cast<CollectiveKind>(kind), std::string(reason));
   ffi::Error peers = run(failed);
   (void)peers;  // this rank's own error is the one it found
+  std::string text(reason);
+  if (!label.empty()) {
+    text = std::string(ringcc::collective_name(static_cast<CollectiveKind>(kind))) + " (" + std::string(label) +
+           "): " + text;
+  }
   return ffi::Error(ffi::ErrorCode::kInvalidArgument,
-                    error_class.empty() ? std::string(reason) : std::string(error_class) + ": " + std::string(reason));
+                    error_class.empty() ? text : std::string(error_class) + ": " + text);
 }
 
 }  // namespace
@@ -350,16 +369,25 @@ XLA_FFI_DEFINE_HANDLER(kRingccAllreduce, AllreduceImpl,
                            .Ret<ffi::Token>()
                            .Attr<int64_t>("op")
                            .Attr<double>("prescale")
-                           .Attr<double>("postscale"));
+                           .Attr<double>("postscale")
+                           .Attr<std::string_view>("label"));
 
-XLA_FFI_DEFINE_HANDLER(
-    kRingccBroadcast, BroadcastImpl,
-    ffi::Ffi::Bind().Arg<ffi::AnyBuffer>().Arg<ffi::Token>().Ret<ffi::AnyBuffer>().Ret<ffi::Token>().Attr<int64_t>(
-        "root"));
+XLA_FFI_DEFINE_HANDLER(kRingccBroadcast, BroadcastImpl,
+                       ffi::Ffi::Bind()
+                           .Arg<ffi::AnyBuffer>()
+                           .Arg<ffi::Token>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Ret<ffi::Token>()
+                           .Attr<int64_t>("root")
+                           .Attr<std::string_view>("label"));
 
-XLA_FFI_DEFINE_HANDLER(
-    kRingccAllgather, AllgatherImpl,
-    ffi::Ffi::Bind().Arg<ffi::AnyBuffer>().Arg<ffi::Token>().Ret<ffi::AnyBuffer>().Ret<ffi::Token>());
+XLA_FFI_DEFINE_HANDLER(kRingccAllgather, AllgatherImpl,
+                       ffi::Ffi::Bind()
+                           .Arg<ffi::AnyBuffer>()
+                           .Arg<ffi::Token>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Ret<ffi::Token>()
+                           .Attr<std::string_view>("label"));
 
 XLA_FFI_DEFINE_HANDLER(kRingccReduceScatter, ReduceScatterImpl,
                        ffi::Ffi::Bind()
@@ -369,12 +397,17 @@ XLA_FFI_DEFINE_HANDLER(kRingccReduceScatter, ReduceScatterImpl,
                            .Ret<ffi::Token>()
                            .Attr<int64_t>("op")
                            .Attr<double>("prescale")
-                           .Attr<double>("postscale"));
+                           .Attr<double>("postscale")
+                           .Attr<std::string_view>("label"));
 
-XLA_FFI_DEFINE_HANDLER(
-    kRingccAlltoall, AlltoallImpl,
-    ffi::Ffi::Bind().Arg<ffi::AnyBuffer>().Arg<ffi::Token>().Ret<ffi::AnyBuffer>().Ret<ffi::Token>().Attr<int64_t>(
-        "nranks"));
+XLA_FFI_DEFINE_HANDLER(kRingccAlltoall, AlltoallImpl,
+                       ffi::Ffi::Bind()
+                           .Arg<ffi::AnyBuffer>()
+                           .Arg<ffi::Token>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Ret<ffi::Token>()
+                           .Attr<int64_t>("nranks")
+                           .Attr<std::string_view>("label"));
 
 // The CUDA platform's: the same, after XLA's stream.
 XLA_FFI_DEFINE_HANDLER(kRingccAllreduceCuda, AllreduceCudaImpl,
@@ -386,7 +419,8 @@ XLA_FFI_DEFINE_HANDLER(kRingccAllreduceCuda, AllreduceCudaImpl,
                            .Ret<ffi::Token>()
                            .Attr<int64_t>("op")
                            .Attr<double>("prescale")
-                           .Attr<double>("postscale"));
+                           .Attr<double>("postscale")
+                           .Attr<std::string_view>("label"));
 
 XLA_FFI_DEFINE_HANDLER(kRingccBroadcastCuda, BroadcastCudaImpl,
                        ffi::Ffi::Bind()
@@ -395,7 +429,8 @@ XLA_FFI_DEFINE_HANDLER(kRingccBroadcastCuda, BroadcastCudaImpl,
                            .Arg<ffi::Token>()
                            .Ret<ffi::AnyBuffer>()
                            .Ret<ffi::Token>()
-                           .Attr<int64_t>("root"));
+                           .Attr<int64_t>("root")
+                           .Attr<std::string_view>("label"));
 
 XLA_FFI_DEFINE_HANDLER(kRingccAllgatherCuda, AllgatherCudaImpl,
                        ffi::Ffi::Bind()
@@ -403,7 +438,8 @@ XLA_FFI_DEFINE_HANDLER(kRingccAllgatherCuda, AllgatherCudaImpl,
                            .Arg<ffi::AnyBuffer>()
                            .Arg<ffi::Token>()
                            .Ret<ffi::AnyBuffer>()
-                           .Ret<ffi::Token>());
+                           .Ret<ffi::Token>()
+                           .Attr<std::string_view>("label"));
 
 XLA_FFI_DEFINE_HANDLER(kRingccReduceScatterCuda, ReduceScatterCudaImpl,
                        ffi::Ffi::Bind()
@@ -414,7 +450,8 @@ XLA_FFI_DEFINE_HANDLER(kRingccReduceScatterCuda, ReduceScatterCudaImpl,
                            .Ret<ffi::Token>()
                            .Attr<int64_t>("op")
                            .Attr<double>("prescale")
-                           .Attr<double>("postscale"));
+                           .Attr<double>("postscale")
+                           .Attr<std::string_view>("label"));
 
 XLA_FFI_DEFINE_HANDLER(kRingccAlltoallCuda, AlltoallCudaImpl,
                        ffi::Ffi::Bind()
@@ -423,9 +460,11 @@ XLA_FFI_DEFINE_HANDLER(kRingccAlltoallCuda, AlltoallCudaImpl,
                            .Arg<ffi::Token>()
                            .Ret<ffi::AnyBuffer>()
                            .Ret<ffi::Token>()
-                           .Attr<int64_t>("nranks"));
+                           .Attr<int64_t>("nranks")
+                           .Attr<std::string_view>("label"));
 
-XLA_FFI_DEFINE_HANDLER(kRingccBarrier, BarrierImpl, ffi::Ffi::Bind().Arg<ffi::Token>().Ret<ffi::Token>());
+XLA_FFI_DEFINE_HANDLER(kRingccBarrier, BarrierImpl,
+                       ffi::Ffi::Bind().Arg<ffi::Token>().Ret<ffi::Token>().Attr<std::string_view>("label"));
 
 XLA_FFI_DEFINE_HANDLER(kRingccFail, FailImpl,
                        ffi::Ffi::Bind()
@@ -434,7 +473,8 @@ XLA_FFI_DEFINE_HANDLER(kRingccFail, FailImpl,
                            .Ret<ffi::Token>()
                            .Attr<int64_t>("kind")
                            .Attr<std::string_view>("error_class")
-                           .Attr<std::string_view>("reason"));
+                           .Attr<std::string_view>("reason")
+                           .Attr<std::string_view>("label"));
 
 namespace py = pybind11;
 

@@ -339,9 +339,14 @@ void Communicator::execute(CollectiveArgs& a) {
       fail(Error(ErrorKind::kInterrupted,
                  std::string("interrupted by a signal (its handler raised) during ") + collective_name(a.kind)));
     }
+    // This rank's own argument error, or how the ranks disagree: naming the tensor.
+    const bool own = !local_error.empty() && e.kind() == ErrorKind::kInvalidArgument;
+    if (own || e.kind() == ErrorKind::kMismatch) {
+      throw Error(e.kind(), naming_tensor(own ? local_error : e.what(), a, running_position()));
+    }
     throw;
   }
-  if (!local_error.empty()) raise(ErrorKind::kInvalidArgument, local_error);
+  if (!local_error.empty()) raise(ErrorKind::kInvalidArgument, naming_tensor(local_error, a, running_position()));
 }
 
 void Communicator::run_packed(CollectiveArgs& a) {
@@ -349,6 +354,10 @@ void Communicator::run_packed(CollectiveArgs& a) {
   fusion_.pack(a.segments, es);
   a.packed_us = Timeline::now_us();
   CollectiveArgs fused = fusion_.allreduce(a.count, a.dtype, a.op, a.prescale, a.postscale);
+  // What the ranks compare of the segments' tensors, and how errors name them.
+  fused.shape = a.shape;
+  fused.ndim = a.ndim;
+  fused.label = a.label;
   execute(fused);
   a.reduced_us = Timeline::now_us();
   fusion_.unpack(a.segments, es);
@@ -430,6 +439,15 @@ std::string Communicator::object_key() const {
   static constexpr char kLabel[] = "ringcc object MAC key";
   const Digest key = hmac_sha256(secret_, kLabel, sizeof(kLabel) - 1);
   return std::string(reinterpret_cast<const char*>(key.data()), key.size());
+}
+
+int Communicator::waiting_for() const {
+  std::lock_guard<std::mutex> lock(backends_mu_);
+  for (const auto& backend : backends_) {
+    const int rank = backend->waiting_for();
+    if (rank >= 0) return rank;
+  }
+  return -1;
 }
 
 std::string Communicator::gpu_backend_name() const {
@@ -516,24 +534,14 @@ void Communicator::execute_grouped(std::vector<CollectiveArgs>& list) {
       total += static_cast<size_t>(list[order[j]].count) * es;
       ++j;
     }
-    CollectiveArgs fused;
-    fused.kind = CollectiveKind::kAllreduce;
-    fused.dtype = head.dtype;
-    fused.op = head.op;
-    fused.prescale = head.prescale;
-    fused.postscale = head.postscale;
-    fused.memory = head.memory;
-    fused.device = head.device;
-    fused.stream = head.stream;
-    fused.count = static_cast<int64_t>(total / es);
-    fused.out_count = fused.count;
-    fused.segments.reserve(j - i);
-    for (size_t k = i; k < j; ++k) {
-      CollectiveArgs& e = list[order[k]];
-      fused.segments.push_back({e.in, e.out, e.count});
-      e.result_count = e.count;
+    int64_t shapes = 0;
+    CollectiveArgs fused = fuse_allreduces(list, order, i, j, &shapes);
+    try {
+      execute(fused);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kMismatch) throw;
+      throw Error(e.kind(), std::string(e.what()) + "; this rank's tensors: " + fused_shapes_text(list, order, i, j));
     }
-    execute(fused);
     i = j;
   }
 }
@@ -622,11 +630,12 @@ void Communicator::wake_worker() {
   if (wake) work_cv_.notify_one();
 }
 
-void Communicator::run(CollectiveArgs& args) {
+template <class Run>
+void Communicator::run_in_turn(Run&& run) {
   const uint64_t ticket = take_ticket();
   await_turn(ticket);
   try {
-    execute(args);
+    run();
   } catch (...) {
     finish_turn();
     throw;
@@ -634,16 +643,12 @@ void Communicator::run(CollectiveArgs& args) {
   finish_turn();
 }
 
+void Communicator::run(CollectiveArgs& args) {
+  run_in_turn([&] { execute(args); });
+}
+
 void Communicator::grouped_allreduce(std::vector<CollectiveArgs>& list) {
-  const uint64_t ticket = take_ticket();
-  await_turn(ticket);
-  try {
-    execute_grouped(list);
-  } catch (...) {
-    finish_turn();
-    throw;
-  }
-  finish_turn();
+  run_in_turn([&] { execute_grouped(list); });
 }
 
 std::shared_ptr<Work> Communicator::submit(CollectiveArgs args) {

@@ -80,6 +80,9 @@ class Communicator {
   // since the last call (shared memory only; 0 where the transport cannot
   // tell waiting from moving data). Call between collectives.
   double take_peer_wait_us();
+  // The rank a running collective is blocked on right now, -1 when none or
+  // when its backend cannot tell. Safe from any thread.
+  int waiting_for() const;
   // The bound on every wait of this communicator, in seconds.
   // Without a timeout of its own, RINGCC_TIMEOUT_S as set now.
   double timeout_s() const { return fixed_timeout_s_ > 0 ? fixed_timeout_s_ : timeout_seconds(); }
@@ -105,6 +108,13 @@ class Communicator {
   // The backend of this communicator's CUDA collectives: "nccl", "ipc",
   // "host", or "" before the first one (core/backends/registry.h).
   std::string gpu_backend_name() const;
+
+  // Whether the callers of this communicator give their tensors' shapes
+  // (CollectiveArgs::shape) for the ranks to compare; off, the ranks
+  // compare element counts only (torch's backend, as torch's own do). The
+  // bindings read it for every collective they prepare.
+  bool compares_shapes() const { return compares_shapes_.load(std::memory_order_relaxed); }
+  void set_compares_shapes(bool on) { compares_shapes_.store(on, std::memory_order_relaxed); }
 
  private:
   void join_job(const RendezvousInfo& info, Deadline deadline);
@@ -158,6 +168,14 @@ class Communicator {
   // for interrupts on interruptible threads.
   template <class Pred>
   bool wait_order(std::unique_lock<std::mutex>& lock, Deadline deadline, Pred pred);
+  // Takes a ticket, waits for its turn, runs run() and ends the turn.
+  template <class Run>
+  void run_in_turn(Run&& run);
+  // The running collective's place in issue order, from 1 (its ticket's).
+  uint64_t running_position() {
+    std::lock_guard<std::mutex> lock(order_mu_);
+    return finished_tickets_ + 1;
+  }
   void leave_in_step(Deadline deadline);
   void wake_worker();
   void finish_turn();
@@ -199,6 +217,7 @@ class Communicator {
   std::mutex abort_mu_;
   std::string abort_reason_;
   double fixed_timeout_s_;  // 0: follow RINGCC_TIMEOUT_S
+  std::atomic<bool> compares_shapes_{true};
   bool shut_down_ = false;
 
   // Issue order: each collective takes a ticket and runs when its turn comes.

@@ -567,6 +567,69 @@ def _(ctx):
     expect(bool(np.all(host(y) == ctx.size)), "usable after a mismatch")
 
 
+def _dims(shape):
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+@case("errors/shape-same-count", min_size=2)
+def _(ctx):
+    # As many elements on every rank, in different shapes: every rank gets a
+    # MismatchError naming each rank's shape (allgather: the dimensions after
+    # the first), eagerly and jitted; then the communicator is usable.
+    def shapes(a, b):
+        return lambda r: a if r % 2 == 0 else b
+
+    calls = [
+        ("allreduce", shapes((2, 3), (3, 2)), rj.allreduce, "disagree on the shape ("),
+        ("broadcast", shapes((2, 3), (3, 2)), lambda v: rj.broadcast(v, 0), "disagree on the shape ("),
+        ("allgather", shapes((2, 6), (2, 3, 2)), rj.allgather, "shape after the first dimension"),
+    ]
+    for what, shape_of, fn, phrase in calls:
+        mine = shape_of(ctx.rank)
+        listed = [f"rank {r}: {_dims(shape_of(r))}" for r in range(ctx.size)]
+        for mode, f in (("eager", fn), ("jit", jax.jit(fn))):
+            x = jnp.ones(mine, jnp.float32)
+            label = "an eager ringcc.jax call" if mode == "eager" else "1st ringcc collective of jit("
+            expect_failure(
+                ["ringcc.MismatchError", phrase, label, f"shape {_dims(mine)}"] + listed,
+                lambda: host(f(x)),
+                f"{mode} {what} of {mine}",
+            )
+    y = jax.jit(rj.allreduce)(jnp.ones((2, 3), jnp.float32))
+    expect(bool(np.all(host(y) == ctx.size)), "usable after the mismatches")
+
+
+@case("errors/mismatch-names-the-leaf", min_size=2)
+def _(ctx):
+    # A jitted step allreduces seven parameters (jax.tree.map over a dict, in
+    # its sorted keys' order); one of them has another shape on rank 0. Every
+    # rank's error names that collective's place in the jitted function and
+    # the shapes.
+    shapes = [(4, 4), (8,), (16, 2), (3, 3), (32,), (5,), (2, 2, 2)]
+    if ctx.rank != 0:
+        shapes[4] = (36,)
+    params = {f"p{i}": jnp.full(s, float(ctx.rank + 1), jnp.float32) for i, s in enumerate(shapes)}
+
+    @jax.jit
+    def train_step(p):
+        grads = jax.tree.map(lambda v: v * 2.0, p)
+        return jax.tree.map(lambda g: rj.allreduce(g, "average"), grads)
+
+    expect_failure(
+        [
+            "ringcc.MismatchError",
+            "the 5th ringcc collective of jit(train_step)",
+            f"shape {_dims(shapes[4])}",
+            "rank 0: [32]",
+            "rank 1: [36]",
+        ],
+        lambda: jax.tree.map(host, train_step(params)),
+        "a jitted step whose 5th allreduce differs",
+    )
+    y = jax.jit(rj.allreduce)(jnp.ones((2,), jnp.float32))
+    expect(bool(np.all(host(y) == ctx.size)), "usable after the mismatch")
+
+
 @case("errors/failed-token-not-kept")
 def _(ctx):
     # On a GPU a failed collective leaves JAX an output token that holds its

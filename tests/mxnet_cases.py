@@ -6,13 +6,18 @@ The kvstore "ring" (registration, broadcast, pushpull of one key, of several
 keys, over several devices), gluon.Trainer with it (instance and string form)
 against a single-process run on the concatenated batch, DistributedTrainer,
 DistributedOptimizer, broadcast_parameters (deferred initialisation too), the
-Horovod-style collectives against NumPy, the synchronous mode, and errors.
+Horovod-style collectives against NumPy (alltoall, reducescatter and the
+grouped forms too), process sets, the object collectives, compression, the
+synchronous mode, and errors: where they surface (at the call, or at the
+first wait on the failed operation's result, never later) and their classes
+(MXNet's and ringcc's at once).
 Inputs come from per-case seeds, so every rank can rebuild every rank's data.
 tests/test_mxnet.py parametrizes its tests from CASES (without importing MXNet).
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 
@@ -88,6 +93,46 @@ def check_reduced(got, arrays, op, what):
 
 def nd(array, ctx=None):
     return mx.nd.array(array, ctx=ctx or mx.cpu(), dtype=array.dtype)
+
+
+# MXNet's NaiveEngine runs every operation inside the call that pushes it.
+NAIVE = os.environ.get("MXNET_ENGINE_TYPE", "") == "NaiveEngine"
+
+
+def first_output(result):
+    return result[0] if isinstance(result, (list, tuple)) else result
+
+
+def expect_failed_op(error_class, fragments, call, what, wait=None):
+    """call() starts an operation that fails. With MXNet's threaded engine
+    the call returns, and the first wait on its result (wait(), by default
+    wait_to_read() of its first output) raises the error; a second wait
+    returns. NaiveEngine runs the operation inside the call, which raises.
+    Returns the error (None when none came)."""
+    if NAIVE:
+        return expect_error(error_class, fragments, call, f"{what} (NaiveEngine: at the call)")[0]
+    try:
+        result = call()
+    except Exception as error:  # noqa: BLE001 - recorded
+        fail(f"{what}: the call raised {type(error).__name__}: {error}; the wait on its result should")
+        return None
+    waiter = wait or first_output(result).wait_to_read
+    error = expect_error(error_class, fragments, waiter, f"{what}: the first wait")[0]
+    if wait is None:
+        try:
+            waiter()
+        except Exception as again:  # noqa: BLE001 - recorded
+            fail(f"{what}: a second wait raised again: {type(again).__name__}: {again}")
+    return error
+
+
+def expect_mxnet_classes(error, ringcc_class, what):
+    """The error is at once MXNet's (as Horovod's users catch it) and ringcc's."""
+    if error is None:
+        return
+    expect(isinstance(error, mx.base.MXNetError), f"{what}: {type(error).__mro__} is not an MXNetError")
+    expect(isinstance(error, RuntimeError), f"{what}: {type(error).__name__} is not a RuntimeError")
+    expect(isinstance(error, ringcc_class), f"{what}: {type(error).__name__} is not a {ringcc_class.__name__}")
 
 
 # ----------------------------------------------------------------- the kvstore
@@ -705,23 +750,12 @@ def _(ctx):
     )
 
 
-@case("ops/mismatch-raised-later", min_size=2)
-def _(ctx):
-    """A mismatch between ranks fails asynchronously on every rank: the next
-    call (here wait_all) raises it, and the job stays usable."""
-    rmx.allreduce_(mx.nd.ones((3 + ctx.rank,)), name="mismatch", op="sum")
-    expect_error(ringcc.MismatchError, ["mismatch"], rmx.wait_all, "shape mismatch")
-    x = mx.nd.ones((2,))
-    rmx.allreduce_(x, op="sum")
-    check_equal(x.asnumpy(), np.full(2, ctx.size, np.float32), "an allreduce after the mismatch")
-
-
 @case("ops/one-rank-arguments", min_size=2)
 def _(ctx):
     """The last rank passes an argument only it finds wrong: it raises its own
     error at once, and the same collective fails on every other rank (its
-    error comes with their next call, here wait_all, naming the last rank);
-    the calls after that, generated names included, are in step."""
+    error comes with the first wait on its result, here wait_all, naming the
+    last rank); the calls after that, generated names included, are in step."""
     n, last = ctx.size, ctx.size - 1
     bad = ctx.rank == last
     kv = mx.kv.create("ring")
@@ -761,16 +795,454 @@ def _(ctx):
         if bad:
             expect_error(own, [fragment], call, f"{what} (rank {last}'s own error)")
         else:
-            call()
-            expect_error(
+            expect_failed_op(
                 ringcc.MismatchError,
                 [f"rank {last} could not start", fragment],
-                rmx.wait_all,
+                call,
                 f"{what} (rank {last}'s bad argument)",
+                wait=rmx.wait_all,
             )
         x = mx.nd.full((2,), ctx.rank + 1)
         rmx.allreduce_(x, op="sum")
         check_equal(x.asnumpy(), np.full(2, n * (n + 1) / 2, np.float32), f"an allreduce after {what}")
+
+
+# ----------------------------------------------------------------- the rest of Horovod's API
+
+
+@case("api/horovod-names")
+def _(ctx):
+    """Every name of horovod.mxnet, with Horovod's arguments in Horovod's order."""
+    names = (
+        "Compression allgather_object broadcast_object allgather grouped_allgather allreduce allreduce_ "
+        "grouped_allreduce grouped_allreduce_ alltoall broadcast broadcast_ reducescatter grouped_reducescatter "
+        "init shutdown is_initialized start_timeline stop_timeline size local_size cross_size rank local_rank "
+        "cross_rank mpi_threads_supported mpi_enabled mpi_built gloo_enabled gloo_built nccl_built ddl_built "
+        "ccl_built cuda_built rocm_built ProcessSet global_process_set add_process_set remove_process_set "
+        "Average Sum Adasum Min Max Product DistributedOptimizer DistributedTrainer broadcast_parameters"
+    ).split()
+    missing = [n for n in names if not hasattr(rmx, n)]
+    expect(not missing, f"ringcc.mxnet lacks {missing}")
+    arguments = {
+        "allreduce": "tensor average name priority prescale_factor postscale_factor process_set op",
+        "allreduce_": "tensor average name priority prescale_factor postscale_factor process_set op",
+        "grouped_allreduce": "tensors average name priority prescale_factor postscale_factor process_set op",
+        "grouped_allreduce_": "tensors average name priority prescale_factor postscale_factor process_set op",
+        "allgather": "tensor name priority process_set",
+        "grouped_allgather": "tensors name priority process_set",
+        "broadcast": "tensor root_rank name priority process_set",
+        "broadcast_": "tensor root_rank name priority process_set",
+        "alltoall": "tensor splits name priority process_set",
+        "reducescatter": "tensor op name priority process_set prescale_factor postscale_factor",
+        "grouped_reducescatter": "tensors op name priority process_set prescale_factor postscale_factor",
+        "broadcast_object": "obj root_rank name",
+        "allgather_object": "obj name",
+        "DistributedOptimizer": "optimizer gradient_predivide_factor num_groups process_set",
+        "DistributedTrainer": "params optimizer optimizer_params compression gradient_predivide_factor prefix "
+        "num_groups process_set",
+        "broadcast_parameters": "params root_rank prefix",
+    }
+    for name, wanted in arguments.items():
+        got = list(inspect.signature(getattr(rmx, name, lambda: None)).parameters)
+        want = wanted.split()
+        expect(got[: len(want)] == want, f"{name}{tuple(got)}: Horovod's arguments are {tuple(want)}")
+    expect(rmx.nccl_built() == 0 and rmx.gloo_built() is False and rmx.ccl_built() is False, "nccl/gloo/ccl built")
+    expect(rmx.cuda_built() is False and rmx.rocm_built() is False and rmx.ddl_built() is False, "cuda/rocm/ddl")
+    expect(rmx.mpi_built() == ringcc.mpi_built(), "mpi_built is ringcc's")
+    expect(rmx.global_process_set.size() == ctx.size and rmx.global_process_set.included(), "the global set")
+    expect_error(NotImplementedError, ["Adasum"], lambda: rmx.allreduce(mx.nd.ones(2), op=rmx.Adasum), "Adasum")
+
+
+def alltoall_rows(r, n, dtype):
+    """Rank r's alltoall input: splits[j] = (r + j) % 3 + 1 rows for rank j, each [r, j, k]."""
+    splits = [(r + j) % 3 + 1 for j in range(n)]
+    rows = [[r, j, k] for j in range(n) for k in range(splits[j])]
+    return np.array(rows, dtype=dtype), splits
+
+
+def alltoall_expected(me, ranks, dtype):
+    """What the rank at position `me` of `ranks` receives from alltoall_rows inputs."""
+    n = len(ranks)
+    parts, received = [], []
+    for r in ranks:
+        rows, splits = alltoall_rows(r, n, dtype)
+        start = sum(splits[:me])
+        parts.append(rows[start : start + splits[me]])
+        received.append(splits[me])
+    return np.concatenate(parts), np.array(received, dtype=np.int32)
+
+
+@case("ops/alltoall")
+def _(ctx):
+    n = ctx.size
+    for dtype in ("float32", "int64"):
+        rows, splits = alltoall_rows(ctx.rank, n, dtype)
+        want, want_received = alltoall_expected(ctx.rank, list(range(n)), dtype)
+        for form, given in (("int32 NDArray", mx.nd.array(splits, dtype="int32")), ("list", splits)):
+            got, received = rmx.alltoall(nd(rows), given, name=f"a2a.{dtype}.{form}")
+            check_equal(got.asnumpy(), want, f"alltoall {dtype}, splits as {form}")
+            check_equal(received.asnumpy(), want_received, f"alltoall {dtype}: received splits ({form})")
+            expect(got.context == mx.cpu() and received.dtype == np.int32, f"{got.context}, {received.dtype}")
+    # equal splits: rank r's rows j*2, j*2+1 go to rank j
+    x = np.arange(2 * n * 3, dtype=np.float64).reshape(2 * n, 3) + 100 * ctx.rank
+    got = rmx.alltoall(nd(x))
+    want = np.concatenate(
+        [(np.arange(2 * n * 3.0).reshape(2 * n, 3) + 100 * r)[2 * ctx.rank : 2 * ctx.rank + 2] for r in range(n)]
+    )
+    check_equal(got.asnumpy(), want, "alltoall with equal splits")
+
+
+def block(rows, n, r):
+    """Rank r's block of `rows` rows in reducescatter: lower ranks take one more."""
+    sizes = [rows // n + (1 if q < rows % n else 0) for q in range(n)]
+    return slice(sum(sizes[:r]), sum(sizes[: r + 1]))
+
+
+@case("ops/reducescatter")
+def _(ctx):
+    n, me = ctx.size, ctx.rank
+    rows = 2 * n + 1  # uneven: the lower ranks take one more row
+    for op, dtype in (("sum", "int32"), ("sum", "float32"), ("average", "float64"), ("max", "int64")):
+        xs = all_inputs(ctx, (rows, 3), dtype, op=op)
+        got = rmx.reducescatter(nd(xs[me]), op=op, name=f"rs.{op}.{dtype}")
+        check_reduced(got, [x[block(rows, n, me)] for x in xs], op, f"reducescatter {op} {dtype}")
+        expect(got.dtype == np.dtype(dtype), f"reducescatter {op} {dtype}: dtype {got.dtype}")
+    xs = all_inputs(ctx, (2 * n, 2), "float64", salt=3)
+    got = rmx.reducescatter(nd(xs[me]), op=rmx.Sum, prescale_factor=0.5, postscale_factor=3.0)
+    want = 1.5 * reduce_np([x[block(2 * n, n, me)] for x in xs], "sum")
+    check_equal(got.asnumpy(), want, "reducescatter with prescale 0.5, postscale 3")
+    check_reduced(rmx.reducescatter(nd(xs[me])), [x[block(2 * n, n, me)] for x in xs], "average", "default: Average")
+    shapes = [(2 * n, 2), (n + 1,), (n, 2, 2)]
+    groups = [all_inputs(ctx, s, "float32", salt=10 + i) for i, s in enumerate(shapes)]
+    got = rmx.grouped_reducescatter([nd(g[me]) for g in groups], op=rmx.Sum, name="grs")
+    for i, (g, shape) in enumerate(zip(groups, shapes)):
+        check_reduced(got[i], [x[block(shape[0], n, me)] for x in g], "sum", f"grouped_reducescatter #{i}")
+    scalar = mx.nd.array(ctx.rank, dtype="float32")
+    expect_error(ValueError, ["scalar"], lambda: rmx.reducescatter(scalar), "a 0-dim tensor (as Horovod: ValueError)")
+    expect_error(ValueError, ["scalar"], lambda: rmx.grouped_reducescatter([mx.nd.ones((n,)), scalar]), "grouped")
+
+
+@case("ops/grouped-allgather")
+def _(ctx):
+    specs = [((1, 3), "float32"), ((2,), "int8"), ((1, 2, 2), "float64")]
+    inputs = [
+        [data(ctx, r, (r + s[0][0],) + s[0][1:], s[1], salt=i) for r in range(ctx.size)] for i, s in enumerate(specs)
+    ]
+    got = rmx.grouped_allgather([nd(x[ctx.rank]) for x in inputs], name="gag")
+    expect(len(got) == len(specs), f"{len(got)} results")
+    for i, (g, x) in enumerate(zip(got, inputs)):
+        check_equal(g.asnumpy(), np.concatenate(x), f"grouped_allgather #{i}")
+    expect(rmx.grouped_allgather([]) == [], "an empty group")
+
+
+def _with_process_sets(ctx, body):
+    """Runs body(my set, its ranks, the even set) with the even and the odd
+    ranks registered as process sets, then removes them."""
+    even = [r for r in range(ctx.size) if r % 2 == 0]
+    odd = [r for r in range(ctx.size) if r % 2 == 1]
+    even_set = rmx.add_process_set(even)
+    odd_set = rmx.add_process_set(rmx.ProcessSet(odd))
+    try:
+        mine, members = (even_set, even) if ctx.rank in even else (odd_set, odd)
+        body(mine, members, even_set)
+    finally:
+        expect(rmx.remove_process_set(odd_set) and rmx.remove_process_set(even_set), "remove_process_set")
+    from ringcc.process_sets import process_sets
+
+    expect(len(process_sets()) == 1, "only the global set is left")
+
+
+@case("process-sets/collectives", min_size=2)
+def _(ctx):
+    """Every collective on the set of the even ranks and on that of the odd
+    ones at once, many in flight before any result is read."""
+
+    def body(mine, members, _even):
+        me, k = members.index(ctx.rank), len(members)
+        expect(mine.size() == k and mine.rank() == me and mine.included(), f"{mine}: size, rank")
+        xs = [data(ctx, r, (3, 4), "float32") for r in members]
+        ys = [data(ctx, r, (2,), "int32", salt=1) for r in members]
+        rows = 2 * k + 1
+        zs = [data(ctx, r, (rows, 2), "float64", salt=2) for r in members]
+        root = members[-1]
+        # in flight together, read afterwards
+        summed = rmx.allreduce(nd(xs[me]), op=rmx.Sum, name="ps.sum", process_set=mine)
+        inplace = rmx.allreduce_(nd(ys[me]), op=rmx.Average, process_set=mine)
+        grouped = rmx.grouped_allreduce([nd(xs[me]), nd(ys[me])], op=rmx.Max, process_set=mine)
+        broadcast = rmx.broadcast(nd(xs[me]), root_rank=root, process_set=mine)
+        scattered = rmx.reducescatter(nd(zs[me]), op=rmx.Sum, process_set=mine)
+        check_reduced(summed, xs, "sum", "allreduce on the set")
+        check_reduced(inplace, ys, "average", "allreduce_ (average) on the set")
+        check_reduced(grouped[0], xs, "max", "grouped_allreduce #0 on the set")
+        check_reduced(grouped[1], ys, "max", "grouped_allreduce #1 on the set")
+        check_equal(broadcast.asnumpy(), xs[-1], f"broadcast from global rank {root} on the set")
+        check_reduced(scattered, [z[block(rows, k, me)] for z in zs], "sum", "reducescatter on the set")
+        grs = rmx.grouped_reducescatter([nd(zs[me]), nd(zs[me])], op=rmx.Average, process_set=mine)
+        for i, g in enumerate(grs):
+            check_reduced(g, [z[block(rows, k, me)] for z in zs], "average", f"grouped_reducescatter #{i} on the set")
+        gathered = [data(ctx, r, (members.index(r) + 1, 2), "float32", salt=4) for r in members]
+        check_equal(rmx.allgather(nd(gathered[me]), process_set=mine).asnumpy(), np.concatenate(gathered), "allgather")
+        got = rmx.grouped_allgather([nd(gathered[me]), nd(ys[me])], process_set=mine)
+        check_equal(got[1].asnumpy(), np.concatenate(ys), "grouped_allgather on the set")
+        rows_in, splits = alltoall_rows(ctx.rank, k, "float32")
+        want, want_received = alltoall_expected(me, members, "float32")
+        got, received = rmx.alltoall(nd(rows_in), mx.nd.array(splits, dtype="int32"), process_set=mine)
+        check_equal(got.asnumpy(), want, "alltoall on the set")
+        check_equal(received.asnumpy(), want_received, "alltoall on the set: received splits")
+        obj = rmx.broadcast_object({"from": ctx.rank} if ctx.rank == root else None, root_rank=root, process_set=mine)
+        expect(obj == {"from": root}, f"broadcast_object on the set: {obj}")
+        objs = rmx.allgather_object(("rank", ctx.rank), process_set=mine)
+        expect(objs == [("rank", r) for r in members], f"allgather_object on the set: {objs}")
+
+    _with_process_sets(ctx, body)
+    outside = [r for r in range(ctx.size) if r != ctx.rank]
+    expect_error(
+        ValueError, [], lambda: rmx.allreduce(mx.nd.ones(2), process_set=rmx.ProcessSet(outside)), "unregistered"
+    )
+
+
+@case("process-sets/training", min_size=2)
+def _(ctx):
+    """DistributedOptimizer and DistributedTrainer on the even ranks' set:
+    those average their gradients over the set; the others update with their
+    own, unscaled."""
+
+    def body(mine, members, even_set):
+        grad_of = {r: float(r + 1) for r in range(ctx.size)}
+        even = even_set.ranks
+        mean = sum(grad_of[r] for r in even) / len(even)
+        want = -mean if ctx.rank in even else -grad_of[ctx.rank]
+        opt = rmx.DistributedOptimizer(mx.optimizer.SGD(learning_rate=1.0), process_set=even_set)
+        w = mx.nd.zeros((3,))
+        opt.update(0, w, mx.nd.full((3,), grad_of[ctx.rank]), opt.create_state(0, w))
+        check_equal(w.asnumpy(), np.full(3, want, np.float32), "DistributedOptimizer(process_set=even)")
+        p = gluon.Parameter("w", shape=(3,), init=mx.init.Zero())
+        p.initialize(ctx=mx.cpu())
+        trainer = rmx.DistributedTrainer([p], "sgd", {"learning_rate": 1.0}, process_set=even_set)
+        with autograd.record():
+            loss = (p.data() * grad_of[ctx.rank]).sum()
+        loss.backward()
+        trainer.step(1)
+        check_equal(p.data().asnumpy(), np.full(3, want, np.float32), "DistributedTrainer(process_set=even)")
+
+    _with_process_sets(ctx, body)
+
+
+class _Unpickled:
+    """Unpickling it sets builtins._ringcc_test_unpickled (shows whether a rank unpickled it)."""
+
+    def __reduce__(self):
+        return (exec, ("import builtins; builtins._ringcc_test_unpickled = True",))
+
+
+def _unpickled() -> bool:
+    import builtins
+
+    return bool(getattr(builtins, "_ringcc_test_unpickled", False))
+
+
+def _forget_unpickled() -> None:
+    import builtins
+
+    builtins._ringcc_test_unpickled = False
+
+
+@case("objects/broadcast-allgather")
+def _(ctx):
+    for root in range(ctx.size):
+        obj = {"root": root, "values": [1, 2.5, "x" * root]} if ctx.rank == root else None
+        got = rmx.broadcast_object(obj, root_rank=root)
+        expect(got == {"root": root, "values": [1, 2.5, "x" * root]}, f"broadcast_object from {root}: {got}")
+    got = rmx.broadcast_object(np.arange(3) * ctx.rank, root_rank=ctx.size - 1, name="named")
+    check_equal(got, np.arange(3) * (ctx.size - 1), "a named broadcast_object")
+    got = rmx.allgather_object({"rank": ctx.rank, "pad": "y" * 100 * ctx.rank})
+    expect(got == [{"rank": r, "pad": "y" * 100 * r} for r in range(ctx.size)], f"allgather_object: {got}")
+    expect(rmx.allgather_object(None, name="nones") == [None] * ctx.size, "allgather_object of None")
+
+
+@case("objects/unpicklable-and-forged", min_size=2)
+def _(ctx):
+    """A rank that cannot pickle its object raises its error, the others a
+    MismatchError naming it; a payload whose MAC is not the job's is refused
+    (PeerFailureError) and never unpickled; the calls after both work."""
+    import threading
+
+    from ringcc import _objects
+
+    last = ctx.size - 1
+    mine = threading.Lock() if ctx.rank == last else "fine"
+    if ctx.rank == last:
+        expect_error(TypeError, [], lambda: rmx.allgather_object(mine), "allgather_object of a lock (own error)")
+    else:
+        error = expect_error(
+            ringcc.MismatchError, [f"rank {last} could not start"], lambda: rmx.allgather_object(mine), "unpicklable"
+        )[0]
+        expect_mxnet_classes(error, ringcc.MismatchError, "allgather_object of an unpicklable object")
+    # The same object, with the job's MAC: unpickled (so the check below would see it).
+    _forget_unpickled()
+    rmx.broadcast_object(_Unpickled() if ctx.rank == 0 else None, root_rank=0)
+    expect(_unpickled() == (ctx.rank != 0), f"an authenticated payload is unpickled: {_unpickled()}")
+    _forget_unpickled()
+    real = _objects.mac_words
+    if ctx.rank == 0:
+        _objects.mac_words = lambda data, key=None: real(data, b"a key that is not the job's")
+    try:
+        if ctx.rank == 0:
+            rmx.broadcast_object(_Unpickled(), root_rank=0)
+        else:
+            error = expect_error(
+                ringcc.PeerFailureError,
+                ["from rank 0 failed authentication", "not unpickled"],
+                lambda: rmx.broadcast_object(None, root_rank=0),
+                "a forged broadcast_object",
+            )[0]
+            expect_mxnet_classes(error, ringcc.PeerFailureError, "a forged broadcast_object")
+        # Every rank refuses rank 0's part of an allgather_object (rank 0 its own too).
+        expect_error(
+            ringcc.PeerFailureError,
+            ["from rank 0 failed authentication"],
+            lambda: rmx.allgather_object(_Unpickled() if ctx.rank == 0 else "plain"),
+            "a forged allgather_object",
+        )
+    finally:
+        _objects.mac_words = real
+    expect(not _unpickled(), "a payload that failed authentication was unpickled")
+    expect(rmx.broadcast_object("after" if ctx.rank == 0 else None) == "after", "broadcast_object after the refusal")
+
+
+@case("compression/fp16")
+def _(ctx):
+    """Compression.fp16 as Horovod's; DistributedTrainer(compression=fp16)
+    sends the gradients as float16 and writes them back as float32."""
+    for dtype in ("float16", "float32", "float64"):
+        t = mx.nd.ones((3, 2), dtype=dtype)
+        c, context = rmx.Compression.fp16.compress(t)
+        expect(c.dtype == np.float16, f"fp16 compress of {dtype}: {c.dtype}")
+        d = rmx.Compression.fp16.decompress(c, context)
+        expect(d.dtype == np.dtype(dtype) and bool((d.asnumpy() == 1).all()), f"fp16 decompress to {dtype}: {d.dtype}")
+    for dtype in ("uint8", "int8", "int32", "int64"):
+        t = mx.nd.ones((3,), dtype=dtype)
+        c, context = rmx.Compression.fp16.compress(t)
+        expect(
+            c.dtype == np.dtype(dtype) and rmx.Compression.fp16.decompress(c, context).dtype == np.dtype(dtype), dtype
+        )
+    t = mx.nd.ones((2,))
+    expect(rmx.Compression.none.compress(t) == (t, None) and rmx.Compression.none.decompress(t, None) is t, "none")
+    # Gradients 1 + (rank + 1) * 2**-13 are 1.0 in float16: through fp16 the
+    # sum is exactly ctx.size; in float32 it would not be.
+    p = gluon.Parameter("w", shape=(4,), init=mx.init.Zero())
+    p.initialize(ctx=mx.cpu())
+    trainer = rmx.DistributedTrainer([p], "sgd", {"learning_rate": 1.0}, compression=rmx.Compression.fp16)
+    with autograd.record():
+        loss = (p.data() * (1 + (ctx.rank + 1) * 2.0**-13)).sum()
+    loss.backward()
+    trainer.step(1)
+    check_equal(p.grad().asnumpy(), np.full(4, ctx.size, np.float32), "the gradient, summed as float16, in float32")
+    check_equal(p.data().asnumpy(), np.full(4, -1.0, np.float32), "the update with the float16 average")
+    expect_error(TypeError, ["compression"], lambda: rmx.DistributedTrainer([p], "sgd", compression="fp16"), "a string")
+
+
+# ----------------------------------------------------------------- errors as Horovod raises them
+
+
+@case("errors/raised-by-the-failing-call", min_size=2)
+def _(ctx):
+    """An operation that fails between ranks raises at the first wait on its
+    result (wait_to_read, asnumpy; NaiveEngine: at the call), as an error
+    that is MXNet's and ringcc's at once; the next, unrelated call succeeds,
+    and nothing is left behind for later calls or mx.nd.waitall()."""
+    n = ctx.size
+    kv = mx.kv.create("ring")
+
+    def pushpull_out(key, value):
+        out = mx.nd.zeros(value.shape)
+        kv.pushpull(key, value, out=out)
+        return out
+
+    def follow_up(what):
+        x = mx.nd.full((2,), ctx.rank + 1)
+        rmx.allreduce_(x, op="sum")
+        check_equal(x.asnumpy(), np.full(2, n * (n + 1) / 2, np.float32), f"an allreduce after {what}")
+        try:
+            mx.nd.waitall()
+            rmx.check_errors()
+        except Exception as error:  # noqa: BLE001 - recorded
+            fail(f"after {what}, mx.nd.waitall() raised what was left behind: {type(error).__name__}: {error}")
+
+    odd = ctx.rank % 2 == 1
+    failing = [
+        ("allreduce of different shapes", lambda: rmx.allreduce(mx.nd.ones((3 + ctx.rank,)), name="err.shape")),
+        ("allreduce of different dtypes", lambda: rmx.allreduce(mx.nd.ones((4,), dtype="int32" if odd else "float32"))),
+        ("allreduce_ in place", lambda: rmx.allreduce_(mx.nd.ones((2, 2 + ctx.rank)), name="err.inplace")),
+        ("broadcast from different roots", lambda: rmx.broadcast(mx.nd.ones((3,)), root_rank=ctx.rank)),
+        ("grouped_allreduce", lambda: rmx.grouped_allreduce([mx.nd.ones((2,)), mx.nd.ones((1 + ctx.rank,))])),
+        ("reducescatter", lambda: rmx.reducescatter(mx.nd.ones((4, 1 + ctx.rank)), name="err.rs")),
+        ("kvstore pushpull", lambda: pushpull_out("err.kv", mx.nd.ones((2 + ctx.rank,)))),
+    ]
+    for what, call in failing:
+        error = expect_failed_op(ringcc.MismatchError, [], call, what)
+        expect_mxnet_classes(error, ringcc.MismatchError, what)
+        follow_up(what)
+    if NAIVE:
+        return
+    # The failure happens while unrelated calls run: they succeed, and its
+    # own wait raises it.
+    bad = rmx.allreduce(mx.nd.ones((5 + ctx.rank,)), name="err.pending")
+    rmx.allreduce(mx.nd.ones((2,)), op="sum").wait_to_read()  # the failure has happened by now
+    good = rmx.allreduce(mx.nd.ones((2,)), op="sum")
+    check_equal(good.asnumpy(), np.full(2, n, np.float32), "an unrelated call while a failure is pending")
+    error = expect_error(ringcc.MismatchError, ["err.pending"], bad.asnumpy, "asnumpy() of the failed call")[0]
+    expect_mxnet_classes(error, ringcc.MismatchError, "asnumpy() of the failed call")
+    # An operation that reads a failed result fails with its error.
+    derived = rmx.allreduce(mx.nd.ones((6 + ctx.rank,)), name="err.read") * 2
+    expect_error(ringcc.MismatchError, ["err.read"], derived.wait_to_read, "an operation reading the failed result")
+    follow_up("an operation reading a failed result")
+    if n >= 3:  # the even ranks' set has two members
+        even = rmx.add_process_set([r for r in range(n) if r % 2 == 0])
+        odd_set = rmx.add_process_set([r for r in range(n) if r % 2 == 1])
+        try:
+            if ctx.rank in even.ranks:
+                what = "allreduce of different shapes on a process set"
+                error = expect_failed_op(
+                    ringcc.MismatchError, [], lambda: rmx.allreduce(mx.nd.ones((1 + ctx.rank,)), process_set=even), what
+                )
+                expect_mxnet_classes(error, ringcc.MismatchError, what)
+                x = rmx.allreduce(mx.nd.ones((2,)), op=rmx.Sum, process_set=even)
+                check_equal(x.asnumpy(), np.full(2, 2, np.float32), "an allreduce on the set after its failure")
+        finally:
+            rmx.remove_process_set(odd_set)
+            rmx.remove_process_set(even)
+        follow_up("the process set's failure")
+
+
+@case("errors/raised-at-the-call")
+def _(ctx):
+    """Errors raised at the call are MXNet's and ringcc's at once too (a
+    Horovod user catches MXNetError); Horovod's ValueError stays one."""
+    error, _ = expect_error(ringcc.UnsupportedTypeError, ["NDArray"], lambda: rmx.allreduce(np.ones(3)), "NumPy")
+    expect_mxnet_classes(error, ringcc.UnsupportedTypeError, "a NumPy array")
+    splits = mx.nd.ones((ctx.size,), dtype="float32")
+    error = expect_error(
+        ringcc.InvalidArgumentError, ["int32"], lambda: rmx.alltoall(mx.nd.ones((ctx.size,)), splits), "float splits"
+    )[0]
+    expect_mxnet_classes(error, ringcc.InvalidArgumentError, "float splits")
+    expect(isinstance(error, ValueError), "InvalidArgumentError stays a ValueError")
+    if ctx.size > 1:
+        error = expect_error(
+            ringcc.InvalidArgumentError, [], lambda: rmx.alltoall(mx.nd.ones((ctx.size + 1,))), "rows not divisible"
+        )[0]
+        expect_mxnet_classes(error, ringcc.InvalidArgumentError, "alltoall of rows the ranks do not divide")
+        error = expect_error(
+            ringcc.MismatchError, [], lambda: rmx.allgather(mx.nd.ones((2, 3 + ctx.rank))), "allgather mismatch"
+        )[0]
+        expect_mxnet_classes(error, ringcc.MismatchError, "allgather of different trailing dimensions")
+    expect(
+        issubclass(rmx.MismatchError, ringcc.MismatchError) and issubclass(rmx.MismatchError, mx.base.MXNetError),
+        "rmx.MismatchError",
+    )
+    x = mx.nd.full((2,), ctx.rank + 1)
+    rmx.allreduce_(x, op="sum")
+    check_equal(x.asnumpy(), np.full(2, ctx.size * (ctx.size + 1) / 2, np.float32), "an allreduce after them")
 
 
 # ----------------------------------------------------------------- main
@@ -784,6 +1256,7 @@ def on_import(ringcc_module):
 
     mx, gluon, autograd = mxnet, mxnet.gluon, mxnet.autograd
     rmx, ringcc = ringcc.mxnet, ringcc_module
+
     mx.random.seed(0)
 
 

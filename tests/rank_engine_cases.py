@@ -1210,6 +1210,40 @@ def mismatch_shape(ctx):
     still_works(ctx, "mismatch/shape")
 
 
+@CASES.case("mismatch/shape-same-count")
+def mismatch_shape_same_count(ctx):
+    # As many elements on every rank, in different shapes: the named path
+    # compares shapes (allgather and alltoall: after the first dimension).
+    n = ctx.size
+
+    def swapped(a, b):
+        return lambda r: a if r % 2 == 0 else b
+
+    def dims(shape):
+        return "[" + ", ".join(str(d) for d in shape) + "]"
+
+    same, trailing = "disagree on the shape (", "shape after the first dimension"
+    calls = [
+        ("allreduce", swapped((2, 3), (3, 2)), same, lambda x, name: ringcc.allreduce_async(x, name=name)),
+        ("allreduce_", swapped((2, 3), (3, 2)), same, lambda x, name: ringcc.allreduce_async_(x, name=name)),
+        ("broadcast", swapped((2, 3), (3, 2)), same, lambda x, name: ringcc.broadcast_async(x, 0, name=name)),
+        (
+            "reduce_scatter",
+            swapped((2 * n, 3), (3, 2 * n)),
+            same,
+            lambda x, name: ringcc.reduce_scatter_async(x, name=name),
+        ),
+        ("allgather", swapped((2, 6), (2, 3, 2)), trailing, lambda x, name: ringcc.allgather_async(x, name=name)),
+        ("alltoall", swapped((n, 6), (n, 3, 2)), trailing, lambda x, name: ringcc.alltoall_async(x, name=name)),
+    ]
+    for what, shape_of, phrase, start in calls:
+        name = f"mismatch/shape-same-count/{what}"
+        x = np.ones(shape_of(ctx.rank), dtype=np.float32)
+        listed = [f"rank {r}: {dims(shape_of(r))}" for r in range(n)]
+        expect_mismatch(ctx, name, lambda: start(x, name), [phrase, *listed])
+    still_works(ctx, "mismatch/shape-same-count")
+
+
 @CASES.case("mismatch/dtype")
 def mismatch_dtype(ctx):
     dt = np.float64 if ctx.rank == 0 else np.float32
@@ -1336,8 +1370,9 @@ def join_batches(rank: int) -> int:
 
 @CASES.case("join/uneven-batches")
 def join_uneven(ctx):
-    """Ranks run out of batches at different times and join; the others' named collectives
-    go on with zeros from the joined ranks, and join() returns the last rank to join."""
+    """Ranks run out of batches at different times and join; the others' allreduces go on
+    with zeros from the joined ranks, their allgathers fail naming the joined ranks (as in
+    Horovod: a joined rank has no rows to give), and join() returns the last rank to join."""
     n = ctx.size
     # The third gradient makes the fused allreduce longer than one shared-memory phase,
     # so the joined ranks' zeros also travel the piecewise path.
@@ -1356,10 +1391,14 @@ def join_uneven(ctx):
             want = sum(np.arange(lengths[k], dtype=np.float32) + r + b + k for r in active)
             if got is not None:
                 check_equal(got, want.astype(np.float32), f"join/batch{b}/grad{k} (ranks {active} active)")
-        got = finish(gather, f"join/batch{b}/rows")
-        if got is not None:
-            want = np.concatenate([np.full((r + 1, 2), 100 * b + r, dtype=np.int64) for r in active])
-            check_equal(got, want, f"join/batch{b}/rows (ranks {active} active)")
+        joined = [r for r in range(n) if r not in active]
+        if joined:
+            what = f"join/batch{b}/rows (ranks {joined} joined)"
+            fragments = [f"tensor 'join/batch{b}/rows': allgather cannot run while rank(s) {joined} have joined"]
+            expect_error(ringcc.MismatchError, fragments, lambda: ringcc.synchronize(gather, WAIT_S), what)
+        elif (got := finish(gather, f"join/batch{b}/rows")) is not None:
+            want = np.concatenate([np.full((r + 1, 2), 100 * b + r, dtype=np.int64) for r in range(n)])
+            check_equal(got, want, f"join/batch{b}/rows (every rank active)")
     last = ringcc.join()
     expect(last == n - 1, f"join() returned {last}, expected the last rank to join, {n - 1}")
     expect(time.monotonic() - start < WAIT_S, "join/uneven-batches took too long")

@@ -427,7 +427,7 @@ add_mismatch(
 add_mismatch(
     "allgather-row-shape",
     lambda ctx: ringcc.allgather(np.ones((2, 3 + ctx.rank), dtype=np.float32)),
-    lambda ctx: ["shape"] + every_rank_named(ctx, lambda r: 3 + r),
+    lambda ctx: ["shape after the first dimension"] + every_rank_named(ctx, lambda r: f"[2, {3 + r}]"),
 )
 add_mismatch(
     "reduce_scatter-row-shape",
@@ -439,6 +439,82 @@ add_mismatch(
     lambda ctx: ringcc.allreduce_async(np.ones(10 + ctx.rank, dtype=np.float32)).wait(),
     lambda ctx: ["number of elements"] + every_rank_named(ctx, lambda r: 10 + r),
 )
+
+
+def _dims(shape) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+@CASES.case("mismatch/shape-same-count", min_size=2)
+def shape_same_count(ctx):
+    # As many elements on every rank, in different shapes: every rank raises
+    # MismatchError naming each rank's shape and which call it was (its place
+    # in issue order and this rank's shape), for every collective; only
+    # allgather and alltoall compare the dimensions after the first.
+    n = ctx.size
+
+    def check(what, shape_of, call, fragments):
+        mine = shape_of(ctx.rank)
+        x = np.ones(mine, dtype=np.float32)
+        listed = every_rank_named(ctx, lambda r: _dims(shape_of(r)))
+        expect_quickly(
+            ringcc.MismatchError,
+            fragments + listed + ["collective #", f"shape {_dims(mine)}"],
+            lambda: call(x),
+            what,
+        )
+
+    def swapped(a, b):
+        return lambda r: a if r % 2 == 0 else b
+
+    same = ["disagree on the shape ("]
+    for what, call in {
+        "allreduce": lambda x: ringcc.allreduce(x),
+        "allreduce_": lambda x: ringcc.allreduce_(x),
+        "allreduce_async": lambda x: ringcc.allreduce_async(x).wait(),
+        "broadcast": lambda x: ringcc.broadcast(x, 0),
+        "broadcast_async_": lambda x: ringcc.broadcast_async_(x, 0).wait(),
+    }.items():
+        check(f"{what} of (2, 3) against (3, 2)", swapped((2, 3), (3, 2)), call, same)
+    check(
+        "reduce_scatter of (2n, 3) against (3, 2n)",
+        swapped((2 * n, 3), (3, 2 * n)),
+        lambda x: ringcc.reduce_scatter(x),
+        same,
+    )
+    trailing = ["shape after the first dimension"]
+    check("allgather of (2, 6) against (2, 3, 2)", swapped((2, 6), (2, 3, 2)), lambda x: ringcc.allgather(x), trailing)
+    check(
+        "allgather_async of (3, 4) against (3, 2, 2)",
+        swapped((3, 4), (3, 2, 2)),
+        lambda x: ringcc.allgather_async(x).wait(),
+        trailing,
+    )
+    check(
+        "alltoall of (n, 6) against (n, 3, 2)",
+        swapped((n, 6), (n, 3, 2)),
+        lambda x: ringcc.alltoall(x),
+        trailing,
+    )
+    # A grouped allreduce fuses its tensors: the ranks compare a hash of
+    # their shapes, and every rank names its own.
+    mine = (2, 3) if ctx.rank % 2 == 0 else (3, 2)
+    for what, call in {
+        "grouped_allreduce": lambda ts: ringcc.grouped_allreduce(ts),
+        "grouped_allreduce_async_": lambda ts: ringcc.grouped_allreduce_async_(ts).wait(),
+    }.items():
+        tensors = [np.ones(4, dtype=np.float32), np.ones(mine, dtype=np.float32)]
+        expect_quickly(
+            ringcc.MismatchError,
+            ["shapes of the tensors fused into it", f"this rank's tensors: [4], {_dims(mine)}"],
+            lambda: call(tensors),
+            f"{what} of [4] and (2, 3) against [4] and (3, 2)",
+        )
+    # First dimensions may differ where the collective allows it.
+    got = ringcc.allgather(np.full((ctx.rank + 1, 3, 2), ctx.rank, dtype=np.float32))
+    want = np.concatenate([np.full((r + 1, 3, 2), r, dtype=np.float32) for r in range(n)])
+    check_equal(got, want, "allgather whose first dimensions differ")
+    still_works(ctx, "shapes that differ with the same element count")
 
 
 @CASES.case("mismatch/several-in-a-row", min_size=2)

@@ -17,6 +17,7 @@ import copy
 import datetime
 import os
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -229,6 +230,82 @@ def ring_ddp(ctx):
     dist.all_gather(everyone, flat)
     for q in range(ctx.size):
         expect(torch.equal(everyone[q], flat), f"rank {q}'s parameters differ from this rank's")
+
+
+def bounded(fut, what, seconds=60.0):
+    """fut.wait(), failing instead of hanging past `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not fut.done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: the future did not complete within {seconds:g} s")
+        time.sleep(0.001)
+    return fut.wait()
+
+
+@CASES.case("ring/futures-callbacks-and-comm-hooks")
+def ring_futures(ctx):
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    n = ctx.size
+
+    # CUDA futures whose callbacks issue a collective and wait for its
+    # future (PowerSGD's pattern), three levels deep.
+    def level(fut):
+        value = fut.value()
+        t = value[0] if isinstance(value, list) else value
+        return dist.all_reduce(t + 1, async_op=True).get_future().wait()[0]
+
+    fut = dist.all_reduce(late(4, 1.0), async_op=True).get_future()
+    want = float(n)
+    for _ in range(3):
+        fut = fut.then(level)
+        want = n * (want + 1)
+    all_equal(bounded(fut, "callbacks"), want, "three levels of callbacks")
+    # A failed work's CUDA future is errored, to C++ too.
+    failed = dist.all_reduce(torch.ones(2 + ctx.rank, device=DEVICE), async_op=True).get_future()
+    try:
+        bounded(failed, "errored future")
+        expect(False, "the future of a mismatched all_reduce returned")
+    except AssertionError:
+        raise
+    except Exception as error:  # noqa: BLE001 - what we are here to see
+        expect("disagree" in str(error), f"errored future: {error}")
+    cpp = torch._C._distributed_c10d._create_work_from_future(failed)
+    expect(not cpp.is_success(), "C++ sees a successful future for a failed work")
+    # DDP with comm hooks on CUDA, ring against gloo (one bucket: PowerSGD's
+    # callbacks issue collectives).
+    hooks = {
+        "fp16_compress_hook": lambda group: (group, default_hooks.fp16_compress_hook),
+        "powerSGD_hook": lambda group: (
+            powersgd.PowerSGDState(process_group=group, start_powerSGD_iter=2, min_compression_rate=0.5),
+            powersgd.powerSGD_hook,
+        ),
+    }
+    for name, make in hooks.items():
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 8)).to(DEVICE)
+        models = {"ring": copy.deepcopy(model), "gloo": copy.deepcopy(model)}
+        runs = {}
+        for backend, group in (("ring", None), ("gloo", gloo_group())):
+            ddp = DDP(models[backend], device_ids=[0], process_group=group, bucket_cap_mb=25)
+            ddp.register_comm_hook(*make(group))
+            runs[backend] = (ddp, torch.optim.SGD(ddp.parameters(), lr=0.1))
+        for step in range(5):
+            g = torch.Generator().manual_seed(1000 * step + ctx.rank)
+            inputs = torch.randn(8, 32, generator=g).to(DEVICE)
+            target = torch.randn(8, 8, generator=g).to(DEVICE)
+            for ddp, opt in runs.values():
+                opt.zero_grad()
+                F.mse_loss(ddp(inputs), target).backward()
+                opt.step()
+        torch.cuda.synchronize()
+        for (pname, p), q in zip(models["ring"].named_parameters(), models["gloo"].parameters()):
+            expect(
+                torch.allclose(p, q, rtol=1e-4, atol=1e-5),
+                f"{name}, {pname}: ring and gloo differ by {(p - q).abs().max().item():.3g}",
+            )
 
 
 @CASES.case("ring/one-device-per-call")

@@ -101,6 +101,21 @@ def mismatched_size(ctx):
     )
 
 
+@CASES.case("mpi/mismatched-shape", min_size=2)
+def mismatched_shape(ctx):
+    """As many elements in different shapes: the headers MPI exchanges carry the shapes."""
+    shape = (2, 3) if ctx.rank % 2 == 0 else (3, 2)
+    expect_error(
+        ringcc.MismatchError,
+        ["disagree on the shape (", "rank 0: [2, 3]", "rank 1: [3, 2]", "collective #"],
+        lambda: ringcc.allreduce(np.ones(shape, dtype=np.float32)),
+        "allreduce of (2, 3) against (3, 2)",
+    )
+    check_equal(
+        ringcc.allreduce(np.ones(3, np.int32)), np.full(3, ctx.size, np.int32), "allreduce after the mismatch"
+    )
+
+
 @CASES.case("mpi/init-with-comm", min_size=2)
 def init_with_comm(ctx):
     """ringcc.init(comm=...) with a split communicator: groups of the even and of the odd ranks."""

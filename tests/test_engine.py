@@ -94,6 +94,10 @@ GROUPS = {
     "engine-tcp-cache-2": Group(
         2, env={"RINGCC_TRANSPORT": "tcp", "RINGCC_CACHE_CAPACITY": "64"}, cases=("allreduce/views-in-enqueue-order",)
     ),
+    # The response cache off (as HOROVOD_CACHE_CAPACITY=0): every name announced in full.
+    "engine-nocache-3": Group(
+        3, env={"RINGCC_CACHE_CAPACITY": "0"}, cases=("allreduce/shuffled-order", "allreduce/fusion", "join/*")
+    ),
     # A short RINGCC_TIMEOUT_S and the default stall shutdown time (600 s):
     # deadlocks must fail after the former.
     "engine-deadlock-2": Group(

@@ -19,7 +19,6 @@ import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Tuple
 
 import pytest
 
@@ -147,6 +146,53 @@ def test_dead_peer_raises_from_wait(tmp_path, launcher):
         assert f"rank {size - 1}" in record["message"], record
         assert record["seconds"] < 15, record
         assert record["second"] is not None, record
+
+
+# A DDP job whose last rank dies or is late in backward: launcher, the
+# group's timeout (seconds), whether DDP runs on a new_group with it.
+DDP_FAILURES = {
+    "ddp-kill": (2, "ringrun", 60.0, False),
+    "ddp-late": (2, "ringrun", 3.0, False),
+    "ddp-kill-3": (3, "torchrun", 60.0, False),
+    "ddp-late-3": (3, "ringrun", 3.0, True),
+}
+
+
+@pytest.mark.parametrize("case", list(DDP_FAILURES))
+def test_ddp_backward_raises_for_a_dead_or_late_peer(tmp_path, case):
+    """The last rank kills itself (SIGKILL), or sleeps past the group's
+    timeout (of init_process_group, or of the new_group DDP runs on), in
+    DDP's backward: every other rank's backward raises
+    torch.distributed.DistBackendError naming it, instead of crashing, hanging
+    or raising a pickling error (tests/torch_deadpeer.py)."""
+    size, launcher, group_timeout, subgroup = DDP_FAILURES[case]
+    mode = case.split("-3")[0]
+    args = ["--out", str(tmp_path), "--mode", mode, "--group-timeout", str(group_timeout)]
+    if subgroup:
+        args.append("--subgroup")
+    if launcher == "ringrun":
+        command = ringrun_command(
+            size, [str(TESTS_DIR / "torch_deadpeer.py"), *args], ["--timeout", "60", "--grace-period", "30"]
+        )
+    else:
+        command = torchrun_command(size, "torch_deadpeer.py", args)
+    # The core's own bound stays the default's: only the group's timeout runs out.
+    env = {k: v for k, v in rank_environment(GROUP_ENV).items() if k != "RINGCC_TIMEOUT_S"}
+    completed = run_command(command, env, 60 + HARD_TIMEOUT_MARGIN_S)
+    for rank in range(size - 1):
+        path = tmp_path / f"rank{rank}.json"
+        assert path.exists(), f"rank {rank} wrote nothing\n{completed.describe()}"
+        record = json.loads(path.read_text())
+        assert record["step"] == 1, record
+        assert record["dist_backend_error"], record
+        assert f"rank {size - 1}" in record["message"], record
+        if mode == "ddp-kill":
+            assert record["raised"] == "PeerFailureError" and "RingccError" in record["bases"], record
+            assert record["seconds"] < 15, record
+        else:
+            assert record["raised"] == "CollectiveTimeoutError", record
+            assert "Timed out after 3 s" in record["message"], record
+            assert group_timeout - 0.5 <= record["seconds"] < group_timeout + 10, record
 
 
 def test_rank_exits_cleanly_after_its_peer_left(tmp_path):

@@ -1,8 +1,8 @@
 """`import ringcc.torch as hvd`: Horovod's torch API, under ringrun and torchrun.
 
 Each group in GROUPS starts once (tests/torch_hvd_cases.py) and runs every
-case that suits its size; each test below asserts on what the ranks recorded
-for one case in one group. Separate short runs check a dead peer
+case that suits its size (or those its patterns name); each test below
+asserts on what the ranks recorded for one case in one group. Separate short runs check a dead peer
 (tests/torch_hvd_deadpeer.py) under both launchers, and the Horovod recipe of
 examples/pytorch_mnist_style.py: as shipped under ringrun, and as a Horovod
 user has it (`import horovod.torch as hvd`, the only difference, served by a
@@ -42,12 +42,21 @@ GROUP_ENV = {"RINGCC_TIMEOUT_S": "20", "OMP_NUM_THREADS": "1"}
 class Group:
     launcher: str  # "ringrun" or "torchrun"
     size: int
+    env: tuple[tuple[str, str], ...] = ()  # set in the ranks besides GROUP_ENV
+    cases: str = ""  # the cases whose names match these patterns (comma-separated); all when empty
+
+    def selected(self):
+        return CASES.select(self.size, (), [p for p in self.cases.split(",") if p])
 
 
+NO_CACHE = (("RINGCC_CACHE_CAPACITY", "0"),)
 GROUPS: dict[str, Group] = {
     "ringrun-2": Group("ringrun", 2),
     "torchrun-3": Group("torchrun", 3),
     "ringrun-4": Group("ringrun", 4),
+    # join with the response cache off: every name announced in full.
+    "ringrun-2-nocache": Group("ringrun", 2, NO_CACHE, "join/*"),
+    "ringrun-3-nocache": Group("ringrun", 3, NO_CACHE, "join/*"),
 }
 
 
@@ -81,15 +90,15 @@ def group_run(tmp_path_factory, name: str) -> GroupRun:
     if name not in _runs:
         spec = GROUPS[name]
         out = tmp_path_factory.mktemp(f"hvd-{name}")
-        completed = launch(spec.launcher, spec.size, TESTS_DIR / "torch_hvd_cases.py", ["--out", str(out)])
+        args = ["--out", str(out), "--cases", spec.cases]
+        env = rank_environment({**GROUP_ENV, **dict(spec.env)})
+        completed = launch(spec.launcher, spec.size, TESTS_DIR / "torch_hvd_cases.py", args, env=env)
         _runs[name] = GroupRun(name, spec.size, str(out), completed, read_results(str(out), spec.size))
     return _runs[name]
 
 
 CASE_PARAMS = [
-    pytest.param(name, case.name, id=f"{name}:{case.name}")
-    for name, spec in GROUPS.items()
-    for case in CASES.select(spec.size, ())
+    pytest.param(name, case.name, id=f"{name}:{case.name}") for name, spec in GROUPS.items() for case in spec.selected()
 ]
 
 
@@ -108,7 +117,7 @@ def test_group_finished_cleanly(tmp_path_factory, group_name):
     for rank in range(spec.size):
         start = run.start_record(rank)
         assert start["size"] == spec.size
-        assert start["cases"] == len(CASES.select(spec.size, ()))
+        assert start["cases"] == len(spec.selected())
 
 
 @pytest.mark.parametrize("launcher", ["ringrun", "torchrun"])

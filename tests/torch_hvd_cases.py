@@ -883,6 +883,174 @@ def _(ctx):
     hvd.barrier()
 
 
+# As Horovod's test_horovod_join_*: once a rank has joined, the others'
+# allreduces take zeros from it, and their other collectives raise naming it.
+
+
+def join_and_check(ctx, first):
+    """join(), which must return the same rank on every rank, and not `first`
+    (the rank that joined before the others). The allgather_object that
+    compares the ranks' answers takes a generated name: it also checks that
+    join() realigned the counters of generated names."""
+    start = time.monotonic()
+    last = hvd.join()
+    seconds = time.monotonic() - start
+    everyone = hvd.allgather_object(last)
+    expect(everyone == [last] * ctx.size, f"join() returned different ranks on the ranks: {everyone}")
+    expect(last != first and 0 <= last < ctx.size, f"join() returned {last}; rank {first} joined first")
+    expect(seconds < JOIN_BOUND_S, f"join() took {seconds:.1f} s")
+
+
+JOIN_BOUND_S = 15  # a refused collective or a join that waits longer is a hang
+JOIN_DTYPES = (torch.int32, torch.int64, torch.float32, torch.float64)
+JOIN_SHAPES = ((5,), (4, 6))
+
+
+def refused(ctx, call, what, fragments):
+    """call() must raise, within JOIN_BOUND_S, a HorovodInternalError (a
+    RuntimeError, as Horovod's test expects) that is also a MismatchError
+    and names the tensor's trouble (`fragments`)."""
+    start = time.monotonic()
+    error = raises(hvd.HorovodInternalError, call, what)
+    seconds = time.monotonic() - start
+    expect(seconds < JOIN_BOUND_S, f"{what}: raised after {seconds:.1f} s")
+    if error is None:
+        return
+    expect(isinstance(error, RuntimeError), f"{what}: {type(error).__name__} is not a RuntimeError")
+    expect(isinstance(error, ringcc.MismatchError), f"{what}: {type(error).__name__} is not a MismatchError")
+    for fragment in fragments:
+        expect(fragment in str(error), f"{what}: message lacks {fragment!r}: {error}")
+
+
+@case("join/allreduce_adds_zeros_for_joined_ranks", min_size=2)
+def _(ctx):
+    """After rank `first` joins, the others' allreduces (Sum and Average, the
+    dtypes of Horovod's test) take zeros from it: Sum is the sum over the
+    other ranks, Average that sum divided by the size of the job. Names that
+    ran before the join (response-cache hits when the cache is on) and fresh
+    ones, through the direct path (allreduce_async, allreduce_async_), the
+    general one (a non-contiguous tensor) and unnamed calls, fused."""
+    n, r = ctx.size, ctx.rank
+    for first in range(n):
+        specs = []  # (name or None, shape, dtype, op name, path)
+        for dtype in JOIN_DTYPES:
+            for op_name in ("Sum", "Average"):
+                specs += [
+                    (f"join.{dtype}.{op_name}.{i}", shape, dtype, op_name, "out") for i, shape in enumerate(JOIN_SHAPES)
+                ]
+                specs.append((f"join.fresh{first}.{dtype}.{op_name}", (3, 2), dtype, op_name, "inplace"))
+                specs.append((None, (2, 3), dtype, op_name, "view"))
+
+        def tensor(k, rank):  # rank's input of specs[k]; a view's is the transpose of a tensor
+            _, shape, dtype, _, path = specs[k]
+            if path == "view":
+                return data(ctx, rank, shape[::-1], dtype, salt=1000 * first + k).t()
+            return data(ctx, rank, shape, dtype, salt=1000 * first + k)
+
+        def start(k):
+            name, _, _, op_name, path = specs[k]
+            call = hvd.allreduce_async_ if path == "inplace" else hvd.allreduce_async
+            return call(tensor(k, r), name=name, op=OPS[op_name])
+
+        def want(k, ranks):
+            _, shape, dtype, op_name, _ = specs[k]
+            zeros = torch.zeros(shape, dtype=dtype)
+            return reduce_ref([tensor(k, q) if q in ranks else zeros for q in range(n)], OPS[op_name])
+
+        # Every rank first, so that the names that recur are cached.
+        recurring = [k for k, spec in enumerate(specs) if spec[4] == "out"]
+        for k, h in [(k, start(k)) for k in recurring]:
+            check(hvd.synchronize(h), want(k, range(n)), f"{specs[k][0]} before the join", OPS[specs[k][3]])
+        if r == first:
+            join_and_check(ctx, first)
+            continue
+        active = [q for q in range(n) if q != first]
+        for k, h in [(k, start(k)) for k in range(len(specs))]:
+            name, _, dtype, op_name, path = specs[k]
+            what = f"{name or 'unnamed'} ({path}) {dtype} {op_name} after rank {first} joined"
+            check(hvd.synchronize(h), want(k, active), what, OPS[op_name])
+        join_and_check(ctx, first)
+
+
+@case("join/allgather_raises_naming_joined_ranks", min_size=2)
+def _(ctx):
+    """As in Horovod, an allgather cannot run while a rank has joined: it
+    raises on the others, naming the joined rank, at once; named (a cached
+    name and a fresh one, blocking and async) and unnamed. Before the join
+    the same name gathers every rank's rows (first dimensions differ)."""
+    n, r = ctx.size, ctx.rank
+    for first in range(n):
+        rows = [data(ctx, q, (q + 1, 3), salt=first) for q in range(n)]
+        same(hvd.allgather(rows[r], name="join.gather"), torch.cat(rows), f"allgather before rank {first} joined")
+        if r == first:
+            join_and_check(ctx, first)
+            continue
+        calls = {
+            "a cached name": lambda: hvd.allgather(rows[r], name="join.gather"),
+            "a fresh name, async": lambda: hvd.synchronize(hvd.allgather_async(rows[r], name=f"join.gather{first}")),
+            "no name": lambda: hvd.allgather(rows[r]),
+            "no name, grouped": lambda: hvd.grouped_allgather([rows[r], rows[r].double()]),
+        }
+        for label, call in calls.items():
+            fragments = ["allgather cannot run while rank(s)", f"[{first}] have joined"]
+            refused(ctx, call, f"allgather ({label}) after rank {first} joined", fragments)
+        join_and_check(ctx, first)
+    rows = [data(ctx, q, (q + 1, 3), salt=99) for q in range(n)]
+    same(hvd.allgather(rows[r]), torch.cat(rows), "an unnamed allgather after the joins")
+
+
+@case("join/broadcast_raises_naming_joined_root", min_size=2)
+def _(ctx):
+    """A broadcast while a rank has joined raises on the others at once (as
+    in Horovod), naming the joined ranks, and the root when it is one of
+    them: from the joined root (a cached name, a fresh one, unnamed, in
+    place) and, with 3 ranks or more, from a root that has not joined."""
+    n, r = ctx.size, ctx.rank
+    for first in range(n):
+        t = data(ctx, r, (4, 3), salt=first)
+        same(hvd.broadcast(t, first, name="join.bcast"), data(ctx, first, (4, 3), salt=first), "before the join")
+        if r == first:
+            join_and_check(ctx, first)
+            continue
+        joined = [f"broadcast from root {first} (root {first} has joined", f"rank(s) [{first}] have joined"]
+        calls = {
+            "a cached name": lambda: hvd.broadcast(t, first, name="join.bcast"),
+            "a fresh name, async": lambda: hvd.synchronize(hvd.broadcast_async(t, first, name=f"join.bcast{first}")),
+            "no name": lambda: hvd.broadcast(t, first),
+            "no name, in place": lambda: hvd.broadcast_(t.clone(), first),
+        }
+        for label, call in calls.items():
+            refused(ctx, call, f"broadcast ({label}) from joined root {first}", joined)
+        if n >= 3:
+            root = min(q for q in range(n) if q != first)
+            fragments = [f"broadcast from root {root} cannot run", f"rank(s) [{first}] have joined"]
+            refused(
+                ctx, lambda: hvd.broadcast(t, root), f"broadcast from root {root} after rank {first} joined", fragments
+            )
+        same(t, data(ctx, r, (4, 3), salt=first), "the refused broadcasts left the input alone")
+        join_and_check(ctx, first)
+
+
+@case("join/alltoall_and_reducescatter_raise", min_size=2)
+def _(ctx):
+    """alltoall and reducescatter cannot run while a rank has joined either
+    (as in Horovod): they raise on the others naming the joined rank."""
+    n, r = ctx.size, ctx.rank
+    first = n - 1
+    t = data(ctx, r, (2 * n, 3))
+    if r == first:
+        join_and_check(ctx, first)
+        return
+    for kind, call in (
+        ("alltoall", lambda: hvd.alltoall(t)),
+        ("reduce_scatter", lambda: hvd.reducescatter(t, op=hvd.Sum)),
+        ("reduce_scatter", lambda: hvd.grouped_reducescatter([t, t.double()], name="join.rs")),
+    ):
+        fragments = [f"{kind} cannot run while rank(s) [{first}] have joined"]
+        refused(ctx, call, f"{kind} after rank {first} joined", fragments)
+    join_and_check(ctx, first)
+
+
 @case("duplicate_name_raises_at_the_call", min_size=2)
 def _(ctx):
     """As Horovod's test_horovod_*_duplicate_name_error: a name enqueued twice before it
@@ -1427,6 +1595,89 @@ def _(ctx):
     raises(
         ValueError, lambda: hvd.allreduce(torch.ones(1), process_set=hvd.ProcessSet([0])), "an unregistered process set"
     )
+
+
+def _dims(shape) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def _shape_mismatches(ctx, ranks, process_set, stem):
+    """Ranks `ranks` (of the set) pass as many elements in different shapes to
+    each collective, named after `stem`: every one of them raises MismatchError
+    (a HorovodInternalError) naming the tensor and each rank's shape."""
+    k = len(ranks)
+
+    def swapped(a, b):
+        return lambda m: a if m % 2 == 0 else b
+
+    same, trailing = "disagree on the shape (", "shape after the first dimension"
+    calls = [
+        ("allreduce", swapped((2, 3), (3, 2)), same, lambda x, n: hvd.allreduce(x, name=n, process_set=process_set)),
+        (
+            "allreduce_async_",
+            swapped((2, 3), (3, 2)),
+            same,
+            lambda x, n: hvd.synchronize(hvd.allreduce_async_(x, name=n, process_set=process_set)),
+        ),
+        (
+            "broadcast",
+            swapped((2, 3), (3, 2)),
+            same,
+            lambda x, n: hvd.broadcast(x, root_rank=ranks[0], name=n, process_set=process_set),
+        ),
+        (
+            "reducescatter",
+            swapped((2 * k, 3), (3, 2 * k)),
+            same,
+            lambda x, n: hvd.reducescatter(x, op=hvd.Sum, name=n, process_set=process_set),
+        ),
+        (
+            "allgather",
+            swapped((2, 6), (2, 3, 2)),
+            trailing,
+            lambda x, n: hvd.allgather(x, name=n, process_set=process_set),
+        ),
+    ]
+    me = ranks.index(ctx.rank)
+    for what, shape_of, phrase, call in calls:
+        name = f"{stem}.{what}"
+        error = raises(
+            hvd.HorovodInternalError, lambda: call(torch.ones(shape_of(me)), name), f"{what} ({stem})", fragment=name
+        )
+        expect(error is None or isinstance(error, ringcc.MismatchError), f"{what} ({stem}): {error!r}")
+        for fragment in [phrase] + [f"rank {m}: {_dims(shape_of(i))}" for i, m in enumerate(ranks)]:
+            expect(error is None or fragment in str(error), f"{what} ({stem}): message lacks {fragment!r}: {error}")
+
+
+@case("errors/shapes-with-the-same-count")
+def _(ctx):
+    # As many elements on every rank, in different shapes: every rank raises,
+    # naming the tensor and the shapes; the job goes on.
+    if ctx.size > 1:
+        _shape_mismatches(ctx, list(range(ctx.size)), hvd.global_process_set, "shape.global")
+    same(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), float(ctx.size)), "the job goes on")
+
+
+@case("errors/shapes-with-the-same-count/process-set", min_size=3)
+def _(ctx):
+    members = [0, 1]
+    pair = hvd.add_process_set(members)
+    try:
+        if ctx.rank in members:
+            _shape_mismatches(ctx, members, pair, "shape.set")
+            # Unnamed: the tensor is named by its place in issue order and shape.
+            shape = (2, 3) if ctx.rank == 0 else (3, 2)
+            error = raises(
+                hvd.HorovodInternalError,
+                lambda: hvd.allreduce(torch.ones(shape), process_set=pair),
+                "an unnamed allreduce on the set",
+                fragment=f"shape {_dims(shape)}",
+            )
+            expect(error is None or "collective #" in str(error), f"unnamed: {error}")
+            same(hvd.allreduce(torch.ones(2), op=hvd.Sum, process_set=pair), torch.full((2,), 2.0), "the set goes on")
+    finally:
+        hvd.barrier()
+        hvd.remove_process_set(pair)
 
 
 class _Unpicklable:

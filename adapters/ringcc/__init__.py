@@ -250,9 +250,11 @@ def reduce_scatter_async(tensor, op=Sum, *, name=None, prescale_factor=1.0, post
 
 
 def join():
-    """Blocks until every rank has called join(); meanwhile this rank takes
-    part in the other ranks' named collectives with zeros (as Horovod's
-    hvd.join does for uneven data). Returns the last rank to join."""
+    """Blocks until every rank has called join(); meanwhile this rank adds
+    zeros to the other ranks' named allreduces, and their other named
+    collectives raise MismatchError naming the joined ranks (as Horovod's
+    hvd.join does for uneven data). Returns the last rank to join, the same
+    on every rank."""
     return _core.join()
 
 

@@ -259,6 +259,11 @@ void ShmCollectives::wait_for_peer(int peer, uint32_t phase, Deadline dl, const 
     return false;
   };
   if (arrived()) return;
+  struct Waiting {
+    std::atomic<int>& rank;
+    ~Waiting() { rank.store(-1, std::memory_order_relaxed); }
+  } waiting{waiting_for_};
+  waiting_for_.store(ranks_[static_cast<size_t>(peer)], std::memory_order_relaxed);
   const auto waiting_since = Clock::now();
   WaitPlan& plan = WaitPlan::current();
   auto done_waiting = [&](bool within_budget) {

@@ -9,6 +9,7 @@
 // reduced segments out: 2 phases per piece, no data crosses a socket.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,6 +55,10 @@ class ShmCollectives {
   // one waiting for a phase we never reach fails at once. Phases we reached
   // stay readable.
   void leave();
+
+  // The rank a collective is blocked on right now, -1 when none. Safe from
+  // any thread.
+  int waiting_for() const { return waiting_for_.load(std::memory_order_relaxed); }
 
   // Microseconds spent waiting for peers to arrive since the last call.
   double take_peer_wait_us() {
@@ -111,6 +116,7 @@ class ShmCollectives {
   uint32_t phase_ = 0;
   uint64_t piece_ = 0;
   double peer_wait_us_ = 0;  // see take_peer_wait_us()
+  std::atomic<int> waiting_for_{-1};  // see waiting_for()
   // The collective running moves more than small_bytes_ per rank: its
   // phases end with long copies, which a waiter catches by spinning even
   // when its thread has been preempted (wait_policy.h).

@@ -97,6 +97,10 @@ class Backend {
   // Microseconds this rank spent waiting for its peers to arrive since the
   // last call (0 where the backend cannot tell waiting from moving data).
   virtual double take_peer_wait_us() { return 0; }
+  // The rank a collective of this backend is blocked on right now, -1 when
+  // none (or where the backend cannot tell). Safe from any thread: for
+  // saying who is late when a wait outside the core runs out.
+  virtual int waiting_for() const { return -1; }
 };
 
 // A setting that every rank of a job must share (job_settings.h).

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/collective/dtype.h"
@@ -44,6 +45,16 @@ struct CollectiveScalars {
   int64_t out_count = -1;  // elements `out` holds; -1: allocate through `allocate`
   double prescale = 1.0;
   double postscale = 1.0;
+  // The caller's shape of the tensor: ndim dimensions at `shape`, kept
+  // alive by the caller until the collective completes. Ranks that all
+  // give one must agree on it (op_header.h); ndim -1: none given, the
+  // ranks compare element counts only.
+  const int64_t* shape = nullptr;
+  int32_t ndim = -1;
+  // How error messages name the tensor ("tensor 'grad.3'", "the 5th ringcc
+  // collective of jit(step)"), kept alive by the caller until the
+  // collective completes; empty: by its place in issue order.
+  std::string_view label;
   // kLocalError: the collective this rank could not start (local_error says why).
   CollectiveKind failed_kind = CollectiveKind::kBarrier;
   // Elements held by `out` once the collective ran.
@@ -106,6 +117,21 @@ inline void move_args(CollectiveArgs& dst, CollectiveArgs&& src) {
 // the next collective is in step on every rank.
 CollectiveArgs failed_call(CollectiveKind kind, std::string why);
 
+// The allreduce of list[order[first]] .. list[order[end - 1]] (tensors of a
+// grouped call, of one dtype and place) fused into one: their buffers as
+// its segments, the first one's reduction, scaling and place. Where each
+// of them has a shape, *shapes is set to a hash of them all, which the
+// fused call carries (ndim kFusedShapes): ranks whose tensors differ in
+// shape, if not in number of elements, then disagree. Sets the tensors'
+// result counts.
+CollectiveArgs fuse_allreduces(std::vector<CollectiveArgs>& list, const std::vector<size_t>& order, size_t first,
+                               size_t end, int64_t* shapes);
+
+// "[2, 3], [6]": the shapes of those tensors (their element counts where
+// they have none), for messages.
+std::string fused_shapes_text(const std::vector<CollectiveArgs>& list, const std::vector<size_t>& order, size_t first,
+                              size_t end);
+
 // Merges neighbouring segments of a fused allreduce whose inputs and
 // outputs each continue where the previous ones end (views of one buffer,
 // as frameworks' flat gradient buckets give). One run left over with real
@@ -124,9 +150,19 @@ inline OpHeader make_header(const CollectiveArgs& a) {
   h.out_count = a.out_count;
   h.failed_kind = static_cast<int32_t>(a.failed_kind);
   h.memory = static_cast<int32_t>(a.memory);
-  std::strncpy(h.reason, a.local_error.c_str(), sizeof(h.reason) - 1);
+  if (a.kind == CollectiveKind::kLocalError) {
+    std::strncpy(h.reason, a.local_error.c_str(), sizeof(h.reason) - 1);
+  } else if ((a.ndim >= 0 || a.ndim == kFusedShapes) && (a.shape || a.ndim == 0)) {
+    set_shape(h, a.shape, a.ndim);
+  }
   return h;
 }
+
+// `message`, an error of collective `a` (the position-th of its
+// communicator, from 1), naming the tensor: "allreduce (tensor 'grad.3',
+// shape [2, 3]): ranks disagree ...", or by its position and sizes where
+// it has no label and no shape.
+std::string naming_tensor(const std::string& message, const CollectiveScalars& a, uint64_t position);
 
 // Rows of axis 0 split over n ranks as evenly as possible, the lower ranks
 // taking one more: the rows rank r keeps in reduce_scatter.

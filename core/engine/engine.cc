@@ -43,9 +43,17 @@ Engine::Engine(std::shared_ptr<Communicator> comm, EngineOptions options)
       cache_(opt_.cache_capacity),
       negotiation_(size_),
       stalls_(opt_.stall_check_s, opt_.stall_shutdown_s) {
-  next_bit_hint_.assign(static_cast<size_t>(std::max(opt_.cache_capacity, 0)), -1);
-  idle_by_bit_.resize(static_cast<size_t>(std::max(opt_.cache_capacity, 0)));
-  busy_bits_.assign(static_cast<size_t>(std::max(opt_.cache_capacity, 0)), 0);
+  // Room for every bit the cache may hand out (identical on all ranks),
+  // none when it is off (capacity 0): the negotiation reads every rank's
+  // bits, an empty string each then.
+  const size_t bits = cache_.capacity();
+  next_bit_hint_.assign(bits, -1);
+  idle_by_bit_.resize(bits);
+  busy_bits_.assign(bits, 0);
+  my_bits_.assign((bits + 7) / 8, '\0');
+  local_by_bit_.resize(bits);
+  negotiation_.resize_bits(bits);
+  stalls_.resize_bits(bits);
   stats_ = EngineStats();
   if (!opt_.timeline_path.empty() && rank_ == 0) timeline_.start(opt_.timeline_path);
   thread_ = std::thread([this] { loop(); });
@@ -66,6 +74,11 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
   // storage, and the Work once its handle let go of it): steady-state
   // training allocates nothing here, and takes the lock once.
   const int64_t stamp = timeline_.active() ? Timeline::now_us() : 0;  // 0: not stamped
+  // The negotiation compares shapes by name (`shape` here); the collective
+  // runs without the caller's description, which may be gone by then.
+  args.shape = nullptr;
+  args.ndim = -1;
+  args.label = {};
   std::unique_lock<std::mutex> lock(mu_);
   if (!broken_.empty() || stopped_ || shutdown_requested_) {
     const bool broken = !broken_.empty();

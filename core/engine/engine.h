@@ -92,7 +92,10 @@ class Engine {
   // it fails on every rank with MismatchError naming this rank and why.
   std::shared_ptr<Work> enqueue(std::string_view name, CollectiveArgs&& args, const int64_t* shape, size_t ndim);
   // Queues this rank's join: it completes when every rank has joined; its
-  // result_count is the last rank to join.
+  // result_count is the last rank to join (the highest of those that
+  // joined in the same cycle), the same on every rank. Until then this
+  // rank adds zeros to the others' allreduces, and their other collectives
+  // fail with MismatchError (Negotiation::refused_by_join).
   std::shared_ptr<Work> join();
   // The caller of join() has its outcome (a result or an error): the next
   // join() starts a new one. Until then join() returns the same Work, so a
@@ -128,7 +131,6 @@ class Engine {
 
   // The steps of a cycle, in order.
   void cycle();
-  void size_bits();  // room for every bit the cache may hand out
   void take_incoming();
   // behind_failed_: an entry waits there; those whose turn came go to taken_.
   void put_behind_failed(std::unique_ptr<LocalEntry> entry);
@@ -149,6 +151,9 @@ class Engine {
   void watch_deadlock(bool any_ready, double now);
   void fail_deadlocked();
   void run_ready(std::vector<ReadyItem>& ready);
+  // Fails a ready tensor that cannot run (MismatchError, `why`) on the
+  // ranks that enqueued it, and forgets it on every rank.
+  void refuse(const ReadyItem& item, const std::string& why);
   void finish_join();
   void stop_if_shut_down(const std::vector<int>& shut_down);
 
@@ -156,8 +161,8 @@ class Engine {
   void execute_batch(const Batch& items, int64_t fusion_id);
   void run_single(const ReadyItem& item, const TensorMeta& meta, int64_t t_ready, const std::string& fusion_args);
   void run_fused(const Batch& items, const TensorMeta& meta, int64_t t_ready, const std::string& fusion_args);
-  // A joined rank's part in a collective it did not enqueue: zeros, and
-  // a result thrown away.
+  // A joined rank's part in an allreduce it did not enqueue: zeros, and a
+  // result thrown away.
   CollectiveArgs joined_args(const TensorMeta& meta);
   // ... and in a collective of device tensors, which it cannot stand in for:
   // a failed call.

@@ -38,22 +38,27 @@ void Engine::run_ready(std::vector<ReadyItem>& ready) {
   int64_t fusion_id = 0;
   while (i < ready.size()) {
     ReadyItem& head = ready[i];
-    if (head.entry) {
-      std::string why;
-      if (!negotiation_.agree(head.name, *head.entry, &why)) {
-        if (head.local) {
-          finish_local(*head.local, std::make_exception_ptr(Error(ErrorKind::kMismatch, why)));
-          drop_local(head.name);
-        }
-        negotiation_.table().erase(head.name);
-        ++i;
-        continue;
+    std::string why;
+    if (head.entry && !negotiation_.agree(head.name, *head.entry, &why)) {
+      if (head.local) {
+        finish_local(*head.local, std::make_exception_ptr(Error(ErrorKind::kMismatch, why)));
+        drop_local(head.name);
       }
+      negotiation_.table().erase(head.name);
+      ++i;
+      continue;
+    }
+    const TensorMeta& meta = *head.meta;
+    if (negotiation_.refused_by_join(name_of(head), meta, &why)) {
+      refuse(head, why);
+      ++i;
+      continue;
+    }
+    if (head.entry) {
       remember(head.name, *head.entry);
     } else {
       cache_.touch(static_cast<size_t>(head.bit));
     }
-    const TensorMeta& meta = *head.meta;
     // Fuse the following ready allreduces of the same kind.
     size_t j = i + 1;
     if (meta.kind == CollectiveKind::kAllreduce) {
@@ -84,6 +89,15 @@ void Engine::run_ready(std::vector<ReadyItem>& ready) {
     execute_batch(batch, ++fusion_id);
     i = j;
   }
+}
+
+// Out of line, as everything about failed calls: run_ready() runs per
+// tensor of every training step.
+__attribute__((noinline)) void Engine::refuse(const ReadyItem& item, const std::string& why) {
+  // Where this rank joined, it holds nothing of the tensor: the others'
+  // callers get the error, and every rank forgets the tensor alike.
+  if (item.local) finish_local(*item.local, std::make_exception_ptr(Error(ErrorKind::kMismatch, why)));
+  retire(item);
 }
 
 void Engine::remember(const std::string& name, const TableEntry& e) {
@@ -284,33 +298,21 @@ void Engine::run_single(const ReadyItem& item, const TensorMeta& meta, int64_t t
 }
 
 CollectiveArgs Engine::joined_args(const TensorMeta& meta) {
+  // Only an allreduce runs while a rank has joined (refused_by_join).
   const size_t es = dtype_size(meta.dtype);
   CollectiveArgs a;
   a.kind = meta.kind;
   a.dtype = meta.dtype;
   a.op = meta.op;
-  a.root = meta.root;
   a.prescale = meta.prescale;
   a.postscale = meta.postscale;
-  a.row_elems = std::max<int64_t>(1, meta.row_elems());
-  a.count = meta.kind == CollectiveKind::kAllgather || meta.kind == CollectiveKind::kAlltoall ? 0 : meta.elements();
-  const size_t bytes = static_cast<size_t>(std::max<int64_t>(meta.elements(), 0)) * es;
+  a.count = meta.elements();
+  a.out_count = a.count;
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(a.count, 0)) * es;
   if (zeros_.size() < bytes) zeros_.resize(bytes);
   std::memset(zeros_.data(), 0, bytes);
   a.in = zeros_.data();
   a.out = zeros_.data();
-  a.out_count = -1;
-  if (meta.kind == CollectiveKind::kAllreduce || meta.kind == CollectiveKind::kBroadcast) {
-    a.out_count = a.count;
-  } else if (meta.kind == CollectiveKind::kReduceScatter) {
-    a.out_count = block_rows(a.count / a.row_elems, size_, rank_) * a.row_elems;
-  }
-  a.send_counts.assign(static_cast<size_t>(size_), 0);
-  auto scratch = std::make_shared<std::vector<uint8_t>>();
-  a.allocate = [scratch, es](int64_t n) -> void* {
-    scratch->resize(static_cast<size_t>(std::max<int64_t>(n, 1)) * es);
-    return scratch->data();
-  };
   return a;
 }
 

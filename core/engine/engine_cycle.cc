@@ -121,7 +121,6 @@ std::string Engine::build_message() {
 
 void Engine::cycle() {
   const auto start = std::chrono::steady_clock::now();
-  size_bits();
   take_incoming();
   Exchange exchanged;
   exchange(build_message(), &exchanged);
@@ -152,17 +151,6 @@ void Engine::cycle() {
   // Last, so that the woken callers find this thread about to sleep rather
   // than competing with them for a core over its remaining bookkeeping.
   wake_finished();
-}
-
-void Engine::size_bits() {
-  // Room for every bit the cache may hand out (identical on all ranks).
-  const size_t cap = cache_.capacity();
-  if (my_bits_.size() == (cap + 7) / 8) return;
-  my_bits_.assign((cap + 7) / 8, '\0');
-  local_by_bit_.clear();
-  local_by_bit_.resize(cap);
-  negotiation_.resize_bits(cap);
-  stalls_.resize_bits(cap);
 }
 
 void Engine::exchange(const std::string& msg, Exchange* out) {

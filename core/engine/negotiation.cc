@@ -1,6 +1,7 @@
 #include "core/engine/negotiation.h"
 
 #include <algorithm>
+#include <sstream>
 
 #include "core/base/error.h"
 #include "core/base/wire.h"
@@ -31,6 +32,14 @@ void MessageBuilder::finish(uint8_t flags, const std::string& bits, const std::v
   out->append(announced_);
   put_u32(out, static_cast<uint32_t>(aborts.size()));
   for (const auto& name : aborts) put_string(out, name);
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < ranks.size(); ++i) os << (i ? ", " : "") << ranks[i];
+  os << "]";
+  return os.str();
 }
 
 Negotiation::Negotiation(int size) : size_(size), joined_(static_cast<size_t>(size), false) {}
@@ -196,6 +205,29 @@ bool Negotiation::agree(const std::string& name, const TableEntry& e, std::strin
   }
   *why = describe_disagreement(name, metas, ranks);
   return false;
+}
+
+bool Negotiation::refused_by_join(const std::string& name, const TensorMeta& meta, std::string* why) const {
+  // A joined rank has zeros to add to a sum, but no rows to gather, no
+  // block to scatter or exchange and, as a root, nothing to broadcast: it
+  // cannot take part in anything else without giving the others a result
+  // they did not ask for.
+  if (meta.kind == CollectiveKind::kAllreduce) return false;
+  std::vector<int> joined;
+  for (int r = 0; r < size_; ++r) {
+    if (joined_[static_cast<size_t>(r)]) joined.push_back(r);
+  }
+  if (joined.empty()) return false;
+  std::string what = collective_name(meta.kind);
+  if (meta.kind == CollectiveKind::kBroadcast) {
+    what += " from root " + std::to_string(meta.root);
+    if (meta.root >= 0 && meta.root < size_ && joined_[static_cast<size_t>(meta.root)]) {
+      what += " (root " + std::to_string(meta.root) + " has joined and has nothing to send)";
+    }
+  }
+  *why = "tensor '" + name + "': " + what + " cannot run while rank(s) " + rank_list(joined) +
+         " have joined (join()): until every rank has joined, only allreduce runs, the joined ranks adding zeros";
+  return true;
 }
 
 std::vector<int> Negotiation::missing_ranks(const TableEntry& e) const {

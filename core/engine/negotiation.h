@@ -85,6 +85,9 @@ struct CycleNews {
   bool deadlock_called = false;     // rank 0 set kFlagDeadlock
 };
 
+// "[0, 2]"
+std::string rank_list(const std::vector<int>& ranks);
+
 class Negotiation {
  public:
   explicit Negotiation(int size);
@@ -124,6 +127,11 @@ class Negotiation {
   // True when the ranks' descriptions of `e` agree (and none failed);
   // otherwise *why says how they differ, naming the tensor.
   bool agree(const std::string& name, const TableEntry& e, std::string* why) const;
+  // True when `meta` cannot run because some rank has joined: while a rank
+  // has joined, only allreduce runs (the joined ranks add zeros), as in
+  // Horovod; *why then says so, naming the tensor, the joined ranks and a
+  // broadcast's root among them.
+  bool refused_by_join(const std::string& name, const TensorMeta& meta, std::string* why) const;
   // The first description submitted for `e`.
   const TensorMeta& first_meta(const TableEntry& e) const;
   // Ranks that have neither submitted `e` (or set `bit`) nor joined.

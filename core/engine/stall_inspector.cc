@@ -5,14 +5,6 @@
 
 namespace ringcc {
 
-std::string rank_list(const std::vector<int>& ranks) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < ranks.size(); ++i) os << (i ? ", " : "") << ranks[i];
-  os << "]";
-  return os.str();
-}
-
 void StallInspector::resize_bits(size_t cache_capacity) {
   first_seen_.assign(cache_capacity, 0.0);
   last_warned_.assign(cache_capacity, 0.0);

@@ -55,7 +55,4 @@ class StallInspector {
   std::vector<std::string> aborts_;
 };
 
-// "[0, 2]"
-std::string rank_list(const std::vector<int>& ranks);
-
 }  // namespace ringcc

@@ -7,18 +7,6 @@
 
 namespace ringcc {
 
-namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
-  os << "]";
-  return os.str();
-}
-
-}  // namespace
-
 int64_t TensorMeta::elements() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -110,13 +98,18 @@ std::string describe_disagreement(const std::string& name, const std::vector<Ten
   if (differs(memory)) return head + "where the tensor lives (" + listing(memory) + ")";
   const CollectiveKind k = metas[0].kind;
   const bool ragged = k == CollectiveKind::kAllgather || k == CollectiveKind::kAlltoall;
-  auto shape = [&](const TensorMeta& m) {
-    if (!ragged) return shape_text(m.shape);
-    std::string text = "[*";
-    for (size_t i = 1; i < m.shape.size(); ++i) text += ", " + std::to_string(m.shape[i]);
-    return text + "]";
-  };
-  if (differs(shape)) return head + "the shape (" + listing(shape) + ")";
+  auto shape = [](const TensorMeta& m) { return shape_text(m.shape.data(), m.shape.size()); };
+  if (ragged) {
+    // The first dimension may differ (each rank brings its own rows).
+    auto rest = [](const TensorMeta& m) {
+      return m.shape.empty() ? m.shape : std::vector<int64_t>(m.shape.begin() + 1, m.shape.end());
+    };
+    if (differs([](const TensorMeta& m) { return m.shape.size(); }) || differs(rest)) {
+      return head + "the shape after the first dimension (" + listing(shape) + ")";
+    }
+  } else if (differs(shape)) {
+    return head + "the shape (" + listing(shape) + ")";
+  }
   if (k == CollectiveKind::kAllreduce || k == CollectiveKind::kReduceScatter) {
     auto op = [](const TensorMeta& m) { return std::string(reduce_op_name(m.op)); };
     if (differs(op)) return head + "the reduction (" + listing(op) + ")";

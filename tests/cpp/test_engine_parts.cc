@@ -382,6 +382,40 @@ void test_deadlock_description() {
 
 }  // namespace
 
+void test_join_refuses_all_but_allreduce() {
+  Negotiation n(3);
+  std::string why;
+  const auto allreduce = meta_of({4});
+  const auto gather = meta_of({2, 3}, DataType::kFloat32, CollectiveKind::kAllgather);
+  auto bcast = std::make_shared<TensorMeta>(*meta_of({5}, DataType::kInt32, CollectiveKind::kBroadcast));
+  // Nobody joined: everything runs.
+  EXPECT(!n.refused_by_join("g", *gather, &why) && why.empty());
+  EXPECT(!n.refused_by_join("b", *bcast, &why) && why.empty());
+  // Rank 0 joined: an allreduce runs (rank 0 adds zeros), nothing else.
+  n.set_joined({true, false, false});
+  EXPECT(!n.refused_by_join("a", *allreduce, &why) && why.empty());
+  EXPECT(n.refused_by_join("g", *gather, &why));
+  EXPECT(why.find("tensor 'g': allgather cannot run while rank(s) [0] have joined") == 0);
+  for (auto kind : {CollectiveKind::kAlltoall, CollectiveKind::kReduceScatter}) {
+    why.clear();
+    EXPECT(n.refused_by_join("k", *meta_of({3, 1}, DataType::kFloat32, kind), &why));
+    EXPECT(why.find(std::string(collective_name(kind)) + " cannot run") != std::string::npos);
+  }
+  // A broadcast names its root, and says when the root is one of them.
+  bcast->root = 1;
+  EXPECT(n.refused_by_join("b", *bcast, &why));
+  EXPECT(why.find("broadcast from root 1 cannot run while rank(s) [0] have joined") != std::string::npos);
+  EXPECT(why.find("has joined and has nothing to send") == std::string::npos);
+  bcast->root = 0;
+  n.set_joined({true, false, true});
+  EXPECT(n.refused_by_join("b", *bcast, &why));
+  EXPECT(why.find("broadcast from root 0 (root 0 has joined and has nothing to send) cannot run while rank(s) "
+                  "[0, 2] have joined") != std::string::npos);
+  n.clear_joined();
+  why.clear();
+  EXPECT(!n.refused_by_join("b", *bcast, &why) && why.empty());
+}
+
 int main() {
   struct Test {
     const char* name;
@@ -393,6 +427,7 @@ int main() {
       {"negotiation_table_and_readiness", test_negotiation_table_and_readiness},
       {"negotiation_disagreement_and_failure", test_negotiation_disagreement_and_failure},
       {"negotiation_cache_bits", test_negotiation_cache_bits},
+      {"join_refuses_all_but_allreduce", test_join_refuses_all_but_allreduce},
       {"stall_inspector_warns_then_aborts", test_stall_inspector_warns_then_aborts},
       {"stall_inspector_join", test_stall_inspector_join},
       {"deadlock_flags_and_state", test_deadlock_flags_and_state},

@@ -476,6 +476,17 @@ std::string header_blob(Rng& rng, int n, bool alltoall) {
     h.count = 16;
     h.row_elems = 4;
     h.out_count = kind == CollectiveKind::kAllgather ? 16 * n : -1;
+    // The shape: mostly [4, 4], or the same elements otherwise arranged,
+    // one longer than the header holds (a hash in its last slot), none, or
+    // the hash of a grouped call's fused tensors.
+    std::vector<int64_t> shape = {4, 4};
+    if (rng.chance(25)) shape = {4, 2, 2};
+    if (rng.chance(12)) shape.insert(shape.begin(), kShapeSlots + 2, 1);
+    if (!rng.chance(15)) set_shape(h, shape.data(), static_cast<int>(shape.size()));
+    if (kind == CollectiveKind::kAllreduce && rng.chance(10)) {  // tensors of a grouped call, fused
+      const int64_t shapes = shape_hash(shape.data(), static_cast<int>(shape.size()), 0);
+      set_shape(h, &shapes, kFusedShapes);
+    }
     if (rng.chance(10)) {
       h.kind = static_cast<int32_t>(CollectiveKind::kLocalError);
       h.failed_kind = static_cast<int32_t>(kind);
@@ -795,7 +806,17 @@ void check_known_inputs() {
   refused("alltoall counts whose total overflows",
           [&] { check_agreement(headers, {0, 1}, {INT64_MAX, INT64_MAX, 1, 1}, 0); });
   refused("missing alltoall counts", [&] { check_agreement(headers, {0, 1}, {}, 0); });
-  std::printf("%-15s %9d inputs, every one refused\n", "known_inputs", static_cast<int>(bad_shapes.size()) + 4);
+  for (auto& h : headers) {
+    h.kind = static_cast<int32_t>(CollectiveKind::kAllreduce);
+    const int64_t dims[] = {2, 2};
+    set_shape(h, dims, 2);
+  }
+  headers[1].shape[1] = -2;
+  refused("a negative dimension in a header", [&] { check_agreement(headers, {0, 1}, {}, 0); });
+  headers[1].shape[1] = 2;
+  headers[1].ndim = -7;
+  refused("a header's impossible number of dimensions", [&] { check_agreement(headers, {0, 1}, {}, 0); });
+  std::printf("%-15s %9d inputs, every one refused\n", "known_inputs", static_cast<int>(bad_shapes.size()) + 6);
 }
 
 // ---- the watchdog ------------------------------------------------------------

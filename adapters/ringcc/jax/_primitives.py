@@ -25,6 +25,8 @@ object), apart from jax.debug's.
 """
 
 import functools
+import inspect
+import weakref
 
 import jax
 import jax.numpy as jnp
@@ -132,6 +134,42 @@ def block_rows(rows, n, r):
 # ---------------------------------------------------------------- lowering
 
 
+# How errors name a collective (the handlers' `label` attribute): its place
+# among the ringcc collectives of the function being lowered, "the 5th
+# ringcc collective of jit(step)", counted per lowered module as the
+# lowering walks the computation in program order. A jitted function that
+# another calls several times is lowered once: its collectives have one
+# label for every call.
+_EAGER_NAME = "ringcc_eager_call"  # the function an eager call jits (_compiled)
+_lowered_counts = weakref.WeakKeyDictionary()  # MLIR module -> ringcc collectives lowered into it
+
+
+def _ordinal(k):
+    if 10 <= k % 100 <= 20:
+        return f"{k}th"
+    return f"{k}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th') }"
+
+
+def _function_name(module):
+    """jit(step) for the module JAX names jit_step."""
+    attr = module.operation.attributes["sym_name"]
+    name = getattr(attr, "value", None) or str(attr).strip('"')
+    return f"jit({name[4:]})" if name.startswith("jit_") else name
+
+
+def _label(ctx):
+    try:
+        module = ctx.module_context.module
+        function = _function_name(module)
+        if function == f"jit({_EAGER_NAME})":
+            return "an eager ringcc.jax call"
+        count = _lowered_counts.get(module, 0) + 1
+        _lowered_counts[module] = count
+    except Exception:  # noqa: BLE001 - a label is worth no failed lowering
+        return "a ringcc.jax collective"
+    return f"the {_ordinal(count)} ringcc collective of {function}"
+
+
 def _lower(target, *, alias=False):
     """Lowering to the FFI target: (x..., token) -> (y..., token)."""
     rule_plain = jax.ffi.ffi_lowering(target, has_side_effect=True)
@@ -139,6 +177,7 @@ def _lower(target, *, alias=False):
 
     def lowering(ctx, *operands, **attrs):
         aliased = attrs.pop("alias", False)
+        attrs["label"] = _label(ctx)
         token = ctx.tokens_in.get(effect)
         sub = ctx.replace(avals_in=(*ctx.avals_in, _ABSTRACT_TOKEN), avals_out=(*ctx.avals_out, _ABSTRACT_TOKEN))
         rule = rule_alias if (alias and aliased) else rule_plain
@@ -163,7 +202,17 @@ def _unsupported_platform(name):
 def _compiled(p, params):
     """The primitive with these params as a jitted function (what eager calls run)."""
     kwargs = dict(params)
-    return jax.jit(lambda *args: p.bind(*args, **kwargs))
+
+    def call(*args):
+        return p.bind(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = _EAGER_NAME  # its collective's label says "eager"
+    return jax.jit(call)
+
+
+# Lowered for every use: JAX otherwise lowers equal uses of a primitive
+# once and calls that (its lowering cache), which would give them one label.
+_PER_USE = {"cacheable": False} if "cacheable" in inspect.signature(_mlir.register_lowering).parameters else {}
 
 
 def _primitive(name, abstract_eval, lowering_attrs, alias=False, multiple_results=False):
@@ -177,9 +226,9 @@ def _primitive(name, abstract_eval, lowering_attrs, alias=False, multiple_result
         return lower(ctx, *operands, **lowering_attrs(params))
 
     # The same custom call on CPU and CUDA: each platform has its handler.
-    _mlir.register_lowering(p, lowering, platform="cpu")
+    _mlir.register_lowering(p, lowering, platform="cpu", **_PER_USE)
     if f"ringcc_{name}" in CUDA_TARGETS:
-        _mlir.register_lowering(p, lowering, platform="cuda")
+        _mlir.register_lowering(p, lowering, platform="cuda", **_PER_USE)
     for platform in ("rocm", "tpu") if f"ringcc_{name}" in CUDA_TARGETS else ("cuda", "rocm", "tpu"):
         _mlir.register_lowering(p, _unsupported_platform(name), platform=platform)
     return p

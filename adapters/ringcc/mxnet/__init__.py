@@ -29,6 +29,8 @@ except ImportError as _e:  # pragma: no cover - depends on the environment
         "ringcc's other APIs work without it."
     ) from _e
 
+import ringcc as _ringcc  # noqa: E402
+
 if (
     not hasattr(_mx, "kvstore")
     or not hasattr(_mx.kvstore, "KVStoreBase")
@@ -47,18 +49,35 @@ from ringcc import (  # noqa: E402,F401  (re-exported, as horovod.mxnet has them
     Sum,
     cross_rank,
     cross_size,
-    init,
-    is_initialized,
     local_rank,
     local_size,
     rank,
-    shutdown,
     size,
 )
 from ringcc.mxnet._engine import check_errors, wait_all  # noqa: E402,F401
+from ringcc.mxnet.basics import (  # noqa: E402,F401
+    ccl_built,
+    cuda_built,
+    ddl_built,
+    gloo_built,
+    gloo_enabled,
+    init,
+    is_initialized,
+    mpi_built,
+    mpi_enabled,
+    mpi_threads_supported,
+    nccl_built,
+    rocm_built,
+    shutdown,
+    start_timeline,
+    stop_timeline,
+)
+from ringcc.mxnet.compression import Compression, Compressor, FP16Compressor, NoneCompressor  # noqa: E402,F401
+from ringcc.mxnet.errors import mxnet_class as _mxnet_class  # noqa: E402
+from ringcc.mxnet.functions import allgather_object, broadcast_object  # noqa: E402,F401
 from ringcc.mxnet.kvstore import Ring, RingKVStore  # noqa: E402,F401
 from ringcc.mxnet.ops import (  # noqa: E402,F401
-    allgather,
+    Adasum,
     allreduce,
     allreduce_,
     broadcast,
@@ -66,13 +85,38 @@ from ringcc.mxnet.ops import (  # noqa: E402,F401
     grouped_allreduce,
     grouped_allreduce_,
 )
+from ringcc.mxnet.scatter_gather import (  # noqa: E402,F401
+    allgather,
+    alltoall,
+    grouped_allgather,
+    grouped_reducescatter,
+    reducescatter,
+)
 from ringcc.mxnet.training import (  # noqa: E402,F401
     DistributedOptimizer,
     DistributedTrainer,
     broadcast_parameters,
 )
+from ringcc.process_sets import (  # noqa: E402,F401
+    ProcessSet,
+    add_process_set,
+    global_process_set,
+    remove_process_set,
+)
+
+# The ringcc errors as ringcc.mxnet raises them: each class derives from the
+# ringcc class of the same name and mxnet.base.MXNetError (errors.py).
+RingccError = _mxnet_class(_ringcc.RingccError)
+InvalidArgumentError = _mxnet_class(_ringcc.InvalidArgumentError)
+UnsupportedTypeError = _mxnet_class(_ringcc.UnsupportedTypeError)
+MismatchError = _mxnet_class(_ringcc.MismatchError)
+PeerFailureError = _mxnet_class(_ringcc.PeerFailureError)
+TimeoutError = _mxnet_class(_ringcc.TimeoutError)  # noqa: A001 - ringcc's name (not in __all__)
+InternalError = _mxnet_class(_ringcc.InternalError)
+NotInitializedError = _mxnet_class(_ringcc.NotInitializedError)
 
 __all__ = [
+    # lifetime and topology
     "init",
     "shutdown",
     "is_initialized",
@@ -82,23 +126,64 @@ __all__ = [
     "local_size",
     "cross_rank",
     "cross_size",
+    # build queries
+    "mpi_built",
+    "mpi_enabled",
+    "mpi_threads_supported",
+    "gloo_built",
+    "gloo_enabled",
+    "nccl_built",
+    "ddl_built",
+    "ccl_built",
+    "cuda_built",
+    "rocm_built",
+    # reductions and compression
     "Sum",
     "Average",
     "Min",
     "Max",
     "Product",
+    "Adasum",
+    "Compression",
+    "Compressor",
+    "NoneCompressor",
+    "FP16Compressor",
+    # collectives
     "allreduce",
     "allreduce_",
     "grouped_allreduce",
     "grouped_allreduce_",
     "allgather",
+    "grouped_allgather",
     "broadcast",
     "broadcast_",
+    "alltoall",
+    "reducescatter",
+    "grouped_reducescatter",
+    "broadcast_object",
+    "allgather_object",
+    # process sets
+    "ProcessSet",
+    "global_process_set",
+    "add_process_set",
+    "remove_process_set",
+    # training
     "DistributedOptimizer",
     "DistributedTrainer",
     "broadcast_parameters",
+    # the kvstore
     "RingKVStore",
     "Ring",
+    # timeline and errors
+    "start_timeline",
+    "stop_timeline",
     "wait_all",
     "check_errors",
+    "RingccError",
+    "InvalidArgumentError",
+    "UnsupportedTypeError",
+    "MismatchError",
+    "PeerFailureError",
+    "InternalError",
+    "NotInitializedError",
 ]

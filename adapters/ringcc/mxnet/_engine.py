@@ -17,9 +17,20 @@ for them and then tells MXNet that the operation has finished, which releases
 the operations waiting on its outputs. The Python thread that pushed never
 blocks.
 
-A collective that fails does so asynchronously: its error is kept and raised
-by the next ringcc.mxnet call on this process (or by check_errors()), and it
-is logged (logger "ringcc.mxnet", stderr) when it happens.
+A collective that fails does so asynchronously: the operation completes in
+MXNet's engine with the error (a C++ dmlc::Error, as MXNet's own operators
+fail), which MXNet keeps on the operation's outputs and raises, as the MXNet
+class of the ringcc error (errors.py), at the first wait on one of them
+(wait_to_read(), asnumpy(), a later operation's result, mx.nd.waitall());
+operations that read a failed output fail with the same error. Nothing is
+kept for later calls: the error belongs to that operation's outputs only.
+It is also logged (logger "ringcc.mxnet", stderr) when it happens.
+
+start_now() runs the collectives of process sets other than the global one:
+those run on the set's own communicator in the order each rank issues them,
+so they start on the caller's thread, in program order, once their arrays
+are ready; an engine operation on the arrays then completes when they have
+finished (with their error, as above).
 
 RINGCC_MXNET_ASYNC=0 runs every collective synchronously instead: the caller
 waits for the arrays (wait_to_read / wait_to_write), runs the collective and
@@ -38,13 +49,13 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Sequence
-from typing import List, Optional
 
 import mxnet as mx
 import numpy as np
 from mxnet.base import check_call
 
 import ringcc
+from ringcc.mxnet import errors
 
 _log = logging.getLogger("ringcc.mxnet")
 
@@ -96,7 +107,34 @@ _WAIT_TO_WRITE = _LIB.MXNDArrayWaitToWrite
 _WAIT_TO_WRITE.argtypes = [ctypes.c_void_p]
 
 _CPU = _Context(1, 0)
+
 _CPU_TYPES = ("cpu", "cpu_pinned", "cpu_shared")
+
+
+def _runtime_error_functions():
+    """libstdc++'s std::runtime_error constructor (from a C string) and
+    destructor, or None when they cannot be found.
+
+    An operation completes with an error by passing MXNet's engine a
+    `const dmlc::Error*`; the engine copies it (std::make_exception_ptr) as a
+    dmlc::Error, which adds nothing to std::runtime_error: the copy reads only
+    the message. A std::runtime_error made by libstdc++ itself (MXNet's
+    wheels link the same libstdc++.so.6) is therefore what it needs."""
+    try:
+        std = ctypes.CDLL("libstdc++.so.6")
+        construct = std._ZNSt13runtime_errorC1EPKc
+        destroy = std._ZNSt13runtime_errorD1Ev
+    except (OSError, AttributeError):  # pragma: no cover - another C++ library
+        return None
+    construct.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    construct.restype = None
+    destroy.argtypes = [ctypes.c_void_p]
+    destroy.restype = None
+    return construct, destroy
+
+
+_RUNTIME_ERROR = _runtime_error_functions()
+_RUNTIME_ERROR_BYTES = 64  # sizeof(std::runtime_error) is 16 on 64-bit Linux
 
 # ---------------------------------------------------------------------------
 # dtypes
@@ -165,29 +203,37 @@ def on_host(array) -> bool:
 # ---------------------------------------------------------------------------
 # Asynchronous errors
 
+# Errors that could not travel with their operation through MXNet's engine
+# (no C++ runtime to make a dmlc::Error, or an internal error of an
+# operation): check_errors() raises them.
 _errors: list[BaseException] = []
 _errors_lock = threading.Lock()
 
 
 def _record(op: _Op, error: BaseException) -> None:
-    try:
-        error.add_note(f"(raised asynchronously by the ringcc.mxnet operation {op.label!r})")
-    except AttributeError:  # Python < 3.11
-        pass
+    """Keeps the first error of an operation: it completes with it."""
+    if op.error is None:
+        op.error = error
+    _log.warning("ringcc.mxnet: the operation %r failed: %s: %s", op.label, type(error).__name__, error)
+
+
+def _keep_undelivered(error: BaseException) -> None:
     with _errors_lock:
         _errors.append(error)
-    _log.error("ringcc.mxnet: the operation %r failed: %s: %s", op.label, type(error).__name__, error)
 
 
 def check_errors() -> None:
     """Raises the first error of an asynchronous ringcc.mxnet operation that
-    failed since the last check (and forgets the others)."""
+    MXNet's engine could not carry to the operation's outputs (and forgets
+    the others). Errors that it carries (all of them where MXNet runs on
+    libstdc++, as its wheels do) are raised at the first wait on a result of
+    the failed operation instead."""
     with _errors_lock:
         if not _errors:
             return
         first = _errors[0]
         _errors.clear()
-    raise first
+    raise errors.as_mxnet_error(first)
 
 
 # ---------------------------------------------------------------------------
@@ -201,15 +247,16 @@ class _Op:
     of `arrays` (same order) and appends to `handles` the ringcc handles to
     wait for (those appended before an error are still waited for)."""
 
-    __slots__ = ("label", "arrays", "start", "done", "handles")
+    __slots__ = ("label", "arrays", "start", "done", "handles", "error")
     # done: (callback, engine, param) of the engine's CallbackOnComplete until fired
 
-    def __init__(self, label: str, arrays: Sequence, start: Callable[[list[np.ndarray], list], None]):
+    def __init__(self, label: str, arrays: Sequence, start: Callable[[list[np.ndarray], list], None] | None):
         self.label = label
         self.arrays = list(arrays)  # keeps the NDArrays alive until the operation completes
-        self.start = start
+        self.start = start  # None: the collectives started already (start_now), in handles
         self.done = None  # (callback, engine, param) of the engine's CallbackOnComplete
         self.handles: list = []
+        self.error: BaseException | None = None  # the first error: the operation completes with it
 
 
 _ops = {}  # id -> _Op, while MXNet holds the operation
@@ -218,13 +265,28 @@ _ops_lock = threading.Lock()
 
 
 def _fire(op: _Op) -> None:
-    """Tells MXNet's engine that the operation has completed (once)."""
+    """Tells MXNet's engine that the operation has completed (once), with
+    its error if it failed."""
     if op.done is None:
         return
     callback, engine, param = op.done
     op.done = None
     op.arrays = []
-    _COMPLETE_FUNC(callback)(engine, param, None)
+    if op.error is None:
+        _COMPLETE_FUNC(callback)(engine, param, None)
+        return
+    if _RUNTIME_ERROR is None:  # pragma: no cover - MXNet on another C++ runtime
+        _keep_undelivered(op.error)
+        _COMPLETE_FUNC(callback)(engine, param, None)
+        return
+    construct, destroy = _RUNTIME_ERROR
+    error = ctypes.create_string_buffer(_RUNTIME_ERROR_BYTES)
+    construct(error, errors.engine_message(op.error).encode("utf-8", "replace"))
+    try:
+        # The engine copies the error before this returns.
+        _COMPLETE_FUNC(callback)(engine, param, ctypes.addressof(error))
+    finally:
+        destroy(error)
 
 
 @_ASYNC_FUNC
@@ -236,19 +298,23 @@ def _run(_rctx, on_complete, param):  # called by an MXNet engine thread
         with _ops_lock:
             op = _ops.pop(param)
         op.done = done
-        try:
-            op.start([host_view(a) for a in op.arrays], op.handles)
-        except BaseException as error:  # noqa: BLE001 - reported, and the operation must complete
-            _record(op, error)
+        if op.start is not None:
+            try:
+                op.start([host_view(a) for a in op.arrays], op.handles)
+            except BaseException as error:  # noqa: BLE001 - reported, and the operation must complete
+                _record(op, error)
         if _inline_engine():
             _wait_all(op)
+            error, op.error = op.error, None
             _fire(op)
+            op.error = error  # raised by _push_op, at the call
         elif not op.handles:
             _fire(op)
         else:
             _completer.submit(op)
     except BaseException as error:  # noqa: BLE001 - never leave MXNet waiting
         _log.error("ringcc.mxnet: internal error in an engine operation: %s: %s", type(error).__name__, error)
+        _keep_undelivered(error)
         if op is None or op.done is not None:
             if op is not None:
                 op.done = None
@@ -362,6 +428,33 @@ def _dedupe(arrays) -> list:
     return out
 
 
+def _vars(const: Sequence, mutable: Sequence) -> tuple[list, list]:
+    """The arrays an operation reads and writes, each once (written wins)."""
+    mutable = _dedupe(mutable)
+    writes = {a.handle.value for a in mutable}
+    return [a for a in _dedupe(const) if a.handle.value not in writes], mutable
+
+
+def wait_ready(const: Sequence, mutable: Sequence) -> None:
+    """Blocks until `const` can be read and `mutable` written; raises the
+    error an earlier operation left on one of them."""
+    for a in const:
+        check_call(_WAIT_TO_READ(a.handle))
+    for a in mutable:
+        check_call(_WAIT_TO_WRITE(a.handle))
+
+
+def _finish_now(handles: list, first: BaseException | None) -> None:
+    """Waits for started collectives; raises the first error (`first` first)."""
+    for handle in handles:
+        try:
+            handle.wait()
+        except BaseException as error:  # noqa: BLE001
+            first = first or error
+    if first is not None:
+        raise errors.as_mxnet_error(first)
+
+
 def push(
     label: str,
     const: Sequence,
@@ -373,31 +466,48 @@ def push(
     """Runs start(views of `arrays`, handles) once `const` are ready to read and
     `mutable` to write (every array in `arrays` must be in one of them;
     all on the host). Returns at once; later MXNet operations on `mutable`
-    wait for the collectives that start() began."""
-    check_errors()
-    mutable = _dedupe(mutable)
-    writes = {a.handle.value for a in mutable}
-    const = [a for a in _dedupe(const) if a.handle.value not in writes]
-    op = _Op(label, arrays, start)
+    wait for the collectives that start() began, and the first wait on one
+    of them raises their error."""
+    const, mutable = _vars(const, mutable)
     if synchronous():
-        for a in const:
-            check_call(_WAIT_TO_READ(a.handle))
-        for a in mutable:
-            check_call(_WAIT_TO_WRITE(a.handle))
+        wait_ready(const, mutable)
         handles: list = []
         first = None
         try:
             start([host_view(a) for a in arrays], handles)
         except BaseException as error:  # noqa: BLE001 - raised once the started ones finish
             first = error
-        for handle in handles:
-            try:
-                handle.wait()
-            except BaseException as error:  # noqa: BLE001
-                first = first or error
-        if first is not None:
-            raise first
+        _finish_now(handles, first)
         return
+    _push_op(_Op(label, arrays, start), const, mutable, priority)
+
+
+def start_now(
+    label: str,
+    const: Sequence,
+    mutable: Sequence,
+    arrays: Sequence,
+    start: Callable[[list[np.ndarray], list], None],
+    priority: int = 0,
+) -> None:
+    """Runs start(views of `arrays`, handles) on this thread at once
+    (collectives that must start in program order) and returns; later MXNet
+    operations on `mutable` wait for those collectives, and the first wait
+    on one of them raises their error. The caller has waited for the
+    arrays (wait_ready()) first."""
+    const, mutable = _vars(const, mutable)
+    op = _Op(label, arrays, None)
+    try:
+        start([host_view(a) for a in arrays], op.handles)
+    except BaseException as error:  # noqa: BLE001 - raised once the started ones finish
+        _finish_now(op.handles, error)
+    if synchronous():
+        _finish_now(op.handles, None)
+        return
+    _push_op(op, const, mutable, priority)
+
+
+def _push_op(op: _Op, const: list, mutable: list, priority: int) -> None:
     c_const = (ctypes.c_void_p * max(len(const), 1))(*[a.handle.value for a in const])
     c_mut = (ctypes.c_void_p * max(len(mutable), 1))(*[a.handle.value for a in mutable])
     op_id = next(_ids)
@@ -416,7 +526,7 @@ def push(
                 len(mutable),
                 None,
                 int(priority),
-                ("ringcc:" + label).encode(),
+                ("ringcc:" + op.label).encode(),
                 False,
             )
         )
@@ -424,11 +534,17 @@ def push(
         with _ops_lock:
             _ops.pop(op_id, None)
         raise
+    if _inline_engine() and op.error is not None:
+        # NaiveEngine ran the operation inside the push and drops the error
+        # an operation completes with: raise it here, at the call.
+        error, op.error = op.error, None
+        raise errors.as_mxnet_error(error)
 
 
 def wait_all() -> None:
-    """Waits for every pending MXNet operation (ours included), then raises
-    the first asynchronous ringcc.mxnet error, if any."""
+    """Waits for every pending MXNet operation (ours included):
+    `mx.nd.waitall()`, which raises the first error of an operation that no
+    wait raised yet (a ringcc error as its MXNet class); then check_errors()."""
     mx.nd.waitall()
     check_errors()
 

@@ -18,6 +18,7 @@ from mxnet.kvstore import KVStoreBase
 
 import ringcc
 from ringcc.mxnet import _engine, ops
+from ringcc.mxnet.errors import mxnet_errors
 
 __all__ = ["RingKVStore", "Ring"]
 
@@ -67,6 +68,7 @@ class RingKVStore(KVStoreBase):
 
     # -- what Trainer calls ---------------------------------------------------
 
+    @mxnet_errors
     def broadcast(self, key, value, out, priority=0):
         """Writes rank 0's `value` into every array of `out` (on every rank)."""
         _check_key(key)
@@ -100,6 +102,7 @@ class RingKVStore(KVStoreBase):
             if o is not first:
                 first.copyto(o)
 
+    @mxnet_errors
     def pushpull(self, key, value, out=None, priority=0):
         """Sums `value` over the local devices and all ranks into `out` (into
         `value` when out is None). `key` may be a list of keys, with a list of

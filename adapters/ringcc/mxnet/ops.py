@@ -1,49 +1,116 @@
-"""Horovod-style collectives on MXNet NDArrays (ringcc.mxnet.allreduce, ...).
+"""Horovod-style reductions and broadcasts on MXNet NDArrays
+(ringcc.mxnet.allreduce, grouped_allreduce, broadcast and their in-place
+forms), and the pieces every collective of ringcc.mxnet shares.
 
-allreduce, grouped_allreduce and broadcast (and their in-place forms) are
-asynchronous like every MXNet operation: they return at once and run inside
-MXNet's engine once their inputs are ready; reading the result
-(asnumpy(), wait_to_read(), a later operation) waits for them.
-allgather blocks until the result is known (its shape depends on the other
-ranks). Every rank must make the same calls: collectives are matched across
-ranks by name (`name=`, or a name from a per-process counter of unnamed calls).
+They are asynchronous like every MXNet operation: they return at once and
+run inside MXNet's engine once their inputs are ready; reading the result
+(asnumpy(), wait_to_read(), a later operation) waits for them and raises
+their error. Every rank must make the same calls: on the global process set
+collectives are matched across ranks by name (`name=`, or a name from a
+per-process counter of unnamed calls); on another process set they start
+in the order each rank makes them (see _engine.start_now).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Sequence
-from typing import List, Optional
 
 import mxnet as mx
 
 import ringcc
 from ringcc.mxnet import _engine
+from ringcc.mxnet.errors import mxnet_errors
+from ringcc.process_sets import ProcessSet, global_process_set
 
-__all__ = ["allreduce", "allreduce_", "grouped_allreduce", "grouped_allreduce_", "allgather", "broadcast", "broadcast_"]
+__all__ = ["Adasum", "allreduce", "allreduce_", "grouped_allreduce", "grouped_allreduce_", "broadcast", "broadcast_"]
 
 _unnamed = itertools.count()
 
+# Horovod's Adasum is not implemented by ringcc: the name exists so that
+# scripts which mention it import, and using it raises NotImplementedError.
+Adasum = 5
 
-def _name(name: str | None, kind: str) -> str:
+
+def collective_name(name: str | None, kind: str) -> str:
+    """The engine's name of a call on the global set: `mx.<kind>.<name>`,
+    or a generated one for an unnamed call."""
     if name is None:
         return f"mx.{kind}.noname.{next(_unnamed)}"
     if not isinstance(name, str) or not name:
         raise ringcc.InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
-    return name
+    return f"mx.{kind}.{name}"
 
 
-def fail(kind: str, error: BaseException, names) -> None:
-    """Fails the named collectives `names` on every rank, for an error this
-    rank found in their arguments before queueing them: ringcc's engine
-    fails each name on the ranks that enqueue it, with MismatchError naming
-    this rank and why (docs/api.md, "Errors"), so that none waits for it."""
+def is_global(process_set) -> bool:
+    return (
+        process_set is None
+        or process_set is global_process_set
+        or (isinstance(process_set, ProcessSet) and process_set.process_set_id == 0)
+    )
+
+
+def set_communicator(process_set):
+    """The core communicator of a process set other than the global one
+    (raises ValueError when it is not one, not registered, or this rank is
+    not in it)."""
+    if not isinstance(process_set, ProcessSet):
+        raise ringcc.InvalidArgumentError(f"process_set must be a ProcessSet, got {type(process_set).__name__}")
+    return process_set._communicator()
+
+
+def set_rank(process_set, global_rank, what: str) -> int:
+    """The position in `process_set` of a global rank (a root)."""
+    if is_global(process_set):
+        size = ringcc.size()
+        if isinstance(global_rank, bool) or not isinstance(global_rank, int) or not 0 <= global_rank < size:
+            raise ringcc.InvalidArgumentError(f"{what}: root rank {global_rank!r} is out of range for {size} ranks")
+        return global_rank
+    if isinstance(global_rank, bool) or not isinstance(global_rank, int) or global_rank not in process_set.ranks:
+        raise ringcc.InvalidArgumentError(f"{what}: root rank {global_rank!r} is not in {process_set}")
+    return process_set.ranks.index(global_rank)
+
+
+def fail(kind: str, error: BaseException, names, process_set=None, calls: int = 1) -> None:
+    """Takes part, as a failed participant, in the collectives `error`
+    stopped on this rank before they started, so that no other rank waits
+    for them: on the global set the engine fails each of `names` on every
+    rank with MismatchError naming this rank and why (docs/api.md,
+    "Errors"); on another set, the next `calls` collectives in issue order
+    fail the same way."""
     text = str(error) if isinstance(error, ringcc.RingccError) else f"{type(error).__name__}: {error}"
-    for name in names:
+    try:
+        if is_global(process_set):
+            for name in names:
+                ringcc._core._fail_call(kind, text, name)
+        else:
+            comm = getattr(process_set, "_comm", None)
+            for _ in range(calls if comm is not None else 0):
+                comm.report_error(text, kind)
+    except Exception:  # noqa: BLE001 - ringcc is not initialized: nobody to tell
+        pass
+
+
+def reduce_op(op) -> int:
+    """The core's code of a reduction (Sum, Average, Min, Max, Product or their names)."""
+    if isinstance(op, int) and not isinstance(op, bool) and op == Adasum:
+        raise NotImplementedError("ringcc does not implement Adasum; use Average or Sum")
+    return ringcc._op(op)
+
+
+def start_each(kind: str, names, process_set, starters, handles: list) -> None:
+    """Calls each of `starters` in turn, appending the handle it returns to
+    `handles`; when one raises, the collectives not started yet fail on
+    every rank too (fail()) and the error is raised (the started ones stay
+    in `handles`, to be waited for)."""
+    for i, start in enumerate(starters):
         try:
-            ringcc._core._fail_call(kind, text, name)
-        except Exception:  # noqa: BLE001 - ringcc is not initialized: nobody to tell
-            pass
+            handles.append(start())
+        except BaseException as error:
+            rest = len(starters) - i - 1
+            fail(kind, error, list(names)[i + 1 :], process_set, calls=rest)
+            raise
 
 
 def _reduce_op(average, op):
@@ -52,7 +119,7 @@ def _reduce_op(average, op):
         raise ringcc.InvalidArgumentError("give either op= or the deprecated average=, not both")
     if op is None:
         op = ringcc.Average if (average is None or average) else ringcc.Sum
-    return ringcc._op(op)
+    return reduce_op(op)
 
 
 def run(label: str, reads: Sequence, writes: Sequence, start, priority: int = 0) -> None:
@@ -60,6 +127,21 @@ def run(label: str, reads: Sequence, writes: Sequence, start, priority: int = 0)
     checked by _engine.check_array); start(views, handles) gets views in
     that order."""
     _engine.push(label, list(reads), list(writes), list(reads) + list(writes), start, priority)
+
+
+def run_on_set(
+    kind: str, label: str, process_set, reads: Sequence, writes: Sequence, start, priority: int = 0, calls: int = 1
+):
+    """run() for a process set other than the global one: waits for the
+    arrays (an error an earlier operation left on them fails this call's
+    `calls` collectives on the set's other ranks too), then starts the
+    set's collectives at once, in program order (_engine.start_now)."""
+    try:
+        _engine.wait_ready(list(reads), list(writes))
+    except BaseException as error:
+        fail(kind, error, [], process_set, calls=calls)
+        raise
+    _engine.start_now(label, list(reads), list(writes), list(reads) + list(writes), start, priority)
 
 
 def reduce_lists(
@@ -71,16 +153,19 @@ def reduce_lists(
     postscale_factor: float = 1.0,
     priority: int = 0,
     extra_writes=(),
+    process_set=global_process_set,
 ) -> None:
     """Allreduces several values in one engine operation (fused by ringcc).
 
     entries: (name, values, outs): the values (NDArrays, one per local
-    device) are summed locally, reduced over the ranks, and the result is
-    written to every array of outs (None: back into the values).
-    extra_writes: more NDArrays the operation holds for writing (engine
-    variables that order it after earlier operations on them)."""
+    device) are summed locally, reduced over the ranks of `process_set`, and
+    the result is written to every array of outs (None: back into the
+    values). extra_writes: more NDArrays the operation holds for writing
+    (engine variables that order it after earlier operations on them)."""
+    glob = is_global(process_set)
     reads, writes, plan, copies = [], [], [], []
     try:
+        comm = None if glob else set_communicator(process_set)
         for name, values, outs in entries:
             if not values:
                 raise ringcc.InvalidArgumentError(f"{name}: no value to reduce")
@@ -92,7 +177,7 @@ def reduce_lists(
                 if tuple(t.shape) != tuple(values[0].shape):
                     raise ringcc.InvalidArgumentError(f"{name}: out has shape {t.shape}, the value {values[0].shape}")
     except Exception as error:
-        fail("allreduce", error, [name for name, _, _ in entries])
+        fail("allreduce", error, [name for name, _, _ in entries], process_set, calls=len(entries))
         raise
     for name, values, outs in entries:
         targets = list(values) if outs is None else list(outs)
@@ -114,32 +199,29 @@ def reduce_lists(
             reads.append(source)
         copies.extend((first, t) for t in rest if t is not first)
     nreads = len(reads)
+    scale = {"prescale_factor": prescale_factor, "postscale_factor": postscale_factor}
+    names = [name for name, _, _ in plan]
+
+    def start_one(views, name, w, r):
+        """The collective of one entry: in place (r is None) or from views[r]."""
+        out = views[nreads + w]
+        if comm is not None:
+            source = out if r is None else views[r]
+            return comm.allreduce(
+                source, None if r is None else out, op, prescale_factor, postscale_factor, r is None, True
+            )
+        if r is None:
+            return ringcc.allreduce_async_(out, op, name=name, **scale)
+        return ringcc.allreduce_async(views[r], op, name=name, out=out, **scale)
 
     def start(views, handles):
-        for name, w, r in plan:
-            if r is None:
-                handles.append(
-                    ringcc.allreduce_async_(
-                        views[nreads + w],
-                        op,
-                        name=name,
-                        prescale_factor=prescale_factor,
-                        postscale_factor=postscale_factor,
-                    )
-                )
-            else:
-                handles.append(
-                    ringcc.allreduce_async(
-                        views[r],
-                        op,
-                        name=name,
-                        prescale_factor=prescale_factor,
-                        postscale_factor=postscale_factor,
-                        out=views[nreads + w],
-                    )
-                )
+        starters = [functools.partial(start_one, views, *entry) for entry in plan]
+        start_each("allreduce", names, process_set, starters, handles)
 
-    run(label, reads, writes + list(extra_writes), start, priority)
+    if glob:
+        run(label, reads, writes + list(extra_writes), start, priority)
+    else:
+        run_on_set("allreduce", label, process_set, reads, writes + list(extra_writes), start, priority, len(plan))
     for source, target in copies:
         source.copyto(target)
 
@@ -148,54 +230,65 @@ def reduce_lists(
 # The Horovod-style functions
 
 
-def allreduce(tensor, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0, op=None):
-    """Returns a new NDArray: `tensor` reduced over all ranks (op: ringcc.Sum,
-    Average (the default, as in Horovod), Min, Max, Product or their names;
-    `average=False` is Horovod's older spelling of op=Sum)."""
-    n = _name(name, "allreduce")
+def _allreduce(tensor, average, name, priority, prescale_factor, postscale_factor, process_set, op, inplace):
+    glob = is_global(process_set)
+    n = collective_name(name, "allreduce") if glob else f"mx.allreduce.{name or 'set'}"
     try:
         _engine.check_array(tensor)
         rop = _reduce_op(average, op)
-        out = mx.nd.empty(tensor.shape, ctx=tensor.context, dtype=tensor.dtype)
+        out = tensor if inplace else mx.nd.empty(tensor.shape, ctx=tensor.context, dtype=tensor.dtype)
     except Exception as error:
-        fail("allreduce", error, [n])
+        fail("allreduce", error, [n], process_set)
         raise
-
-    def start(views, handles):
-        handles.append(
-            ringcc.allreduce_async(
-                views[0], rop, name=n, prescale_factor=prescale_factor, postscale_factor=postscale_factor, out=views[1]
-            )
-        )
-
-    run(n, [tensor], [out], start, priority)
+    reduce_lists(
+        n,
+        [(n, [tensor], None if inplace else [out])],
+        op=rop,
+        prescale_factor=prescale_factor,
+        postscale_factor=postscale_factor,
+        priority=priority,
+        process_set=process_set,
+    )
     return out
 
 
-def allreduce_(tensor, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0, op=None):
+@mxnet_errors
+def allreduce(
+    tensor,
+    average=None,
+    name=None,
+    priority=0,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=global_process_set,
+    op=None,
+):
+    """Returns a new NDArray: `tensor` reduced over the ranks of
+    `process_set` (op: Sum, Average (the default, as in Horovod), Min, Max,
+    Product or their names; `average=False` is Horovod's older spelling of
+    op=Sum)."""
+    return _allreduce(tensor, average, name, priority, prescale_factor, postscale_factor, process_set, op, False)
+
+
+@mxnet_errors
+def allreduce_(
+    tensor,
+    average=None,
+    name=None,
+    priority=0,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=global_process_set,
+    op=None,
+):
     """allreduce in place; returns `tensor`."""
-    n = _name(name, "allreduce")
-    try:
-        _engine.check_array(tensor)
-        rop = _reduce_op(average, op)
-    except Exception as error:
-        fail("allreduce", error, [n])
-        raise
-
-    def start(views, handles):
-        handles.append(
-            ringcc.allreduce_async_(
-                views[0], rop, name=n, prescale_factor=prescale_factor, postscale_factor=postscale_factor
-            )
-        )
-
-    run(n, [], [tensor], start, priority)
-    return tensor
+    return _allreduce(tensor, average, name, priority, prescale_factor, postscale_factor, process_set, op, True)
 
 
-def _grouped(tensors, average, name, priority, prescale_factor, postscale_factor, op, inplace):
-    base = _name(name, "grouped_allreduce")
+def _grouped(tensors, average, name, priority, prescale_factor, postscale_factor, process_set, op, inplace):
+    glob = is_global(process_set)
     tensors = list(tensors)
+    base = collective_name(name, "grouped_allreduce") if glob else f"mx.grouped_allreduce.{name or 'set'}"
     names = [f"{base}.{i}" for i in range(len(tensors))]
     try:
         for t in tensors:
@@ -203,8 +296,10 @@ def _grouped(tensors, average, name, priority, prescale_factor, postscale_factor
         rop = _reduce_op(average, op)
         outs = tensors if inplace else [mx.nd.empty(t.shape, ctx=t.context, dtype=t.dtype) for t in tensors]
     except Exception as error:
-        fail("allreduce", error, names)
+        fail("allreduce", error, names, process_set, calls=len(tensors))
         raise
+    if not tensors:
+        return outs
     reduce_lists(
         base,
         [(n, [t], None if inplace else [o]) for n, t, o in zip(names, tensors, outs)],
@@ -212,80 +307,78 @@ def _grouped(tensors, average, name, priority, prescale_factor, postscale_factor
         prescale_factor=prescale_factor,
         postscale_factor=postscale_factor,
         priority=priority,
+        process_set=process_set,
     )
     return outs
 
 
+@mxnet_errors
 def grouped_allreduce(
-    tensors, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0, op=None
+    tensors,
+    average=None,
+    name=None,
+    priority=0,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=global_process_set,
+    op=None,
 ) -> list:
     """allreduce of a list in one operation (ringcc fuses the tensors); returns new NDArrays."""
-    return _grouped(tensors, average, name, priority, prescale_factor, postscale_factor, op, False)
+    return _grouped(tensors, average, name, priority, prescale_factor, postscale_factor, process_set, op, False)
 
 
+@mxnet_errors
 def grouped_allreduce_(
-    tensors, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0, op=None
+    tensors,
+    average=None,
+    name=None,
+    priority=0,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=global_process_set,
+    op=None,
 ) -> list:
     """grouped_allreduce in place; returns the list."""
-    return _grouped(tensors, average, name, priority, prescale_factor, postscale_factor, op, True)
+    return _grouped(tensors, average, name, priority, prescale_factor, postscale_factor, process_set, op, True)
 
 
-def _check_root(root_rank):
-    # Checked here, before the collective is queued (a rank that finds it
-    # wrong fails the collective on every rank, see fail()).
-    size = ringcc.size()
-    if isinstance(root_rank, bool) or not isinstance(root_rank, int) or not 0 <= root_rank < size:
-        raise ringcc.InvalidArgumentError(f"broadcast: root rank {root_rank!r} is out of range for {size} ranks")
-    return root_rank
-
-
-def broadcast(tensor, root_rank=0, name=None, priority=0):
-    """Returns a new NDArray holding root_rank's `tensor`."""
-    n = _name(name, "broadcast")
+def _broadcast(tensor, root_rank, name, priority, process_set, inplace):
+    glob = is_global(process_set)
+    n = collective_name(name, "broadcast") if glob else f"mx.broadcast.{name or 'set'}"
     try:
         _engine.check_array(tensor)
-        _check_root(root_rank)
-        out = mx.nd.empty(tensor.shape, ctx=tensor.context, dtype=tensor.dtype)
+        comm = None if glob else set_communicator(process_set)
+        root = set_rank(process_set, root_rank, "broadcast")
+        out = tensor if inplace else mx.nd.empty(tensor.shape, ctx=tensor.context, dtype=tensor.dtype)
     except Exception as error:
-        fail("broadcast", error, [n])
+        fail("broadcast", error, [n], process_set)
         raise
+    reads, writes = ([], [tensor]) if inplace else ([tensor], [out])
 
     def start(views, handles):
-        handles.append(ringcc.broadcast_async(views[0], root_rank, name=n, out=views[1]))
+        if inplace:
+            handles.append(ringcc.broadcast_async_(views[0], root, name=n))
+        else:
+            handles.append(ringcc.broadcast_async(views[0], root, name=n, out=views[1]))
 
-    run(n, [tensor], [out], start, priority)
+    def start_on_set(views, handles):
+        handles.append(comm.broadcast(views[0], None if inplace else views[1], root, inplace, True))
+
+    if glob:
+        run(n, reads, writes, start, priority)
+    else:
+        run_on_set("broadcast", n, process_set, reads, writes, start_on_set, priority)
     return out
 
 
-def broadcast_(tensor, root_rank=0, name=None, priority=0):
+@mxnet_errors
+def broadcast(tensor, root_rank=0, name=None, priority=0, process_set=global_process_set):
+    """Returns a new NDArray holding `tensor` of root_rank (a global rank,
+    also for a process set)."""
+    return _broadcast(tensor, root_rank, name, priority, process_set, False)
+
+
+@mxnet_errors
+def broadcast_(tensor, root_rank=0, name=None, priority=0, process_set=global_process_set):
     """Overwrites `tensor` with root_rank's, in place; returns `tensor`."""
-    n = _name(name, "broadcast")
-    try:
-        _engine.check_array(tensor)
-        _check_root(root_rank)
-    except Exception as error:
-        fail("broadcast", error, [n])
-        raise
-
-    def start(views, handles):
-        handles.append(ringcc.broadcast_async_(views[0], root_rank, name=n))
-
-    run(n, [], [tensor], start, priority)
-    return tensor
-
-
-def allgather(tensor, name=None, priority=0):
-    """Returns the ranks' tensors concatenated along axis 0 (in rank order;
-    the first dimension may differ between ranks). Blocks until done."""
-    del priority  # runs at once
-    n = _name(name, "allgather")
-    try:
-        _engine.check_array(tensor)
-    except Exception as error:
-        fail("allgather", error, [n])
-        raise
-    host = tensor
-    host.wait_to_read()
-    _engine.check_errors()
-    gathered = ringcc.allgather_async(_engine.host_view(host), name=n).wait()
-    return mx.nd.array(gathered, ctx=tensor.context, dtype=tensor.dtype)
+    return _broadcast(tensor, root_rank, name, priority, process_set, True)

@@ -23,6 +23,12 @@ from ringcc.torch.backend import (  # noqa: F401  (re-exported)
     is_registered,
     register_backend,
 )
+from ringcc.torch.errors import (  # noqa: F401  (re-exported: what failed collectives raise)
+    CollectiveTimeoutError,
+    InternalError,
+    MismatchError,
+    PeerFailureError,
+)
 from ringcc.torch.work import RingWork  # noqa: F401
 
 register_backend()

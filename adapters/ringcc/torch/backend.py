@@ -40,7 +40,6 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
@@ -306,7 +305,9 @@ class _Channel:
         """The channel's communicator (joined on first use: blocks until the
         peer joins too)."""
         if self._comm is None:
-            self._comm = _core.Communicator(self._me, 2, self._store)
+            comm = _core.Communicator(self._me, 2, self._store)
+            comm.compare_shapes = False  # torch's rule: sizes only (see ProcessGroupRing)
+            self._comm = comm
         return self._comm
 
     def close(self) -> None:
@@ -370,6 +371,9 @@ class ProcessGroupRing(dist.ProcessGroup):
         # torchrun keeps its store across restarts: meet where no earlier attempt wrote.
         store = self._store = dist.PrefixStore(fresh_prefix(store, rank, size, self._core_timeout_s), store)
         self._comm = _core.Communicator(rank, size, store)
+        # As torch's own backends: ranks must agree on sizes, not on shapes
+        # (gloo and NCCL let a (2, 3) meet a (3, 2)); docs/torch.md.
+        self._comm.compare_shapes = False
         _LIVE_GROUPS.add(self)
 
     def __repr__(self) -> str:
@@ -478,7 +482,7 @@ class ProcessGroupRing(dist.ProcessGroup):
                 completer=self._completer,
                 profile=profile,
                 what=self._what(name),
-                on_timeout=self._mark_stuck,
+                on_timeout=self._timed_out,
                 stream=stream,
             )
             if sync:
@@ -509,9 +513,15 @@ class ProcessGroupRing(dist.ProcessGroup):
     def _what(self, name: str) -> str:
         return f"ring {name} on rank {self._rank} of group {self._group_name!r}"
 
-    def _mark_stuck(self) -> None:
-        # An operation outlived its wait: shutdown() must not wait for it.
+    def _timed_out(self) -> int:
+        """An operation outlived its wait: shutdown() must not wait for it.
+        Returns the rank the core's running collective waits for (-1: none,
+        or the transport cannot tell), for the timeout's message."""
         self._stuck = True
+        try:
+            return self._comm.waiting_for
+        except Exception:  # noqa: BLE001 - the message goes without it
+            return -1
 
     def _inline_ok(self, opts) -> bool:
         """Whether a synchronous request may run on the caller's thread: the
@@ -588,7 +598,7 @@ class ProcessGroupRing(dist.ProcessGroup):
                     timeout_s=self._op_timeout(opts),
                     completer=self._completer,
                     what=self._what("all_reduce"),
-                    on_timeout=self._mark_stuck,
+                    on_timeout=self._timed_out,
                 )
                 if getattr(opts, "asyncOp", True) is False:
                     work.wait()

@@ -13,7 +13,8 @@ Launch with `ringrun -np N python train.py` (or torchrun, mpirun, srun:
 How it runs. Collectives on the global process set go through ringcc's
 background engine as named collectives, as Horovod's do: a tensor is matched
 across ranks by its name (any enqueue order), ready allreduces are fused, and
-`join()` lets finished ranks stand in with zeros. A call without a name gets
+`join()` lets finished ranks stand in with zeros in allreduces (the others'
+other collectives raise meanwhile, as in Horovod). A call without a name gets
 `<op>.noname.<n>` from a per-process counter, so unnamed calls must be issued
 in the same order on every rank (as in Horovod). Blocking calls are the
 asynchronous ones followed by `synchronize()`. Collectives on other process
@@ -373,6 +374,15 @@ def _name(kind: str, name: str | None) -> str:
     return f"{kind}.{name}"
 
 
+def _set_label(kind: str, name) -> str | None:
+    """How the errors of a call on a process set other than the global one
+    name its tensor: by the name the global set would give it, else (None)
+    by its place in issue order on the set."""
+    if name is None or (isinstance(name, str) and not name):
+        return None
+    return f"tensor '{kind}.{name}'"
+
+
 def _is_global(process_set) -> bool:
     """Whether a call on `process_set` runs on the global set. Anything that
     is not a ProcessSet counts as the global set here (its name is taken as
@@ -633,6 +643,7 @@ def _allreduce_start(
 ) -> Handle:
     glob = _is_global(process_set)
     full = _name("allreduce", name) if glob else None
+    label = None if glob else _set_label("allreduce", name)
     try:
         _check_process_set(process_set)
         op = handle_average_backwards_compatibility(op, average)
@@ -657,7 +668,7 @@ def _allreduce_start(
     if glob:
         h = _enqueue(lambda: _core._allreduce(wire, out, op, pre, post, inplace, True, full))
     else:
-        h = _enqueue(lambda: comm.allreduce(wire, out, op, pre, post, inplace, True))
+        h = _enqueue(lambda: comm.allreduce(wire, out, op, pre, post, inplace, True, label))
 
     if inplace:
 
@@ -700,14 +711,16 @@ def _allreduce_async(tensor, average, name, op, prescale_factor, postscale_facto
             direct = _direct_allreduce_ if in_place else _direct_allreduce
             handle = direct(tensor, "allreduce", name, reduce_op, prescale_factor, postscale_factor)
         else:
-            handle = _direct_set_allreduce(tensor, process_set, reduce_op, prescale_factor, postscale_factor, in_place)
+            handle = _direct_set_allreduce(
+                tensor, process_set, name, reduce_op, prescale_factor, postscale_factor, in_place
+            )
         if handle is not None:
             return handle
     what = "allreduce_async_" if in_place else "allreduce_async"
     return _allreduce_start(tensor, name, op, prescale_factor, postscale_factor, process_set, in_place, what, average)
 
 
-def _direct_set_allreduce(tensor, process_set, op, prescale_factor, postscale_factor, inplace: bool):
+def _direct_set_allreduce(tensor, process_set, name, op, prescale_factor, postscale_factor, inplace: bool):
     """_direct_allreduce(_) on a process set this rank is in: in issue order
     on the set's communicator, by address. None when not such a case."""
     comm = getattr(process_set, "_comm", None) if isinstance(process_set, ProcessSet) else None
@@ -723,9 +736,18 @@ def _direct_set_allreduce(tensor, process_set, op, prescale_factor, postscale_fa
         code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
         if code is not None and tensor.is_contiguous():
             try:
+                label = None if name is None else _set_label("allreduce", name)
                 if inplace:
                     return _comm_allreduce_async_raw(
-                        comm, tensor, tensor.data_ptr(), tensor.shape, code, op, prescale_factor, postscale_factor
+                        comm,
+                        tensor,
+                        tensor.data_ptr(),
+                        tensor.shape,
+                        code,
+                        op,
+                        prescale_factor,
+                        postscale_factor,
+                        label,
                     )
                 return _comm_allreduce_async_raw(
                     comm,
@@ -736,6 +758,7 @@ def _direct_set_allreduce(tensor, process_set, op, prescale_factor, postscale_fa
                     op,
                     prescale_factor,
                     postscale_factor,
+                    label,
                     tensor,
                     tensor.data_ptr(),
                 )
@@ -1067,6 +1090,7 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set) -> 
 def _allgather_start(tensor, name, process_set, what: str) -> Handle:
     glob = _is_global(process_set)
     full = _name("allgather", name) if glob else None
+    label = None if glob else _set_label("allgather", name)
     try:
         _check_process_set(process_set)
         t = _check_tensor(tensor, what)
@@ -1078,7 +1102,7 @@ def _allgather_start(tensor, name, process_set, what: str) -> Handle:
     if glob:
         h = _enqueue(lambda: _core._allgather(wire, None, True, full))
     else:
-        h = _enqueue(lambda: comm.allgather(wire, None, True))
+        h = _enqueue(lambda: comm.allgather(wire, None, True, label))
 
     def finish_rows(results):
         out = _as_torch(results[0])
@@ -1194,6 +1218,7 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
 def _broadcast_start(tensor, root_rank, name, process_set, inplace: bool, what: str) -> Handle:
     glob = _is_global(process_set)
     full = _name("broadcast", name) if glob else None
+    label = None if glob else _set_label("broadcast", name)
     try:
         _check_process_set(process_set)
         t = _check_tensor(tensor, what)
@@ -1214,7 +1239,7 @@ def _broadcast_start(tensor, root_rank, name, process_set, inplace: bool, what: 
     if glob:
         h = _enqueue(lambda: _core._broadcast(wire, out, root, inplace, True, full))
     else:
-        h = _enqueue(lambda: comm.broadcast(wire, out, set_root, inplace, True))
+        h = _enqueue(lambda: comm.broadcast(wire, out, set_root, inplace, True, label))
     if inplace:
 
         def finish(_):
@@ -1322,6 +1347,7 @@ def _alltoall_start(tensor, splits, name, process_set, what: str) -> Handle:
     """The Handle's result is always (output, received_splits as int32 tensor)."""
     glob = _is_global(process_set)
     full = _name("alltoall", name) if glob else None
+    label = None if glob else _set_label("alltoall", name)
     try:
         _check_process_set(process_set)
         t = _check_tensor(tensor, what)
@@ -1334,7 +1360,7 @@ def _alltoall_start(tensor, splits, name, process_set, what: str) -> Handle:
     if glob:
         h = _enqueue(lambda: _core._alltoall(wire, split_list, None, True, full))
     else:
-        h = _enqueue(lambda: comm.alltoall(wire, split_list, None, True))
+        h = _enqueue(lambda: comm.alltoall(wire, split_list, None, True, label))
     split_dtype = splits.dtype if isinstance(splits, torch.Tensor) else torch.int32
 
     def finish(results):
@@ -1393,6 +1419,7 @@ def _block_rows(rows: int, n: int, r: int) -> int:
 def _reducescatter_start(tensor, name, op, process_set, prescale_factor, postscale_factor, what: str) -> Handle:
     glob = _is_global(process_set)
     full = _name("reducescatter", name) if glob else None
+    label = None if glob else _set_label("reducescatter", name)
     try:
         _check_process_set(process_set)
         t = _check_tensor(tensor, what)
@@ -1418,7 +1445,7 @@ def _reducescatter_start(tensor, name, op, process_set, prescale_factor, postsca
     if glob:
         h = _enqueue(lambda: _core._reduce_scatter(wire, out, op, pre, post, True, full))
     else:
-        h = _enqueue(lambda: comm.reduce_scatter(wire, out, op, pre, post, True))
+        h = _enqueue(lambda: comm.reduce_scatter(wire, out, op, pre, post, True, label))
     like_shape = (rows,) + tuple(t.shape[1:])
 
     def finish(_):
@@ -1573,19 +1600,40 @@ def barrier(process_set=global_process_set):
     Handle([h]).wait()
 
 
+# The name of the allreduce that realigns the counters of generated names
+# after a join (every name the Horovod API gives starts with its op's kind,
+# so none can be this one).
+_JOIN_NAMES_REALIGNED = "join.generated_names"
+
+
 def join(device=-1) -> int:
-    """Declares that this rank has no more data: until every rank has joined,
-    it takes part in the others' named collectives on the global set with
-    zeros (allreduce) so they can go on. Returns the last rank to join.
+    """Declares that this rank has no more data, and blocks until every rank
+    has joined. Meanwhile this rank takes part in the others' allreduces on
+    the global set with zeros (Sum is the sum over the ranks that have not
+    joined, Average that sum divided by the size of the job), and their
+    other collectives on the global set (allgather, broadcast, alltoall,
+    reducescatter) raise a HorovodInternalError (a MismatchError) naming the
+    joined ranks, as in Horovod. Returns the last rank to join (the same on
+    every rank).
+
+    The unnamed calls the others made while this rank was joined took
+    generated names this rank did not: on return every rank's counter of
+    generated names is the highest of them, so the unnamed calls that
+    follow match again.
+
     `device` is accepted and ignored: a joined rank stands in for host
     tensors only (the others' collectives of CUDA tensors fail with
     MismatchError saying so). Process sets other than the global one are
     not covered."""
     _require_init()
     try:
-        return int(ringcc.join())
+        last = int(ringcc.join())
+        counter = np.array([next(_names)], dtype=np.int64)
+        Handle([_core._allreduce(counter, None, Max, 1.0, 1.0, True, True, _JOIN_NAMES_REALIGNED)]).wait()
     except ringcc.RingccError as error:
         raise _internal_error(error) from None
+    _reset_names(int(counter[0]))
+    return last
 
 
 __all__ = [

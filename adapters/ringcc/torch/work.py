@@ -9,9 +9,18 @@ A work waits on zero or more *waitables* (the core's `Handle`s, or futures of
 the point-to-point channels), then runs its `finish` step once (copies from
 staging buffers into the caller's tensors, under `no_grad`), then its result
 is the list of output tensors. The first error is kept and raised from every
-`wait()`; a future gets it through `set_exception`. A failure of the job is
-raised as a torch.distributed.DistBackendError that is also the ringcc error
-(ringcc/torch/errors.py).
+`wait()`. A failure of the job is raised as a torch.distributed.DistBackendError
+that is also the ringcc error (ringcc/torch/errors.py).
+
+`get_future()` gives a future that is errored, to C++ and Python alike, when
+the work fails: torch's `Future.set_exception` only stores the exception as
+the value (C++ consumers such as DDP's reducer then see a success holding an
+exception), so the future handed out is the child of an internal one through
+`then`, whose callback raises the error; torch records that as the child's
+error. A future asked for before the work completed is completed by the
+group's `Completer` threads, never by a thread that a collective needs (see
+Completer). A future asked for during a backward pass is also waited for at
+the end of that pass, where a failure is raised as-is (`watch_backward`).
 
 A CUDA work knows the stream its collective is enqueued on (`stream`: the
 caller's current stream for a request run inline, else the process group's
@@ -24,20 +33,20 @@ the device is done. The finish step runs on that stream, and the future
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import datetime
-import queue
+import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import List, Optional
 
 import torch
 import torch.distributed as dist
 
 import ringcc
 from ringcc import _core
-from ringcc.torch.errors import as_dist_error
+from ringcc.torch.errors import as_dist_error, future_error
 
 
 def timeout_seconds(timeout) -> float | None:
@@ -118,7 +127,7 @@ class RingWork(dist.Work):
         source_rank: int = -1,
         device: torch.device | None = None,
         what: str = "",
-        on_timeout: Callable[[], None] | None = None,
+        on_timeout: Callable[[], int] | None = None,
         stream: torch.cuda.Stream | None = None,
         more_streams: Sequence = (),
     ) -> None:
@@ -140,7 +149,8 @@ class RingWork(dist.Work):
         self._device = device if device is not None or stream is None else stream.device
         self._lock = threading.Lock()
         self._error: BaseException | None = None
-        self._future: torch.futures.Future | None = None
+        self._future: torch.futures.Future | None = None  # what get_future() gave out
+        self._base: torch.futures.Future | None = None  # what completes it (see get_future)
         self._done = False
         if not self._waits:
             self._settle()
@@ -165,10 +175,10 @@ class RingWork(dist.Work):
             except _core.TimeoutError as error:
                 if waitable.done():  # the operation itself timed out: it has failed
                     return error
-                if self._on_timeout is not None:
-                    self._on_timeout()
+                late = self._on_timeout() if self._on_timeout is not None else -1
+                waited_for = f"rank {late}" if late >= 0 else "the other ranks"
                 raise _core.TimeoutError(
-                    f"{self._what}: Timed out after {timeout_s:g} s waiting for the other ranks "
+                    f"{self._what}: Timed out after {timeout_s:g} s waiting for {waited_for} "
                     f"(the wait's or the process group's timeout); the operation is still queued, "
                     f"so the group should be destroyed"
                 ) from None
@@ -195,26 +205,29 @@ class RingWork(dist.Work):
             self._waits = []
             self._error = None if error is None else as_dist_error(error)
             self._done = True
-            future = self._future
+            asked = self._base is not None
         if self._profile is not None:
             self._profile.close()
             self._profile = None
-        if future is not None:
-            self._complete_future(future)
+        if asked:
+            self._complete_future()
 
     def _on_stream(self):
         """The work's stream as torch's current one (CUDA works)."""
         return torch.cuda.stream(self._stream) if self._stream is not None else contextlib.nullcontext()
 
-    def _complete_future(self, future) -> None:
-        if future.done():
+    def _complete_future(self) -> None:
+        """Completes the internal future, which completes (or errors) the one
+        get_future() gave out, running their callbacks on this thread."""
+        base = self._base
+        if base.done():
             return
         if self._error is not None:
-            future.set_exception(self._error)
+            base.set_result(_Failed(future_error(self._error)))
         else:
             # A CUDA future records its events on the current stream.
             with self._on_stream():
-                future.set_result(self._outputs)
+                base.set_result(self._outputs)
 
     def _complete(self, timeout_s: float | None) -> None:
         if self._done:
@@ -223,8 +236,20 @@ class RingWork(dist.Work):
         error = self._wait_all(limit)
         self._settle(error)
 
-    def _fail(self, error: BaseException) -> None:
-        self._settle(error)
+    def _wait_for_future(self) -> BaseException | None:
+        """Waits for the work as the group's timeout allows, for its future
+        (Completer) or the end of a backward pass (watch_backward); returns
+        its error, a timeout included."""
+        if self._done:
+            return self._error
+        try:
+            return self._wait_all(self._timeout_s)
+        except _core.TimeoutError as timeout:
+            return timeout
+
+    def _complete_for_future(self) -> None:
+        if not self._done:
+            self._settle(self._wait_for_future())
 
     # -- torch.distributed.Work -------------------------------------------
 
@@ -289,21 +314,30 @@ class RingWork(dist.Work):
         self.wait()
 
     def get_future(self) -> torch.futures.Future:
-        """A future completed with the list of output tensors (or the error)."""
+        """A future completed with the list of output tensors, or errored
+        with the work's error (to C++ consumers too: DDP's reducer raises
+        it). Its callbacks run on the thread that completes it: a Completer
+        thread, or the thread whose wait() completed the work."""
         with self._lock:
-            future = self._future
-            if future is None:
-                if self._stream is not None:
-                    future = self._future = torch.futures.Future(devices=[self._stream.device])
-                else:
-                    future = self._future = torch.futures.Future()
-                if self._done:
-                    self._complete_future(future)
-                    return future
+            if self._future is not None:
+                return self._future
+            if self._stream is not None:
+                base = torch.futures.Future(devices=[self._stream.device])
             else:
-                return future
-        # Still running: someone must complete the future.
+                base = torch.futures.Future()
+            future = self._future = base.then(_outputs_or_raise)
+            self._base = base
+            done = self._done
+        watch_backward(self)
+        if done:
+            self._complete_future()
+            return future
+        completer = self._completer if self._completer is not None else Completer.shared()
         if self._waits and all(hasattr(w, "future") for w in self._waits):
+            # Point-to-point: the channels' threads complete the transfers in
+            # any order; the last one hands the work to the completer, which
+            # completes the future on a thread of its own (a callback may
+            # issue a transfer on the same channel and wait for it).
             remaining = [len(self._waits)]
             lock = threading.Lock()
 
@@ -312,14 +346,12 @@ class RingWork(dist.Work):
                     remaining[0] -= 1
                     last = remaining[0] == 0
                 if last:
-                    self._complete(None)
+                    completer.complete_done(self)
 
             for w in self._waits:
                 w.future.add_done_callback(on_done)
-        elif self._completer is not None:
-            self._completer.add(self)
         else:
-            Completer.shared().add(self)
+            completer.add(self)
         return future
 
     def __del__(self):
@@ -335,19 +367,61 @@ def completed_work(outputs: Sequence[torch.Tensor] = (), error: BaseException | 
     return work
 
 
+class _Failed:
+    """The value of a failed work's internal future: the error its child
+    (the future handed out) raises."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException | None) -> None:
+        self.error = error
+
+    def __reduce__(self):
+        # A CUDA future pickles its value to find its tensors: there are none.
+        return (_Failed, (None,))
+
+
+def _outputs_or_raise(base: torch.futures.Future):
+    value = base.value()
+    if isinstance(value, _Failed):
+        raise value.error
+    return value
+
+
+# How long a completer thread stays idle before it ends (but the last one).
+_IDLE_EXIT_S = 60.0
+
+
 class Completer:
-    """A thread that completes, in issue order, the works whose future was
-    asked for before they finished (one per process group: collectives of a
-    group complete in issue order, so waiting in that order costs nothing)."""
+    """Completes the futures of works asked for before the works finished.
+
+    One thread at a time, the *leader*, waits for the queued works in issue
+    order (a group's collectives complete in that order, so waiting in it
+    costs nothing). Completing a future runs its callbacks on the completing
+    thread, and a callback may issue a collective and wait for its future
+    (PowerSGD's comm hook does), or wait for a future asked for earlier: so
+    the leader hands the lead to an idle thread (starting one when none is
+    idle) before it completes a future. A thread held up in callbacks then
+    holds up no other future, at any depth of nesting. Threads are started
+    only while callbacks hold the others up, and an idle one ends after
+    _IDLE_EXIT_S but the last: the callbacks of each of PowerSGD's steps
+    run on the threads of the step before rather than on new ones. Works
+    that finished elsewhere (point-to-point transfers) have their futures
+    completed by an idle thread too, never by the thread that ran the
+    transfer (complete_done)."""
 
     _shared: Completer | None = None
     _shared_lock = threading.Lock()
 
     def __init__(self, name: str = "ringcc-completer") -> None:
         self._name = name
-        self._queue: queue.SimpleQueue[RingWork | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._in_order: collections.deque[RingWork] = collections.deque()  # to wait for, in issue order
+        self._done: collections.deque[RingWork] = collections.deque()  # finished; futures to complete
+        self._leading = False  # a thread waits for the head of _in_order
+        self._idle: list[threading.Event] = []  # idle threads' wake-ups, most recently idle last
+        self._stopping = False
+        self._started = 0
 
     @classmethod
     def shared(cls) -> Completer:
@@ -357,23 +431,132 @@ class Completer:
             return cls._shared
 
     def add(self, work: RingWork) -> None:
+        """Completes `work` (waiting for it in issue order), then its future."""
         with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-                self._thread.start()
-        self._queue.put(work)
+            self._in_order.append(work)
+            self._call_thread()
 
-    def _run(self) -> None:
-        while True:
-            work = self._queue.get()
-            if work is None:
-                return
-            try:
-                work._complete(None)
-            except BaseException as error:  # noqa: BLE001 - e.g. the group's timeout passed
-                work._fail(error)
+    def complete_done(self, work: RingWork) -> None:
+        """Completes the future of `work`, whose waitables are done, on a
+        thread of the completer's."""
+        with self._lock:
+            self._done.append(work)
+            self._call_thread()
 
     def stop(self) -> None:
+        """The threads end once the works queued so far are completed."""
         with self._lock:
-            if self._thread is not None and self._thread.is_alive():
-                self._queue.put(None)
+            self._stopping = True
+            while self._idle:
+                self._idle.pop().set()
+
+    def _has_task(self) -> bool:
+        return bool(self._done) or (bool(self._in_order) and not self._leading)
+
+    def _call_thread(self) -> None:
+        """(Lock held.) Makes sure a thread takes the next task: an idle one,
+        or a new one."""
+        if not self._has_task():
+            return
+        if self._idle:
+            self._idle.pop().set()  # the most recently idle: its caches are warm
+            return
+        self._started += 1
+        thread = threading.Thread(target=self._run, name=f"{self._name}-{self._started}", daemon=True)
+        thread.start()
+
+    def _run(self) -> None:
+        wake = threading.Event()
+        lock = self._lock
+        with lock:
+            while True:
+                if self._done:
+                    work = self._done.popleft()
+                    lock.release()
+                    try:
+                        work._complete_for_future()
+                    finally:
+                        lock.acquire()
+                elif self._in_order and not self._leading:
+                    work = self._in_order.popleft()
+                    self._leading = True
+                    lock.release()
+                    try:
+                        outcome = work._wait_for_future()
+                    except BaseException as error:  # noqa: BLE001 - the work's, whatever it is
+                        outcome = error
+                    finally:
+                        lock.acquire()
+                        self._leading = False
+                        self._call_thread()  # the lead goes on while this thread runs callbacks
+                    lock.release()
+                    try:
+                        work._settle(outcome)
+                    finally:
+                        lock.acquire()
+                elif self._stopping:
+                    return
+                else:
+                    wake.clear()
+                    self._idle.append(wake)
+                    lock.release()
+                    try:
+                        called = wake.wait(_IDLE_EXIT_S)
+                    finally:
+                        lock.acquire()
+                    if not called and any(w is wake for w in self._idle):
+                        self._idle = [w for w in self._idle if w is not wake]
+                        if self._idle:
+                            return  # idle for long, and not the last idle thread
+
+
+# Futures asked for during a backward pass (watch_backward): graph task id ->
+# its works, in the order their futures were asked for.
+_watch_lock = threading.Lock()
+_watched: dict[int, list[RingWork]] = {}
+# Backward passes whose final callbacks never ran (one failed before its end)
+# are forgotten beyond this many.
+_WATCHED_TASKS_KEPT = 16
+_graph_task_id = getattr(torch._C, "_current_graph_task_id", None)
+
+
+def watch_backward(work: RingWork) -> None:
+    """When called during a backward pass (DDP's reducer asks for each
+    bucket's future from an autograd hook), waits for `work` when the pass
+    ends (a final callback of autograd's) and raises its failure from
+    backward() as it is.
+
+    A future cannot carry a Python exception to C++: the errored future DDP's
+    reducer waits for makes it raise torch's RuntimeError ("Got the following
+    error when running the callback: ..."). Raised from the final callback,
+    which runs before the reducer's, the error keeps its class through
+    autograd: a DistBackendError naming the rank, as with gloo. DDP waits
+    for every bucket's future when backward ends anyway."""
+    if _graph_task_id is None:
+        return
+    task = _graph_task_id()
+    if task < 0:
+        return
+    with _watch_lock:
+        works = _watched.get(task)
+        first = works is None
+        if first:
+            while len(_watched) >= _WATCHED_TASKS_KEPT:
+                del _watched[next(iter(_watched))]
+            works = _watched[task] = []
+        works.append(work)
+    if first:
+        try:
+            torch.autograd.Variable._execution_engine.queue_callback(functools.partial(_raise_failures, task))
+        except RuntimeError:  # not in a backward pass after all
+            with _watch_lock:
+                _watched.pop(task, None)
+
+
+def _raise_failures(task: int) -> None:
+    with _watch_lock:
+        works = _watched.pop(task, [])
+    for work in works:
+        work._complete_for_future()
+        if work._error is not None:
+            raise future_error(work._error)

@@ -18,6 +18,7 @@ class ShmBackend : public Backend {
   void abort(const std::string& reason) override { shm_.abort(reason); }
   void shutdown() override { shm_.leave(); }
   double take_peer_wait_us() override { return shm_.take_peer_wait_us(); }
+  int waiting_for() const override { return shm_.waiting_for(); }
 
  private:
   ShmCollectives shm_;
