@@ -3,9 +3,9 @@
 Each group in GROUPS starts once (tests/torch_client_cases.py under ringrun
 or torchrun) and runs every case: FSDP2 with a torch.distributed.checkpoint
 round trip, DTensor redistributions and tensor parallelism, pipelining
-schedules, ZeroRedundancyOptimizer, DDP's variants, PyTorch Lightning's
-DDPStrategy and Accelerate, each over a "ring" group and a gloo group in the
-same processes, with the same seeds and data. Lightning's and Accelerate's
+schedules, ZeroRedundancyOptimizer, DDP's variants and every built-in comm
+hook, PyTorch Lightning's DDPStrategy and Accelerate, each over a "ring"
+group and a gloo group in the same processes, with the same seeds and data. Lightning's and Accelerate's
 cases skip, saying so, when the library is not installed.
 """
 
