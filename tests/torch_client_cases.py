@@ -616,7 +616,7 @@ def _hooked_ddp(ctx, group, hook=None, state=None, steps=4, one_bucket=False, av
     return [p.detach().clone() for p in model.parameters()]
 
 
-def _comm_hooks(group, subgroup, ctx):
+def _comm_hooks(group, subgroup):
     """Every built-in comm hook of torch.distributed.algorithms.ddp_comm_hooks:
     name -> (hook, state or None, one bucket, model averager, fused optimizer)."""
     from torch.distributed.algorithms.ddp_comm_hooks import debugging_hooks as debugging
@@ -719,7 +719,7 @@ def _ddp_comm_hooks(ctx):
 
     missing = sorted(set(DDPCommHookType.__members__) - set(HOOK_TYPES))
     assert not missing, f"DDPCommHookType has hooks this case does not run: {missing}"
-    hooks = {b: _comm_hooks(group_of(b), _subgroup(ctx, b), ctx) for b in BACKENDS}
+    hooks = {b: _comm_hooks(group_of(b), _subgroup(ctx, b)) for b in BACKENDS}
     exact = {"quantization_pertensor_hook", "quantization_perchannel_hook", "noop_hook"}
     for name in hooks["ring"]:
         results = {}
@@ -750,8 +750,10 @@ def _ddp_comm_hooks(ctx):
             tol = {}
         elif "compress" in name:
             tol = dict(rtol=1e-3, atol=1e-4)  # fp16 and bf16 sums of three numbers
+        elif "powerSGD" in name:
+            tol = dict(rtol=1e-4, atol=1e-5)  # the orthogonalisation carries float rounding on
         else:
-            tol = dict(rtol=1e-4, atol=1e-5)  # PowerSGD's orthogonalisation carries float rounding on
+            tol = tolerance(ctx)
         compare_backends(ctx, results, f"DDP with {name}: parameters", **tol)
 
 
