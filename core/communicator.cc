@@ -48,6 +48,7 @@ std::string transport_from_env() {
 
 Communicator::Communicator(const RendezvousInfo& info, std::shared_ptr<Store> store)
     : rank_(info.rank), size_(info.size), store_(std::move(store)), fixed_timeout_s_(info.timeout_s) {
+  store_is_ours_ = store_ == nullptr;
   set_log_rank(rank_);
   wait_policy_setting();  // a bad RINGCC_WAIT_POLICY fails here, before any wait
   job_.rank = rank_;
@@ -785,7 +786,11 @@ void Communicator::leave_in_step(Deadline deadline) {
   // slower rank may still be meeting the others through it. A failure
   // anywhere in the job ends the wait (the failed rank may never check
   // out). The others need not wait: an init() that finds this job's store
-  // still up waits for the next one (join_job()).
+  // still up waits for the next one (join_job()). A store the caller handed
+  // in is served by its owner, who may already have closed it (torch's
+  // rank 0 drops its TCPStore with its group): nobody waits on a check-out
+  // there, and a call into a closed store would only make its client log.
+  if (!store_is_ours_) return;
   try {
     store_->add("ringcc/shutdown", 1);
     if (store_server_) {

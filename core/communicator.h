@@ -188,6 +188,11 @@ class Communicator {
   std::string advertise_address_;
   std::shared_ptr<Store> store_;
   std::unique_ptr<TcpStoreServer> store_server_;
+  // Whether the job's store is the one this library sets up (rank 0's
+  // store_server_: ringcc's own rendezvous, or the one made through MPI)
+  // rather than one the caller handed in (a framework's, such as torch's):
+  // only then do the ranks check out through it when they leave.
+  bool store_is_ours_ = true;
   // The links between the ranks (TCP or MPI), when the job has any.
   std::unique_ptr<Transport> links_;
   std::shared_ptr<MpiComm> mpi_comm_;  // RINGCC_TRANSPORT=mpi: a communicator of our own

@@ -72,6 +72,7 @@ FRAMEWORK_TESTS = {
     "test_jax.py",
     "test_mxnet.py",
     "test_torch_backend.py",
+    "test_torch_clients.py",
     "test_torch_conformance.py",
     "test_torch_horovod.py",
 }
