@@ -39,8 +39,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ringcc import launcher
-from ringcc.elastic.server import RequestServer, Wait
+from ringcc.launch import cli as launcher
+from ringcc.launch.rpc_server import RequestServer, Wait
 from ringcc.elastic.worker import DRIVER_VARIABLE, WORKER_VARIABLE
 
 DISCOVERY_INTERVAL_S = 1.0

@@ -1449,7 +1449,7 @@ def build_parser() -> CommandLineParser:
         "--check-build", action="store_true", help="show the frameworks, controllers and transports available, and exit"
     )
     parser.add_argument("--version", action="version", version=f"ringrun (ringcc) {ringcc_version()}")
-    from ringcc.elastic import driver as elastic_driver
+    from ringcc.launch import elastic_driver
 
     elastic_driver.add_arguments(parser)
     return parser
@@ -1471,7 +1471,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"command (ringrun -np 2 python train.py)",
             file=sys.stderr,
         )
-    from ringcc.elastic import driver as elastic_driver
+    from ringcc.launch import elastic_driver
 
     if args.mpi and elastic_driver.is_elastic(args):
         print("ringrun: elastic mode does not start workers through mpirun (--mpi)", file=sys.stderr)

@@ -1,0 +1,1 @@
+"""ringrun, the launcher of ringcc jobs, one module per concept (docs/architecture.md)."""
