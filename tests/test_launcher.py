@@ -1,4 +1,4 @@
-"""Tests of the ringrun launcher (ringcc.launcher).
+"""Tests of the ringrun launcher (ringcc.launch, run as ringcc.launcher).
 
 The launcher is run as `python -m ringcc.launcher` from the source tree; none
 of these tests needs the compiled core, except that --check-build reports on it
@@ -761,7 +761,7 @@ def test_misplaced_options():
 def test_ringrun_removes_segments_of_ranks_that_died(tmp_path):
     """Segments whose creator has exited go; a live process's, another
     namespace's and another user's stay (ringrun's sweep after a job)."""
-    from ringcc.launcher import remove_stale_segments
+    from ringcc.launch.processes import remove_stale_segments
 
     namespace = os.stat("/proc/self/ns/pid").st_ino
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
