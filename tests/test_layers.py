@@ -289,6 +289,45 @@ def test_the_elastic_worker_side_never_imports_the_launcher():
     assert {m: t for m, t in reaching.items() if t} == {}
 
 
+# ringcc.launch's modules and what each may import of the package
+# (docs/architecture.md, "The outer ring").
+LAUNCH_DOORS = {
+    "errors": set(),
+    "hosts": {"errors", "ringcc.free_ports"},
+    "variables": {"errors", "hosts"},
+    "processes": {"errors", "hosts"},
+    "agents": {"errors", "variables"},
+    "plan": {"errors", "hosts", "variables", "agents", "processes"},
+    "mpirun": {"errors", "hosts", "variables"},
+    "build_report": set(),
+    "discovery": {"errors", "hosts", "processes"},
+    "blacklist": set(),
+    "rpc_server": {"ringcc.elastic.protocol"},
+    "elastic_driver": {
+        "errors",
+        "hosts",
+        "variables",
+        "processes",
+        "agents",
+        "discovery",
+        "blacklist",
+        "rpc_server",
+        "ringcc.elastic.worker",
+    },
+}
+LAUNCH_DOORS["cli"] = {"errors", "hosts", "processes", "plan", "mpirun", "build_report", "elastic_driver"}
+
+
+def test_ringcc_launch_modules_use_only_their_doors():
+    graph = import_graph()
+    prefix = "ringcc.launch."
+    modules = {m[len(prefix) :] for m in graph if m.startswith(prefix)}
+    assert modules == set(LAUNCH_DOORS), "a module of ringcc.launch is missing from LAUNCH_DOORS (or gone)"
+    for module in sorted(modules):
+        used = {t[len(prefix) :] if t.startswith(prefix) else t for t in graph[prefix + module]}
+        assert used <= LAUNCH_DOORS[module], f"ringcc/launch/{module}.py imports {sorted(used - LAUNCH_DOORS[module])}"
+
+
 # Modules over MAX_FILE_LINES that issue 33 splits (the torch adapter's
 # backend and Horovod API): each must stay over it until it is split, and
 # then leave this list.
