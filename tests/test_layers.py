@@ -302,6 +302,7 @@ LAUNCH_DOORS = {
     "build_report": set(),
     "discovery": {"errors", "hosts", "processes"},
     "blacklist": set(),
+    "memberships": set(),
     "rpc_server": {"ringcc.elastic.protocol"},
     "elastic_driver": {
         "errors",
@@ -311,6 +312,7 @@ LAUNCH_DOORS = {
         "agents",
         "discovery",
         "blacklist",
+        "memberships",
         "rpc_server",
         "ringcc.elastic.worker",
     },

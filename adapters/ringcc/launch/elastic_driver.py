@@ -35,7 +35,6 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from ringcc.elastic.worker import DRIVER_VARIABLE, WORKER_VARIABLE
 from ringcc.launch.agents import DEFAULT_AGENT, agent_command, with_ssh_connect_timeout
@@ -50,6 +49,7 @@ from ringcc.launch.discovery import (
 )
 from ringcc.launch.errors import EXIT_CANNOT_START, EXIT_TIMEOUT, EXIT_USAGE, LaunchError
 from ringcc.launch.hosts import Host, dual_stack_socket, is_local_host, parse_hostfile, parse_hosts, unbracket
+from ringcc.launch.memberships import Formation, Worker, form_membership
 from ringcc.launch.processes import (
     Console,
     describe_exit,
@@ -77,41 +77,7 @@ ADDED, REMOVED = 2, 1  # ringcc.elastic.HostUpdateResult
 
 
 # --------------------------------------------------------------------------
-# Workers
-
-
-@dataclass
-class Worker:
-    id: str
-    host: str
-    slot: int
-    process: subprocess.Popen
-    started: float
-    generation: int = 0  # the last membership it belongs to (0: none yet)
-    first_generation: int = 0  # the first one
-    holds_state: bool = False  # it synchronised the training state (or started the job with it)
-    rank: int = -1
-    waiting: bool = False  # its join waits for a reply
-    waiting_since: float = 0.0
-    reply: dict | None = None
-    leaving: bool = False  # told to leave, or stopped by the driver: its exit is no failure
-    removal: bool = False  # its slot was removed from the hosts
-    exit_code: int | None = None
-    announced: float = 0.0  # when its wait to be let in was last announced
-    joins: int = 0  # its join requests so far: an older one still held is answered "retry"
-
-    @property
-    def alive(self) -> bool:
-        return self.exit_code is None
-
-
-@dataclass
-class Formation:
-    """A membership whose rank 0 has not chosen its store's port yet."""
-
-    generation: int
-    members: list[Worker]
-    assignments: dict[str, dict] = field(default_factory=dict)
+# The driver
 
 
 class ElasticDriver:
@@ -436,14 +402,6 @@ class ElasticDriver:
     def _form(self, chosen: list[Worker]) -> None:
         self.formed += 1
         generation = self.formed
-        size = len(chosen)
-        local_of: dict[str, list[Worker]] = {}
-        for w in chosen:
-            local_of.setdefault(w.host, []).append(w)
-        cross_count: dict[int, int] = {}
-        for w in chosen:
-            local_rank = local_of[w.host].index(w)
-            cross_count[local_rank] = cross_count.get(local_rank, 0) + 1
         all_local = all(self._is_local(w.host) for w in chosen)
         rank0_host = chosen[0].host
         if all_local:
@@ -452,25 +410,8 @@ class ElasticDriver:
             master_addr = socket.gethostname()
         else:
             master_addr = unbracket(rank0_host)
-        formation = Formation(generation, chosen)
-        seen_cross: dict[int, int] = {}
-        for rank, w in enumerate(chosen):
-            local_rank = local_of[w.host].index(w)
-            cross_rank = seen_cross.get(local_rank, 0)
-            seen_cross[local_rank] = cross_rank + 1
-            formation.assignments[w.id] = {
-                "action": "assign",
-                "generation": generation,
-                "rank": rank,
-                "size": size,
-                "local_rank": local_rank,
-                "local_size": len(local_of[w.host]),
-                "cross_rank": cross_rank,
-                "cross_size": cross_count[local_rank],
-                "host": w.host,
-                "master_addr": master_addr,
-                "master_port": 0,
-            }
+        formation = form_membership(generation, chosen, master_addr)
+        size = len(chosen)
         self.formation = formation
         chosen[0].reply = {**formation.assignments[chosen[0].id], "choose_port": True}
         self.console.message(
