@@ -30,6 +30,8 @@ _OUTPUT_DRAIN_TIMEOUT_S = 2.0
 
 @dataclass
 class RankLaunch:
+    """One rank as the runner starts it (ringcc.launch.plan decides it)."""
+
     placement: RankPlacement
     argv: list[str]
     env: dict[str, str]  # the environment of the process started here (the agent's, for agent ranks)
