@@ -135,15 +135,15 @@ def test_bind_to_none_leaves_ranks_unbound(ringcc_module, tmp_path):
 
 def test_bind_to_in_the_mpirun_command():
     sys.path.insert(0, str(os.path.join(os.path.dirname(__file__), "..", "adapters")))
-    from ringcc import launcher
+    from ringcc.launch import cli, mpirun
 
-    args = launcher.build_parser().parse_args(["-np", "2", "--bind-to", "core"])
-    cmd = launcher.plan_mpi_command(args, ["python", "x.py"], {}, "/usr/bin/mpirun", "openmpi", cpu_count=4)
+    args = cli.build_parser().parse_args(["-np", "2", "--bind-to", "core"])
+    cmd = mpirun.plan_mpi_command(args, ["python", "x.py"], {}, "/usr/bin/mpirun", "openmpi", cpu_count=4)
     assert cmd[cmd.index("--bind-to") + 1] == "core", cmd
-    cmd = launcher.plan_mpi_command(args, ["python", "x.py"], {}, "/usr/bin/mpiexec", "mpich", cpu_count=4)
+    cmd = mpirun.plan_mpi_command(args, ["python", "x.py"], {}, "/usr/bin/mpiexec", "mpich", cpu_count=4)
     assert cmd[cmd.index("-bind-to") + 1] == "core", cmd
-    args = launcher.build_parser().parse_args(["-np", "2"])
-    cmd = launcher.plan_mpi_command(args, ["python", "x.py"], {}, "/usr/bin/mpirun", "openmpi", cpu_count=4)
+    args = cli.build_parser().parse_args(["-np", "2"])
+    cmd = mpirun.plan_mpi_command(args, ["python", "x.py"], {}, "/usr/bin/mpirun", "openmpi", cpu_count=4)
     assert cmd[cmd.index("--bind-to") + 1] == "none", cmd
 
 

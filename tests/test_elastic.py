@@ -1,5 +1,5 @@
 """Elastic training: Horovod's elastic API (ringcc.elastic, hvd.elastic) and
-ringrun's elastic mode (ringcc/elastic/driver.py).
+ringrun's elastic mode (ringcc/launch/elastic_driver.py).
 
 Units first (no processes): State and run_fn as Horovod defines them, the
 sampler, TorchState, the driver's pieces and its authenticated protocol.
@@ -28,7 +28,8 @@ from conftest import TESTS_DIR, finish_command, rank_environment, ringrun_comman
 
 import ringcc
 import ringcc.elastic as elastic
-from ringcc.elastic import driver, protocol, server
+from ringcc.elastic import protocol
+from ringcc.launch import blacklist, cli, discovery, rpc_server
 
 JOB_LIMIT_S = 120
 STEPS = 200  # enough for a worker to start and join before the end
@@ -249,14 +250,14 @@ def test_hvd_elastic_is_ringcc_torch_elastic():
 
 def test_discovery_output_and_slots():
     text = "host-1:4\nhost-2\n\n[fd00::1]:2\nfd00::2\n"
-    assert driver.parse_discovery_output(text, 3) == {"host-1": 4, "host-2": 3, "fd00::1": 2, "fd00::2": 3}
+    assert discovery.parse_discovery_output(text, 3) == {"host-1": 4, "host-2": 3, "fd00::1": 2, "fd00::2": 3}
     with pytest.raises(Exception, match="slot count"):
-        driver.parse_discovery_output("host:x\n", 1)
+        discovery.parse_discovery_output("host:x\n", 1)
 
 
 def test_blacklist_cooldown_doubles_within_the_range(monkeypatch):
-    monkeypatch.setattr(driver.random, "uniform", lambda a, b: 0.5)
-    state = driver.HostState((10, 100))
+    monkeypatch.setattr(blacklist.random, "uniform", lambda a, b: 0.5)
+    state = blacklist.HostState((10, 100))
     assert state.blacklist(1000.0) == 25.0 and not state.available(1010.0)
     assert state.available(1025.0)
     assert state.blacklist(2000.0) == 45.0
@@ -264,20 +265,18 @@ def test_blacklist_cooldown_doubles_within_the_range(monkeypatch):
     for start in (3000.0, 4000.0, 5000.0):
         seconds = state.blacklist(start)
     assert seconds == 100.0
-    forever = driver.HostState(None)
+    forever = blacklist.HostState(None)
     assert forever.blacklist(0.0) == float("inf") and not forever.available(1e12)
 
 
 def test_ringrun_parses_elastic_options(tmp_path):
-    from ringcc import launcher
-
-    parser = launcher.build_parser()
+    parser = cli.build_parser()
     options, command = parser.split_command(
         ["-np", "2", "--blacklist-cooldown-range", "1", "5", "--min-np", "1", "python", "train.py", "--min-np", "7"]
     )
     assert command == ["python", "train.py", "--min-np", "7"]
     args = parser.parse_args(options)
-    assert args.blacklist_cooldown_range == [1, 5] and args.min_np == 1 and driver.is_elastic(args)
+    assert args.blacklist_cooldown_range == [1, 5] and args.min_np == 1 and cli.is_elastic(args)
     for argv, message in (
         (["--min-np", "3", "-np", "2"], "--min-np (3) <= -np (2)"),
         (["-np", "2", "--min-np", "1", "--blacklist-cooldown-range", "0", "5"], "MIN >= 1"),
@@ -294,7 +293,7 @@ def serve_in_thread(secret: bytes, handle, **options):
     listener.bind(("127.0.0.1", 0))
     listener.listen(128)
     lines = []
-    requests = server.RequestServer(listener, secret, threading.Lock(), handle, lines.append, **options)
+    requests = rpc_server.RequestServer(listener, secret, threading.Lock(), handle, lines.append, **options)
     requests.start()
     return requests, listener.getsockname()[1], lines
 
@@ -370,7 +369,7 @@ def test_protocol_refuses_strangers_wrong_secrets_and_replays():
 
 def test_refusals_are_logged_once_per_interval_and_address_with_a_count():
     lines = []
-    refusals = server.ThrottledLog(lines.append, 5.0)
+    refusals = rpc_server.ThrottledLog(lines.append, 5.0)
     for i in range(100):
         refusals.note("10.0.0.9", f"refused {i}", 100.0 + i * 0.01)
     refusals.note("10.0.0.8", "refused other", 100.5)
@@ -395,7 +394,7 @@ def test_a_stranger_is_refused_on_its_header_and_a_whole_request_has_a_deadline(
 
     def handle(request):
         if request["op"] == "join":
-            return server.Wait(lambda now: answer[0] if answer else None)
+            return rpc_server.Wait(lambda now: answer[0] if answer else None)
         return {"op": request["op"]}
 
     requests, port, lines = serve_in_thread(b"right", handle, request_deadline_s=1.0, log_interval_s=0.5)
@@ -502,7 +501,7 @@ THREAD_LIMITED_RINGRUN = """
 import sys
 import threading
 
-from ringcc import launcher
+from ringcc.launch import cli
 
 limit = int(sys.argv[1])
 start = threading.Thread.start
@@ -515,7 +514,7 @@ def start_within_the_limit(self):
 
 
 threading.Thread.start = start_within_the_limit
-sys.exit(launcher.main(sys.argv[2:]))
+sys.exit(cli.main(sys.argv[2:]))
 """
 
 

@@ -1,11 +1,10 @@
-"""Tests of the ringrun launcher (ringcc.launcher).
+"""Tests of the ringrun launcher (ringcc.launch, run as ringcc.launcher).
 
 The launcher is run as `python -m ringcc.launcher` from the source tree; none
 of these tests needs the compiled core, except that --check-build reports on it
 when it is there.
 """
 
-import importlib.util
 import json
 import os
 import re
@@ -20,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from ringcc.launch import agents, build_report, cli, errors, hosts, plan
+
 ADAPTERS_DIR = Path(__file__).resolve().parent.parent / "adapters"
-LAUNCHER_PATH = ADAPTERS_DIR / "ringcc" / "launcher.py"
 RUN_TIMEOUT_S = 20
 PREFIXED_LINE = re.compile(r"^\[(\d+)\]<(stdout|stderr)>: (.*)$")
 
@@ -155,19 +155,6 @@ def wait_until(condition, timeout):
 
 def recorded_pids(pid_dir):
     return [int(path.read_text()) for path in Path(pid_dir).glob("*.pid")]
-
-
-@pytest.fixture(scope="module")
-def launcher():
-    """The launcher module, loaded from its file so that the package (and its core) is not imported."""
-    spec = importlib.util.spec_from_file_location("ringrun_launcher_under_test", LAUNCHER_PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(spec.name, None)
 
 
 # --------------------------------------------------------------------------
@@ -449,11 +436,11 @@ def rank_variables(launch):
     return dict(word.split("=", 1) for word in words[1:] if "=" in word)
 
 
-def test_remote_ranks_get_only_job_and_exported_variables(launcher):
-    parser = launcher.build_parser()
+def test_remote_ranks_get_only_job_and_exported_variables():
+    parser = cli.build_parser()
     environ = {"PATH": "/usr/bin", "SHELL_ONLY": "x", "HOSTNAME": "here", "EXPORTED": "a b"}
     args = parser.parse_args(["-H", "node-one:1,node-two:1", "-x", "EXPORTED", "-x", "SET=1"])
-    launches = launcher.plan_job(args, ["python3", "-c", "print('hi there')"], environ)
+    launches = plan.plan_job(args, ["python3", "-c", "print('hi there')"], environ)
     assert [launch.through_agent for launch in launches] == [True, True]
     argv = launches[1].argv
     assert argv[:4] == ["ssh", "-o", "BatchMode=yes", "node-two"] and len(argv) == 5
@@ -467,17 +454,17 @@ def test_remote_ranks_get_only_job_and_exported_variables(launcher):
     assert "SHELL_ONLY" not in variables and "PATH" not in variables
 
     args = parser.parse_args(["-H", "node-one:1", "--env-all"])
-    (launch,) = launcher.plan_job(args, ["true"], environ)
+    (launch,) = plan.plan_job(args, ["true"], environ)
     variables = rank_variables(launch)
     assert variables["SHELL_ONLY"] == "x" and variables["PATH"] == "/usr/bin"
     assert "HOSTNAME" not in variables
 
 
-def test_master_address_choice(launcher):
-    parser = launcher.build_parser()
+def test_master_address_choice():
+    parser = cli.build_parser()
 
     def master_addresses(*options):
-        launches = launcher.plan_job(parser.parse_args(list(options)), ["true"], {})
+        launches = plan.plan_job(parser.parse_args(list(options)), ["true"], {})
         return {rank_variables(launch)["RINGCC_MASTER_ADDR"] for launch in launches}
 
     assert master_addresses("-np", "2") == {"127.0.0.1"}
@@ -487,15 +474,15 @@ def test_master_address_choice(launcher):
     assert master_addresses("-H", "ns0:1", "--agent", "x {host}", "--master-addr", "10.0.0.1") == {"10.0.0.1"}
 
 
-def test_agent_command_forms(launcher):
+def test_agent_command_forms():
     env = {"A": "x y", "RINGCC_SECRET": "never on a command line"}
     command = ["python3", "-c", "print('hi')"]
-    netns = launcher.agent_command("ip netns exec {host}", "ns1", env, command, "/w")
+    netns = agents.agent_command("ip netns exec {host}", "ns1", env, command, "/w")
     assert netns[:6] == ["ip", "netns", "exec", "ns1", "sh", "-c"]
     assert netns[7:] == ["ringrun-rank", "env", "A=x y", *command]
     assert "read -r RINGCC_SECRET" in netns[6] and netns[6].endswith('exec "$@"')
-    assert launcher.agent_command("docker exec -i", "box", env, command, "/w")[:4] == ["docker", "exec", "-i", "box"]
-    ssh = launcher.agent_command("/usr/bin/ssh -p 2222 {host}", "n1", env, command, "/my dir")
+    assert agents.agent_command("docker exec -i", "box", env, command, "/w")[:4] == ["docker", "exec", "-i", "box"]
+    ssh = agents.agent_command("/usr/bin/ssh -p 2222 {host}", "n1", env, command, "/my dir")
     assert ssh[:4] == ["/usr/bin/ssh", "-p", "2222", "n1"] and len(ssh) == 5
     assert ssh[4].startswith("IFS= read -r RINGCC_SECRET ") and "; cd '/my dir' " in ssh[4]
     assert shlex.split(ssh[4].split("; exec ", 1)[1]) == ["env", "A=x y", *command]
@@ -507,24 +494,24 @@ def test_agent_command_forms(launcher):
 # Hosts and placement
 
 
-def test_host_lists(launcher, tmp_path):
-    Host = launcher.Host
-    assert launcher.parse_hosts("host1:4,host2") == [Host("host1", 4), Host("host2", 1)]
-    assert launcher.parse_hosts("[fe80::1]:2,::1") == [Host("fe80::1", 2), Host("::1", 1)]
+def test_host_lists(tmp_path):
+    Host = hosts.Host
+    assert hosts.parse_hosts("host1:4,host2") == [Host("host1", 4), Host("host2", 1)]
+    assert hosts.parse_hosts("[fe80::1]:2,::1") == [Host("fe80::1", 2), Host("::1", 1)]
     hostfile = tmp_path / "hosts"
     hostfile.write_text("# the cluster\nnode1 slots=2\nnode2:3  # comment\n\nnode3\n")
-    assert launcher.parse_hostfile(str(hostfile)) == [Host("node1", 2), Host("node2", 3), Host("node3", 1)]
+    assert hosts.parse_hostfile(str(hostfile)) == [Host("node1", 2), Host("node2", 3), Host("node3", 1)]
     for bad in ("a:0", "a:x", "a,a", ":2"):
-        with pytest.raises(launcher.LaunchError):
-            launcher.parse_hosts(bad)
+        with pytest.raises(errors.LaunchError):
+            hosts.parse_hosts(bad)
     hostfile.write_text("node1 max=2\n")
-    with pytest.raises(launcher.LaunchError, match="hosts:1"):
-        launcher.parse_hostfile(str(hostfile))
+    with pytest.raises(errors.LaunchError, match="hosts:1"):
+        hosts.parse_hostfile(str(hostfile))
 
 
-def test_placement_fills_hosts_in_order(launcher):
-    hosts = [launcher.Host("a", 3), launcher.Host("b", 1), launcher.Host("c", 2)]
-    placements = launcher.place_ranks(hosts, 5)
+def test_placement_fills_hosts_in_order():
+    host_list = [hosts.Host("a", 3), hosts.Host("b", 1), hosts.Host("c", 2)]
+    placements = hosts.place_ranks(host_list, 5)
     assert [(p.host, p.host_index, p.local_rank, p.local_size) for p in placements] == [
         ("a", 0, 0, 3),
         ("a", 0, 1, 3),
@@ -533,8 +520,8 @@ def test_placement_fills_hosts_in_order(launcher):
         ("c", 2, 0, 1),
     ]
     assert [(p.cross_rank, p.cross_size) for p in placements] == [(0, 3), (0, 1), (0, 1), (1, 3), (2, 3)]
-    with pytest.raises(launcher.LaunchError):
-        launcher.place_ranks(hosts, 7)
+    with pytest.raises(errors.LaunchError):
+        hosts.place_ranks(host_list, 7)
 
 
 def test_hostfile_from_the_command_line(tmp_path):
@@ -563,8 +550,8 @@ def test_program_flags_belong_to_the_program():
             assert json.loads(lines[0]) == ["--foo", "-np", "7", "-x", "Y", "--", "-H"]
 
 
-def test_split_command(launcher):
-    parser = launcher.build_parser()
+def test_split_command():
+    parser = cli.build_parser()
     assert parser.split_command(["-np", "2", "-x", "A=1", "python", "t.py", "-np", "3"]) == (
         ["-np", "2", "-x", "A=1"],
         ["python", "t.py", "-np", "3"],
@@ -711,16 +698,16 @@ def test_check_build_reports_the_core_or_its_absence():
         assert "cannot load the ringcc core (ringcc._core)" in result.stderr
 
 
-def test_check_build_text(launcher, monkeypatch, capsys):
+def test_check_build_text(monkeypatch, capsys):
     class FakeCore:
         @staticmethod
         def build_info():
             return {"version": "0.1.0", "transports": {"shm": True, "tcp": True, "mpi": False, "nccl": False}}
 
     monkeypatch.setitem(sys.modules, "ringcc._core", FakeCore)
-    monkeypatch.setattr(launcher, "_find_spec", lambda module: module == "torch" or None)
-    monkeypatch.setattr(launcher, "_framework_version", lambda module: "2.13.0")
-    assert launcher.check_build() == 0
+    monkeypatch.setattr(build_report, "_find_spec", lambda module: module == "torch" or None)
+    monkeypatch.setattr(build_report, "_framework_version", lambda module: "2.13.0")
+    assert build_report.check_build() == 0
     assert capsys.readouterr().out == textwrap.dedent(
         """\
         ringcc v0.1.0:
@@ -742,7 +729,7 @@ def test_check_build_text(launcher, monkeypatch, capsys):
     )
 
     monkeypatch.setitem(sys.modules, "ringcc._core", None)  # makes the import fail
-    assert launcher.check_build() == 1
+    assert build_report.check_build() == 1
     assert "cannot load the ringcc core" in capsys.readouterr().err
 
 
@@ -761,20 +748,20 @@ def test_job_options_after_the_command_are_warned_about():
     assert result.returncode == 0 and "ringrun: warning" not in result.stderr, result.stderr
 
 
-def test_misplaced_options(launcher):
-    parser = launcher.build_parser()
+def test_misplaced_options():
+    parser = cli.build_parser()
     args = parser.parse_args(["-H", "a:2"])
-    assert launcher.misplaced_options(args, ["python", "t.py", "-np", "2", "-H", "b", "--num-proc=3"]) == [
+    assert cli.misplaced_options(args, ["python", "t.py", "-np", "2", "-H", "b", "--num-proc=3"]) == [
         "-np",
         "--num-proc",
     ]
-    assert launcher.misplaced_options(args, ["-np", "t.py"]) == []  # the command itself is not an option
+    assert cli.misplaced_options(args, ["-np", "t.py"]) == []  # the command itself is not an option
 
 
 def test_ringrun_removes_segments_of_ranks_that_died(tmp_path):
     """Segments whose creator has exited go; a live process's, another
     namespace's and another user's stay (ringrun's sweep after a job)."""
-    from ringcc.launcher import remove_stale_segments
+    from ringcc.launch.processes import remove_stale_segments
 
     namespace = os.stat("/proc/self/ns/pid").st_ino
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

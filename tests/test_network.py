@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 from conftest import TESTS_DIR, rank_environment, ringcc, run_command
 
-from ringcc import launcher
+from ringcc.launch import cli, errors, mpirun, processes
+from ringcc.launch.plan import plan_job
 
 IP_TIMEOUT_S = 20
 JOB_TIMEOUT_S = 90
@@ -259,8 +260,8 @@ def choose_or_error(monkeypatch, **variables):
 
 
 def plan(*options, environ=None):
-    parser = launcher.build_parser()
-    return launcher.plan_job(parser.parse_args(list(options)), ["python3", "t.py"], environ or {})
+    parser = cli.build_parser()
+    return plan_job(parser.parse_args(list(options)), ["python3", "t.py"], environ or {})
 
 
 def variables_of(launch):
@@ -292,7 +293,7 @@ def test_ssh_connect_timeout():
         assert launch.argv[:6] == ["ssh", "-o", "ConnectTimeout=7", "-o", "BatchMode=yes", launch.placement.host]
     (launch,) = plan("-H", "n1:1", "--agent", "/usr/bin/ssh -p 2222 {host}", "--ssh-connect-timeout", "3")
     assert launch.argv[:6] == ["/usr/bin/ssh", "-o", "ConnectTimeout=3", "-p", "2222", "n1"]
-    with pytest.raises(launcher.LaunchError, match="--ssh-connect-timeout applies to ssh"):
+    with pytest.raises(errors.LaunchError, match="--ssh-connect-timeout applies to ssh"):
         plan("-H", "n1:1", "--agent", "ip netns exec {host}", "--ssh-connect-timeout", "3")
     for bad in ("0", "1.5", "x"):
         done = subprocess.run(
@@ -306,17 +307,17 @@ def test_ssh_connect_timeout():
 
 
 def test_mpi_command_carries_the_network_flags():
-    parser = launcher.build_parser()
+    parser = cli.build_parser()
     args = parser.parse_args(["--mpi", "-np", "2", "--network-interface", "ib0", "--output-filename", "out"])
-    cmd = launcher.plan_mpi_command(args, ["python", "t.py"], {}, "mpirun", "openmpi")
+    cmd = mpirun.plan_mpi_command(args, ["python", "t.py"], {}, "mpirun", "openmpi")
     assert cmd[cmd.index("--output-filename") + 1] == "out"
     assert "RINGCC_SOCKET_IFNAME=ib0" in [cmd[i + 1] for i, word in enumerate(cmd) if word == "-x"]
     args = parser.parse_args(["--mpi", "-np", "2", "--network-interface", "ib0"])
-    cmd = launcher.plan_mpi_command(args, ["python", "t.py"], {}, "mpiexec", "mpich")
+    cmd = mpirun.plan_mpi_command(args, ["python", "t.py"], {}, "mpiexec", "mpich")
     assert cmd[cmd.index("-genv") + 1 : cmd.index("-genv") + 3] == ["RINGCC_SOCKET_IFNAME", "ib0"]
     for options, flavour in ((["--output-filename", "out"], "mpich"), (["--ssh-connect-timeout", "3"], "openmpi")):
-        with pytest.raises(launcher.LaunchError):
-            launcher.plan_mpi_command(parser.parse_args(["--mpi", *options]), ["python"], {}, "m", flavour)
+        with pytest.raises(errors.LaunchError):
+            mpirun.plan_mpi_command(parser.parse_args(["--mpi", *options]), ["python"], {}, "m", flavour)
 
 
 def test_output_filename_writes_one_file_per_rank_and_stream(tmp_path):
@@ -348,8 +349,8 @@ def test_output_filename_writes_one_file_per_rank_and_stream(tmp_path):
         assert (out_dir / f"rank.{rank}" / "stdout").read_text() == f"out {rank}\nsecond {rank}\ntail {rank}"
         assert (out_dir / f"rank.{rank}" / "stderr").read_text() == f"err {rank}\n"
         assert f"[{rank}]<stdout>: out {rank}" in done.stdout  # the console copy stays
-    assert launcher.rank_output_paths("d", 3, 12) == ("d/rank.03/stdout", "d/rank.03/stderr")
-    assert launcher.rank_output_paths("d", 7, 8) == ("d/rank.7/stdout", "d/rank.7/stderr")
+    assert processes.rank_output_paths("d", 3, 12) == ("d/rank.03/stdout", "d/rank.03/stderr")
+    assert processes.rank_output_paths("d", 7, 8) == ("d/rank.7/stdout", "d/rank.7/stderr")
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     done = run_command(

@@ -24,9 +24,9 @@ RSS_GROWTH_LIMIT_KIB = 24 * 1024
 
 
 def free_ports(count):
-    from ringcc.launcher import find_free_ports
+    from ringcc.free_ports import free_ports
 
-    return find_free_ports(count)
+    return free_ports(count)
 
 
 def run_processes(script: str, cycles: int, out_dir: Path):

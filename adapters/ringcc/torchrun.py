@@ -15,8 +15,9 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
-import socket
 from collections.abc import Iterator
+
+from ringcc.free_ports import free_port
 
 PORT_VARIABLE = "RINGCC_MASTER_PORT"
 _inits = 0
@@ -40,20 +41,6 @@ def _timeout_s() -> float:
         return float(os.environ.get("RINGCC_TIMEOUT_S") or os.environ.get("HOROVOD_GLOO_TIMEOUT_SECONDS") or 60)
     except ValueError:
         return 60.0
-
-
-def free_port() -> int:
-    """A TCP port free on this host now."""
-    for family, address in ((socket.AF_INET6, "::"), (socket.AF_INET, "")):
-        try:
-            with socket.socket(family, socket.SOCK_STREAM) as sock:
-                if family == socket.AF_INET6:
-                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-                sock.bind((address, 0))
-                return sock.getsockname()[1]
-        except OSError:
-            continue
-    raise OSError("no free TCP port on this host")
 
 
 def _agreed_port() -> int:

@@ -249,7 +249,6 @@ def broadcast_object(obj, root_rank=0):
     import numpy as np
 
     import ringcc
-
     from ringcc import _objects
 
     if ringcc.rank() == root_rank:

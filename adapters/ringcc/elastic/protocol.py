@@ -25,7 +25,7 @@ recorded request or reply is of no use on another connection (the nonces
 differ), and a reply cannot be passed off as a request, nor a header as a
 whole frame (the labels differ). The server's side is a `RequestReader`
 fed the bytes as they come, so that one thread serves every connection
-(ringcc/elastic/server.py).
+(ringcc/launch/rpc_server.py).
 """
 
 from __future__ import annotations

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable
 
 from ringcc.elastic import protocol
+from ringcc.free_ports import free_port
 
 DRIVER_VARIABLE = "RINGCC_ELASTIC_DRIVER"
 WORKER_VARIABLE = "RINGCC_ELASTIC_WORKER"
@@ -82,20 +82,6 @@ def call(body: dict, timeout: float) -> dict:
     return protocol.request(address, port, secret, body, timeout)
 
 
-def _free_port() -> int:
-    """A TCP port free on this host now (for the store this worker serves as rank 0)."""
-    for family, address in ((socket.AF_INET6, "::"), (socket.AF_INET, "")):
-        try:
-            with socket.socket(family, socket.SOCK_STREAM) as sock:
-                if family == socket.AF_INET6:
-                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-                sock.bind((address, 0))
-                return sock.getsockname()[1]
-        except OSError:
-            continue
-    raise OSError("no free TCP port on this host")
-
-
 def _apply(assignment: dict) -> None:
     """Puts the assignment where ringcc.init() (and scripts) read the job."""
     a = assignment
@@ -140,7 +126,7 @@ def join() -> dict:
         if action != "assign":
             raise RuntimeError(f"unexpected reply from ringrun's elastic driver: {reply}")
         if reply.get("choose_port"):
-            port = _free_port()
+            port = free_port()  # for the store this worker serves as rank 0
             answer = call({"op": "port", "generation": reply["generation"], "port": port}, elastic_timeout_s() + 60)
             if answer.get("action") != "ok":
                 continue  # the membership fell apart meanwhile: ask again

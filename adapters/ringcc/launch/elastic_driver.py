@@ -27,9 +27,7 @@ of the last membership is left to hold the state, when fewer than
 from __future__ import annotations
 
 import os
-import random
 import secrets
-import selectors
 import signal
 import socket
 import subprocess
@@ -37,347 +35,49 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
-from ringcc import launcher
-from ringcc.elastic.server import RequestServer, Wait
 from ringcc.elastic.worker import DRIVER_VARIABLE, WORKER_VARIABLE
+from ringcc.launch.agents import DEFAULT_AGENT, agent_command, with_ssh_connect_timeout
+from ringcc.launch.blacklist import COOLDOWN_LOWER_LIMIT_S, COOLDOWN_UPPER_LIMIT_S, HostState
+from ringcc.launch.discovery import (
+    DISCOVERY_INTERVAL_S,
+    DISCOVERY_KILL_GRACE_S,
+    DISCOVERY_SCRIPT_TIMEOUT_S,
+    ElasticError,
+    FixedDiscovery,
+    ScriptDiscovery,
+)
+from ringcc.launch.errors import EXIT_CANNOT_START, EXIT_TIMEOUT, EXIT_USAGE, LaunchError
+from ringcc.launch.hosts import Host, dual_stack_socket, is_local_host, parse_hostfile, parse_hosts, unbracket
+from ringcc.launch.memberships import Formation, Worker, form_membership
+from ringcc.launch.processes import (
+    Console,
+    describe_exit,
+    exit_status,
+    forward_output,
+    recording_signals,
+    signal_process_group,
+    stop_processes,
+)
+from ringcc.launch.rpc_server import RequestServer, Wait
+from ringcc.launch.variables import (
+    NETWORK_INTERFACE_VARIABLE,
+    OUTER_JOB_VARIABLES,
+    agent_forwarded_variables,
+    exported_variables,
+)
 
-DISCOVERY_INTERVAL_S = 1.0
 DEFAULT_ELASTIC_TIMEOUT_S = 600.0
 DEFAULT_TIMEOUT_S = 60.0  # RINGCC_TIMEOUT_S's default
-COOLDOWN_LOWER_LIMIT_S = 1
-COOLDOWN_UPPER_LIMIT_S = 3600
-DISCOVERY_SCRIPT_TIMEOUT_S = 60.0
-DISCOVERY_KILL_GRACE_S = 1.0  # from SIGTERM to SIGKILL for the script's process group
 WATCH_HOLD_S = 30.0
 RENOTIFY_S = 2.0  # a worker that waits to be let in is announced again this often
 LOOP_S = 0.05
 
 ADDED, REMOVED = 2, 1  # ringcc.elastic.HostUpdateResult
 
-# Variables of an outer job that must not reach the workers: they get theirs at init().
-JOB_VARIABLES = (
-    "RINGCC_RANK",
-    "RINGCC_SIZE",
-    "RINGCC_LOCAL_RANK",
-    "RINGCC_LOCAL_SIZE",
-    "RINGCC_CROSS_RANK",
-    "RINGCC_CROSS_SIZE",
-    "RINGCC_MASTER_ADDR",
-    "RINGCC_MASTER_PORT",
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "HOROVOD_RANK",
-    "HOROVOD_SIZE",
-    "HOROVOD_LOCAL_RANK",
-    "HOROVOD_LOCAL_SIZE",
-    "HOROVOD_CROSS_RANK",
-    "HOROVOD_CROSS_SIZE",
-)
-
-
-class ElasticError(Exception):
-    """Ends the job with a message (and exit status 1)."""
-
 
 # --------------------------------------------------------------------------
-# Command line
-
-
-def add_arguments(parser) -> None:
-    """Horovod's elastic options, on ringrun's parser."""
-    group = parser.add_argument_group(
-        "elastic mode", "given --host-discovery-script, --min-np or --max-np (see docs/elastic.md)"
-    )
-    group.add_argument(
-        "--host-discovery-script",
-        metavar="SCRIPT",
-        help="prints the available hosts, one 'host:slots' (or 'host') a line; run every second. Enables elastic mode",
-    )
-    group.add_argument(
-        "--min-np",
-        "--min-num-proc",
-        dest="min_np",
-        type=int,
-        metavar="N",
-        help="fewest workers to train with; below it the job waits for hosts (default: -np)",
-    )
-    group.add_argument(
-        "--max-np", "--max-num-proc", dest="max_np", type=int, metavar="N", help="most workers to run (default: -np)"
-    )
-    group.add_argument(
-        "--slots-per-host",
-        "--slots",
-        dest="slots_per_host",
-        type=int,
-        default=1,
-        metavar="N",
-        help="slots of a host the discovery script lists without a count (default: 1)",
-    )
-    group.add_argument(
-        "--elastic-timeout",
-        type=float,
-        metavar="SECONDS",
-        help="how long to wait for enough workers (RINGCC_ELASTIC_TIMEOUT_S, HOROVOD_ELASTIC_TIMEOUT; default: 600)",
-    )
-    group.add_argument(
-        "--reset-limit",
-        type=int,
-        metavar="N",
-        help="stop the job after this many changes of membership (default: no limit)",
-    )
-    group.add_argument(
-        "--blacklist-cooldown-range",
-        type=int,
-        nargs=2,
-        metavar=("MIN", "MAX"),
-        help="seconds a host whose worker failed stays blacklisted: MIN, doubling with "
-        "every failure, at most MAX (default: for good)",
-    )
-
-
-def is_elastic(args) -> bool:
-    return (
-        getattr(args, "host_discovery_script", None) is not None
-        or getattr(args, "min_np", None) is not None
-        or getattr(args, "max_np", None) is not None
-    )
-
-
-def elastic_only_options(args) -> list[str]:
-    """Elastic options given to a job that is not elastic."""
-    given = [
-        ("--blacklist-cooldown-range", args.blacklist_cooldown_range is not None),
-        ("--reset-limit", args.reset_limit is not None),
-        ("--elastic-timeout", args.elastic_timeout is not None),
-        ("--slots-per-host", args.slots_per_host != 1),
-    ]
-    return [name for name, present in given if present]
-
-
-# --------------------------------------------------------------------------
-# Hosts
-
-
-def parse_discovery_output(text: str, default_slots: int) -> dict[str, int]:
-    """{host: slots} from the discovery script's lines, in their order."""
-    hosts: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        line = line.strip()
-        if not line:
-            continue
-        host = launcher.parse_host_entry(line, f"discovery output line {number}")
-        counted = "]:" in line if line.startswith("[") else line.count(":") == 1
-        hosts[host.name] = host.slots if counted else default_slots
-    return hosts
-
-
-class ScriptDiscovery:
-    """Runs the host discovery script with the shell, in a session (and so
-    a process group) of its own. A run that goes past its timeout, or that
-    is still going when ringrun stops, ends with its whole group (SIGTERM,
-    then SIGKILL): a child the script left behind goes too, and its output
-    is read with the same deadline, so a grandchild that holds the pipes
-    open cannot keep the driver waiting."""
-
-    def __init__(self, script: str, default_slots: int, timeout: float = DISCOVERY_SCRIPT_TIMEOUT_S) -> None:
-        self._script = script
-        self._default_slots = default_slots
-        self.timeout = timeout
-        self._lock = threading.Lock()
-        self._stopped = False
-        self._process: subprocess.Popen | None = None  # a run in progress, its leader not reaped yet
-        self._stop_reader, self._stop_writer = socket.socketpair()
-
-    def find(self) -> dict[str, int]:
-        returncode, stdout, stderr = self._run()
-        if returncode != 0:
-            raise ElasticError(
-                f"the host discovery script {self._script!r} exited with {returncode}: "
-                f"{stderr.decode(errors='replace').strip()[-500:]}"
-            )
-        try:
-            return parse_discovery_output(stdout.decode(errors="replace"), self._default_slots)
-        except launcher.LaunchError as error:
-            raise ElasticError(f"the host discovery script {self._script!r}: {error}") from None
-
-    def stop(self) -> None:
-        """Ends a run in progress (its thread ends the group) and refuses later ones."""
-        with self._lock:
-            self._stopped = True
-        try:
-            self._stop_writer.send(b"\0")
-        except OSError:
-            pass
-
-    def kill(self) -> None:
-        """SIGKILL for the group of a run still in progress: the last resort
-        when the thread that runs it did not end it in time."""
-        with self._lock:
-            if self._process is not None:
-                _signal(self._process, signal.SIGKILL)
-
-    def _run(self) -> tuple[int, bytes, bytes]:
-        with self._lock:
-            if self._stopped:
-                raise ElasticError("ringrun is stopping")
-            try:
-                process = subprocess.Popen(
-                    self._script,
-                    shell=True,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    start_new_session=True,
-                )
-            except OSError as error:
-                raise ElasticError(f"cannot run the host discovery script {self._script!r}: {error}") from None
-            self._process = process
-        try:
-            done = self._read(process, time.monotonic() + self.timeout)
-            if done is not None:
-                return done
-            with self._lock:
-                stopped = self._stopped
-            # The leader is reaped only after the group is killed, so that
-            # its id cannot name another group meanwhile.
-            _signal(process, signal.SIGTERM)
-            self._read(process, time.monotonic() + DISCOVERY_KILL_GRACE_S, reap=False)
-            _signal(process, signal.SIGKILL)
-            if stopped:
-                raise ElasticError("ringrun is stopping")
-            raise ElasticError(
-                f"the host discovery script {self._script!r} ran for more than {self.timeout:g} s; "
-                "its process group was killed"
-            )
-        finally:
-            for pipe in (process.stdout, process.stderr):
-                pipe.close()
-            try:
-                process.wait(timeout=DISCOVERY_KILL_GRACE_S)
-            except subprocess.TimeoutExpired:
-                _signal(process, signal.SIGKILL)
-                process.wait()
-            with self._lock:
-                self._process = None
-
-    def _read(self, process: subprocess.Popen, deadline: float, reap: bool = True) -> tuple[int, bytes, bytes] | None:
-        """The script's exit status and output once it has closed both pipes
-        and (`reap`) exited; None at the deadline or on stop."""
-        output: dict = {process.stdout: [], process.stderr: []}
-        with selectors.DefaultSelector() as selector:
-            for pipe in output:
-                if not pipe.closed:
-                    selector.register(pipe, selectors.EVENT_READ)
-            selector.register(self._stop_reader, selectors.EVENT_READ)
-            open_pipes = len(selector.get_map()) - 1
-            while open_pipes:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return None
-                for key, _ in selector.select(remaining):
-                    if key.fileobj is self._stop_reader:
-                        return None  # left unread: every later read sees it too
-                    data = os.read(key.fd, 65536)
-                    if data:
-                        output[key.fileobj].append(data)
-                    else:
-                        selector.unregister(key.fileobj)
-                        open_pipes -= 1
-        if not reap:
-            return None
-        try:
-            returncode = process.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            return None  # it closed its output but goes on
-        return returncode, b"".join(output[process.stdout]), b"".join(output[process.stderr])
-
-
-class FixedDiscovery:
-    def __init__(self, hosts: Sequence[launcher.Host]) -> None:
-        self._hosts = {h.name: h.slots for h in hosts}
-
-    def find(self) -> dict[str, int]:
-        return dict(self._hosts)
-
-    def stop(self) -> None:
-        pass
-
-    def kill(self) -> None:
-        pass
-
-
-class HostState:
-    """A host's blacklisting (Horovod's HostState): for good without a
-    cooldown range, else for a cooldown that doubles with every failure."""
-
-    def __init__(self, cooldown_range: tuple[int, int] | None) -> None:
-        self._range = cooldown_range
-        self.blacklisted = False
-        self.count = 0
-        self.until = 0.0
-
-    def blacklist(self, now: float) -> float:
-        """Blacklists the host; returns how long (inf: for good)."""
-        self.blacklisted = True
-        if self._range is None:
-            return float("inf")
-        if self.until > now:
-            return self.until - now
-        lower, upper = self._range
-        self.count += 1
-        delay = lower * (1 << self.count) + random.uniform(0, 1) * lower
-        seconds = max(lower, min(upper, delay))
-        self.until = now + seconds
-        return seconds
-
-    def available(self, now: float) -> bool:
-        if self.blacklisted and self._range is not None and now >= self.until:
-            self.blacklisted = False  # the cooldown is over
-        return not self.blacklisted
-
-
-# --------------------------------------------------------------------------
-# Workers
-
-
-@dataclass
-class Worker:
-    id: str
-    host: str
-    slot: int
-    process: subprocess.Popen
-    started: float
-    generation: int = 0  # the last membership it belongs to (0: none yet)
-    first_generation: int = 0  # the first one
-    holds_state: bool = False  # it synchronised the training state (or started the job with it)
-    rank: int = -1
-    waiting: bool = False  # its join waits for a reply
-    waiting_since: float = 0.0
-    reply: dict | None = None
-    leaving: bool = False  # told to leave, or stopped by the driver: its exit is no failure
-    removal: bool = False  # its slot was removed from the hosts
-    exit_code: int | None = None
-    announced: float = 0.0  # when its wait to be let in was last announced
-    joins: int = 0  # its join requests so far: an older one still held is answered "retry"
-
-    @property
-    def alive(self) -> bool:
-        return self.exit_code is None
-
-
-@dataclass
-class Formation:
-    """A membership whose rank 0 has not chosen its store's port yet."""
-
-    generation: int
-    members: list[Worker]
-    assignments: dict[str, dict] = field(default_factory=dict)
+# The driver
 
 
 class ElasticDriver:
@@ -385,60 +85,58 @@ class ElasticDriver:
         self.args = args
         self.command = list(command)
         self.environ = environ
-        self.console = launcher._Console()
+        self.console = Console()
         num_proc = args.num_proc
         self.min_np = args.min_np if args.min_np is not None else num_proc
         self.max_np = args.max_np if args.max_np is not None else num_proc
         if self.min_np is None and self.max_np is None:
-            raise launcher.LaunchError("elastic mode needs -np, --min-np or --max-np")
+            raise LaunchError("elastic mode needs -np, --min-np or --max-np")
         self.min_np = self.min_np if self.min_np is not None else 1
         self.start_np = num_proc if num_proc is not None else self.min_np
         if self.max_np is None:
             self.max_np = max(self.start_np, self.min_np)
         if not 1 <= self.min_np <= self.start_np <= self.max_np:
-            raise launcher.LaunchError(
+            raise LaunchError(
                 f"elastic mode needs 1 <= --min-np ({self.min_np}) <= -np ({self.start_np}) <= --max-np ({self.max_np})"
             )
         if args.reset_limit is not None and args.reset_limit < 0:
-            raise launcher.LaunchError("--reset-limit must not be negative")
+            raise LaunchError("--reset-limit must not be negative")
         cooldown = tuple(args.blacklist_cooldown_range) if args.blacklist_cooldown_range else None
         if cooldown is not None:
             lower, upper = cooldown
             if lower < COOLDOWN_LOWER_LIMIT_S or upper > COOLDOWN_UPPER_LIMIT_S or lower > upper:
-                raise launcher.LaunchError(
+                raise LaunchError(
                     f"--blacklist-cooldown-range: MIN >= {COOLDOWN_LOWER_LIMIT_S}, MAX <= "
                     f"{COOLDOWN_UPPER_LIMIT_S} and MIN <= MAX, got {lower} {upper}"
                 )
         self.cooldown = cooldown
         if args.host_discovery_script is not None:
             if args.hosts is not None or args.hostfile is not None:
-                raise launcher.LaunchError("give either --host-discovery-script or -H/--hostfile, not both")
+                raise LaunchError("give either --host-discovery-script or -H/--hostfile, not both")
             self.discovery = ScriptDiscovery(
                 args.host_discovery_script,
                 args.slots_per_host,
                 _env_float(environ, ("RINGCC_ELASTIC_DISCOVERY_TIMEOUT_S",), DISCOVERY_SCRIPT_TIMEOUT_S),
             )
         elif args.hosts is not None or args.hostfile is not None:
-            hosts = (
-                launcher.parse_hosts(args.hosts) if args.hosts is not None else launcher.parse_hostfile(args.hostfile)
-            )
+            hosts = parse_hosts(args.hosts) if args.hosts is not None else parse_hostfile(args.hostfile)
             self.discovery = FixedDiscovery(hosts)
         else:
-            self.discovery = FixedDiscovery([launcher.Host("localhost", self.max_np)])
+            self.discovery = FixedDiscovery([Host("localhost", self.max_np)])
         if args.output_filename is not None:
-            raise launcher.LaunchError("--output-filename is not available in elastic mode")
+            raise LaunchError("--output-filename is not available in elastic mode")
         if args.slots_per_host < 1:
-            raise launcher.LaunchError("--slots-per-host must be at least 1")
+            raise LaunchError("--slots-per-host must be at least 1")
         self.elastic_timeout = args.elastic_timeout or _env_float(
             environ, ("RINGCC_ELASTIC_TIMEOUT_S", "HOROVOD_ELASTIC_TIMEOUT"), DEFAULT_ELASTIC_TIMEOUT_S
         )
         self.join_timeout = _env_float(environ, ("RINGCC_TIMEOUT_S",), DEFAULT_TIMEOUT_S)
         self.discovery_interval = _env_float(environ, ("RINGCC_ELASTIC_DISCOVERY_INTERVAL_S",), DISCOVERY_INTERVAL_S)
         self.secret = environ.get("RINGCC_SECRET") or secrets.token_hex(32)
-        self.agent = launcher.with_ssh_connect_timeout(
-            args.agent if args.agent is not None else launcher.DEFAULT_AGENT, args.ssh_connect_timeout
+        self.agent = with_ssh_connect_timeout(
+            args.agent if args.agent is not None else DEFAULT_AGENT, args.ssh_connect_timeout
         )
-        self.exported = launcher._exported_variables(args.export, environ)
+        self.exported = exported_variables(args.export, environ)
 
         self.lock = threading.Lock()
         self.hosts: dict[str, int] = {}  # the last discovery
@@ -471,7 +169,7 @@ class ElasticDriver:
             self._listen()
         except (OSError, RuntimeError) as error:
             self.console.message(f"elastic mode: cannot listen for workers: {error}")
-            return launcher.EXIT_CANNOT_START
+            return EXIT_CANNOT_START
         try:
             # The first discovery runs there too, so that ringrun's timeout
             # and signals stop a script that hangs (a first failure is
@@ -481,7 +179,7 @@ class ElasticDriver:
         except RuntimeError as error:
             self.console.message(f"elastic mode: cannot start the host discovery: {error}")
             self.requests.close()
-            return launcher.EXIT_CANNOT_START
+            return EXIT_CANNOT_START
         try:
             return self._supervise(received)
         finally:
@@ -491,7 +189,7 @@ class ElasticDriver:
         deadline = None if self.args.timeout is None else time.monotonic() + self.args.timeout
         status: int | None = None
         started = time.monotonic()
-        with launcher._recording_signals(received):
+        with recording_signals(received):
             while status is None:
                 if received:
                     self.console.message(f"received {signal.Signals(received[0]).name}; stopping all workers")
@@ -501,7 +199,7 @@ class ElasticDriver:
                 if deadline is not None and time.monotonic() >= deadline:
                     self.console.message(f"timed out after {self.args.timeout:g} s; stopping all workers")
                     self._stop_all(interrupted=False, received=received)
-                    status = launcher.EXIT_TIMEOUT
+                    status = EXIT_TIMEOUT
                     break
                 with self.lock:
                     status = self._step(time.monotonic(), started)
@@ -545,7 +243,7 @@ class ElasticDriver:
                     for w in self.workers.values()
                     if w.exit_code and not w.leaving and w.generation == self.generation
                 ]
-                return launcher.exit_status(failed[0].exit_code) if failed else 0
+                return exit_status(failed[0].exit_code) if failed else 0
             if now - self.succeeded_at > self.join_timeout:
                 self.console.message(f"a worker finished {self.join_timeout:g} s ago; stopping the others")
                 for w in live:
@@ -575,7 +273,7 @@ class ElasticDriver:
                 if self.succeeded_at is None:
                     self.succeeded_at = now
                 continue
-            described = launcher.describe_exit(0, code).replace("rank 0", f"worker {w.id}", 1)
+            described = describe_exit(0, code).replace("rank 0", f"worker {w.id}", 1)
             state = self.host_states.setdefault(w.host, HostState(self.cooldown))
             seconds = state.blacklist(time.time())
             how = "for the rest of the job" if seconds == float("inf") else f"for {seconds:.1f} s"
@@ -583,7 +281,7 @@ class ElasticDriver:
                 f"{described} (rank {w.rank} of membership {w.generation}); host {w.host} blacklisted {how}"
             )
             if self.first_failure_code is None:
-                self.first_failure_code = launcher.exit_status(code)
+                self.first_failure_code = exit_status(code)
             if self.formation is not None and w in self.formation.members:
                 self._void_formation(f"worker {w.id} failed before the membership met")
         if (
@@ -640,7 +338,7 @@ class ElasticDriver:
                             f"worker {w.id} did not start within {self.elastic_timeout:g} s; stopping it"
                         )
                         w.leaving = True
-                        _signal(w.process, signal.SIGKILL)
+                        signal_process_group(w.process, signal.SIGKILL)
                 return
             members, newcomers = [], waiting
         else:
@@ -654,7 +352,7 @@ class ElasticDriver:
                             f"worker {w.id} (rank {w.rank}) did not leave membership {self.generation} within "
                             f"{self.join_timeout:g} s of the others; killing it"
                         )
-                        _signal(w.process, signal.SIGKILL)
+                        signal_process_group(w.process, signal.SIGKILL)
                 return
             newcomers = [w for w in waiting if w.generation == 0]
         leaving = [w for w in members + newcomers if w.removal]
@@ -704,14 +402,6 @@ class ElasticDriver:
     def _form(self, chosen: list[Worker]) -> None:
         self.formed += 1
         generation = self.formed
-        size = len(chosen)
-        local_of: dict[str, list[Worker]] = {}
-        for w in chosen:
-            local_of.setdefault(w.host, []).append(w)
-        cross_count: dict[int, int] = {}
-        for w in chosen:
-            local_rank = local_of[w.host].index(w)
-            cross_count[local_rank] = cross_count.get(local_rank, 0) + 1
         all_local = all(self._is_local(w.host) for w in chosen)
         rank0_host = chosen[0].host
         if all_local:
@@ -719,26 +409,9 @@ class ElasticDriver:
         elif self._is_local(rank0_host):
             master_addr = socket.gethostname()
         else:
-            master_addr = launcher.unbracket(rank0_host)
-        formation = Formation(generation, chosen)
-        seen_cross: dict[int, int] = {}
-        for rank, w in enumerate(chosen):
-            local_rank = local_of[w.host].index(w)
-            cross_rank = seen_cross.get(local_rank, 0)
-            seen_cross[local_rank] = cross_rank + 1
-            formation.assignments[w.id] = {
-                "action": "assign",
-                "generation": generation,
-                "rank": rank,
-                "size": size,
-                "local_rank": local_rank,
-                "local_size": len(local_of[w.host]),
-                "cross_rank": cross_rank,
-                "cross_size": cross_count[local_rank],
-                "host": w.host,
-                "master_addr": master_addr,
-                "master_port": 0,
-            }
+            master_addr = unbracket(rank0_host)
+        formation = form_membership(generation, chosen, master_addr)
+        size = len(chosen)
         self.formation = formation
         chosen[0].reply = {**formation.assignments[chosen[0].id], "choose_port": True}
         self.console.message(
@@ -813,12 +486,12 @@ class ElasticDriver:
                 removed = True
                 if w.generation == 0 and not w.waiting:
                     w.leaving = True
-                    _signal(w.process, signal.SIGTERM)
+                    signal_process_group(w.process, signal.SIGTERM)
         if removed:
             self._notify(REMOVED)
 
     def _is_local(self, host: str) -> bool:
-        return self.args.agent is None and launcher.is_local_host(host)
+        return self.args.agent is None and is_local_host(host)
 
     def _free_slots(self, now: float) -> list[tuple[str, int]]:
         free = []
@@ -872,28 +545,21 @@ class ElasticDriver:
             "RINGCC_ELASTIC_TIMEOUT_S": f"{self.elastic_timeout:g}",
         }
         if self.args.network_interface:
-            variables[launcher.NETWORK_INTERFACE_VARIABLE] = self.args.network_interface
-        base = {k: v for k, v in {**self.environ, **self.exported}.items() if k not in JOB_VARIABLES}
+            variables[NETWORK_INTERFACE_VARIABLE] = self.args.network_interface
+        base = {k: v for k, v in {**self.environ, **self.exported}.items() if k not in OUTER_JOB_VARIABLES}
         stdin = None
         if self._is_local(host):
             env = {**base, **variables}
             env.setdefault("PYTHONUNBUFFERED", "1")
             argv = list(self.command)
         else:
-            forwarded = dict(self.exported)
-            if self.args.env_all:
-                forwarded = {
-                    k: v
-                    for k, v in self.environ.items()
-                    if launcher._VARIABLE_NAME.fullmatch(k)
-                    and k not in launcher.HOST_SPECIFIC_VARIABLES
-                    and k not in JOB_VARIABLES
-                }
-                forwarded.update(self.exported)
+            forwarded = agent_forwarded_variables(
+                self.environ, self.exported, self.args.env_all, left_out=OUTER_JOB_VARIABLES
+            )
             rank_env = {**forwarded, **variables}
             rank_env.setdefault("PYTHONUNBUFFERED", self.environ.get("PYTHONUNBUFFERED", "1"))
             stdin = (rank_env.pop("RINGCC_SECRET") + "\n").encode()
-            argv = launcher.agent_command(self.agent, host, rank_env, self.command, os.getcwd())
+            argv = agent_command(self.agent, host, rank_env, self.command, os.getcwd())
             env = dict(self.environ)
         try:
             process = subprocess.Popen(
@@ -921,7 +587,7 @@ class ElasticDriver:
             for pipe, stream in ((process.stdout, "stdout"), (process.stderr, "stderr")):
                 prefix = f"[{worker_id}]<{stream}>: ".encode() if not self.args.no_prefix else b""
                 reader = threading.Thread(
-                    target=launcher._forward_output,
+                    target=forward_output,
                     args=(pipe, prefix, stream, self.console),
                     name=f"ringrun-{worker_id}-{stream}",
                     daemon=True,
@@ -933,7 +599,7 @@ class ElasticDriver:
             # pipes nobody drains would block, so it goes, and its host
             # counts as failed; the job carries on.
             worker.leaving = True
-            _signal(process, signal.SIGKILL)
+            signal_process_group(process, signal.SIGKILL)
             state = self.host_states.setdefault(host, HostState(self.cooldown))
             state.blacklist(time.time())
             self.console.message(f"cannot start a worker on {host}: {error}")
@@ -942,7 +608,7 @@ class ElasticDriver:
         if self._is_local(host):
             return "127.0.0.1"
         address = self.args.master_addr or socket.gethostname()
-        return f"[{launcher.unbracket(address)}]" if ":" in launcher.unbracket(address) else address
+        return f"[{unbracket(address)}]" if ":" in unbracket(address) else address
 
     # -- host updates ---------------------------------------------------------
 
@@ -970,10 +636,10 @@ class ElasticDriver:
 
     def _listen(self) -> None:
         any_remote = self.args.agent is not None or not all(
-            launcher.is_local_host(h) for h in getattr(self.discovery, "_hosts", {"remote": 1})
+            is_local_host(h) for h in getattr(self.discovery, "hosts", {"remote": 1})
         )
         if any_remote:
-            sock = launcher._dual_stack_socket()
+            sock = dual_stack_socket()
         else:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.bind(("127.0.0.1", 0))
@@ -1047,35 +713,7 @@ class ElasticDriver:
             live = [w for w in self.workers.values() if w.alive]
             for w in live:
                 w.leaving = True
-        escalation = [signal.SIGTERM, signal.SIGKILL]
-        if interrupted:
-            escalation.insert(0, signal.SIGINT)
-        seen = len(received)
-        for signum in escalation:
-            if len(received) > seen:
-                signum = signal.SIGKILL
-            live = [w for w in live if w.process.poll() is None]
-            if not live:
-                break
-            for w in live:
-                _signal(w.process, signum)
-            if signum == signal.SIGKILL:
-                break
-            end = time.monotonic() + self.args.grace_period
-            while time.monotonic() < end and any(w.process.poll() is None for w in live) and len(received) == seen:
-                time.sleep(LOOP_S)
-        for w in live:
-            try:
-                w.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.console.message(f"process {w.process.pid} did not exit after SIGKILL")
-
-
-def _signal(process: subprocess.Popen, signum: int) -> None:
-    try:
-        os.killpg(process.pid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
+        stop_processes([w.process for w in live], interrupted, received, self.args.grace_period, self.console)
 
 
 def _env_float(environ, names, default: float) -> float:
@@ -1092,7 +730,7 @@ def _env_float(environ, names, default: float) -> float:
 def run_elastic(args, command: Sequence[str]) -> int:
     try:
         driver = ElasticDriver(args, command, dict(os.environ))
-    except launcher.LaunchError as error:
+    except LaunchError as error:
         print(f"ringrun: {error}", file=sys.stderr)
-        return launcher.EXIT_USAGE
+        return EXIT_USAGE
     return driver.run()
