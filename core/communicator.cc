@@ -30,21 +30,9 @@
 
 namespace ringcc {
 
-namespace {
-
-// The least time the ranks give each other to set a device backend up.
+// The least time the ranks give each other to set a device backend up
+// (const at namespace scope: internal linkage).
 constexpr double kDeviceSetUpSeconds = 120;
-
-// RINGCC_TRANSPORT, checked.
-std::string transport_from_env() {
-  const std::string mode = env_str("RINGCC_TRANSPORT", "auto");
-  if (mode != "auto" && mode != "tcp" && mode != "shm" && mode != "mpi") {
-    raise(ErrorKind::kInvalidArgument, "RINGCC_TRANSPORT must be auto, tcp, shm or mpi, got '", mode, "'");
-  }
-  return mode;
-}
-
-}  // namespace
 
 Communicator::Communicator(const RendezvousInfo& info, std::shared_ptr<Store> store)
     : rank_(info.rank), size_(info.size), store_(std::move(store)), fixed_timeout_s_(info.timeout_s) {

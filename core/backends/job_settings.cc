@@ -7,6 +7,7 @@
 
 #include "core/backends/registry.h"
 #include "core/base/env.h"
+#include "core/base/error.h"
 
 namespace ringcc {
 
@@ -97,6 +98,14 @@ std::string compare_shared_settings(const std::vector<std::string>& texts, int m
   }
   if (problems.empty()) return "";
   return "settings that must be the same on every rank differ: " + problems;
+}
+
+std::string transport_from_env() {
+  const std::string mode = env_str("RINGCC_TRANSPORT", "auto");
+  if (mode != "auto" && mode != "tcp" && mode != "shm" && mode != "mpi") {
+    raise(ErrorKind::kInvalidArgument, "RINGCC_TRANSPORT must be auto, tcp, shm or mpi, got '", mode, "'");
+  }
+  return mode;
 }
 
 }  // namespace ringcc

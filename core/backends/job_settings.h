@@ -29,4 +29,8 @@ std::string shared_settings_text();
 // returns the message every rank raises.
 std::string compare_shared_settings(const std::vector<std::string>& texts, int my_rank, bool* kind_invalid);
 
+// RINGCC_TRANSPORT (auto, tcp, shm or mpi), checked: anything else raises
+// InvalidArgument.
+std::string transport_from_env();
+
 }  // namespace ringcc
