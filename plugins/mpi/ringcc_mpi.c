@@ -1,8 +1,8 @@
-/* libringcc_mpi_*: ringcc's MPI calls behind a small C ABI (ringcc_mpi.h).
+/* libringcc_mpi_*: ringcc's MPI calls behind a small C ABI (core/os/mpi_plugin_api.h).
  * Compiled once per MPI ABI against that ABI's mpi.h (MPI_ABI defined: MPI
  * 5's standard ABI), never linked to a libmpi: the core loads the libmpi it
  * finds first, and this plugin's MPI symbols resolve against it. */
-#include "ringcc_mpi.h"
+#include "core/os/mpi_plugin_api.h"
 
 #include <limits.h>
 #include <mpi.h>
