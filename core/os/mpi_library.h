@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/base/deadline.h"
-#include "plugins/mpi/ringcc_mpi.h"
+#include "core/os/mpi_plugin_api.h"
 
 namespace ringcc {
 

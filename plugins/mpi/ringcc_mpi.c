@@ -1,11 +1,19 @@
-/* libringcc_mpi_*: ringcc's MPI calls behind a small C ABI (ringcc_mpi.h).
- * Compiled once per MPI ABI against that ABI's mpi.h (MPI_ABI defined: MPI
- * 5's standard ABI), never linked to a libmpi: the core loads the libmpi it
- * finds first, and this plugin's MPI symbols resolve against it. */
-#include "ringcc_mpi.h"
+/* libringcc_mpi_*: ringcc's MPI calls behind a small C ABI (core/os/mpi_plugin_api.h).
+ * Compiled once per MPI ABI, never linked to a libmpi: the core loads the
+ * libmpi it finds first, and this plugin's MPI symbols resolve against it.
+ * The build names the ABI (RCMPI_ABI_OPENMPI, RCMPI_ABI_MPICH or
+ * RCMPI_ABI_STANDARD) and the plugin compiles against ringcc's own
+ * declarations of it (mpi_api.h); without one it compiles against the mpi.h
+ * on the include path, as a plugin built by hand for an MPI of another ABI
+ * does (MPI_ABI defined there: MPI 5's standard ABI). */
+#include "core/os/mpi_plugin_api.h"
 
 #include <limits.h>
+#if defined(RCMPI_ABI_OPENMPI) || defined(RCMPI_ABI_MPICH) || defined(RCMPI_ABI_STANDARD)
+#include "mpi_api.h"
+#else
 #include <mpi.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

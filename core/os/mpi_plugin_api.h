@@ -16,9 +16,12 @@
  * Data types and reductions use ringcc's codes (core/collective/dtype.h and
  * core/collective/reduce_op.h); types MPI has no equivalent for (float16, bfloat16)
  * are refused with RCMPI_ERR_UNSUPPORTED.
+ *
+ * This header is the contract between the two sides: it lives with the core,
+ * which includes it, and plugins/mpi/ringcc_mpi.c implements it.
  */
-#ifndef RINGCC_MPI_PLUGIN_H_
-#define RINGCC_MPI_PLUGIN_H_
+#ifndef RINGCC_CORE_OS_MPI_PLUGIN_API_H_
+#define RINGCC_CORE_OS_MPI_PLUGIN_API_H_
 
 #include <stdint.h>
 
@@ -113,4 +116,4 @@ int rcmpi_abort(rcmpi_comm* comm, int code);
 }
 #endif
 
-#endif /* RINGCC_MPI_PLUGIN_H_ */
+#endif /* RINGCC_CORE_OS_MPI_PLUGIN_API_H_ */
