@@ -82,9 +82,22 @@ def make_input(ctx, rank: int, dt: np.dtype, count: int, kind: str = "sum", salt
     return values.astype(np.float32).astype(dt)
 
 
+def whole_reciprocal(factor: float) -> int:
+    """k when factor is exactly 1 / k for a whole k >= 2 (the core then divides by k), else 0."""
+    if not 0.0 < factor <= 0.5:
+        return 0
+    k = round(1.0 / factor)
+    return k if 2 <= k <= 2**31 and 1.0 / k == factor else 0
+
+
 def scale_int(values: np.ndarray, factor: float) -> np.ndarray:
-    """Integer scaling as the core does it: in float64, truncated, saturated."""
+    """Integer scaling as the core does it: a factor 1 / k divides by k,
+    exactly, truncated toward zero; others in float64, truncated, saturated."""
     dt = values.dtype
+    k = whole_reciprocal(factor)
+    if k:
+        floor = values // k  # NumPy floors; the core truncates toward zero
+        return np.where((values % k != 0) & (values < 0), floor + 1, floor).astype(dt)
     info = np.iinfo(dt)
     scaled = values.astype(np.float64) * factor
     out = np.empty(values.shape, dtype=dt)
