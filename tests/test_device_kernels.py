@@ -152,7 +152,7 @@ def test_host_build_of_the_reduce_kernel_matches_the_core(host_kernels, dtype, o
     # Aligned buffers, then views one element in (the kernels' scalar path).
     for offset in (0, 1):
         views = [s[offset : offset + n] for s in srcs]
-        for postscale in (1.0, 0.5, -3.25):
+        for postscale in (1.0, 0.5, 1.0 / 3.0, -3.25):  # 1/k: divided by k
             expect = np.empty(n, numpy_dtype(dtype))
             core._reduce_many(expect, views, OPS[op])
             if postscale != 1.0:
@@ -175,7 +175,7 @@ def test_host_build_of_the_reduce_kernel_matches_the_core(host_kernels, dtype, o
 def test_host_build_of_the_scale_kernel_matches_the_core(host_kernels, dtype):
     rng = np.random.default_rng(7)
     x = sample(dtype, rng, 515)
-    for factor in (0.5, -1.75, 1e30, float("nan"), 3.0):
+    for factor in (0.5, 1.0 / 3.0, 1.0 / 49.0, -1.75, 1e30, float("nan"), 3.0):  # 1/k: divided by k
         expect = x.copy()
         core._scale_inplace(expect, factor)
         got = np.zeros_like(x)

@@ -10,12 +10,13 @@
 // floats are widened to float32, every source is combined in float32 and
 // the result is rounded once (round to nearest even); integers wrap on sum
 // and product; float min/max propagate NaN; integer scaling goes through
-// double and truncates toward zero, saturating. NVRTC compiles this with
+// double and truncates toward zero, saturating; a factor of exactly 1/k
+// divides by k instead. NVRTC compiles this with
 // --fmad=false so that no multiply and add fuse (the host never fuses).
 //
 // Entry points (extern "C", so their names are predictable):
 //   ringcc_scale_<dtype>(void* dst, const void* src, long long n, double f)
-//       dst[i] = src[i] * f   (dst may equal src)
+//       dst[i] = src[i] * f   (dst may equal src; / k when f is exactly 1/k)
 //   ringcc_reduce_<dtype>_<op>(void* dst, RingccSources s, int nsrc,
 //                              long long n, double postscale)
 //       dst[i] = s.ptr[0][i] op ... op s.ptr[nsrc-1][i], then * postscale
@@ -246,9 +247,35 @@ struct Scale<rc_i64> {
   }
 };
 
-// Scaling a stored value: 16-bit floats through float32.
+// x / k, for a factor of exactly 1/k, as core/collective/reduction.cc's
+// divide_copy does it: floats correctly rounded, integers truncated toward
+// zero, exactly.
+template <class T>
+struct Divide {
+  static RINGCC_DEVICE T apply(T x, rc_i64 k) { return (T)((rc_i64)x / k); }
+};
+template <>
+struct Divide<float> {
+  static RINGCC_DEVICE float apply(float x, rc_i64 k) { return x / (float)k; }
+};
+template <>
+struct Divide<double> {
+  static RINGCC_DEVICE double apply(double x, rc_i64 k) { return x / (double)k; }
+};
+
+// k when f is exactly 1/k for a whole k >= 2 (an average's 1/size), else 0:
+// reduction.cc's reciprocal_divisor.
+RINGCC_DEVICE rc_i64 reciprocal_divisor(double f) {
+  if (!(f > 0.0 && f <= 0.5) || 1.0 / f > 2147483648.5) return 0;
+  const double k = (double)(rc_i64)(1.0 / f + 0.5);
+  return 1.0 / k == f ? (rc_i64)k : 0;
+}
+
+// Scaling a stored value (divided by k when k != 0): 16-bit floats through
+// float32.
 template <class D>
-RINGCC_DEVICE typename D::Storage scale_value(typename D::Storage x, double f) {
+RINGCC_DEVICE typename D::Storage scale_value(typename D::Storage x, double f, rc_i64 k) {
+  if (k != 0) return D::store(Divide<typename D::Acc>::apply(D::load(x), k));
   return D::store(Scale<typename D::Acc>::apply(D::load(x), f));
 }
 
@@ -271,25 +298,26 @@ RINGCC_DEVICE void scale(void* dst_v, const void* src_v, rc_i64 n, double f) {
   T* RINGCC_RESTRICT dst = (T*)dst_v;
   const T* RINGCC_RESTRICT src = (const T*)src_v;
   const int K = Pack<D>::kElems;
+  const rc_i64 div = reciprocal_divisor(f);
   rc_i64 done = 0;
   if ((((rc_u64)dst | (rc_u64)src) & 15u) == 0) {
     const rc_i64 packs = n / K;
     for (rc_i64 p = first_index(); p < packs; p += grid_stride()) {
       typename Pack<D>::Data d;
       d.vec = ((const ringcc_u4*)src)[p];
-      for (int k = 0; k < K; ++k) d.e[k] = scale_value<D>(d.e[k], f);
+      for (int k = 0; k < K; ++k) d.e[k] = scale_value<D>(d.e[k], f, div);
       ((ringcc_u4*)dst)[p] = d.vec;
     }
     done = packs * K;
   }
-  for (rc_i64 i = done + first_index(); i < n; i += grid_stride()) dst[i] = scale_value<D>(src[i], f);
+  for (rc_i64 i = done + first_index(); i < n; i += grid_stride()) dst[i] = scale_value<D>(src[i], f, div);
 }
 
 template <class D, class Op>
-RINGCC_DEVICE typename D::Storage finish(typename D::Acc acc, double postscale) {
+RINGCC_DEVICE typename D::Storage finish(typename D::Acc acc, double postscale, rc_i64 div) {
   typename D::Storage r = D::store(acc);
   // Rounded first, then scaled: the host reduces, then scales the result.
-  if (postscale != 1.0) r = scale_value<D>(r, postscale);
+  if (postscale != 1.0) r = scale_value<D>(r, postscale, div);
   return r;
 }
 
@@ -299,6 +327,7 @@ RINGCC_DEVICE void reduce(void* dst_v, const RingccSources& s, int nsrc, rc_i64 
   typedef typename D::Acc A;
   T* dst = (T*)dst_v;
   const int K = Pack<D>::kElems;
+  const rc_i64 div = reciprocal_divisor(postscale);
   rc_u64 align = (rc_u64)dst;
   for (int j = 0; j < nsrc; ++j) align |= (rc_u64)s.ptr[j];
   rc_i64 done = 0;
@@ -313,7 +342,7 @@ RINGCC_DEVICE void reduce(void* dst_v, const RingccSources& s, int nsrc, rc_i64 
         d.vec = ((const ringcc_u4*)s.ptr[j])[p];
         for (int k = 0; k < K; ++k) acc[k] = Op::apply(acc[k], D::load(d.e[k]));
       }
-      for (int k = 0; k < K; ++k) d.e[k] = finish<D, Op>(acc[k], postscale);
+      for (int k = 0; k < K; ++k) d.e[k] = finish<D, Op>(acc[k], postscale, div);
       ((ringcc_u4*)dst)[p] = d.vec;
     }
     done = packs * K;
@@ -321,7 +350,7 @@ RINGCC_DEVICE void reduce(void* dst_v, const RingccSources& s, int nsrc, rc_i64 
   for (rc_i64 i = done + first_index(); i < n; i += grid_stride()) {
     A acc = D::load(((const T*)s.ptr[0])[i]);
     for (int j = 1; j < nsrc; ++j) acc = Op::apply(acc, D::load(((const T*)s.ptr[j])[i]));
-    dst[i] = finish<D, Op>(acc, postscale);
+    dst[i] = finish<D, Op>(acc, postscale, div);
   }
 }
 
