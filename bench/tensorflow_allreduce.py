@@ -1,0 +1,217 @@
+"""ringcc.tensorflow against TensorFlow's own collectives, in one job:
+
+    ringrun -np 2 python -m bench.tensorflow_allreduce [--sizes 8,1M,64M] [--repeats 5]
+
+Every rank joins ringcc, then (before any TensorFlow op, as TensorFlow
+requires) a tf.distribute.MultiWorkerMirroredStrategy of the same ranks:
+ringcc broadcasts free ports for TF_CONFIG, and TensorFlow's workers talk
+over gRPC on 127.0.0.1. Then, each timed as the median of --repeats runs
+of --iters calls:
+
+* allreduce inside tf.function: `hvd.allreduce(x, op=Sum)` against the
+  strategy's `all_reduce(SUM)` with the RING and AUTO implementations;
+  time per call and bus bandwidth (2 (n-1)/n bytes / time);
+* one DistributedGradientTape step's communication over 1,000 float32
+  variables of 4 KiB (the tape's grouped allreduce, in tf.function) against
+  one allreduce of all of them concatenated;
+* model.fit of a small dense model on synthetic data: steps per second
+  with ringcc.keras.DistributedOptimizer against the same model under the
+  strategy.
+
+Rank 0 prints one table; --csv FILE writes it too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import numpy as np  # noqa: E402
+
+import ringcc  # noqa: E402
+
+
+def parse_size(text: str) -> int:
+    text = text.strip().upper()
+    for suffix, factor in (("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30)):
+        if text.endswith(suffix):
+            return int(float(text[:-1]) * factor)
+    return int(text)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def log(*args):
+    print(f"[rank {ringcc.rank()}]", *args, file=sys.stderr, flush=True)
+
+
+def timed(fn, iters: int, repeats: int) -> float:
+    """Median seconds per call of fn() over `repeats` runs of `iters` calls."""
+    fn()  # warm up: tracing, names cached, first touch
+    times = []
+    for _ in range(repeats):
+        ringcc.barrier()
+        start = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        times.append((time.perf_counter() - start) / iters)
+    # Every rank reports the slowest rank's time.
+    return float(ringcc.allreduce(np.array([statistics.median(times)]), ringcc.Max)[0])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="8,1M,64M")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--iters", type=int, default=0, help="calls per repeat (0: by size)")
+    parser.add_argument("--skip", default="", help="comma-separated parts to skip: tf, tape, fit")
+    parser.add_argument("--csv", default=None)
+    args = parser.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+
+    ringcc.init()
+    rank, size = ringcc.rank(), ringcc.size()
+    ports = np.array([free_port() for _ in range(size)] if rank == 0 else [0] * size, dtype=np.int64)
+    ringcc.broadcast_(ports, 0)
+    os.environ["TF_CONFIG"] = json.dumps(
+        {"cluster": {"worker": [f"127.0.0.1:{int(p)}" for p in ports]}, "task": {"type": "worker", "index": rank}}
+    )
+    import tensorflow as tf
+
+    strategies = {}
+    if "tf" not in skip:
+        # One strategy per process (TensorFlow's collective ops are set up
+        # once); the implementation is an option of each all_reduce call.
+        strategies["mwms"] = tf.distribute.MultiWorkerMirroredStrategy()
+    import ringcc.tensorflow as hvd
+
+    hvd.init()
+    rows = []
+
+    def record(name, seconds, nbytes=None):
+        busbw = 2 * (size - 1) / size * nbytes / seconds / 1e9 if nbytes else None
+        rows.append({"case": name, "seconds": seconds, "busbw_GBps": busbw})
+        log(f"{name}: {seconds * 1e6:.1f} us" + (f", busbw {busbw:.2f} GB/s" if busbw else ""))
+
+    for text in args.sizes.split(","):
+        nbytes = parse_size(text)
+        n = max(1, nbytes // 4)
+        iters = args.iters or (200 if nbytes <= 1024 else 50 if nbytes <= (1 << 20) else 5)
+        x = tf.constant(np.ones(n, np.float32))
+        ring_fn = tf.function(lambda t: hvd.allreduce(t, op=hvd.Sum, name="bench"))
+        record(f"ringcc tf.function {text}", timed(lambda: ring_fn(x).numpy(), iters, args.repeats), nbytes)
+        if "mwms" in strategies:
+            strategy = strategies["mwms"]
+            for impl_name, impl in (
+                ("ring", tf.distribute.experimental.CommunicationImplementation.RING),
+                ("auto", tf.distribute.experimental.CommunicationImplementation.AUTO),
+            ):
+                options = tf.distribute.experimental.CommunicationOptions(implementation=impl)
+
+                @tf.function
+                def step(t, options=options):
+                    def replica(v):
+                        ctx = tf.distribute.get_replica_context()
+                        return ctx.all_reduce(tf.distribute.ReduceOp.SUM, v, options=options)
+
+                    return strategy.run(replica, args=(t,))
+
+                record(
+                    f"TensorFlow MWMS {impl_name} {text}",
+                    timed(lambda: strategy.experimental_local_results(step(x))[0].numpy(), iters, args.repeats),
+                    nbytes,
+                )
+
+    if "tape" not in skip:
+        grads = [tf.constant(np.full(1024, i % 5, np.float32)) for i in range(1000)]
+        concat = tf.constant(np.ones(1024 * 1000, np.float32))
+        from ringcc.tensorflow.gradient_tape import allreduce_gradients
+
+        tape_fn = tf.function(lambda gs: allreduce_gradients(gs))
+        one_fn = tf.function(lambda t: hvd.allreduce(t, name="bench.concat"))
+        record(
+            "tape step: 1,000 variables of 4 KiB",
+            timed(lambda: [g.numpy() for g in tape_fn(grads)][0], 20, args.repeats),
+        )
+        record("one allreduce of them concatenated (4 MB)", timed(lambda: one_fn(concat).numpy(), 20, args.repeats))
+
+    if "fit" not in skip:
+        import keras
+
+        import ringcc.keras as khvd
+
+        rng = np.random.default_rng(rank)
+        features = rng.normal(size=(32 * 200, 32)).astype(np.float32)
+        labels = rng.normal(size=(32 * 200, 1)).astype(np.float32)
+
+        def model_of():
+            keras.utils.set_random_seed(0)
+            return keras.Sequential(
+                [
+                    keras.Input((32,)),
+                    keras.layers.Dense(64, activation="relu"),
+                    keras.layers.Dense(64, activation="relu"),
+                    keras.layers.Dense(1),
+                ]
+            )
+
+        class Clock(keras.callbacks.Callback):
+            def on_train_batch_begin(self, batch, logs=None):
+                if batch == 20:
+                    self.start = time.perf_counter()
+
+            def on_train_end(self, logs=None):
+                self.steps_per_s = (self.params["steps"] - 20) / (time.perf_counter() - self.start)
+
+        model = model_of()
+        model.compile(optimizer=khvd.DistributedOptimizer(keras.optimizers.SGD(0.01)), loss="mse")
+        clock = Clock()
+        model.fit(features, labels, batch_size=32, epochs=1, verbose=0, callbacks=[clock])
+        ours = float(ringcc.allreduce(np.array([clock.steps_per_s]), ringcc.Min)[0])
+        rows.append({"case": "model.fit ringcc.keras (steps/s)", "seconds": 1.0 / ours, "busbw_GBps": None})
+        log(f"model.fit with ringcc: {ours:.1f} steps/s")
+        if "mwms" in strategies:
+            strategy = strategies["mwms"]
+            with strategy.scope():
+                model = model_of()
+                model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
+            data = tf.data.Dataset.from_tensor_slices((features, labels)).batch(32 * size)
+            options = tf.data.Options()
+            options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+            clock = Clock()
+            model.fit(data.with_options(options), epochs=1, verbose=0, callbacks=[clock])
+            theirs = float(ringcc.allreduce(np.array([clock.steps_per_s]), ringcc.Min)[0])
+            rows.append({"case": "model.fit MWMS (steps/s)", "seconds": 1.0 / theirs, "busbw_GBps": None})
+            log(f"model.fit with MultiWorkerMirroredStrategy: {theirs:.1f} steps/s")
+
+    if rank == 0:
+        print(f"{'case':<48} {'time (us)':>12} {'busbw (GB/s)':>13}")
+        for row in rows:
+            bw = f"{row['busbw_GBps']:.3f}" if row["busbw_GBps"] else ""
+            if row["case"].endswith("(steps/s)"):
+                print(f"{row['case']:<48} {1.0 / row['seconds']:>12.1f} {'':>13}")
+            else:
+                print(f"{row['case']:<48} {row['seconds'] * 1e6:>12.1f} {bw:>13}")
+        if args.csv:
+            with open(args.csv, "w") as f:
+                f.write("case,seconds,busbw_GBps\n")
+                for row in rows:
+                    f.write(f"{row['case']},{row['seconds']},{row['busbw_GBps'] or ''}\n")
+    hvd.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
