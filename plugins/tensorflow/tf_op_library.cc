@@ -80,6 +80,21 @@ int32_t core_type(TF_DataType t) {
   }
 }
 
+// A dtype's name for messages (TensorFlow's spelling), its number when
+// this library declares no name for it.
+std::string dtype_name(TF_DataType t) {
+  switch (t) {
+    case TF_BOOL:
+      return "bool";
+    case TF_INT16:
+      return "int16";
+    case TF_UINT16:
+      return "uint16";
+    default:
+      return "TensorFlow dtype " + std::to_string(static_cast<int>(t));
+  }
+}
+
 size_t type_size(int32_t core) {
   switch (core) {
     case kF16:
@@ -354,8 +369,8 @@ void compute(void* kernel_ptr, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCall
     const int32_t dtype = core_type(slot.dtype);
     if (dtype < 0) {
       g_tf.TF_DeleteTensor(in);
-      local_failure(kUnsupportedType, "ringcc.UnsupportedTypeError: tensor '" + name + "' has TensorFlow dtype " +
-                                          std::to_string(static_cast<int>(slot.dtype)) +
+      local_failure(kUnsupportedType, "ringcc.UnsupportedTypeError: tensor '" + name + "' has dtype " +
+                                          dtype_name(slot.dtype) +
                                           ", which ringcc does not move (float16, bfloat16, float32, float64, "
                                           "int8, uint8, int32, int64)");
       continue;
