@@ -65,7 +65,7 @@ def test_declarations_match_the_real_headers():
 
 MUTATIONS = [
     ("X(TF_HALF, 19)", "X(TF_HALF, 20)", "TF_HALF"),
-    ("X(TF_UNAVAILABLE, 14)", "X(TF_UNAVAILABLE, 13)", "TF_UNAVAILABLE"),
+    ("X(TF_ABORTED, 10)", "X(TF_ABORTED, 11)", "TF_ABORTED"),
     (
         "X(TF_GetInput, void, (TF_OpKernelContext*, int, TF_Tensor**, TF_Status*))",
         "X(TF_GetInput, void, (TF_OpKernelContext*, int64_t, TF_Tensor**, TF_Status*))",

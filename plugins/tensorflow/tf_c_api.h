@@ -51,8 +51,7 @@ namespace tf {
   X(TF_FAILED_PRECONDITION, 9)   \
   X(TF_ABORTED, 10)              \
   X(TF_UNIMPLEMENTED, 12)        \
-  X(TF_INTERNAL, 13)             \
-  X(TF_UNAVAILABLE, 14)
+  X(TF_INTERNAL, 13)
 
 #define RINGCC_TF_ENUMERATOR(name, value) name = value,
 enum TF_DataType : int { RINGCC_TF_DATA_TYPES(RINGCC_TF_ENUMERATOR) };

@@ -118,8 +118,13 @@ TF_Code code_of(int32_t error_kind) {
       return TF_INVALID_ARGUMENT;
     case kUnsupportedType:
       return TF_UNIMPLEMENTED;
+    // Not UNAVAILABLE: TensorFlow's executor turns that code from an op it
+    // does not count as a communication op into INTERNAL (its network-error
+    // handling is reserved for its own ops), so inside tf.function a dead
+    // peer would reach the user as an InternalError. ABORTED goes through
+    // unchanged, eagerly and in graphs.
     case kPeerFailure:
-      return TF_UNAVAILABLE;
+      return TF_ABORTED;
     case kTimeout:
       return TF_DEADLINE_EXCEEDED;
     case kNotInitialized:

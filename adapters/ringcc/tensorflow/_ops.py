@@ -72,7 +72,7 @@ _TF_CLASS = {
     "ringcc.MismatchError": tf.errors.InvalidArgumentError,
     "ringcc.InvalidArgumentError": tf.errors.InvalidArgumentError,
     "ringcc.UnsupportedTypeError": tf.errors.UnimplementedError,
-    "ringcc.PeerFailureError": tf.errors.UnavailableError,
+    "ringcc.PeerFailureError": tf.errors.AbortedError,
     "ringcc.TimeoutError": tf.errors.DeadlineExceededError,
     "ringcc.NotInitializedError": tf.errors.FailedPreconditionError,
     "ringcc.InternalError": tf.errors.InternalError,
@@ -108,7 +108,7 @@ def _error_init(self, node_def, op, message, *args):
 _TF_CODE = {
     tf.errors.InvalidArgumentError: tf.errors.INVALID_ARGUMENT,
     tf.errors.UnimplementedError: tf.errors.UNIMPLEMENTED,
-    tf.errors.UnavailableError: tf.errors.UNAVAILABLE,
+    tf.errors.AbortedError: tf.errors.ABORTED,
     tf.errors.DeadlineExceededError: tf.errors.DEADLINE_EXCEEDED,
     tf.errors.FailedPreconditionError: tf.errors.FAILED_PRECONDITION,
     tf.errors.InternalError: tf.errors.INTERNAL,
