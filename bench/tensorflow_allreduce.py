@@ -123,6 +123,10 @@ def main() -> int:
                 @tf.function
                 def step(t, options=options):
                     def replica(v):
+                        # Placed on the worker's device: the strategy reduces
+                        # to the input's device, and a traced input has none.
+                        with tf.device(strategy.extended.worker_devices[0]):
+                            v = tf.identity(v)
                         ctx = tf.distribute.get_replica_context()
                         return ctx.all_reduce(tf.distribute.ReduceOp.SUM, v, options=options)
 
