@@ -551,6 +551,97 @@ def _(ctx):
     expect(np.array_equal(everyone[0], everyone[-1]), "the loaded model trains in step")
 
 
+@case("keras/schedule-checkpoint-elastic-state")
+def _(ctx):
+    import keras
+
+    import ringcc.keras as khvd
+
+    keras.utils.set_random_seed(99 + ctx.rank)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    model.compile(optimizer=khvd.DistributedOptimizer(keras.optimizers.SGD(0.1)), loss="mse")
+    x, y = _model_data(ctx, ctx.rank)
+    rates = []
+
+    class Rates(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            rates.append(float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)))
+
+    out = os.environ.get("RINGCC_TF_TMP", "/tmp")
+    best = os.path.join(out, f"ringcc-best-{os.getpid()}-rank{ctx.rank}.keras")
+    state = khvd.elastic.KerasState(model, batch=0, epoch=0)
+    commits = []
+    original_save = state.save
+
+    def counting_save():
+        commits.append(state.batch)
+        original_save()
+
+    state.save = counting_save
+    model.fit(
+        x,
+        y,
+        batch_size=4,
+        epochs=4,
+        verbose=0,
+        callbacks=[
+            khvd.callbacks.BroadcastGlobalVariablesCallback(0),
+            khvd.callbacks.LearningRateScheduleCallback(
+                initial_lr=0.1, multiplier=lambda epoch: 0.5**epoch, start_epoch=1, end_epoch=3
+            ),
+            Rates(),
+            khvd.callbacks.BestModelCheckpoint(best, monitor="loss"),
+            khvd.elastic.UpdateBatchStateCallback(state),
+            khvd.elastic.UpdateEpochStateCallback(state),
+            khvd.elastic.CommitStateCallback(state, batches_per_commit=2),
+        ],
+    )
+    check_close(np.array(rates), np.array([0.1, 0.05, 0.025, 0.025]), np.ones(4), 1e-6, "scheduled learning rates")
+    expect(os.path.exists(best) == (ctx.rank == 0), f"BestModelCheckpoint wrote {best}: {os.path.exists(best)}")
+    if os.path.exists(best):
+        os.remove(best)
+    # 4 batches an epoch: a commit after batches 2 and 4 and at the epoch's end.
+    expect(len(commits) == 4 * 3, f"CommitStateCallback committed {len(commits)} times in 4 epochs")
+    expect(state.epoch == 4 and state.batch == 0, f"state after fit: epoch {state.epoch}, batch {state.batch}")
+    committed = [np.array(w) for w in model.get_weights()]
+    model.set_weights([np.zeros_like(w) for w in committed])
+    state.epoch = 17
+    state.restore()
+    for got, want in zip(model.get_weights(), committed):
+        check_equal(got, want, "KerasState.restore")
+    expect(state.epoch == 4, f"KerasState.restore left epoch {state.epoch}")
+    if ctx.rank != 0:
+        model.set_weights([w + ctx.rank for w in committed])
+        state.epoch = ctx.rank
+    state.sync()
+    flat = np.concatenate([w.ravel() for w in model.get_weights()])
+    everyone = hvd.allgather(tf.constant(flat[None, :])).numpy()
+    expect(all(np.array_equal(everyone[0], row) for row in everyone), "KerasState.sync left the ranks' weights apart")
+    expect(state.epoch == 4, f"KerasState.sync gave epoch {state.epoch}")
+
+
+@case("elastic/op-errors-count-as-job-failures")
+def _(ctx):
+    from ringcc.keras.elastic import _convert_failure
+    from ringcc.tensorflow._ops import convert_error
+
+    for tf_class, text, job_failure in (
+        (tf.errors.AbortedError, "ringcc.PeerFailureError: rank 1 exited", True),
+        (tf.errors.InvalidArgumentError, "ringcc.MismatchError: ranks disagree on 'x'", True),
+        (tf.errors.InvalidArgumentError, "Incompatible shapes", False),
+    ):
+        graph_error = tf_class(None, None, "{{function_node f}} " + text + "\n\t [[{{node RingccAllreduce}}]]")
+        converted = _convert_failure(graph_error)
+        expect(
+            isinstance(converted, hvd.HorovodInternalError) == job_failure,
+            f"{text!r} became {type(converted).__mro__}",
+        )
+        expect(isinstance(converted, tf_class), f"{text!r} is no longer a {tf_class.__name__}")
+        if job_failure:
+            expect(str(converted).startswith(text.split(":")[0]), f"converted message {converted}")
+    expect(convert_error(ValueError("x")).__class__ is ValueError, "other errors pass unchanged")
+
+
 def on_import(rc):
     global tf, hvd, ringcc
     ringcc = rc
