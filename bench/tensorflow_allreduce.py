@@ -13,10 +13,13 @@ of --iters calls:
   time per call and bus bandwidth (2 (n-1)/n bytes / time);
 * one DistributedGradientTape step's communication over 1,000 float32
   variables of 4 KiB (the tape's grouped allreduce, in tf.function) against
-  one allreduce of all of them concatenated;
+  one allreduce of all of them concatenated, and against a tf.function
+  that only passes the 1,000 tensors through (TensorFlow's own cost);
 * model.fit of a small dense model on synthetic data: steps per second
-  with ringcc.keras.DistributedOptimizer against the same model under the
-  strategy (batch 32 per rank in both), one epoch of each per repeat.
+  with ringcc.keras.DistributedOptimizer against the same model's train
+  step run by the strategy (batch 32 per rank in both; Keras 3's model.fit
+  does not run under the strategy, see below), one epoch of each per
+  repeat.
 
 Rank 0 prints one table; --csv FILE writes it too.
 """
@@ -150,6 +153,13 @@ def main() -> int:
             timed(lambda: [g.numpy() for g in tape_fn(grads)][0], 20, args.repeats),
         )
         record("one allreduce of them concatenated (4 MB)", timed(lambda: one_fn(concat).numpy(), 20, args.repeats))
+        # What TensorFlow alone spends on a function of 1,000 inputs and
+        # outputs (an add each, no communication): the floor of the tape row.
+        pass_fn = tf.function(lambda gs: [g + 0.0 for g in gs])
+        record(
+            "the same 1,000 tensors through tf.function, no communication",
+            timed(lambda: [g.numpy() for g in pass_fn(grads)][0], 20, args.repeats),
+        )
 
     if "fit" not in skip:
         import keras
@@ -179,39 +189,72 @@ def main() -> int:
             def on_train_end(self, logs=None):
                 self.steps_per_s = (self.params["steps"] - 20) / (time.perf_counter() - self.start)
 
-        # Each framework's model is built and compiled once; every repeat
-        # is one more epoch of fit, the two alternating, and the figure is
-        # the median over repeats of the slowest rank's steps per second.
-        def fit_rate(model, data, **kwargs):
-            clock = Clock()
-            model.fit(data, epochs=1, verbose=0, callbacks=[clock], **kwargs)
-            return float(ringcc.allreduce(np.array([clock.steps_per_s]), ringcc.Min)[0])
-
         ours_model = model_of()
         ours_model.compile(optimizer=khvd.DistributedOptimizer(keras.optimizers.SGD(0.01)), loss="mse")
-        theirs_model = theirs_data = None
+        theirs_step = None
         if "mwms" in strategies:
+            # Keras 3's model.fit does not run under MultiWorkerMirroredStrategy
+            # (keras 3.15: its symbolic build reduces the first batch with
+            # strategy.reduce, which cannot convert the PerReplica batch), so
+            # the strategy runs the train step model.fit would: forward, mean
+            # squared error over the global batch, gradients, and the Keras
+            # optimizer's apply, which all-reduces them in replica context.
+            # It is the same model and per-replica batch without fit's
+            # callbacks and bookkeeping: if anything, faster than fit.
             strategy = strategies["mwms"]
             with strategy.scope():
                 theirs_model = model_of()
-                theirs_model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
-            data = tf.data.Dataset.from_tensor_slices((features, labels)).batch(32 * size)
+                theirs_optimizer = keras.optimizers.SGD(0.01)
+                theirs_optimizer.build(theirs_model.trainable_variables)
+            global_batch = 32 * size
+            data = tf.data.Dataset.from_tensor_slices((features, labels)).batch(global_batch).repeat()
             options = tf.data.Options()
             options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
-            theirs_data = data.with_options(options)
+            iterator = iter(strategy.experimental_distribute_dataset(data.with_options(options)))
+
+            @tf.function
+            def theirs_step():
+                def replica(x, y):
+                    with tf.GradientTape() as tape:
+                        error = tf.reduce_mean(tf.square(theirs_model(x, training=True) - y), axis=-1)
+                        loss = tf.nn.compute_average_loss(error, global_batch_size=global_batch)
+                    grads = tape.gradient(loss, theirs_model.trainable_variables)
+                    theirs_optimizer.apply(grads, theirs_model.trainable_variables)
+                    return loss
+
+                x, y = next(iterator)
+                return strategy.run(replica, args=(x, y))
+
+        steps = len(features) // 32
+
+        def loop_rate():
+            theirs_step()  # traced on the first call
+            ringcc.barrier()
+            start = time.perf_counter()
+            for _ in range(steps - 20):
+                theirs_step()
+            return float(ringcc.allreduce(np.array([(steps - 20) / (time.perf_counter() - start)]), ringcc.Min)[0])
+
+        # One epoch of each per repeat, alternating; the figure is the median
+        # over repeats of the slowest rank's steps per second.
+        def fit_rate():
+            clock = Clock()
+            ours_model.fit(features, labels, batch_size=32, epochs=1, verbose=0, callbacks=[clock])
+            return float(ringcc.allreduce(np.array([clock.steps_per_s]), ringcc.Min)[0])
+
         ours, theirs = [], []
         for _ in range(args.repeats):
-            ours.append(fit_rate(ours_model, features, y=labels, batch_size=32))
-            if theirs_model is not None:
-                theirs.append(fit_rate(theirs_model, theirs_data))
+            ours.append(fit_rate())
+            if theirs_step is not None:
+                theirs.append(loop_rate())
         ours_rate = statistics.median(ours)
         rows.append({"case": "model.fit ringcc.keras (steps/s)", "seconds": 1.0 / ours_rate, "busbw_GBps": None})
         log(f"model.fit with ringcc: {ours_rate:.1f} steps/s (repeats {[round(r, 1) for r in ours]})")
         if theirs:
             theirs_rate = statistics.median(theirs)
-            rows.append({"case": "model.fit MWMS (steps/s)", "seconds": 1.0 / theirs_rate, "busbw_GBps": None})
+            rows.append({"case": "MWMS train step loop (steps/s)", "seconds": 1.0 / theirs_rate, "busbw_GBps": None})
             log(
-                f"model.fit with MultiWorkerMirroredStrategy: {theirs_rate:.1f} steps/s"
+                f"MultiWorkerMirroredStrategy train-step loop: {theirs_rate:.1f} steps/s"
                 f" (repeats {[round(r, 1) for r in theirs]})"
             )
 
