@@ -374,7 +374,7 @@ def _(ctx):
     check_close(ge.numpy(), np.ones((5, 2)), np.ones((5, 2)), 1e-6, "shared variable")
 
 
-@case("DistributedOptimizer/v1-backward-passes")
+@case("DistributedOptimizer/v1-backward-passes", max_size=2)
 def _(ctx):
     w0 = np.linspace(-1, 1, 4, dtype=np.float32).reshape(4, 1)
     x, y = _model_data(ctx, ctx.rank)
@@ -506,10 +506,12 @@ def _(ctx):
 
 
 # --------------------------------------------------------------------------
-# Keras (TensorFlow backend)
+# Keras (TensorFlow backend). The Keras and optimizer cases run in the
+# group of 2 only: what they check does not depend on the number of ranks,
+# and tracing model.fit is the slowest part of a group.
 
 
-@case("keras/fit-distributed-optimizer-callbacks")
+@case("keras/fit-distributed-optimizer-callbacks", max_size=2)
 def _(ctx):
     import keras
 
@@ -551,7 +553,7 @@ def _(ctx):
     expect(np.array_equal(everyone[0], everyone[-1]), "the loaded model trains in step")
 
 
-@case("keras/schedule-checkpoint-elastic-state")
+@case("keras/schedule-checkpoint-elastic-state", max_size=2)
 def _(ctx):
     import keras
 
@@ -620,7 +622,7 @@ def _(ctx):
     expect(state.epoch == 4, f"KerasState.sync gave epoch {state.epoch}")
 
 
-@case("elastic/op-errors-count-as-job-failures")
+@case("elastic/op-errors-count-as-job-failures", max_size=2)
 def _(ctx):
     from ringcc.keras.elastic import _convert_failure
     from ringcc.tensorflow._ops import convert_error

@@ -54,6 +54,18 @@ except Exception as error:  # noqa: BLE001 - recorded, then raised
             "message": str(error)[:2000],
             "seconds": time.monotonic() - (start or time.monotonic()),
         }
+        # An eager collective after the failure fails at once too, as the
+        # combined class (TensorFlow's, ringcc's, HorovodInternalError).
+        import tensorflow as tf
+
+        import ringcc.tensorflow as tf_hvd
+
+        try:
+            tf_hvd.allreduce(tf.ones([2]), name="after.the.failure")
+            record["eager_classes"] = []
+        except Exception as eager_error:  # noqa: BLE001 - recorded
+            record["eager_classes"] = [c.__name__ for c in type(eager_error).__mro__]
+            record["eager_message"] = str(eager_error)[:500]
         with open(os.path.join(os.environ["RINGCC_TF_OUT"], f"rank{hvd.rank()}.json"), "w") as f:
             json.dump(record, f)
     raise

@@ -71,7 +71,9 @@ def test_a_rank_that_raises_inside_fit_fails_every_rank(tf_ready, ranks):
     """Of 3 ranks, rank 1 raises from a callback in its third batch: it
     exits (aborting ringcc), and the model.fit of rank 0 and of rank 2 each
     fails within seconds with TensorFlow's AbortedError carrying
-    ringcc.PeerFailureError naming rank 1."""
+    ringcc.PeerFailureError naming rank 1; an eager collective after it
+    fails at once as ringcc.PeerFailureError, AbortedError and
+    HorovodInternalError together."""
     completed, out = _run_job(
         ranks, "tf-fit-raises", 3, [str(REPO / "tests" / "tensorflow_fit_raises.py")], env={"RINGCC_TIMEOUT_S": "60"}
     )
@@ -86,6 +88,10 @@ def test_a_rank_that_raises_inside_fit_fails_every_rank(tf_ready, ranks):
         assert "ringcc.PeerFailureError" in record["message"], (rank, record)
         assert "rank 1" in record["message"], (rank, record)
         assert record["seconds"] < 30, (rank, record)
+        eager = record["eager_classes"]
+        for cls in ("PeerFailureError", "AbortedError", "HorovodInternalError"):
+            assert cls in eager, (rank, record)
+        assert "ringcc.PeerFailureError" in record["eager_message"], (rank, record)
     assert not (out / "rank1.json").exists()
 
 
