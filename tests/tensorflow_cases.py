@@ -470,6 +470,51 @@ def _(ctx):
     check_close(got.numpy(), np.full(2, ctx.size), np.ones(2), 1e-6, "after a failed participant")
 
 
+HOROVOD_TF_NAMES = (
+    "init shutdown is_initialized size rank local_size local_rank cross_size cross_rank is_homogeneous "
+    "mpi_built mpi_enabled mpi_threads_supported gloo_built gloo_enabled nccl_built ddl_built ccl_built "
+    "cuda_built rocm_built start_timeline stop_timeline size_op rank_op local_rank_op local_size_op "
+    "allreduce grouped_allreduce allgather grouped_allgather broadcast broadcast_ alltoall reducescatter "
+    "grouped_reducescatter barrier join broadcast_variables broadcast_global_variables broadcast_object "
+    "broadcast_object_fn allgather_object DistributedGradientTape PartialDistributedGradientTape "
+    "DistributedOptimizer BroadcastGlobalVariablesHook Compression ProcessSet add_process_set "
+    "remove_process_set global_process_set Sum Average Min Max Product Adasum HorovodInternalError "
+    "HostsUpdatedInterrupt elastic keras"
+).split()
+HOROVOD_KERAS_NAMES = (
+    "init shutdown is_initialized size rank local_size local_rank cross_size cross_rank DistributedOptimizer "
+    "broadcast_global_variables broadcast_variables load_model allreduce allgather broadcast broadcast_object "
+    "allgather_object callbacks elastic"
+).split()
+
+
+@case("api/horovod-names")
+def _(ctx):
+    import ringcc.keras as khvd
+
+    missing = [n for n in HOROVOD_TF_NAMES if not hasattr(hvd, n)]
+    expect(not missing, f"ringcc.tensorflow lacks {missing}")
+    missing = [n for n in HOROVOD_KERAS_NAMES if not hasattr(khvd, n)]
+    expect(not missing, f"ringcc.keras lacks {missing}")
+    for name in (
+        "BroadcastGlobalVariablesCallback MetricAverageCallback LearningRateWarmupCallback "
+        "LearningRateScheduleCallback BestModelCheckpoint"
+    ).split():
+        expect(hasattr(khvd.callbacks, name), f"ringcc.keras.callbacks lacks {name}")
+    for name in "run KerasState TensorFlowKerasState CommitStateCallback UpdateBatchStateCallback".split():
+        expect(hasattr(khvd.elastic, name), f"ringcc.keras.elastic lacks {name}")
+    for name in "run TensorFlowKerasState TensorFlowState UpdateEpochStateCallback".split():
+        expect(hasattr(hvd.elastic, name), f"ringcc.tensorflow.elastic lacks {name}")
+    expect(hvd.keras.DistributedOptimizer is khvd.DistributedOptimizer, "ringcc.tensorflow.keras is ringcc.keras")
+    import keras
+
+    wrapped = hvd.DistributedOptimizer(keras.optimizers.SGD(0.1))
+    expect(isinstance(wrapped, khvd._DistributedOptimizerMixin), "hvd.DistributedOptimizer(a Keras optimizer)")
+    expect(hvd.size_op().numpy() == ctx.size and hvd.rank_op().numpy() == ctx.rank, "size_op, rank_op")
+    expect(hvd.Compression.fp16.compress(tf.ones([2]))[0].dtype == tf.float16, "Compression.fp16")
+    expect_error(NotImplementedError, ["Adasum"], lambda: hvd.allreduce(tf.ones([2]), op=hvd.Adasum), "Adasum")
+
+
 @case("errors/not-initialized-raises-before")
 def _(ctx):
     expect(hvd.is_initialized(), "initialized")

@@ -556,7 +556,9 @@ from ringcc.tensorflow.gradient_tape import (  # noqa: E402,F401
 
 def __getattr__(name):
     if name == "keras":
-        from ringcc.tensorflow import keras
+        # import_module, not `from ringcc.tensorflow import keras`: that form
+        # looks the name up on this module first and would come back here.
+        import importlib
 
-        return keras
+        return importlib.import_module("ringcc.tensorflow.keras")
     raise AttributeError(f"module 'ringcc.tensorflow' has no attribute {name!r}")

@@ -307,7 +307,9 @@ def DistributedOptimizer(
     if backward_passes_per_step < 1:
         raise ValueError("backward_passes_per_step must be >= 1")
     if not isinstance(optimizer, tf.compat.v1.train.Optimizer):
-        from ringcc.tensorflow import keras as _keras
+        import importlib
+
+        _keras = importlib.import_module("ringcc.tensorflow.keras")
 
         return _keras.DistributedOptimizer(
             optimizer,
