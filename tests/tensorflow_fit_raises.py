@@ -51,7 +51,7 @@ except Exception as error:  # noqa: BLE001 - recorded, then raised
     if hvd.rank() != 1:
         record = {
             "error_class": type(error).__name__,
-            "message": str(error)[:2000],
+            "message": str(error),  # whole: TensorFlow 2.16 puts a long traceback first
             "seconds": time.monotonic() - (start or time.monotonic()),
         }
         # An eager collective after the failure fails at once too, as the
@@ -65,7 +65,7 @@ except Exception as error:  # noqa: BLE001 - recorded, then raised
             record["eager_classes"] = []
         except Exception as eager_error:  # noqa: BLE001 - recorded
             record["eager_classes"] = [c.__name__ for c in type(eager_error).__mro__]
-            record["eager_message"] = str(eager_error)[:500]
+            record["eager_message"] = str(eager_error)
         with open(os.path.join(os.environ["RINGCC_TF_OUT"], f"rank{hvd.rank()}.json"), "w") as f:
             json.dump(record, f)
     raise
