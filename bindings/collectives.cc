@@ -48,6 +48,9 @@ namespace {
 std::shared_ptr<ringcc::Communicator> g_comm;
 std::mutex g_comm_mu;                      // guards g_comm against threads without the GIL (XLA's)
 std::unique_ptr<ringcc::Engine> g_engine;  // named collectives of g_comm's ranks
+// Guards the replacement of g_engine against threads without the GIL (the
+// kernels of frameworks loaded as libraries of their own, kernel_api.cc).
+std::mutex g_engine_mu;
 
 // Every communicator of this process (the module's, its engine's, the
 // adapters'), so that a process that exits on an error can abort them all.
@@ -1336,6 +1339,14 @@ std::shared_ptr<ringcc::Communicator> global_communicator() {
   return g_comm;
 }
 
+void with_engine(const std::function<void(ringcc::Engine&)>& use) {
+  std::lock_guard<std::mutex> lock(g_engine_mu);
+  if (!g_engine) {
+    ringcc::raise(ErrorKind::kNotInitialized, "ringcc is not initialized: call ringcc.init() first");
+  }
+  use(*g_engine);
+}
+
 ringcc::EngineWaiter nudge_engine(const std::shared_ptr<ringcc::Work>& waiting) {
   if (!g_engine) return ringcc::EngineWaiter();
   g_engine->nudge(waiting);
@@ -1501,6 +1512,7 @@ void bind_init(py::module_& m) {
           std::lock_guard<std::mutex> lock(g_comm_mu);
           g_comm = c;
         }
+        std::lock_guard<std::mutex> engine_lock(g_engine_mu);
         g_engine = std::move(e);
       },
       py::arg("mpi_handle") = py::none());
@@ -1539,7 +1551,11 @@ void bind_lifecycle(py::module_& m) {
           std::lock_guard<std::mutex> lock(g_comm_mu);
           c.swap(g_comm);
         }
-        std::unique_ptr<ringcc::Engine> e = std::move(g_engine);
+        std::unique_ptr<ringcc::Engine> e;
+        {
+          std::lock_guard<std::mutex> engine_lock(g_engine_mu);
+          e = std::move(g_engine);
+        }
         BlockingCall call;
         // Interrupted, the rest is aborted rather than waited for, and the
         // handler's exception is raised once everything is released.

@@ -2,10 +2,12 @@
 // parts of the extension (the XLA FFI handlers) that run collectives on it.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "core/collective/work.h"
 #include "core/communicator.h"
+#include "core/engine/engine.h"
 #include "core/engine/engine_waiter.h"
 
 namespace ringcc_py {
@@ -20,5 +22,11 @@ std::shared_ptr<ringcc::Communicator> global_communicator();
 // which counts as blocked on the engine while the returned waiter lives.
 // Needs the GIL.
 ringcc::EngineWaiter nudge_engine(const std::shared_ptr<ringcc::Work>& waiting);
+
+// Calls use(engine) with the background engine of ringcc.init(), which
+// stays alive meanwhile (a concurrent shutdown() waits); raises
+// Error(kNotInitialized) before init(). Safe without the GIL, from any
+// thread; `use` must not block.
+void with_engine(const std::function<void(ringcc::Engine&)>& use);
 
 }  // namespace ringcc_py

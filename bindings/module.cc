@@ -12,6 +12,7 @@ namespace py = pybind11;
 void bind_reduction(py::module_& m);
 void bind_store(py::module_& m);
 void bind_jax_ffi(py::module_& m);  // bindings/jax_ffi.cc: XLA FFI handlers for ringcc.jax
+void bind_kernel_api(py::module_& m);  // bindings/kernel_api.cc: named collectives for other kernel libraries
 
 namespace ringcc_py {
 void bind_collectives(py::module_& m);
@@ -29,6 +30,7 @@ PYBIND11_MODULE(_core, m) {
   bind_reduction(m);
   bind_store(m);
   bind_jax_ffi(m);
+  bind_kernel_api(m);
   ringcc_py::bind_device(m);
   m.def(
       "_socket_interface",

@@ -66,12 +66,14 @@ UNIT_TESTS = {
     "test_packaging.py",
     "test_reduction_kernels.py",
     "test_single_rank.py",
+    "test_tensorflow_api.py",
 }
 FRAMEWORK_TESTS = {
     "test_elastic_torchrun.py",
     "test_examples.py",
     "test_jax.py",
     "test_mxnet.py",
+    "test_tensorflow.py",
     "test_torch_backend.py",
     "test_torch_clients.py",
     "test_torch_conformance.py",

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -109,11 +110,30 @@ class Work {
   }
   bool waited_on() const { return waiting_.load(std::memory_order_relaxed); }
   void wake() {
+    std::function<void()> callback;
     // The waiter holds mu_ from its check of done_ until it sleeps.
     {
       std::lock_guard<std::mutex> lock(mu_);
+      callback.swap(on_done_);
     }
     cv_.notify_all();
+    if (callback) callback();
+  }
+  // Runs `callback` once, when the Work is done: on the thread that
+  // finishes it, or at once on this thread when it already is. For callers
+  // that cannot block a thread on wait() (a framework's asynchronous
+  // kernels). The callback must not block; one callback per collective.
+  void when_done(std::function<void()> callback) {
+    std::unique_lock<std::mutex> lock(mu_);
+    on_done_ = std::move(callback);
+    // As in wait(): a finisher either sees waiting_ (and calls wake(),
+    // which takes the callback under mu_) or this thread sees done_.
+    waiting_.store(true);
+    if (!done_.load()) return;
+    std::function<void()> now;
+    now.swap(on_done_);
+    lock.unlock();
+    if (now) now();
   }
 
  private:
@@ -125,6 +145,7 @@ class Work {
   std::atomic<bool> waiting_{false};  // a thread blocked (or is about to block) in wait()
   std::atomic<uint64_t> generation_{0};
   std::exception_ptr error_;
+  std::function<void()> on_done_;  // when_done()'s, until it runs
 };
 
 }  // namespace ringcc

@@ -1,0 +1,421 @@
+"""ringcc's TensorFlow ops: the op library, the collectives on tf.Tensors,
+their gradients and their errors.
+
+The op library (libringcc_tensorflow.so, beside ringcc._core, built from
+plugins/tensorflow/ with no TensorFlow header) is loaded with
+tf.load_op_library: it finds TensorFlow's C API in the process and
+registers the ops RingccAllreduce, RingccAllgather, RingccBroadcast,
+RingccReducescatter (each over N tensors) and RingccAlltoall, with
+asynchronous CPU kernels that hand the tensors' memory to ringcc's
+background engine as named collectives. They run eagerly and inside
+tf.function alike. See docs/tensorflow.md.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import os
+import threading
+
+import numpy as np
+import tensorflow as tf
+
+import ringcc
+from ringcc import _core
+from ringcc.elastic import HorovodInternalError
+
+Sum = ringcc.Sum
+Average = ringcc.Average
+Min = ringcc.Min
+Max = ringcc.Max
+Product = ringcc.Product
+# Horovod's Adasum is not implemented by ringcc: the name exists so that
+# scripts which mention it import; using it raises NotImplementedError.
+Adasum = 5
+
+LIBRARY = os.path.join(os.path.dirname(_core.__file__), "libringcc_tensorflow.so")
+
+
+def _load():
+    if not os.path.exists(LIBRARY):
+        raise ImportError(f"ringcc.tensorflow: {LIBRARY} is missing: this ringcc was built without its TensorFlow ops")
+    module = tf.load_op_library(LIBRARY)
+    lib = ctypes.CDLL(LIBRARY)  # the same handle: the library is loaded once
+    lib.ringcc_tf_load_error.restype = ctypes.c_char_p
+    error = lib.ringcc_tf_load_error()
+    if error:
+        raise ImportError(f"ringcc.tensorflow: {error.decode()} (TensorFlow {tf.__version__})")
+    lib.ringcc_tf_bind.argtypes = [ctypes.c_void_p]
+    lib.ringcc_tf_bind.restype = ctypes.c_int
+    if lib.ringcc_tf_bind(_core._kernel_api()) != 0:
+        raise ImportError(f"ringcc.tensorflow: {LIBRARY} does not match ringcc._core ({_core.__file__})")
+    return module
+
+
+_lib = _load()
+
+# The dtypes the core moves; others are converted around the collective.
+_CORE_DTYPES = {tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int8, tf.uint8, tf.int32, tf.int64}
+
+# --------------------------------------------------------------------------
+# Errors
+
+
+class _TFErrorMixin:
+    """Base of the classes an op's failure is raised as in eager code: at
+    once ringcc's class, TensorFlow's class for the status code and, for
+    failures of the job, HorovodInternalError."""
+
+
+_TF_CLASS = {
+    "ringcc.MismatchError": tf.errors.InvalidArgumentError,
+    "ringcc.InvalidArgumentError": tf.errors.InvalidArgumentError,
+    "ringcc.UnsupportedTypeError": tf.errors.UnimplementedError,
+    "ringcc.PeerFailureError": tf.errors.AbortedError,
+    "ringcc.TimeoutError": tf.errors.DeadlineExceededError,
+    "ringcc.NotInitializedError": tf.errors.FailedPreconditionError,
+    "ringcc.InternalError": tf.errors.InternalError,
+}
+_JOB_FAILURES = ("ringcc.MismatchError", "ringcc.PeerFailureError", "ringcc.InternalError")
+_combined: dict = {}
+
+
+def _class_for(ringcc_name: str):
+    if ringcc_name in _combined:
+        return _combined[ringcc_name]
+    ringcc_cls = getattr(_core, ringcc_name.split(".", 1)[1], None)
+    tf_cls = _TF_CLASS.get(ringcc_name)
+    cls = None
+    if ringcc_cls is not None and tf_cls is not None:
+        bases = (tf_cls, ringcc_cls) + ((HorovodInternalError,) if ringcc_name in _JOB_FAILURES else ())
+        try:
+            cls = type(
+                ringcc_cls.__name__,
+                bases,
+                {"__module__": "ringcc.tensorflow", "__doc__": ringcc_cls.__doc__, "__init__": _error_init},
+            )
+        except TypeError:  # Python cannot lay out the combination
+            cls = None
+    _combined[ringcc_name] = cls
+    return cls
+
+
+def _error_init(self, node_def, op, message, *args):
+    tf.errors.OpError.__init__(self, node_def, op, message, _TF_CODE[type(self).__mro__[1]])
+
+
+_TF_CODE = {
+    tf.errors.InvalidArgumentError: tf.errors.INVALID_ARGUMENT,
+    tf.errors.UnimplementedError: tf.errors.UNIMPLEMENTED,
+    tf.errors.AbortedError: tf.errors.ABORTED,
+    tf.errors.DeadlineExceededError: tf.errors.DEADLINE_EXCEEDED,
+    tf.errors.FailedPreconditionError: tf.errors.FAILED_PRECONDITION,
+    tf.errors.InternalError: tf.errors.INTERNAL,
+}
+
+
+def ringcc_class_name(error: BaseException) -> str | None:
+    """The ringcc class an op's TensorFlow error carries ("ringcc.MismatchError"), or None."""
+    message = getattr(error, "message", None) or str(error)
+    for name in _TF_CLASS:
+        if message.startswith(name + ":") or (name + ": ") in message:
+            return name
+    return None
+
+
+def convert_error(error: BaseException) -> BaseException:
+    """A TensorFlow error raised by one of ringcc's ops, as an instance of a
+    class that is also the ringcc error it carries (and HorovodInternalError
+    for failures of the job); other errors as they are."""
+    if not isinstance(error, tf.errors.OpError) or isinstance(error, _core.RingccError):
+        return error
+    name = ringcc_class_name(error)
+    cls = _class_for(name) if name else None
+    if cls is None:
+        return error
+    message = error.message
+    start = message.find(name + ": ")
+    if start > 0:
+        message = message[start:]
+    converted = cls(error.node_def, error.op, message)
+    return converted
+
+
+def _run(fn, *args, **kwargs):
+    """Calls an op wrapper; eager failures come back as ringcc's classes."""
+    try:
+        return fn(*args, **kwargs)
+    except tf.errors.OpError as error:
+        raise convert_error(error) from None
+
+
+# --------------------------------------------------------------------------
+# Names
+
+_counter_lock = threading.Lock()
+_counters: dict = {}
+
+
+def _op_value(op) -> int:
+    if op is None:
+        return Average
+    if op == Adasum:
+        raise NotImplementedError("ringcc does not implement Adasum")
+    if isinstance(op, str):
+        return ringcc._op(op)
+    return int(op)
+
+
+def engine_name(kind: str, name: str | None) -> str:
+    """The engine's name of a collective: `<kind>.<name>`, or "" to let the
+    kernel take its node's name (unique in a graph, the same on every rank
+    that built the same graph; the op's type when it runs eagerly, where
+    ops run one at a time in program order)."""
+    if name:
+        return f"{kind}.{name}"
+    return ""
+
+
+def _nudge() -> bool:
+    # The kernel starts the engine's next cycle once it has enqueued its
+    # tensors (a grouped op: all of them), as a caller that waits for them
+    # does, instead of leaving them for the cycle time: its executor (or its
+    # eager caller) waits for this op.
+    return True
+
+
+def _wire_dtype(dtype, reducing: bool):
+    """The dtype a tensor of `dtype` travels as (None: as it is)."""
+    if dtype in _CORE_DTYPES:
+        return None
+    if dtype in (tf.int16, tf.uint16):
+        return tf.int32
+    if dtype in (tf.uint32, tf.uint64):
+        return tf.int64
+    if dtype == tf.bool:
+        return None if reducing else tf.uint8
+    return None
+
+
+def _to_wire(tensor, reducing: bool):
+    wire = _wire_dtype(tensor.dtype, reducing)
+    return (tf.cast(tensor, wire), tensor.dtype) if wire is not None else (tensor, None)
+
+
+def _from_wire(tensor, dtype):
+    return tf.cast(tensor, dtype) if dtype is not None else tensor
+
+
+# --------------------------------------------------------------------------
+# The collectives on tensors (the global process set)
+
+
+def _by_dtype(tensors, run_group, name):
+    """run_group(tensors_of_one_dtype, name) for each dtype among `tensors`
+    (an op's tensors share one dtype), the results in the order given."""
+    groups: dict = {}
+    for i, t in enumerate(tensors):
+        groups.setdefault(t.dtype, []).append(i)
+    if len(groups) == 1:
+        return run_group(tensors, name)
+    out = [None] * len(tensors)
+    for dtype, indices in groups.items():
+        part = run_group([tensors[i] for i in indices], f"{name}.{dtype.name}" if name else None)
+        for i, r in zip(indices, part):
+            out[i] = r
+    return out
+
+
+def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0, name=None, nudge=None):
+    tensors = [tf.convert_to_tensor(t) for t in tensors]
+    if not tensors:
+        return []
+    op = _op_value(op)
+    wired = [_to_wire(t, True) for t in tensors]
+
+    def run(group, group_name):
+        return _run(
+            _lib.ringcc_allreduce,
+            tensors=group,
+            reduce_op=op,
+            prescale_factor=float(prescale_factor),
+            postscale_factor=float(postscale_factor),
+            tensor_name=engine_name("allreduce", group_name),
+            nudge=_nudge() if nudge is None else nudge,
+        )
+
+    out = _by_dtype([w for w, _ in wired], run, name)
+    return [_from_wire(o, d) for o, (_, d) in zip(out, wired)]
+
+
+def grouped_allgather_op(tensors, name=None):
+    tensors = [tf.convert_to_tensor(t) for t in tensors]
+    if not tensors:
+        return []
+    wired = [_to_wire(t if t.shape.rank != 0 else tf.reshape(t, [1]), False) for t in tensors]
+    out = _by_dtype(
+        [w for w, _ in wired],
+        lambda group, group_name: _run(
+            _lib.ringcc_allgather, tensors=group, tensor_name=engine_name("allgather", group_name), nudge=_nudge()
+        ),
+        name,
+    )
+    results = []
+    for o, t, (w, d) in zip(out, tensors, wired):
+        if w.shape.rank is not None:
+            o.set_shape([None] + w.shape.as_list()[1:])
+        results.append(_from_wire(o, d))
+    return results
+
+
+def grouped_reducescatter_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0, name=None):
+    tensors = [tf.convert_to_tensor(t) for t in tensors]
+    if not tensors:
+        return []
+    op = _op_value(op)
+    wired = [_to_wire(t, True) for t in tensors]
+    out = _by_dtype(
+        [w for w, _ in wired],
+        lambda group, group_name: _run(
+            _lib.ringcc_reducescatter,
+            tensors=group,
+            reduce_op=op,
+            prescale_factor=float(prescale_factor),
+            postscale_factor=float(postscale_factor),
+            tensor_name=engine_name("reducescatter", group_name),
+            nudge=_nudge(),
+        ),
+        name,
+    )
+    results = []
+    for o, (w, d) in zip(out, wired):
+        if w.shape.rank is not None and w.shape.rank > 0:
+            o.set_shape([None] + w.shape.as_list()[1:])
+        results.append(_from_wire(o, d))
+    return results
+
+
+def broadcast_op(tensor, root_rank, name=None):
+    tensor = tf.convert_to_tensor(tensor)
+    wire, dtype = _to_wire(tensor, False)
+    (out,) = _run(
+        _lib.ringcc_broadcast,
+        tensors=[wire],
+        root_rank=int(root_rank),
+        tensor_name=engine_name("broadcast", name),
+        nudge=_nudge(),
+    )
+    return _from_wire(out, dtype)
+
+
+def alltoall_op(tensor, splits, name=None):
+    tensor = tf.convert_to_tensor(tensor)
+    scalar = tensor.shape.rank == 0
+    if scalar:
+        tensor = tf.reshape(tensor, [1])
+    if splits is None:
+        n = ringcc.size()
+        rows = tf.shape(tensor, out_type=tf.int64)[0]
+        # Equal blocks: the rows must divide evenly (the core checks the sum).
+        splits = tf.fill([n], rows // n)
+    splits = tf.cast(tf.convert_to_tensor(splits), tf.int64)
+    wire, dtype = _to_wire(tensor, False)
+    out, received = _run(
+        _lib.ringcc_alltoall,
+        tensor=wire,
+        splits=splits,
+        tensor_name=engine_name("alltoall", name),
+        nudge=_nudge(),
+    )
+    if wire.shape.rank is not None:
+        out.set_shape([None] + wire.shape.as_list()[1:])
+    received.set_shape([ringcc.size()])
+    return _from_wire(out, dtype), received
+
+
+# --------------------------------------------------------------------------
+# Gradients (as Horovod defines them)
+
+
+def _grad_name(op) -> str | None:
+    base = op.get_attr("tensor_name")
+    base = base.decode() if isinstance(base, bytes) else base
+    if not base:
+        return None
+    return base.split(".", 1)[1] + ".grad" if "." in base else base + ".grad"
+
+
+@tf.RegisterGradient("RingccAllreduce")
+def _allreduce_grad(op, *grads):
+    reduce_op = op.get_attr("reduce_op")
+    if reduce_op not in (Sum, Average):
+        raise NotImplementedError("the gradient of allreduce is defined for Sum and Average")
+    return grouped_allreduce_op(
+        [g if g is not None else tf.zeros_like(x) for g, x in zip(grads, op.inputs)],
+        reduce_op,
+        op.get_attr("prescale_factor"),
+        op.get_attr("postscale_factor"),
+        name=_grad_name(op),
+    )
+
+
+@tf.RegisterGradient("RingccAllgather")
+def _allgather_grad(op, *grads):
+    out = []
+    name = _grad_name(op)
+    for i, (g, x) in enumerate(zip(grads, op.inputs)):
+        g = grouped_allreduce_op([g], Average, name=None if name is None else f"{name}.{i}")[0]
+        rows = tf.reshape(tf.shape(x, out_type=tf.int64)[0], [1])
+        all_rows = grouped_allgather_op([rows], name=None if name is None else f"{name}.rows.{i}")[0]
+        offset = tf.reduce_sum(all_rows[: ringcc.rank()])
+        out.append(
+            tf.slice(g, tf.concat([[offset], tf.zeros([tf.rank(g) - 1], tf.int64)], 0), tf.shape(x, out_type=tf.int64))
+        )
+    return out
+
+
+@tf.RegisterGradient("RingccBroadcast")
+def _broadcast_grad(op, grad):
+    reduced = grouped_allreduce_op([grad], Average, name=_grad_name(op))[0]
+    if ringcc.rank() != op.get_attr("root_rank"):
+        reduced = reduced * 0
+    return [reduced]
+
+
+@tf.RegisterGradient("RingccAlltoall")
+def _alltoall_grad(op, grad, _received_grad):
+    received = op.outputs[1]
+    result, _ = alltoall_op(grad, received, name=_grad_name(op))
+    return [result, None]
+
+
+@tf.RegisterGradient("RingccReducescatter")
+def _reducescatter_grad(op, *grads):
+    reduce_op = op.get_attr("reduce_op")
+    if reduce_op not in (Sum, Average):
+        raise NotImplementedError("the gradient of reducescatter is defined for Sum and Average")
+    scale = op.get_attr("prescale_factor") * op.get_attr("postscale_factor")
+    if reduce_op == Sum:
+        scale *= ringcc.size()
+    scaled = [g * tf.cast(scale, g.dtype) if scale != 1.0 else g for g in grads]
+    return grouped_allgather_op(scaled, name=_grad_name(op))
+
+
+# --------------------------------------------------------------------------
+# Generated names for calls that must be matched by call order in eager code
+
+_generated = itertools.count()
+
+
+def generated_name(kind: str) -> str:
+    return f"{kind}.noname.{next(_generated)}"
+
+
+def reset_generated_names() -> None:
+    global _generated
+    _generated = itertools.count()
+
+
+def as_numpy(value) -> np.ndarray:
+    return np.ascontiguousarray(value.numpy() if hasattr(value, "numpy") else np.asarray(value))

@@ -1,0 +1,279 @@
+"""ringcc.tensorflow against TensorFlow's own collectives, in one job:
+
+    ringrun -np 2 python -m bench.tensorflow_allreduce [--sizes 8,1M,64M] [--repeats 5]
+
+Every rank joins ringcc, then (before any TensorFlow op, as TensorFlow
+requires) a tf.distribute.MultiWorkerMirroredStrategy of the same ranks:
+ringcc broadcasts free ports for TF_CONFIG, and TensorFlow's workers talk
+over gRPC on 127.0.0.1. Then, each timed as the median of --repeats runs
+of --iters calls:
+
+* allreduce inside tf.function: `hvd.allreduce(x, op=Sum)` against the
+  strategy's `all_reduce(SUM)` with the RING and AUTO implementations;
+  time per call and bus bandwidth (2 (n-1)/n bytes / time);
+* one DistributedGradientTape step's communication over 1,000 float32
+  variables of 4 KiB (the tape's grouped allreduce, in tf.function) against
+  one allreduce of all of them concatenated, and against a tf.function
+  that only passes the 1,000 tensors through (TensorFlow's own cost);
+* model.fit of a small dense model on synthetic data: steps per second
+  with ringcc.keras.DistributedOptimizer against the same model's train
+  step run by the strategy (batch 32 per rank in both; Keras 3's model.fit
+  does not run under the strategy, see below), one epoch of each per
+  repeat.
+
+Rank 0 prints one table; --csv FILE writes it too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import numpy as np  # noqa: E402
+
+import ringcc  # noqa: E402
+
+
+def parse_size(text: str) -> int:
+    text = text.strip().upper()
+    for suffix, factor in (("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30)):
+        if text.endswith(suffix):
+            return int(float(text[:-1]) * factor)
+    return int(text)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def log(*args):
+    print(f"[rank {ringcc.rank()}]", *args, file=sys.stderr, flush=True)
+
+
+def timed(fn, iters: int, repeats: int) -> float:
+    """Median seconds per call of fn() over `repeats` runs of `iters` calls."""
+    fn()  # warm up: tracing, names cached, first touch
+    times = []
+    for _ in range(repeats):
+        ringcc.barrier()
+        start = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        times.append((time.perf_counter() - start) / iters)
+    # Every rank reports the slowest rank's time.
+    return float(ringcc.allreduce(np.array([statistics.median(times)]), ringcc.Max)[0])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="8,1M,64M")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--iters", type=int, default=0, help="calls per repeat (0: by size)")
+    parser.add_argument("--skip", default="", help="comma-separated parts to skip: tf, tape, fit")
+    parser.add_argument("--csv", default=None)
+    args = parser.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+
+    ringcc.init()
+    rank, size = ringcc.rank(), ringcc.size()
+    ports = np.array([free_port() for _ in range(size)] if rank == 0 else [0] * size, dtype=np.int64)
+    ringcc.broadcast_(ports, 0)
+    os.environ["TF_CONFIG"] = json.dumps(
+        {"cluster": {"worker": [f"127.0.0.1:{int(p)}" for p in ports]}, "task": {"type": "worker", "index": rank}}
+    )
+    import tensorflow as tf
+
+    strategies = {}
+    if "tf" not in skip:
+        # One strategy per process (TensorFlow's collective ops are set up
+        # once); the implementation is an option of each all_reduce call.
+        strategies["mwms"] = tf.distribute.MultiWorkerMirroredStrategy()
+    import ringcc.tensorflow as hvd
+
+    hvd.init()
+    rows = []
+
+    def record(name, seconds, nbytes=None):
+        busbw = 2 * (size - 1) / size * nbytes / seconds / 1e9 if nbytes else None
+        rows.append({"case": name, "seconds": seconds, "busbw_GBps": busbw})
+        log(f"{name}: {seconds * 1e6:.1f} us" + (f", busbw {busbw:.2f} GB/s" if busbw else ""))
+
+    for text in args.sizes.split(","):
+        nbytes = parse_size(text)
+        n = max(1, nbytes // 4)
+        iters = args.iters or (200 if nbytes <= 1024 else 50 if nbytes <= (1 << 20) else 5)
+        x = tf.constant(np.ones(n, np.float32))
+        ring_fn = tf.function(lambda t: hvd.allreduce(t, op=hvd.Sum, name="bench"))
+        record(f"ringcc tf.function {text}", timed(lambda: ring_fn(x).numpy(), iters, args.repeats), nbytes)
+        if "mwms" in strategies:
+            strategy = strategies["mwms"]
+            for impl_name, impl in (
+                ("ring", tf.distribute.experimental.CommunicationImplementation.RING),
+                ("auto", tf.distribute.experimental.CommunicationImplementation.AUTO),
+            ):
+                options = tf.distribute.experimental.CommunicationOptions(implementation=impl)
+
+                @tf.function
+                def step(t, options=options):
+                    def replica(v):
+                        # Placed on the worker's device: the strategy reduces
+                        # to the input's device, and a traced input has none.
+                        with tf.device(strategy.extended.worker_devices[0]):
+                            v = tf.identity(v)
+                        ctx = tf.distribute.get_replica_context()
+                        return ctx.all_reduce(tf.distribute.ReduceOp.SUM, v, options=options)
+
+                    return strategy.run(replica, args=(t,))
+
+                record(
+                    f"TensorFlow MWMS {impl_name} {text}",
+                    timed(lambda: strategy.experimental_local_results(step(x))[0].numpy(), iters, args.repeats),
+                    nbytes,
+                )
+
+    if "tape" not in skip:
+        grads = [tf.constant(np.full(1024, i % 5, np.float32)) for i in range(1000)]
+        concat = tf.constant(np.ones(1024 * 1000, np.float32))
+        from ringcc.tensorflow.gradient_tape import allreduce_gradients
+
+        tape_fn = tf.function(lambda gs: allreduce_gradients(gs))
+        one_fn = tf.function(lambda t: hvd.allreduce(t, name="bench.concat"))
+        record(
+            "tape step: 1,000 variables of 4 KiB",
+            timed(lambda: [g.numpy() for g in tape_fn(grads)][0], 20, args.repeats),
+        )
+        record("one allreduce of them concatenated (4 MB)", timed(lambda: one_fn(concat).numpy(), 20, args.repeats))
+        # What TensorFlow alone spends on a function of 1,000 inputs and
+        # outputs (an add each, no communication): the floor of the tape row.
+        pass_fn = tf.function(lambda gs: [g + 0.0 for g in gs])
+        record(
+            "the same 1,000 tensors through tf.function, no communication",
+            timed(lambda: [g.numpy() for g in pass_fn(grads)][0], 20, args.repeats),
+        )
+
+    if "fit" not in skip:
+        import keras
+
+        import ringcc.keras as khvd
+
+        rng = np.random.default_rng(rank)
+        features = rng.normal(size=(32 * 200, 32)).astype(np.float32)
+        labels = rng.normal(size=(32 * 200, 1)).astype(np.float32)
+
+        def model_of():
+            keras.utils.set_random_seed(0)
+            return keras.Sequential(
+                [
+                    keras.Input((32,)),
+                    keras.layers.Dense(64, activation="relu"),
+                    keras.layers.Dense(64, activation="relu"),
+                    keras.layers.Dense(1),
+                ]
+            )
+
+        class Clock(keras.callbacks.Callback):
+            def on_train_batch_begin(self, batch, logs=None):
+                if batch == 20:
+                    self.start = time.perf_counter()
+
+            def on_train_end(self, logs=None):
+                self.steps_per_s = (self.params["steps"] - 20) / (time.perf_counter() - self.start)
+
+        ours_model = model_of()
+        ours_model.compile(optimizer=khvd.DistributedOptimizer(keras.optimizers.SGD(0.01)), loss="mse")
+        theirs_step = None
+        if "mwms" in strategies:
+            # Keras 3's model.fit does not run under MultiWorkerMirroredStrategy
+            # (keras 3.15: its symbolic build reduces the first batch with
+            # strategy.reduce, which cannot convert the PerReplica batch), so
+            # the strategy runs the train step model.fit would: forward, mean
+            # squared error over the global batch, gradients, and the Keras
+            # optimizer's apply, which all-reduces them in replica context.
+            # It is the same model and per-replica batch without fit's
+            # callbacks and bookkeeping: if anything, faster than fit.
+            strategy = strategies["mwms"]
+            with strategy.scope():
+                theirs_model = model_of()
+                theirs_optimizer = keras.optimizers.SGD(0.01)
+                theirs_optimizer.build(theirs_model.trainable_variables)
+            global_batch = 32 * size
+            data = tf.data.Dataset.from_tensor_slices((features, labels)).batch(global_batch).repeat()
+            options = tf.data.Options()
+            options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+            iterator = iter(strategy.experimental_distribute_dataset(data.with_options(options)))
+
+            @tf.function
+            def theirs_step():
+                def replica(x, y):
+                    with tf.GradientTape() as tape:
+                        error = tf.reduce_mean(tf.square(theirs_model(x, training=True) - y), axis=-1)
+                        loss = tf.nn.compute_average_loss(error, global_batch_size=global_batch)
+                    grads = tape.gradient(loss, theirs_model.trainable_variables)
+                    theirs_optimizer.apply(grads, theirs_model.trainable_variables)
+                    return loss
+
+                x, y = next(iterator)
+                return strategy.run(replica, args=(x, y))
+
+        steps = len(features) // 32
+
+        def loop_rate():
+            theirs_step()  # traced on the first call
+            ringcc.barrier()
+            start = time.perf_counter()
+            for _ in range(steps - 20):
+                theirs_step()
+            return float(ringcc.allreduce(np.array([(steps - 20) / (time.perf_counter() - start)]), ringcc.Min)[0])
+
+        # One epoch of each per repeat, alternating; the figure is the median
+        # over repeats of the slowest rank's steps per second.
+        def fit_rate():
+            clock = Clock()
+            ours_model.fit(features, labels, batch_size=32, epochs=1, verbose=0, callbacks=[clock])
+            return float(ringcc.allreduce(np.array([clock.steps_per_s]), ringcc.Min)[0])
+
+        ours, theirs = [], []
+        for _ in range(args.repeats):
+            ours.append(fit_rate())
+            if theirs_step is not None:
+                theirs.append(loop_rate())
+        ours_rate = statistics.median(ours)
+        rows.append({"case": "model.fit ringcc.keras (steps/s)", "seconds": 1.0 / ours_rate, "busbw_GBps": None})
+        log(f"model.fit with ringcc: {ours_rate:.1f} steps/s (repeats {[round(r, 1) for r in ours]})")
+        if theirs:
+            theirs_rate = statistics.median(theirs)
+            rows.append({"case": "MWMS train step loop (steps/s)", "seconds": 1.0 / theirs_rate, "busbw_GBps": None})
+            log(
+                f"MultiWorkerMirroredStrategy train-step loop: {theirs_rate:.1f} steps/s"
+                f" (repeats {[round(r, 1) for r in theirs]})"
+            )
+
+    if rank == 0:
+        print(f"{'case':<48} {'time (us)':>12} {'busbw (GB/s)':>13}")
+        for row in rows:
+            bw = f"{row['busbw_GBps']:.3f}" if row["busbw_GBps"] else ""
+            if row["case"].endswith("(steps/s)"):
+                print(f"{row['case']:<48} {1.0 / row['seconds']:>12.1f} {'':>13}")
+            else:
+                print(f"{row['case']:<48} {row['seconds'] * 1e6:>12.1f} {bw:>13}")
+        if args.csv:
+            with open(args.csv, "w") as f:
+                f.write("case,seconds,busbw_GBps\n")
+                for row in rows:
+                    f.write(f"{row['case']},{row['seconds']},{row['busbw_GBps'] or ''}\n")
+    hvd.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+// The table of bindings/kernel_api.h: named collectives for the kernels of
+// frameworks that load ringcc as a library of their own (TensorFlow's op
+// library, plugins/tensorflow/). Their kernels run on the framework's
+// threads without the GIL and must not block: a call is handed to the
+// engine and its completion is a callback (Work::when_done).
+#include "bindings/kernel_api.h"
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bindings/global_communicator.h"
+#include "core/base/error.h"
+#include "core/collective/collective_args.h"
+#include "core/collective/dtype.h"
+
+namespace py = pybind11;
+
+using ringcc::CollectiveArgs;
+using ringcc::CollectiveKind;
+using ringcc::ErrorKind;
+
+namespace {
+
+const char* class_name(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kInvalidArgument:
+      return "ringcc.InvalidArgumentError";
+    case ErrorKind::kUnsupportedType:
+      return "ringcc.UnsupportedTypeError";
+    case ErrorKind::kMismatch:
+      return "ringcc.MismatchError";
+    case ErrorKind::kPeerFailure:
+      return "ringcc.PeerFailureError";
+    case ErrorKind::kTimeout:
+      return "ringcc.TimeoutError";
+    case ErrorKind::kNotInitialized:
+      return "ringcc.NotInitializedError";
+    case ErrorKind::kInternal:
+      return "ringcc.InternalError";
+    case ErrorKind::kInterrupted:
+      return "KeyboardInterrupt";
+  }
+  return "ringcc.RingccError";
+}
+
+// The error of the exception being handled: its kind and "ringcc.Class: what".
+void describe_current(ErrorKind* kind, std::string* message) {
+  try {
+    throw;
+  } catch (const ringcc::Error& e) {
+    *kind = e.kind();
+    *message = std::string(class_name(e.kind())) + ": " + e.what();
+  } catch (const std::exception& e) {
+    *kind = ErrorKind::kInternal;
+    *message = std::string("ringcc.InternalError: ") + e.what();
+  } catch (...) {
+    *kind = ErrorKind::kInternal;
+    *message = "ringcc.InternalError: unknown C++ exception";
+  }
+}
+
+void report(RingccKernelDone done, void* ctx, ErrorKind kind, const std::string& message) {
+  done(ctx, static_cast<int32_t>(kind), message.c_str(), 0, nullptr, 0);
+}
+
+CollectiveArgs args_of(const RingccKernelCall& c) {
+  if (!ringcc::dtype_valid(c.dtype)) {
+    ringcc::raise(ErrorKind::kUnsupportedType, "dtype code ", c.dtype, " is not one ringcc moves");
+  }
+  CollectiveArgs a;
+  a.kind = static_cast<CollectiveKind>(c.kind);
+  a.dtype = static_cast<ringcc::DataType>(c.dtype);
+  a.op = static_cast<ringcc::ReduceOp>(c.op);
+  a.root = c.root;
+  a.prescale = c.prescale;
+  a.postscale = c.postscale;
+  a.in = c.in;
+  a.out = c.out;
+  a.count = c.count;
+  a.row_elems = c.row_elems;
+  a.out_count = c.out_count;
+  if (c.send_counts && c.n_send_counts > 0) a.send_counts.assign(c.send_counts, c.send_counts + c.n_send_counts);
+  if (c.allocate) {
+    auto* allocate = c.allocate;
+    void* allocate_ctx = c.allocate_ctx;
+    a.allocate = [allocate, allocate_ctx](int64_t elements) -> void* {
+      void* out = allocate(allocate_ctx, elements);
+      if (!out && elements > 0) {
+        ringcc::raise(ErrorKind::kInternal, "the framework could not allocate the output (", elements, " elements)");
+      }
+      return out;
+    };
+  }
+  return a;
+}
+
+void kernel_enqueue(const RingccKernelCall* call, RingccKernelDone done, void* done_ctx) {
+  const std::string name = call->name ? call->name : "";
+  try {
+    if (name.empty()) ringcc::raise(ErrorKind::kInvalidArgument, "a kernel's collective needs a name");
+    CollectiveArgs args = args_of(*call);
+    std::shared_ptr<ringcc::Work> work;
+    // The framework waits for the op (its executor or its eager caller):
+    // the caller counts as blocked on the engine until the op completes.
+    std::shared_ptr<ringcc::EngineWaiter> waiter;
+    ringcc_py::with_engine([&](ringcc::Engine& engine) {
+      work = engine.enqueue(name, std::move(args), call->shape, static_cast<size_t>(call->ndim));
+      if (call->nudge) engine.nudge(work);
+      waiter = std::make_shared<ringcc::EngineWaiter>(engine.waiter());
+    });
+    ringcc::Work* raw = work.get();
+    // The callback holds the Work until it ran (the engine reuses a Work
+    // only once nobody else holds it).
+    raw->when_done([work, waiter, done, done_ctx]() mutable {
+      auto& a = work->list()[0];
+      try {
+        work->wait(0);
+        done(done_ctx, -1, "", a.result_count, a.recv_counts.data(), static_cast<int32_t>(a.recv_counts.size()));
+      } catch (...) {
+        ErrorKind kind;
+        std::string message;
+        describe_current(&kind, &message);
+        report(done, done_ctx, kind, message);
+      }
+      waiter.reset();
+      work.reset();
+    });
+  } catch (...) {
+    ErrorKind kind;
+    std::string message;
+    describe_current(&kind, &message);
+    // This rank takes part as a failed participant, so its peers fail at once.
+    if (!name.empty() && kind != ErrorKind::kNotInitialized) {
+      try {
+        const std::string why = message.substr(message.find(": ") + 2);
+        ringcc_py::with_engine([&](ringcc::Engine& engine) {
+          engine.enqueue(name, ringcc::failed_call(static_cast<CollectiveKind>(call->kind), why), nullptr, 0);
+        });
+      } catch (...) {
+        // Nobody else can be told; this rank's own error is reported below.
+      }
+    }
+    report(done, done_ctx, kind, message);
+  }
+}
+
+void kernel_fail(const char* name, int32_t kind, const char* why) {
+  try {
+    if (!name || !*name) return;
+    ringcc_py::with_engine([&](ringcc::Engine& engine) {
+      engine.enqueue(name, ringcc::failed_call(static_cast<CollectiveKind>(kind), why ? why : ""), nullptr, 0);
+    });
+  } catch (...) {
+    // Not initialized: there are no peers to tell.
+  }
+}
+
+int32_t kernel_rank() {
+  try {
+    return ringcc_py::global_communicator()->rank();
+  } catch (...) {
+    return -1;
+  }
+}
+
+int32_t kernel_size() {
+  try {
+    return ringcc_py::global_communicator()->size();
+  } catch (...) {
+    return -1;
+  }
+}
+
+const RingccKernelApi g_api = {
+    RINGCC_KERNEL_API_VERSION, sizeof(RingccKernelApi), kernel_enqueue, kernel_fail, kernel_rank, kernel_size,
+};
+
+}  // namespace
+
+void bind_kernel_api(py::module_& m) {
+  m.def(
+      "_kernel_api", [] { return reinterpret_cast<uintptr_t>(&g_api); },
+      "The address of the C table (bindings/kernel_api.h) through which a framework's kernel library "
+      "hands named collectives to this process's engine.");
+}
