@@ -86,10 +86,48 @@ PyObject* enqueue_in_place(ringcc::Engine& e, PyObject* tensor, const char* name
   return enqueue_named(e, in_place_allreduce(in, op, pre, post), in, tensor, nullptr, name, name_len);
 }
 
-// A name for a fast path: a non-empty exact str, its UTF-8 text in *text.
-bool fast_name(PyObject* name, const char** text, Py_ssize_t* len) {
-  return name && PyUnicode_CheckExact(name) && PyUnicode_GET_LENGTH(name) > 0 &&
-         (*text = PyUnicode_AsUTF8AndSize(name, len)) != nullptr;
+// The arguments of a fast path as the caller gave them (null: not given).
+struct FastArgs {
+  PyObject* op = nullptr;
+  PyObject* root = nullptr;
+  PyObject* pre = nullptr;
+  PyObject* post = nullptr;
+  PyObject* name = nullptr;
+  PyObject* out = nullptr;
+};
+
+// What a fast path takes from them.
+struct FastCall {
+  int op = 0;
+  int root = 0;
+  double pre = 1.0, post = 1.0;
+  const char* name = nullptr;
+  Py_ssize_t name_len = 0;
+};
+
+// An exact int in [0, max], else false.
+bool small_int_of(PyObject* o, long max, int* out) {
+  if (!PyLong_CheckExact(o)) return false;
+  const long v = PyLong_AsLong(o);
+  if (v < 0 || v > max) return false;  // -1 with an error set included
+  *out = static_cast<int>(v);
+  return true;
+}
+
+// The one test of whether a fast path takes a call, the tensor aside (each
+// tests it as its collective needs): a non-empty exact str name, no `out`
+// (or None), and, where given, an op, root and scale factors of the exact
+// types the core takes as they are (an int op code, an int root, a float
+// or int scale). Any other call, and so every error of its arguments, is
+// the general implementation's. May leave a Python error set when false.
+bool takes_fast(const FastArgs& given, FastCall* call) {
+  if (given.out && given.out != Py_None) return false;
+  if (given.op && !small_int_of(given.op, static_cast<long>(ringcc::ReduceOp::kProduct), &call->op)) return false;
+  if (given.root && !small_int_of(given.root, std::numeric_limits<int>::max(), &call->root)) return false;
+  if (given.pre && !scale_of(given.pre, &call->pre)) return false;
+  if (given.post && !scale_of(given.post, &call->post)) return false;
+  return given.name && PyUnicode_CheckExact(given.name) && PyUnicode_GET_LENGTH(given.name) > 0 &&
+         (call->name = PyUnicode_AsUTF8AndSize(given.name, &call->name_len)) != nullptr;
 }
 
 // ringcc.allreduce_async with a name and no `out`, of a plain NumPy array:
@@ -99,19 +137,13 @@ bool fast_name(PyObject* name, const char** text, Py_ssize_t* len) {
 PyObject* allreduce_async_out_of_place(PyObject* general, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   static const FastcallParams params("allreduce_async",
                                      {"tensor", "op", "name", "prescale_factor", "postscale_factor", "out"}, 2, 1);
-  PyObject *tensor = nullptr, *op_obj = nullptr, *name = nullptr, *pre_obj = nullptr, *post_obj = nullptr,
-           *out = nullptr;
-  long op = 0;
-  double pre = 1.0, post = 1.0;
-  Py_ssize_t name_len = 0;
-  const char* name_text = nullptr;
+  PyObject* tensor = nullptr;
+  FastArgs given;
+  FastCall call;
   HostTensor in;
-  const bool fast = params.try_bind(args, nargs, kwnames, &tensor, &op_obj, &name, &pre_obj, &post_obj, &out) &&
-                    (!out || out == Py_None) &&
-                    (!op_obj || (PyLong_CheckExact(op_obj) && (op = PyLong_AsLong(op_obj)) >= 0 &&
-                                 op <= static_cast<long>(ringcc::ReduceOp::kProduct))) &&
-                    (!pre_obj || scale_of(pre_obj, &pre)) && (!post_obj || scale_of(post_obj, &post)) &&
-                    fast_name(name, &name_text, &name_len) && plain_numpy(tensor, &in, false);
+  const bool fast =
+      params.try_bind(args, nargs, kwnames, &tensor, &given.op, &given.name, &given.pre, &given.post, &given.out) &&
+      takes_fast(given, &call) && plain_numpy(tensor, &in, false);
   if (!fast) {
     PyErr_Clear();
     return PyObject_Vectorcall(general, args, static_cast<size_t>(nargs), kwnames);
@@ -121,11 +153,11 @@ PyObject* allreduce_async_out_of_place(PyObject* general, PyObject* const* args,
     py::object result = py::reinterpret_steal<py::object>(
         new_pooled_numpy_like(tensor, static_cast<size_t>(in.count) * ringcc::dtype_size(in.dtype)));
     if (!result) throw py::error_already_set();
-    CollectiveArgs a = in_place_allreduce(in, static_cast<int>(op), pre, post);
+    CollectiveArgs a = in_place_allreduce(in, call.op, call.pre, call.post);
     a.out = py::detail::array_proxy(result.ptr())->data;
-    return enqueue_named(e, std::move(a), in, result.ptr(), tensor, name_text, name_len);
+    return enqueue_named(e, std::move(a), in, result.ptr(), tensor, call.name, call.name_len);
   } catch (...) {
-    return fail_named(CollectiveKind::kAllreduce, name_text, name_len);
+    return fail_named(CollectiveKind::kAllreduce, call.name, call.name_len);
   }
 }
 
@@ -150,16 +182,12 @@ template <bool kInPlace>
 PyObject* broadcast_async_fast(PyObject* general, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   static const FastcallParams params(kInPlace ? "broadcast_async_" : "broadcast_async",
                                      {"tensor", "root", "name", "out"}, 2, 1);
-  PyObject *tensor = nullptr, *root_obj = nullptr, *name = nullptr, *out = nullptr;
-  long root = 0;
-  Py_ssize_t name_len = 0;
-  const char* name_text = nullptr;
+  PyObject* tensor = nullptr;
+  FastArgs given;
+  FastCall call;
   HostTensor in;
-  const bool fast = params.try_bind(args, nargs, kwnames, &tensor, &root_obj, &name, &out) && !(kInPlace && out) &&
-                    (!out || out == Py_None) &&
-                    (!root_obj || (PyLong_CheckExact(root_obj) && (root = PyLong_AsLong(root_obj)) >= 0 &&
-                                   root <= std::numeric_limits<int>::max())) &&
-                    fast_name(name, &name_text, &name_len) && plain_numpy(tensor, &in, kInPlace);
+  const bool fast = params.try_bind(args, nargs, kwnames, &tensor, &given.root, &given.name, &given.out) &&
+                    !(kInPlace && given.out) && takes_fast(given, &call) && plain_numpy(tensor, &in, kInPlace);
   if (!fast) {
     PyErr_Clear();
     return PyObject_Vectorcall(general, args, static_cast<size_t>(nargs), kwnames);
@@ -167,16 +195,15 @@ PyObject* broadcast_async_fast(PyObject* general, PyObject* const* args, Py_ssiz
   try {
     ringcc::Engine& e = engine();
     if (kInPlace) {
-      return enqueue_named(e, broadcast_args(in, in.ptr, static_cast<int>(root)), in, tensor, nullptr, name_text,
-                           name_len);
+      return enqueue_named(e, broadcast_args(in, in.ptr, call.root), in, tensor, nullptr, call.name, call.name_len);
     }
     py::object result = py::reinterpret_steal<py::object>(
         new_pooled_numpy_like(tensor, static_cast<size_t>(in.count) * ringcc::dtype_size(in.dtype)));
     if (!result) throw py::error_already_set();
-    return enqueue_named(e, broadcast_args(in, py::detail::array_proxy(result.ptr())->data, static_cast<int>(root)), in,
-                         result.ptr(), tensor, name_text, name_len);
+    return enqueue_named(e, broadcast_args(in, py::detail::array_proxy(result.ptr())->data, call.root), in,
+                         result.ptr(), tensor, call.name, call.name_len);
   } catch (...) {
-    return fail_named(CollectiveKind::kBroadcast, name_text, name_len);
+    return fail_named(CollectiveKind::kBroadcast, call.name, call.name_len);
   }
 }
 
@@ -188,11 +215,9 @@ PyObject* broadcast_async_fast(PyObject* general, PyObject* const* args, Py_ssiz
 PyObject* allreduce_async_inplace(PyObject* general, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   static const FastcallParams params("allreduce_async_",
                                      {"tensor", "op", "name", "prescale_factor", "postscale_factor"}, 2, 1);
-  PyObject *tensor = nullptr, *op_obj = nullptr, *name = nullptr, *pre_obj = nullptr, *post_obj = nullptr;
-  long op = 0;
-  double pre = 1.0, post = 1.0;
-  Py_ssize_t name_len = 0;
-  const char* name_text = nullptr;
+  PyObject* tensor = nullptr;
+  FastArgs given;
+  FastCall call;
   // The usual call, allreduce_async_(tensor, name=...), binds without the
   // general parser (a keyword in the caller's code is the interned string).
   static PyObject* const name_key = PyUnicode_InternFromString("name");
@@ -200,24 +225,21 @@ PyObject* allreduce_async_inplace(PyObject* general, PyObject* const* args, Py_s
       nargs == 1 && kwnames && PyTuple_GET_SIZE(kwnames) == 1 && PyTuple_GET_ITEM(kwnames, 0) == name_key;
   if (tensor_and_name) {
     tensor = args[0];
-    name = args[1];
+    given.name = args[1];
   }
-  const bool fast =
-      (tensor_and_name || params.try_bind(args, nargs, kwnames, &tensor, &op_obj, &name, &pre_obj, &post_obj)) &&
-      (!op_obj || (PyLong_CheckExact(op_obj) && (op = PyLong_AsLong(op_obj)) >= 0 &&
-                   op <= static_cast<long>(ringcc::ReduceOp::kProduct))) &&
-      name && PyUnicode_CheckExact(name) && PyUnicode_GET_LENGTH(name) > 0 && (!pre_obj || scale_of(pre_obj, &pre)) &&
-      (!post_obj || scale_of(post_obj, &post)) && (name_text = PyUnicode_AsUTF8AndSize(name, &name_len)) != nullptr;
+  const bool fast = (tensor_and_name ||
+                     params.try_bind(args, nargs, kwnames, &tensor, &given.op, &given.name, &given.pre, &given.post)) &&
+                    takes_fast(given, &call);
   if (!fast) {
     PyErr_Clear();
     return PyObject_Vectorcall(general, args, static_cast<size_t>(nargs), kwnames);
   }
   try {
     ringcc::Engine& e = engine();
-    return enqueue_in_place(e, tensor, name_text, name_len, writable_host_tensor(tensor, "tensor"),
-                            static_cast<int>(op), pre, post);
+    return enqueue_in_place(e, tensor, call.name, call.name_len, writable_host_tensor(tensor, "tensor"), call.op,
+                            call.pre, call.post);
   } catch (...) {
-    return fail_named_in_place(name_text, name_len);
+    return fail_named_in_place(call.name, call.name_len);
   }
 }
 
@@ -248,12 +270,29 @@ HostTensor raw_shape(const char* fn, PyObject* shape_obj, PyObject* dtype_obj) {
   return in;
 }
 
-// A raw entry point's data_ptr argument for `count` elements.
-void* raw_address(const char* fn, PyObject* ptr_obj, int64_t count) {
+// A raw entry point's address argument (`what`: data_ptr or source_ptr)
+// for `count` elements.
+void* raw_address(const char* fn, PyObject* ptr_obj, int64_t count, const char* what = "data_ptr") {
   void* ptr = PyLong_AsVoidPtr(ptr_obj);
   if (!ptr && PyErr_Occurred()) throw py::error_already_set();
-  if (!ptr && count > 0) throw py::value_error(std::string(fn) + ": null data_ptr");
+  if (!ptr && count > 0) throw py::value_error(std::string(fn) + ": null " + what);
   return ptr;
+}
+
+// A raw reduction's op code and scale factors, checked in this order.
+struct RawReduction {
+  int op;
+  double pre, post;
+};
+RawReduction raw_reduction(const char* fn, PyObject* op_obj, PyObject* pre_obj, PyObject* post_obj) {
+  const long op = PyLong_AsLong(op_obj);
+  if (op == -1 && PyErr_Occurred()) throw py::error_already_set();
+  const double pre = scale_factor_of(pre_obj, "prescale_factor");
+  const double post = scale_factor_of(post_obj, "postscale_factor");
+  if (op < 0 || op > static_cast<long>(ringcc::ReduceOp::kProduct)) {
+    throw py::value_error(std::string(fn) + ": invalid op code " + std::to_string(op));
+  }
+  return {static_cast<int>(op), pre, post};
 }
 
 // raw_shape() with its address, the data_ptr argument.
@@ -318,11 +357,8 @@ PyObject* broadcast_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
                            name_text, name_len);
     }
     const py::object out = raw_output(kFn, args[0], args[1], args[2], args[3], args[6], &in);
-    void* src = PyLong_AsVoidPtr(args[7]);
-    if (!src && PyErr_Occurred()) throw py::error_already_set();
-    if (!src && in.count > 0) throw py::value_error(std::string(kFn) + ": null source_ptr");
     CollectiveArgs a = broadcast_args(in, in.ptr, static_cast<int>(root));
-    a.in = src;
+    a.in = raw_address(kFn, args[7], in.count, "source_ptr");
     return enqueue_named(engine(), std::move(a), in, out.ptr(), args[6], name_text, name_len);
   } catch (...) {
     return fail_named(CollectiveKind::kBroadcast, name_text, name_len);
@@ -412,13 +448,7 @@ PyObject* comm_allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t 
   }
   // Past the communicator, a bad argument fails the call on every rank of it.
   try {
-    const long op = PyLong_AsLong(args[5]);
-    if (op == -1 && PyErr_Occurred()) throw py::error_already_set();
-    const double pre = scale_factor_of(args[6], "prescale_factor");
-    const double post = scale_factor_of(args[7], "postscale_factor");
-    if (op < 0 || op > static_cast<long>(ringcc::ReduceOp::kProduct)) {
-      throw py::value_error(std::string(kFn) + ": invalid op code " + std::to_string(op));
-    }
+    const RawReduction r = raw_reduction(kFn, args[5], args[6], args[7]);
     std::string_view label;
     if (args[8] != Py_None) {
       Py_ssize_t n = 0;
@@ -434,12 +464,8 @@ PyObject* comm_allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t 
       in = raw_tensor(kFn, args[2], args[3], args[4]);
       out = py::reinterpret_borrow<py::object>(args[1]);
     }
-    CollectiveArgs a = in_place_allreduce(in, static_cast<int>(op), pre, post);
-    if (nargs == 11) {
-      a.in = PyLong_AsVoidPtr(args[10]);
-      if (!a.in && PyErr_Occurred()) throw py::error_already_set();
-      if (!a.in && in.count > 0) throw py::value_error(std::string(kFn) + ": null source_ptr");
-    }
+    CollectiveArgs a = in_place_allreduce(in, r.op, r.pre, r.post);
+    if (nargs == 11) a.in = raw_address(kFn, args[10], in.count, "source_ptr");
     HandleState* h = nullptr;
     py::object handle = new_handle(&h);
     // The handle keeps what the queued collective's description points at.
@@ -479,41 +505,29 @@ PyObject* comm_allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t 
 // `tensor`'s, keeping source alive until done; `tensor` may then be an
 // _OutputRows (data_ptr is not read): the output and result is a new row.
 PyObject* allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  static constexpr const char* kFn = "_allreduce_async_raw";
   if (nargs != 8 && nargs != 10) {
     PyErr_Format(PyExc_TypeError,
-                 "_allreduce_async_raw takes 8 or 10 arguments (tensor, data_ptr, shape, dtype, op, "
+                 "%s takes 8 or 10 arguments (tensor, data_ptr, shape, dtype, op, "
                  "name, prescale, postscale[, source, source_ptr]), got %zd",
-                 nargs);
+                 kFn, nargs);
     return nullptr;
   }
-  PyObject *tensor = args[0], *shape_obj = args[2], *name = args[5];
-  if (!PyUnicode_Check(name) || PyUnicode_GET_LENGTH(name) == 0) {
-    PyErr_SetString(PyExc_TypeError, "_allreduce_async_raw: name must be a non-empty str");
-    return nullptr;
-  }
+  PyObject *tensor = args[0], *shape_obj = args[2];
   Py_ssize_t name_len = 0;
-  const char* name_text = PyUnicode_AsUTF8AndSize(name, &name_len);
-  if (!name_text) return nullptr;
+  const char* name_text = nullptr;
+  if (!raw_name(kFn, args[5], &name_text, &name_len)) return nullptr;
   // Past the name, a bad argument fails the call under it on every rank.
   try {
-    const long op = PyLong_AsLong(args[4]);
-    if (op == -1 && PyErr_Occurred()) throw py::error_already_set();
-    const double pre = scale_factor_of(args[6], "prescale_factor");
-    const double post = scale_factor_of(args[7], "postscale_factor");
-    if (op < 0 || op > static_cast<long>(ringcc::ReduceOp::kProduct)) {
-      throw py::value_error("_allreduce_async_raw: invalid op code " + std::to_string(op));
-    }
+    const RawReduction r = raw_reduction(kFn, args[4], args[6], args[7]);
     HostTensor in;
     if (nargs == 8) {
-      in = raw_tensor("_allreduce_async_raw", args[1], shape_obj, args[3]);
-      return enqueue_in_place(engine(), tensor, name_text, name_len, in, static_cast<int>(op), pre, post);
+      in = raw_tensor(kFn, args[1], shape_obj, args[3]);
+      return enqueue_in_place(engine(), tensor, name_text, name_len, in, r.op, r.pre, r.post);
     }
-    const py::object out = raw_output("_allreduce_async_raw", tensor, args[1], shape_obj, args[3], args[8], &in);
-    void* src = PyLong_AsVoidPtr(args[9]);
-    if (!src && PyErr_Occurred()) throw py::error_already_set();
-    if (!src && in.count > 0) throw py::value_error("_allreduce_async_raw: null source_ptr");
-    CollectiveArgs a = in_place_allreduce(in, static_cast<int>(op), pre, post);
-    a.in = src;
+    const py::object out = raw_output(kFn, tensor, args[1], shape_obj, args[3], args[8], &in);
+    CollectiveArgs a = in_place_allreduce(in, r.op, r.pre, r.post);
+    a.in = raw_address(kFn, args[9], in.count, "source_ptr");
     return enqueue_named(engine(), std::move(a), in, out.ptr(), args[8], name_text, name_len);
   } catch (...) {
     return fail_named_in_place(name_text, name_len);
