@@ -57,6 +57,7 @@ import torch
 import ringcc
 from ringcc import _core
 from ringcc.torch import process_sets as _process_sets
+from ringcc.torch import staging
 from ringcc.torch.compression import (  # noqa: F401  (re-exported)
     BF16Compressor,
     Compression,
@@ -66,6 +67,7 @@ from ringcc.torch.compression import (  # noqa: F401  (re-exported)
 )
 from ringcc.torch.dtypes import CORE_DTYPE_CODES, CORE_DTYPES
 from ringcc.torch.errors import as_dist_error
+from ringcc.torch.failed_calls import fail_on_every_rank
 from ringcc.torch.output_rows import OUTPUT_ROWS
 from ringcc.torch.process_sets import (  # noqa: F401  (re-exported)
     ProcessSet,
@@ -407,14 +409,8 @@ def _check_process_set(process_set) -> None:
 # in the call as a failed participant before raising: under its name on the
 # global set (the engine fails that name on every rank with MismatchError,
 # a HorovodInternalError, naming this rank and why), in issue order on
-# another process set. Errors the core raises while taking the tensors are
-# reported by the core itself.
-
-
-def _error_text(error: BaseException) -> str:
-    if isinstance(error, ringcc.RingccError):
-        return str(error)
-    return f"{type(error).__name__}: {error}"
+# another process set (ringcc/torch/failed_calls.py). Errors the core raises
+# while taking the tensors are reported by the core itself.
 
 
 def _report_failed(error: BaseException, kind: str, names=(), process_set=None, calls: int = 1) -> None:
@@ -423,17 +419,12 @@ def _report_failed(error: BaseException, kind: str, names=(), process_set=None, 
     collectives in issue order on `process_set`."""
     if not _core.is_initialized():
         return
-    message = _error_text(error)
     try:
-        if process_set is None or _is_global(process_set):
-            for full in names:
-                _core._fail_call(kind, message, full)
-        else:
-            comm = process_set._communicator()
-            for _ in range(calls):
-                comm.report_error(message, kind)
-    except Exception:  # nothing to tell (a set this rank is not in, ringcc shut down)
-        pass
+        glob = process_set is None or _is_global(process_set)
+        comm = None if glob else process_set._communicator()
+    except Exception:  # nothing to tell (a set this rank is not in)
+        return
+    fail_on_every_rank(error, kind, names, comm, calls)
 
 
 def _enqueue(call: Callable[[], object]):
@@ -528,16 +519,6 @@ def _from_reduce_wire(w: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return w
 
 
-def _rows(t: torch.Tensor):
-    """(rows, elements per row) of t along dim 0 (a scalar is one row)."""
-    if t.dim() == 0:
-        return 1, 1
-    per_row = 1
-    for d in t.shape[1:]:
-        per_row *= int(d)
-    return int(t.shape[0]), per_row
-
-
 def _move_wire(t: torch.Tensor) -> torch.Tensor:
     """A contiguous tensor that carries `t` for broadcast, allgather or
     alltoall: t itself (as rows) for the core's dtypes whose late-allocated
@@ -545,17 +526,16 @@ def _move_wire(t: torch.Tensor) -> torch.Tensor:
     of them), else its bytes as (rows, bytes per row) uint8, sharing t's
     memory when possible."""
     t = _plain_contiguous(t)
-    if t.dtype in (_CORE_DTYPES if t.is_cuda else _NUMPY_DTYPES):
+    moved = _CORE_DTYPES if t.is_cuda else _NUMPY_DTYPES
+    if t.dtype in moved:
         return t if t.dim() else t.reshape(1)
-    rows, per_row = _rows(t)
-    return t.reshape(rows, per_row).view(torch.uint8)
+    return staging.in_units(t.reshape(staging.rows(t)), moved)
 
 
 def _from_move_wire(w: torch.Tensor, like: torch.Tensor, first_dim: int | None = None) -> torch.Tensor:
     """The inverse of _move_wire for an output of `first_dim` rows (default: like's)."""
     tail = tuple(like.shape[1:]) if like.dim() else ()
-    if w.dtype != like.dtype:
-        w = w.view(like.dtype)
+    w = staging.from_units(w, like.dtype)
     if first_dim is None:
         shape = tuple(like.shape)
     else:
