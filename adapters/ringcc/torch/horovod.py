@@ -455,6 +455,24 @@ _STRIDED = torch.strided
 _core_synchronize = _core.synchronize
 
 
+def _direct_code(tensor, op=Sum):
+    """Which door a call takes: the core's dtype code of `tensor` when the
+    direct paths (the core's raw entry points) take it as it is, a dense
+    contiguous CPU torch.Tensor of a core dtype, reduced (for a reduction)
+    by an int op the core takes as it is; None when the call takes the
+    general path."""
+    if (
+        type(op) is int
+        and op in _DIRECT_OPS
+        and isinstance(tensor, torch.Tensor)
+        and tensor.is_cpu
+        and tensor.layout == _STRIDED
+        and tensor.is_contiguous()
+    ):
+        return _DIRECT_DTYPE_CODES.get(tensor.dtype)
+    return None
+
+
 def _check_tensor(tensor, what: str) -> torch.Tensor:
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"{what}: expected a torch.Tensor, got {type(tensor).__name__}")
@@ -704,79 +722,57 @@ def _direct_set_allreduce(tensor, process_set, name, op, prescale_factor, postsc
     """_direct_allreduce(_) on a process set this rank is in: in issue order
     on the set's communicator, by address. None when not such a case."""
     comm = getattr(process_set, "_comm", None) if isinstance(process_set, ProcessSet) else None
-    if (
-        comm is not None
-        and process_set.process_set_id is not None
-        and type(op) is int
-        and op in _DIRECT_OPS
-        and isinstance(tensor, torch.Tensor)
-        and tensor.is_cpu
-        and tensor.layout == _STRIDED
-    ):
-        code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
-        if code is not None and tensor.is_contiguous():
-            try:
-                label = None if name is None else _set_label("allreduce", name)
-                if inplace:
-                    return _comm_allreduce_async_raw(
-                        comm,
-                        tensor,
-                        tensor.data_ptr(),
-                        tensor.shape,
-                        code,
-                        op,
-                        prescale_factor,
-                        postscale_factor,
-                        label,
-                    )
-                return _comm_allreduce_async_raw(
-                    comm,
-                    OUTPUT_ROWS,
-                    0,
-                    tensor.shape,
-                    code,
-                    op,
-                    prescale_factor,
-                    postscale_factor,
-                    label,
-                    tensor,
-                    tensor.data_ptr(),
-                )
-            except (ringcc.PeerFailureError, ringcc.InternalError) as error:
-                raise _internal_error(error) from None
-    return None
+    if comm is None or process_set.process_set_id is None:
+        return None
+    code = _direct_code(tensor, op)
+    if code is None:
+        return None
+    try:
+        label = None if name is None else _set_label("allreduce", name)
+        if inplace:
+            return _comm_allreduce_async_raw(
+                comm, tensor, tensor.data_ptr(), tensor.shape, code, op, prescale_factor, postscale_factor, label
+            )
+        return _comm_allreduce_async_raw(
+            comm,
+            OUTPUT_ROWS,
+            0,
+            tensor.shape,
+            code,
+            op,
+            prescale_factor,
+            postscale_factor,
+            label,
+            tensor,
+            tensor.data_ptr(),
+        )
+    except (ringcc.PeerFailureError, ringcc.InternalError) as error:
+        raise _internal_error(error) from None
 
 
 def _direct_allreduce(tensor, kind, name, op, prescale_factor, postscale_factor):
     """_direct_allreduce_ out of place: the result goes to a new tensor
     (a row of OUTPUT_ROWS) that the handle returns; `tensor` is only read."""
-    if (
-        type(op) is int
-        and op in _DIRECT_OPS
-        and isinstance(tensor, torch.Tensor)
-        and tensor.is_cpu
-        and tensor.layout == _STRIDED
-    ):
-        code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
-        if code is not None and tensor.is_contiguous():
-            try:
-                return _allreduce_async_raw(
-                    OUTPUT_ROWS,
-                    0,
-                    tensor.shape,
-                    code,
-                    op,
-                    f"{kind}.{name}" if name else _name(kind, name),
-                    prescale_factor,
-                    postscale_factor,
-                    tensor,
-                    tensor.data_ptr(),
-                )
-            except ringcc.NotInitializedError:
-                return None
-            except (ringcc.PeerFailureError, ringcc.InternalError) as error:
-                raise _internal_error(error) from None
-    return None
+    code = _direct_code(tensor, op)
+    if code is None:
+        return None
+    try:
+        return _allreduce_async_raw(
+            OUTPUT_ROWS,
+            0,
+            tensor.shape,
+            code,
+            op,
+            f"{kind}.{name}" if name else _name(kind, name),
+            prescale_factor,
+            postscale_factor,
+            tensor,
+            tensor.data_ptr(),
+        )
+    except ringcc.NotInitializedError:
+        return None
+    except (ringcc.PeerFailureError, ringcc.InternalError) as error:
+        raise _internal_error(error) from None
 
 
 def _direct_allreduce_(tensor, kind, name, op, prescale_factor, postscale_factor):
@@ -786,31 +782,24 @@ def _direct_allreduce_(tensor, kind, name, op, prescale_factor, postscale_factor
     wrapper handle), named as `kind` names it. None when `tensor` is not such
     a case (the caller takes the general path). A bad scale factor fails the
     call under its name (the core does that)."""
-    if (
-        type(op) is int
-        and op in _DIRECT_OPS
-        and isinstance(tensor, torch.Tensor)
-        and tensor.is_cpu
-        and tensor.layout == _STRIDED
-    ):
-        code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
-        if code is not None and tensor.is_contiguous():
-            try:
-                return _allreduce_async_raw(
-                    tensor,
-                    tensor.data_ptr(),
-                    tensor.shape,
-                    code,
-                    op,
-                    f"{kind}.{name}" if name else _name(kind, name),
-                    prescale_factor,
-                    postscale_factor,
-                )
-            except ringcc.NotInitializedError:
-                return None  # the general path says so in Horovod's words
-            except (ringcc.PeerFailureError, ringcc.InternalError) as error:
-                raise _internal_error(error) from None
-    return None
+    code = _direct_code(tensor, op)
+    if code is None:
+        return None
+    try:
+        return _allreduce_async_raw(
+            tensor,
+            tensor.data_ptr(),
+            tensor.shape,
+            code,
+            op,
+            f"{kind}.{name}" if name else _name(kind, name),
+            prescale_factor,
+            postscale_factor,
+        )
+    except ringcc.NotInitializedError:
+        return None  # the general path says so in Horovod's words
+    except (ringcc.PeerFailureError, ringcc.InternalError) as error:
+        raise _internal_error(error) from None
 
 
 class HorovodAllreduce(torch.autograd.Function):
@@ -1109,24 +1098,23 @@ def _direct_allgather(tensor, name):
     at least one dimension on the global set: to the engine by address, the
     output (torch.empty) made once the row counts are known; None for
     anything else."""
-    if isinstance(tensor, torch.Tensor) and tensor.is_cpu and tensor.layout == _STRIDED and tensor.dim():
-        code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
-        if code is not None and tensor.is_contiguous():
-            tail, dtype = tuple(tensor.shape[1:]), tensor.dtype
-            try:
-                return _allgather_async_raw(
-                    tensor,
-                    tensor.data_ptr(),
-                    tensor.shape,
-                    code,
-                    f"allgather.{name}" if name else _name("allgather", name),
-                    lambda rows: torch.empty((rows,) + tail, dtype=dtype),
-                )
-            except ringcc.NotInitializedError:
-                return None
-            except (ringcc.PeerFailureError, ringcc.InternalError) as error:
-                raise _internal_error(error) from None
-    return None
+    code = _direct_code(tensor)
+    if code is None or not tensor.dim():
+        return None
+    tail, dtype = tuple(tensor.shape[1:]), tensor.dtype
+    try:
+        return _allgather_async_raw(
+            tensor,
+            tensor.data_ptr(),
+            tensor.shape,
+            code,
+            f"allgather.{name}" if name else _name("allgather", name),
+            lambda rows: torch.empty((rows,) + tail, dtype=dtype),
+        )
+    except ringcc.NotInitializedError:
+        return None
+    except (ringcc.PeerFailureError, ringcc.InternalError) as error:
+        raise _internal_error(error) from None
 
 
 class HorovodAllgather(torch.autograd.Function):
@@ -1258,27 +1246,20 @@ def _direct_broadcast(tensor, root_rank, name, inplace: bool):
     """broadcast_async(_) of a dense contiguous CPU tensor of a core dtype
     from an int root on the global set: to the engine by address (out of
     place into a row of OUTPUT_ROWS); None for anything else."""
-    if (
-        type(root_rank) is int
-        and root_rank >= 0
-        and isinstance(tensor, torch.Tensor)
-        and tensor.is_cpu
-        and tensor.layout == _STRIDED
-    ):
-        code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
-        if code is not None and tensor.is_contiguous():
-            full = f"broadcast.{name}" if name else _name("broadcast", name)
-            try:
-                if inplace:
-                    return _broadcast_async_raw(tensor, tensor.data_ptr(), tensor.shape, code, root_rank, full)
-                return _broadcast_async_raw(
-                    OUTPUT_ROWS, 0, tensor.shape, code, root_rank, full, tensor, tensor.data_ptr()
-                )
-            except ringcc.NotInitializedError:
-                return None
-            except (ringcc.PeerFailureError, ringcc.InternalError) as error:
-                raise _internal_error(error) from None
-    return None
+    if type(root_rank) is not int or root_rank < 0:
+        return None
+    code = _direct_code(tensor)
+    if code is None:
+        return None
+    full = f"broadcast.{name}" if name else _name("broadcast", name)
+    try:
+        if inplace:
+            return _broadcast_async_raw(tensor, tensor.data_ptr(), tensor.shape, code, root_rank, full)
+        return _broadcast_async_raw(OUTPUT_ROWS, 0, tensor.shape, code, root_rank, full, tensor, tensor.data_ptr())
+    except ringcc.NotInitializedError:
+        return None
+    except (ringcc.PeerFailureError, ringcc.InternalError) as error:
+        raise _internal_error(error) from None
 
 
 class HorovodBroadcast(torch.autograd.Function):
