@@ -43,6 +43,20 @@ void note_device(HandleState& h, const ringcc::CollectiveScalars& a, py::handle 
 
 namespace {
 
+// The caller's `out` (viewed as v) as the output of `a`, whose input is
+// `in`: of the input's dtype and, where count >= 0, of count elements.
+void use_out(const BufferView& v, const BufferView& in, int64_t count, CollectiveArgs& a) {
+  if (v.dtype != in.dtype) {
+    ringcc::raise(ErrorKind::kInvalidArgument, "out has dtype ", ringcc::dtype_name(v.dtype), " but the input has ",
+                  ringcc::dtype_name(in.dtype));
+  }
+  if (count >= 0 && v.count != count) {
+    ringcc::raise(ErrorKind::kInvalidArgument, "out holds ", v.count, " elements but ", count, " are needed");
+  }
+  a.out = v.ptr;
+  a.out_count = v.count;
+}
+
 // output_for() of a CUDA input: `out` on the same device, or a new device
 // array (bindings/device_arrays.h).
 py::object device_output_for(const py::object& out, const BufferView& in, const std::vector<int64_t>& shape,
@@ -60,15 +74,7 @@ py::object device_output_for(const py::object& out, const BufferView& in, const 
                   v.device >= 0 ? " (cuda:" + std::to_string(v.device) + ")" : std::string(), " but the input is in ",
                   ringcc::memory_kind_name(in.memory), " (cuda:", in.device, ")");
   }
-  if (v.dtype != in.dtype) {
-    ringcc::raise(ErrorKind::kInvalidArgument, "out has dtype ", ringcc::dtype_name(v.dtype), " but the input has ",
-                  ringcc::dtype_name(in.dtype));
-  }
-  if (count >= 0 && v.count != count) {
-    ringcc::raise(ErrorKind::kInvalidArgument, "out holds ", v.count, " elements but ", count, " are needed");
-  }
-  a.out = v.ptr;
-  a.out_count = v.count;
+  use_out(v, in, count, a);
   return out;
 }
 
@@ -84,15 +90,7 @@ py::object output_for(const py::object& out, const BufferView& in, const std::ve
     return arr;
   }
   BufferView v = view_of(out, true, "out");
-  if (v.dtype != in.dtype) {
-    ringcc::raise(ErrorKind::kInvalidArgument, "out has dtype ", ringcc::dtype_name(v.dtype), " but the input has ",
-                  ringcc::dtype_name(in.dtype));
-  }
-  if (count >= 0 && v.count != count) {
-    ringcc::raise(ErrorKind::kInvalidArgument, "out holds ", v.count, " elements but ", count, " are needed");
-  }
-  a.out = v.ptr;
-  a.out_count = v.count;
+  use_out(v, in, count, a);
   return out;
 }
 
