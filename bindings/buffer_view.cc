@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "bindings/device_arrays.h"
+#include "bindings/dlpack.h"
 #include "core/base/error.h"
 
 namespace py = pybind11;
@@ -50,33 +51,7 @@ DataType dtype_from_numpy(const py::dtype& dt, const char* what) {
   unsupported(what, py::str(dt.attr("name")));
 }
 
-// DLPack's ABI (v0.8, the unversioned capsule "dltensor"), declared here
-// so the build needs no extra header.
-struct DLDevice {
-  int32_t device_type;
-  int32_t device_id;
-};
-struct DLDataType {
-  uint8_t code;
-  uint8_t bits;
-  uint16_t lanes;
-};
-struct DLTensor {
-  void* data;
-  DLDevice device;
-  int32_t ndim;
-  DLDataType dtype;
-  int64_t* shape;
-  int64_t* strides;
-  uint64_t byte_offset;
-};
-struct DLManagedTensor {
-  DLTensor dl_tensor;
-  void* manager_ctx;
-  void (*deleter)(DLManagedTensor*);
-};
-enum : int32_t { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13 };
-enum : uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4 };
+using namespace dlpack;  // DLPack's ABI, bindings/dlpack.h
 
 DataType dtype_from_dlpack(DLDataType t, const char* what) {
   if (t.lanes == 1) {
@@ -160,7 +135,7 @@ BufferView from_dlpack(py::handle obj, const char* what) {
   } else {
     capsule = obj.attr("__dlpack__")();
   }
-  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), kCapsuleName));
   if (!managed) throw py::error_already_set();
   const DLTensor& t = managed->dl_tensor;
   if (t.device.device_type == kDLCUDAManaged) {

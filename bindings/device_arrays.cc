@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "bindings/dlpack.h"
 #include "core/base/error.h"
 #include "core/device/cuda_device.h"
 #include "core/device/gpu_libraries.h"
@@ -18,30 +19,7 @@ namespace {
 
 py::module_ gpu_arrays() { return py::module_::import("ringcc.gpu_arrays"); }
 
-// DLPack's ABI (see buffer_view.cc).
-struct DLDevice {
-  int32_t device_type;
-  int32_t device_id;
-};
-struct DLDataType {
-  uint8_t code;
-  uint8_t bits;
-  uint16_t lanes;
-};
-struct DLTensor {
-  void* data;
-  DLDevice device;
-  int32_t ndim;
-  DLDataType dtype;
-  int64_t* shape;
-  int64_t* strides;
-  uint64_t byte_offset;
-};
-struct DLManagedTensor {
-  DLTensor dl_tensor;
-  void* manager_ctx;
-  void (*deleter)(DLManagedTensor*);
-};
+using namespace dlpack;  // DLPack's ABI, bindings/dlpack.h
 
 DLDataType dlpack_type(ringcc::DataType dtype) {
   const uint8_t bits = static_cast<uint8_t>(8 * ringcc::dtype_size(dtype));
@@ -49,13 +27,13 @@ DLDataType dlpack_type(ringcc::DataType dtype) {
     case ringcc::DataType::kFloat16:
     case ringcc::DataType::kFloat32:
     case ringcc::DataType::kFloat64:
-      return {2, bits, 1};
+      return {kDLFloat, bits, 1};
     case ringcc::DataType::kBFloat16:
-      return {4, bits, 1};
+      return {kDLBfloat, bits, 1};
     case ringcc::DataType::kUInt8:
-      return {1, bits, 1};
+      return {kDLUInt, bits, 1};
     default:
-      return {0, bits, 1};
+      return {kDLInt, bits, 1};
   }
 }
 
@@ -93,8 +71,8 @@ void delete_export(DLManagedTensor* t) { delete static_cast<ExportContext*>(t->m
 
 void capsule_destructor(PyObject* capsule) {
   // An unconsumed capsule still owns its tensor.
-  if (PyCapsule_IsValid(capsule, "dltensor")) {
-    auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+  if (PyCapsule_IsValid(capsule, kCapsuleName)) {
+    auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, kCapsuleName));
     if (t && t->deleter) t->deleter(t);
   }
 }
@@ -128,7 +106,7 @@ py::object export_capsule(const DeviceArray& a) {
   t.byte_offset = 0;
   ctx->tensor.manager_ctx = ctx;
   ctx->tensor.deleter = delete_export;
-  PyObject* capsule = PyCapsule_New(&ctx->tensor, "dltensor", capsule_destructor);
+  PyObject* capsule = PyCapsule_New(&ctx->tensor, kCapsuleName, capsule_destructor);
   if (!capsule) {
     delete ctx;
     throw py::error_already_set();
@@ -201,7 +179,8 @@ void bind_device_arrays(py::module_& m) {
       .def_property_readonly("dtype", [](const DeviceArray& a) { return std::string(ringcc::dtype_name(a.dtype)); })
       .def_property_readonly("device", [](const DeviceArray& a) { return a.memory->device; })
       .def_property_readonly("data_ptr", [](const DeviceArray& a) { return a.memory->ptr; })
-      .def("__dlpack_device__", [](const DeviceArray& a) { return py::make_tuple(2, a.memory->device); })
+      .def("__dlpack_device__",
+           [](const DeviceArray& a) { return py::make_tuple(static_cast<int>(dlpack::kDLCUDA), a.memory->device); })
       .def(
           "__dlpack__",
           [](const DeviceArray& a, py::object stream, py::kwargs) {

@@ -58,6 +58,7 @@ UNIT_TESTS = {
     "test_crypto.py",
     "test_device_api.py",
     "test_device_kernels.py",
+    "test_dlpack_abi.py",
     "test_gpu_libraries.py",
     "test_layers.py",
     "test_logging.py",

@@ -33,7 +33,6 @@ import contextlib
 import datetime
 import functools
 import logging
-import math
 import os
 import sys
 import threading
@@ -45,8 +44,10 @@ import torch
 import torch.distributed as dist
 
 from ringcc import _core, _exit_on_sigterm
+from ringcc.torch import staging
 from ringcc.torch.dtypes import CORE_DTYPES
 from ringcc.torch.errors import as_dist_error
+from ringcc.torch.failed_calls import error_text, fail_on_every_rank
 from ringcc.torch.fresh_store import fresh_prefix
 from ringcc.torch.work import Completer, FutureWaitable, RingWork, profile_range
 
@@ -85,19 +86,15 @@ _CORE_DTYPES = CORE_DTYPES
 
 
 # --------------------------------------------------------------------------
-# Tensors as the core wants them
+# Tensors as the core wants them (ringcc/torch/staging.py)
 
-
-def _plain(t: torch.Tensor) -> torch.Tensor:
-    """`t` without autograd (DLPack refuses tensors that require grad)."""
-    return t.detach() if t.requires_grad else t
+_plain = staging.plain
 
 
 def _units(t: torch.Tensor) -> torch.Tensor:
     """A 1-D view of contiguous `t` in a dtype the core moves: t itself, or
     its bytes."""
-    flat = t.reshape(-1)
-    return flat if flat.dtype in _CORE_DTYPES else flat.view(torch.uint8)
+    return staging.in_units(t.reshape(-1))
 
 
 def _unit_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -125,20 +122,13 @@ def _output_units(t: torch.Tensor) -> torch.Tensor | None:
 
 def _store_units(src: torch.Tensor, dst: torch.Tensor) -> None:
     """Copies 1-D core units `src` into tensor `dst` (any layout)."""
-    if dst.dtype not in _CORE_DTYPES:
-        src = src.view(dst.dtype)
-    dst.copy_(src.view(dst.shape))
+    dst.copy_(staging.from_units(src, dst.dtype).view(dst.shape))
 
 
 def _rows_view(t: torch.Tensor) -> torch.Tensor:
     """Contiguous `t` as (rows, elements per row) in core units, for the
     collectives that split along dim 0 (all_to_all_single)."""
-    if t.dim() == 0:
-        t = t.reshape(1)
-    rows = t.shape[0]
-    per_row = math.prod(t.shape[1:])
-    t = t.reshape(rows, per_row)
-    return t if t.dtype in _CORE_DTYPES else t.view(torch.uint8)
+    return staging.in_units(t.reshape(staging.rows(t)))
 
 
 _CPU = torch.device("cpu")
@@ -235,26 +225,15 @@ def _reduce_locally(stacked: torch.Tensor, kind, factor: float) -> torch.Tensor:
 # --------------------------------------------------------------------------
 # Operations that fail on this rank
 #
-# An argument that is wrong on one rank only (a tensor on another device, a
-# list of the wrong length, a root out of range, a reduction the dtype
-# cannot take) must fail the same operation on every rank, so that no peer
-# waits for it and the next operation is in step. An operation that raises
-# before it issued its core collective takes part in the peers' one as a
-# failed participant (Communicator.report_error): they raise MismatchError
-# naming this rank and the reason. Errors the core raises while it takes the
-# arguments are reported by the core itself.
+# An operation that raises before it issued its core collective fails that
+# collective on every rank (ringcc/torch/failed_calls.py), through its
+# group's communicator, in issue order.
 
 _issued = threading.local()  # per thread: core collectives issued so far
 
 
 def _note_issued() -> None:
     _issued.count = getattr(_issued, "count", 0) + 1
-
-
-def _error_text(error: BaseException) -> str:
-    if isinstance(error, _core.RingccError):
-        return str(error)
-    return f"{type(error).__name__}: {error}"
 
 
 def _fails_on_every_rank(kind: str):
@@ -540,10 +519,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         participant (see "Operations that fail on this rank")."""
         if self._closed:
             return
-        try:
-            self._comm.report_error(_error_text(error), kind)
-        except Exception:  # noqa: BLE001 - the communicator is gone: nobody to tell
-            pass
+        fail_on_every_rank(error, kind, comm=self._comm)
 
     # -- allreduce -----------------------------------------------------------
 
@@ -1219,7 +1195,7 @@ class ProcessGroupRing(dist.ProcessGroup):
         """A send or receive this rank cannot make: its peer's matching one
         fails too (see "Operations that fail on this rank"), in the
         channel's order."""
-        text = _error_text(error)
+        text = error_text(error)
         store = self._store
 
         def transfer(ch):

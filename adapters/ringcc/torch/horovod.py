@@ -57,6 +57,7 @@ import torch
 import ringcc
 from ringcc import _core
 from ringcc.torch import process_sets as _process_sets
+from ringcc.torch import staging
 from ringcc.torch.compression import (  # noqa: F401  (re-exported)
     BF16Compressor,
     Compression,
@@ -66,6 +67,7 @@ from ringcc.torch.compression import (  # noqa: F401  (re-exported)
 )
 from ringcc.torch.dtypes import CORE_DTYPE_CODES, CORE_DTYPES
 from ringcc.torch.errors import as_dist_error
+from ringcc.torch.failed_calls import fail_on_every_rank
 from ringcc.torch.output_rows import OUTPUT_ROWS
 from ringcc.torch.process_sets import (  # noqa: F401  (re-exported)
     ProcessSet,
@@ -407,14 +409,8 @@ def _check_process_set(process_set) -> None:
 # in the call as a failed participant before raising: under its name on the
 # global set (the engine fails that name on every rank with MismatchError,
 # a HorovodInternalError, naming this rank and why), in issue order on
-# another process set. Errors the core raises while taking the tensors are
-# reported by the core itself.
-
-
-def _error_text(error: BaseException) -> str:
-    if isinstance(error, ringcc.RingccError):
-        return str(error)
-    return f"{type(error).__name__}: {error}"
+# another process set (ringcc/torch/failed_calls.py). Errors the core raises
+# while taking the tensors are reported by the core itself.
 
 
 def _report_failed(error: BaseException, kind: str, names=(), process_set=None, calls: int = 1) -> None:
@@ -423,17 +419,12 @@ def _report_failed(error: BaseException, kind: str, names=(), process_set=None, 
     collectives in issue order on `process_set`."""
     if not _core.is_initialized():
         return
-    message = _error_text(error)
     try:
-        if process_set is None or _is_global(process_set):
-            for full in names:
-                _core._fail_call(kind, message, full)
-        else:
-            comm = process_set._communicator()
-            for _ in range(calls):
-                comm.report_error(message, kind)
-    except Exception:  # nothing to tell (a set this rank is not in, ringcc shut down)
-        pass
+        glob = process_set is None or _is_global(process_set)
+        comm = None if glob else process_set._communicator()
+    except Exception:  # nothing to tell (a set this rank is not in)
+        return
+    fail_on_every_rank(error, kind, names, comm, calls)
 
 
 def _enqueue(call: Callable[[], object]):
@@ -462,6 +453,24 @@ _comm_allreduce_async_raw = _core._comm_allreduce_async_raw
 _allgather_async_raw = _core._allgather_async_raw
 _STRIDED = torch.strided
 _core_synchronize = _core.synchronize
+
+
+def _direct_code(tensor, op=Sum):
+    """Which door a call takes: the core's dtype code of `tensor` when the
+    direct paths (the core's raw entry points) take it as it is, a dense
+    contiguous CPU torch.Tensor of a core dtype, reduced (for a reduction)
+    by an int op the core takes as it is; None when the call takes the
+    general path."""
+    if (
+        type(op) is int
+        and op in _DIRECT_OPS
+        and isinstance(tensor, torch.Tensor)
+        and tensor.is_cpu
+        and tensor.layout == _STRIDED
+        and tensor.is_contiguous()
+    ):
+        return _DIRECT_DTYPE_CODES.get(tensor.dtype)
+    return None
 
 
 def _check_tensor(tensor, what: str) -> torch.Tensor:
@@ -528,16 +537,6 @@ def _from_reduce_wire(w: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return w
 
 
-def _rows(t: torch.Tensor):
-    """(rows, elements per row) of t along dim 0 (a scalar is one row)."""
-    if t.dim() == 0:
-        return 1, 1
-    per_row = 1
-    for d in t.shape[1:]:
-        per_row *= int(d)
-    return int(t.shape[0]), per_row
-
-
 def _move_wire(t: torch.Tensor) -> torch.Tensor:
     """A contiguous tensor that carries `t` for broadcast, allgather or
     alltoall: t itself (as rows) for the core's dtypes whose late-allocated
@@ -545,17 +544,16 @@ def _move_wire(t: torch.Tensor) -> torch.Tensor:
     of them), else its bytes as (rows, bytes per row) uint8, sharing t's
     memory when possible."""
     t = _plain_contiguous(t)
-    if t.dtype in (_CORE_DTYPES if t.is_cuda else _NUMPY_DTYPES):
+    moved = _CORE_DTYPES if t.is_cuda else _NUMPY_DTYPES
+    if t.dtype in moved:
         return t if t.dim() else t.reshape(1)
-    rows, per_row = _rows(t)
-    return t.reshape(rows, per_row).view(torch.uint8)
+    return staging.in_units(t.reshape(staging.rows(t)), moved)
 
 
 def _from_move_wire(w: torch.Tensor, like: torch.Tensor, first_dim: int | None = None) -> torch.Tensor:
     """The inverse of _move_wire for an output of `first_dim` rows (default: like's)."""
     tail = tuple(like.shape[1:]) if like.dim() else ()
-    if w.dtype != like.dtype:
-        w = w.view(like.dtype)
+    w = staging.from_units(w, like.dtype)
     if first_dim is None:
         shape = tuple(like.shape)
     else:
@@ -724,79 +722,57 @@ def _direct_set_allreduce(tensor, process_set, name, op, prescale_factor, postsc
     """_direct_allreduce(_) on a process set this rank is in: in issue order
     on the set's communicator, by address. None when not such a case."""
     comm = getattr(process_set, "_comm", None) if isinstance(process_set, ProcessSet) else None
-    if (
-        comm is not None
-        and process_set.process_set_id is not None
-        and type(op) is int
-        and op in _DIRECT_OPS
-        and isinstance(tensor, torch.Tensor)
-        and tensor.is_cpu
-        and tensor.layout == _STRIDED
-    ):
-        code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
-        if code is not None and tensor.is_contiguous():
-            try:
-                label = None if name is None else _set_label("allreduce", name)
-                if inplace:
-                    return _comm_allreduce_async_raw(
-                        comm,
-                        tensor,
-                        tensor.data_ptr(),
-                        tensor.shape,
-                        code,
-                        op,
-                        prescale_factor,
-                        postscale_factor,
-                        label,
-                    )
-                return _comm_allreduce_async_raw(
-                    comm,
-                    OUTPUT_ROWS,
-                    0,
-                    tensor.shape,
-                    code,
-                    op,
-                    prescale_factor,
-                    postscale_factor,
-                    label,
-                    tensor,
-                    tensor.data_ptr(),
-                )
-            except (ringcc.PeerFailureError, ringcc.InternalError) as error:
-                raise _internal_error(error) from None
-    return None
+    if comm is None or process_set.process_set_id is None:
+        return None
+    code = _direct_code(tensor, op)
+    if code is None:
+        return None
+    try:
+        label = None if name is None else _set_label("allreduce", name)
+        if inplace:
+            return _comm_allreduce_async_raw(
+                comm, tensor, tensor.data_ptr(), tensor.shape, code, op, prescale_factor, postscale_factor, label
+            )
+        return _comm_allreduce_async_raw(
+            comm,
+            OUTPUT_ROWS,
+            0,
+            tensor.shape,
+            code,
+            op,
+            prescale_factor,
+            postscale_factor,
+            label,
+            tensor,
+            tensor.data_ptr(),
+        )
+    except (ringcc.PeerFailureError, ringcc.InternalError) as error:
+        raise _internal_error(error) from None
 
 
 def _direct_allreduce(tensor, kind, name, op, prescale_factor, postscale_factor):
     """_direct_allreduce_ out of place: the result goes to a new tensor
     (a row of OUTPUT_ROWS) that the handle returns; `tensor` is only read."""
-    if (
-        type(op) is int
-        and op in _DIRECT_OPS
-        and isinstance(tensor, torch.Tensor)
-        and tensor.is_cpu
-        and tensor.layout == _STRIDED
-    ):
-        code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
-        if code is not None and tensor.is_contiguous():
-            try:
-                return _allreduce_async_raw(
-                    OUTPUT_ROWS,
-                    0,
-                    tensor.shape,
-                    code,
-                    op,
-                    f"{kind}.{name}" if name else _name(kind, name),
-                    prescale_factor,
-                    postscale_factor,
-                    tensor,
-                    tensor.data_ptr(),
-                )
-            except ringcc.NotInitializedError:
-                return None
-            except (ringcc.PeerFailureError, ringcc.InternalError) as error:
-                raise _internal_error(error) from None
-    return None
+    code = _direct_code(tensor, op)
+    if code is None:
+        return None
+    try:
+        return _allreduce_async_raw(
+            OUTPUT_ROWS,
+            0,
+            tensor.shape,
+            code,
+            op,
+            f"{kind}.{name}" if name else _name(kind, name),
+            prescale_factor,
+            postscale_factor,
+            tensor,
+            tensor.data_ptr(),
+        )
+    except ringcc.NotInitializedError:
+        return None
+    except (ringcc.PeerFailureError, ringcc.InternalError) as error:
+        raise _internal_error(error) from None
 
 
 def _direct_allreduce_(tensor, kind, name, op, prescale_factor, postscale_factor):
@@ -806,31 +782,24 @@ def _direct_allreduce_(tensor, kind, name, op, prescale_factor, postscale_factor
     wrapper handle), named as `kind` names it. None when `tensor` is not such
     a case (the caller takes the general path). A bad scale factor fails the
     call under its name (the core does that)."""
-    if (
-        type(op) is int
-        and op in _DIRECT_OPS
-        and isinstance(tensor, torch.Tensor)
-        and tensor.is_cpu
-        and tensor.layout == _STRIDED
-    ):
-        code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
-        if code is not None and tensor.is_contiguous():
-            try:
-                return _allreduce_async_raw(
-                    tensor,
-                    tensor.data_ptr(),
-                    tensor.shape,
-                    code,
-                    op,
-                    f"{kind}.{name}" if name else _name(kind, name),
-                    prescale_factor,
-                    postscale_factor,
-                )
-            except ringcc.NotInitializedError:
-                return None  # the general path says so in Horovod's words
-            except (ringcc.PeerFailureError, ringcc.InternalError) as error:
-                raise _internal_error(error) from None
-    return None
+    code = _direct_code(tensor, op)
+    if code is None:
+        return None
+    try:
+        return _allreduce_async_raw(
+            tensor,
+            tensor.data_ptr(),
+            tensor.shape,
+            code,
+            op,
+            f"{kind}.{name}" if name else _name(kind, name),
+            prescale_factor,
+            postscale_factor,
+        )
+    except ringcc.NotInitializedError:
+        return None  # the general path says so in Horovod's words
+    except (ringcc.PeerFailureError, ringcc.InternalError) as error:
+        raise _internal_error(error) from None
 
 
 class HorovodAllreduce(torch.autograd.Function):
@@ -1129,24 +1098,23 @@ def _direct_allgather(tensor, name):
     at least one dimension on the global set: to the engine by address, the
     output (torch.empty) made once the row counts are known; None for
     anything else."""
-    if isinstance(tensor, torch.Tensor) and tensor.is_cpu and tensor.layout == _STRIDED and tensor.dim():
-        code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
-        if code is not None and tensor.is_contiguous():
-            tail, dtype = tuple(tensor.shape[1:]), tensor.dtype
-            try:
-                return _allgather_async_raw(
-                    tensor,
-                    tensor.data_ptr(),
-                    tensor.shape,
-                    code,
-                    f"allgather.{name}" if name else _name("allgather", name),
-                    lambda rows: torch.empty((rows,) + tail, dtype=dtype),
-                )
-            except ringcc.NotInitializedError:
-                return None
-            except (ringcc.PeerFailureError, ringcc.InternalError) as error:
-                raise _internal_error(error) from None
-    return None
+    code = _direct_code(tensor)
+    if code is None or not tensor.dim():
+        return None
+    tail, dtype = tuple(tensor.shape[1:]), tensor.dtype
+    try:
+        return _allgather_async_raw(
+            tensor,
+            tensor.data_ptr(),
+            tensor.shape,
+            code,
+            f"allgather.{name}" if name else _name("allgather", name),
+            lambda rows: torch.empty((rows,) + tail, dtype=dtype),
+        )
+    except ringcc.NotInitializedError:
+        return None
+    except (ringcc.PeerFailureError, ringcc.InternalError) as error:
+        raise _internal_error(error) from None
 
 
 class HorovodAllgather(torch.autograd.Function):
@@ -1278,27 +1246,20 @@ def _direct_broadcast(tensor, root_rank, name, inplace: bool):
     """broadcast_async(_) of a dense contiguous CPU tensor of a core dtype
     from an int root on the global set: to the engine by address (out of
     place into a row of OUTPUT_ROWS); None for anything else."""
-    if (
-        type(root_rank) is int
-        and root_rank >= 0
-        and isinstance(tensor, torch.Tensor)
-        and tensor.is_cpu
-        and tensor.layout == _STRIDED
-    ):
-        code = _DIRECT_DTYPE_CODES.get(tensor.dtype)
-        if code is not None and tensor.is_contiguous():
-            full = f"broadcast.{name}" if name else _name("broadcast", name)
-            try:
-                if inplace:
-                    return _broadcast_async_raw(tensor, tensor.data_ptr(), tensor.shape, code, root_rank, full)
-                return _broadcast_async_raw(
-                    OUTPUT_ROWS, 0, tensor.shape, code, root_rank, full, tensor, tensor.data_ptr()
-                )
-            except ringcc.NotInitializedError:
-                return None
-            except (ringcc.PeerFailureError, ringcc.InternalError) as error:
-                raise _internal_error(error) from None
-    return None
+    if type(root_rank) is not int or root_rank < 0:
+        return None
+    code = _direct_code(tensor)
+    if code is None:
+        return None
+    full = f"broadcast.{name}" if name else _name("broadcast", name)
+    try:
+        if inplace:
+            return _broadcast_async_raw(tensor, tensor.data_ptr(), tensor.shape, code, root_rank, full)
+        return _broadcast_async_raw(OUTPUT_ROWS, 0, tensor.shape, code, root_rank, full, tensor, tensor.data_ptr())
+    except ringcc.NotInitializedError:
+        return None
+    except (ringcc.PeerFailureError, ringcc.InternalError) as error:
+        raise _internal_error(error) from None
 
 
 class HorovodBroadcast(torch.autograd.Function):
