@@ -10,11 +10,12 @@ the ringcc error it comes from, so both
     except ringcc.PeerFailureError:              # ringcc's way
 
 catch it. Errors about the caller's arguments keep their ValueError/TypeError
-classes (as torch's own checks raise them), and `ringcc.TimeoutError` stays a
-builtin `TimeoutError`: Python cannot make one class both an OSError and a
-RuntimeError (docs/torch.md, "Errors"). Where torch needs a DistBackendError
-for a timeout (a work's future, DDP's backward), `CollectiveTimeoutError`
-stands in for it.
+classes (as torch's own checks raise them), and backend "ring"'s
+`ringcc.TimeoutError` stays the builtin `TimeoutError` that `work.wait()`
+raises (docs/torch.md, "Errors"); where torch needs a DistBackendError for a
+timeout (a work's future, DDP's backward), `CollectiveTimeoutError` stands in
+for it. The Horovod API's timeout is a HorovodInternalError too, as every
+failure of a Horovod collective is (`Horovod.TimeoutError`).
 
 Every class here lives under the name it reports (`__module__` and
 `__qualname__`), so errors pickle and unpickle as themselves (torch pickles
@@ -67,7 +68,7 @@ class CollectiveTimeoutError(DistBackendError, _core.RingccError):
 
 class Horovod:
     """The Horovod API's errors: each class is also HorovodInternalError
-    (filled in below, one per ringcc error but TimeoutError)."""
+    (filled in below, one per ringcc error)."""
 
 
 _combined: dict[tuple[type, tuple[type, ...]], type | None] = {
@@ -90,7 +91,7 @@ def _bases(cls: type, extra: tuple[type, ...]) -> tuple[type, ...]:
 def _make(cls: type, extra: tuple[type, ...], home: type, name: str) -> type | None:
     """A class deriving from `extra`, DistBackendError and `cls`, named
     `cls`'s name and kept as `home.<name>`; None when Python cannot combine
-    them (ringcc.TimeoutError: an OSError's layout)."""
+    their layouts."""
     try:
         made = type(cls.__name__, _bases(cls, extra), {"__module__": __name__, "__doc__": cls.__doc__})
     except TypeError:
@@ -111,7 +112,9 @@ for _cls in (
 ):
     _combined[(_cls, (HorovodInternalError,))] = _make(_cls, (HorovodInternalError,), Horovod, _cls.__name__)
 _combined[(_core.TimeoutError, ())] = None
-_combined[(_core.TimeoutError, (HorovodInternalError,))] = None
+_combined[(_core.TimeoutError, (HorovodInternalError,))] = _make(
+    _core.TimeoutError, (HorovodInternalError,), Horovod, "TimeoutError"
+)
 
 
 def combined_class(cls: type, extra: tuple[type, ...] = ()) -> type | None:

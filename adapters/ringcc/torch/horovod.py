@@ -126,8 +126,7 @@ from ringcc.elastic import HorovodInternalError, HostsUpdatedInterrupt  # noqa: 
 
 def _internal_error(error: BaseException) -> BaseException:
     """`error` as an instance of a class that is also HorovodInternalError and
-    torch.distributed.DistBackendError (when Python allows combining the
-    classes: not for ringcc.TimeoutError)."""
+    torch.distributed.DistBackendError."""
     if isinstance(error, HorovodInternalError) or not isinstance(error, ringcc.RingccError):
         return error
     if isinstance(error, ringcc.NotInitializedError) and _core.is_initialized():
