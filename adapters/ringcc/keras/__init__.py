@@ -194,7 +194,7 @@ def _reduce_gradients(grads, options):
         return grads
     values = [grads[i] for i in present]
     if backend == "tensorflow":
-        from ringcc.tensorflow.gradient_tape import allreduce_gradients
+        from ringcc.tensorflow.gradients import allreduce_gradients
 
         reduced = allreduce_gradients(
             values,

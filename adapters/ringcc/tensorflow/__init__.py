@@ -17,8 +17,9 @@ docs/tensorflow.md.
 
 The package gathers its modules' names, lowest first: process_sets.py,
 basics.py (init, rank, size, ...), collectives.py, functions.py
-(variables, objects), gradient_tape.py (tapes, optimizers) and
-elastic.py.
+(variables, objects), gradients.py (the gradients' reduction),
+gradient_tape.py, optimizer.py (tf.compat.v1) and elastic.py. None of them
+imports the package.
 """
 
 from __future__ import annotations
@@ -92,12 +93,8 @@ from ringcc.tensorflow.functions import (  # noqa: E402,F401
     broadcast_object_fn,
     broadcast_variables,
 )
-from ringcc.tensorflow.gradient_tape import (  # noqa: E402,F401
-    BroadcastGlobalVariablesHook,
-    DistributedGradientTape,
-    DistributedOptimizer,
-    PartialDistributedGradientTape,
-)
+from ringcc.tensorflow.gradient_tape import DistributedGradientTape, PartialDistributedGradientTape  # noqa: E402,F401
+from ringcc.tensorflow.optimizer import BroadcastGlobalVariablesHook, DistributedOptimizer  # noqa: E402,F401
 from ringcc.tensorflow.process_sets import (  # noqa: E402,F401
     ProcessSet,
     add_process_set,
