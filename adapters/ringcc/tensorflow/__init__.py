@@ -105,9 +105,11 @@ from ringcc.tensorflow.process_sets import (  # noqa: E402,F401
 
 def __getattr__(name):
     if name == "keras":
-        # import_module, not `from ringcc.tensorflow import keras`: that form
-        # looks the name up on this module first and would come back here.
-        import importlib
+        # Imported when first asked for (it imports Keras). `import a.b as c`
+        # finds the submodule in sys.modules, without asking this module for
+        # the attribute first (which `from ringcc.tensorflow import keras`
+        # does, and would come back here).
+        import ringcc.tensorflow.keras as keras_api
 
-        return importlib.import_module("ringcc.tensorflow.keras")
+        return keras_api
     raise AttributeError(f"module 'ringcc.tensorflow' has no attribute {name!r}")

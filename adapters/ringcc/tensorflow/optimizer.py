@@ -80,11 +80,9 @@ def DistributedOptimizer(
     if backward_passes_per_step < 1:
         raise ValueError("backward_passes_per_step must be >= 1")
     if not isinstance(optimizer, tf.compat.v1.train.Optimizer):
-        import importlib
+        from ringcc.keras.optimizer import DistributedOptimizer as KerasDistributedOptimizer
 
-        _keras = importlib.import_module("ringcc.tensorflow.keras")
-
-        return _keras.DistributedOptimizer(
+        return KerasDistributedOptimizer(
             optimizer,
             name=name,
             compression=compression,
