@@ -7,7 +7,7 @@ import keras
 import numpy as np
 
 import ringcc
-from ringcc import keras as _hvd
+from ringcc.keras.collectives import broadcast_variables, numpy_allreduce
 
 
 class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
@@ -28,7 +28,7 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
         if optimizer is not None and getattr(optimizer, "built", False):
             variables += list(optimizer.variables)
             self._optimizer_done = True
-        _hvd.broadcast_variables(variables, self.root_rank, name="BroadcastGlobalVariablesCallback")
+        broadcast_variables(variables, self.root_rank, name="BroadcastGlobalVariablesCallback")
 
     def on_train_begin(self, logs=None):
         if self.broadcast_done:
@@ -55,7 +55,7 @@ class MetricAverageCallback(keras.callbacks.Callback):
             return
         keys = sorted(k for k, v in logs.items() if np.ndim(v) == 0 and np.isscalar(np.asarray(v).item()))
         values = np.array([float(logs[k]) for k in keys], dtype=np.float64)
-        averaged = _hvd._numpy_allreduce(values, ringcc.Average, name="MetricAverageCallback")
+        averaged = numpy_allreduce(values, ringcc.Average, name="MetricAverageCallback")
         for k, v in zip(keys, averaged):
             logs[k] = float(v)
 

@@ -17,6 +17,8 @@ from ringcc.elastic import (  # noqa: F401  (re-exported)
     broadcast_object,
     run_fn,
 )
+from ringcc.keras import basics
+from ringcc.keras.collectives import broadcast_variables
 
 
 def _convert_failure(error):
@@ -51,10 +53,8 @@ def run(func):
 
 
 def _reset():
-    from ringcc import keras as hvd
-
-    hvd.shutdown()
-    hvd.init()
+    basics.shutdown()
+    basics.init()
 
 
 class KerasState(ObjectState):
@@ -94,9 +94,7 @@ class KerasState(ObjectState):
         super().restore()
 
     def sync(self):
-        from ringcc import keras as hvd
-
-        hvd.broadcast_variables(list(self.model.variables) + self._optimizer_variables(), 0, name="KerasState.sync")
+        broadcast_variables(list(self.model.variables) + self._optimizer_variables(), 0, name="KerasState.sync")
         self._save_variables()
         super().sync()
 

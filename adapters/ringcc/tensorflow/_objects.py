@@ -12,6 +12,7 @@ import numpy as np
 import ringcc
 from ringcc import _core, _objects
 from ringcc.tensorflow import _ops
+from ringcc.tensorflow.process_sets import is_global, root_in_set
 
 try:
     import cloudpickle as _pickler
@@ -39,12 +40,10 @@ def _failed(what, failures):
 
 
 def broadcast_object(obj, root_rank, name, process_set):
-    from ringcc.tensorflow import _is_global, _root_in_set
-
     sz, t = _names("broadcast_object", name)
-    if not _is_global(process_set):
+    if not is_global(process_set):
         comm = process_set._communicator()
-        root = _root_in_set(process_set, root_rank)
+        root = root_in_set(process_set, root_rank)
 
         def bcast(a, _name):
             return comm.broadcast(a, root=root, inplace=True)
@@ -72,13 +71,11 @@ def broadcast_object(obj, root_rank, name, process_set):
 
 
 def allgather_object(obj, name, process_set):
-    from ringcc.tensorflow import _is_global
-
     sz, t = _names("allgather_object", name)
     data, n, error = _pickled(obj)
     words = _objects.mac_words(data.tobytes()) if error is None else [0] * _objects.MAC_WORDS
     header = np.array([[n, *words]], dtype=np.int64)
-    if _is_global(process_set):
+    if is_global(process_set):
         headers = ringcc.allgather_async(header, name=sz).wait()
         gathered = ringcc.allgather_async(data.copy(), name=t).wait()
         ranks = list(range(ringcc.size()))

@@ -14,7 +14,11 @@ from ringcc.elastic import (  # noqa: F401  (re-exported)
     ObjectState,
     State,
     broadcast_object,
+    run_fn,
 )
+from ringcc.tensorflow import basics
+from ringcc.tensorflow._ops import convert_error
+from ringcc.tensorflow.functions import broadcast_variables
 
 
 def run(func):
@@ -22,14 +26,12 @@ def run(func):
     ringcc.elastic.run, with ringcc.tensorflow's init and shutdown, and the
     TensorFlow errors of ringcc's ops that mean a job failure counted as
     HorovodInternalError."""
-    from ringcc.elastic import run_fn
-    from ringcc.keras.elastic import _convert_failure
 
     def converted(state, *args, **kwargs):
         try:
             return func(state, *args, **kwargs)
         except Exception as error:  # noqa: BLE001 - re-raised, converted
-            new = _convert_failure(error)
+            new = convert_error(error)
             if new is error:
                 raise
             raise new from error
@@ -38,10 +40,8 @@ def run(func):
 
 
 def _reset():
-    import ringcc.tensorflow as hvd
-
-    hvd.shutdown()
-    hvd.init()
+    basics.shutdown()
+    basics.init()
 
 
 class TensorFlowState(ObjectState):
@@ -68,10 +68,8 @@ class TensorFlowState(ObjectState):
         super().restore()
 
     def sync(self):
-        import ringcc.tensorflow as hvd
-
         if self.variables:
-            hvd.broadcast_variables(self.variables, 0)
+            broadcast_variables(self.variables, 0)
         self._save_values()
         super().sync()
 

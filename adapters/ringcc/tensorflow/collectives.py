@@ -1,0 +1,284 @@
+"""The collectives of `ringcc.tensorflow` (Horovod's): allreduce,
+allgather, broadcast, alltoall, reducescatter (and their grouped forms),
+barrier and join. On the job (the global process set) each is one of
+ringcc's TensorFlow ops (_ops.py), eagerly and inside tf.function; on any
+other process set it runs on the set's communicator, in issue order,
+through tf.numpy_function (eagerly and in graphs alike)."""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+import ringcc
+from ringcc import _core
+from ringcc.elastic import HorovodInternalError
+from ringcc.tensorflow import _ops
+from ringcc.tensorflow._ops import Average, Sum
+from ringcc.tensorflow.basics import require_init, size
+from ringcc.tensorflow.compression import Compression
+from ringcc.tensorflow.process_sets import global_process_set, is_global, root_in_set
+
+
+def _set_call(fn, tensors, out_dtypes):
+    def body(*arrays):
+        return fn(*[np.ascontiguousarray(a) for a in arrays])
+
+    return tf.numpy_function(body, list(tensors), out_dtypes, stateful=True)
+
+
+def _average_compat(op, average):
+    if average is not None:
+        if op is not None:
+            raise ValueError("The op parameter supersedes average; use op alone")
+        return Average if average else Sum
+    return Average if op is None else op
+
+
+def allreduce(
+    tensor,
+    average=None,
+    device_dense="",
+    device_sparse="",
+    compression=Compression.none,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    name=None,
+    process_set=global_process_set,
+    ignore_name_scope=False,
+):
+    """The reduction of `tensor` over the ranks (op Average by default). An
+    IndexedSlices is allgathered (values and indices), as in Horovod."""
+    require_init()
+    op = _ops._op_value(_average_compat(op, average))
+    if isinstance(tensor, tf.IndexedSlices):
+        if op not in (Average, Sum):
+            raise NotImplementedError("an IndexedSlices is reduced with Sum or Average only")
+        values = allgather(tensor.values, name=None if name is None else f"{name}.values", process_set=process_set)
+        indices = allgather(tensor.indices, name=None if name is None else f"{name}.indices", process_set=process_set)
+        scale = prescale_factor * postscale_factor
+        if op == Average:
+            scale /= size() if is_global(process_set) else process_set.size()
+        if scale != 1.0:
+            values = values * tf.cast(scale, values.dtype)
+        return tf.IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
+    tensor = tf.convert_to_tensor(tensor)
+    compressed, ctx = compression.compress(tensor)
+    if is_global(process_set):
+        (reduced,) = _ops.grouped_allreduce_op([compressed], op, prescale_factor, postscale_factor, name=name)
+    else:
+        comm = process_set._communicator()
+        reduced = _set_call(
+            lambda a: comm.allreduce(a, op=op, prescale=prescale_factor, postscale=postscale_factor),
+            [compressed],
+            compressed.dtype,
+        )
+        reduced.set_shape(compressed.shape)
+    return compression.decompress(reduced, ctx)
+
+
+def grouped_allreduce(
+    tensors,
+    average=None,
+    device_dense="",
+    device_sparse="",
+    compression=Compression.none,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    name=None,
+    process_set=global_process_set,
+    ignore_name_scope=False,
+):
+    """One op for the list: each tensor a named collective of the engine,
+    which fuses them."""
+    require_init()
+    op = _ops._op_value(_average_compat(op, average))
+    tensors = list(tensors)
+    if not tensors:
+        return []
+    if not is_global(process_set) or any(isinstance(t, tf.IndexedSlices) for t in tensors):
+        return [
+            allreduce(
+                t,
+                compression=compression,
+                op=op,
+                prescale_factor=prescale_factor,
+                postscale_factor=postscale_factor,
+                name=None if name is None else f"{name}.{i}",
+                process_set=process_set,
+            )
+            for i, t in enumerate(tensors)
+        ]
+    compressed = [compression.compress(tf.convert_to_tensor(t)) for t in tensors]
+    reduced = _ops.grouped_allreduce_op([c for c, _ in compressed], op, prescale_factor, postscale_factor, name=name)
+    return [compression.decompress(r, ctx) for r, (_, ctx) in zip(reduced, compressed)]
+
+
+def allgather(tensor, name=None, process_set=global_process_set, ignore_name_scope=False):
+    """The ranks' tensors concatenated along the first dimension (which may
+    differ between ranks)."""
+    require_init()
+    tensor = tf.convert_to_tensor(tensor)
+    if is_global(process_set):
+        return _ops.grouped_allgather_op([tensor], name=name)[0]
+    comm = process_set._communicator()
+    flat = tensor if tensor.shape.rank != 0 else tf.reshape(tensor, [1])
+    out = _set_call(lambda a: comm.allgather(a), [flat], flat.dtype)
+    if flat.shape.rank is not None:
+        out.set_shape([None] + flat.shape.as_list()[1:])
+    return out
+
+
+def grouped_allgather(tensors, name=None, process_set=global_process_set, ignore_name_scope=False):
+    require_init()
+    tensors = list(tensors)
+    if is_global(process_set):
+        return _ops.grouped_allgather_op(tensors, name=name)
+    return [allgather(t, None if name is None else f"{name}.{i}", process_set) for i, t in enumerate(tensors)]
+
+
+def broadcast(tensor, root_rank, name=None, process_set=global_process_set, ignore_name_scope=False):
+    """`root_rank`'s tensor (a global rank, on process sets too) on every rank."""
+    require_init()
+    tensor = tf.convert_to_tensor(tensor)
+    if is_global(process_set):
+        return _ops.broadcast_op(tensor, root_rank, name=name)
+    comm = process_set._communicator()
+    root = root_in_set(process_set, int(root_rank))
+    out = _set_call(lambda a: comm.broadcast(a, root=root), [tensor], tensor.dtype)
+    out.set_shape(tensor.shape)
+    return out
+
+
+def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
+    """Assigns root_rank's values to `variables` (a variable or a list)."""
+    single = isinstance(variables, tf.Variable)
+    for i, v in enumerate([variables] if single else list(variables)):
+        v.assign(broadcast(v, root_rank, name=None if name is None else f"{name}.{i}", process_set=process_set))
+    return variables
+
+
+def alltoall(tensor, splits=None, name=None, process_set=global_process_set, ignore_name_scope=False):
+    """Rank r sends splits[j] rows of `tensor` to rank j (equal blocks when
+    None); returns (the rows received in rank order, the splits received)."""
+    require_init()
+    if is_global(process_set):
+        return _ops.alltoall_op(tensor, splits, name=name)
+    tensor = tf.convert_to_tensor(tensor)
+    comm = process_set._communicator()
+    n = process_set.size()
+    if splits is None:
+        rows = tf.shape(tensor, out_type=tf.int64)[0]
+        splits = tf.fill([n], rows // n)
+    splits = tf.cast(splits, tf.int64)
+
+    def body(a, s):
+        out, received = comm.alltoall(a, splits=[int(x) for x in s])
+        return out, np.asarray(received, dtype=np.int64)
+
+    out, received = tf.numpy_function(body, [tensor, splits], [tensor.dtype, tf.int64], stateful=True)
+    if tensor.shape.rank is not None:
+        out.set_shape([None] + tensor.shape.as_list()[1:])
+    received.set_shape([n])
+    return out, received
+
+
+def reducescatter(
+    tensor,
+    device_dense="",
+    compression=Compression.none,
+    op=Average,
+    name=None,
+    process_set=global_process_set,
+    ignore_name_scope=False,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+):
+    """The reduction over the ranks, then rank r keeps its block of the first
+    dimension (as even as possible, lower ranks one row more)."""
+    require_init()
+    op = _ops._op_value(op)
+    tensor = tf.convert_to_tensor(tensor)
+    if tensor.shape.rank == 0:
+        raise ValueError("reducescatter: a tensor of rank 0 cannot be scattered")
+    compressed, ctx = compression.compress(tensor)
+    if is_global(process_set):
+        (out,) = _ops.grouped_reducescatter_op([compressed], op, prescale_factor, postscale_factor, name=name)
+    else:
+        comm = process_set._communicator()
+        out = _set_call(
+            lambda a: comm.reduce_scatter(a, op=op, prescale=prescale_factor, postscale=postscale_factor),
+            [compressed],
+            compressed.dtype,
+        )
+        if compressed.shape.rank is not None:
+            out.set_shape([None] + compressed.shape.as_list()[1:])
+    return compression.decompress(out, ctx)
+
+
+def grouped_reducescatter(
+    tensors,
+    device_dense="",
+    compression=Compression.none,
+    op=Average,
+    name=None,
+    process_set=global_process_set,
+    ignore_name_scope=False,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+):
+    require_init()
+    op = _ops._op_value(op)
+    tensors = [tf.convert_to_tensor(t) for t in tensors]
+    if any(t.shape.rank == 0 for t in tensors):
+        raise ValueError("grouped_reducescatter: a tensor of rank 0 cannot be scattered")
+    if not is_global(process_set):
+        return [
+            reducescatter(
+                t,
+                compression=compression,
+                op=op,
+                name=None if name is None else f"{name}.{i}",
+                process_set=process_set,
+                prescale_factor=prescale_factor,
+                postscale_factor=postscale_factor,
+            )
+            for i, t in enumerate(tensors)
+        ]
+    compressed = [compression.compress(t) for t in tensors]
+    out = _ops.grouped_reducescatter_op([c for c, _ in compressed], op, prescale_factor, postscale_factor, name=name)
+    return [compression.decompress(o, ctx) for o, (_, ctx) in zip(out, compressed)]
+
+
+def barrier(process_set=global_process_set):
+    """Returns once every rank of the set has called it (eagerly; in a graph,
+    an op whose output the program must depend on)."""
+    require_init()
+    if not is_global(process_set):
+        comm = process_set._communicator()
+        return _set_call(lambda: (comm.barrier(), np.int32(0))[1], [], tf.int32)
+    token = tf.zeros([1], tf.int32)
+    name = _ops.generated_name("barrier") if tf.executing_eagerly() else None
+    return _ops.grouped_allreduce_op([token], Sum, name=name)[0]
+
+
+def join(device=-1) -> int:
+    """Blocks until every rank has joined (this rank stands in with zeros for
+    the others' named collectives meanwhile); returns the last rank to join.
+    Eager code only."""
+    require_init()
+    try:
+        return ringcc.join()
+    except _core.RingccError as error:
+        raise _to_internal(error) from None
+
+
+def _to_internal(error: BaseException) -> BaseException:
+    name = f"ringcc.{type(error).__name__}"
+    if name in _ops._JOB_FAILURES:
+        cls = type(type(error).__name__, (type(error), HorovodInternalError), {"__module__": "ringcc.tensorflow"})
+        converted = cls(*error.args)
+        return converted
+    return error
