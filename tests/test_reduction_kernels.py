@@ -86,8 +86,29 @@ def reference_fold(srcs, op):
         return acc.astype(dtype)
 
 
+def whole_reciprocal(factor: float) -> int:
+    """k when factor is exactly 1 / k for a whole k >= 2, else 0."""
+    if not 0.0 < factor <= 0.5:
+        return 0
+    k = round(1.0 / factor)
+    return k if 2 <= k <= 2**31 and 1.0 / k == factor else 0
+
+
 def reference_scale(x, factor):
+    """The core's scaling: a factor of exactly 1 / k divides by k (floats
+    correctly rounded, integers truncated toward zero, exactly); others
+    multiply (floats in their own precision, 16-bit ones through float32,
+    integers in double, truncated and saturated)."""
+    k = whole_reciprocal(factor)
     with np.errstate(all="ignore"):
+        if k and is_16bit_float(x.dtype):
+            return (x.astype(np.float32) / np.float32(k)).astype(x.dtype)
+        if k and is_float(x.dtype):
+            return x / x.dtype.type(k)
+        if k:
+            wide = x.astype(np.int64)
+            floor = wide // k
+            return np.where((wide % k != 0) & (wide < 0), floor + 1, floor).astype(x.dtype)
         if is_16bit_float(x.dtype):
             return (x.astype(np.float32) * np.float32(factor)).astype(x.dtype)
         if is_float(x.dtype):
