@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
-from rank_harness import (
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "harness"))  # tests/harness
+from rank_harness import (  # noqa: E402
     CaseList,
     check_close,
     check_equal,

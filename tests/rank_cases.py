@@ -14,9 +14,12 @@ import os
 import sys
 import time
 import zlib
+from pathlib import Path
 
 import numpy as np
-from rank_harness import CaseList, Skip, check_close, check_equal, expect, fail, run_cases
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "harness"))  # tests/harness
+from rank_harness import CaseList, Skip, check_close, check_equal, expect, fail, run_cases  # noqa: E402
 
 ringcc = None  # imported by main(), so that pytest can read CASES without the compiled core
 

@@ -24,10 +24,13 @@ import shutil
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
-from rank_cases import block, check_reduction, dtype_of, make_input, scale_kwargs, value_kind
-from rank_harness import CaseList, Skip, check_equal, expect, expect_error, fail, run_cases
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "harness"))  # tests/harness
+from rank_cases import block, check_reduction, dtype_of, make_input, scale_kwargs, value_kind  # noqa: E402
+from rank_harness import CaseList, Skip, check_equal, expect, expect_error, fail, run_cases  # noqa: E402
 
 ringcc = None  # imported by main(), so that pytest can read CASES without the compiled core
 

@@ -10,9 +10,12 @@ tests/test_errors.py parametrizes its tests from CASES.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
-from rank_harness import CaseList, Skip, check_equal, expect, expect_error, run_cases
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "harness"))  # tests/harness
+from rank_harness import CaseList, Skip, check_equal, expect, expect_error, run_cases  # noqa: E402
 
 ringcc = None  # imported by main(), so that pytest can read CASES without the compiled core
 

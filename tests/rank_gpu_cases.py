@@ -16,9 +16,12 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
-from rank_harness import CaseList, Skip, check_equal, exact_inputs, expect, expect_error, run_cases
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "harness"))  # tests/harness
+from rank_harness import CaseList, Skip, check_equal, exact_inputs, expect, expect_error, run_cases  # noqa: E402
 
 ringcc = None  # imported by main()
 

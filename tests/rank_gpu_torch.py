@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "harness"))  # tests/harness
 from rank_harness import CaseList, expect  # noqa: E402
 
 # Imported by main(), so that pytest can read CASES without torch.

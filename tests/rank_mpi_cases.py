@@ -15,10 +15,13 @@ from __future__ import annotations
 import os
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
-import rank_cases
-from rank_harness import CaseList, Skip, check_equal, expect, expect_error, fail, run_cases
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "harness"))  # tests/harness
+import rank_cases  # noqa: E402
+from rank_harness import CaseList, Skip, check_equal, expect, expect_error, fail, run_cases  # noqa: E402
 
 ringcc = None  # imported by main()
 

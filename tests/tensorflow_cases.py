@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
-from rank_harness import CaseList, check_close, check_equal, expect, expect_error, run_cases
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "harness"))  # tests/harness
+from rank_harness import CaseList, check_close, check_equal, expect, expect_error, run_cases  # noqa: E402
 
 tf = hvd = ringcc = None  # imported by on_import(), so that pytest can read CASES without TensorFlow
 

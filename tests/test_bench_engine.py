@@ -10,7 +10,7 @@ import re
 import sys
 
 import pytest
-from conftest import REPO_DIR
+from rank_groups import REPO_DIR
 
 if str(REPO_DIR) not in sys.path:
     sys.path.insert(0, str(REPO_DIR))

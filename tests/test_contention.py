@@ -13,7 +13,7 @@ import os
 import sys
 
 import pytest
-from conftest import rank_environment, ringrun_command, run_command
+from rank_groups import rank_environment, ringrun_command, run_command
 
 TIMEOUT_S = 120
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ringcc
 from cuda_wheels import nvrtc_library
+from rank_groups import ringcc
 
 REPO = Path(__file__).resolve().parent.parent
 core = ringcc._core

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TESTS_DIR, finish_command, rank_environment, ringrun_command, run_command, start_command
+from rank_groups import TESTS_DIR, finish_command, rank_environment, ringrun_command, run_command, start_command
 
 import ringcc
 import ringcc.elastic as elastic

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import RINGCC_PARENT, TESTS_DIR, rank_environment, tail
+from rank_groups import RINGCC_PARENT, TESTS_DIR, rank_environment, tail
 
 IP_TIMEOUT_S = 20
 JOB_LIMIT_S = 120

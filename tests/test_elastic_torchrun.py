@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import TESTS_DIR, rank_environment, run_command
+from rank_groups import TESTS_DIR, rank_environment, run_command
 
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")

@@ -351,7 +351,7 @@ def test_different_cache_capacities_fail_every_rank_with_the_setting_named(tmp_p
     import subprocess
     import sys
 
-    from conftest import rank_environment, ringrun_command
+    from rank_groups import rank_environment, ringrun_command
 
     script = tmp_path / "probe.py"
     script.write_text(CACHE_CAPACITY_PROBE)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import HARD_TIMEOUT_MARGIN_S, rank_environment, ringrun_command, run_command
+from rank_groups import HARD_TIMEOUT_MARGIN_S, rank_environment, ringrun_command, run_command
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 TIMEOUT_S = 180

@@ -8,7 +8,7 @@ kinds of the same jobs are in test_torch_backend.py."""
 from __future__ import annotations
 
 import exit_job
-from conftest import run_exit_jobs
+from rank_groups import run_exit_jobs
 
 ITERATIONS = 4  # jobs of each kind
 

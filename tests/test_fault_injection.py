@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import RINGCC_PARENT, TESTS_DIR, rank_environment, ringrun_command, tail
+from rank_groups import RINGCC_PARENT, TESTS_DIR, rank_environment, ringrun_command, tail
 
 FAULT_TIMEOUT_S = 5  # RINGCC_TIMEOUT_S of these jobs
 MARGIN_S = 3.0

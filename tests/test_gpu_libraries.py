@@ -15,7 +15,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import rank_environment
+from rank_groups import rank_environment
 
 PROBE = textwrap.dedent(
     """

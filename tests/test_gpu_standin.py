@@ -22,9 +22,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import GroupRun, rank_environment, ringcc, run_command
 from cuda_wheels import nvrtc_library
 from rank_gpu_cases import CASES
+from rank_groups import GroupRun, rank_environment, ringcc, run_command
 from rank_harness import read_results
 
 REPO = Path(__file__).resolve().parent.parent

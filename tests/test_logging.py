@@ -9,7 +9,7 @@ import re
 import subprocess
 import sys
 
-from conftest import rank_environment, ringrun_command, run_command
+from rank_groups import rank_environment, ringrun_command, run_command
 
 # [ringcc 2025-11-26T09:14:03.127Z node1 rank 3 pid 4242] LEVEL: message
 LINE = re.compile(

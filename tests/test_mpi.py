@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import REPO_DIR, TESTS_DIR, GroupRun, rank_environment, ringcc, run_command
+from rank_groups import REPO_DIR, TESTS_DIR, GroupRun, rank_environment, ringcc, run_command
 from rank_harness import read_results
 from rank_mpi_cases import CASES
 

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO_DIR, rank_environment, ringcc
 from elf_dynamic import read_dynamic
+from rank_groups import REPO_DIR, rank_environment, ringcc
 from wheel_downloads import download_wheels, extract_libraries
 
 PACKAGE_DIR = Path(ringcc._core.__file__).resolve().parent

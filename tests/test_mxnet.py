@@ -39,8 +39,8 @@ from typing import Dict, List
 
 import numpy as np
 import pytest
-from conftest import HARD_TIMEOUT_MARGIN_S, RINGCC_PARENT, GroupRun, read_results, run_command  # noqa: E402
 from mxnet_cases import CASES  # noqa: E402
+from rank_groups import HARD_TIMEOUT_MARGIN_S, RINGCC_PARENT, GroupRun, read_results, run_command  # noqa: E402
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO = TESTS_DIR.parent

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import TESTS_DIR, rank_environment, ringcc, run_command
+from rank_groups import TESTS_DIR, rank_environment, ringcc, run_command
 
 from ringcc.launch import cli, errors, mpirun, processes
 from ringcc.launch.plan import plan_job

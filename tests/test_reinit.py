@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TESTS_DIR, rank_environment, tail
+from rank_groups import TESTS_DIR, rank_environment, tail
 
 PROCS = 3
 CORE_CYCLES = 40

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import rank_environment, ringcc
+from rank_groups import rank_environment, ringcc
 
 _core = ringcc._core
 

@@ -6,7 +6,7 @@ is unit-tested in tests/cpp/test_store_choice.cc. No timing is asserted."""
 
 from __future__ import annotations
 
-from conftest import rank_environment, ringrun_command, run_command
+from rank_groups import rank_environment, ringrun_command, run_command
 
 TIMEOUT_S = 120
 

@@ -10,7 +10,7 @@ import re
 import sys
 
 import pytest
-from conftest import REPO_DIR, rank_environment, ringrun_command, run_command
+from rank_groups import REPO_DIR, rank_environment, ringrun_command, run_command
 
 JOB = str(REPO_DIR / "tests" / "single_rank_job.py")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import TESTS_DIR, rank_environment, ringrun_command, run_command
+from rank_groups import TESTS_DIR, rank_environment, ringrun_command, run_command
 
 OPS = 100_000
 LIMIT_S = 400

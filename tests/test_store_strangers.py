@@ -22,7 +22,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import rank_environment
+from rank_groups import rank_environment
 
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")

@@ -23,7 +23,7 @@ dist = pytest.importorskip("torch.distributed")
 if not dist.is_available():
     pytest.skip("this torch has no torch.distributed", allow_module_level=True)
 
-from conftest import (  # noqa: E402
+from rank_groups import (  # noqa: E402
     HARD_TIMEOUT_MARGIN_S,
     GroupRun,
     rank_environment,

@@ -32,7 +32,7 @@ pytest.importorskip("torch")
 pytest.importorskip("expecttest", reason="distributed_test needs expecttest (pip install expecttest)")
 
 import torch_conformance  # noqa: E402
-from conftest import (  # noqa: E402
+from rank_groups import (  # noqa: E402
     HARD_TIMEOUT_MARGIN_S,
     rank_environment,
     ringrun_command,

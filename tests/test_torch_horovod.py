@@ -22,7 +22,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from conftest import (  # noqa: E402
+from rank_groups import (  # noqa: E402
     HARD_TIMEOUT_MARGIN_S,
     GroupRun,
     rank_environment,

@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import rank_environment, ringcc
+from rank_groups import rank_environment, ringcc
 from test_security import DictStore, finish, free_port_pair
 
 _core = ringcc._core

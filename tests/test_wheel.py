@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
-from conftest import REPO_DIR, TESTS_DIR, Completed, run_command
 from elf_dynamic import is_elf, read_dynamic
+from rank_groups import REPO_DIR, TESTS_DIR, Completed, run_command
 from wheel_downloads import download_wheels
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="manylinux wheels are built on Linux")

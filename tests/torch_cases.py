@@ -21,6 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "harness"))  # tests/harness
 from torch_harness import CaseList, Skip, run_cases  # noqa: E402
 
 CASES = CaseList()

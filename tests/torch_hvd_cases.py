@@ -25,6 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "harness"))  # tests/harness
 from rank_harness import CaseList, expect, run_cases  # noqa: E402
 
 import ringcc  # noqa: E402

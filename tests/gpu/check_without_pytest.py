@@ -14,7 +14,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent
-sys.path[:0] = [str(HERE), str(TESTS)]
+sys.path[:0] = [str(HERE), str(TESTS), str(TESTS / "harness")]
 
 from gpu_env import (  # noqa: E402
     FRAMEWORK_GROUPS,

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import ringcc
 from gpu_env import (
     FRAMEWORK_GROUPS,
     GROUP_ENV,
@@ -33,6 +32,7 @@ from gpu_env import (
 from jax_cases import CASES as JAX_CASES
 from rank_gpu_cases import CASES
 from rank_gpu_torch import CASES as TORCH_CASES
+from rank_groups import ringcc
 
 REASON = gpu_skip_reason(ringcc)
 pytestmark = pytest.mark.skipif(REASON is not None, reason=str(REASON))

@@ -6,7 +6,7 @@ torch.distributed with the backend asked for (default "ring"), then runs every
 selected case on every rank in the same order. Before each case the ranks meet
 in a barrier on torch's own store (independent of the backend, so a case that
 broke a group cannot stop the others from lining up). Results go to
-OUT/rank<R>.jsonl in rank_harness's format, so conftest's GroupRun reads them.
+OUT/rank<R>.jsonl in rank_harness's format, so rank_groups' GroupRun reads them.
 
 Works under ringrun and torchrun alike: both set RANK, WORLD_SIZE,
 MASTER_ADDR and MASTER_PORT, and torch's env:// rendezvous reads them.
