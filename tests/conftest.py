@@ -15,41 +15,28 @@ if str(HARNESS_DIR) not in sys.path:
 
 from rank_groups import RankLauncher, ringcc  # noqa: E402
 
-# The three kinds of test (tests/README.md), as markers: `pytest -m unit`
-# runs the one-process tests alone. A file not listed here is a multi-rank
-# test (marker "ranks").
-UNIT_TESTS = {
-    "test_crypto.py",
-    "test_device_api.py",
-    "test_device_kernels.py",
-    "test_dlpack_abi.py",
-    "test_gpu_libraries.py",
-    "test_layers.py",
-    "test_logging.py",
-    "test_mpi_api.py",
-    "test_mpi_search.py",
-    "test_packaging.py",
-    "test_reduction_kernels.py",
-    "test_single_rank.py",
-    "test_tensorflow_api.py",
+# The three kinds of test (tests/README.md), as markers, set by the folder a
+# test file is in (its first folder under tests/): `pytest -m unit` runs the
+# one-process tests alone. A test file in no folder of this table is an
+# error, so that every new test says its kind by where it goes.
+KIND_OF_FOLDER = {
+    "unit": "unit",
+    "ranks": "ranks",
+    "launch": "ranks",
+    "benchmarks": "ranks",
+    "fuzz": "ranks",
+    "gpu": "ranks",
+    "wheel": "ranks",
+    "frameworks": "framework",
 }
-FRAMEWORK_TESTS = {
-    "test_elastic_torchrun.py",
-    "test_examples.py",
-    "test_jax.py",
-    "test_mxnet.py",
-    "test_tensorflow.py",
-    "test_torch_backend.py",
-    "test_torch_clients.py",
-    "test_torch_conformance.py",
-    "test_torch_horovod.py",
-}
+TESTS_DIR = HARNESS_DIR.parent
 
 
-def kind_of_test(file_name: str) -> str:
-    if file_name in UNIT_TESTS:
-        return "unit"
-    return "framework" if file_name in FRAMEWORK_TESTS else "ranks"
+def kind_of_test(path: Path) -> str:
+    folder = path.resolve().relative_to(TESTS_DIR).parts[0]
+    if folder not in KIND_OF_FOLDER:
+        raise pytest.UsageError(f"{path}: a test goes in a folder of tests/ that says its kind (tests/README.md)")
+    return KIND_OF_FOLDER[folder]
 
 
 def pytest_configure(config):
@@ -61,7 +48,7 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        item.add_marker(kind_of_test(item.path.name))
+        item.add_marker(kind_of_test(item.path))
 
 
 @pytest.fixture(scope="session")

@@ -138,11 +138,11 @@ EXIT_JOB_TIMEOUT_S = 30
 
 
 def run_exit_jobs(out_dir: Path, kinds: Sequence[str], iterations: int) -> list[dict]:
-    """Runs `iterations` jobs of each of `kinds` of tests/exit_job.py (ranks
+    """Runs `iterations` jobs of each of `kinds` of tests/harness/exit_job.py (ranks
     that exit after a peer left) into out_dir; its records, one per rank and job."""
     command = [
         sys.executable,
-        str(TESTS_DIR / "exit_job.py"),
+        str(HARNESS_DIR / "exit_job.py"),
         "--out",
         str(out_dir),
         "--kinds",
@@ -272,7 +272,6 @@ class RankLauncher:
     start = staticmethod(start_command)
     finish = staticmethod(finish_command)
     memory_available = staticmethod(memory_available_bytes)
-    tests_dir = TESTS_DIR
 
     def __init__(self, out_root: Path) -> None:
         self.out_root = out_root
@@ -290,7 +289,8 @@ class RankLauncher:
         launcher_options: Sequence[str] = (),
         timeout: float = GROUP_TIMEOUT_S,
     ) -> GroupRun:
-        """Runs `script` (a rank_*.py in tests/) on `size` ranks, once per name, and reads every rank's records."""
+        """Runs `script` (a case script, its path relative to tests/: "ranks/rank_cases.py") on `size`
+        ranks, once per name, and reads every rank's records."""
         if name not in self._groups:
             out_dir = self.out_root / name
             out_dir.mkdir(parents=True, exist_ok=True)
