@@ -7,7 +7,8 @@ not in the wheel) accepts only gloo, nccl and ucc and spawns fresh processes
 for every test; this one starts the ranks once and runs the tests one after
 the other inside them, each in a process group of its own:
 
-    ringrun -np 3 python tests/frameworks/torch/torch_conformance.py --results DIR --workdir DIR2 [--tests 'test_all_reduce*,...']
+    ringrun -np 3 python tests/frameworks/torch/torch_conformance.py --results DIR --workdir DIR2 \\
+        [--tests 'test_all_reduce*,...']
     torchrun --nproc-per-node 3 tests/frameworks/torch/torch_conformance.py ...
 
 Per test, every rank: meets the others (a file barrier in --workdir), makes a
