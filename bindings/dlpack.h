@@ -1,7 +1,7 @@
 // DLPack's ABI (v0.8: the unversioned capsule "dltensor"), the part of it
 // that the extension reads (buffer_view.cc) and exports (device_arrays.cc),
 // declared here so that the build needs no extra header.
-// tests/test_dlpack_abi.py compiles tests/dlpack_abi/check_layout.cc
+// tests/unit/test_dlpack_abi.py compiles tests/unit/dlpack_abi/check_declarations.cc
 // against DLPack's own dlpack.h to check every size, offset and value.
 #pragma once
 

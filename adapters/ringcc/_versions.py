@@ -1,5 +1,5 @@
 """The framework versions ringcc is tested with (pyproject.toml's extras say
-the same; tests/test_packaging.py keeps them in step). Importing this module
+the same; tests/unit/test_packaging.py keeps them in step). Importing this module
 imports no framework.
 
 The lowest versions are tested by .ci/oldest-versions (docs/api.md,

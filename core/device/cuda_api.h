@@ -3,7 +3,7 @@
 // dlopen(3) at run time (core/device/gpu_libraries.h). Names and values are
 // the driver's own; function pointers carry the versioned symbol names the
 // driver exports (cuMemAlloc_v2, ...), which cuda.h reaches through macros.
-// tests/device_api/check_declarations.cc compiles these declarations
+// tests/unit/device_api/check_declarations.cc compiles these declarations
 // against the real cuda.h of the nvidia-cuda-runtime wheels (CUDA 12 and
 // 13) and static_asserts that every value, size and signature matches.
 //

@@ -1,6 +1,6 @@
 // The part of NCCL's C API (libnccl.so.2) that ringcc uses, declared here so
 // that ringcc builds without NCCL; the library is opened at run time
-// (core/device/gpu_libraries.h). tests/device_api/check_declarations.cc
+// (core/device/gpu_libraries.h). tests/unit/device_api/check_declarations.cc
 // checks every declaration against the nccl.h of the nvidia-nccl wheels.
 #pragma once
 

@@ -1,7 +1,7 @@
 // The part of NVRTC's C API (libnvrtc.so.12 / .13) that ringcc uses to
 // compile its device reductions at run time, declared here so that ringcc
 // builds without CUDA; the library is opened at run time
-// (core/device/gpu_libraries.h). tests/device_api/check_declarations.cc
+// (core/device/gpu_libraries.h). tests/unit/device_api/check_declarations.cc
 // checks every declaration against the nvrtc.h of the nvidia-cuda-nvrtc
 // wheels.
 #pragma once

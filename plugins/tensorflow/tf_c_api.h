@@ -3,10 +3,10 @@
 // declared here so that the library builds without TensorFlow: its
 // functions are looked up with dlsym(3) in the libtensorflow_framework.so.2
 // of the TensorFlow the process imported (tf_op_library.cc). Names and
-// values are TensorFlow's own. tests/tensorflow_api/check_declarations.cc
+// values are TensorFlow's own. tests/unit/tensorflow_api/check_declarations.cc
 // compiles these declarations against the real headers of the
 // tensorflow-cpu wheel and static_asserts that every value and signature
-// matches (tests/test_tensorflow_api.py).
+// matches (tests/unit/test_tensorflow_api.py).
 #pragma once
 
 #include <cstddef>

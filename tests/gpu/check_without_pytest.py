@@ -1,6 +1,6 @@
 """tests/gpu without pytest (for a GPU machine that lacks it): runs the same
-groups of tests/rank_gpu_cases.py, of the framework adapters
-(tests/rank_gpu_torch.py, tests/jax_cases.py) and the killed-rank job with ringrun,
+groups of tests/ranks/rank_gpu_cases.py, of the framework adapters
+(tests/gpu/rank_gpu_torch.py, tests/frameworks/jax/jax_cases.py) and the killed-rank job with ringrun,
 prints every case's status and exits 1 when any case failed."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent
-sys.path[:0] = [str(HERE), str(TESTS)]
+sys.path[:0] = [str(HERE), str(TESTS / "harness"), str(TESTS / "ranks"), str(TESTS / "frameworks" / "jax")]
 
 from gpu_env import (  # noqa: E402
     FRAMEWORK_GROUPS,
@@ -75,7 +75,7 @@ def main() -> int:
         started = time.monotonic()
         completed = ringrun(
             size,
-            [str(TESTS / "rank_gpu_cases.py"), "--out", str(out), "--tags", ",".join(tags)],
+            [str(TESTS / "ranks" / "rank_gpu_cases.py"), "--out", str(out), "--tags", ",".join(tags)],
             arrays_env({**GROUP_ENV, **env}),
             180,
         )
@@ -109,7 +109,7 @@ def main() -> int:
             args += ["--cases", ",".join(patterns)]
         completed = ringrun(size, args, {**GROUP_ENV, **env}, 180)
         results = read_results(str(out), size)
-        cases = TORCH_CASES if script == "rank_gpu_torch.py" else JAX_CASES
+        cases = TORCH_CASES if script == "gpu/rank_gpu_torch.py" else JAX_CASES
         for case in cases.select(size, (), list(patterns) or None):
             records = [results.get(r, {}).get("cases", {}).get(case.name) for r in range(size)]
             statuses = {rec["status"] if rec else "missing" for rec in records}
@@ -127,7 +127,7 @@ def main() -> int:
         out.mkdir()
         completed = ringrun(
             3,
-            [str(TESTS / "gpu_deadpeer.py"), "--out", str(out), "--victim", "1"],
+            [str(TESTS / "ranks" / "gpu_deadpeer.py"), "--out", str(out), "--victim", "1"],
             arrays_env({"RINGCC_TIMEOUT_S": "8", "RINGCC_GPU_BACKEND": backend, "RINGCC_TEST_ARRAYS": "torch"}),
             90,
         )

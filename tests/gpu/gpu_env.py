@@ -67,7 +67,7 @@ def cupy_reason():
     return None
 
 
-# The groups of tests/rank_gpu_cases.py that run on a real GPU:
+# The groups of tests/ranks/rank_gpu_cases.py that run on a real GPU:
 # name: (ranks, environment, tags, array library).
 GROUPS = {
     "nccl-1": (1, {"RINGCC_TEST_ARRAYS": "torch", "RINGCC_TEST_EXPECT_BACKEND": "nccl"}, ("device",), "torch"),
@@ -103,7 +103,7 @@ GROUPS = {
 GROUP_ENV = {"RINGCC_TIMEOUT_S": "30"}
 
 # The framework adapters on the GPU, two ranks sharing it (CUDA IPC):
-# name: (ranks, rank script in tests/, environment, what it needs, case patterns).
+# name: (ranks, case script (its path relative to tests/), environment, what it needs, case patterns).
 JAX_GPU_CASES = (
     "platform/*",
     "allreduce/*/jit",
@@ -124,12 +124,12 @@ JAX_GPU_CASES = (
     "errors/*",
 )
 FRAMEWORK_GROUPS = {
-    "torch-2": (2, "rank_gpu_torch.py", {"RINGCC_TEST_EXPECT_BACKEND": "ipc"}, "torch", ()),
+    "torch-2": (2, "gpu/rank_gpu_torch.py", {"RINGCC_TEST_EXPECT_BACKEND": "ipc"}, "torch", ()),
     # JAX on its CUDA platform, without taking most of the GPU's memory at
     # start (two processes share it).
     "jax-2": (
         2,
-        "jax_cases.py",
+        "frameworks/jax/jax_cases.py",
         {"JAX_PLATFORMS": "cuda", "XLA_PYTHON_CLIENT_PREALLOCATE": "false", "RINGCC_TEST_EXPECT_JAX_PLATFORM": "gpu"},
         "jax",
         JAX_GPU_CASES,
@@ -177,7 +177,7 @@ def library_reason(what):
 
 
 def kill_outcomes(out_dir, completed_describe, victim=1, size=3, within_s=10.0):
-    """Problems with a killed-rank job's records (tests/gpu_deadpeer.py), [] when fine."""
+    """Problems with a killed-rank job's records (tests/ranks/gpu_deadpeer.py), [] when fine."""
     import json
     import re
     from pathlib import Path

@@ -1,7 +1,7 @@
 """CUDA collectives on a real GPU: `bash tests/gpu/run.sh` runs these on a
 GPU machine (they skip, saying why, anywhere else).
 
-The groups run tests/rank_gpu_cases.py (every dtype and op with pre/post-
+The groups run tests/ranks/rank_gpu_cases.py (every dtype and op with pre/post-
 scale, multi-step, fused, ragged allgather, broadcast, uneven
 reduce-scatter, alltoall, host/CUDA mismatch, named collectives through the
 engine, explicit streams, and a kernel queued after the collective on the
@@ -10,15 +10,15 @@ world size 1; 2 and 4 ranks sharing the GPU through CUDA IPC; host staging
 forced; CuPy arrays. The framework adapters on 2 ranks sharing the GPU:
 backend "ring" (every collective, async work and stream order, DDP against
 gloo's result) and the Horovod API (collectives, DistributedOptimizer) in
-tests/rank_gpu_torch.py; ringcc.jax on JAX's CUDA platform (tests/jax_cases.py,
+tests/gpu/rank_gpu_torch.py; ringcc.jax on JAX's CUDA platform (tests/frameworks/jax/jax_cases.py,
 a selection). A killed rank makes the others raise within 10 s."""
 
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
-from conftest import ringcc
 from gpu_env import (
     FRAMEWORK_GROUPS,
     GROUP_ENV,
@@ -30,9 +30,13 @@ from gpu_env import (
     kill_outcomes,
     library_reason,
 )
-from jax_cases import CASES as JAX_CASES
-from rank_gpu_cases import CASES
-from rank_gpu_torch import CASES as TORCH_CASES
+from rank_groups import TESTS_DIR, ringcc
+
+# The case scripts these tests share with the ones without a GPU.
+sys.path[:0] = [str(TESTS_DIR / "ranks"), str(TESTS_DIR / "frameworks" / "jax")]
+from jax_cases import CASES as JAX_CASES  # noqa: E402
+from rank_gpu_cases import CASES  # noqa: E402
+from rank_gpu_torch import CASES as TORCH_CASES  # noqa: E402
 
 REASON = gpu_skip_reason(ringcc)
 pytestmark = pytest.mark.skipif(REASON is not None, reason=str(REASON))
@@ -52,7 +56,7 @@ def run_group(ranks, name):
     return ranks.group(
         f"gpu-real-{name}",
         size,
-        "rank_gpu_cases.py",
+        "ranks/rank_gpu_cases.py",
         env=arrays_env({**inherited(), **GROUP_ENV, **env}),
         tags=tags,
         timeout=180,
@@ -79,7 +83,7 @@ def test_group_finished_cleanly(ranks, group):
 
 # --- the framework adapters: backend "ring" and the Horovod API (torch), ringcc.jax
 
-FRAMEWORK_CASES = {"rank_gpu_torch.py": TORCH_CASES, "jax_cases.py": JAX_CASES}
+FRAMEWORK_CASES = {"gpu/rank_gpu_torch.py": TORCH_CASES, "frameworks/jax/jax_cases.py": JAX_CASES}
 
 
 def run_framework_group(ranks, name):
@@ -125,7 +129,7 @@ def test_killed_rank_fails_the_others_within_10_s(ranks, backend):
     env = arrays_env({"RINGCC_TIMEOUT_S": "8", "RINGCC_GPU_BACKEND": backend, "RINGCC_TEST_ARRAYS": "torch"})
     command = ranks.command(
         3,
-        [str(ranks.tests_dir / "gpu_deadpeer.py"), "--out", str(out_dir), "--victim", "1"],
+        [str(TESTS_DIR / "ranks" / "gpu_deadpeer.py"), "--out", str(out_dir), "--victim", "1"],
         ["--timeout", "90", "--grace-period", "30"],
     )
     completed = ranks.run(command, ranks.environment({**inherited(), **env}), 120)

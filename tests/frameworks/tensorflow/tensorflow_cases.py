@@ -1,0 +1,710 @@
+"""The ringcc.tensorflow (and ringcc.keras on TensorFlow) cases, run inside
+one group of ranks:
+
+    ringrun -np N python tests/frameworks/tensorflow/tensorflow_cases.py --out DIR [--cases PATTERNS]
+
+Every collective against NumPy, eagerly and inside tf.function (graph
+mode); the gradients of the collectives; DistributedGradientTape and
+DistributedOptimizer against training on the averaged gradients; fusion
+(the engine's statistics); ops that ranks run in opposite orders on a
+one-thread executor; errors; objects; process sets; Keras' model.fit with
+the DistributedOptimizer and callbacks. Inputs come from a per-case seed,
+so every rank can rebuild any rank's input. tests/frameworks/tensorflow/test_tensorflow.py
+parametrizes its tests from CASES.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "harness"))  # tests/harness
+from rank_harness import CaseList, check_close, check_equal, expect, expect_error, run_cases  # noqa: E402
+
+tf = hvd = ringcc = None  # imported by on_import(), so that pytest can read CASES without TensorFlow
+
+CASES = CaseList()
+case = CASES.case
+
+DTYPES = ["float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64"]
+OPS = ["sum", "average", "min", "max", "product"]
+
+
+def np_dtype(name):
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def rank_input(ctx, rank, shape, dtype, op="sum", salt=0):
+    rng = ctx.rng(rank, salt)
+    if op == "product":
+        values = rng.choice([-1, 1, 2] if dtype not in ("uint8",) else [1, 2], size=shape)
+        if ctx.size > 3:
+            values = rng.choice([-1, 1] if dtype != "uint8" else [1], size=shape)
+    else:
+        values = rng.integers(0 if dtype == "uint8" else -3, 4, size=shape)
+    return values.astype(np_dtype(dtype))
+
+
+def reference(ctx, shape, dtype, op, salt=0):
+    data = [rank_input(ctx, r, shape, dtype, op, salt).astype(np.float64) for r in range(ctx.size)]
+    stack = np.stack(data)
+    want = {
+        "sum": stack.sum(0),
+        "average": stack.sum(0) / ctx.size,
+        "min": stack.min(0),
+        "max": stack.max(0),
+        "product": stack.prod(0),
+    }[op]
+    if op == "average" and np_dtype(dtype).kind in "iu":
+        want = np.trunc(want)
+    return want
+
+
+HVD_OPS = {}
+
+
+def hvd_op(op):
+    return {"sum": hvd.Sum, "average": hvd.Average, "min": hvd.Min, "max": hvd.Max, "product": hvd.Product}[op]
+
+
+def check_reduced(got, want, dtype, what):
+    got = np.asarray(got)
+    if np_dtype(dtype).kind == "f":
+        rtol = 1e-2 if dtype in ("float16", "bfloat16") else 1e-6
+        check_close(got, want, np.maximum(np.abs(want), 1.0), rtol, what, want_dtype=np_dtype(dtype))
+    else:
+        check_equal(got, want.astype(np_dtype(dtype)), what)
+
+
+# --------------------------------------------------------------------------
+# Allreduce
+
+
+def _allreduce_case(mode):
+    def run(ctx):
+        shape = (5, 3)
+        for dtype in DTYPES:
+            for op in OPS:
+                x = tf.constant(rank_input(ctx, ctx.rank, shape, dtype, op))
+                if mode == "eager":
+                    got = hvd.allreduce(x, op=hvd_op(op), name=f"ar.{dtype}.{op}")
+                else:
+                    fn = tf.function(lambda t, o=op: hvd.allreduce(t, op=hvd_op(o)))
+                    got = fn(x)
+                check_reduced(got.numpy(), reference(ctx, shape, dtype, op), dtype, f"{mode} {dtype} {op}")
+
+    return run
+
+
+CASES.add("allreduce/eager", _allreduce_case("eager"))
+CASES.add("allreduce/graph", _allreduce_case("graph"))
+
+
+@case("allreduce/graph-holds-the-op")
+def _(ctx):
+    fn = tf.function(lambda t: hvd.allreduce(t))
+    graph = fn.get_concrete_function(tf.TensorSpec([4], tf.float32)).graph
+    types = [op.type for op in graph.get_operations()]
+    expect("RingccAllreduce" in types, f"the traced graph holds no RingccAllreduce op: {types}")
+    got = fn(tf.ones([4]) * (ctx.rank + 1)).numpy()
+    check_close(got, np.full(4, (ctx.size + 1) / 2.0), np.ones(4), 1e-6, "graph allreduce")
+
+
+@case("allreduce/scale-factors-and-fp16")
+def _(ctx):
+    x = tf.constant(rank_input(ctx, ctx.rank, (7,), "float32"))
+    want = reference(ctx, (7,), "float32", "sum")
+    got = hvd.allreduce(x, op=hvd.Sum, prescale_factor=0.5, postscale_factor=3.0)
+    check_close(got.numpy(), want * 1.5, np.maximum(np.abs(want), 1), 1e-6, "scaled sum")
+    got = hvd.allreduce(x, op=hvd.Sum, compression=hvd.Compression.fp16)
+    expect(got.dtype == tf.float32, f"fp16 compression returns {got.dtype}")
+    check_close(got.numpy(), want, np.maximum(np.abs(want), 1), 1e-3, "fp16 compressed sum")
+    got = hvd.allreduce(x, average=False)
+    check_close(got.numpy(), want, np.maximum(np.abs(want), 1), 1e-6, "average=False")
+
+
+@case("allreduce/other-dtypes")
+def _(ctx):
+    x = tf.constant(rank_input(ctx, ctx.rank, (6,), "int32"), dtype=tf.int16)
+    got = hvd.allreduce(x, op=hvd.Sum)
+    expect(got.dtype == tf.int16, f"int16 result dtype {got.dtype}")
+    check_equal(got.numpy(), reference(ctx, (6,), "int32", "sum").astype(np.int16), "int16 sum")
+
+
+@case("allreduce/indexed-slices")
+def _(ctx):
+    params = tf.Variable(np.arange(12, dtype=np.float32).reshape(6, 2))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(tf.gather(params, [ctx.rank % 6, 5]))
+    grad = tape.gradient(loss, params)
+    expect(isinstance(grad, tf.IndexedSlices), f"tf.gather's gradient is {type(grad).__name__}")
+    reduced = hvd.allreduce(grad, op=hvd.Sum)
+    dense = tf.convert_to_tensor(reduced).numpy()
+    want = np.zeros((6, 2), np.float32)
+    for r in range(ctx.size):
+        want[r % 6] += 1
+        want[5] += 1
+    check_close(dense, want, np.ones_like(want), 1e-6, "IndexedSlices allreduce")
+
+
+@case("grouped_allreduce/eager-and-graph")
+def _(ctx):
+    shapes = [(3,), (2, 2), (5, 1, 2), ()]
+    xs = [tf.constant(rank_input(ctx, ctx.rank, s, "float32", salt=i)) for i, s in enumerate(shapes)]
+    wants = [reference(ctx, s, "float32", "average", salt=i) for i, s in enumerate(shapes)]
+    for mode, fn in (("eager", lambda ts: hvd.grouped_allreduce(ts)), ("graph", tf.function(hvd.grouped_allreduce))):
+        got = fn(xs)
+        for i, (g, w) in enumerate(zip(got, wants)):
+            check_close(g.numpy(), w, np.maximum(np.abs(w), 1), 1e-6, f"{mode} grouped tensor {i}")
+
+
+# --------------------------------------------------------------------------
+# Allgather, broadcast, alltoall, reducescatter
+
+
+@case("allgather/uneven-eager-and-graph")
+def _(ctx):
+    rows = [r + 1 for r in range(ctx.size)]
+    x = tf.constant(np.full((rows[ctx.rank], 3), ctx.rank, np.int32))
+    want = np.concatenate([np.full((rows[r], 3), r, np.int32) for r in range(ctx.size)])
+    check_equal(hvd.allgather(x).numpy(), want, "eager allgather")
+    fn = tf.function(hvd.allgather, input_signature=[tf.TensorSpec([None, 3], tf.int32)])
+    out = fn(x)
+    check_equal(out.numpy(), want, "graph allgather")
+    static = fn.get_concrete_function().structured_outputs
+    expect(static.shape.as_list() == [None, 3], f"static shape {static.shape}")
+    got = hvd.grouped_allgather([x, tf.constant([float(ctx.rank)])])
+    check_equal(got[0].numpy(), want, "grouped allgather 0")
+    check_equal(got[1].numpy(), np.arange(ctx.size, dtype=np.float32), "grouped allgather 1")
+    check_equal(hvd.allgather(tf.constant(ctx.rank)).numpy(), np.arange(ctx.size, dtype=np.int32), "scalar")
+    b = hvd.allgather(tf.constant([ctx.rank % 2 == 0]))
+    check_equal(b.numpy(), np.array([r % 2 == 0 for r in range(ctx.size)]), "bool allgather")
+
+
+@case("broadcast/eager-graph-variables")
+def _(ctx):
+    root = ctx.size - 1
+    x = tf.constant(rank_input(ctx, ctx.rank, (4, 2), "float64"))
+    want = rank_input(ctx, root, (4, 2), "float64")
+    check_equal(hvd.broadcast(x, root).numpy(), want, "eager broadcast")
+    check_equal(tf.function(lambda t: hvd.broadcast(t, root))(x).numpy(), want, "graph broadcast")
+    v = [tf.Variable(rank_input(ctx, ctx.rank, (3,), "float32", salt=i)) for i in range(3)]
+    hvd.broadcast_variables(v, root_rank=0)
+    for i, var in enumerate(v):
+        check_equal(var.numpy(), rank_input(ctx, 0, (3,), "float32", salt=i), f"variable {i}")
+    w = tf.Variable(rank_input(ctx, ctx.rank, (3,), "float32", salt=9))
+
+    @tf.function
+    def assign_in_graph():
+        hvd.broadcast_variables([w], root_rank=root)
+
+    assign_in_graph()
+    check_equal(w.numpy(), rank_input(ctx, root, (3,), "float32", salt=9), "graph broadcast_variables")
+
+
+@case("alltoall/splits")
+def _(ctx):
+    n = ctx.size
+    splits = [(ctx.rank + j) % 3 for j in range(n)]
+    rows = sum(splits)
+    x = tf.constant(np.arange(rows * 2, dtype=np.float32).reshape(rows, 2) + 100 * ctx.rank)
+    out, received = hvd.alltoall(x, splits=splits)
+    want_rows, want_splits = [], []
+    for r in range(n):
+        r_splits = [(r + j) % 3 for j in range(n)]
+        start = sum(r_splits[: ctx.rank])
+        block = np.arange(sum(r_splits) * 2, dtype=np.float32).reshape(-1, 2)[start : start + r_splits[ctx.rank]]
+        want_rows.append(block + 100 * r)
+        want_splits.append(r_splits[ctx.rank])
+    check_equal(out.numpy(), np.concatenate(want_rows), "alltoall output")
+    check_equal(received.numpy(), np.array(want_splits, np.int64), "received splits")
+    out2, rec2 = tf.function(lambda t, s: hvd.alltoall(t, splits=s))(x, tf.constant(splits, tf.int32))
+    check_equal(out2.numpy(), np.concatenate(want_rows), "graph alltoall")
+    even = tf.constant(np.full((2 * n, 1), ctx.rank, np.int64))
+    out3, rec3 = hvd.alltoall(even)
+    check_equal(out3.numpy(), np.repeat(np.arange(n, dtype=np.int64), 2).reshape(-1, 1), "equal splits")
+
+
+@case("reducescatter/eager-graph-grouped")
+def _(ctx):
+    rows = 2 * ctx.size + 1
+    x = tf.constant(rank_input(ctx, ctx.rank, (rows, 2), "float32"))
+    want = reference(ctx, (rows, 2), "float32", "sum")
+    mine = rows // ctx.size + (1 if ctx.rank < rows % ctx.size else 0)
+    first = ctx.rank * (rows // ctx.size) + min(ctx.rank, rows % ctx.size)
+    block = want[first : first + mine]
+    got = hvd.reducescatter(x, op=hvd.Sum)
+    check_close(got.numpy(), block, np.maximum(np.abs(block), 1), 1e-6, "eager reducescatter")
+    got = tf.function(lambda t: hvd.reducescatter(t, op=hvd.Average))(x)
+    check_close(got.numpy(), block / ctx.size, np.maximum(np.abs(block), 1), 1e-6, "graph reducescatter average")
+    a, b = hvd.grouped_reducescatter([x, x * 2], op=hvd.Sum)
+    check_close(b.numpy(), 2 * block, np.maximum(np.abs(block), 1), 1e-6, "grouped reducescatter")
+    expect_error(ValueError, ["rank 0"], lambda: hvd.reducescatter(tf.constant(1.0)), "0-d reducescatter")
+
+
+@case("barrier-and-join")
+def _(ctx):
+    hvd.barrier()
+    tf.function(hvd.barrier)()
+    last = hvd.join()
+    expect(0 <= last < ctx.size, f"join returned {last}")
+
+
+# --------------------------------------------------------------------------
+# Gradients
+
+
+@case("gradients/collectives")
+def _(ctx):
+    n = ctx.size
+    x = tf.Variable(np.arange(2 * n * 2, dtype=np.float32).reshape(2 * n, 2) + ctx.rank)
+    for mode in ("eager", "graph"):
+
+        def grads(fn):
+            def compute():
+                with tf.GradientTape() as tape:
+                    y = fn(x)
+                    weights = tf.reshape(tf.cast(tf.range(tf.size(y)), y.dtype), tf.shape(y))
+                    loss = tf.reduce_sum(y * weights)
+                return tape.gradient(loss, x)
+
+            return (tf.function(compute) if mode == "graph" else compute)().numpy()
+
+        weights = np.arange(2 * n * 2, dtype=np.float32).reshape(2 * n, 2)
+        # allreduce(Sum): the gradient is the Sum-allreduce of the incoming one.
+        g = grads(lambda t: hvd.allreduce(t, op=hvd.Sum))
+        check_close(g, weights * n, np.maximum(weights * n, 1), 1e-6, f"{mode} allreduce grad")
+        g = grads(lambda t: hvd.allreduce(t, op=hvd.Average))
+        check_close(g, weights, np.maximum(weights, 1), 1e-6, f"{mode} average grad")
+        # broadcast: Average of the gradient on the root, zeros elsewhere.
+        g = grads(lambda t: hvd.broadcast(t, 0))
+        check_close(g, weights if ctx.rank == 0 else 0 * weights, np.maximum(weights, 1), 1e-6, f"{mode} bcast grad")
+        # allgather: Average of the gradient, this rank's rows.
+        gw = np.arange(2 * n * 2 * n, dtype=np.float32).reshape(2 * n * n, 2)
+        g = grads(lambda t: hvd.allgather(t))
+        rows = slice(ctx.rank * 2 * n, (ctx.rank + 1) * 2 * n)
+        check_close(g, gw[rows], np.maximum(gw[rows], 1), 1e-6, f"{mode} allgather grad")
+        # reducescatter(Sum): the allgather of the blocks' gradients, times the size.
+        g = grads(lambda t: hvd.reducescatter(t, op=hvd.Sum))
+        block = np.arange(2 * 2, dtype=np.float32).reshape(2, 2)
+        check_close(
+            g, np.tile(block, (n, 1)) * n, np.maximum(np.tile(block, (n, 1)) * n, 1), 1e-6, f"{mode} reducescatter grad"
+        )
+        # alltoall: the alltoall back with the received splits.
+        g = grads(lambda t: hvd.alltoall(t)[0])
+        back = np.tile(weights[2 * ctx.rank : 2 * ctx.rank + 2], (n, 1))
+        check_close(g, back, np.maximum(back, 1), 1e-6, f"{mode} alltoall grad")
+
+
+# --------------------------------------------------------------------------
+# Training
+
+
+def _model_data(ctx, rank):
+    rng = ctx.rng(rank, 7)
+    return rng.normal(size=(16, 4)).astype(np.float32), rng.normal(size=(16, 1)).astype(np.float32)
+
+
+def _reference_grads(ctx, w, b):
+    gw, gb = [], []
+    for r in range(ctx.size):
+        x, y = _model_data(ctx, r)
+        err = x @ w + b - y
+        gw.append(2 * x.T @ err / x.shape[0])
+        gb.append(2 * err.sum(0) / x.shape[0])
+    return np.mean(gw, 0), np.mean(gb, 0)
+
+
+@case("DistributedGradientTape/eager-graph-options")
+def _(ctx):
+    w0 = np.linspace(-1, 1, 4, dtype=np.float32).reshape(4, 1)
+    b0 = np.array([0.5], np.float32)
+    x, y = _model_data(ctx, ctx.rank)
+    want_w, want_b = _reference_grads(ctx, w0, b0)
+    options = [
+        {},
+        {"compression": hvd.Compression.fp16},
+        {"gradient_predivide_factor": 2.0},
+        {"num_groups": 2},
+        {"op": hvd.Sum},
+    ]
+    for opts in options:
+        for mode in ("eager", "graph"):
+            w, b = tf.Variable(w0), tf.Variable(b0)
+
+            def step():
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))
+                tape = hvd.DistributedGradientTape(tape, **opts)
+                return tape.gradient(loss, [w, b])
+
+            gw, gb = (tf.function(step) if mode == "graph" else step)()
+            scale = ctx.size if opts.get("op") == hvd.Sum else 1
+            rtol = 2e-3 if "compression" in opts else 1e-5
+            what = f"{mode} {opts}"
+            check_close(gw.numpy(), want_w * scale, np.maximum(np.abs(want_w * scale), 1), rtol, f"{what} w")
+            check_close(gb.numpy(), want_b * scale, np.maximum(np.abs(want_b * scale), 1), rtol, f"{what} b")
+
+
+@case("DistributedGradientTape/sparse-and-partial")
+def _(ctx):
+    emb = tf.Variable(np.ones((5, 2), np.float32))
+    local = tf.keras.layers.Dense(1, kernel_initializer="ones", bias_initializer="zeros")
+    local.build((None, 2))
+    for sparse_as_dense in (False, True):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.gather(emb, [ctx.rank % 5]))
+        tape = hvd.DistributedGradientTape(tape, sparse_as_dense=sparse_as_dense)
+        (g,) = tape.gradient(loss, [emb])
+        dense = tf.convert_to_tensor(g).numpy()
+        want = np.zeros((5, 2), np.float32)
+        for r in range(ctx.size):
+            want[r % 5] += 1.0 / ctx.size
+        check_close(dense, want, np.ones_like(want), 1e-6, f"sparse_as_dense={sparse_as_dense}")
+    inputs = tf.constant([[1.0 + ctx.rank, 2.0]])
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(local(inputs)) + tf.reduce_sum(emb)
+    tape = hvd.PartialDistributedGradientTape(tape, local_layers=[local])
+    gk, gb, ge = tape.gradient(loss, [local.kernel, local.bias, emb])
+    check_close(gk.numpy(), np.array([[1.0 + ctx.rank], [2.0]]) / ctx.size, np.ones((2, 1)), 1e-6, "local kernel")
+    check_close(ge.numpy(), np.ones((5, 2)), np.ones((5, 2)), 1e-6, "shared variable")
+
+
+@case("DistributedOptimizer/v1-backward-passes", max_size=2)
+def _(ctx):
+    w0 = np.linspace(-1, 1, 4, dtype=np.float32).reshape(4, 1)
+    x, y = _model_data(ctx, ctx.rank)
+    for bpps in (1, 2):
+        w = tf.Variable(w0)
+        opt = hvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.1), backward_passes_per_step=bpps)
+        for _ in range(bpps):
+            opt.minimize(lambda: tf.reduce_mean(tf.square(tf.matmul(x, w) - y)), var_list=[w])
+        gw, _ = _reference_grads(ctx, w0, np.zeros(1, np.float32))
+        want = w0 - 0.1 * gw * bpps  # summed over the passes, not averaged
+        check_close(w.numpy(), want, np.maximum(np.abs(want), 1), 1e-5, f"backward_passes_per_step={bpps}")
+
+
+@case("fusion/many-variables-in-one-step")
+def _(ctx):
+    variables = [tf.Variable(tf.ones([256]) * (i % 7)) for i in range(200)]
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            loss = tf.add_n([tf.reduce_sum(v * float(ctx.rank + 1)) for v in variables])
+        tape = hvd.DistributedGradientTape(tape)
+        return tape.gradient(loss, variables)
+
+    step()  # traced; names cached by the engine
+    before = ringcc.engine_stats()
+    grads = step()
+    after = ringcc.engine_stats()
+    want = (ctx.size + 1) / 2.0
+    check_close(grads[-1].numpy(), np.full(256, want), np.ones(256), 1e-6, "a fused gradient")
+    tensors = after["tensors"] - before["tensors"]
+    fused = after["fused_collectives"] - before["fused_collectives"]
+    cycles = after["cycles"] - before["cycles"]
+    ctx.note(f"one step: {tensors} tensors, {fused} fused collectives, {cycles} cycles")
+    expect(tensors >= 200, f"the step's 200 gradients reached the engine as {tensors} tensors")
+    expect(1 <= fused <= 10, f"200 gradients of 1 KiB ran as {fused} fused collectives")
+
+
+@case("graph/opposite-orders-on-one-thread")
+def _(ctx):
+    # Eight independent allreduces whose inputs become ready in opposite
+    # orders on even and odd ranks (a chain of i, or 7 - i, steps before
+    # allreduce i), on an executor of one thread (tensorflow_cases runs so):
+    # a blocking kernel would hold that thread waiting for a tensor the
+    # other rank has not reached; the asynchronous ones all complete.
+    xs = [tf.constant([float(i + ctx.rank)]) for i in range(8)]
+
+    @tf.function
+    def independent():
+        outs = []
+        for i in range(8):
+            t = xs[i]
+            for _ in range(i if ctx.rank % 2 == 0 else 7 - i):
+                t = tf.sqrt(tf.square(t) + 1.0) - 1.0 + t - tf.sqrt(tf.square(t) + 1.0) + 1.0
+            outs.append(hvd.allreduce(t, op=hvd.Sum, name=f"order.{i}"))
+        return outs
+
+    got = independent()
+    for i, g in enumerate(got):
+        want = sum(i + r for r in range(ctx.size))
+        check_close(g.numpy(), np.array([want], np.float64), np.ones(1), 1e-5, f"tensor {i}")
+
+
+# --------------------------------------------------------------------------
+# Errors
+
+
+@case("errors/mismatch-eager-and-graph", min_size=2)
+def _(ctx):
+    x = tf.ones([3 + ctx.rank])
+    error, _ = expect_error(
+        ringcc.MismatchError, ["ringcc.MismatchError", "shape"], lambda: hvd.allreduce(x, name="bad.shape"), "eager"
+    )
+    expect(error is None or isinstance(error, tf.errors.InvalidArgumentError), "also tf.errors.InvalidArgumentError")
+    expect(error is None or isinstance(error, hvd.HorovodInternalError), "also HorovodInternalError")
+    fn = tf.function(lambda t: hvd.allreduce(t, name="bad.graph"))
+    expect_error(tf.errors.InvalidArgumentError, ["ringcc.MismatchError"], lambda: fn(x), "graph")
+    # The job stays usable.
+    got = hvd.allreduce(tf.ones([2]), op=hvd.Sum, name="after.mismatch")
+    check_close(got.numpy(), np.full(2, ctx.size), np.ones(2), 1e-6, "after a mismatch")
+
+
+@case("errors/failed-participant", min_size=2)
+def _(ctx):
+    # Rank 1 passes a dtype the core cannot reduce: it fails at once with its
+    # own error, and every other rank with a MismatchError naming it.
+    x = tf.constant([True, False]) if ctx.rank == 1 else tf.constant([1.0, 0.0])
+    if ctx.rank == 1:
+        expect_error(ringcc.UnsupportedTypeError, ["bool"], lambda: hvd.allreduce(x, name="bad.dtype"), "rank 1")
+    else:
+        expect_error(ringcc.MismatchError, ["rank 1"], lambda: hvd.allreduce(x, name="bad.dtype"), "others")
+    got = hvd.allreduce(tf.ones([2]), op=hvd.Sum, name="after.failed")
+    check_close(got.numpy(), np.full(2, ctx.size), np.ones(2), 1e-6, "after a failed participant")
+
+
+HOROVOD_TF_NAMES = (
+    "init shutdown is_initialized size rank local_size local_rank cross_size cross_rank is_homogeneous "
+    "mpi_built mpi_enabled mpi_threads_supported gloo_built gloo_enabled nccl_built ddl_built ccl_built "
+    "cuda_built rocm_built start_timeline stop_timeline size_op rank_op local_rank_op local_size_op "
+    "allreduce grouped_allreduce allgather grouped_allgather broadcast broadcast_ alltoall reducescatter "
+    "grouped_reducescatter barrier join broadcast_variables broadcast_global_variables broadcast_object "
+    "broadcast_object_fn allgather_object DistributedGradientTape PartialDistributedGradientTape "
+    "DistributedOptimizer BroadcastGlobalVariablesHook Compression ProcessSet add_process_set "
+    "remove_process_set global_process_set Sum Average Min Max Product Adasum HorovodInternalError "
+    "HostsUpdatedInterrupt elastic keras"
+).split()
+HOROVOD_KERAS_NAMES = (
+    "init shutdown is_initialized size rank local_size local_rank cross_size cross_rank DistributedOptimizer "
+    "broadcast_global_variables broadcast_variables load_model allreduce allgather broadcast broadcast_object "
+    "allgather_object callbacks elastic"
+).split()
+
+
+@case("api/horovod-names")
+def _(ctx):
+    import ringcc.keras as khvd
+
+    missing = [n for n in HOROVOD_TF_NAMES if not hasattr(hvd, n)]
+    expect(not missing, f"ringcc.tensorflow lacks {missing}")
+    missing = [n for n in HOROVOD_KERAS_NAMES if not hasattr(khvd, n)]
+    expect(not missing, f"ringcc.keras lacks {missing}")
+    for name in (
+        "BroadcastGlobalVariablesCallback MetricAverageCallback LearningRateWarmupCallback "
+        "LearningRateScheduleCallback BestModelCheckpoint"
+    ).split():
+        expect(hasattr(khvd.callbacks, name), f"ringcc.keras.callbacks lacks {name}")
+    for name in "run KerasState TensorFlowKerasState CommitStateCallback UpdateBatchStateCallback".split():
+        expect(hasattr(khvd.elastic, name), f"ringcc.keras.elastic lacks {name}")
+    for name in "run TensorFlowKerasState TensorFlowState UpdateEpochStateCallback".split():
+        expect(hasattr(hvd.elastic, name), f"ringcc.tensorflow.elastic lacks {name}")
+    expect(hvd.keras.DistributedOptimizer is khvd.DistributedOptimizer, "ringcc.tensorflow.keras is ringcc.keras")
+    import keras
+
+    wrapped = hvd.DistributedOptimizer(keras.optimizers.SGD(0.1))
+    expect(isinstance(wrapped, khvd._DistributedOptimizerMixin), "hvd.DistributedOptimizer(a Keras optimizer)")
+    expect(hvd.size_op().numpy() == ctx.size and hvd.rank_op().numpy() == ctx.rank, "size_op, rank_op")
+    expect(hvd.Compression.fp16.compress(tf.ones([2]))[0].dtype == tf.float16, "Compression.fp16")
+    expect_error(NotImplementedError, ["Adasum"], lambda: hvd.allreduce(tf.ones([2]), op=hvd.Adasum), "Adasum")
+
+
+@case("errors/not-initialized-raises-before")
+def _(ctx):
+    expect(hvd.is_initialized(), "initialized")
+    expect(hvd.rank() == ctx.rank and hvd.size() == ctx.size, "rank and size")
+
+
+# --------------------------------------------------------------------------
+# Objects and process sets
+
+
+@case("objects/broadcast-and-allgather")
+def _(ctx):
+    got = hvd.broadcast_object({"rank": ctx.rank, "list": list(range(ctx.rank + 2))}, root_rank=0)
+    expect(got == {"rank": 0, "list": [0, 1]}, f"broadcast_object {got}")
+    got = hvd.allgather_object(("r", ctx.rank))
+    expect(got == [("r", r) for r in range(ctx.size)], f"allgather_object {got}")
+    got = hvd.broadcast_object(None if ctx.rank else "root", root_rank=0, name="named")
+    expect(got == "root", f"named broadcast_object {got}")
+
+
+@case("process-sets/two-ranks", min_size=3)
+def _(ctx):
+    ps = hvd.add_process_set([0, 2])
+    if ctx.rank in (0, 2):
+        x = tf.constant([float(ctx.rank + 1)])
+        check_close(hvd.allreduce(x, op=hvd.Sum, process_set=ps).numpy(), np.array([4.0]), np.ones(1), 1e-6, "eager")
+        fn = tf.function(lambda t: hvd.allreduce(t, op=hvd.Sum, process_set=ps))
+        check_close(fn(x).numpy(), np.array([4.0]), np.ones(1), 1e-6, "graph")
+        got = hvd.allgather(tf.constant([ctx.rank]), process_set=ps)
+        check_equal(got.numpy(), np.array([0, 2], np.int32), "allgather on the set")
+        got = hvd.broadcast(tf.constant([ctx.rank]), 2, process_set=ps)
+        check_equal(got.numpy(), np.array([2], np.int32), "broadcast on the set")
+    hvd.remove_process_set(ps)
+
+
+# --------------------------------------------------------------------------
+# Keras (TensorFlow backend). The Keras and optimizer cases run in the
+# group of 2 only: what they check does not depend on the number of ranks,
+# and tracing model.fit is the slowest part of a group.
+
+
+@case("keras/fit-distributed-optimizer-callbacks", max_size=2)
+def _(ctx):
+    import keras
+
+    import ringcc.keras as khvd
+
+    keras.utils.set_random_seed(1234 + ctx.rank)  # different initial weights on every rank
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)])
+    opt = khvd.DistributedOptimizer(keras.optimizers.Adam(0.01 * ctx.size))
+    model.compile(optimizer=opt, loss="mse")
+    x, y = _model_data(ctx, ctx.rank)
+    history = model.fit(
+        x,
+        y,
+        batch_size=4,
+        epochs=3,
+        verbose=0,
+        callbacks=[
+            khvd.callbacks.BroadcastGlobalVariablesCallback(0),
+            khvd.callbacks.MetricAverageCallback(),
+            khvd.callbacks.LearningRateWarmupCallback(initial_lr=0.01 * ctx.size, warmup_epochs=2, steps_per_epoch=4),
+        ],
+    )
+    losses = history.history["loss"]
+    flat = np.concatenate([w.ravel() for w in model.get_weights()])
+    everyone = hvd.allgather(tf.constant(flat[None, :])).numpy()
+    expect(np.array_equal(everyone[0], everyone[-1]), "the ranks' weights differ after fit")
+    all_losses = hvd.allgather(tf.constant(np.array([losses], np.float64))).numpy()
+    expect(np.allclose(all_losses[0], all_losses[-1]), f"MetricAverageCallback: losses differ {all_losses}")
+    expect(isinstance(model.optimizer, khvd._DistributedOptimizerMixin), "the model's optimizer is distributed")
+    path = os.path.join(os.environ.get("RINGCC_TF_TMP", "/tmp"), f"ringcc-keras-model-{os.getpid()}.keras")
+    model.save(path)
+    loaded = khvd.load_model(path)
+    os.remove(path)
+    expect(isinstance(loaded.optimizer, khvd._DistributedOptimizerMixin), "load_model's optimizer is distributed")
+    expect(type(loaded.optimizer).__name__ == "Adam", f"loaded optimizer {type(loaded.optimizer)}")
+    loaded.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    flat = np.concatenate([w.ravel() for w in loaded.get_weights()])
+    everyone = hvd.allgather(tf.constant(flat[None, :])).numpy()
+    expect(np.array_equal(everyone[0], everyone[-1]), "the loaded model trains in step")
+
+
+@case("keras/schedule-checkpoint-elastic-state", max_size=2)
+def _(ctx):
+    import keras
+
+    import ringcc.keras as khvd
+
+    keras.utils.set_random_seed(99 + ctx.rank)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    model.compile(optimizer=khvd.DistributedOptimizer(keras.optimizers.SGD(0.1)), loss="mse")
+    x, y = _model_data(ctx, ctx.rank)
+    rates = []
+
+    class Rates(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            rates.append(float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)))
+
+    out = os.environ.get("RINGCC_TF_TMP", "/tmp")
+    best = os.path.join(out, f"ringcc-best-{os.getpid()}-rank{ctx.rank}.keras")
+    state = khvd.elastic.KerasState(model, batch=0, epoch=0)
+    commits = []
+    original_save = state.save
+
+    def counting_save():
+        commits.append(state.batch)
+        original_save()
+
+    state.save = counting_save
+    model.fit(
+        x,
+        y,
+        batch_size=4,
+        epochs=4,
+        verbose=0,
+        callbacks=[
+            khvd.callbacks.BroadcastGlobalVariablesCallback(0),
+            khvd.callbacks.LearningRateScheduleCallback(
+                initial_lr=0.1, multiplier=lambda epoch: 0.5**epoch, start_epoch=1, end_epoch=3
+            ),
+            Rates(),
+            khvd.callbacks.BestModelCheckpoint(best, monitor="loss"),
+            khvd.elastic.UpdateBatchStateCallback(state),
+            khvd.elastic.UpdateEpochStateCallback(state),
+            khvd.elastic.CommitStateCallback(state, batches_per_commit=2),
+        ],
+    )
+    check_close(np.array(rates), np.array([0.1, 0.05, 0.025, 0.025]), np.ones(4), 1e-6, "scheduled learning rates")
+    expect(os.path.exists(best) == (ctx.rank == 0), f"BestModelCheckpoint wrote {best}: {os.path.exists(best)}")
+    if os.path.exists(best):
+        os.remove(best)
+    # 4 batches an epoch: a commit after batches 2 and 4 and at the epoch's end.
+    expect(len(commits) == 4 * 3, f"CommitStateCallback committed {len(commits)} times in 4 epochs")
+    expect(state.epoch == 4 and state.batch == 0, f"state after fit: epoch {state.epoch}, batch {state.batch}")
+    committed = [np.array(w) for w in model.get_weights()]
+    model.set_weights([np.zeros_like(w) for w in committed])
+    state.epoch = 17
+    state.restore()
+    for got, want in zip(model.get_weights(), committed):
+        check_equal(got, want, "KerasState.restore")
+    expect(state.epoch == 4, f"KerasState.restore left epoch {state.epoch}")
+    if ctx.rank != 0:
+        model.set_weights([w + ctx.rank for w in committed])
+        state.epoch = ctx.rank
+    state.sync()
+    flat = np.concatenate([w.ravel() for w in model.get_weights()])
+    everyone = hvd.allgather(tf.constant(flat[None, :])).numpy()
+    expect(all(np.array_equal(everyone[0], row) for row in everyone), "KerasState.sync left the ranks' weights apart")
+    expect(state.epoch == 4, f"KerasState.sync gave epoch {state.epoch}")
+
+
+@case("elastic/op-errors-count-as-job-failures", max_size=2)
+def _(ctx):
+    from ringcc.keras.elastic import _convert_failure
+    from ringcc.tensorflow._ops import convert_error
+
+    for tf_class, text, job_failure in (
+        (tf.errors.AbortedError, "ringcc.PeerFailureError: rank 1 exited", True),
+        (tf.errors.InvalidArgumentError, "ringcc.MismatchError: ranks disagree on 'x'", True),
+        (tf.errors.InvalidArgumentError, "Incompatible shapes", False),
+    ):
+        graph_error = tf_class(None, None, "{{function_node f}} " + text + "\n\t [[{{node RingccAllreduce}}]]")
+        converted = _convert_failure(graph_error)
+        expect(
+            isinstance(converted, hvd.HorovodInternalError) == job_failure,
+            f"{text!r} became {type(converted).__mro__}",
+        )
+        expect(isinstance(converted, tf_class), f"{text!r} is no longer a {tf_class.__name__}")
+        if job_failure:
+            expect(str(converted).startswith(text.split(":")[0]), f"converted message {converted}")
+    expect(convert_error(ValueError("x")).__class__ is ValueError, "other errors pass unchanged")
+
+
+def on_import(rc):
+    global tf, hvd, ringcc
+    ringcc = rc
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as _tf
+
+    _tf.config.threading.set_inter_op_parallelism_threads(1)
+    _tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf = _tf
+    import ringcc.tensorflow as _hvd
+
+    hvd = _hvd
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases(CASES, on_import=on_import))

@@ -1,0 +1,140 @@
+"""The libraries people train with, on backend "ring", against gloo.
+
+Each group in GROUPS starts once (tests/frameworks/torch/torch_client_cases.py under ringrun
+or torchrun) and runs every case: FSDP2 with a torch.distributed.checkpoint
+round trip, DTensor redistributions and tensor parallelism, pipelining
+schedules, ZeroRedundancyOptimizer, DDP's variants and every built-in comm
+hook, PyTorch Lightning's DDPStrategy and Accelerate, each over a "ring"
+group and a gloo group in the same processes, with the same seeds and data. Lightning's and Accelerate's
+cases skip, saying so, when the library is not installed.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+dist = pytest.importorskip("torch.distributed")
+if not dist.is_available():
+    pytest.skip("this torch has no torch.distributed", allow_module_level=True)
+
+from rank_groups import (  # noqa: E402
+    HARD_TIMEOUT_MARGIN_S,
+    GroupRun,
+    rank_environment,
+    read_results,
+    ringrun_command,
+    run_command,
+)
+from torch_client_cases import CASES  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+GROUP_TIMEOUT_S = 240
+# A case that leaves the ranks out of step fails within this bound.
+GROUP_ENV = {"RINGCC_TIMEOUT_S": "20", "OMP_NUM_THREADS": "1"}
+# What torch's TCPStore client logs when a call finds the store's server gone.
+STORE_GONE = "recvValue failed"
+
+
+@dataclass(frozen=True)
+class Group:
+    launcher: str  # "ringrun" or "torchrun" (c10d rendezvous, --standalone)
+    size: int
+
+
+GROUPS: dict[str, Group] = {
+    "ringrun-2": Group("ringrun", 2),
+    "torchrun-3": Group("torchrun", 3),
+}
+
+
+def torchrun_command(size: int, script: str, args: list[str]) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        str(size),
+        "--max-restarts",
+        "0",
+        str(HERE / script),
+        *args,
+    ]
+
+
+_runs: dict[str, GroupRun] = {}
+
+
+def group_run(tmp_path_factory, name: str) -> GroupRun:
+    if name not in _runs:
+        spec = GROUPS[name]
+        out = tmp_path_factory.mktemp(f"torch-clients-{name}")
+        args = ["--out", str(out)]
+        if spec.launcher == "ringrun":
+            command = ringrun_command(
+                spec.size, [str(HERE / "torch_client_cases.py"), *args], ["--timeout", str(GROUP_TIMEOUT_S)]
+            )
+        else:
+            command = torchrun_command(spec.size, "torch_client_cases.py", args)
+        completed = run_command(command, rank_environment(GROUP_ENV), GROUP_TIMEOUT_S + HARD_TIMEOUT_MARGIN_S)
+        _runs[name] = GroupRun(name, spec.size, str(out), completed, read_results(str(out), spec.size))
+    return _runs[name]
+
+
+CASE_PARAMS = [
+    pytest.param(name, case.name, id=f"{name}:{case.name}")
+    for name, spec in GROUPS.items()
+    for case in CASES.select(spec.size, ())
+]
+
+
+@pytest.mark.parametrize("group_name,case_name", CASE_PARAMS)
+def test_case(tmp_path_factory, group_name, case_name):
+    group_run(tmp_path_factory, group_name).assert_case(case_name)
+
+
+@pytest.mark.parametrize("group_name", list(GROUPS))
+def test_group_finished_cleanly(tmp_path_factory, group_name):
+    """Every rank ran every case under the launcher asked for, and no rank
+    called torch's store after its server had gone (Lightning and
+    Accelerate destroy and remake the default group)."""
+    run = group_run(tmp_path_factory, group_name)
+    run.assert_clean_exit()
+    spec = GROUPS[group_name]
+    for rank in range(spec.size):
+        start = run.start_record(rank)
+        assert start["size"] == spec.size
+        assert start["backend"] == "ring"
+        assert start["launcher"] == spec.launcher
+        assert start["cases"] == len(CASES.select(spec.size, ()))
+    assert STORE_GONE not in run.completed.stderr, run.completed.describe()
+
+
+def test_destroy_after_rank_0_left_is_quiet(tmp_path):
+    """Rank 0 serves torch's store and destroys its "ring" group first; rank 1
+    destroys its own a moment later, as a script's last line does. Leaving
+    the group must not call the store (whose server went with rank 0's
+    group): gloo's ranks leave without a word, and so must ring's."""
+    code = textwrap.dedent(
+        """
+        import time, torch, torch.distributed as dist
+        import ringcc.torch  # registers "ring" where no entry point is installed
+        dist.init_process_group("ring")
+        t = torch.ones(3)
+        dist.all_reduce(t)
+        if dist.get_rank() == 1:
+            time.sleep(1.0)
+        dist.destroy_process_group()
+        print("left", t.tolist())
+        """
+    )
+    completed = run_command(ringrun_command(2, ["-c", code], ["--timeout", "60"]), rank_environment(GROUP_ENV), 90)
+    assert completed.returncode == 0, completed.describe()
+    assert completed.stdout.count("left [2.0, 2.0, 2.0]") == 2, completed.describe()
+    assert STORE_GONE not in completed.stderr, completed.describe()
