@@ -106,19 +106,19 @@ def expected_topology(on_a: int, on_b: int, ns_a: str, ns_b: str):
     return layout
 
 
-def netns_run(ranks, namespaces, layout: str, script: str = "rank_cases.py"):
+def netns_run(ranks, namespaces, layout: str, script: str = "ranks/rank_cases.py"):
     """The group for `layout`, run once (the ranks' results are cached by name)."""
     ns_a, ns_b, master_addr = namespaces
     on_a, on_b, extra_env, cases = LAYOUTS[layout]
     env = {"RINGCC_TIMEOUT_S": "30", **extra_env}
-    if script != "rank_cases.py":
+    if script != "ranks/rank_cases.py":
         env["RINGCC_TIMEOUT_S"] = "10"  # a hang costs less
         cases = ()
     exported = []
     for name in ["PYTHONPATH", *env]:
         exported += ["-x", name]  # ranks started through an agent get only the job's variables and these
     return ranks.group(
-        f"netns-{layout}-{script}",
+        f"netns-{layout}-{script.rpartition('/')[2]}",
         on_a + on_b,
         script,
         env=env,
@@ -179,4 +179,4 @@ ERRORS_LAYOUT = "2+2-hierarchical"
 @pytest.mark.parametrize("case_name", [case.name for case in ERROR_CASES.select(4, ())])
 def test_error_case_across_hosts(ranks, two_namespaces, case_name):
     """The error cases with shared memory within hosts and TCP between them."""
-    netns_run(ranks, two_namespaces, ERRORS_LAYOUT, "rank_errors.py").assert_case(case_name)
+    netns_run(ranks, two_namespaces, ERRORS_LAYOUT, "ranks/rank_errors.py").assert_case(case_name)
