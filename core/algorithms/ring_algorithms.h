@@ -35,11 +35,19 @@ struct RingScratch {
   }
 };
 
-// Entry point: exchanges and checks headers, then runs the algorithm.
+// Entry point: the agreement (agree_on_collective), then the algorithm.
 void run_over_transport(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline);
 
-// The pieces, each in its own file.
-void ring_exchange_headers(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);
+// Every rank learns every rank's header and checks them (raising the same
+// error on every rank on disagreement), in O(log n) steps; it doubles as a
+// barrier and fills a.recv_counts. An allreduce of at most
+// inline_allreduce_bytes() rides along and is complete when this returns
+// true; false: the data is still to move.
+bool agree_on_collective(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);
+// RINGCC_INLINE_BYTES (default 64 KiB; 0: never), read once.
+int64_t inline_allreduce_bytes();
+
+// The pieces, each in its own file; they expect the agreement done.
 void ring_allreduce(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline);
 void ring_reduce_scatter(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline);
 void ring_allgather(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);

@@ -1,13 +1,14 @@
-// Dispatch of a collective over a transport: header exchange first (it
-// checks agreement and doubles as the barrier), then the algorithm.
+// Dispatch of a collective over a transport: the agreement first (it
+// checks that the ranks agree, doubles as the barrier and carries small
+// allreduces), then the algorithm.
 #include "core/algorithms/ring_algorithms.h"
 #include "core/base/error.h"
 
 namespace ringcc {
 
 void run_over_transport(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline) {
-  ring_exchange_headers(ps, a, deadline);
-  if (a.agree_only) return;  // a device collective: its data moves on the device
+  if (agree_on_collective(ps, a, deadline)) return;  // a small allreduce rode along
+  if (a.agree_only) return;                           // a device collective: its data moves on the device
   switch (a.kind) {
     case CollectiveKind::kAllreduce:
       return ring_allreduce(ps, a, scratch, deadline);

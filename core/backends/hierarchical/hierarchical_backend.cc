@@ -38,8 +38,9 @@ class HierarchicalBackend : public Backend {
 void HierarchicalBackend::run(CollectiveArgs& a, Deadline deadline) {
   // Every rank first agrees on the collective with every other rank (the
   // same opening as the flat algorithms), so that a mismatch anywhere is
-  // reported on every rank before the phases below begin.
-  ring_exchange_headers(world_, a, deadline);
+  // reported on every rank before the phases below begin; a small
+  // allreduce is done by then, in as many round trips.
+  if (agree_on_collective(world_, a, deadline)) return;
   if (a.kind == CollectiveKind::kLocalError || a.agree_only) return;
 
   const size_t es = dtype_size(a.dtype);
@@ -56,7 +57,8 @@ void HierarchicalBackend::run(CollectiveArgs& a, Deadline deadline) {
   rs.out_count = mine;
   local_.run(rs, deadline);
 
-  // Allreduce of this rank's shard with its peers on the other hosts (TCP).
+  // Allreduce of this rank's shard with its peers on the other hosts (TCP),
+  // with no agreement of its own: the world's covered it.
   CollectiveArgs ar;
   ar.kind = CollectiveKind::kAllreduce;
   ar.dtype = a.dtype;
@@ -64,7 +66,7 @@ void HierarchicalBackend::run(CollectiveArgs& a, Deadline deadline) {
   ar.in = ar.out = shard;
   ar.count = ar.out_count = mine;
   ar.postscale = a.postscale;
-  run_over_transport(cross_, ar, scratch_, deadline);
+  ring_allreduce(cross_, ar, scratch_, deadline);
 
   // Allgather of the shards within the host (shared memory).
   CollectiveArgs ag;

@@ -1,0 +1,236 @@
+// The agreement that opens every collective over a transport: every rank
+// learns every rank's header (and, for alltoall, its send counts) in
+// O(log n) dependent steps, checks them all and reaches the same verdict.
+// It doubles as the barrier.
+//
+// The exchange is recursive doubling over the largest power of two p <= n:
+// in step k each rank swaps everything it knows with rank me ^ 2^k. The
+// n - p ranks above p first hand theirs to rank me - p and get the whole
+// set back from it at the end: floor(log2 n) + 2 steps for them, log2 n
+// when n is a power of two (a ring would take n - 1).
+//
+// A small allreduce rides along: each frame carries the sender's partial
+// reduction of the ranks it has heard from, so when the agreement is done
+// the reduction is too, in the same round trips (one for two ranks). Every
+// frame says how long it is, so ranks that disagree (on the collective, on
+// the size, on whether to ride along at all) stay in step on the stream
+// and reach the agreement's verdict; the ridden result is used only when
+// every rank rode along with the same length, which every rank learns
+// alike (an AND carried with the frames), and is written to the caller's
+// buffer only once the headers agree.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/algorithms/ring_algorithms.h"
+#include "core/base/env.h"
+#include "core/base/error.h"
+#include "core/collective/reduction.h"
+
+namespace ringcc {
+
+namespace {
+
+// What precedes a frame's body on the stream.
+struct FramePrefix {
+  uint64_t entries_bytes = 0;  // the headers the sender knows
+  uint64_t rider_bytes = 0;    // its partial reduction; 0: none
+  uint64_t rider_ok = 0;       // 1: every rank it heard from rode along alike
+};
+
+// One rank's contribution in a frame: its index, whether send counts
+// follow (alltoall), its header.
+struct EntryPrefix {
+  int32_t index = 0;
+  int32_t counts = 0;  // 0, or n int64 send counts after the header
+};
+
+struct Known {
+  std::vector<uint8_t> entries;  // EntryPrefix + OpHeader (+ counts), one per rank heard from
+  std::vector<uint8_t> rider;    // the partial reduction
+  bool rider_ok = false;
+};
+
+size_t entry_bytes(int32_t counts) {
+  return sizeof(EntryPrefix) + sizeof(OpHeader) + 8 * static_cast<size_t>(counts);
+}
+
+class Exchange {
+ public:
+  Exchange(const PeerSet& ps, const CollectiveArgs& a, Deadline deadline) : ps_(ps), a_(a), deadline_(deadline) {}
+
+  void send(int index, const Known& k) {
+    FramePrefix f{k.entries.size(), k.rider.size(), k.rider_ok ? 1u : 0u};
+    out_.resize(sizeof(f) + k.entries.size() + k.rider.size());
+    std::memcpy(out_.data(), &f, sizeof(f));
+    if (!k.entries.empty()) std::memcpy(out_.data() + sizeof(f), k.entries.data(), k.entries.size());
+    if (!k.rider.empty()) std::memcpy(out_.data() + sizeof(f) + k.entries.size(), k.rider.data(), k.rider.size());
+    pending_send_ = link(index)->isend(ps_.ranks[static_cast<size_t>(index)], out_.data(), out_.size());
+  }
+
+  // Receives a frame from `index` while the last send progresses.
+  Known receive(int index) {
+    Transport* t = link(index);
+    const int rank = ps_.ranks[static_cast<size_t>(index)];
+    FramePrefix f;
+    auto head = t->irecv(rank, &f, sizeof(f));
+    wait_one(head.get(), others(), deadline_, collective_name(a_.kind));
+    const size_t n = static_cast<size_t>(ps_.size());
+    // No rank can send more than every rank's entry with counts, or a
+    // rider longer than it is allowed to make.
+    if (f.entries_bytes > n * entry_bytes(static_cast<int32_t>(n)) || f.rider_bytes > kMaxRiderBytes ||
+        f.rider_ok > 1) {
+      raise(ErrorKind::kInternal, "corrupt collective header from rank ", rank);
+    }
+    Known k;
+    k.entries.resize(f.entries_bytes);
+    k.rider.resize(f.rider_bytes);
+    k.rider_ok = f.rider_ok == 1;
+    std::vector<Request*> body;
+    std::unique_ptr<Request> entries, rider;
+    if (!k.entries.empty()) entries = t->irecv(rank, k.entries.data(), k.entries.size());
+    if (!k.rider.empty()) rider = t->irecv(rank, k.rider.data(), k.rider.size());
+    if (entries) body.push_back(entries.get());
+    if (rider) body.push_back(rider.get());
+    if (pending_send_) body.push_back(pending_send_.get());
+    wait_all(body, deadline_, collective_name(a_.kind));
+    pending_send_.reset();
+    return k;
+  }
+
+  void finish_send() {
+    if (pending_send_) wait_all({pending_send_.get()}, deadline_, collective_name(a_.kind));
+    pending_send_.reset();
+  }
+
+  static constexpr uint64_t kMaxRiderBytes = uint64_t{1} << 30;
+
+ private:
+  Transport* link(int index) const { return ps_.links[static_cast<size_t>(index)]; }
+  std::vector<Request*> others() const {
+    std::vector<Request*> v;
+    if (pending_send_) v.push_back(pending_send_.get());
+    return v;
+  }
+
+  const PeerSet& ps_;
+  const CollectiveArgs& a_;
+  Deadline deadline_;
+  std::vector<uint8_t> out_;
+  std::unique_ptr<Request> pending_send_;
+};
+
+// Adds what `from` knows to `into`: its entries, and its rider reduced
+// into ours where both rode along alike.
+void merge(Known& into, const Known& from, const CollectiveArgs& a) {
+  into.entries.insert(into.entries.end(), from.entries.begin(), from.entries.end());
+  const bool alike = into.rider_ok && from.rider_ok && into.rider.size() == from.rider.size();
+  if (alike && !into.rider.empty()) {
+    reduce_inplace(into.rider.data(), from.rider.data(), a.count, a.dtype, a.op);
+  } else {
+    into.rider.clear();  // not used: no need to send it on
+  }
+  into.rider_ok = alike;
+}
+
+// The whole set with a partner's (the rider replaced, not reduced: the
+// partner's is already the reduction of every rank).
+void adopt(Known& into, Known&& from) { into = std::move(from); }
+
+}  // namespace
+
+int64_t inline_allreduce_bytes() {
+  static const int64_t bytes = std::max<int64_t>(0, env_int("RINGCC_INLINE_BYTES", 64 << 10));
+  return bytes;
+}
+
+bool agree_on_collective(const PeerSet& ps, CollectiveArgs& a, Deadline deadline) {
+  const int n = ps.size();
+  const size_t nn = static_cast<size_t>(n);
+  const bool alltoall = a.kind == CollectiveKind::kAlltoall;
+  const int64_t es = static_cast<int64_t>(dtype_size(a.dtype));
+  const bool ride = a.kind == CollectiveKind::kAllreduce && !a.agree_only && n > 1 && a.count > 0 &&
+                    a.count <= std::min<int64_t>(inline_allreduce_bytes(), Exchange::kMaxRiderBytes) / es;
+
+  Known known;
+  {
+    const EntryPrefix e{ps.me, alltoall ? n : 0};
+    const OpHeader h = make_header(a);
+    known.entries.resize(entry_bytes(e.counts));
+    std::memcpy(known.entries.data(), &e, sizeof(e));
+    std::memcpy(known.entries.data() + sizeof(e), &h, sizeof(h));
+    if (alltoall) {
+      if (a.send_counts.size() != nn) {
+        raise(ErrorKind::kInvalidArgument, "alltoall: send counts for ", a.send_counts.size(), " ranks, not ", n);
+      }
+      std::memcpy(known.entries.data() + sizeof(e) + sizeof(h), a.send_counts.data(), 8 * nn);
+    }
+    known.rider_ok = ride;
+    if (ride) {
+      known.rider.resize(static_cast<size_t>(a.count * es));
+      if (a.prescale != 1.0) {
+        scale_copy(known.rider.data(), a.in, a.count, a.dtype, a.prescale);
+      } else {
+        std::memcpy(known.rider.data(), a.in, known.rider.size());
+      }
+    }
+  }
+
+  if (n > 1) {
+    int p = 1;
+    while (p * 2 <= n) p *= 2;
+    Exchange x(ps, a, deadline);
+    if (ps.me >= p) {  // hands its part to me - p, gets the whole back
+      x.send(ps.me - p, known);
+      adopt(known, x.receive(ps.me - p));
+    } else {
+      if (ps.me + p < n) merge(known, x.receive(ps.me + p), a);
+      for (int bit = 1; bit < p; bit *= 2) {
+        const int partner = ps.me ^ bit;
+        x.send(partner, known);
+        merge(known, x.receive(partner), a);
+      }
+      if (ps.me + p < n) x.send(ps.me + p, known);
+      x.finish_send();
+    }
+  }
+
+  // Every rank's header in rank order, then one verdict everywhere.
+  std::vector<OpHeader> headers(nn);
+  std::vector<int64_t> counts;
+  if (alltoall) counts.assign(nn * nn, 0);
+  std::vector<bool> seen(nn, false);
+  for (size_t off = 0; off < known.entries.size();) {
+    EntryPrefix e;
+    if (known.entries.size() - off < sizeof(e)) raise(ErrorKind::kInternal, "corrupt collective headers");
+    std::memcpy(&e, known.entries.data() + off, sizeof(e));
+    if (e.index < 0 || e.index >= n || seen[static_cast<size_t>(e.index)] || (e.counts != 0 && e.counts != n) ||
+        known.entries.size() - off < entry_bytes(e.counts)) {
+      raise(ErrorKind::kInternal, "corrupt collective headers");
+    }
+    const size_t i = static_cast<size_t>(e.index);
+    seen[i] = true;
+    std::memcpy(&headers[i], known.entries.data() + off + sizeof(e), sizeof(OpHeader));
+    if (alltoall && e.counts == n) {
+      std::memcpy(&counts[i * nn], known.entries.data() + off + sizeof(e) + sizeof(OpHeader), 8 * nn);
+    }
+    off += entry_bytes(e.counts);
+  }
+  if (std::find(seen.begin(), seen.end(), false) != seen.end()) {
+    raise(ErrorKind::kInternal, "collective agreement: a rank's header is missing");
+  }
+  check_agreement(headers, ps.ranks, counts, ps.me);
+  a.recv_counts.assign(nn, 0);
+  for (size_t i = 0; i < nn; ++i) {
+    a.recv_counts[i] = alltoall ? counts[i * nn + static_cast<size_t>(ps.me)] : headers[i].count;
+  }
+  if (a.agree_only && alltoall) a.alltoall_counts = std::move(counts);
+
+  if (!ride || !known.rider_ok) return false;
+  std::memcpy(a.out, known.rider.data(), known.rider.size());
+  if (a.postscale != 1.0) scale_inplace(a.out, a.count, a.dtype, a.postscale);
+  a.result_count = a.count;
+  return true;
+}
+
+}  // namespace ringcc
