@@ -1,10 +1,14 @@
 #include "core/rendezvous/topology.h"
 
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "core/base/error.h"
 #include "core/os/shm_segment.h"
@@ -39,16 +43,56 @@ Topology topology_of(const std::vector<std::string>& hosts, int rank) {
   return t;
 }
 
+namespace {
+
+constexpr size_t kMaskWords = CPU_SETSIZE / 64;
+
+std::string boot_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  if (!(in >> id)) return "";
+  for (char c : id) {
+    if (!std::isxdigit(static_cast<unsigned char>(c)) && c != '-') return "";
+  }
+  return id;
+}
+
+std::vector<uint64_t> my_cpu_mask() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<uint64_t> mask;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return mask;
+  mask.assign(kMaskWords, 0);
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) mask[static_cast<size_t>(c / 64)] |= uint64_t{1} << (c % 64);
+  }
+  while (!mask.empty() && mask.back() == 0) mask.pop_back();
+  return mask;
+}
+
+}  // namespace
+
 RankPlace RankPlace::mine() {
   RankPlace p;
   p.host = host_name();
   p.pid = getpid();
   p.pid_namespace = pid_namespace_id();
+  p.machine = boot_id();
+  p.cpu_mask = my_cpu_mask();
   return p;
 }
 
 std::string RankPlace::text() const {
-  return host + "\n" + std::to_string(pid) + " " + std::to_string(pid_namespace);
+  std::string out = host + "\n" + std::to_string(pid) + " " + std::to_string(pid_namespace);
+  if (!machine.empty() && !cpu_mask.empty()) {
+    out += " " + machine + " ";
+    char word[17];
+    for (size_t w = 0; w < cpu_mask.size(); ++w) {
+      std::snprintf(word, sizeof(word), "%016llx", static_cast<unsigned long long>(cpu_mask[w]));
+      out += (w ? "," : "") + std::string(word);
+    }
+  }
+  return out;
 }
 
 RankPlace RankPlace::parse(const std::string& text, std::string* rest) {
@@ -64,9 +108,44 @@ RankPlace RankPlace::parse(const std::string& text, std::string* rest) {
       p.pid = pid;
       p.pid_namespace = ns;
     }
+    std::istringstream fields(ids);
+    std::string skip, machine, mask;
+    if (fields >> skip >> skip >> machine >> mask) {
+      std::vector<uint64_t> words;
+      std::istringstream in(mask);
+      std::string word;
+      bool good = true;
+      while (good && std::getline(in, word, ',') && words.size() < kMaskWords) {
+        good = word.size() == 16 && word.find_first_not_of("0123456789abcdef") == std::string::npos;
+        if (good) words.push_back(std::stoull(word, nullptr, 16));
+      }
+      if (good && !words.empty()) {
+        p.machine = machine;
+        p.cpu_mask = std::move(words);
+      }
+    }
   }
   *rest = second == std::string::npos ? "" : text.substr(second + 1);
   return p;
+}
+
+MachineSharing machine_sharing(const std::vector<RankPlace>& places, int rank) {
+  const RankPlace& me = places[static_cast<size_t>(rank)];
+  MachineSharing sharing;
+  if (me.machine.empty()) return sharing;
+  std::vector<uint64_t> all(kMaskWords, 0);
+  int ranks = 0;
+  for (const RankPlace& p : places) {
+    if (p.machine.empty()) return sharing;
+    if (p.machine != me.machine) continue;
+    ++ranks;
+    for (size_t w = 0; w < p.cpu_mask.size() && w < all.size(); ++w) all[w] |= p.cpu_mask[w];
+  }
+  int cpus = 0;
+  for (uint64_t w : all) cpus += __builtin_popcountll(w);
+  sharing.ranks = ranks;
+  sharing.cpus = cpus;
+  return sharing;
 }
 
 namespace {

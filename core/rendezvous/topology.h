@@ -32,9 +32,14 @@ struct RankPlace {
   std::string host;
   int64_t pid = 0;
   uint64_t pid_namespace = 0;
+  // The kernel it runs under (its boot id: the same in every network, UTS
+  // or container namespace of one machine), and the CPUs it may run on.
+  // Ranks under one kernel share its CPUs whatever their host names say.
+  std::string machine;
+  std::vector<uint64_t> cpu_mask;  // 64 CPUs per word
 
   static RankPlace mine();
-  // "host\npid pidns": the first two lines of what a rank posts.
+  // "host\npid pidns machine mask": the first two lines of what a rank posts.
   std::string text() const;
   // From text(); *rest gets what follows it.
   static RankPlace parse(const std::string& text, std::string* rest);
@@ -48,5 +53,13 @@ struct RankPlace {
 // Error(kInvalidArgument) naming the rank and what it said otherwise: a
 // process that is not one of the job's ranks wrote to the store.
 void confirm_places(const std::vector<RankPlace>& places, int rank, const std::string& launcher_single_host);
+
+// The ranks under this rank's kernel (itself included) and the CPUs they
+// may run on together: {ranks, cpus}; {1, 0} when a rank did not say.
+struct MachineSharing {
+  int ranks = 1;
+  int cpus = 0;
+};
+MachineSharing machine_sharing(const std::vector<RankPlace>& places, int rank);
 
 }  // namespace ringcc
