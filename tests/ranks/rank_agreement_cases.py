@@ -109,9 +109,7 @@ def mismatch_kinds(ctx):
 def mismatch_sizes(ctx):
     """Rank 0's allreduce rides along, the others' is too long to."""
     count = 8 if ctx.rank == 0 else 100000
-    expect_error(
-        ringcc.MismatchError, ["8", "100000"], lambda: ringcc.allreduce(np.ones(count, np.float32)), "sizes"
-    )
+    expect_error(ringcc.MismatchError, ["8", "100000"], lambda: ringcc.allreduce(np.ones(count, np.float32)), "sizes")
     _still_works(ctx, "different sizes")
 
 
