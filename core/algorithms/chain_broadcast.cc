@@ -32,7 +32,7 @@ void chain_broadcast(const PeerSet& ps, CollectiveArgs& a, Deadline deadline) {
   }
   // The root sends one message; we receive it chunk by chunk (a stream
   // transport matches bytes, so the split on our side is free) and forward.
-  const size_t chunk = ring_chunk_bytes();
+  const size_t chunk = static_cast<size_t>(pipeline_chunk_elems(static_cast<int64_t>(total), 1));
   std::deque<std::unique_ptr<Request>> sends;
   std::unique_ptr<Request> next;
   auto post = [&](size_t off) { return left->irecv(left_rank, out + off, std::min(chunk, total - off)); };

@@ -47,6 +47,14 @@ bool agree_on_collective(const PeerSet& ps, CollectiveArgs& a, Deadline deadline
 // RINGCC_INLINE_BYTES (default 64 KiB; 0: never), read once.
 int64_t inline_allreduce_bytes();
 
+// Elements per pipelined chunk for pieces of at most `longest` elements of
+// `element_bytes` each: ring_chunk_bytes(), but a piece shorter than that
+// is still cut in kPipelineDepth chunks (none under kMinChunkBytes), so
+// that reducing or forwarding one overlaps the transfer of the next.
+constexpr int64_t kPipelineDepth = 4;
+constexpr int64_t kMinChunkBytes = 16 << 10;
+int64_t pipeline_chunk_elems(int64_t longest, size_t element_bytes);
+
 // The pieces, each in its own file; they expect the agreement done.
 void ring_allreduce(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline);
 void ring_reduce_scatter(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline);

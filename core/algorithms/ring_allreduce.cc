@@ -1,6 +1,7 @@
 // Ring allreduce: a reduce-scatter (n-1 steps; each step sends one segment
 // to the right neighbour and reduces the segment arriving from the left,
-// chunk by chunk so reduction overlaps the transfer of the next chunk),
+// chunk by chunk so reduction overlaps the transfer of the next chunk, a
+// segment shorter than a chunk cut in several too),
 // then an allgather of the reduced segments (n-1 steps). The segment the
 // last reduce-scatter step completes is the one the allgather's first step
 // sends: each of its chunks goes out as soon as it is reduced, while it is
@@ -79,7 +80,7 @@ void ring_allreduce(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, 
   a.result_count = a.count;
   if (n > 1 && a.count > 0) {
     auto seg_lo = [&](int j) { return a.count * j / n; };
-    const int64_t chunk_elems = std::max<int64_t>(1, static_cast<int64_t>(ring_chunk_bytes() / es));
+    const int64_t chunk_elems = pipeline_chunk_elems((a.count + n - 1) / n, es);
     uint8_t* staging = scratch.get(scratch.chunks, 2 * static_cast<size_t>(chunk_elems) * es);
     Transport* right = ps.links[static_cast<size_t>(ps.right())];
     Transport* left = ps.links[static_cast<size_t>(ps.left())];

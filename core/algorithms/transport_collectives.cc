@@ -1,10 +1,20 @@
 // Dispatch of a collective over a transport: the agreement first (it
 // checks that the ranks agree, doubles as the barrier and carries small
 // allreduces), then the algorithm.
+#include <algorithm>
+
 #include "core/algorithms/ring_algorithms.h"
 #include "core/base/error.h"
 
 namespace ringcc {
+
+int64_t pipeline_chunk_elems(int64_t longest, size_t element_bytes) {
+  const auto es = static_cast<int64_t>(element_bytes);
+  const int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(ring_chunk_bytes()) / es);
+  const int64_t floor = std::max<int64_t>(1, kMinChunkBytes / es);
+  const int64_t split = (longest + kPipelineDepth - 1) / kPipelineDepth;
+  return std::min(chunk, std::max(floor, split));
+}
 
 void run_over_transport(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline) {
   if (agree_on_collective(ps, a, deadline)) return;  // a small allreduce rode along
