@@ -30,6 +30,7 @@ Topology topology_of(const std::vector<std::string>& hosts, int rank) {
   }
   t.local_size = static_cast<int>(t.local_ranks.size());
   t.local_rank = local_rank_of[static_cast<size_t>(rank)];
+  t.local_rank_of = local_rank_of;
   t.hosts = static_cast<int>(per_host.size());
   for (const auto& entry : per_host) t.homogeneous = t.homogeneous && entry.second == t.local_size;
   t.cross_ranks.clear();

@@ -18,6 +18,7 @@ struct Topology {
   bool homogeneous = true;          // every host runs as many ranks
   std::vector<int> local_ranks{0};  // global ranks of the local group
   std::vector<int> cross_ranks{0};  // global ranks of the cross group
+  std::vector<int> local_rank_of{0};  // every rank's local rank, by global rank
 
   bool all_local() const { return local_size == size; }
 };

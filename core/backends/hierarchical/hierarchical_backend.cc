@@ -2,6 +2,7 @@
 
 #include "core/algorithms/shm_collectives.h"
 #include "core/base/env.h"
+#include "core/base/error.h"
 
 namespace ringcc {
 
@@ -16,14 +17,18 @@ class HierarchicalBackend : public Backend {
         cross_(job.cross),
         local_rank_(job.topology.local_rank),
         local_size_(job.topology.local_size),
+        local_ranks_(job.topology.local_ranks),
+        local_rank_of_(job.topology.local_rank_of),
         local_(*job.store, job.key_prefix, job.topology.local_ranks, job.topology.local_rank, deadline) {}
 
   const char* name() const override { return "hierarchical"; }
   MemoryKind memory() const override { return MemoryKind::kHost; }
   bool takes(const CollectiveArgs& a) const override {
-    return a.kind == CollectiveKind::kAllreduce || a.failed_kind == CollectiveKind::kAllreduce;
+    auto ours = [](CollectiveKind k) { return k == CollectiveKind::kAllreduce || k == CollectiveKind::kBroadcast; };
+    return ours(a.kind) || (a.kind == CollectiveKind::kLocalError && ours(a.failed_kind));
   }
   void run(CollectiveArgs& a, Deadline deadline) override;
+  void broadcast(CollectiveArgs& a, Deadline deadline);
   void abort(const std::string& reason) override { local_.abort(reason); }
   void shutdown() override { local_.leave(); }
 
@@ -31,6 +36,8 @@ class HierarchicalBackend : public Backend {
   PeerSet world_;
   PeerSet cross_;
   int local_rank_, local_size_;
+  std::vector<int> local_ranks_;    // global ranks on this host, by local rank
+  std::vector<int> local_rank_of_;  // every rank's local rank
   ShmCollectives local_;
   RingScratch scratch_;
 };
@@ -42,6 +49,7 @@ void HierarchicalBackend::run(CollectiveArgs& a, Deadline deadline) {
   // allreduce is done by then, in as many round trips.
   if (agree_on_collective(world_, a, deadline)) return;
   if (a.kind == CollectiveKind::kLocalError || a.agree_only) return;
+  if (a.kind == CollectiveKind::kBroadcast) return broadcast(a, deadline);
 
   const size_t es = dtype_size(a.dtype);
   auto* out = static_cast<uint8_t*>(a.out);
@@ -77,6 +85,25 @@ void HierarchicalBackend::run(CollectiveArgs& a, Deadline deadline) {
   ag.out = out;
   ag.out_count = a.count;
   local_.run(ag, deadline);
+  a.result_count = a.count;
+}
+
+// The root's data crosses the network once per host: a chain over the
+// ranks with the root's local rank (one per host, TCP), then a broadcast
+// in shared memory on every host from that rank.
+void HierarchicalBackend::broadcast(CollectiveArgs& a, Deadline deadline) {
+  if (a.root < 0 || static_cast<size_t>(a.root) >= local_rank_of_.size()) {
+    raise(ErrorKind::kInvalidArgument, "broadcast: root rank ", a.root, " is not a rank of this job");
+  }
+  const int root_local = local_rank_of_[static_cast<size_t>(a.root)];
+  if (local_rank_ == root_local) {
+    CollectiveArgs across = a;
+    chain_broadcast(cross_, across, deadline);
+  }
+  CollectiveArgs within = a;
+  within.root = local_ranks_[static_cast<size_t>(root_local)];
+  within.in = a.out;  // the host's root holds the data there by now
+  local_.run(within, deadline);
   a.result_count = a.count;
 }
 
