@@ -13,8 +13,12 @@ when only the package's Python files changed they are copied over the
 installed ones (a stamp file in the venv keeps both hashes).
 RINGCC_MXNET_INSTALL=0 skips the install and runs the ringcc that this
 pytest process imports instead (same interpreter version; faster while
-developing). Skipped, with the reason, when the venv cannot be created or
-MXNet cannot be installed (no network).
+developing); RINGCC_MXNET_INSTALL=copy copies that installed package, its
+compiled core included, into the venv instead of building it again (CI,
+whose environment has just built and installed this checkout: the core
+uses NumPy only through its Python API, so one build serves both).
+Skipped, with the reason, when the venv cannot be created or MXNet cannot
+be installed (no network).
 
 Each group in GROUPS starts once (ringrun ... tests/frameworks/mxnet/mxnet_cases.py inside the
 venv) and runs every case of mxnet_cases.CASES; each test below asserts on one
@@ -59,6 +63,7 @@ VENV_DISABLED = os.environ.get("RINGCC_MXNET_VENV", "").strip().lower() == "none
 VENV = venv_path()
 PINS = ("numpy==1.23.5", "mxnet==1.9.1")
 INSTALL_RINGCC = os.environ.get("RINGCC_MXNET_INSTALL", "1").strip().lower() not in ("0", "false", "no", "off")
+COPY_RINGCC = os.environ.get("RINGCC_MXNET_INSTALL", "").strip().lower() == "copy"
 STAMP = VENV / "ringcc-source.json"
 # What the compiled core is built from, and the Python package (the stamp's hashes).
 BUILD_SOURCES = ("CMakeLists.txt", "pyproject.toml", "core", "bindings")
@@ -159,9 +164,26 @@ def _stamp() -> dict[str, str]:
         return {}
 
 
+def _copy_installed_ringcc() -> None:
+    """This process's installed ringcc (compiled core and all) into the venv."""
+    import ringcc
+
+    source = Path(ringcc.__file__).resolve().parent
+    assert REPO not in source.parents, f"RINGCC_MXNET_INSTALL=copy needs an installed ringcc, not {source}"
+    assert list(source.glob("_core*.so")), f"no compiled core next to {source}"
+    where = _run([_python(), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], 120, _clean_env())
+    assert where.returncode == 0, where.stderr
+    target = Path(where.stdout.strip()) / "ringcc"
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+
+
 def _pip_install_ringcc() -> None:
     """pip install of this checkout (the compiled core included) into the venv."""
     STAMP.unlink(missing_ok=True)
+    if COPY_RINGCC:
+        _copy_installed_ringcc()
+        return
     # --no-deps: ringcc's only dependency, NumPy, is there (and pinned);
     # RINGCC_JAX_FFI=OFF: no XLA handlers in an MXNet venv.
     try:
@@ -259,16 +281,17 @@ def mxnet_venv():
         start = time.monotonic()
         wanted = {"build": _hash(_files(BUILD_SOURCES)), "package": _hash(_files([PACKAGE], (".py",)))}
         stamp = _stamp()
-        if stamp.get("build") != wanted["build"] or _loads().returncode != 0:
+        if COPY_RINGCC or stamp.get("build") != wanted["build"] or _loads().returncode != 0:
             _pip_install_ringcc()
         elif stamp.get("package") != wanted["package"]:
             _sync_package()  # the compiled core is current: no rebuild
-        if stamp != wanted:
+        if COPY_RINGCC or stamp != wanted:
             check = _loads()
             assert check.returncode == 0, (
                 f"ringcc was installed into {VENV} but does not load there:\n{_tail(check.stdout + check.stderr)}"
             )
-            STAMP.write_text(json.dumps(wanted))
+            if not COPY_RINGCC:  # a copy is of whatever was installed, not of these sources
+                STAMP.write_text(json.dumps(wanted))
         _timings["ringcc install"] = time.monotonic() - start
     return _python()
 
