@@ -1,5 +1,7 @@
 #include "core/backends/hierarchical/hierarchical_backend.h"
 
+#include <cstring>
+
 #include "core/algorithms/shm_collectives.h"
 #include "core/base/env.h"
 #include "core/base/error.h"
@@ -24,11 +26,14 @@ class HierarchicalBackend : public Backend {
   const char* name() const override { return "hierarchical"; }
   MemoryKind memory() const override { return MemoryKind::kHost; }
   bool takes(const CollectiveArgs& a) const override {
-    auto ours = [](CollectiveKind k) { return k == CollectiveKind::kAllreduce || k == CollectiveKind::kBroadcast; };
+    auto ours = [](CollectiveKind k) {
+      return k == CollectiveKind::kAllreduce || k == CollectiveKind::kBroadcast || k == CollectiveKind::kAllgather;
+    };
     return ours(a.kind) || (a.kind == CollectiveKind::kLocalError && ours(a.failed_kind));
   }
   void run(CollectiveArgs& a, Deadline deadline) override;
   void broadcast(CollectiveArgs& a, Deadline deadline);
+  void allgather(CollectiveArgs& a, Deadline deadline);
   void abort(const std::string& reason) override { local_.abort(reason); }
   void shutdown() override { local_.leave(); }
 
@@ -40,6 +45,7 @@ class HierarchicalBackend : public Backend {
   std::vector<int> local_rank_of_;  // every rank's local rank
   ShmCollectives local_;
   RingScratch scratch_;
+  std::vector<uint8_t> across_, within_;  // allgather's two phases
 };
 
 void HierarchicalBackend::run(CollectiveArgs& a, Deadline deadline) {
@@ -50,6 +56,7 @@ void HierarchicalBackend::run(CollectiveArgs& a, Deadline deadline) {
   if (agree_on_collective(world_, a, deadline)) return;
   if (a.kind == CollectiveKind::kLocalError || a.agree_only) return;
   if (a.kind == CollectiveKind::kBroadcast) return broadcast(a, deadline);
+  if (a.kind == CollectiveKind::kAllgather) return allgather(a, deadline);
 
   const size_t es = dtype_size(a.dtype);
   auto* out = static_cast<uint8_t*>(a.out);
@@ -105,6 +112,57 @@ void HierarchicalBackend::broadcast(CollectiveArgs& a, Deadline deadline) {
   within.in = a.out;  // the host's root holds the data there by now
   local_.run(within, deadline);
   a.result_count = a.count;
+}
+
+// Every rank's block crosses the network once per other host: a ring
+// among the ranks of this rank's local rank (one per host) gathers their
+// blocks, then the ranks of a host gather those sets in shared memory, and
+// the blocks are put in rank order.
+void HierarchicalBackend::allgather(CollectiveArgs& a, Deadline deadline) {
+  const size_t es = dtype_size(a.dtype);
+  const size_t n = local_rank_of_.size();
+  std::vector<int64_t> displ(n + 1, 0);
+  for (size_t r = 0; r < n; ++r) displ[r + 1] = displ[r] + a.recv_counts[r];
+  a.result_count = displ.back();
+  auto* out = static_cast<uint8_t*>(a.out_count >= 0 ? a.out : a.allocate(a.result_count));
+  a.out = out;
+
+  CollectiveArgs across;
+  across.kind = CollectiveKind::kAllgather;
+  across.dtype = a.dtype;
+  across.in = a.in;
+  across.count = a.count;
+  int64_t gathered = 0;
+  for (int r : cross_.ranks) {
+    across.recv_counts.push_back(a.recv_counts[static_cast<size_t>(r)]);
+    gathered += a.recv_counts[static_cast<size_t>(r)];
+  }
+  if (across_.size() < static_cast<size_t>(gathered) * es) across_.resize(static_cast<size_t>(gathered) * es);
+  across.out = across_.data();
+  across.out_count = gathered;
+  ring_allgather(cross_, across, deadline);
+
+  CollectiveArgs within;
+  within.kind = CollectiveKind::kAllgather;
+  within.dtype = a.dtype;
+  within.in = across_.data();
+  within.count = gathered;
+  if (within_.size() < static_cast<size_t>(displ.back()) * es) within_.resize(static_cast<size_t>(displ.back()) * es);
+  within.out = within_.data();
+  within.out_count = displ.back();
+  local_.run(within, deadline);
+
+  // within_ holds, local rank after local rank, the blocks of the ranks of
+  // that local rank in rank order (each cross group's order).
+  const uint8_t* from = within_.data();
+  for (int j = 0; j < local_size_; ++j) {
+    for (size_t r = 0; r < n; ++r) {
+      if (local_rank_of_[r] != j) continue;
+      const size_t bytes = static_cast<size_t>(a.recv_counts[r]) * es;
+      if (bytes > 0) std::memcpy(out + static_cast<size_t>(displ[r]) * es, from, bytes);
+      from += bytes;
+    }
+  }
 }
 
 std::string refuses(const BackendJob& job, bool /*forced*/) {
