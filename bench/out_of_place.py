@@ -1,7 +1,7 @@
 """Named per-tensor rounds, out of place against in place.
 
     ringrun --no-prefix -np 2 python -m bench.out_of_place [--tensors 1000] [--elements 1024]
-        [--rounds 15] [--torch]
+        [--rounds 15] [--torch] [--work-ms 0]
 
 One round: --tensors float32 arrays of --elements elements, each enqueued by
 name, then every handle synchronized; the time of a round is the maximum
@@ -11,7 +11,11 @@ round by round). Cases:
   named in place       ringcc.allreduce_async_(x, name=...)
   one concatenated     ringcc.allreduce(big), big holding every tensor's elements
 With --torch, the same rounds through the Horovod API on torch tensors:
-hvd.allreduce_async against hvd.allreduce_async_ (op=Sum). Rank 0 prints the
+hvd.allreduce_async against hvd.allreduce_async_ (op=Sum). With --work-ms,
+each rank computes for that long before every round, outside its time (a
+matrix product over a buffer larger than the caches, as a training step's
+forward and backward separate its gradient rounds): the rounds then start
+cold, as in training, instead of back to back. Rank 0 prints the
 medians and the ratios the docs quote (docs/benchmarks.md, "Contention and
 the out-of-place path").
 """
@@ -29,17 +33,40 @@ def parse_args(argv=None):
     p.add_argument("--elements", type=int, default=1024)
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--torch", action="store_true", help="also the Horovod API on torch tensors")
+    p.add_argument("--work-ms", type=float, default=0.0, help="compute this long before every round (untimed)")
     a = p.parse_args(argv)
     if a.tensors < 1 or a.elements < 1 or a.rounds < 1:
         p.error("--tensors, --elements and --rounds must be >= 1")
+    if a.work_ms < 0:
+        p.error("--work-ms must be >= 0")
     return a
 
 
-def timed_rounds(cases, rounds, barrier, max_over_ranks):
+class OtherWork:
+    """Compute for a while between rounds: matrix products, and a pass over
+    64 MiB so that the caches hold the work's data, not the round's."""
+
+    def __init__(self, ms: float):
+        self.seconds = ms / 1e3
+        if self.seconds > 0:
+            self.a = np.random.default_rng(0).random((192, 192), dtype=np.float32)
+            self.sweep = np.ones(16 << 20, np.float32)
+
+    def __call__(self) -> None:
+        if self.seconds <= 0:
+            return
+        end = time.perf_counter() + self.seconds
+        self.sweep += 1.0
+        while time.perf_counter() < end:
+            self.a = (self.a @ self.a) * np.float32(1e-3)
+
+
+def timed_rounds(cases, rounds, barrier, max_over_ranks, before_round=lambda: None):
     """{case: [seconds per round, max over ranks]}, the cases alternating."""
     times = {k: [] for k in cases}
     for _ in range(rounds):
         for name, run in cases.items():
+            before_round()
             barrier()
             t = time.perf_counter()
             run()
@@ -76,6 +103,7 @@ def main(argv=None):
         for h in hs:
             ringcc.synchronize(h)
 
+    work = OtherWork(a.work_ms)
     results = out_of_place()  # the names enter the response cache; the results are checked
     if not all(np.all(r == ringcc.size()) for r in results):
         raise SystemExit("bench.out_of_place: wrong allreduce results")
@@ -88,6 +116,7 @@ def main(argv=None):
         a.rounds,
         ringcc.barrier,
         max_over_ranks,
+        work,
     )
     if a.torch:
         import torch
@@ -112,6 +141,7 @@ def main(argv=None):
                 a.rounds,
                 ringcc.barrier,
                 max_over_ranks,
+                work,
             )
         )
     if ringcc.rank() == 0:
@@ -119,6 +149,7 @@ def main(argv=None):
         print(
             f"# {ringcc.size()} ranks, {a.tensors} float32 tensors of {a.elements} elements, "
             f"median of {a.rounds} rounds (max over ranks)"
+            + (f", {a.work_ms:g} ms of other work before each" if a.work_ms > 0 else "")
         )
         for k, v in med.items():
             print(f"{k:24s} {v * 1e3:9.3f} ms")

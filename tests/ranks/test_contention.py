@@ -194,7 +194,19 @@ def test_bench_out_of_place_rounds(ringcc_module, tmp_path):
     repo = os.path.join(os.path.dirname(__file__), "..", "..")
     command = ringrun_command(
         2,
-        ["-m", "bench.out_of_place", "--tensors", "40", "--elements", "64", "--rounds", "2", "--torch"],
+        [
+            "-m",
+            "bench.out_of_place",
+            "--tensors",
+            "40",
+            "--elements",
+            "64",
+            "--rounds",
+            "2",
+            "--torch",
+            "--work-ms",
+            "2",
+        ],
         ["--no-prefix"],
     )
     env = rank_environment({"PYTHONPATH": os.pathsep.join([os.path.abspath(repo), rank_environment()["PYTHONPATH"]])})
@@ -207,5 +219,6 @@ def test_bench_out_of_place_rounds(ringcc_module, tmp_path):
         "hvd.allreduce_async_",
         "out of place / one concatenated:",
         "hvd out of place / in place:",
+        "2 ms of other work before each",
     ):
         assert label in done.stdout, done.describe()
