@@ -21,7 +21,9 @@ struct RendezvousInfo {
   // the first it can bind, the others look for it on each. master_port is
   // then the first. Empty when the port was given.
   std::vector<int> store_ports;
-  std::string store_from;  // how master_addr and the ports were found, when derived ("" when given)
+  // How master_addr and the ports were found when derived, for messages;
+  // "" when given.
+  std::string store_from;
   std::string secret;  // the job secret (RINGCC_SECRET or RINGCC_SECRET_FILE); may be empty
   std::string source;  // which launcher's variables were used, for messages
   // True when the launcher's variables say that every rank runs on this

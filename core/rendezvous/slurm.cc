@@ -118,13 +118,13 @@ std::vector<int> slurm_store_ports(const std::string& identity, const std::strin
   return ports;
 }
 
-void fill_store_from_slurm(const std::string& identity, std::string* addr, std::vector<int>* ports,
-                           std::string* why) {
+void fill_store_from_slurm(const std::string& identity, std::string* addr, std::vector<int>* ports, std::string* why) {
   std::string how;
   if (addr->empty()) {
     const char* var = node_list_variable();
     if (var == nullptr) {
-      raise(ErrorKind::kInvalidArgument, "ranks found from SLURM (SLURM_PROCID/SLURM_NTASKS) but SLURM gives no node "
+      raise(ErrorKind::kInvalidArgument,
+            "ranks found from SLURM (SLURM_PROCID/SLURM_NTASKS) but SLURM gives no node "
             "list (SLURM_STEP_NODELIST, SLURM_JOB_NODELIST): start the ranks with srun, or set RINGCC_MASTER_ADDR "
             "and RINGCC_MASTER_PORT");
     }
