@@ -1,8 +1,8 @@
 // Unit tests of what the core reads from SLURM (core/rendezvous/slurm.h):
 // the compressed host list, expanded in full or refused with a message
 // naming it, and the ports derived from a step's name, which must equal
-// those ringcc/slurm.py derives (tests/unit/test_slurm.py holds the same
-// values).
+// those ringcc/slurm.py derives (tests/unit/test_slurm_variables.py holds
+// the same values).
 //
 // Exits 0 when every check passes, 1 otherwise.
 #include <cstdio>

@@ -22,6 +22,7 @@ temporary directory go whatever happens.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -342,3 +343,15 @@ def test_ringrun_inside_salloc_starts_its_ranks_through_srun(cluster):
     # Each rank is a step of its own that srun started.
     assert all(r["step"] is not None for r in found), done.describe()
     assert len({r["step"] for r in found}) == 4, done.describe()
+
+
+def test_the_steps_left_no_secret_file_behind(cluster, allocation):
+    # Runs after the steps above: the single-node secret file of each step
+    # (named after the step, core/rendezvous/meeting.cc) went with its job.
+    names = {
+        "ringcc-secret-job" + hashlib.sha256(f"slurm:{allocation}.{step}".encode()).hexdigest()[:16]
+        for step in range(3)
+    }
+    left = [path for path in Path("/dev/shm").glob("ringcc-u*/*") if path.name in names]
+    assert left == []
+    assert _step_daemons(cluster.root) == []
