@@ -37,7 +37,7 @@ from collections.abc import Sequence
 import numpy as np
 
 import ringcc
-from ringcc import _core
+from ringcc import _core, slurm
 
 __all__ = ["ProcessSet", "global_process_set", "add_process_set", "remove_process_set", "process_sets"]
 
@@ -191,7 +191,11 @@ def _engine_sync(tag: str) -> None:
 
 
 def _master_host() -> str:
-    return os.environ.get("RINGCC_MASTER_ADDR") or os.environ.get("MASTER_ADDR") or "127.0.0.1"
+    given = os.environ.get("RINGCC_MASTER_ADDR") or os.environ.get("MASTER_ADDR")
+    if not given and os.environ.get("SLURM_PROCID"):
+        # Under srun rank 0 runs on the step's first node (as the core finds it).
+        return slurm.step_nodes(os.environ)[0]
+    return given or "127.0.0.1"
 
 
 def _ensure_store(tag: str) -> tuple:

@@ -10,7 +10,8 @@ Registration is light: it imports neither the core nor the backend module;
 the creator imports them when the first "ring" group is made.
 
 TORCH_DEVICE_BACKEND_AUTOLOAD=0 turns off every such entry point (torch's
-switch); RINGCC_TORCH_AUTOLOAD=0 turns off this one only.
+switch); RINGCC_TORCH_AUTOLOAD=0 turns off this one only. Under srun it
+also lets env:// find the job from SLURM's variables (ringcc.slurm_torch).
 """
 
 import logging
@@ -41,6 +42,11 @@ def _register() -> None:
         import torch.distributed as dist  # noqa: PLC0415 - torch imports it before its entry points
     if not dist.is_available():
         return
+    if os.environ.get("SLURM_PROCID"):
+        # Under srun, env:// finds the job from SLURM (ringcc.slurm_torch).
+        from ringcc import slurm_torch  # noqa: PLC0415 - only under SLURM
+
+        slurm_torch.install()
     plugins = getattr(dist.Backend, "_plugins", {})
     if "RING" in plugins:
         return

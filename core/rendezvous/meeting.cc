@@ -11,6 +11,7 @@
 #include "core/base/env.h"
 #include "core/base/error.h"
 #include "core/base/interrupt.h"
+#include "core/base/log.h"
 #include "core/base/sha256.h"
 #include "core/rendezvous/failure_record.h"
 #include "core/os/mpi_library.h"
@@ -142,9 +143,20 @@ std::string hex_digest(const std::string& text, size_t chars) {
 // name for the job when it gives one, so that two jobs given one port hold
 // different secrets and cannot meet.
 std::string host_secret_key(const RendezvousInfo& info) {
+  // Derived ports: the store may end up on any of them, and the launcher's
+  // name for the job (which they are derived from) is key enough.
+  if (!info.store_ports.empty()) return "job" + hex_digest(info.launcher_job, 16);
   std::string key = "port" + std::to_string(info.master_port);
   if (!info.launcher_job.empty()) key += "-job" + hex_digest(info.launcher_job, 16);
   return key;
+}
+
+// What a store value looks like in a message: the store may be anyone's,
+// so its text is cut short and kept printable.
+std::string quoted(const std::string& value) {
+  std::string out;
+  for (char c : value.substr(0, 80)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return "'" + out + (value.size() > 80 ? "...'" : "'");
 }
 
 std::string two_jobs_text(const std::string& where) {
@@ -182,6 +194,65 @@ void serve_store(const RendezvousInfo& info, const std::string& listen, const st
   }
 }
 
+std::string ports_text(const std::vector<int>& ports) {
+  std::string text;
+  for (int p : ports) text += (text.empty() ? "" : ", ") + std::to_string(p);
+  return text;
+}
+
+// Rank 0 of a job whose store ports were derived (SLURM) serves on the
+// first it can bind: a port another program (or another job) holds is no
+// reason to fail, and the others look on each in turn.
+void serve_on_derived_port(const RendezvousInfo& info, const std::string& listen, Meeting* m) {
+  std::string tried;
+  for (int port : info.store_ports) {
+    try {
+      m->server = std::make_unique<TcpStoreServer>(listen, port, m->secret);
+      if (port != info.store_ports.front()) {
+        RINGCC_LOG(kInfo, "the rendezvous store serves on port ", port, ": the ports before it (", info.store_from,
+                   ") are taken (", tried, ")");
+      }
+      return;
+    } catch (const Error& e) {
+      tried += (tried.empty() ? "" : "; ") + std::to_string(port) + ": " + e.what();
+    }
+  }
+  raise(ErrorKind::kInternal, "rank 0 cannot serve the rendezvous store on any of the ports derived from the job (",
+        info.store_from, "): ", tried, "; set RINGCC_MASTER_PORT to a free port");
+}
+
+// The others look for rank 0's store on each derived port in turn, until
+// one answers with this job's secret and the launcher's name for this job
+// (a port may be held by another program, or by another job of this user
+// that holds the same secret).
+std::shared_ptr<TcpStore> find_derived_store(const RendezvousInfo& info, const std::string& host,
+                                             const std::string& secret, Deadline deadline, int* found) {
+  std::string last;
+  for (;;) {
+    for (int port : info.store_ports) {
+      if (Clock::now() >= deadline) {
+        raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(), " s looking for rank 0's rendezvous store at ",
+              host, " on ports ", ports_text(info.store_ports), " (", info.store_from, "); the last port tried: ",
+              last);
+      }
+      try {
+        auto store = std::make_shared<TcpStore>(host, port, secret, std::min(deadline, deadline_after(0.25)));
+        const std::string theirs =
+            store->get(kLauncherJobKey, std::min(until(deadline), std::chrono::milliseconds(5000)));
+        if (theirs == info.launcher_job) {
+          *found = port;
+          return store;
+        }
+        last = std::to_string(port) + " serves another job, " + quoted(theirs);
+      } catch (const Error& e) {
+        last = std::to_string(port) + ": " + e.what();
+      }
+      poll_interrupt();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 // Rank 0 serves the store, every rank connects.
 void open_store(const RendezvousInfo& info, Deadline deadline, SecretFile* host_secret, Meeting* m) {
   const bool single = info.single_host;
@@ -198,12 +269,26 @@ void open_store(const RendezvousInfo& info, Deadline deadline, SecretFile* host_
             "shows how under torchrun, SLURM and Kubernetes; ringrun does it for you). A job "
             "whose ranks all run on this host needs none when its launcher says so (e.g. "
             "LOCAL_WORLD_SIZE equal to WORLD_SIZE). RINGCC_INSECURE=1 starts without a secret, "
-            "unauthenticated.");
+            "unauthenticated.",
+            info.store_from.empty() ? "" : " Under SLURM, in the batch script before srun: export RINGCC_SECRET=$("
+            "python3 -c 'import secrets; print(secrets.token_hex(32))') (docs/launchers.md).");
     }
   }
   m->secret_shared = !m->secret.empty();
   const std::string listen = single ? "127.0.0.1" : env_str("RINGCC_LISTEN_ADDR", "");
   const std::string reach = single ? "127.0.0.1" : info.master_addr;
+  if (!info.store_ports.empty()) {
+    int port = 0;
+    if (info.rank == 0) {
+      serve_on_derived_port(info, listen, m);
+      port = m->server->port();
+      m->store = std::make_shared<TcpStore>(reach, port, m->secret, deadline);
+    } else {
+      m->store = find_derived_store(info, reach, m->secret, deadline, &port);
+    }
+    m->where = "port " + std::to_string(port) + " (" + info.store_from + ")";
+    return;
+  }
   if (info.rank == 0) serve_store(info, listen, reach, m);
   try {
     m->store = std::make_shared<TcpStore>(reach, info.master_port, m->secret, deadline);
@@ -253,14 +338,6 @@ constexpr char kSecretHowKey[] = "ringcc/secret-how";
         ") span hosts and have no job secret: set RINGCC_SECRET, or RINGCC_SECRET_FILE (a file "
         "holding it), to the same secret on every rank (docs/api.md, \"Security\"), or "
         "RINGCC_INSECURE=1 to connect them unauthenticated");
-}
-
-// What a store value looks like in a message: the store may be anyone's,
-// so its text is cut short and kept printable.
-std::string quoted(const std::string& value) {
-  std::string out;
-  for (char c : value.substr(0, 80)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  return "'" + out + (value.size() > 80 ? "...'" : "'");
 }
 
 // A rank other than 0 follows rank 0's word on how the link secret is

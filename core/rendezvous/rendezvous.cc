@@ -7,6 +7,7 @@
 #include "core/os/mpi_library.h"
 #include "core/os/socket.h"
 #include "core/rendezvous/job_secret.h"
+#include "core/rendezvous/slurm.h"
 
 namespace ringcc {
 
@@ -138,6 +139,14 @@ RendezvousInfo rendezvous_from_env() {
   } else if (env_is_set("MASTER_PORT")) {
     info.master_port = static_cast<int>(env_int("MASTER_PORT", 0)) + 1;
   }
+  // srun gives no address: what the user did not set comes from SLURM.
+  const bool from_slurm = info.source.rfind("SLURM", 0) == 0;
+  if (from_slurm && (info.master_addr.empty() || info.master_port == 0) && !info.launcher_job.empty()) {
+    if (info.master_port != 0) info.store_ports.push_back(info.master_port);
+    fill_store_from_slurm(info.launcher_job, &info.master_addr, &info.store_ports, &info.store_from);
+    info.master_port = info.store_ports.front();
+    if (info.store_ports.size() == 1) info.store_ports.clear();  // the user's port: no others to try
+  }
   if (info.master_addr.empty() || info.master_port <= 0 || info.master_port > 65535) {
     raise(ErrorKind::kInvalidArgument, "ranks found from ", info.source,
           " but not where rank 0 serves the rendezvous store: set RINGCC_MASTER_ADDR and "
@@ -145,6 +154,10 @@ RendezvousInfo rendezvous_from_env() {
           " or start the job with ringrun");
   }
   read_single_host(local_size_var, &info);
+  if (!info.store_from.empty() && info.rank == 0 && !info.single_host) {
+    const std::string misplaced = slurm_rank0_misplaced(info.master_addr);
+    if (!misplaced.empty()) raise(ErrorKind::kInvalidArgument, misplaced);
+  }
   return info;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ringcc {
 
@@ -15,6 +16,14 @@ struct RendezvousInfo {
   int size = 1;
   std::string master_addr;  // where rank 0 serves the store
   int master_port = 0;
+  // Ports rank 0's store may take, in order, when the port was derived
+  // rather than given (SLURM, core/rendezvous/slurm.h): rank 0 serves on
+  // the first it can bind, the others look for it on each. master_port is
+  // then the first. Empty when the port was given.
+  std::vector<int> store_ports;
+  // How master_addr and the ports were found when derived, for messages;
+  // "" when given.
+  std::string store_from;
   std::string secret;  // the job secret (RINGCC_SECRET or RINGCC_SECRET_FILE); may be empty
   std::string source;  // which launcher's variables were used, for messages
   // True when the launcher's variables say that every rank runs on this
@@ -39,7 +48,9 @@ struct RendezvousInfo {
 // (SLURM_PROCID/SLURM_NTASKS), torchrun (RANK/WORLD_SIZE). Without any, a
 // single-process job. The store address is RINGCC_MASTER_ADDR or
 // MASTER_ADDR; the port RINGCC_MASTER_PORT, else MASTER_PORT + 1 (torch
-// keeps MASTER_PORT for its own store). Raises Error(kInvalidArgument) when
+// keeps MASTER_PORT for its own store). Under SLURM, what is not set comes
+// from SLURM: the first node of the step, ports derived from the job and
+// step ids (fill_store_from_slurm). Raises Error(kInvalidArgument) when
 // a multi-rank job lacks an address or a value is malformed.
 // Every rank is taken to be on this host when the store's address is a
 // loopback address, or the launcher says so: RINGCC_LOCAL_SIZE (ringrun),

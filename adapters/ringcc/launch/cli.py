@@ -55,6 +55,10 @@ hosts:
   Hosts named localhost, 127.0.0.1 or this machine's hostname are started
   directly; other hosts through the agent, by default
   "ssh -o BatchMode=yes {host}".
+  Inside a SLURM allocation (salloc, sbatch) without -H or --hostfile, the
+  host list is the allocation's (SLURM_JOB_NODELIST, SLURM_TASKS_PER_NODE)
+  and ranks on other nodes start through "srun --nodes=1 --ntasks=1
+  --overlap --nodelist={host} ..." instead of ssh (docs/launchers.md).
 
 agent:
   --agent TEMPLATE replaces ssh; {host} is replaced by the host name as given

@@ -11,6 +11,7 @@ import socket
 from collections.abc import Mapping, Sequence
 
 from ringcc.launch.agents import DEFAULT_AGENT, agent_command, with_ssh_connect_timeout
+from ringcc.launch.allocation import SRUN_AGENT, allocation_hosts, is_this_node
 from ringcc.launch.errors import LaunchError
 from ringcc.launch.hosts import (
     BIND_CHOICES,
@@ -43,7 +44,8 @@ def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[
     elif args.hostfile is not None:
         hosts = parse_hostfile(args.hostfile)
     else:
-        hosts = None
+        hosts = allocation_hosts(environ)
+    in_allocation = hosts is not None and args.hosts is None and args.hostfile is None
     if hosts is None and args.agent is not None:
         raise LaunchError("--agent needs the hosts to start ranks on (-H or --hostfile)")
 
@@ -53,10 +55,15 @@ def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[
     else:
         num_ranks = sum(host.slots for host in hosts) if args.num_proc is None else args.num_proc
         placements = place_ranks(hosts, num_ranks)
-    agent = with_ssh_connect_timeout(args.agent if args.agent is not None else DEFAULT_AGENT, args.ssh_connect_timeout)
+    default_agent = SRUN_AGENT if in_allocation else DEFAULT_AGENT
+    agent = with_ssh_connect_timeout(args.agent if args.agent is not None else default_agent, args.ssh_connect_timeout)
 
     def through_agent(host: str) -> bool:
-        return hosts is not None and (args.agent is not None or not is_local_host(host))
+        if hosts is None:
+            return False
+        if args.agent is not None:
+            return True
+        return not (is_this_node(host, environ) if in_allocation else is_local_host(host))
 
     first_host = placements[0].host
     if args.master_addr:

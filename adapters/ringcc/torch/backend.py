@@ -1533,7 +1533,12 @@ def is_registered() -> bool:
 
 
 def register_backend() -> None:
-    """Registers backend "ring" with torch.distributed (idempotent)."""
+    """Registers backend "ring" with torch.distributed (idempotent); under
+    srun, env:// then finds the job from SLURM (ringcc.slurm_torch)."""
+    if os.environ.get("SLURM_PROCID"):
+        from ringcc import slurm_torch  # noqa: PLC0415 - only under SLURM
+
+        slurm_torch.install()
     if is_registered():
         return
     dist.Backend.register_backend(BACKEND_NAME, create_process_group, devices=list(DEVICES))

@@ -1,0 +1,112 @@
+"""ringcc.init() from the variables srun gives its tasks, set here by hand
+(no SLURM needed; tests/launch/test_slurm.py runs a real one): two steps of
+one job at once on this host, the first port derived from one of them held
+by a stranger, both meet their own ranks; and the errors a task gets, on
+every rank, where it cannot go on: several nodes without a job secret, a
+node list that cannot be read, rank 0 not on the step's first node.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rank_groups import rank_environment
+
+from ringcc import slurm
+
+HERE = Path(__file__).resolve().parent
+JOB_TIMEOUT_S = 90
+
+
+def task_env(job: str, step: str, procid: int, ntasks: int, nodes: int = 1, **extra: str) -> dict[str, str]:
+    env = rank_environment({"RINGCC_TIMEOUT_S": "30"})
+    for name in [name for name in env if name.startswith(("SLURM_", "MASTER_")) or name in ("RANK", "WORLD_SIZE")]:
+        del env[name]
+    env.update(
+        {
+            "SLURM_JOB_ID": job,
+            "SLURM_STEP_ID": step,
+            "SLURM_PROCID": str(procid),
+            "SLURM_NTASKS": str(ntasks),
+            "SLURM_STEP_NUM_NODES": str(nodes),
+            "SLURM_STEP_NODELIST": "cn1" if nodes == 1 else f"cn[1-{nodes}]",
+            **extra,
+        }
+    )
+    return env
+
+
+def run_all(commands: list[tuple[list[str], dict[str, str]]]) -> list[tuple[int | None, str]]:
+    outputs = [tempfile.TemporaryFile() for _ in commands]
+    processes = [
+        subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        for (argv, env), out in zip(commands, outputs)
+    ]
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    done = []
+    for process, out in zip(processes, outputs):
+        try:
+            process.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        out.seek(0)
+        done.append((process.returncode, out.read().decode(errors="replace")))
+        out.close()
+    return done
+
+
+def test_two_steps_at_once_one_with_its_first_port_taken():
+    job = str(900000 + int(time.time()) % 99999)
+    stranger = socket.socket()
+    stranger.bind(("0.0.0.0", slurm.store_ports(f"slurm:{job}.1", "store")[0]))
+    stranger.listen()
+    try:
+        commands = [
+            (
+                [sys.executable, str(HERE / "slurm_job.py"), "--only-core"],
+                task_env(job, step, procid, 2, RINGCC_LOG_LEVEL="info"),
+            )
+            for step in ("0", "1")
+            for procid in range(2)
+        ]
+        results = run_all(commands)
+    finally:
+        stranger.close()
+    for (returncode, output), (_, env) in zip(results, commands):
+        assert returncode == 0, output[-4000:]
+        (line,) = [line for line in output.splitlines() if line.startswith("SLURM_JOB_RESULT ")]
+        found = json.loads(line.split(" ", 1)[1])
+        assert found["core"] == {"rank": int(env["SLURM_PROCID"]), "size": 2, "local_size": 2, "allreduce_ok": True}
+    # Rank 0 of step 1 says which port it took instead.
+    assert "the ports before it" in results[2][1], results[2][1][-4000:]
+    assert "the ports before it" not in results[0][1], results[0][1][-4000:]
+
+
+INIT = [sys.executable, "-c", "import ringcc; ringcc.init()"]
+
+
+def test_several_nodes_without_a_secret_fail_on_every_rank_saying_what_to_set():
+    results = run_all([(INIT, task_env("77", "0", procid, 2, nodes=2)) for procid in range(2)])
+    for returncode, output in results:
+        assert returncode != 0 and "has no job secret" in output, output[-3000:]
+        assert "export RINGCC_SECRET=" in output and "docs/launchers.md" in output, output[-3000:]
+
+
+def test_a_node_list_that_cannot_be_read_is_named():
+    env = task_env("78", "0", 1, 2, nodes=2, SLURM_STEP_NODELIST="node[1-", RINGCC_SECRET="s")
+    ((returncode, output),) = run_all([(INIT, env)])
+    assert returncode != 0 and "cannot read SLURM host list 'node[1-'" in output, output[-3000:]
+
+
+def test_rank_0_off_the_first_node_says_what_to_set():
+    env = task_env("79", "0", 0, 2, nodes=2, SLURMD_NODENAME="node5", RINGCC_SECRET="s")
+    ((returncode, output),) = run_all([(INIT, env)])
+    assert returncode != 0 and "rank 0 runs on SLURM node node5, not on cn1" in output, output[-3000:]
+    assert "RINGCC_MASTER_ADDR" in output, output[-3000:]
