@@ -121,10 +121,7 @@ std::vector<std::string> Communicator::exchange_hosts(Deadline deadline, const s
   }
   check_shared_settings(settings, deadline);
   confirm_places(places, rank_, launcher_single_host);
-  // Ranks under one kernel share its CPUs even where their host names
-  // differ (network namespaces, containers): the wait policy must know.
-  const MachineSharing sharing = machine_sharing(places, rank_);
-  if (sharing.cpus > 0) note_host_sharing(sharing.ranks, sharing.cpus);
+  note_machine_sharing(places, rank_);  // for the wait policy
   std::vector<std::string> hosts;
   for (const RankPlace& p : places) hosts.push_back(p.host);
   return hosts;

@@ -13,6 +13,7 @@
 #include "core/base/error.h"
 #include "core/os/shm_segment.h"
 #include "core/os/socket.h"
+#include "core/os/wait_policy.h"
 
 namespace ringcc {
 
@@ -147,6 +148,11 @@ MachineSharing machine_sharing(const std::vector<RankPlace>& places, int rank) {
   sharing.ranks = ranks;
   sharing.cpus = cpus;
   return sharing;
+}
+
+void note_machine_sharing(const std::vector<RankPlace>& places, int rank) {
+  const MachineSharing sharing = machine_sharing(places, rank);
+  if (sharing.cpus > 0) note_host_sharing(sharing.ranks, sharing.cpus);
 }
 
 namespace {

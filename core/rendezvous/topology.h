@@ -62,5 +62,7 @@ struct MachineSharing {
   int cpus = 0;
 };
 MachineSharing machine_sharing(const std::vector<RankPlace>& places, int rank);
+// Tells the wait policy (note_host_sharing) what machine_sharing found.
+void note_machine_sharing(const std::vector<RankPlace>& places, int rank);
 
 }  // namespace ringcc
