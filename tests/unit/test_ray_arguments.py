@@ -63,7 +63,7 @@ def test_impossible_layouts_are_refused_by_name(arguments, message):
 
 
 def test_elastic_arguments_are_refused():
-    with pytest.raises(ValueError, match="min_workers: elastic Ray jobs are not supported.*ringrun"):
+    with pytest.raises(ValueError, match="min_workers, max_workers: elastic Ray jobs are not supported.*ringrun"):
         RayExecutor(create_settings(), min_workers=1, max_workers=4)
     with pytest.raises(TypeError, match="unexpected keyword argument.*num_worker"):
         RayExecutor(create_settings(), num_worker=2)

@@ -173,21 +173,23 @@ def test_ray_train_ring_backend_ends_where_gloo_does(cluster, tmp_path):
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
 
-    def fit(backend: str) -> dict:
+    def fit(backend: str) -> list[dict]:
+        out = tmp_path / backend
+        out.mkdir()
         trainer = TorchTrainer(
             ray_cases.ddp_train_loop,
-            train_loop_config={"seed": 3, "steps": 3},
+            train_loop_config={"seed": 3, "steps": 3, "out": str(out)},
             torch_config=TorchConfig(backend=backend),
             scaling_config=ScalingConfig(num_workers=2),
-            run_config=RunConfig(storage_path=str(tmp_path), name=f"ddp-{backend}"),
+            run_config=RunConfig(storage_path=str(tmp_path / "storage"), name=f"ddp-{backend}"),
         )
-        return trainer.fit().metrics
+        trainer.fit()
+        return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(2)]
 
     ring, gloo = fit("ring"), fit("gloo")
-    assert (ring["backend"], gloo["backend"]) == ("ring", "gloo")
-    assert ring["world_size"] == gloo["world_size"] == 2
-    assert ring["ranks_agree"] and gloo["ranks_agree"]
-    assert ring["parameters"] == gloo["parameters"]
+    assert [r["backend"] for r in ring + gloo] == ["ring", "ring", "gloo", "gloo"]
+    assert all(r["world_size"] == 2 and r["ranks_agree"] for r in ring + gloo)
+    assert [r["parameters"] for r in ring] == [r["parameters"] for r in gloo]
 
 
 def test_shutdown_leaves_no_process(executor):
