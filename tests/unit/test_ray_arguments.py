@@ -14,6 +14,7 @@ import pytest
 from ringcc.ray import RayExecutor, RaySettings, create_settings
 from ringcc.ray.job import checked_extra_variables, new_job_identity, worker_variables
 from ringcc.ray.placement import rank_order, visible_gpus_by_host, worker_layout
+from ringcc.ray.ray_module import require_ray_running
 from ringcc.ray.settings import settings_of
 
 
@@ -28,6 +29,11 @@ def test_start_without_ray_says_how_to_install_it(monkeypatch):
     executor = RayExecutor(create_settings(), num_workers=2)
     with pytest.raises(ImportError, match=r"ringcc.ray needs Ray.*pip install 'ray\[train\]'"):
         executor.start()
+
+
+def test_start_before_ray_init_says_so():
+    with pytest.raises(RuntimeError, match=r"Ray is not initialised; call ray.init\(\) first"):
+        require_ray_running(SimpleNamespace(is_initialized=lambda: False))
 
 
 def test_num_workers_packs_one_bundle_per_worker():

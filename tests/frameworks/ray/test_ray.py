@@ -169,6 +169,19 @@ def test_a_dead_worker_ends_run_within_the_timeout_and_shutdown_ends_the_rest(cl
     assert wait_until_gone(pids) == []
 
 
+def test_a_placement_the_cluster_cannot_grant_times_out_and_leaves_nothing(cluster):
+    def live_groups():
+        return {key for key, group in ray.util.placement_group_table().items() if group["state"] != "REMOVED"}
+
+    before = live_groups()
+    job = RayExecutor(RayExecutor.create_settings(placement_group_timeout_s=1), num_workers=CLUSTER_CPUS + 1)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"did not grant the placement group of 9 workers \(PACK.* within 1 s"):
+        job.start()
+    assert time.monotonic() - started < 15
+    assert live_groups() == before and job.placement_group is None
+
+
 def test_ray_train_ring_backend_ends_where_gloo_does(cluster, tmp_path):
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
