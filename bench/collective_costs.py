@@ -52,6 +52,9 @@ class Layout:
     hosts: int
     per_host: int
     transport: str = "shm+tcp"  # bench meta's transport: "tcp" forces TCP between ranks of one host too
+    # The hosts are network namespaces of one machine: every TCP byte costs
+    # the same few CPUs, so all the flows of a step share them, not one link per host.
+    one_machine: bool = False
 
     @property
     def ranks(self) -> int:
@@ -115,6 +118,8 @@ def pairs_phase(layout: Layout, pairs, nbytes: float, reduce_bytes: float = 0.0)
             crossing[layout.host_of(a)] = crossing.get(layout.host_of(a), 0) + 1
     share = max(crossing.values(), default=1)
     extra = {"gamma": reduce_bytes} if reduce_bytes else {}
+    if layout.one_machine:
+        return [added(step(k, nbytes, len(pairs)), extra) for k in sorted(kinds)]
     return [added(step(k, nbytes, share if k == "net" else 1), extra) for k in sorted(kinds)]
 
 
@@ -185,7 +190,11 @@ def chain_broadcast(layout: Layout, nbytes: float) -> Cost:
         return []
     chunks = max(1, math.ceil(nbytes / CHUNK_BYTES))
     piece = nbytes / chunks
-    phase = pairs_phase(layout, ring_links(layout, list(range(n)))[:-1], piece)
+    kinds = sorted({layout.link(a, b) for a, b in ring_links(layout, list(range(n)))[:-1]})
+    # One link per hop; on one machine, the hops that carry a chunk at once
+    # (at most `chunks` of them) share its CPUs.
+    share = min(chunks, n - 1) if layout.one_machine else 1
+    phase = [step(k, piece, share) for k in kinds]
     return [[scaled(t, chunks + n - 2) for t in phase]]
 
 
@@ -288,6 +297,29 @@ def allgather_hierarchical(layout: Layout, nbytes: float) -> Cost:
     return call() + agreement(layout) + [[scaled(t, H - 1) for t in phase]] + shm_copy(L, nbytes)
 
 
+PIPELINE_PIECES = 8
+
+
+def allreduce_hierarchical_pipelined(layout: Layout, nbytes: float) -> Cost:
+    """Not in ringcc: the hierarchical allreduce in PIPELINE_PIECES pieces,
+    each stage (shm reduce-scatter, the ring between hosts, shm allgather)
+    working on one piece while the next stage works on the one before: one
+    piece through every stage, then P - 1 pieces at the slowest stage's pace."""
+    if not layout.hierarchical():
+        return allreduce_ring(layout, nbytes)
+    L = layout.per_host
+    cross = [h * L for h in range(layout.hosts)]
+    piece = nbytes / PIPELINE_PIECES
+    stages = [
+        shm_reduce_scatter(L, piece),
+        ring_allreduce(layout, cross, piece / L, flows_per_host=L),
+        shm_copy(L, piece),
+    ]
+    # Every phase of these stages has one alternative (the ring's links all cross hosts).
+    totals = [linear_terms(stage, {}) for stage in stages]
+    return call() + agreement(layout) + [[t] for t in totals] + [[scaled(t, PIPELINE_PIECES - 1) for t in totals]]
+
+
 def broadcast_hierarchical(layout: Layout, nbytes: float) -> Cost:
     """Not in ringcc: the chain among one rank per host, then an shm broadcast."""
     if not layout.hierarchical():
@@ -318,6 +350,7 @@ ALGORITHMS = {
         ("recursive doubling (riding)", allreduce_riding, True),
         ("ring", allreduce_ring, True),
         ("hierarchical", allreduce_hierarchical, True),
+        ("pipelined hierarchical", allreduce_hierarchical_pipelined, False),
     ],
     "allgather": [
         ("ring", allgather_ring, True),

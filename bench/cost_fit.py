@@ -48,17 +48,17 @@ class Point:
     source: str = ""
 
 
-def points_from_json(path: str, impl: str = "ringcc") -> list[Point]:
+def points_from_json(path: str, impl: str = "ringcc", one_machine: bool = False) -> list[Point]:
     """ringcc's points of a bench.allreduce --json file. The layout comes from
     its meta (hosts, ranks_per_host, transport); files without them are taken
-    as one host."""
+    as one host. one_machine: the hosts were namespaces of one machine."""
     with open(path) as f:
         doc = json.load(f)
     meta = doc["meta"]
     ranks = int(meta["ranks"])
     per_host = int(meta.get("ranks_per_host") or ranks)
     hosts = int(meta.get("hosts") or max(1, ranks // per_host))
-    layout = Layout(hosts, per_host, meta.get("transport") or "shm+tcp")
+    layout = Layout(hosts, per_host, meta.get("transport") or "shm+tcp", one_machine and hosts > 1)
     return [
         Point(layout, r["op"], int(r["nbytes"]), float(r["time_us"]) * 1e-6, path)
         for r in doc["results"]

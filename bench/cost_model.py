@@ -20,8 +20,10 @@ ringcc's measured points. It prints:
      ringcc can pick for each op (and some it does not have, marked), the one
      it picks (*), and the ring bound: bus factor * bytes / link bandwidth
      (2(n-1)/n * bytes / bandwidth for allreduce). Between hosts the
-     network's bandwidth is the link's; within a host, TCP, shared memory
-     and the reduction keep their fitted values (this machine's).
+     network's bandwidth is the link's; within a host, TCP, shared memory,
+     the reduction and the call keep their fitted values (this machine's)
+     unless --shm-gbps, --reduce-gbps, --loop-alpha-us, --loop-gbps or
+     --call-us give the projected hosts' own.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ def predictions(points: list[Point], params: dict[str, float]) -> list[dict]:
         out.append(
             {
                 "layout": f"{p.layout.hosts}x{p.layout.per_host}",
+                "one_machine": p.layout.one_machine,
                 "transport": p.layout.transport,
                 "op": p.op,
                 "nbytes": p.nbytes,
@@ -76,6 +79,23 @@ def network_params(params: dict[str, float], bytes_per_s: float, alpha: float | 
     return out
 
 
+def host_overrides(params: dict[str, float], a) -> dict[str, float]:
+    """The fitted parameters with the projected hosts' own figures where given
+    (--shm-gbps, --reduce-gbps, --loop-alpha-us, --loop-gbps, --call-us)."""
+    out = dict(params)
+    if a.shm_gbps:
+        out["beta_shm"] = 1 / (a.shm_gbps * 1e9)
+    if a.reduce_gbps:
+        out["gamma"] = 1 / (a.reduce_gbps * 1e9)
+    if a.loop_alpha_us is not None:
+        out["alpha_loop"] = a.loop_alpha_us * 1e-6
+    if a.loop_gbps:
+        out["beta_loop"] = 1 / (a.loop_gbps * 1e9)
+    if a.call_us is not None:
+        out["o"] = a.call_us * 1e-6
+    return out
+
+
 def projections(params, networks, ranks_list, per_host, sizes, alpha_from_fit) -> list[dict]:
     out = []
     for name, bytes_per_s, alpha in networks:
@@ -84,7 +104,8 @@ def projections(params, networks, ranks_list, per_host, sizes, alpha_from_fit) -
             for nbytes in sizes:
                 for ranks in ranks_list:
                     layout = Layout(max(1, ranks // per_host), min(per_host, ranks))
-                    bound = ring_bound(op, ranks, nbytes, bytes_per_s)
+                    # Within one host no byte crosses the network: no network bound.
+                    bound = ring_bound(op, ranks, nbytes, bytes_per_s) if layout.hosts > 1 else None
                     pick = ringcc_pick(op, layout, nbytes)
                     times = {a: time_of(fn(layout, nbytes), p) for a, fn, _ in algorithms}
                     out.append(
@@ -97,8 +118,8 @@ def projections(params, networks, ranks_list, per_host, sizes, alpha_from_fit) -
                             "hosts": layout.hosts,
                             "times_us": {a: t * 1e6 for a, t in times.items()},
                             "pick": pick,
-                            "bound_us": bound * 1e6,
-                            "pick_of_bound": bound / times[pick] if times[pick] > 0 else None,
+                            "bound_us": bound * 1e6 if bound is not None else None,
+                            "pick_of_bound": bound / times[pick] if bound is not None and times[pick] > 0 else None,
                         }
                     )
     return out
@@ -156,7 +177,8 @@ def projection_text(rows: list[dict], alpha_from_fit: bool) -> str:
             ]
         cells = " ".join(f"{r['times_us'][n]:>28.1f}{'*' if n == r['pick'] else ' '}" for n in r["times_us"])
         ratio = f"{r['pick_of_bound'] * 100:9.1f}%" if r["pick_of_bound"] is not None else "         -"
-        lines.append(f"{r['ranks']:>6} {r['hosts']:>5} {cells} {r['bound_us']:>10.1f} {ratio}")
+        bound = f"{r['bound_us']:>10.1f}" if r["bound_us"] is not None else f"{'-':>10}"
+        lines.append(f"{r['ranks']:>6} {r['hosts']:>5} {cells} {bound} {ratio}")
     return "\n".join(lines)
 
 
@@ -177,9 +199,19 @@ def main(argv=None) -> int:
         action="store_true",
         help="fit TCP within a host apart from TCP between hosts (by default one: namespaces share a kernel)",
     )
+    p.add_argument("--shm-gbps", type=float, help="projections: shared-memory bandwidth per rank (default: fitted)")
+    p.add_argument("--reduce-gbps", type=float, help="projections: reduction speed (default: fitted)")
+    p.add_argument("--loop-alpha-us", type=float, help="projections: TCP latency within a host (default: fitted)")
+    p.add_argument("--loop-gbps", type=float, help="projections: TCP bandwidth within a host (default: fitted)")
+    p.add_argument("--call-us", type=float, help="projections: cost of a call (default: fitted)")
+    p.add_argument(
+        "--one-machine",
+        action="store_true",
+        help="the results' hosts were network namespaces of one machine: the flows of a step share its CPUs",
+    )
     p.add_argument("--json", metavar="PATH", help="write the parameters, errors and projections here")
     a = p.parse_args(argv)
-    points = [pt for path in a.results for pt in points_from_json(path)]
+    points = [pt for path in a.results for pt in points_from_json(path, one_machine=a.one_machine)]
     if not points:
         p.error("no ringcc points in the results")
     params = fit(points, tie={} if a.fit_loop_apart else NAMESPACE_TIE)
@@ -187,7 +219,7 @@ def main(argv=None) -> int:
     networks = a.network or [parse_network(t) for t in DEFAULT_NETWORKS]
     ranks = [int(x) for x in a.ranks.split(",")]
     sizes = [parse_size(x) for x in a.sizes.split(",")]
-    projected = projections(params, networks, ranks, a.per_host, sizes, a.alpha_from_fit)
+    projected = projections(host_overrides(params, a), networks, ranks, a.per_host, sizes, a.alpha_from_fit)
     print(params_text(params))
     print()
     print(errors_text(errors))

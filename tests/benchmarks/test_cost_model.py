@@ -204,3 +204,43 @@ def test_command_prints_errors_and_projections(tmp_path, capsys):
     # The bound: 2(n-1)/n * 64 MiB at 25 Gb/s.
     assert row["bound_us"] == pytest.approx(2 * 1023 / 1024 * (64 << 20) / (25e9 / 8) * 1e6)
     assert math.isclose(row["pick_of_bound"], row["bound_us"] / row["times_us"]["hierarchical"])
+
+
+def test_pipelined_hierarchical_is_one_piece_through_every_stage_then_the_slowest():
+    layout = cc.Layout(4, 2)
+    nbytes = 8e6
+    piece = nbytes / cc.PIPELINE_PIECES
+    stages = [
+        cc.time_of(cc.shm_reduce_scatter(2, piece), TRUTH),
+        cc.time_of(cc.ring_allreduce(layout, [0, 2, 4, 6], piece / 2, flows_per_host=2), TRUTH),
+        cc.time_of(cc.shm_copy(2, piece), TRUTH),
+    ]
+    opening = cc.time_of(cc.call() + cc.agreement(layout), TRUTH)
+    expected = opening + sum(stages) + (cc.PIPELINE_PIECES - 1) * max(stages)
+    assert cc.time_of(cc.allreduce_hierarchical_pipelined(layout, nbytes), TRUTH) == pytest.approx(expected)
+
+
+def test_one_machine_flows_share_its_cpus():
+    # Two namespace hosts exchanging in both directions: two flows' bytes per step.
+    apart = cc.ring_allgather(cc.Layout(2, 1), 2000.0)
+    together = cc.ring_allgather(cc.Layout(2, 1, one_machine=True), 2000.0)
+    assert coefficient(apart, "beta_net") == pytest.approx(1000.0)
+    assert coefficient(together, "beta_net") == pytest.approx(2000.0)
+    # A chain of one chunk: one hop at a time, nothing shared.
+    chain = cc.chain_broadcast(cc.Layout(4, 1, one_machine=True), 1000.0)
+    assert coefficient(chain, "beta_net") == pytest.approx(3 * 1000.0)
+
+
+def test_projection_has_no_network_bound_within_one_host(tmp_path):
+    path = bench_json(tmp_path / "2x2.json", cc.Layout(2, 2), TRUTH)
+    out_json = tmp_path / "model.json"
+    args = [path, "--ranks", "8,16", "--sizes", "64M", "--shm-gbps", "20", "--json", str(out_json)]
+    assert cost_model_main(args) == 0
+    rows = [r for r in json.loads(out_json.read_text())["projections"] if r["op"] == "allreduce"]
+    one_host = [r for r in rows if r["ranks"] == 8]
+    assert one_host and all(r["bound_us"] is None and r["pick_of_bound"] is None for r in one_host)
+    # --shm-gbps changes what a one-host allreduce costs: 2 bytes of copies per byte.
+    fitted = cc.time_of(cc.shm_allreduce(8, 64 << 20), TRUTH)
+    faster = cc.time_of(cc.shm_allreduce(8, 64 << 20), dict(TRUTH, beta_shm=1 / 20e9))
+    assert one_host[0]["times_us"]["hierarchical"] < fitted * 1e6
+    assert one_host[0]["times_us"]["hierarchical"] == pytest.approx(faster * 1e6, rel=1e-3)
