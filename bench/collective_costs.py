@@ -123,11 +123,13 @@ def pairs_phase(layout: Layout, pairs, nbytes: float, reduce_bytes: float = 0.0)
     return [added(step(k, nbytes, share if k == "net" else 1), extra) for k in sorted(kinds)]
 
 
-def agreement(layout: Layout, rider_bytes: float = 0.0) -> Cost:
+def agreement(layout: Layout, rider_bytes: float = 0.0, entry_payload: float = 0.0, reduces: bool = True) -> Cost:
     """Recursive doubling over the largest power of two p <= n; the ranks
     above p hand their entry to rank - p first and get the whole set back at
     the end. A rider (a small allreduce) travels in every frame and is
-    reduced at every merge."""
+    reduced at every merge. entry_payload: bytes each entry would carry
+    beside its header (an allgather riding along, which ringcc does not do);
+    reduces=False: the rider is carried, not reduced (a broadcast riding along)."""
     n = layout.ranks
     if n < 2:
         return []
@@ -135,15 +137,16 @@ def agreement(layout: Layout, rider_bytes: float = 0.0) -> Cost:
     extra = n > p
 
     def frame(entries: int) -> float:
-        return FRAME_PREFIX_BYTES + ENTRY_BYTES * entries + rider_bytes
+        return FRAME_PREFIX_BYTES + (ENTRY_BYTES + entry_payload) * entries + rider_bytes
 
+    merged = rider_bytes if reduces else 0.0
     cost: Cost = []
     if extra:
-        cost.append(pairs_phase(layout, [(r, r - p) for r in range(p, n)], frame(1), rider_bytes))
+        cost.append(pairs_phase(layout, [(r, r - p) for r in range(p, n)], frame(1), merged))
     known = 2 if extra else 1
     bit = 1
     while bit < p:
-        cost.append(pairs_phase(layout, [(r, r ^ bit) for r in range(p)], frame(min(n, known)), rider_bytes))
+        cost.append(pairs_phase(layout, [(r, r ^ bit) for r in range(p)], frame(min(n, known)), merged))
         known *= 2
         bit *= 2
     if extra:
@@ -320,6 +323,23 @@ def allreduce_hierarchical_pipelined(layout: Layout, nbytes: float) -> Cost:
     return call() + agreement(layout) + [[t] for t in totals] + [[scaled(t, PIPELINE_PIECES - 1) for t in totals]]
 
 
+def allgather_riding(layout: Layout, nbytes: float) -> Cost:
+    """Not in ringcc: each rank's block (nbytes/n) in its agreement entry, so
+    the agreement that every collective runs anyway gathers the data too."""
+    if layout.shm_only():
+        return allgather_ring(layout, nbytes)
+    return call() + agreement(layout, entry_payload=nbytes / layout.ranks)
+
+
+def broadcast_riding(layout: Layout, nbytes: float) -> Cost:
+    """Not in ringcc: the root's data in its agreement entry (counted in
+    every frame: the frames that do not hold the root's entry yet are no
+    longer than the ones that do)."""
+    if layout.shm_only():
+        return broadcast_chain(layout, nbytes)
+    return call() + agreement(layout, rider_bytes=nbytes, reduces=False)
+
+
 def broadcast_hierarchical(layout: Layout, nbytes: float) -> Cost:
     """Not in ringcc: the chain among one rank per host, then an shm broadcast."""
     if not layout.hierarchical():
@@ -355,11 +375,13 @@ ALGORITHMS = {
     "allgather": [
         ("ring", allgather_ring, True),
         ("hierarchical", allgather_hierarchical, False),
+        ("riding", allgather_riding, False),
     ],
     "broadcast": [
         ("chain", broadcast_chain, True),
         ("binomial tree", broadcast_tree, False),
         ("hierarchical chain", broadcast_hierarchical, False),
+        ("riding", broadcast_riding, False),
     ],
 }
 

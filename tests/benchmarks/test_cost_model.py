@@ -244,3 +244,14 @@ def test_projection_has_no_network_bound_within_one_host(tmp_path):
     faster = cc.time_of(cc.shm_allreduce(8, 64 << 20), dict(TRUTH, beta_shm=1 / 20e9))
     assert one_host[0]["times_us"]["hierarchical"] < fitted * 1e6
     assert one_host[0]["times_us"]["hierarchical"] == pytest.approx(faster * 1e6, rel=1e-3)
+
+
+def test_riding_candidates_carry_their_payload_in_the_agreement():
+    layout = cc.Layout(4, 1)
+    # Allgather: each entry carries its block; step 1 one entry, step 2 two.
+    cost = cc.allgather_riding(layout, 400.0)
+    assert [phase[0]["beta_net"] for phase in cost[1:]] == [24 + 224 + 100, 24 + 2 * (224 + 100)]
+    # Broadcast: the root's data in every frame, and nothing reduced.
+    cost = cc.broadcast_riding(layout, 1000.0)
+    assert [phase[0]["beta_net"] for phase in cost[1:]] == [24 + 224 + 1000, 24 + 2 * 224 + 1000]
+    assert coefficient(cost, "gamma") == 0
