@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import select
 import socket
 import statistics
 import subprocess
@@ -78,7 +79,9 @@ def measure(hosts, a: int = 0, b: int = 1, seconds: float = 2.0, repeats: int = 
             text=True,
         )
         try:
-            server.stdout.readline()  # "listening"
+            ready, _, _ = select.select([server.stdout], [], [], ACCEPT_TIMEOUT_S)
+            if not ready or not server.stdout.readline():  # "listening"
+                raise RuntimeError(f"tcp_bandwidth server in {hosts.names[b]} did not start")
             subprocess.run(
                 hosts.exec(
                     a,
