@@ -255,3 +255,11 @@ def test_riding_candidates_carry_their_payload_in_the_agreement():
     cost = cc.broadcast_riding(layout, 1000.0)
     assert [phase[0]["beta_net"] for phase in cost[1:]] == [24 + 224 + 1000, 24 + 2 * 224 + 1000]
     assert coefficient(cost, "gamma") == 0
+
+
+def test_agreement_frames_when_ranks_sit_above_the_power_of_two():
+    # 6 ranks: 4 and 5 hand their entry to 0 and 1, which then send 2 and 4
+    # entries in the doubling and finally all 6 back.
+    cost = cc.agreement(cc.Layout(6, 1))
+    entries = [(phase[0]["beta_net"] - 24) / 224 for phase in cost]
+    assert entries == [1, 2, 4, 6]
