@@ -1,6 +1,6 @@
 """bench.allreduce across network-namespace hosts on this machine.
 
-    python -m bench.netns_bench [--layouts 2x2,2x1,4x1] [--out DIR]
+    python -m bench.netns_bench [--layouts 2x2,2x1,4x1,1x2] [--out DIR]
         [--compare gloo,mpi] [--bandwidth-seconds 2] [-- BENCH OPTIONS...]
 
 For each layout HOSTSxRANKS (hosts x ranks per host) it makes HOSTS
@@ -14,7 +14,9 @@ first to the second (bench.tcp_bandwidth), and runs
         --json DIR/LAYOUT.json --csv DIR/LAYOUT.csv BENCH OPTIONS...
 
 so ringcc, gloo and Open MPI (mpirun beside rank 0, its daemons reaching the
-other namespaces through the same agent) are timed in one command. The
+other namespaces through the same agent) are timed in one command. A
+layout of one host (1x2) runs the bench on this machine without
+namespaces: shared memory only, which the cost model's fit needs. The
 namespaces are removed whatever happens. DIR/summary.json holds, per layout,
 the TCP bandwidth, each op's largest-size busbw as a fraction of it, and the
 smallest speed-up over each peer across sizes. Needs root.
@@ -35,7 +37,7 @@ from . import tcp_bandwidth
 from .netns_hosts import INTERFACE, NamespaceHosts
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_LAYOUTS = "2x2,2x1,4x1"
+DEFAULT_LAYOUTS = "2x2,2x1,4x1,1x2"
 
 
 def parse_layout(text: str) -> tuple[int, int]:
@@ -44,8 +46,8 @@ def parse_layout(text: str) -> tuple[int, int]:
         h, r = int(hosts), int(ranks)
     except ValueError:
         raise argparse.ArgumentTypeError(f"layout {text!r}: HOSTSxRANKS, e.g. 2x2") from None
-    if h < 2 or r < 1:
-        raise argparse.ArgumentTypeError(f"layout {text!r}: at least 2 hosts and 1 rank per host")
+    if h < 1 or r < 1 or h * r < 2:
+        raise argparse.ArgumentTypeError(f"layout {text!r}: at least 1 host, 1 rank per host and 2 ranks")
     return h, r
 
 
@@ -83,6 +85,26 @@ def ringrun_command(hosts: NamespaceHosts, ranks_per_host: int, compare: str, ou
         "--mpi-own-hostnames",
         "--mpi-interface",
         hosts.subnet,
+        "--json",
+        out_stem + ".json",
+        "--csv",
+        out_stem + ".csv",
+        *bench_args,
+    ]
+
+
+def one_host_command(ranks: int, compare: str, out_stem: str, bench_args):
+    """The same bench on this machine alone: every rank on one host (shared memory)."""
+    return [
+        find_ringrun(),
+        "--no-prefix",
+        "-np",
+        str(ranks),
+        sys.executable,
+        "-m",
+        "bench.allreduce",
+        "--compare",
+        compare,
         "--json",
         out_stem + ".json",
         "--csv",
@@ -164,16 +186,21 @@ def main(argv=None) -> int:
     failed = 0
     for index, (nhosts, per_host) in enumerate(layouts):
         name = f"{nhosts}x{per_host}"
-        with NamespaceHosts(nhosts, subnet_index=200 + index) as hosts:
-            hosts.wait_reachable()
-            print(f"# {name}: {hosts.describe()}", flush=True)
-            tcp = tcp_bandwidth.measure(hosts, 0, 1, seconds=a.bandwidth_seconds)
-            print(f"# {name}: one-way TCP {hosts.names[0]} -> {hosts.names[1]}: {tcp['gbps']:.2f} GB/s", flush=True)
-            stem = os.path.join(os.path.abspath(a.out), name)
-            code = run_job(ringrun_command(hosts, per_host, a.compare, stem, bench_args), a.timeout)
+        stem = os.path.join(os.path.abspath(a.out), name)
+        tcp = None
+        if nhosts == 1:  # one host: this machine's own namespace, shared memory (for the model's fit)
+            code = run_job(one_host_command(per_host, a.compare, stem, bench_args), a.timeout)
+        else:
+            with NamespaceHosts(nhosts, subnet_index=200 + index) as hosts:
+                hosts.wait_reachable()
+                print(f"# {name}: {hosts.describe()}", flush=True)
+                tcp = tcp_bandwidth.measure(hosts, 0, 1, seconds=a.bandwidth_seconds)
+                print(f"# {name}: one-way TCP {hosts.names[0]} -> {hosts.names[1]}: {tcp['gbps']:.2f} GB/s", flush=True)
+                code = run_job(ringrun_command(hosts, per_host, a.compare, stem, bench_args), a.timeout)
         entry = {"tcp": tcp, "exit": code, "json": stem + ".json"}
         if code == 0 and os.path.exists(stem + ".json"):
-            entry["ops"] = layout_summary(stem + ".json", tcp["gbps"])
+            if tcp is not None:
+                entry["ops"] = layout_summary(stem + ".json", tcp["gbps"])
         else:
             failed += 1
         summary[name] = entry

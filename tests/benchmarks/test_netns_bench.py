@@ -64,7 +64,8 @@ def test_tcp_bandwidth_between_hosts():
 def test_parse_layout():
     assert parse_layout("2x2") == (2, 2)
     assert parse_layout("4X1") == (4, 1)
-    for bad in ("1x4", "2x0", "2by2"):
+    assert parse_layout("1x2") == (1, 2)
+    for bad in ("1x1", "0x4", "2x0", "2by2"):
         with pytest.raises(argparse.ArgumentTypeError):
             parse_layout(bad)
 
