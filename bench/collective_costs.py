@@ -1,0 +1,416 @@
+"""The algorithms ringcc can pick, as the steps and bytes they cost.
+
+Each algorithm is written as the code in core/algorithms and
+core/backends/hierarchical runs it, on a layout of `hosts` hosts with
+`per_host` ranks each (ranks placed host by host, as ringrun places them),
+and returns a Cost: a sequence of phases that run one after the other, each
+phase a list of alternatives that run at the same time (different ranks on
+different links), of which the slowest decides. An alternative is a linear
+combination of the model's parameters:
+
+    o           seconds per call: the Python call, the dispatch, the bench's loop
+    alpha_K     seconds per step over a link of kind K (a message's latency)
+    beta_K      seconds per byte over a link of kind K (1 / bandwidth)
+    gamma       seconds per byte reduced (an elementwise sum, in memory)
+
+Link kinds: "net" (TCP between hosts), "loop" (TCP between ranks of one
+host: the world's links are all TCP, and the agreement and the flat rings
+use them between neighbours on one host too) and "shm" (ringcc's
+shared-memory collectives inside a host). Ranks of one host that send to
+other hosts at the same time share the host's link: their bytes count
+`share` times (the host's link carries them all).
+
+The constants below are ringcc's defaults (RINGCC_INLINE_BYTES,
+RINGCC_CHUNK_BYTES, RINGCC_SHM_AREA_BYTES, RINGCC_SHM_SMALL_BYTES,
+RINGCC_SHM_ALLREDUCE_PIECE_BYTES); OpHeader is 216 bytes, each entry adds an
+8-byte prefix and each frame a 24-byte one (collective_agreement.cc).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+INLINE_BYTES = 64 << 10
+CHUNK_BYTES = 1 << 20
+SHM_AREA_BYTES = 4 << 20
+SHM_SMALL_BYTES = 64 << 10
+SHM_ALLREDUCE_PIECE_BYTES = 512 << 10
+FRAME_PREFIX_BYTES = 24
+ENTRY_BYTES = 8 + 216
+
+KINDS = ("net", "loop", "shm")
+PARAMS = ("o", "alpha_net", "beta_net", "alpha_loop", "beta_loop", "alpha_shm", "beta_shm", "gamma")
+
+Terms = dict  # parameter name -> coefficient
+Cost = list  # [phase], phase = [Terms]: alternatives at the same time
+
+
+@dataclass(frozen=True)
+class Layout:
+    hosts: int
+    per_host: int
+    transport: str = "shm+tcp"  # bench meta's transport: "tcp" forces TCP between ranks of one host too
+    # The hosts are network namespaces of one machine: every TCP byte costs
+    # the same few CPUs, so all the flows of a step share them, not one link per host.
+    one_machine: bool = False
+
+    @property
+    def ranks(self) -> int:
+        return self.hosts * self.per_host
+
+    def host_of(self, rank: int) -> int:
+        return rank // self.per_host
+
+    def link(self, a: int, b: int) -> str:
+        return "loop" if self.host_of(a) == self.host_of(b) else "net"
+
+    def hierarchical(self) -> bool:
+        """ringcc's hierarchical allreduce runs (hierarchical_backend.cc refuses())."""
+        return self.hosts > 1 and self.per_host > 1 and self.transport != "tcp"
+
+    def shm_only(self) -> bool:
+        return self.hosts == 1 and self.transport != "tcp"
+
+
+def step(kind: str, nbytes: float, share: int = 1) -> Terms:
+    """One message exchange over a link: its latency and its bytes."""
+    return {f"alpha_{kind}": 1.0, f"beta_{kind}": float(nbytes) * share}
+
+
+def scaled(terms: Terms, k: float) -> Terms:
+    return {name: c * k for name, c in terms.items()}
+
+
+def added(*terms: Terms) -> Terms:
+    out: Terms = {}
+    for t in terms:
+        for name, c in t.items():
+            out[name] = out.get(name, 0.0) + c
+    return out
+
+
+def time_of(cost: Cost, params: Mapping[str, float]) -> float:
+    """Seconds: the phases in turn, the slowest alternative of each."""
+    return sum(max(sum(c * params.get(n, 0.0) for n, c in alt.items()) for alt in phase) for phase in cost)
+
+
+def linear_terms(cost: Cost, params: Mapping[str, float]) -> Terms:
+    """The cost as one linear combination: each phase's alternative that is
+    slowest under `params` (a fit uses its current or reference values)."""
+    chosen = [max(phase, key=lambda alt: sum(c * params.get(n, 0.0) for n, c in alt.items())) for phase in cost]
+    return added(*chosen)
+
+
+# -- the agreement (collective_agreement.cc) ---------------------------------
+
+
+def pairs_phase(layout: Layout, pairs, nbytes: float, reduce_bytes: float = 0.0) -> list[Terms]:
+    """One step in which every (a, b) pair exchanges nbytes: one alternative
+    per link kind used, with the host's link shared by its ranks that cross it."""
+    crossing: dict[int, int] = {}
+    kinds = set()
+    for a, b in pairs:
+        kind = layout.link(a, b)
+        kinds.add(kind)
+        if kind == "net":
+            crossing[layout.host_of(a)] = crossing.get(layout.host_of(a), 0) + 1
+    share = max(crossing.values(), default=1)
+    extra = {"gamma": reduce_bytes} if reduce_bytes else {}
+    if layout.one_machine:
+        return [added(step(k, nbytes, len(pairs)), extra) for k in sorted(kinds)]
+    return [added(step(k, nbytes, share if k == "net" else 1), extra) for k in sorted(kinds)]
+
+
+def agreement(layout: Layout, rider_bytes: float = 0.0, entry_payload: float = 0.0, reduces: bool = True) -> Cost:
+    """Recursive doubling over the largest power of two p <= n; the ranks
+    above p hand their entry to rank - p first and get the whole set back at
+    the end. A rider (a small allreduce) travels in every frame and is
+    reduced at every merge. entry_payload: bytes each entry would carry
+    beside its header (an allgather riding along, which ringcc does not do);
+    reduces=False: the rider is carried, not reduced (a broadcast riding along)."""
+    n = layout.ranks
+    if n < 2:
+        return []
+    p = 1 << (n.bit_length() - 1)
+    extra = n > p
+
+    def frame(entries: int) -> float:
+        return FRAME_PREFIX_BYTES + (ENTRY_BYTES + entry_payload) * entries + rider_bytes
+
+    merged = rider_bytes if reduces else 0.0
+    cost: Cost = []
+    if extra:
+        cost.append(pairs_phase(layout, [(r, r - p) for r in range(p, n)], frame(1), merged))
+    known = 2 if extra else 1
+    bit = 1
+    while bit < p:
+        cost.append(pairs_phase(layout, [(r, r ^ bit) for r in range(p)], frame(min(n, known)), merged))
+        known *= 2
+        bit *= 2
+    if extra:
+        cost.append(pairs_phase(layout, [(r - p, r) for r in range(p, n)], frame(n)))
+    return cost
+
+
+# -- rings and chains over TCP (ring_allreduce.cc, ring_allgather.cc, chain_broadcast.cc) --
+
+
+def ring_links(layout: Layout, members: list[int]) -> list[tuple[int, int]]:
+    return [(members[i], members[(i + 1) % len(members)]) for i in range(len(members))]
+
+
+def ring_allreduce(layout: Layout, members: list[int], nbytes: float, flows_per_host: int = 1) -> Cost:
+    """Reduce-scatter then allgather: 2(n-1) steps, each one segment (nbytes/n)
+    to the right neighbour; n-1 of them reduce the segment that arrives.
+    `flows_per_host`: rings running side by side that share each host's link."""
+    n = len(members)
+    if n < 2 or nbytes <= 0:
+        return []
+    seg = nbytes / n
+    phase = pairs_phase(layout, ring_links(layout, members), seg)
+    if flows_per_host > 1:
+        phase = [added(t, {"beta_net": t.get("beta_net", 0.0) * (flows_per_host - 1)}) for t in phase]
+    return [[scaled(t, 2 * (n - 1)) for t in phase], [{"gamma": (n - 1) * seg}]]
+
+
+def ring_allgather(layout: Layout, nbytes: float) -> Cost:
+    """n-1 steps, each passing one rank's block (nbytes/n of the output) on."""
+    n = layout.ranks
+    if n < 2:
+        return []
+    phase = pairs_phase(layout, ring_links(layout, list(range(n))), nbytes / n)
+    return [[scaled(t, n - 1) for t in phase]]
+
+
+def chain_broadcast(layout: Layout, nbytes: float) -> Cost:
+    """The root's message passes down the ring in CHUNK_BYTES chunks, each
+    rank forwarding a chunk while the next arrives: m + n - 2 chunk times
+    for m chunks (n - 1 hops of one message when it is one chunk)."""
+    n = layout.ranks
+    if n < 2 or nbytes <= 0:
+        return []
+    chunks = max(1, math.ceil(nbytes / CHUNK_BYTES))
+    piece = nbytes / chunks
+    kinds = sorted({layout.link(a, b) for a, b in ring_links(layout, list(range(n)))[:-1]})
+    # One link per hop; on one machine, the hops that carry a chunk at once
+    # (at most `chunks` of them) share its CPUs.
+    share = min(chunks, n - 1) if layout.one_machine else 1
+    phase = [step(k, piece, share) for k in kinds]
+    return [[scaled(t, chunks + n - 2) for t in phase]]
+
+
+# -- shared memory inside a host (shm_collectives.cc) --------------------------
+
+
+def shm_phases(nbytes: float, piece: int) -> int:
+    """A header phase, then one per piece."""
+    return 1 + max(1, math.ceil(nbytes / piece))
+
+
+def shm_allreduce(ranks: int, nbytes: float) -> Cost:
+    """Small: one phase, every rank publishes and reduces everything. Bulk:
+    two phases per piece, each byte copied in and out once, each rank
+    reducing its segment of every piece across the areas."""
+    if ranks < 2:
+        return []
+    if nbytes <= SHM_SMALL_BYTES:
+        return [[{"alpha_shm": 2.0, "beta_shm": nbytes, "gamma": (ranks - 1) * nbytes}]]
+    phases = 1 + 2 * math.ceil(nbytes / SHM_ALLREDUCE_PIECE_BYTES)
+    return [[{"alpha_shm": phases, "beta_shm": 2.0 * nbytes, "gamma": (ranks - 1) / ranks * nbytes}]]
+
+
+def shm_reduce_scatter(ranks: int, nbytes: float) -> Cost:
+    if ranks < 2:
+        return []
+    phases = shm_phases(nbytes, SHM_AREA_BYTES)
+    return [[{"alpha_shm": phases, "beta_shm": nbytes, "gamma": (ranks - 1) / ranks * nbytes}]]
+
+
+def shm_copy(ranks: int, nbytes: float) -> Cost:
+    """Allgather or broadcast inside a host: each rank copies the output once."""
+    if ranks < 2:
+        return []
+    return [[{"alpha_shm": shm_phases(nbytes, SHM_AREA_BYTES), "beta_shm": nbytes}]]
+
+
+# -- what ringcc runs ------------------------------------------------------------------
+
+
+def call() -> Cost:
+    return [[{"o": 1.0}]]
+
+
+def allreduce_riding(layout: Layout, nbytes: float) -> Cost:
+    """The agreement carries the whole allreduce (recursive doubling)."""
+    if layout.shm_only():
+        return call() + shm_allreduce(layout.ranks, nbytes)
+    return call() + agreement(layout, nbytes)
+
+
+def allreduce_ring(layout: Layout, nbytes: float) -> Cost:
+    """The flat ring over every rank (RINGCC_HIERARCHICAL_ALLREDUCE=0)."""
+    if layout.shm_only():
+        return call() + shm_allreduce(layout.ranks, nbytes)
+    return call() + agreement(layout) + ring_allreduce(layout, list(range(layout.ranks)), nbytes)
+
+
+def allreduce_hierarchical(layout: Layout, nbytes: float) -> Cost:
+    """Agreement, shm reduce-scatter, each rank's shard (nbytes/L) in a ring
+    with its peers on the other hosts (L rings sharing each host's link),
+    shm allgather."""
+    if not layout.hierarchical():
+        return allreduce_ring(layout, nbytes)
+    L = layout.per_host
+    cross = [h * L for h in range(layout.hosts)]
+    return (
+        call()
+        + agreement(layout)
+        + shm_reduce_scatter(L, nbytes)
+        + ring_allreduce(layout, cross, nbytes / L, flows_per_host=L)
+        + shm_copy(L, nbytes)
+    )
+
+
+def allgather_ring(layout: Layout, nbytes: float) -> Cost:
+    if layout.shm_only():
+        return call() + shm_copy(layout.ranks, nbytes)
+    return call() + agreement(layout) + ring_allgather(layout, nbytes)
+
+
+def broadcast_chain(layout: Layout, nbytes: float) -> Cost:
+    if layout.shm_only():
+        return call() + shm_copy(layout.ranks, nbytes)
+    return call() + agreement(layout) + chain_broadcast(layout, nbytes)
+
+
+# -- what ringcc does not have (for comparison) -----------------------------------------
+
+
+def allgather_hierarchical(layout: Layout, nbytes: float) -> Cost:
+    """Not in ringcc: L rings among the hosts (H-1 steps of one rank's block,
+    sharing each host's link), then an shm allgather of the host's blocks."""
+    if not layout.hierarchical():
+        return allgather_ring(layout, nbytes)
+    L, H = layout.per_host, layout.hosts
+    cross = [h * L for h in range(H)]
+    phase = pairs_phase(layout, ring_links(layout, cross), nbytes / layout.ranks)
+    phase = [added(t, {"beta_net": t.get("beta_net", 0.0) * (L - 1)}) for t in phase]
+    return call() + agreement(layout) + [[scaled(t, H - 1) for t in phase]] + shm_copy(L, nbytes)
+
+
+PIPELINE_PIECES = 8
+
+
+def allreduce_hierarchical_pipelined(layout: Layout, nbytes: float) -> Cost:
+    """Not in ringcc: the hierarchical allreduce in PIPELINE_PIECES pieces,
+    each stage (shm reduce-scatter, the ring between hosts, shm allgather)
+    working on one piece while the next stage works on the one before: one
+    piece through every stage, then P - 1 pieces at the slowest stage's pace."""
+    if not layout.hierarchical():
+        return allreduce_ring(layout, nbytes)
+    L = layout.per_host
+    cross = [h * L for h in range(layout.hosts)]
+    piece = nbytes / PIPELINE_PIECES
+    stages = [
+        shm_reduce_scatter(L, piece),
+        ring_allreduce(layout, cross, piece / L, flows_per_host=L),
+        shm_copy(L, piece),
+    ]
+    # Every phase of these stages has one alternative (the ring's links all cross hosts).
+    totals = [linear_terms(stage, {}) for stage in stages]
+    return call() + agreement(layout) + [[t] for t in totals] + [[scaled(t, PIPELINE_PIECES - 1) for t in totals]]
+
+
+def allgather_riding(layout: Layout, nbytes: float) -> Cost:
+    """Not in ringcc: each rank's block (nbytes/n) in its agreement entry, so
+    the agreement that every collective runs anyway gathers the data too."""
+    if layout.shm_only():
+        return allgather_ring(layout, nbytes)
+    return call() + agreement(layout, entry_payload=nbytes / layout.ranks)
+
+
+def broadcast_riding(layout: Layout, nbytes: float) -> Cost:
+    """Not in ringcc: the root's data in its agreement entry (counted in
+    every frame: the frames that do not hold the root's entry yet are no
+    longer than the ones that do)."""
+    if layout.shm_only():
+        return broadcast_chain(layout, nbytes)
+    return call() + agreement(layout, rider_bytes=nbytes, reduces=False)
+
+
+def broadcast_hierarchical(layout: Layout, nbytes: float) -> Cost:
+    """Not in ringcc: the chain among one rank per host, then an shm broadcast."""
+    if not layout.hierarchical():
+        return broadcast_chain(layout, nbytes)
+    L, H = layout.per_host, layout.hosts
+    chunks = max(1, math.ceil(nbytes / CHUNK_BYTES))
+    hop = step("net", nbytes / chunks)
+    return call() + agreement(layout) + [[scaled(hop, chunks + H - 2)]] + shm_copy(L, nbytes)
+
+
+def broadcast_tree(layout: Layout, nbytes: float) -> Cost:
+    """Not in ringcc: a binomial tree over the ranks, log2 n rounds of the
+    whole message (host-major: the first rounds cross hosts)."""
+    n = layout.ranks
+    rounds = math.ceil(math.log2(n)) if n > 1 else 0
+    L = layout.per_host
+    cost = call() + agreement(layout)
+    for r in range(rounds):
+        span = n >> (r + 1) or 1
+        kind = "net" if span >= L and layout.hosts > 1 else ("shm" if not layout.transport == "tcp" else "loop")
+        cost.append([step(kind, nbytes)])
+    return cost
+
+
+# op -> [(algorithm name, cost function, in ringcc)]
+ALGORITHMS = {
+    "allreduce": [
+        ("recursive doubling (riding)", allreduce_riding, True),
+        ("ring", allreduce_ring, True),
+        ("hierarchical", allreduce_hierarchical, True),
+        ("pipelined hierarchical", allreduce_hierarchical_pipelined, False),
+    ],
+    "allgather": [
+        ("ring", allgather_ring, True),
+        ("hierarchical", allgather_hierarchical, False),
+        ("riding", allgather_riding, False),
+    ],
+    "broadcast": [
+        ("chain", broadcast_chain, True),
+        ("binomial tree", broadcast_tree, False),
+        ("hierarchical chain", broadcast_hierarchical, False),
+        ("riding", broadcast_riding, False),
+    ],
+}
+
+
+def ringcc_pick(op: str, layout: Layout, nbytes: float) -> str:
+    """The algorithm ringcc runs for this call (its defaults)."""
+    if op == "allreduce":
+        if nbytes <= INLINE_BYTES or layout.shm_only():
+            return "recursive doubling (riding)"
+        return "hierarchical" if layout.hierarchical() else "ring"
+    return "ring" if op == "allgather" else "chain"
+
+
+def cost_of(op: str, layout: Layout, nbytes: float, algorithm: str | None = None) -> Cost:
+    name = algorithm or ringcc_pick(op, layout, nbytes)
+    for candidate, fn, _ in ALGORITHMS[op]:
+        if candidate == name:
+            return fn(layout, nbytes)
+    raise KeyError(f"{op}: no algorithm {name!r}")
+
+
+BUS_FACTOR = {
+    "allreduce": lambda n: 2 * (n - 1) / n,
+    "allgather": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+}
+
+
+def ring_bound(op: str, ranks: int, nbytes: float, link_bytes_per_s: float) -> float:
+    """Seconds the busiest link needs at full speed (nccl-tests' bus factor):
+    2(n-1)/n * bytes / bandwidth for allreduce."""
+    return BUS_FACTOR[op](ranks) * nbytes / link_bytes_per_s

@@ -1,0 +1,131 @@
+"""Fitting the cost model's parameters to the bench's own results.
+
+A point is (layout, op, bytes, measured seconds) for ringcc; its predicted
+time is linear in the parameters (bench.collective_costs), so the fit is a
+least-squares problem. It minimises the relative error (each row divided by
+the measured time, so 8 B and 64 MiB weigh alike) with every parameter >= 0,
+solved exactly: the unconstrained solution on every subset of the
+parameters, the best one whose values are all >= 0 (8 parameters: 256
+small solves).
+
+`tie` merges link kinds that are one thing where the results were taken:
+between network namespaces of one machine, "net" and "loop" are both the
+kernel's TCP, so they are fitted as one ({"loop": "net"}).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from .collective_costs import PARAMS, Layout, cost_of, linear_terms
+
+# Values the fit starts from to decide which concurrent link is the slowest:
+# TCP 20 us and 2 GB/s, shared memory 2 us and 10 GB/s, 4 GB/s of reduction.
+REFERENCE = {
+    "o": 5e-6,
+    "alpha_net": 20e-6,
+    "beta_net": 1 / 2e9,
+    "alpha_loop": 20e-6,
+    "beta_loop": 1 / 2e9,
+    "alpha_shm": 2e-6,
+    "beta_shm": 1 / 10e9,
+    "gamma": 1 / 4e9,
+}
+NAMESPACE_TIE = {"loop": "net"}
+
+
+@dataclass(frozen=True)
+class Point:
+    layout: Layout
+    op: str
+    nbytes: int
+    seconds: float
+    source: str = ""
+
+
+def points_from_json(path: str, impl: str = "ringcc", one_machine: bool = False) -> list[Point]:
+    """ringcc's points of a bench.allreduce --json file. The layout comes from
+    its meta (hosts, ranks_per_host, transport); files without them are taken
+    as one host. one_machine: the hosts were namespaces of one machine."""
+    with open(path) as f:
+        doc = json.load(f)
+    meta = doc["meta"]
+    ranks = int(meta["ranks"])
+    per_host = int(meta.get("ranks_per_host") or ranks)
+    hosts = int(meta.get("hosts") or max(1, ranks // per_host))
+    layout = Layout(hosts, per_host, meta.get("transport") or "shm+tcp", one_machine and hosts > 1)
+    return [
+        Point(layout, r["op"], int(r["nbytes"]), float(r["time_us"]) * 1e-6, path)
+        for r in doc["results"]
+        if r.get("impl") == impl and r.get("time_us")
+    ]
+
+
+def tied(terms: Mapping[str, float], tie: Mapping[str, str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name, c in terms.items():
+        kind = name.partition("_")[2]
+        if kind in tie:
+            name = name.partition("_")[0] + "_" + tie[kind]
+        out[name] = out.get(name, 0.0) + c
+    return out
+
+
+def untied(params: Mapping[str, float], tie: Mapping[str, str]) -> dict[str, float]:
+    """Fitted values for every parameter: a tied kind takes its partner's."""
+    out = {name: float(params.get(name, 0.0)) for name in PARAMS}
+    for kind, into in tie.items():
+        for what in ("alpha", "beta"):
+            out[f"{what}_{kind}"] = out[f"{what}_{into}"]
+    return out
+
+
+def design(points: Iterable[Point], tie: Mapping[str, str], reference: Mapping[str, float]):
+    """(matrix, names): one row per point, one column per parameter the points use."""
+    rows = [tied(linear_terms(cost_of(p.op, p.layout, p.nbytes), reference), tie) for p in points]
+    names = [n for n in PARAMS if any(abs(r.get(n, 0.0)) > 0 for r in rows)]
+    return np.array([[r.get(n, 0.0) for n in names] for r in rows], dtype=np.float64), names
+
+
+def nonnegative_least_squares(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """argmin |a x - b| with x >= 0, by trying every support (few columns)."""
+    cols = a.shape[1]
+    if cols > 12:
+        raise ValueError("nonnegative_least_squares: at most 12 parameters")
+    best, best_x = np.inf, np.zeros(cols)
+    for k in range(1, cols + 1):
+        for support in itertools.combinations(range(cols), k):
+            sub = a[:, support]
+            x_sub, *_ = np.linalg.lstsq(sub, b, rcond=None)
+            if np.any(x_sub < 0):
+                continue
+            residual = float(np.sum((sub @ x_sub - b) ** 2))
+            if residual < best - 1e-15:
+                best = residual
+                best_x = np.zeros(cols)
+                best_x[list(support)] = x_sub
+    return best_x
+
+
+def fit(points: list[Point], tie: Mapping[str, str] = NAMESPACE_TIE, rounds: int = 3) -> dict[str, float]:
+    """Parameters that minimise the points' relative errors. Which of the
+    concurrent links is slowest is decided with the reference values first,
+    then with the fitted ones (a few rounds)."""
+    if not points:
+        raise ValueError("fit: no points")
+    measured = np.array([p.seconds for p in points])
+    current: dict[str, float] = dict(REFERENCE)
+    for _ in range(rounds):
+        a, names = design(points, tie, current)
+        x = nonnegative_least_squares(a / measured[:, None], np.ones(len(points)))
+        fitted = untied(dict(zip(names, x)), tie)
+        if fitted == current:
+            break
+        # Parameters no point uses keep their reference values for choosing links.
+        current = {n: fitted[n] if n in names or n.partition("_")[2] in tie else REFERENCE[n] for n in PARAMS}
+    return untied({n: current[n] for n in PARAMS}, tie)

@@ -1,0 +1,214 @@
+"""bench.allreduce across network-namespace hosts on this machine.
+
+    python -m bench.netns_bench [--layouts 2x2,2x1,4x1,1x2] [--out DIR]
+        [--compare gloo,mpi] [--bandwidth-seconds 2] [-- BENCH OPTIONS...]
+
+For each layout HOSTSxRANKS (hosts x ranks per host) it makes HOSTS
+namespaces (bench.netns_hosts), measures the one-way TCP bandwidth from the
+first to the second (bench.tcp_bandwidth), and runs
+
+    ringrun --no-prefix -H h0:R,h1:R,... --agent 'ip netns exec {host}'
+        --master-addr ADDR0 --network-interface SUBNET
+        python -m bench.allreduce --compare gloo,mpi
+        --mpi-agent 'ip netns exec {host}' --mpi-own-hostnames
+        --json DIR/LAYOUT.json --csv DIR/LAYOUT.csv BENCH OPTIONS...
+
+so ringcc, gloo and Open MPI (mpirun beside rank 0, its daemons reaching the
+other namespaces through the same agent) are timed in one command. A
+layout of one host (1x2) runs the bench on this machine without
+namespaces: shared memory only, which the cost model's fit needs. The
+namespaces are removed whatever happens. DIR/summary.json holds, per layout,
+the TCP bandwidth, each op's largest-size busbw as a fraction of it, and the
+smallest speed-up over each peer across sizes. Needs root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+
+from . import tcp_bandwidth
+from .netns_hosts import INTERFACE, NamespaceHosts
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_LAYOUTS = "2x2,2x1,4x1,1x2"
+
+
+def parse_layout(text: str) -> tuple[int, int]:
+    hosts, _, ranks = text.lower().partition("x")
+    try:
+        h, r = int(hosts), int(ranks)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"layout {text!r}: HOSTSxRANKS, e.g. 2x2") from None
+    if h < 1 or r < 1 or h * r < 2:
+        raise argparse.ArgumentTypeError(f"layout {text!r}: at least 1 host, 1 rank per host and 2 ranks")
+    return h, r
+
+
+def find_ringrun() -> str:
+    here = os.path.join(os.path.dirname(sys.executable), "ringrun")
+    found = here if os.access(here, os.X_OK) else shutil.which("ringrun")
+    if not found:
+        raise SystemExit("bench.netns_bench: ringrun not found (next to the interpreter or on PATH)")
+    return found
+
+
+def ringrun_command(hosts: NamespaceHosts, ranks_per_host: int, compare: str, out_stem: str, bench_args):
+    return [
+        find_ringrun(),
+        "--no-prefix",
+        "-np",
+        str(len(hosts.names) * ranks_per_host),
+        "-H",
+        hosts.host_list(ranks_per_host),
+        "--agent",
+        hosts.AGENT,
+        "--master-addr",
+        hosts.addresses[0],
+        "--network-interface",
+        hosts.subnet,
+        # Ranks started through an agent get only the job's variables and these.
+        *("-x", "PYTHONPATH", "-x", "PATH", "-x", "GLOO_SOCKET_IFNAME"),
+        sys.executable,
+        "-m",
+        "bench.allreduce",
+        "--compare",
+        compare,
+        "--mpi-agent",
+        hosts.AGENT,
+        "--mpi-own-hostnames",
+        "--mpi-interface",
+        hosts.subnet,
+        "--json",
+        out_stem + ".json",
+        "--csv",
+        out_stem + ".csv",
+        *bench_args,
+    ]
+
+
+def one_host_command(ranks: int, compare: str, out_stem: str, bench_args):
+    """The same bench on this machine alone: every rank on one host (shared memory)."""
+    return [
+        find_ringrun(),
+        "--no-prefix",
+        "-np",
+        str(ranks),
+        sys.executable,
+        "-m",
+        "bench.allreduce",
+        "--compare",
+        compare,
+        "--json",
+        out_stem + ".json",
+        "--csv",
+        out_stem + ".csv",
+        *bench_args,
+    ]
+
+
+def run_job(cmd, timeout_s: float) -> int:
+    """Runs the job in a session of its own; on timeout the whole session goes."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO_ROOT, env.get("PYTHONPATH")) if p)
+    env["PATH"] = os.pathsep.join(p for p in (os.path.dirname(sys.executable), env.get("PATH")) if p)
+    env["GLOO_SOCKET_IFNAME"] = INTERFACE  # torch's gloo would take the machine's hostname's address
+    print("# " + shlex.join(cmd), flush=True)
+    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, start_new_session=True)
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        print(f"# the job did not finish within {timeout_s:g} s: stopped", flush=True)
+        return -1
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if proc.poll() is not None:
+                break
+            try:
+                os.killpg(proc.pid, sig)
+                proc.wait(timeout=10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
+
+
+def layout_summary(bench_json: str, tcp_gbps: float) -> dict:
+    """Per op: the largest size's ringcc busbw / TCP bandwidth, and per peer
+    the smallest and median speed-up of ringcc across sizes."""
+    with open(bench_json) as f:
+        doc = json.load(f)
+    out = {}
+    for op in doc["meta"]["ops"]:
+        rows = [r for r in doc["results"] if r["op"] == op]
+        ours = {r["nbytes"]: r for r in rows if r["impl"] == "ringcc"}
+        if not ours:
+            continue
+        largest = max(ours)
+        entry = {"largest_bytes": largest, "busbw_of_tcp": ours[largest]["busbw"] / tcp_gbps, "peers": {}}
+        for impl in sorted({r["impl"] for r in rows} - {"ringcc"}):
+            ratios = {r["nbytes"]: r["ratio"] for r in rows if r["impl"] == impl and r.get("ratio")}
+            if ratios:
+                worst = min(ratios, key=ratios.get)
+                entry["peers"][impl] = {
+                    "min_speedup": ratios[worst],
+                    "min_at_bytes": worst,
+                    "speedups": {str(n): ratios[n] for n in sorted(ratios)},
+                }
+        out[op] = entry
+    return out
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    bench_args = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, bench_args = argv[:cut], argv[cut + 1 :]
+    p = argparse.ArgumentParser(prog="python -m bench.netns_bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--layouts", default=DEFAULT_LAYOUTS, help=f"HOSTSxRANKS, comma list (default {DEFAULT_LAYOUTS})")
+    p.add_argument("--out", default="netns-results", help="directory for the results (default netns-results)")
+    p.add_argument("--compare", default="gloo,mpi", help="bench.allreduce's --compare (default gloo,mpi)")
+    p.add_argument("--bandwidth-seconds", type=float, default=2.0, help="each TCP bandwidth transfer (default 2)")
+    p.add_argument("--timeout", type=float, default=3600.0, help="seconds each layout's job may take (default 3600)")
+    a = p.parse_args(argv)
+    layouts = [parse_layout(t) for t in a.layouts.split(",") if t.strip()]
+    os.makedirs(a.out, exist_ok=True)
+    summary_path = os.path.join(a.out, "summary.json")
+    summary = {}
+    if os.path.exists(summary_path):
+        with open(summary_path) as f:
+            summary = json.load(f)
+    failed = 0
+    for index, (nhosts, per_host) in enumerate(layouts):
+        name = f"{nhosts}x{per_host}"
+        stem = os.path.join(os.path.abspath(a.out), name)
+        tcp = None
+        if nhosts == 1:  # one host: this machine's own namespace, shared memory (for the model's fit)
+            code = run_job(one_host_command(per_host, a.compare, stem, bench_args), a.timeout)
+        else:
+            with NamespaceHosts(nhosts, subnet_index=200 + index) as hosts:
+                hosts.wait_reachable()
+                print(f"# {name}: {hosts.describe()}", flush=True)
+                tcp = tcp_bandwidth.measure(hosts, 0, 1, seconds=a.bandwidth_seconds)
+                print(f"# {name}: one-way TCP {hosts.names[0]} -> {hosts.names[1]}: {tcp['gbps']:.2f} GB/s", flush=True)
+                code = run_job(ringrun_command(hosts, per_host, a.compare, stem, bench_args), a.timeout)
+        entry = {"tcp": tcp, "exit": code, "json": stem + ".json"}
+        if code == 0 and os.path.exists(stem + ".json"):
+            if tcp is not None:
+                entry["ops"] = layout_summary(stem + ".json", tcp["gbps"])
+        else:
+            failed += 1
+        summary[name] = entry
+        with open(summary_path, "w") as f:
+            json.dump(summary, f, indent=1)
+    print(f"# summary written to {summary_path}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""One-way TCP bandwidth between two hosts: what one connection carries.
+
+    python -m bench.tcp_bandwidth serve --port P [--timeout S]
+    python -m bench.tcp_bandwidth send --host ADDR --port P [--seconds 2] [--chunk 4M]
+
+The sender writes --chunk bytes at a time for --seconds on one connection
+and closes it; the server reads everything into one reusable buffer and
+prints one JSON line: bytes, seconds from the first byte to the end of the
+stream, and GB/s (1e9 bytes per second, the bench's unit). Nothing is
+reduced or copied twice: the ceiling for what a collective over the same
+link can carry in one direction.
+
+measure(hosts, a, b) runs the server inside host b and the sender inside
+host a (bench.netns_hosts) and returns the figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import select
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+from .measure import parse_size
+
+ACCEPT_TIMEOUT_S = 30.0
+
+
+def serve(port: int, timeout_s: float) -> dict:
+    with socket.create_server(("0.0.0.0", port)) as server:
+        server.settimeout(timeout_s)
+        print("listening", flush=True)
+        conn, _ = server.accept()
+        with conn:
+            conn.settimeout(timeout_s)
+            buf = bytearray(4 << 20)
+            view = memoryview(buf)
+            total, first = 0, None
+            while True:
+                n = conn.recv_into(view)
+                if n == 0:
+                    break
+                if first is None:
+                    first = time.perf_counter()
+                total += n
+            seconds = time.perf_counter() - (first or time.perf_counter())
+    return {"bytes": total, "seconds": seconds, "gbps": total / seconds / 1e9 if seconds > 0 else 0.0}
+
+
+def send(host: str, port: int, seconds: float, chunk: int, timeout_s: float) -> None:
+    data = bytes(chunk)
+    deadline = time.monotonic() + timeout_s
+    while True:  # the server may still be starting
+        try:
+            conn = socket.create_connection((host, port), timeout=timeout_s)
+            break
+        except ConnectionRefusedError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    with conn:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            conn.sendall(data)
+
+
+def measure(hosts, a: int = 0, b: int = 1, seconds: float = 2.0, repeats: int = 3, port: int = 29517) -> dict:
+    """Median GB/s of `repeats` one-way transfers from host a to host b."""
+    runs = []
+    for _ in range(repeats):
+        server = subprocess.Popen(
+            hosts.exec(b, [sys.executable, "-m", "bench.tcp_bandwidth", "serve", "--port", str(port)]),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            ready, _, _ = select.select([server.stdout], [], [], ACCEPT_TIMEOUT_S)
+            if not ready or not server.stdout.readline():  # "listening"
+                raise RuntimeError(f"tcp_bandwidth server in {hosts.names[b]} did not start")
+            subprocess.run(
+                hosts.exec(
+                    a,
+                    [
+                        sys.executable,
+                        "-m",
+                        "bench.tcp_bandwidth",
+                        "send",
+                        "--host",
+                        hosts.addresses[b],
+                        "--port",
+                        str(port),
+                        "--seconds",
+                        str(seconds),
+                    ],
+                ),
+                check=True,
+                timeout=seconds + ACCEPT_TIMEOUT_S,
+            )
+            out, err = server.communicate(timeout=ACCEPT_TIMEOUT_S)
+            if server.returncode != 0:
+                raise RuntimeError(f"tcp_bandwidth server failed: {err.strip()[-300:]}")
+            runs.append(json.loads(out.strip().splitlines()[-1]))
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait(timeout=10)
+    return {
+        "gbps": statistics.median(r["gbps"] for r in runs),
+        "runs_gbps": [r["gbps"] for r in runs],
+        "from": hosts.names[a],
+        "to": hosts.names[b],
+        "seconds": seconds,
+    }
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.tcp_bandwidth", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="mode", required=True)
+    s = sub.add_parser("serve")
+    s.add_argument("--port", type=int, required=True)
+    s.add_argument("--timeout", type=float, default=ACCEPT_TIMEOUT_S)
+    c = sub.add_parser("send")
+    c.add_argument("--host", required=True)
+    c.add_argument("--port", type=int, required=True)
+    c.add_argument("--seconds", type=float, default=2.0)
+    c.add_argument("--chunk", type=parse_size, default=4 << 20)
+    c.add_argument("--timeout", type=float, default=ACCEPT_TIMEOUT_S)
+    a = p.parse_args(argv)
+    if a.mode == "serve":
+        print(json.dumps(serve(a.port, a.timeout)), flush=True)
+    else:
+        send(a.host, a.port, a.seconds, a.chunk, a.timeout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,265 @@
+"""Tests of the cost model (bench/collective_costs.py, bench/cost_fit.py,
+bench/cost_model.py) on synthetic data: the algorithms' step counts and
+bytes are those of ringcc's code, the fit recovers the parameters the data
+was made with, and the command prints the errors and projections."""
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from bench import collective_costs as cc  # noqa: E402
+from bench.cost_fit import Point, fit, nonnegative_least_squares, points_from_json  # noqa: E402
+from bench.cost_model import main as cost_model_main  # noqa: E402
+
+# Made-up parameters: TCP 30 us and 1.5 GB/s, shared memory 3 us and 6 GB/s,
+# 3 GB/s of reduction, 4 us per call.
+TRUTH = {
+    "o": 4e-6,
+    "alpha_net": 30e-6,
+    "beta_net": 1 / 1.5e9,
+    "alpha_loop": 30e-6,
+    "beta_loop": 1 / 1.5e9,
+    "alpha_shm": 3e-6,
+    "beta_shm": 1 / 6e9,
+    "gamma": 1 / 3e9,
+}
+LAYOUTS = (cc.Layout(2, 2), cc.Layout(2, 1), cc.Layout(4, 1), cc.Layout(1, 2))
+SIZES = (8, 1024, 64 << 10, 1 << 20, 16 << 20, 64 << 20)
+UNIT = {"o": 1.0}  # one of each term counts itself
+
+
+def coefficient(cost, name):
+    """The cost's coefficient of one parameter (the slowest alternative of
+    each phase when every step costs the same)."""
+    terms = cc.linear_terms(cost, {n: 1.0 for n in cc.PARAMS})
+    return terms.get(name, 0.0)
+
+
+def alpha_steps(cost):
+    return sum(coefficient(cost, f"alpha_{k}") for k in cc.KINDS)
+
+
+@pytest.mark.parametrize("n,steps", [(2, 1), (4, 2), (8, 3), (5, 4), (6, 4), (12, 5), (1024, 10), (1000, 11)])
+def test_agreement_steps_are_recursive_doubling(n, steps):
+    # log2 n steps for a power of two; the ranks above it add one step each way.
+    assert alpha_steps(cc.agreement(cc.Layout(n, 1))) == steps
+
+
+def test_agreement_frames_carry_the_entries_known_and_the_rider():
+    cost = cc.agreement(cc.Layout(4, 1), rider_bytes=100)
+    frame_bytes = [phase[0]["beta_net"] for phase in cost]
+    # Step 1 sends the rank's own entry, step 2 the two it knows by then.
+    assert frame_bytes == [24 + 224 + 100, 24 + 2 * 224 + 100]
+    # The rider is reduced at every merge.
+    assert coefficient(cost, "gamma") == 200
+
+
+def test_agreement_shares_the_host_link_across_hosts():
+    # 2 hosts of 4: steps 1 and 2 stay in a host (loop), step 4 crosses with
+    # all four ranks of a host sending at once over its link.
+    cost = cc.agreement(cc.Layout(2, 4))
+    assert [sorted(alt_kind(t) for t in phase) for phase in cost] == [["loop"], ["loop"], ["net"]]
+    assert cost[2][0]["beta_net"] == 4 * (24 + 4 * 224)
+
+
+def alt_kind(terms):
+    return next(name.partition("_")[2] for name in terms if name.startswith("alpha_"))
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 7])
+def test_ring_allreduce_is_2_n_minus_1_steps_of_one_segment(n):
+    layout = cc.Layout(n, 1)
+    cost = cc.ring_allreduce(layout, list(range(n)), 1000.0)
+    assert coefficient(cost, "alpha_net") == 2 * (n - 1)
+    assert coefficient(cost, "beta_net") == pytest.approx(2 * (n - 1) * 1000.0 / n)
+    assert coefficient(cost, "gamma") == pytest.approx((n - 1) * 1000.0 / n)
+
+
+def test_ring_allgather_is_n_minus_1_blocks():
+    cost = cc.ring_allgather(cc.Layout(4, 1), 4000.0)
+    assert coefficient(cost, "alpha_net") == 3
+    assert coefficient(cost, "beta_net") == pytest.approx(3000.0)
+
+
+@pytest.mark.parametrize("nbytes,chunks", [(8, 1), (1 << 20, 1), (64 << 20, 64), ((1 << 20) + 1, 2)])
+def test_chain_broadcast_pipelines_chunks(nbytes, chunks):
+    n = 4
+    cost = cc.chain_broadcast(cc.Layout(n, 1), nbytes)
+    assert coefficient(cost, "alpha_net") == chunks + n - 2
+    assert coefficient(cost, "beta_net") == pytest.approx((chunks + n - 2) * nbytes / chunks)
+
+
+def test_hierarchical_rings_share_the_host_link():
+    layout = cc.Layout(3, 4)
+    nbytes = 12_000_000.0
+    cost = cc.allreduce_hierarchical(layout, nbytes)
+    agreement = cc.agreement(layout)
+    # The cross-host ring: 2(H-1) steps of (S/L)/H bytes, four rings on each host's link.
+    net_alpha = coefficient(cost, "alpha_net") - coefficient(agreement, "alpha_net")
+    net_beta = coefficient(cost, "beta_net") - coefficient(agreement, "beta_net")
+    assert net_alpha == 2 * 2
+    assert net_beta == pytest.approx(2 * 2 * (nbytes / 4 / 3) * 4)
+    assert coefficient(cost, "beta_shm") == pytest.approx(2 * nbytes)  # reduce-scatter in, allgather out
+
+
+@pytest.mark.parametrize(
+    "op,layout,nbytes,pick",
+    [
+        ("allreduce", cc.Layout(2, 2), 64 << 10, "recursive doubling (riding)"),
+        ("allreduce", cc.Layout(2, 2), (64 << 10) + 4, "hierarchical"),
+        ("allreduce", cc.Layout(4, 1), 1 << 20, "ring"),
+        ("allreduce", cc.Layout(2, 2, "tcp"), 1 << 20, "ring"),
+        ("allgather", cc.Layout(2, 2), 8, "ring"),
+        ("broadcast", cc.Layout(2, 2), 8, "chain"),
+    ],
+)
+def test_ringcc_pick(op, layout, nbytes, pick):
+    assert cc.ringcc_pick(op, layout, nbytes) == pick
+
+
+def test_ring_bound():
+    assert cc.ring_bound("allreduce", 4, 1e9, 1e9) == pytest.approx(1.5)
+    assert cc.ring_bound("broadcast", 4, 1e9, 1e9) == pytest.approx(1.0)
+
+
+def synthetic_points(params):
+    return [
+        Point(layout, op, n, cc.time_of(cc.cost_of(op, layout, n), params))
+        for layout in LAYOUTS
+        for op in cc.ALGORITHMS
+        for n in SIZES
+    ]
+
+
+def test_fit_recovers_the_parameters_the_data_was_made_with():
+    fitted = fit(synthetic_points(TRUTH))
+    for name, value in TRUTH.items():
+        assert fitted[name] == pytest.approx(value, rel=1e-6), name
+
+
+def test_fit_recovers_other_parameters_too():
+    # Not a fit that returns one answer whatever the data.
+    other = dict(TRUTH, alpha_net=80e-6, alpha_loop=80e-6, beta_shm=1 / 2e9, o=1e-6)
+    fitted = fit(synthetic_points(other))
+    assert fitted["alpha_net"] == pytest.approx(80e-6, rel=1e-6)
+    assert fitted["beta_shm"] == pytest.approx(1 / 2e9, rel=1e-6)
+    assert fitted["o"] == pytest.approx(1e-6, rel=1e-6)
+
+
+def test_nonnegative_least_squares_keeps_parameters_nonnegative():
+    import numpy as np
+
+    a = np.array([[1.0, 1.0], [1.0, 2.0], [1.0, 3.0]])
+    b = np.array([3.0, 2.0, 1.0])  # the unconstrained slope is -1
+    x = nonnegative_least_squares(a, b)
+    assert np.all(x >= 0)
+    assert x[1] == 0 and x[0] == pytest.approx(2.0)
+
+
+def bench_json(path, layout, params):
+    results = [
+        {
+            "impl": "ringcc",
+            "op": op,
+            "nbytes": n,
+            "time_us": cc.time_of(cc.cost_of(op, layout, n), params) * 1e6,
+        }
+        for op in cc.ALGORITHMS
+        for n in SIZES
+    ]
+    results.append({"impl": "gloo", "op": "allreduce", "nbytes": 8, "time_us": 1.0})  # not ringcc: not fitted
+    meta = {"ranks": layout.ranks, "ranks_per_host": layout.per_host, "hosts": layout.hosts, "transport": "shm+tcp"}
+    path.write_text(json.dumps({"meta": meta, "results": results}))
+    return str(path)
+
+
+def test_points_from_bench_json(tmp_path):
+    path = bench_json(tmp_path / "2x2.json", cc.Layout(2, 2), TRUTH)
+    points = points_from_json(path)
+    assert len(points) == 3 * len(SIZES)
+    assert {p.layout for p in points} == {cc.Layout(2, 2)}
+
+
+def test_command_prints_errors_and_projections(tmp_path, capsys):
+    paths = [bench_json(tmp_path / f"{i}.json", layout, TRUTH) for i, layout in enumerate(LAYOUTS)]
+    out_json = tmp_path / "model.json"
+    assert cost_model_main([*paths, "--ranks", "8,1024", "--sizes", "8,64M", "--json", str(out_json)]) == 0
+    text = capsys.readouterr().out
+    n_points = len(LAYOUTS) * 3 * len(SIZES)
+    assert f"{n_points}/{n_points} points within 25%" in text
+    doc = json.loads(out_json.read_text())
+    assert max(abs(e["error"]) for e in doc["errors"]) < 1e-6
+    row = next(
+        r
+        for r in doc["projections"]
+        if r["network"] == "25G" and r["op"] == "allreduce" and r["nbytes"] == 64 << 20 and r["ranks"] == 1024
+    )
+    assert row["pick"] == "hierarchical" and row["hosts"] == 128
+    # The bound: 2(n-1)/n * 64 MiB at 25 Gb/s.
+    assert row["bound_us"] == pytest.approx(2 * 1023 / 1024 * (64 << 20) / (25e9 / 8) * 1e6)
+    assert math.isclose(row["pick_of_bound"], row["bound_us"] / row["times_us"]["hierarchical"])
+
+
+def test_pipelined_hierarchical_is_one_piece_through_every_stage_then_the_slowest():
+    layout = cc.Layout(4, 2)
+    nbytes = 8e6
+    piece = nbytes / cc.PIPELINE_PIECES
+    stages = [
+        cc.time_of(cc.shm_reduce_scatter(2, piece), TRUTH),
+        cc.time_of(cc.ring_allreduce(layout, [0, 2, 4, 6], piece / 2, flows_per_host=2), TRUTH),
+        cc.time_of(cc.shm_copy(2, piece), TRUTH),
+    ]
+    opening = cc.time_of(cc.call() + cc.agreement(layout), TRUTH)
+    expected = opening + sum(stages) + (cc.PIPELINE_PIECES - 1) * max(stages)
+    assert cc.time_of(cc.allreduce_hierarchical_pipelined(layout, nbytes), TRUTH) == pytest.approx(expected)
+
+
+def test_one_machine_flows_share_its_cpus():
+    # Two namespace hosts exchanging in both directions: two flows' bytes per step.
+    apart = cc.ring_allgather(cc.Layout(2, 1), 2000.0)
+    together = cc.ring_allgather(cc.Layout(2, 1, one_machine=True), 2000.0)
+    assert coefficient(apart, "beta_net") == pytest.approx(1000.0)
+    assert coefficient(together, "beta_net") == pytest.approx(2000.0)
+    # A chain of one chunk: one hop at a time, nothing shared.
+    chain = cc.chain_broadcast(cc.Layout(4, 1, one_machine=True), 1000.0)
+    assert coefficient(chain, "beta_net") == pytest.approx(3 * 1000.0)
+
+
+def test_projection_has_no_network_bound_within_one_host(tmp_path):
+    path = bench_json(tmp_path / "2x2.json", cc.Layout(2, 2), TRUTH)
+    out_json = tmp_path / "model.json"
+    args = [path, "--ranks", "8,16", "--sizes", "64M", "--shm-gbps", "20", "--json", str(out_json)]
+    assert cost_model_main(args) == 0
+    rows = [r for r in json.loads(out_json.read_text())["projections"] if r["op"] == "allreduce"]
+    one_host = [r for r in rows if r["ranks"] == 8]
+    assert one_host and all(r["bound_us"] is None and r["pick_of_bound"] is None for r in one_host)
+    # --shm-gbps changes what a one-host allreduce costs: 2 bytes of copies per byte.
+    fitted = cc.time_of(cc.shm_allreduce(8, 64 << 20), TRUTH)
+    faster = cc.time_of(cc.shm_allreduce(8, 64 << 20), dict(TRUTH, beta_shm=1 / 20e9))
+    assert one_host[0]["times_us"]["hierarchical"] < fitted * 1e6
+    assert one_host[0]["times_us"]["hierarchical"] == pytest.approx(faster * 1e6, rel=1e-3)
+
+
+def test_riding_candidates_carry_their_payload_in_the_agreement():
+    layout = cc.Layout(4, 1)
+    # Allgather: each entry carries its block; step 1 one entry, step 2 two.
+    cost = cc.allgather_riding(layout, 400.0)
+    assert [phase[0]["beta_net"] for phase in cost[1:]] == [24 + 224 + 100, 24 + 2 * (224 + 100)]
+    # Broadcast: the root's data in every frame, and nothing reduced.
+    cost = cc.broadcast_riding(layout, 1000.0)
+    assert [phase[0]["beta_net"] for phase in cost[1:]] == [24 + 224 + 1000, 24 + 2 * 224 + 1000]
+    assert coefficient(cost, "gamma") == 0
+
+
+def test_agreement_frames_when_ranks_sit_above_the_power_of_two():
+    # 6 ranks: 4 and 5 hand their entry to 0 and 1, which then send 2 and 4
+    # entries in the doubling and finally all 6 back.
+    cost = cc.agreement(cc.Layout(6, 1))
+    entries = [(phase[0]["beta_net"] - 24) / 224 for phase in cost]
+    assert entries == [1, 2, 4, 6]
