@@ -34,6 +34,18 @@ from dataclasses import dataclass
 
 INLINE_BYTES = 64 << 10
 CHUNK_BYTES = 1 << 20
+# A piece shorter than a chunk is still cut in PIPELINE_DEPTH chunks, none
+# under MIN_CHUNK_BYTES (pipeline_chunk_elems in ring_algorithms.h).
+PIPELINE_DEPTH = 4
+MIN_CHUNK_BYTES = 16 << 10
+
+
+def pipeline_chunks(nbytes: float) -> int:
+    """How many chunks the chain broadcast cuts a message of nbytes into."""
+    chunk = min(CHUNK_BYTES, max(MIN_CHUNK_BYTES, math.ceil(nbytes / PIPELINE_DEPTH)))
+    return max(1, math.ceil(nbytes / chunk))
+
+
 SHM_AREA_BYTES = 4 << 20
 SHM_SMALL_BYTES = 64 << 10
 SHM_ALLREDUCE_PIECE_BYTES = 512 << 10
@@ -185,13 +197,13 @@ def ring_allgather(layout: Layout, nbytes: float) -> Cost:
 
 
 def chain_broadcast(layout: Layout, nbytes: float) -> Cost:
-    """The root's message passes down the ring in CHUNK_BYTES chunks, each
-    rank forwarding a chunk while the next arrives: m + n - 2 chunk times
-    for m chunks (n - 1 hops of one message when it is one chunk)."""
+    """The root's message passes down the ring in chunks (pipeline_chunks),
+    each rank forwarding a chunk while the next arrives: m + n - 2 chunk
+    times for m chunks (n - 1 hops of one message when it is one chunk)."""
     n = layout.ranks
     if n < 2 or nbytes <= 0:
         return []
-    chunks = max(1, math.ceil(nbytes / CHUNK_BYTES))
+    chunks = pipeline_chunks(nbytes)
     piece = nbytes / chunks
     kinds = sorted({layout.link(a, b) for a, b in ring_links(layout, list(range(n)))[:-1]})
     # One link per hop; on one machine, the hops that carry a chunk at once
@@ -289,8 +301,9 @@ def broadcast_chain(layout: Layout, nbytes: float) -> Cost:
 
 
 def allgather_hierarchical(layout: Layout, nbytes: float) -> Cost:
-    """Not in ringcc: L rings among the hosts (H-1 steps of one rank's block,
-    sharing each host's link), then an shm allgather of the host's blocks."""
+    """ringcc's allgather with several ranks per host: L rings among the
+    hosts (H-1 steps of one rank's block, sharing each host's link), then an
+    shm allgather of the gathered sets."""
     if not layout.hierarchical():
         return allgather_ring(layout, nbytes)
     L, H = layout.per_host, layout.hosts
@@ -341,11 +354,12 @@ def broadcast_riding(layout: Layout, nbytes: float) -> Cost:
 
 
 def broadcast_hierarchical(layout: Layout, nbytes: float) -> Cost:
-    """Not in ringcc: the chain among one rank per host, then an shm broadcast."""
+    """ringcc's broadcast with several ranks per host: the chain among the
+    ranks of the root's local rank (one per host), then an shm broadcast."""
     if not layout.hierarchical():
         return broadcast_chain(layout, nbytes)
     L, H = layout.per_host, layout.hosts
-    chunks = max(1, math.ceil(nbytes / CHUNK_BYTES))
+    chunks = pipeline_chunks(nbytes)
     hop = step("net", nbytes / chunks)
     return call() + agreement(layout) + [[scaled(hop, chunks + H - 2)]] + shm_copy(L, nbytes)
 
@@ -374,13 +388,13 @@ ALGORITHMS = {
     ],
     "allgather": [
         ("ring", allgather_ring, True),
-        ("hierarchical", allgather_hierarchical, False),
+        ("hierarchical", allgather_hierarchical, True),
         ("riding", allgather_riding, False),
     ],
     "broadcast": [
         ("chain", broadcast_chain, True),
         ("binomial tree", broadcast_tree, False),
-        ("hierarchical chain", broadcast_hierarchical, False),
+        ("hierarchical chain", broadcast_hierarchical, True),
         ("riding", broadcast_riding, False),
     ],
 }
@@ -392,7 +406,9 @@ def ringcc_pick(op: str, layout: Layout, nbytes: float) -> str:
         if nbytes <= INLINE_BYTES or layout.shm_only():
             return "recursive doubling (riding)"
         return "hierarchical" if layout.hierarchical() else "ring"
-    return "ring" if op == "allgather" else "chain"
+    if op == "allgather":
+        return "hierarchical" if layout.hierarchical() else "ring"
+    return "hierarchical chain" if layout.hierarchical() else "chain"
 
 
 def cost_of(op: str, layout: Layout, nbytes: float, algorithm: str | None = None) -> Cost:

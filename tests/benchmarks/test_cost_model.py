@@ -87,7 +87,10 @@ def test_ring_allgather_is_n_minus_1_blocks():
     assert coefficient(cost, "beta_net") == pytest.approx(3000.0)
 
 
-@pytest.mark.parametrize("nbytes,chunks", [(8, 1), (1 << 20, 1), (64 << 20, 64), ((1 << 20) + 1, 2)])
+# Chunks of at most 1 MiB; a shorter message still in 4, none under 16 KiB.
+@pytest.mark.parametrize(
+    "nbytes,chunks", [(8, 1), (16 << 10, 1), (64 << 10, 4), (1 << 20, 4), (64 << 20, 64), ((4 << 20) + 1, 5)]
+)
 def test_chain_broadcast_pipelines_chunks(nbytes, chunks):
     n = 4
     cost = cc.chain_broadcast(cc.Layout(n, 1), nbytes)
@@ -115,8 +118,10 @@ def test_hierarchical_rings_share_the_host_link():
         ("allreduce", cc.Layout(2, 2), (64 << 10) + 4, "hierarchical"),
         ("allreduce", cc.Layout(4, 1), 1 << 20, "ring"),
         ("allreduce", cc.Layout(2, 2, "tcp"), 1 << 20, "ring"),
-        ("allgather", cc.Layout(2, 2), 8, "ring"),
-        ("broadcast", cc.Layout(2, 2), 8, "chain"),
+        ("allgather", cc.Layout(2, 2), 8, "hierarchical"),
+        ("allgather", cc.Layout(4, 1), 8, "ring"),
+        ("broadcast", cc.Layout(2, 2), 8, "hierarchical chain"),
+        ("broadcast", cc.Layout(4, 1), 8, "chain"),
     ],
 )
 def test_ringcc_pick(op, layout, nbytes, pick):
