@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import mxnet as mx
 
 import ringcc
+from ringcc.horovod_basics import Adasum
 from ringcc.mxnet import _engine
 from ringcc.mxnet.errors import mxnet_errors
 from ringcc.process_sets import ProcessSet, global_process_set
@@ -27,10 +28,6 @@ from ringcc.process_sets import ProcessSet, global_process_set
 __all__ = ["Adasum", "allreduce", "allreduce_", "grouped_allreduce", "grouped_allreduce_", "broadcast", "broadcast_"]
 
 _unnamed = itertools.count()
-
-# Horovod's Adasum is not implemented by ringcc: the name exists so that
-# scripts which mention it import, and using it raises NotImplementedError.
-Adasum = 5
 
 
 def collective_name(name: str | None, kind: str) -> str:
