@@ -228,25 +228,36 @@ def reduce_lists(
 
 
 def _allreduce(tensor, average, name, priority, prescale_factor, postscale_factor, process_set, op, inplace):
-    glob = is_global(process_set)
-    n = collective_name(name, "allreduce") if glob else f"mx.allreduce.{name or 'set'}"
+    n = collective_name(name, "allreduce") if is_global(process_set) else f"mx.allreduce.{name or 'set'}"
+    (out,) = _reduce_each(
+        n, [n], [tensor], average, priority, prescale_factor, postscale_factor, process_set, op, inplace
+    )
+    return out
+
+
+def _reduce_each(label, names, tensors, average, priority, prescale_factor, postscale_factor, process_set, op, inplace):
+    """Allreduces each of `tensors` under its name of `names`, in one engine
+    operation `label`; returns the results (`tensors` themselves in place)."""
     try:
-        _engine.check_array(tensor)
+        for t in tensors:
+            _engine.check_array(t)
         rop = _reduce_op(average, op)
-        out = tensor if inplace else mx.nd.empty(tensor.shape, ctx=tensor.context, dtype=tensor.dtype)
+        outs = tensors if inplace else [mx.nd.empty(t.shape, ctx=t.context, dtype=t.dtype) for t in tensors]
     except Exception as error:
-        fail("allreduce", error, [n], process_set)
+        fail("allreduce", error, names, process_set, calls=len(tensors))
         raise
+    if not tensors:
+        return outs
     reduce_lists(
-        n,
-        [(n, [tensor], None if inplace else [out])],
+        label,
+        [(n, [t], None if inplace else [o]) for n, t, o in zip(names, tensors, outs)],
         op=rop,
         prescale_factor=prescale_factor,
         postscale_factor=postscale_factor,
         priority=priority,
         process_set=process_set,
     )
-    return out
+    return outs
 
 
 @mxnet_errors
@@ -283,30 +294,15 @@ def allreduce_(
 
 
 def _grouped(tensors, average, name, priority, prescale_factor, postscale_factor, process_set, op, inplace):
-    glob = is_global(process_set)
     tensors = list(tensors)
-    base = collective_name(name, "grouped_allreduce") if glob else f"mx.grouped_allreduce.{name or 'set'}"
+    if is_global(process_set):
+        base = collective_name(name, "grouped_allreduce")
+    else:
+        base = f"mx.grouped_allreduce.{name or 'set'}"
     names = [f"{base}.{i}" for i in range(len(tensors))]
-    try:
-        for t in tensors:
-            _engine.check_array(t)
-        rop = _reduce_op(average, op)
-        outs = tensors if inplace else [mx.nd.empty(t.shape, ctx=t.context, dtype=t.dtype) for t in tensors]
-    except Exception as error:
-        fail("allreduce", error, names, process_set, calls=len(tensors))
-        raise
-    if not tensors:
-        return outs
-    reduce_lists(
-        base,
-        [(n, [t], None if inplace else [o]) for n, t, o in zip(names, tensors, outs)],
-        op=rop,
-        prescale_factor=prescale_factor,
-        postscale_factor=postscale_factor,
-        priority=priority,
-        process_set=process_set,
+    return _reduce_each(
+        base, names, tensors, average, priority, prescale_factor, postscale_factor, process_set, op, inplace
     )
-    return outs
 
 
 @mxnet_errors
