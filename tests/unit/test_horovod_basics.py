@@ -2,7 +2,8 @@
 (ringcc/horovod_basics.py), in this process as a job of one rank: the API's
 own error before init(), init(comm=...) with every rank, with a rank the job
 lacks and with something that is no list of ranks, what an API does on
-joining, and the build queries every framework answers alike."""
+joining, and the build queries every framework answers alike
+(tests/conftest.py's lone_ringcc: no job in the environment)."""
 
 from __future__ import annotations
 
@@ -11,35 +12,9 @@ import pytest
 from ringcc import horovod_basics
 from ringcc.horovod_basics import HorovodBasics
 
-# The variables a launcher would set: none here, so init() makes a job of one.
-JOB_VARIABLES = (
-    "RINGCC_RANK",
-    "RINGCC_SIZE",
-    "RINGCC_ELASTIC_DRIVER",
-    "OMPI_COMM_WORLD_RANK",
-    "OMPI_COMM_WORLD_SIZE",
-    "PMI_RANK",
-    "PMI_SIZE",
-    "SLURM_PROCID",
-    "SLURM_NTASKS",
-    "RANK",
-    "WORLD_SIZE",
-    "MASTER_ADDR",
-)
-
 
 class ApiNotInitializedError(ValueError):
     pass
-
-
-@pytest.fixture
-def lone_ringcc(ringcc_module, monkeypatch):
-    """ringcc in this process, not initialized, with no job in the environment."""
-    for name in JOB_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    ringcc_module.shutdown()
-    yield ringcc_module
-    ringcc_module.shutdown()
 
 
 def test_queries_before_init_raise_the_apis_error(lone_ringcc):
