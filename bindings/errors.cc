@@ -73,6 +73,29 @@ PyObject* make_class(py::module_& m, const char* name, PyObject* bases, const ch
 
 }  // namespace
 
+const char* python_class_name(ringcc::ErrorKind kind) {
+  using ringcc::ErrorKind;
+  switch (kind) {
+    case ErrorKind::kInvalidArgument:
+      return "ringcc.InvalidArgumentError";
+    case ErrorKind::kUnsupportedType:
+      return "ringcc.UnsupportedTypeError";
+    case ErrorKind::kMismatch:
+      return "ringcc.MismatchError";
+    case ErrorKind::kPeerFailure:
+      return "ringcc.PeerFailureError";
+    case ErrorKind::kTimeout:
+      return "ringcc.TimeoutError";
+    case ErrorKind::kNotInitialized:
+      return "ringcc.NotInitializedError";
+    case ErrorKind::kInternal:
+      return "ringcc.InternalError";
+    case ErrorKind::kInterrupted:
+      return "KeyboardInterrupt";
+  }
+  return "ringcc.RingccError";
+}
+
 void throw_python(int kind, const std::string& message) {
   PyObject* cls = g_classes[kind] ? g_classes[kind] : PyExc_RuntimeError;
   PyErr_SetString(cls, message.c_str());

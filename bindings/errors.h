@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 
 #include "bindings/interpreter_exit.h"
+#include "core/base/error.h"
 #include "core/base/interrupt.h"
 
 namespace ringcc_py {
@@ -11,6 +12,12 @@ namespace ringcc_py {
 // Creates RingccError and its subclasses in module m and installs the
 // translator from ringcc::Error.
 void bind_errors(pybind11::module_& m);
+
+// The name of the Python class a core error of `kind` becomes
+// ("ringcc.MismatchError", "KeyboardInterrupt", ...), for messages written
+// where Python cannot be reached (kernels of other libraries, XLA's
+// handlers), which name the class so the caller can raise it. Needs no GIL.
+const char* python_class_name(ringcc::ErrorKind kind);
 
 // Raises (sets and throws error_already_set) the Python class for kind.
 [[noreturn]] void throw_python(int kind, const std::string& message);

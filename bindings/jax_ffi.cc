@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 
+#include "bindings/errors.h"
 #include "bindings/global_communicator.h"
 #include "core/base/error.h"
 #include "core/collective/collective_args.h"
@@ -37,30 +38,6 @@ using ringcc::CollectiveKind;
 using ringcc::ErrorKind;
 
 namespace {
-
-// The Python class a core error becomes in ringcc (named in the message,
-// since XLA reports every handler error as its own exception type).
-const char* error_class(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kInvalidArgument:
-      return "ringcc.InvalidArgumentError";
-    case ErrorKind::kUnsupportedType:
-      return "ringcc.UnsupportedTypeError";
-    case ErrorKind::kMismatch:
-      return "ringcc.MismatchError";
-    case ErrorKind::kPeerFailure:
-      return "ringcc.PeerFailureError";
-    case ErrorKind::kTimeout:
-      return "ringcc.TimeoutError";
-    case ErrorKind::kNotInitialized:
-      return "ringcc.NotInitializedError";
-    case ErrorKind::kInternal:
-      return "ringcc.InternalError";
-    case ErrorKind::kInterrupted:
-      return "KeyboardInterrupt";
-  }
-  return "ringcc.RingccError";
-}
 
 ffi::ErrorCode error_code(ErrorKind kind) {
   switch (kind) {
@@ -83,7 +60,9 @@ ffi::ErrorCode error_code(ErrorKind kind) {
 }
 
 ffi::Error to_ffi_error(const ringcc::Error& e) {
-  return ffi::Error(error_code(e.kind()), std::string(error_class(e.kind())) + ": " + e.what());
+  // Named in the message: XLA reports every handler error as its own
+  // exception type, and ringcc.jax raises the class the message names.
+  return ffi::Error(error_code(e.kind()), std::string(ringcc_py::python_class_name(e.kind())) + ": " + e.what());
 }
 
 // The core's dtype for an XLA element type; false when the core has none.

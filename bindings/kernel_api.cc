@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bindings/errors.h"
 #include "bindings/global_communicator.h"
 #include "core/base/error.h"
 #include "core/collective/collective_args.h"
@@ -26,35 +27,13 @@ using ringcc::ErrorKind;
 
 namespace {
 
-const char* class_name(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kInvalidArgument:
-      return "ringcc.InvalidArgumentError";
-    case ErrorKind::kUnsupportedType:
-      return "ringcc.UnsupportedTypeError";
-    case ErrorKind::kMismatch:
-      return "ringcc.MismatchError";
-    case ErrorKind::kPeerFailure:
-      return "ringcc.PeerFailureError";
-    case ErrorKind::kTimeout:
-      return "ringcc.TimeoutError";
-    case ErrorKind::kNotInitialized:
-      return "ringcc.NotInitializedError";
-    case ErrorKind::kInternal:
-      return "ringcc.InternalError";
-    case ErrorKind::kInterrupted:
-      return "KeyboardInterrupt";
-  }
-  return "ringcc.RingccError";
-}
-
 // The error of the exception being handled: its kind and "ringcc.Class: what".
 void describe_current(ErrorKind* kind, std::string* message) {
   try {
     throw;
   } catch (const ringcc::Error& e) {
     *kind = e.kind();
-    *message = std::string(class_name(e.kind())) + ": " + e.what();
+    *message = std::string(ringcc_py::python_class_name(e.kind())) + ": " + e.what();
   } catch (const std::exception& e) {
     *kind = ErrorKind::kInternal;
     *message = std::string("ringcc.InternalError: ") + e.what();

@@ -1,6 +1,6 @@
 """pytest's side of the tests: the harness (tests/harness) on sys.path, the
-markers of the three kinds of test (tests/README.md) and the session-wide
-fixtures. The machinery itself is in harness/rank_groups.py."""
+markers of the three kinds of test (tests/README.md) and the fixtures the
+folders share. The machinery itself is in harness/rank_groups.py."""
 
 from __future__ import annotations
 
@@ -60,3 +60,30 @@ def ranks(tmp_path_factory) -> RankLauncher:
 def ringcc_module():
     """The ringcc package the ranks run (imported here too)."""
     return ringcc
+
+
+# The variables through which a launcher or an MPI job gives a process its
+# place in a job; lone_ringcc clears them.
+JOB_VARIABLES = (
+    "RINGCC_RANK",
+    "RINGCC_SIZE",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "RANK",
+    "WORLD_SIZE",
+)
+
+
+@pytest.fixture
+def lone_ringcc(ringcc_module, monkeypatch):
+    """ringcc in this process, not initialized, with no job in the
+    environment (init() makes a job of one rank); shut down afterwards."""
+    for name in JOB_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    ringcc_module.shutdown()
+    yield ringcc_module
+    ringcc_module.shutdown()

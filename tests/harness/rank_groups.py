@@ -23,7 +23,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
 
 import pytest
 
@@ -82,6 +81,22 @@ def ringrun_command(num_ranks: int, script: Sequence[str], launcher_options: Seq
     ]
 
 
+def torchrun_command(num_ranks: int, script: Sequence[str]) -> list[str]:
+    """torchrun (torch.distributed.run, one machine, no restarts) of
+    `num_ranks` ranks running `script`: its path and its arguments."""
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        str(num_ranks),
+        "--max-restarts",
+        "0",
+        *script,
+    ]
+
+
 def tail(text: str, chars: int = OUTPUT_TAIL_CHARS) -> str:
     return text if len(text) <= chars else "...\n" + text[-chars:]
 
@@ -132,6 +147,43 @@ def run_command(command: list[str], env: dict[str, str], timeout: float, cwd: st
             err.read().decode(errors="replace"),
             time.monotonic() - start,
         )
+
+
+def launch_ranks(
+    launcher: str,
+    num_ranks: int,
+    script: Sequence[str],
+    timeout: float,
+    env: dict[str, str],
+    ringrun_options: Sequence[str] = (),
+) -> Completed:
+    """Runs `script` (its path and arguments) on `num_ranks` ranks under
+    `launcher`, "ringrun" (which bounds the job by `timeout` itself) or
+    "torchrun", killed HARD_TIMEOUT_MARGIN_S after `timeout`."""
+    if launcher == "ringrun":
+        command = ringrun_command(num_ranks, script, ["--timeout", f"{timeout:g}", *ringrun_options])
+    elif launcher == "torchrun":
+        command = torchrun_command(num_ranks, script)
+    else:
+        raise ValueError(f"unknown launcher {launcher!r}: ringrun or torchrun")
+    return run_command(command, env, timeout + HARD_TIMEOUT_MARGIN_S)
+
+
+def run_case_group(
+    name: str,
+    launcher: str,
+    num_ranks: int,
+    script: Path,
+    args: Sequence[str],
+    out_dir: Path,
+    timeout: float,
+    env: dict[str, str],
+) -> GroupRun:
+    """One run of a case script (rank_harness or torch_harness run_cases)
+    under `launcher` (launch_ranks), its ranks recording into `out_dir`
+    (the script's --out), as a GroupRun named `name`."""
+    completed = launch_ranks(launcher, num_ranks, [str(script), "--out", str(out_dir), *args], timeout, env)
+    return GroupRun(name, num_ranks, str(out_dir), completed, read_results(str(out_dir), num_ranks))
 
 
 EXIT_JOB_TIMEOUT_S = 30

@@ -10,30 +10,7 @@ import pytest
 from rank_errors import CASES
 
 # --------------------------------------------------------------------------
-# In this process: no job, no ranks
-
-JOB_VARIABLES = (
-    "RINGCC_RANK",
-    "RINGCC_SIZE",
-    "OMPI_COMM_WORLD_RANK",
-    "OMPI_COMM_WORLD_SIZE",
-    "PMI_RANK",
-    "PMI_SIZE",
-    "SLURM_PROCID",
-    "SLURM_NTASKS",
-    "RANK",
-    "WORLD_SIZE",
-)
-
-
-@pytest.fixture
-def lone_ringcc(ringcc_module, monkeypatch):
-    """ringcc in this process, not initialized, with no job in the environment."""
-    for name in JOB_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    ringcc_module.shutdown()
-    yield ringcc_module
-    ringcc_module.shutdown()
+# In this process: no job, no ranks (tests/conftest.py's lone_ringcc)
 
 
 def uninitialized_calls(ringcc):

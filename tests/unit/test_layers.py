@@ -4,11 +4,11 @@ one above; no folder under core/backends/ includes another, and a backend
 reaches the backends' root only for the interface (backend.h), and nothing
 in core/ includes a file of the repository outside it (the MPI plugins'
 contract, core/os/mpi_plugin_api.h, lives in the core). Also the
-order of ringcc.torch's modules: the collectives (horovod.py) import none
-of the modules built on them; that the Python package (adapters/ringcc)
-has no import circle and that ringcc.elastic (the workers' side) never
-imports ringcc.launch (ringrun); and the sizes of files and functions, in
-core/, bindings/ and adapters/."""
+order of ringcc.torch's Horovod API: the collectives (the package
+ringcc.torch.horovod) import none of the modules built on them; that the
+Python package (adapters/ringcc) has no import circle and that
+ringcc.elastic (the workers' side) never imports ringcc.launch (ringrun);
+and the sizes of files and functions, in core/, bindings/ and adapters/."""
 
 from __future__ import annotations
 
@@ -99,37 +99,6 @@ def test_core_has_no_source_outside_its_layers():
     assert sorted(loose) == ["communicator.cc", "communicator.h"]
 
 
-TORCH = REPO / "adapters" / "ringcc" / "torch"
-# Each module of ringcc.torch's Horovod API and the modules it may import.
-TORCH_ORDER = ["horovod", "functions", "optimizer", "sync_batch_norm"]
-
-
-def torch_imports(module: str) -> set[str]:
-    tree = ast.parse((TORCH / f"{module}.py").read_text())
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == "ringcc.torch":
-                names.update(alias.name for alias in node.names)
-            elif node.module.startswith("ringcc.torch."):
-                names.add(node.module.rsplit(".", 1)[1])
-        elif isinstance(node, ast.Import):
-            names.update(a.name.rsplit(".", 1)[1] for a in node.names if a.name.startswith("ringcc.torch."))
-    return names
-
-
-def test_ringcc_torch_modules_import_downwards():
-    allowed = {
-        "horovod": set(),
-        "functions": {"horovod"},
-        "optimizer": {"horovod", "functions"},
-        "sync_batch_norm": {"horovod"},
-    }
-    for module in TORCH_ORDER:
-        above = torch_imports(module) & set(TORCH_ORDER) - allowed[module]
-        assert not above, f"ringcc/torch/{module}.py imports {sorted(above)}, which import it"
-
-
 # Sizes that keep a file and a function readable in one sitting.
 MAX_FILE_LINES = 800
 MAX_FUNCTION_LINES = 120
@@ -170,12 +139,13 @@ def long_functions(root: Path, limit: int = MAX_FUNCTION_LINES) -> list[str]:
 BINDINGS = REPO / "bindings"
 
 
-def long_files(root: Path, limit: int = MAX_FILE_LINES) -> list[str]:
-    """C++ sources and headers under `root` over `limit` lines."""
+def long_files(root: Path, limit: int = MAX_FILE_LINES, suffixes=(".h", ".cc", ".cuh")) -> list[str]:
+    """Files under `root` with one of `suffixes` (C++ sources and headers
+    unless told) over `limit` lines."""
     return [
         f"{p.relative_to(root.parent)}: {n} lines"
         for p in sorted(root.rglob("*"))
-        if p.suffix in (".h", ".cc", ".cuh")
+        if p.suffix in suffixes
         for n in [len(p.read_text().splitlines())]
         if n > limit
     ]
@@ -314,6 +284,53 @@ def test_the_elastic_worker_side_never_imports_the_launcher():
     assert {m: t for m, t in reaching.items() if t} == {}
 
 
+# ringcc.torch's Horovod API: the collectives (the package
+# ringcc.torch.horovod, every module of it) and the modules built on them,
+# each with what it may import of the others.
+TORCH_HOROVOD_ORDER = {
+    "ringcc.torch.horovod": set(),
+    "ringcc.torch.functions": {"ringcc.torch.horovod"},
+    "ringcc.torch.optimizer": {"ringcc.torch.horovod", "ringcc.torch.functions"},
+    "ringcc.torch.sync_batch_norm": {"ringcc.torch.horovod"},
+}
+
+
+def torch_horovod_layer(module: str) -> str | None:
+    """The entry of TORCH_HOROVOD_ORDER that `module` is or lies in."""
+    for layer in TORCH_HOROVOD_ORDER:
+        if module == layer or module.startswith(layer + "."):
+            return layer
+    return None
+
+
+def upward_torch_imports(graph: dict[str, set[str]]) -> list[str]:
+    problems = []
+    for module in sorted(graph):
+        layer = torch_horovod_layer(module)
+        if layer is None:
+            continue
+        reached = {torch_horovod_layer(t) for t in graph[module]} - {None, layer}
+        for above in sorted(reached - TORCH_HOROVOD_ORDER[layer]):
+            problems.append(f"{module} imports {above}, which is built on it")
+    return problems
+
+
+def test_ringcc_torch_modules_import_downwards():
+    assert upward_torch_imports(import_graph()) == []
+
+
+def test_the_torch_order_check_sees_an_upward_import():
+    graph = {
+        "ringcc.torch.horovod.basics": {"ringcc.torch.functions"},
+        "ringcc.torch.functions": {"ringcc.torch.horovod.calls"},
+        "ringcc.torch.sync_batch_norm": {"ringcc.torch.optimizer", "ringcc.torch.horovod"},
+    }
+    assert upward_torch_imports(graph) == [
+        "ringcc.torch.horovod.basics imports ringcc.torch.functions, which is built on it",
+        "ringcc.torch.sync_batch_norm imports ringcc.torch.optimizer, which is built on it",
+    ]
+
+
 # ringcc.launch's modules and what each may import of the package
 # (docs/architecture.md, "The outer ring").
 LAUNCH_DOORS = {
@@ -356,12 +373,6 @@ def test_ringcc_launch_modules_use_only_their_doors():
         assert used <= LAUNCH_DOORS[module], f"ringcc/launch/{module}.py imports {sorted(used - LAUNCH_DOORS[module])}"
 
 
-# Modules over MAX_FILE_LINES that issue 33 splits (the torch adapter's
-# backend and Horovod API): each must stay over it until it is split, and
-# then leave this list.
-LONG_ADAPTER_MODULES_FOR_NOW = {"adapters/ringcc/torch/backend.py", "adapters/ringcc/torch/horovod.py"}
-
-
 def long_python_functions(root: Path, limit: int = MAX_FUNCTION_LINES) -> list[str]:
     """Functions and methods (decorators left out) over `limit` lines."""
     found = []
@@ -375,10 +386,7 @@ def long_python_functions(root: Path, limit: int = MAX_FUNCTION_LINES) -> list[s
 
 
 def test_no_adapter_module_is_too_long():
-    lengths = {str(p.relative_to(REPO)): len(p.read_text().splitlines()) for p in sorted(ADAPTERS.rglob("*.py"))}
-    long = {name for name, n in lengths.items() if n > MAX_FILE_LINES}
-    assert long - LONG_ADAPTER_MODULES_FOR_NOW == set(), {n: lengths[n] for n in long}
-    assert LONG_ADAPTER_MODULES_FOR_NOW - long == set(), "split now: take it off LONG_ADAPTER_MODULES_FOR_NOW"
+    assert long_files(ADAPTERS, suffixes=(".py",)) == []
 
 
 def test_no_adapter_function_is_too_long():

@@ -6,12 +6,7 @@ from __future__ import annotations
 import keras
 
 import ringcc
-
-Sum = ringcc.Sum
-Average = ringcc.Average
-Min = ringcc.Min
-Max = ringcc.Max
-Product = ringcc.Product
+from ringcc.horovod_basics import Average, Max, Min, Product, Sum  # noqa: F401  (re-exported)
 
 
 def backend() -> str:

@@ -54,20 +54,15 @@ from ringcc import (  # noqa: E402,F401  (re-exported, as horovod.mxnet has them
     rank,
     size,
 )
+from ringcc.horovod_basics import ccl_built, ddl_built, gloo_built, gloo_enabled, mpi_threads_supported, rocm_built  # noqa: E402,F401
+from ringcc.horovod_basics import cuda_found as cuda_built  # noqa: E402,F401
 from ringcc.mxnet._engine import check_errors, wait_all  # noqa: E402,F401
 from ringcc.mxnet.basics import (  # noqa: E402,F401
-    ccl_built,
-    cuda_built,
-    ddl_built,
-    gloo_built,
-    gloo_enabled,
     init,
     is_initialized,
     mpi_built,
     mpi_enabled,
-    mpi_threads_supported,
     nccl_built,
-    rocm_built,
     shutdown,
     start_timeline,
     stop_timeline,

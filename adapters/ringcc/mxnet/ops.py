@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import mxnet as mx
 
 import ringcc
+from ringcc.horovod_basics import Adasum
 from ringcc.mxnet import _engine
 from ringcc.mxnet.errors import mxnet_errors
 from ringcc.process_sets import ProcessSet, global_process_set
@@ -27,10 +28,6 @@ from ringcc.process_sets import ProcessSet, global_process_set
 __all__ = ["Adasum", "allreduce", "allreduce_", "grouped_allreduce", "grouped_allreduce_", "broadcast", "broadcast_"]
 
 _unnamed = itertools.count()
-
-# Horovod's Adasum is not implemented by ringcc: the name exists so that
-# scripts which mention it import, and using it raises NotImplementedError.
-Adasum = 5
 
 
 def collective_name(name: str | None, kind: str) -> str:
@@ -231,25 +228,36 @@ def reduce_lists(
 
 
 def _allreduce(tensor, average, name, priority, prescale_factor, postscale_factor, process_set, op, inplace):
-    glob = is_global(process_set)
-    n = collective_name(name, "allreduce") if glob else f"mx.allreduce.{name or 'set'}"
+    n = collective_name(name, "allreduce") if is_global(process_set) else f"mx.allreduce.{name or 'set'}"
+    (out,) = _reduce_each(
+        n, [n], [tensor], average, priority, prescale_factor, postscale_factor, process_set, op, inplace
+    )
+    return out
+
+
+def _reduce_each(label, names, tensors, average, priority, prescale_factor, postscale_factor, process_set, op, inplace):
+    """Allreduces each of `tensors` under its name of `names`, in one engine
+    operation `label`; returns the results (`tensors` themselves in place)."""
     try:
-        _engine.check_array(tensor)
+        for t in tensors:
+            _engine.check_array(t)
         rop = _reduce_op(average, op)
-        out = tensor if inplace else mx.nd.empty(tensor.shape, ctx=tensor.context, dtype=tensor.dtype)
+        outs = tensors if inplace else [mx.nd.empty(t.shape, ctx=t.context, dtype=t.dtype) for t in tensors]
     except Exception as error:
-        fail("allreduce", error, [n], process_set)
+        fail("allreduce", error, names, process_set, calls=len(tensors))
         raise
+    if not tensors:
+        return outs
     reduce_lists(
-        n,
-        [(n, [tensor], None if inplace else [out])],
+        label,
+        [(n, [t], None if inplace else [o]) for n, t, o in zip(names, tensors, outs)],
         op=rop,
         prescale_factor=prescale_factor,
         postscale_factor=postscale_factor,
         priority=priority,
         process_set=process_set,
     )
-    return out
+    return outs
 
 
 @mxnet_errors
@@ -286,30 +294,15 @@ def allreduce_(
 
 
 def _grouped(tensors, average, name, priority, prescale_factor, postscale_factor, process_set, op, inplace):
-    glob = is_global(process_set)
     tensors = list(tensors)
-    base = collective_name(name, "grouped_allreduce") if glob else f"mx.grouped_allreduce.{name or 'set'}"
+    if is_global(process_set):
+        base = collective_name(name, "grouped_allreduce")
+    else:
+        base = f"mx.grouped_allreduce.{name or 'set'}"
     names = [f"{base}.{i}" for i in range(len(tensors))]
-    try:
-        for t in tensors:
-            _engine.check_array(t)
-        rop = _reduce_op(average, op)
-        outs = tensors if inplace else [mx.nd.empty(t.shape, ctx=t.context, dtype=t.dtype) for t in tensors]
-    except Exception as error:
-        fail("allreduce", error, names, process_set, calls=len(tensors))
-        raise
-    if not tensors:
-        return outs
-    reduce_lists(
-        base,
-        [(n, [t], None if inplace else [o]) for n, t, o in zip(names, tensors, outs)],
-        op=rop,
-        prescale_factor=prescale_factor,
-        postscale_factor=postscale_factor,
-        priority=priority,
-        process_set=process_set,
+    return _reduce_each(
+        base, names, tensors, average, priority, prescale_factor, postscale_factor, process_set, op, inplace
     )
-    return outs
 
 
 @mxnet_errors

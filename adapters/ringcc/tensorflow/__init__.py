@@ -43,16 +43,13 @@ if not _ringcc_versions.in_range(tf.__version__, *TESTED_TENSORFLOW):
         tf.__version__,
     )
 
+from ringcc.horovod_basics import ccl_built, ddl_built, gloo_built, gloo_enabled, mpi_threads_supported, rocm_built  # noqa: E402,F401
+from ringcc.horovod_basics import cuda_found as cuda_built  # noqa: E402,F401
 from ringcc.tensorflow import elastic  # noqa: E402,F401
 from ringcc.tensorflow.basics import (  # noqa: E402,F401
     NotInitializedError,
-    ccl_built,
     cross_rank,
     cross_size,
-    cuda_built,
-    ddl_built,
-    gloo_built,
-    gloo_enabled,
     init,
     is_homogeneous,
     is_initialized,
@@ -62,11 +59,9 @@ from ringcc.tensorflow.basics import (  # noqa: E402,F401
     local_size_op,
     mpi_built,
     mpi_enabled,
-    mpi_threads_supported,
     nccl_built,
     rank,
     rank_op,
-    rocm_built,
     shutdown,
     size,
     size_op,

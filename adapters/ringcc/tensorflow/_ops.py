@@ -24,15 +24,7 @@ import tensorflow as tf
 import ringcc
 from ringcc import _core
 from ringcc.elastic import HorovodInternalError
-
-Sum = ringcc.Sum
-Average = ringcc.Average
-Min = ringcc.Min
-Max = ringcc.Max
-Product = ringcc.Product
-# Horovod's Adasum is not implemented by ringcc: the name exists so that
-# scripts which mention it import; using it raises NotImplementedError.
-Adasum = 5
+from ringcc.horovod_basics import Adasum, Average, Max, Min, Product, Sum  # noqa: F401  (re-exported)
 
 LIBRARY = os.path.join(os.path.dirname(_core.__file__), "libringcc_tensorflow.so")
 

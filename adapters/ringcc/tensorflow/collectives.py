@@ -27,6 +27,12 @@ def _set_call(fn, tensors, out_dtypes):
     return tf.numpy_function(body, list(tensors), out_dtypes, stateful=True)
 
 
+def _one_by_one(collective, tensors, name, **options) -> list:
+    """`collective` of each tensor in turn, the i-th named `name.i` (the
+    grouped calls on a process set other than the job)."""
+    return [collective(t, name=None if name is None else f"{name}.{i}", **options) for i, t in enumerate(tensors)]
+
+
 def _average_compat(op, average):
     if average is not None:
         if op is not None:
@@ -99,18 +105,16 @@ def grouped_allreduce(
     if not tensors:
         return []
     if not is_global(process_set) or any(isinstance(t, tf.IndexedSlices) for t in tensors):
-        return [
-            allreduce(
-                t,
-                compression=compression,
-                op=op,
-                prescale_factor=prescale_factor,
-                postscale_factor=postscale_factor,
-                name=None if name is None else f"{name}.{i}",
-                process_set=process_set,
-            )
-            for i, t in enumerate(tensors)
-        ]
+        return _one_by_one(
+            allreduce,
+            tensors,
+            name,
+            compression=compression,
+            op=op,
+            prescale_factor=prescale_factor,
+            postscale_factor=postscale_factor,
+            process_set=process_set,
+        )
     compressed = [compression.compress(tf.convert_to_tensor(t)) for t in tensors]
     reduced = _ops.grouped_allreduce_op([c for c, _ in compressed], op, prescale_factor, postscale_factor, name=name)
     return [compression.decompress(r, ctx) for r, (_, ctx) in zip(reduced, compressed)]
@@ -136,7 +140,7 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set, ignore
     tensors = list(tensors)
     if is_global(process_set):
         return _ops.grouped_allgather_op(tensors, name=name)
-    return [allgather(t, None if name is None else f"{name}.{i}", process_set) for i, t in enumerate(tensors)]
+    return _one_by_one(allgather, tensors, name, process_set=process_set)
 
 
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set, ignore_name_scope=False):
@@ -155,8 +159,10 @@ def broadcast(tensor, root_rank, name=None, process_set=global_process_set, igno
 def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
     """Assigns root_rank's values to `variables` (a variable or a list)."""
     single = isinstance(variables, tf.Variable)
-    for i, v in enumerate([variables] if single else list(variables)):
-        v.assign(broadcast(v, root_rank, name=None if name is None else f"{name}.{i}", process_set=process_set))
+    listed = [variables] if single else list(variables)
+    values = _one_by_one(broadcast, listed, name, root_rank=root_rank, process_set=process_set)
+    for v, value in zip(listed, values):
+        v.assign(value)
     return variables
 
 
@@ -235,18 +241,16 @@ def grouped_reducescatter(
     if any(t.shape.rank == 0 for t in tensors):
         raise ValueError("grouped_reducescatter: a tensor of rank 0 cannot be scattered")
     if not is_global(process_set):
-        return [
-            reducescatter(
-                t,
-                compression=compression,
-                op=op,
-                name=None if name is None else f"{name}.{i}",
-                process_set=process_set,
-                prescale_factor=prescale_factor,
-                postscale_factor=postscale_factor,
-            )
-            for i, t in enumerate(tensors)
-        ]
+        return _one_by_one(
+            reducescatter,
+            tensors,
+            name,
+            compression=compression,
+            op=op,
+            process_set=process_set,
+            prescale_factor=prescale_factor,
+            postscale_factor=postscale_factor,
+        )
     compressed = [compression.compress(t) for t in tensors]
     out = _ops.grouped_reducescatter_op([c for c, _ in compressed], op, prescale_factor, postscale_factor, name=name)
     return [compression.decompress(o, ctx) for o, (_, ctx) in zip(out, compressed)]

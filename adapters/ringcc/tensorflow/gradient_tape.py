@@ -16,15 +16,7 @@ class _DistributedGradientTape(tf.GradientTape):
     def __init__(
         self,
         tape,
-        device_dense,
-        device_sparse,
-        compression,
-        sparse_as_dense,
-        op,
-        gradient_predivide_factor,
-        num_groups,
-        groups,
-        process_set,
+        reduction: tuple,
         local_variables,
         scale_local_gradients,
         persistent=False,
@@ -32,15 +24,7 @@ class _DistributedGradientTape(tf.GradientTape):
     ):
         super().__init__(persistent=persistent, watch_accessed_variables=watch_accessed_variables)
         self._tape = tape
-        self._ringcc = dict(
-            compression=compression,
-            sparse_as_dense=sparse_as_dense,
-            op=op,
-            gradient_predivide_factor=gradient_predivide_factor,
-            num_groups=num_groups,
-            groups=groups,
-            process_set=process_set,
-        )
+        self._ringcc = reduction  # allreduce_gradients' arguments after the variables
         self._local_ids = {id(v) for v in (local_variables or [])}
         self._scale_local = scale_local_gradients
 
@@ -52,7 +36,7 @@ class _DistributedGradientTape(tf.GradientTape):
         flat_sources = tf.nest.flatten(sources)
         flat = tf.nest.flatten(grads, expand_composites=False)
         shared = [g if id(s) not in self._local_ids else None for g, s in zip(flat, flat_sources)]
-        reduced = allreduce_gradients(shared, flat_sources, **self._ringcc)
+        reduced = allreduce_gradients(shared, flat_sources, *self._ringcc)
         out = []
         n = ringcc.size()
         for g, r, s in zip(flat, reduced, flat_sources):
@@ -67,6 +51,22 @@ class _DistributedGradientTape(tf.GradientTape):
             else:
                 out.append(r)
         return tf.nest.pack_sequence_as(grads, out)
+
+
+def _distributed(gradtape, local_variables, scale_local_gradients, reduction: tuple):
+    """`gradtape` (after its `with` block) as a distributed tape: of a class
+    of its own that is also gradtape's class. `reduction`: the arguments of
+    allreduce_gradients after the variables (compression, sparse_as_dense,
+    op, gradient_predivide_factor, num_groups, groups, process_set)."""
+    cls = type(gradtape.__class__.__name__, (_DistributedGradientTape, gradtape.__class__), {})
+    return cls(
+        gradtape._tape,
+        reduction,
+        local_variables,
+        scale_local_gradients,
+        persistent=gradtape._persistent,
+        watch_accessed_variables=gradtape._watch_accessed_variables,
+    )
 
 
 def DistributedGradientTape(
@@ -84,23 +84,8 @@ def DistributedGradientTape(
 ):
     """A tape whose gradient() returns the gradients reduced over the ranks
     (op Average by default). Wrap the tape after its `with` block."""
-    cls = type(gradtape.__class__.__name__, (_DistributedGradientTape, gradtape.__class__), {})
-    return cls(
-        gradtape._tape,
-        device_dense,
-        device_sparse,
-        compression,
-        sparse_as_dense,
-        op,
-        gradient_predivide_factor,
-        num_groups,
-        groups,
-        process_set,
-        None,
-        scale_local_gradients,
-        persistent=gradtape._persistent,
-        watch_accessed_variables=gradtape._watch_accessed_variables,
-    )
+    reduction = (compression, sparse_as_dense, op, gradient_predivide_factor, num_groups, groups, process_set)
+    return _distributed(gradtape, None, scale_local_gradients, reduction)
 
 
 def PartialDistributedGradientTape(
@@ -124,20 +109,5 @@ def PartialDistributedGradientTape(
     if not isinstance(local_layers, (list, tuple)):
         local_layers = [local_layers]
     local_variables = [v for layer in local_layers for v in layer.trainable_weights]
-    cls = type(gradtape.__class__.__name__, (_DistributedGradientTape, gradtape.__class__), {})
-    return cls(
-        gradtape._tape,
-        device_dense,
-        device_sparse,
-        compression,
-        sparse_as_dense,
-        op,
-        gradient_predivide_factor,
-        num_groups,
-        groups,
-        process_set,
-        local_variables,
-        scale_local_gradients,
-        persistent=gradtape._persistent,
-        watch_accessed_variables=gradtape._watch_accessed_variables,
-    )
+    reduction = (compression, sparse_as_dense, op, gradient_predivide_factor, num_groups, groups, process_set)
+    return _distributed(gradtape, local_variables, scale_local_gradients, reduction)

@@ -34,8 +34,8 @@ from ringcc.torch.work import RingWork  # noqa: F401
 register_backend()
 
 # Horovod's torch API (hvd.init, hvd.allreduce, hvd.DistributedOptimizer, ...):
-# the collectives (horovod.py, which imports none of the modules below), then
-# what is built on them.
+# the collectives (the package horovod/, which imports none of the modules
+# below), then what is built on them.
 # Horovod's elastic API (hvd.elastic.run, hvd.elastic.TorchState, ...).
 from ringcc.torch import elastic  # noqa: E402,F401
 from ringcc.torch.functions import (  # noqa: E402,F401

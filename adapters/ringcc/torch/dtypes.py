@@ -1,6 +1,6 @@
 """The torch dtypes ringcc's core moves and reduces itself, derived once
 from the core's own dtype codes (ringcc._core.DTYPE_CODES, which names
-each by its torch name). Other dtypes move as bytes; see backend.py.
+each by its torch name). Other dtypes move as bytes; see process_group/tensors.py.
 
 A bottom module: it imports torch and the core, nothing of ringcc.torch."""
 

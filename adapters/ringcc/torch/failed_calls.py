@@ -1,5 +1,5 @@
 """Calls that fail on this rank, for the torch.distributed backend
-(backend.py) and the Horovod API (horovod.py).
+(backend.py, process_group/) and the Horovod API (the package horovod/).
 
 An argument that is wrong on one rank only (a tensor of another type or
 device, an unknown op, a bad root or splits...) must fail the same call on

@@ -18,6 +18,7 @@ import torch
 import ringcc
 from ringcc import _objects
 from ringcc.torch import horovod as _hvd
+from ringcc.torch.horovod.basics import internal_error
 from ringcc.torch.process_sets import global_process_set
 
 try:  # what Horovod uses: it also pickles lambdas and local classes
@@ -136,7 +137,7 @@ def _as_tensor(data: bytes) -> torch.Tensor:
 
 def _failed_pickle(what: str, ranks_reasons) -> Exception:
     """What the other ranks raise, worded as for any call a rank could not start."""
-    return _hvd._internal_error(
+    return internal_error(
         ringcc.MismatchError("; ".join(f"rank {r} could not start {what}: {reason}" for r, reason in ranks_reasons))
     )
 

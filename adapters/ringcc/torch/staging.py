@@ -1,5 +1,5 @@
 """Tensors as the core takes them, for the torch.distributed backend
-(backend.py) and the Horovod API (horovod.py): the core moves and reduces
+(process_group/) and the Horovod API (horovod/): the core moves and reduces
 its own dtypes (dtypes.py); a tensor of another dtype moves as its bytes,
 and its result is viewed back as that dtype.
 

@@ -32,11 +32,12 @@ from rank_groups import (  # noqa: E402
     HARD_TIMEOUT_MARGIN_S,
     REPO_DIR,
     GroupRun,
+    launch_ranks,
     rank_environment,
-    read_results,
-    ringrun_command,
+    run_case_group,
     run_command,
     run_exit_jobs,
+    torchrun_command,
 )
 from torch_cases import CASES  # noqa: E402
 
@@ -61,39 +62,18 @@ GROUPS: dict[str, Group] = {
 }
 
 
-def torchrun_command(size: int, script, args) -> list:
-    return [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc-per-node",
-        str(size),
-        "--max-restarts",
-        "0",
-        str(HERE / script),
-        *args,
-    ]
-
-
 _runs: dict[str, GroupRun] = {}
 
 
 def group_run(tmp_path_factory, name: str) -> GroupRun:
     if name not in _runs:
         spec = GROUPS[name]
+        args = ["--tags", ",".join(spec.tags)] if spec.tags else []
         out = tmp_path_factory.mktemp(f"torch-{name}")
-        args = ["--out", str(out)]
-        if spec.tags:
-            args += ["--tags", ",".join(spec.tags)]
-        if spec.launcher == "ringrun":
-            command = ringrun_command(
-                spec.size, [str(HERE / "torch_cases.py"), *args], ["--timeout", str(GROUP_TIMEOUT_S)]
-            )
-        else:
-            command = torchrun_command(spec.size, "torch_cases.py", args)
-        completed = run_command(command, rank_environment(GROUP_ENV), GROUP_TIMEOUT_S + HARD_TIMEOUT_MARGIN_S)
-        _runs[name] = GroupRun(name, spec.size, str(out), completed, read_results(str(out), spec.size))
+        env = rank_environment(GROUP_ENV)
+        _runs[name] = run_case_group(
+            name, spec.launcher, spec.size, HERE / "torch_cases.py", args, out, GROUP_TIMEOUT_S, env
+        )
     return _runs[name]
 
 
@@ -130,12 +110,8 @@ def test_dead_peer_raises_from_wait(tmp_path, launcher):
     all_reduce raises PeerFailureError (also a torch.distributed.DistBackendError)
     from wait(), quickly, on both launchers."""
     size = 3
-    args = ["--out", str(tmp_path)]
-    if launcher == "ringrun":
-        command = ringrun_command(size, [str(HERE / "torch_deadpeer.py"), *args], ["--timeout", "60"])
-    else:
-        command = torchrun_command(size, "torch_deadpeer.py", args)
-    completed = run_command(command, rank_environment(GROUP_ENV), 60 + HARD_TIMEOUT_MARGIN_S)
+    script = [str(HERE / "torch_deadpeer.py"), "--out", str(tmp_path)]
+    completed = launch_ranks(launcher, size, script, 60, rank_environment(GROUP_ENV))
     for rank in range(size - 1):
         path = tmp_path / f"rank{rank}.json"
         assert path.exists(), f"rank {rank} wrote nothing\n{completed.describe()}"
@@ -171,15 +147,10 @@ def test_ddp_backward_raises_for_a_dead_or_late_peer(tmp_path, case):
     args = ["--out", str(tmp_path), "--mode", mode, "--group-timeout", str(group_timeout)]
     if subgroup:
         args.append("--subgroup")
-    if launcher == "ringrun":
-        command = ringrun_command(
-            size, [str(HERE / "torch_deadpeer.py"), *args], ["--timeout", "60", "--grace-period", "30"]
-        )
-    else:
-        command = torchrun_command(size, "torch_deadpeer.py", args)
     # The core's own bound stays the default's: only the group's timeout runs out.
     env = {k: v for k, v in rank_environment(GROUP_ENV).items() if k != "RINGCC_TIMEOUT_S"}
-    completed = run_command(command, env, 60 + HARD_TIMEOUT_MARGIN_S)
+    script = [str(HERE / "torch_deadpeer.py"), *args]
+    completed = launch_ranks(launcher, size, script, 60, env, ringrun_options=["--grace-period", "30"])
     for rank in range(size - 1):
         path = tmp_path / f"rank{rank}.json"
         assert path.exists(), f"rank {rank} wrote nothing\n{completed.describe()}"
@@ -243,7 +214,9 @@ def test_script_that_never_imports_ringcc(tmp_path, entry_point_env):
     torch` without loading the backend module."""
     out = tmp_path / "out"
     completed = run_command(
-        torchrun_command(2, "torch_entry.py", ["--out", str(out)]), entry_point_env, 90 + HARD_TIMEOUT_MARGIN_S
+        torchrun_command(2, [str(HERE / "torch_entry.py"), "--out", str(out)]),
+        entry_point_env,
+        90 + HARD_TIMEOUT_MARGIN_S,
     )
     assert completed.returncode == 0, completed.describe()
     for rank in range(2):

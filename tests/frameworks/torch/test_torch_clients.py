@@ -11,7 +11,6 @@ cases skip, saying so, when the library is not installed.
 
 from __future__ import annotations
 
-import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,11 +23,10 @@ if not dist.is_available():
     pytest.skip("this torch has no torch.distributed", allow_module_level=True)
 
 from rank_groups import (  # noqa: E402
-    HARD_TIMEOUT_MARGIN_S,
     GroupRun,
     rank_environment,
-    read_results,
     ringrun_command,
+    run_case_group,
     run_command,
 )
 from torch_client_cases import CASES  # noqa: E402
@@ -53,21 +51,6 @@ GROUPS: dict[str, Group] = {
 }
 
 
-def torchrun_command(size: int, script: str, args: list[str]) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc-per-node",
-        str(size),
-        "--max-restarts",
-        "0",
-        str(HERE / script),
-        *args,
-    ]
-
-
 _runs: dict[str, GroupRun] = {}
 
 
@@ -75,15 +58,10 @@ def group_run(tmp_path_factory, name: str) -> GroupRun:
     if name not in _runs:
         spec = GROUPS[name]
         out = tmp_path_factory.mktemp(f"torch-clients-{name}")
-        args = ["--out", str(out)]
-        if spec.launcher == "ringrun":
-            command = ringrun_command(
-                spec.size, [str(HERE / "torch_client_cases.py"), *args], ["--timeout", str(GROUP_TIMEOUT_S)]
-            )
-        else:
-            command = torchrun_command(spec.size, "torch_client_cases.py", args)
-        completed = run_command(command, rank_environment(GROUP_ENV), GROUP_TIMEOUT_S + HARD_TIMEOUT_MARGIN_S)
-        _runs[name] = GroupRun(name, spec.size, str(out), completed, read_results(str(out), spec.size))
+        env = rank_environment(GROUP_ENV)
+        _runs[name] = run_case_group(
+            name, spec.launcher, spec.size, HERE / "torch_client_cases.py", [], out, GROUP_TIMEOUT_S, env
+        )
     return _runs[name]
 
 

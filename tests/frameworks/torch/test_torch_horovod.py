@@ -25,9 +25,9 @@ torch = pytest.importorskip("torch")
 from rank_groups import (  # noqa: E402
     HARD_TIMEOUT_MARGIN_S,
     GroupRun,
+    launch_ranks,
     rank_environment,
-    read_results,
-    ringrun_command,
+    run_case_group,
     run_command,
 )
 from torch_hvd_cases import CASES  # noqa: E402
@@ -60,27 +60,8 @@ GROUPS: dict[str, Group] = {
 }
 
 
-def torchrun_command(size: int, script, args) -> list:
-    return [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc-per-node",
-        str(size),
-        "--max-restarts",
-        "0",
-        str(script),
-        *args,
-    ]
-
-
 def launch(launcher: str, size: int, script, args, timeout: float = GROUP_TIMEOUT_S, env=None):
-    if launcher == "ringrun":
-        command = ringrun_command(size, [str(script), *args], ["--timeout", str(timeout)])
-    else:
-        command = torchrun_command(size, script, args)
-    return run_command(command, env or rank_environment(GROUP_ENV), timeout + HARD_TIMEOUT_MARGIN_S)
+    return launch_ranks(launcher, size, [str(script), *args], timeout, env or rank_environment(GROUP_ENV))
 
 
 _runs: dict[str, GroupRun] = {}
@@ -90,10 +71,11 @@ def group_run(tmp_path_factory, name: str) -> GroupRun:
     if name not in _runs:
         spec = GROUPS[name]
         out = tmp_path_factory.mktemp(f"hvd-{name}")
-        args = ["--out", str(out), "--cases", spec.cases]
         env = rank_environment({**GROUP_ENV, **dict(spec.env)})
-        completed = launch(spec.launcher, spec.size, HERE / "torch_hvd_cases.py", args, env=env)
-        _runs[name] = GroupRun(name, spec.size, str(out), completed, read_results(str(out), spec.size))
+        script = HERE / "torch_hvd_cases.py"
+        _runs[name] = run_case_group(
+            name, spec.launcher, spec.size, script, ["--cases", spec.cases], out, GROUP_TIMEOUT_S, env
+        )
     return _runs[name]
 
 

@@ -32,6 +32,7 @@ from rank_harness import CaseList, expect, run_cases  # noqa: E402
 import ringcc  # noqa: E402
 import ringcc.torch as hvd  # noqa: E402
 from ringcc.torch import horovod as _hvd_module  # noqa: E402
+from ringcc.torch.horovod import async_allreduce as _hvd_allreduce  # noqa: E402  (reads OUTPUT_ROWS)
 
 CASES = CaseList()
 OPS = {"Sum": hvd.Sum, "Average": hvd.Average, "Min": hvd.Min, "Max": hvd.Max, "Product": hvd.Product}
@@ -397,9 +398,9 @@ def _(ctx):
     def broken(source, k):
         raise MemoryError("no slab today")
 
-    saved = _hvd_module.OUTPUT_ROWS
+    saved = _hvd_allreduce.OUTPUT_ROWS
     if ctx.rank == 0:
-        _hvd_module.OUTPUT_ROWS = ringcc._core._OutputRows(broken)
+        _hvd_allreduce.OUTPUT_ROWS = ringcc._core._OutputRows(broken)
     try:
         if ctx.rank == 0:
             raises(MemoryError, lambda: hvd.allreduce_async(xs[0], name="rows.broken", op=hvd.Sum), "rank 0: no slab")
@@ -410,7 +411,7 @@ def _(ctx):
             )
             expect(error is None or isinstance(error, ringcc.MismatchError), f"also a MismatchError: {error!r}")
     finally:
-        _hvd_module.OUTPUT_ROWS = saved
+        _hvd_allreduce.OUTPUT_ROWS = saved
     same(
         hvd.synchronize(hvd.allreduce_async(xs[ctx.rank], name="rows.after", op=hvd.Sum)),
         reduce_ref(xs, hvd.Sum),

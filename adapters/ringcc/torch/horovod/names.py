@@ -1,0 +1,40 @@
+"""The names by which the engine matches the Horovod API's collectives on
+the global process set across ranks: `<op>.<name>`, or `<op>.noname.<n>`
+from a per-process counter for a call without a name (so unnamed calls
+must be issued in the same order on every rank, as in Horovod); and how
+errors name a call on another process set."""
+
+from __future__ import annotations
+
+import itertools
+
+_names = itertools.count()
+
+
+def reset_names(start: int = 0) -> None:
+    """Restarts the counter of generated names (at the first init(), after
+    a join, and in tests to realign ranks)."""
+    global _names
+    _names = itertools.count(start)
+
+
+def next_number() -> int:
+    """Takes the counter's next number (join() realigns the ranks' counters
+    on the highest)."""
+    return next(_names)
+
+
+def engine_name(kind: str, name: str | None) -> str:
+    # An empty name is no name, as in Horovod.
+    if name is None or (isinstance(name, str) and not name):
+        return f"{kind}.noname.{next(_names)}"
+    return f"{kind}.{name}"
+
+
+def set_label(kind: str, name) -> str | None:
+    """How the errors of a call on a process set other than the global one
+    name its tensor: by the name the global set would give it, else (None)
+    by its place in issue order on the set."""
+    if name is None or (isinstance(name, str) and not name):
+        return None
+    return f"tensor '{kind}.{name}'"
