@@ -128,6 +128,30 @@ def _stop(process: subprocess.Popen) -> None:
             continue
 
 
+def run_at_once(
+    commands: list[tuple[list[str], dict[str, str]]], timeout: float, cwd: str | None = None
+) -> list[tuple[int | None, str]]:
+    """Starts every (argv, env) at once, output and errors together; (exit
+    status, or None when killed at the shared deadline, output) of each."""
+    outputs = [tempfile.TemporaryFile() for _ in commands]
+    processes = [
+        subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        for (argv, env), out in zip(commands, outputs)
+    ]
+    deadline = time.monotonic() + timeout
+    results = []
+    for process, out in zip(processes, outputs):
+        try:
+            process.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        out.seek(0)
+        results.append((process.returncode, out.read().decode(errors="replace")))
+        out.close()
+    return results
+
+
 def run_command(command: list[str], env: dict[str, str], timeout: float, cwd: str = str(REPO_DIR)) -> Completed:
     """Runs a command with captured output and a hard timeout."""
     start = time.monotonic()

@@ -23,12 +23,10 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import pytest
-from rank_groups import rank_environment
+from rank_groups import rank_environment, run_at_once
 
 REPO = Path(__file__).resolve().parents[2]
 IP_TIMEOUT_S = 20
@@ -112,27 +110,6 @@ def make_pods(tag: str, names: list[str], aliases: dict[str, list[str]] | None =
     return pods
 
 
-def run_pods(commands: list[tuple[list[str], dict[str, str]]], timeout: float) -> list[tuple[int | None, str]]:
-    """Starts every pod's command at once; (exit status or None when killed, output) of each."""
-    outputs = [tempfile.TemporaryFile() for _ in commands]
-    processes = [
-        subprocess.Popen(argv, env=env, cwd=REPO, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
-        for (argv, env), out in zip(commands, outputs)
-    ]
-    deadline = time.monotonic() + timeout
-    results = []
-    for process, out in zip(processes, outputs):
-        try:
-            process.wait(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        out.seek(0)
-        results.append((process.returncode, out.read().decode(errors="replace")))
-        out.close()
-    return results
-
-
 def test_pytorchjob_pods_train_with_the_operators_variables(tmp_path):
     job = "ringcc-ddp"
     names = [f"{job}-master-0", f"{job}-worker-0"]
@@ -159,7 +136,7 @@ def test_pytorchjob_pods_train_with_the_operators_variables(tmp_path):
             )
             argv = [sys.executable, str(REPO / "examples" / "torch_ddp.py"), "--steps", "5"]
             commands.append((pods.command(name, argv), env))
-        results = run_pods(commands, JOB_TIMEOUT_S)
+        results = run_at_once(commands, JOB_TIMEOUT_S, cwd=REPO)
     finally:
         pods.remove()
     for name, (returncode, output) in zip(names, results):
@@ -243,7 +220,7 @@ def test_mpijob_launcher_runs_mpirun_over_the_operators_hostfile(tmp_path):
             "--samples",
             "128",
         ]
-        ((returncode, output),) = run_pods([(pods.command(f"{job}-launcher", argv), env)], JOB_TIMEOUT_S)
+        ((returncode, output),) = run_at_once([(pods.command(f"{job}-launcher", argv), env)], JOB_TIMEOUT_S, cwd=REPO)
     finally:
         pods.remove()
     assert returncode == 0, f"the launcher's mpirun exited with {returncode}:\n{output[-4000:]}"

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from rank_groups import rank_environment
+from rank_groups import rank_environment, run_at_once
 
 from ringcc import slurm
 
@@ -42,26 +40,6 @@ def task_env(job: str, step: str, procid: int, ntasks: int, nodes: int = 1, **ex
     return env
 
 
-def run_all(commands: list[tuple[list[str], dict[str, str]]]) -> list[tuple[int | None, str]]:
-    outputs = [tempfile.TemporaryFile() for _ in commands]
-    processes = [
-        subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
-        for (argv, env), out in zip(commands, outputs)
-    ]
-    deadline = time.monotonic() + JOB_TIMEOUT_S
-    done = []
-    for process, out in zip(processes, outputs):
-        try:
-            process.wait(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        out.seek(0)
-        done.append((process.returncode, out.read().decode(errors="replace")))
-        out.close()
-    return done
-
-
 def test_two_steps_at_once_one_with_its_first_port_taken():
     job = str(900000 + int(time.time()) % 99999)
     stranger = socket.socket()
@@ -76,7 +54,7 @@ def test_two_steps_at_once_one_with_its_first_port_taken():
             for step in ("0", "1")
             for procid in range(2)
         ]
-        results = run_all(commands)
+        results = run_at_once(commands, JOB_TIMEOUT_S)
     finally:
         stranger.close()
     for (returncode, output), (_, env) in zip(results, commands):
@@ -93,7 +71,7 @@ INIT = [sys.executable, "-c", "import ringcc; ringcc.init()"]
 
 
 def test_several_nodes_without_a_secret_fail_on_every_rank_saying_what_to_set():
-    results = run_all([(INIT, task_env("77", "0", procid, 2, nodes=2)) for procid in range(2)])
+    results = run_at_once([(INIT, task_env("77", "0", procid, 2, nodes=2)) for procid in range(2)], JOB_TIMEOUT_S)
     for returncode, output in results:
         assert returncode != 0 and "has no job secret" in output, output[-3000:]
         assert "export RINGCC_SECRET=" in output and "docs/launchers.md" in output, output[-3000:]
@@ -101,12 +79,12 @@ def test_several_nodes_without_a_secret_fail_on_every_rank_saying_what_to_set():
 
 def test_a_node_list_that_cannot_be_read_is_named():
     env = task_env("78", "0", 1, 2, nodes=2, SLURM_STEP_NODELIST="node[1-", RINGCC_SECRET="s")
-    ((returncode, output),) = run_all([(INIT, env)])
+    ((returncode, output),) = run_at_once([(INIT, env)], JOB_TIMEOUT_S)
     assert returncode != 0 and "cannot read SLURM host list 'node[1-'" in output, output[-3000:]
 
 
 def test_rank_0_off_the_first_node_says_what_to_set():
     env = task_env("79", "0", 0, 2, nodes=2, SLURMD_NODENAME="node5", RINGCC_SECRET="s")
-    ((returncode, output),) = run_all([(INIT, env)])
+    ((returncode, output),) = run_at_once([(INIT, env)], JOB_TIMEOUT_S)
     assert returncode != 0 and "rank 0 runs on SLURM node node5, not on cn1" in output, output[-3000:]
     assert "RINGCC_MASTER_ADDR" in output, output[-3000:]
