@@ -6,6 +6,7 @@
 #include "core/base/env.h"
 #include "core/base/error.h"
 #include "core/base/interrupt.h"
+#include "core/base/thread_name.h"
 #include "core/engine/engine_entries.h"
 
 namespace ringcc {
@@ -56,7 +57,10 @@ Engine::Engine(std::shared_ptr<Communicator> comm, EngineOptions options)
   stalls_.resize_bits(bits);
   stats_ = EngineStats();
   if (!opt_.timeline_path.empty() && rank_ == 0) timeline_.start(opt_.timeline_path);
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+    name_this_thread("ringcc-engine");
+    loop();
+  });
 }
 
 Engine::~Engine() {

@@ -53,29 +53,45 @@ void StallInspector::track_join(bool some_joined, bool all_joined, bool progress
 std::string StallInspector::inspect(Negotiation& negotiation, const ResponseCache& cache, double now) {
   std::ostringstream report;
   int stalled = 0;
-  auto consider = [&](const std::string& name, double first_seen, double* last_warned,
-                      const std::function<std::vector<int>()>& missing) {
-    const double age = now - first_seen;
-    if (shutdown_s_ > 0 && age > shutdown_s_) {
-      aborts_.push_back(name);
-      return;
-    }
-    if (check_s_ > 0 && age > check_s_ && now - *last_warned >= check_s_) {
-      *last_warned = now;
-      report << "\n  " << name << ": waiting on rank(s) " << rank_list(missing()) << " for " << static_cast<int>(age)
-             << " s";
-      ++stalled;
-    }
+  struct Stall {
+    std::string name;
+    double age;
+    double* last_warned;
+    std::function<std::vector<int>()> missing;
   };
+  std::vector<Stall> stalls;
   for (auto& [name, e] : negotiation.table()) {
     TableEntry* entry = e.get();
-    consider(name, entry->first_seen, &entry->last_warned, [&] { return negotiation.missing_ranks(*entry); });
+    stalls.push_back({name, now - entry->first_seen, &entry->last_warned,
+                      [&negotiation, entry] { return negotiation.missing_ranks(*entry); }});
   }
   for (int bit : clocked_) {
     const auto b = static_cast<size_t>(bit);
     if (first_seen_[b] == 0 || !negotiation.pending_anywhere(b)) continue;
     if (last_warned_[b] < first_seen_[b]) last_warned_[b] = first_seen_[b];
-    consider(cache.name(b), first_seen_[b], &last_warned_[b], [&] { return negotiation.missing_ranks(b); });
+    stalls.push_back({cache.name(b), now - first_seen_[b], &last_warned_[b],
+                      [&negotiation, b] { return negotiation.missing_ranks(b); }});
+  }
+  // One mismatch stalls several tensors whose clocks start a little apart
+  // (the ranks reach their calls at different times). Giving up on them in
+  // different cycles would let a rank that already failed shut down before
+  // the others' tensors fail, and they would report its shutdown instead of
+  // the stall; so what has stalled almost as long goes with the first.
+  double give_up_age = shutdown_s_;
+  if (shutdown_s_ > 0) {
+    for (const Stall& s : stalls) {
+      if (s.age > shutdown_s_) give_up_age = shutdown_s_ - kindred_window_s();
+    }
+  }
+  for (const Stall& s : stalls) {
+    if (shutdown_s_ > 0 && s.age > give_up_age) {
+      aborts_.push_back(s.name);
+    } else if (check_s_ > 0 && s.age > check_s_ && now - *s.last_warned >= check_s_) {
+      *s.last_warned = now;
+      report << "\n  " << s.name << ": waiting on rank(s) " << rank_list(s.missing()) << " for "
+             << static_cast<int>(s.age) << " s";
+      ++stalled;
+    }
   }
   if (join_pending_since_ > 0 && !join_abort_sent_) {
     const double age = now - join_pending_since_;

@@ -45,6 +45,13 @@ class StallInspector {
   void clear_aborts() { aborts_.clear(); }
 
  private:
+  // Tensors stalled for longer than the shutdown time less this are given
+  // up on together with one past it.
+  double kindred_window_s() const {
+    const double window = check_s_ > 1.0 ? check_s_ : 1.0;
+    return window < shutdown_s_ / 2 ? window : shutdown_s_ / 2;
+  }
+
   double check_s_, shutdown_s_;
   std::vector<double> first_seen_;   // per bit: pending since (0: not pending)
   std::vector<int> clocked_;         // the bits whose first_seen_ may be set

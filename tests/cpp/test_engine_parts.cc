@@ -3,6 +3,7 @@
 // inspector and the deadlock watch, each driven directly, without ranks, sockets or threads.
 //
 // Exits 0 when every check passes, 1 otherwise.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -264,6 +265,28 @@ void test_stall_inspector_warns_then_aborts() {
   EXPECT(rank_list({}) == "[]" && rank_list({3, 1}) == "[3, 1]");
 }
 
+// One mismatch stalls tensors whose clocks start a little apart: those that
+// have stalled almost as long as the one given up on go with it, in the
+// same cycle, and a young stall does not.
+void test_stall_inspector_gives_up_on_kindred_stalls_together() {
+  ResponseCache cache(8);
+  Negotiation n(2);
+  n.resize_bits(8);
+  StallInspector stall(/*check_s=*/10, /*shutdown_s=*/60);
+  stall.resize_bits(8);
+  CycleNews news;
+  const std::string none = bits_with(8, {});
+  n.apply({message(0, none, {{"first", *meta_of({1})}}), message(0, none, {})}, cache, 100, &news);
+  n.apply({message(0, none, {}), message(0, none, {{"second", *meta_of({1})}})}, cache, 100.5, &news);
+  n.apply({message(0, none, {}), message(0, none, {{"young", *meta_of({1})}})}, cache, 158, &news);
+  stall.inspect(n, cache, 159.9);
+  EXPECT(stall.aborts().empty());  // nothing past the shutdown time yet
+  stall.inspect(n, cache, 160.2);
+  std::vector<std::string> aborts = stall.aborts();
+  std::sort(aborts.begin(), aborts.end());
+  EXPECT((aborts == std::vector<std::string>{"first", "second"}));
+}
+
 void test_stall_inspector_join() {
   ResponseCache cache(8);
   Negotiation n(2);
@@ -429,6 +452,7 @@ int main() {
       {"negotiation_cache_bits", test_negotiation_cache_bits},
       {"join_refuses_all_but_allreduce", test_join_refuses_all_but_allreduce},
       {"stall_inspector_warns_then_aborts", test_stall_inspector_warns_then_aborts},
+      {"stall_inspector_gives_up_on_kindred_stalls_together", test_stall_inspector_gives_up_on_kindred_stalls_together},
       {"stall_inspector_join", test_stall_inspector_join},
       {"deadlock_flags_and_state", test_deadlock_flags_and_state},
       {"deadlock_watch_bound", test_deadlock_watch_bound},

@@ -15,7 +15,9 @@ init() ... shutdown():
   rank 1 after RINGCC_STALL_SHUTDOWN_S.
 - horovod-generated-names: the Horovod API example whose ranks' generated
   names differ (an unnamed allreduce_async_ before hvd.barrier() on rank 0,
-  after it on rank 1). Both: TimeoutError after RINGCC_STALL_SHUTDOWN_S.
+  after it on rank 1, which comes 0.5 s late). Both: TimeoutError after
+  RINGCC_STALL_SHUTDOWN_S, not one a TimeoutError and the other the news
+  that its peer shut down.
 
 Each rank writes DIR/rank<R>.json: per case, what each call raised and when.
 """
@@ -108,6 +110,8 @@ def main(argv=None) -> int:
             def example():
                 if r == 0:
                     h = hvd.allreduce_async_(t)
+                else:  # the ranks' stall clocks start apart: both still fail by the stall
+                    time.sleep(0.5)
                 hvd.barrier()
                 if r == 1:
                     h = hvd.allreduce_async_(t)
