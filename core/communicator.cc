@@ -15,6 +15,7 @@
 #include "core/base/log.h"
 #include "core/base/sha256.h"
 #include "core/base/thread_exit.h"
+#include "core/base/thread_name.h"
 #include "core/base/timeline.h"
 #include "core/collective/fusion_buffer.h"
 #include "core/device/cuda_device.h"
@@ -53,7 +54,10 @@ Communicator::Communicator(const RendezvousInfo& info, std::shared_ptr<Store> st
   // Read after the ranks compared it (a value this rank cannot parse fails
   // every rank's join, not this rank's alone).
   fusion_threshold_ = env_int("RINGCC_FUSION_THRESHOLD", 64 << 20, "HOROVOD_FUSION_THRESHOLD");
-  worker_ = std::thread([this] { worker_loop(); });
+  worker_ = std::thread([this] {
+    name_this_thread("ringcc-worker");
+    worker_loop();
+  });
 }
 
 Communicator::~Communicator() {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/base/error.h"
+#include "core/base/thread_name.h"
 #include "core/device/gpu_libraries.h"
 #include "core/os/shm_segment.h"
 
@@ -94,7 +95,10 @@ Watchdog::Watchdog(CudaDevice& device, double timeout_s, std::vector<std::pair<i
       pids_(std::move(local_peer_pids)),
       check_(std::move(check)),
       fail_(std::move(fail)) {
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+    name_this_thread("ringcc-gpu-wait");
+    loop();
+  });
 }
 
 Watchdog::~Watchdog() {

@@ -24,6 +24,7 @@
 #include "core/base/interrupt.h"
 #include "core/base/log.h"
 #include "core/base/sha256.h"
+#include "core/base/thread_name.h"
 #include "core/base/wire.h"
 #include "core/rendezvous/tcp_store_protocol.h"
 
@@ -573,7 +574,10 @@ void TcpStoreServer::Loop::reap_closed_clients() {
 TcpStoreServer::TcpStoreServer(const std::string& host, int port, const std::string& secret)
     : loop_(std::make_unique<Loop>(host, port, secret)) {
   port_ = loop_->port();
-  thread_ = std::thread([this] { loop_->run(); });
+  thread_ = std::thread([this] {
+    name_this_thread("ringcc-store");
+    loop_->run();
+  });
 }
 
 TcpStoreServer::~TcpStoreServer() {

@@ -14,6 +14,7 @@
 #include "core/base/interrupt.h"
 #include "core/base/log.h"
 #include "core/base/sha256.h"
+#include "core/base/thread_name.h"
 
 namespace ringcc {
 
@@ -246,7 +247,10 @@ TcpTransport::TcpTransport(int rank, int size, std::string secret, std::string j
     link->recv_q.resize(static_cast<size_t>(sockets_per_peer_));
     links_[peer] = std::move(link);
   }
-  acceptor_ = std::thread([this] { accept_loop(); });
+  acceptor_ = std::thread([this] {
+    name_this_thread("ringcc-accept");
+    accept_loop();
+  });
 }
 
 TcpTransport::~TcpTransport() {

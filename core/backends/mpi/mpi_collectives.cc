@@ -9,6 +9,7 @@
 #include "core/base/env.h"
 #include "core/base/error.h"
 #include "core/base/log.h"
+#include "core/base/thread_name.h"
 #include "core/collective/reduction.h"
 
 namespace ringcc {
@@ -323,7 +324,10 @@ bool MpiCollectives::native_wanted(const CollectiveArgs& a) const {
 
 void MpiCollectives::arm(Deadline deadline, const char* what) {
   std::lock_guard<std::mutex> lock(wd_mu_);
-  if (!wd_thread_.joinable()) wd_thread_ = std::thread([this] { watchdog_loop(); });
+  if (!wd_thread_.joinable()) wd_thread_ = std::thread([this] {
+      name_this_thread("ringcc-mpi-wait");
+      watchdog_loop();
+    });
   wd_armed_ = true;
   wd_deadline_ = deadline;
   wd_what_ = what;
