@@ -10,11 +10,20 @@ of --iters calls:
 
 * allreduce inside tf.function: `hvd.allreduce(x, op=Sum)` against the
   strategy's `all_reduce(SUM)` with the RING and AUTO implementations;
-  time per call and bus bandwidth (2 (n-1)/n bytes / time);
+  time per collective and bus bandwidth (2 (n-1)/n bytes / time). Up to
+  1 MiB each function runs --chain (16) allreduces, each on the result of
+  the one before, and the time per collective is the function's time over
+  --chain: one call of a tf.function costs about 0.5 ms on a 2-core
+  machine by itself (TensorFlow's executor), more than the collective it
+  holds, so a function of one collective times TensorFlow for both sides.
+  The rows "per call" time functions of one collective as well.
 * one DistributedGradientTape step's communication over 1,000 float32
-  variables of 4 KiB (the tape's grouped allreduce, in tf.function) against
-  one allreduce of all of them concatenated, and against a tf.function
-  that only passes the 1,000 tensors through (TensorFlow's own cost);
+  variables of 4 KiB: a tf.function computes the 1,000 gradients from
+  variables (a multiply each) and reduces them with the tape's grouped
+  allreduce; the same function with `tf.identity_n` in place of the
+  allreduce is TensorFlow's own cost, and the communication is the
+  difference. Against it, one allreduce of all of them concatenated,
+  likewise less its function's own cost.
 * model.fit of a small dense model on synthetic data: steps per second
   with ringcc.keras.DistributedOptimizer against the same model's train
   step run by the strategy (batch 32 per rank in both; Keras 3's model.fit
@@ -79,6 +88,7 @@ def main() -> int:
     parser.add_argument("--sizes", default="8,1M,64M")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--iters", type=int, default=0, help="calls per repeat (0: by size)")
+    parser.add_argument("--chain", type=int, default=16, help="allreduces per tf.function up to 1 MiB")
     parser.add_argument("--skip", default="", help="comma-separated parts to skip: tf, tape, fit")
     parser.add_argument("--csv", default=None)
     args = parser.parse_args()
@@ -108,58 +118,102 @@ def main() -> int:
         rows.append({"case": name, "seconds": seconds, "busbw_GBps": busbw})
         log(f"{name}: {seconds * 1e6:.1f} us" + (f", busbw {busbw:.2f} GB/s" if busbw else ""))
 
+    def ring_function(chain, name):
+        scale = 1.0 / size  # keeps the values where they are along a chain
+
+        @tf.function
+        def run(t):
+            for i in range(chain):
+                t = hvd.allreduce(t, op=hvd.Sum, name=f"{name}.{i}")
+                if chain > 1:
+                    t = t * scale
+            return t
+
+        return run
+
+    def strategy_function(strategy, options, chain):
+        scale = 1.0 / size
+
+        @tf.function
+        def run(t):
+            def replica(v):
+                # Placed on the worker's device: the strategy reduces to the
+                # input's device, and a traced input has none.
+                with tf.device(strategy.extended.worker_devices[0]):
+                    v = tf.identity(v)
+                ctx = tf.distribute.get_replica_context()
+                for _ in range(chain):
+                    v = ctx.all_reduce(tf.distribute.ReduceOp.SUM, v, options=options)
+                    if chain > 1:
+                        v = v * scale
+                return v
+
+            return strategy.run(replica, args=(t,))
+
+        return run
+
+    implementations = (
+        ("ring", tf.distribute.experimental.CommunicationImplementation.RING),
+        ("auto", tf.distribute.experimental.CommunicationImplementation.AUTO),
+    )
     for text in args.sizes.split(","):
         nbytes = parse_size(text)
         n = max(1, nbytes // 4)
         iters = args.iters or (200 if nbytes <= 1024 else 50 if nbytes <= (1 << 20) else 5)
         x = tf.constant(np.ones(n, np.float32))
-        ring_fn = tf.function(lambda t: hvd.allreduce(t, op=hvd.Sum, name="bench"))
-        record(f"ringcc tf.function {text}", timed(lambda: ring_fn(x).numpy(), iters, args.repeats), nbytes)
-        if "mwms" in strategies:
-            strategy = strategies["mwms"]
-            for impl_name, impl in (
-                ("ring", tf.distribute.experimental.CommunicationImplementation.RING),
-                ("auto", tf.distribute.experimental.CommunicationImplementation.AUTO),
-            ):
-                options = tf.distribute.experimental.CommunicationOptions(implementation=impl)
-
-                @tf.function
-                def step(t, options=options):
-                    def replica(v):
-                        # Placed on the worker's device: the strategy reduces
-                        # to the input's device, and a traced input has none.
-                        with tf.device(strategy.extended.worker_devices[0]):
-                            v = tf.identity(v)
-                        ctx = tf.distribute.get_replica_context()
-                        return ctx.all_reduce(tf.distribute.ReduceOp.SUM, v, options=options)
-
-                    return strategy.run(replica, args=(t,))
-
-                record(
-                    f"TensorFlow MWMS {impl_name} {text}",
-                    timed(lambda: strategy.experimental_local_results(step(x))[0].numpy(), iters, args.repeats),
-                    nbytes,
-                )
+        chains = [1, args.chain] if nbytes <= (1 << 20) and args.chain > 1 else [1]
+        for chain in chains:
+            how = "per call" if chain == 1 else f"in a chain of {chain}"
+            calls = max(1, iters // chain)
+            ring_fn = ring_function(chain, f"bench.{chain}")
+            record(f"ringcc {text} {how}", timed(lambda: ring_fn(x).numpy(), calls, args.repeats) / chain, nbytes)
+            if "mwms" in strategies:
+                strategy = strategies["mwms"]
+                for impl_name, impl in implementations:
+                    options = tf.distribute.experimental.CommunicationOptions(implementation=impl)
+                    step = strategy_function(strategy, options, chain)
+                    record(
+                        f"TensorFlow MWMS {impl_name} {text} {how}",
+                        timed(lambda: strategy.experimental_local_results(step(x))[0].numpy(), calls, args.repeats)
+                        / chain,
+                        nbytes,
+                    )
 
     if "tape" not in skip:
-        grads = [tf.constant(np.full(1024, i % 5, np.float32)) for i in range(1000)]
-        concat = tf.constant(np.ones(1024 * 1000, np.float32))
         from ringcc.tensorflow.gradient_tape import allreduce_gradients
 
-        tape_fn = tf.function(lambda gs: allreduce_gradients(gs))
-        one_fn = tf.function(lambda t: hvd.allreduce(t, name="bench.concat"))
-        record(
-            "tape step: 1,000 variables of 4 KiB",
-            timed(lambda: [g.numpy() for g in tape_fn(grads)][0], 20, args.repeats),
-        )
-        record("one allreduce of them concatenated (4 MB)", timed(lambda: one_fn(concat).numpy(), 20, args.repeats))
-        # What TensorFlow alone spends on a function of 1,000 inputs and
-        # outputs (an add each, no communication): the floor of the tape row.
-        pass_fn = tf.function(lambda gs: [g + 0.0 for g in gs])
-        record(
-            "the same 1,000 tensors through tf.function, no communication",
-            timed(lambda: [g.numpy() for g in pass_fn(grads)][0], 20, args.repeats),
-        )
+        variables = [tf.Variable(np.full(1024, i % 5, np.float32)) for i in range(1000)]
+        concat = tf.Variable(np.ones(1024 * 1000, np.float32))
+
+        # Each function makes its gradients from the variables inside it, as
+        # a train step does: 1,000 tensors passed in as arguments would time
+        # TensorFlow's argument handling (about 30 ms) instead.
+        @tf.function
+        def tape_step():
+            return allreduce_gradients([v * 1.0 for v in variables])[0]
+
+        @tf.function
+        def tape_floor():
+            return tf.identity_n([v * 1.0 for v in variables])[0]
+
+        @tf.function
+        def concat_step():
+            return hvd.allreduce(concat * 1.0, name="bench.concat")
+
+        @tf.function
+        def concat_floor():
+            return tf.identity(concat * 1.0)
+
+        tape = timed(lambda: tape_step().numpy(), 20, args.repeats)
+        floor = timed(lambda: tape_floor().numpy(), 20, args.repeats)
+        one = timed(lambda: concat_step().numpy(), 20, args.repeats)
+        one_floor = timed(lambda: concat_floor().numpy(), 20, args.repeats)
+        record("tape step: 1,000 variables of 4 KiB", tape)
+        record("the same step, no communication", floor)
+        record("tape step's communication (difference)", tape - floor)
+        record("one allreduce of them concatenated (4 MB)", one)
+        record("the same function, no communication", one_floor)
+        record("concatenated allreduce's communication (difference)", one - one_floor)
 
     if "fit" not in skip:
         import keras
