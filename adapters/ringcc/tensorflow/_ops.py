@@ -17,6 +17,7 @@ import ctypes
 import itertools
 import os
 import threading
+import zlib
 
 import numpy as np
 import tensorflow as tf
@@ -219,6 +220,91 @@ def _by_dtype(tensors, run_group, name):
     return out
 
 
+# A grouped allreduce of at least this many tensors, their shapes known
+# while tracing, travels packed: see _packed().
+PACK_MIN_TENSORS = 8
+
+
+def _fusion_threshold() -> int:
+    text = os.environ.get("RINGCC_FUSION_THRESHOLD") or os.environ.get("HOROVOD_FUSION_THRESHOLD") or ""
+    try:
+        return max(1, int(text))
+    except ValueError:
+        return 64 << 20
+
+
+def _packable(tensors) -> bool:
+    return len(tensors) >= PACK_MIN_TENSORS and all(t.shape.is_fully_defined() for t in tensors)
+
+
+def _packs(tensors) -> list[list[int]]:
+    """The indices of `tensors` in packs of at most the fusion threshold's
+    bytes, in order (a tensor larger than that is a pack of its own)."""
+    limit = _fusion_threshold()
+    packs: list[list[int]] = []
+    filled = limit
+    for i, t in enumerate(tensors):
+        nbytes = t.shape.num_elements() * t.dtype.size
+        if filled + nbytes > limit:
+            packs.append([])
+            filled = 0
+        packs[-1].append(i)
+        filled += nbytes
+    return packs
+
+
+def _layout_digest(tensors) -> float:
+    """A number for the shapes and dtype of `tensors`, below 2**20."""
+    text = ";".join(f"{t.dtype.name}{t.shape.as_list()}" for t in tensors)
+    return float(zlib.crc32(text.encode()) & 0xFFFFF)
+
+
+def _packed(run_pack, run_check, tensors, name):
+    """Many tensors of one dtype as a few flat ones: each pack's tensors
+    concatenated, reduced as one, and split back into their shapes.
+    TensorFlow's own concat and split move a tensor for well under a
+    microsecond; handing each tensor to ringcc's kernel through the C API
+    costs several (its input, its output, its enqueue), which for a
+    gradient tape of a thousand variables was most of the step's
+    communication. The engine fuses by copying into its buffer anyway:
+    the pack is that copy, done by TensorFlow.
+
+    A pack hides its tensors' shapes from the engine, which would name
+    ranks that disagree on them. So the ranks also sum (d, d*d, 1), d a
+    digest of the shapes and dtype (run_check, a second small collective
+    the engine runs in the same cycle): the sums are (n d, n d*d, n) on
+    every rank exactly when every rank has the same d (their variance is
+    0), and the results wait for that check, which fails on every rank
+    otherwise."""
+    packs = _packs(tensors)
+    flats = [tf.concat([_flat(tensors[i]) for i in pack], 0) for pack in packs]
+    digest = _layout_digest(tensors)
+    # The third element counts the ranks (the job may have changed size
+    # since this function was traced).
+    sums = run_check(tf.constant([digest, digest * digest, 1.0], tf.float64))
+    agreed = tf.reduce_all(tf.equal(sums[:2], sums[2] * tf.constant([digest, digest * digest], tf.float64)))
+    message = (
+        f"ringcc.MismatchError: the ranks disagree on the shapes or dtypes of the {len(tensors)} tensors of"
+        f" grouped allreduce '{name or 'unnamed'}' (this rank: {tensors[0].dtype.name}"
+        f" {[t.shape.as_list() for t in tensors][:8]}{' ...' if len(tensors) > 8 else ''})"
+    )
+    check = tf.debugging.Assert(agreed, [tf.constant(message)], summarize=1)
+    with tf.control_dependencies([check]):
+        reduced = [tf.identity(r) for r in run_pack(flats)]
+    # Every op counts (a few microseconds each in TensorFlow's executor):
+    # no reshape where the tensor is flat already, static sizes and shapes.
+    out = [None] * len(tensors)
+    for pack, flat in zip(packs, reduced):
+        sizes = [tensors[i].shape.num_elements() for i in pack]
+        for i, part in zip(pack, tf.split(flat, sizes, 0) if len(pack) > 1 else [flat]):
+            out[i] = part if tensors[i].shape.rank == 1 else tf.reshape(part, tensors[i].shape.as_list())
+    return out
+
+
+def _flat(tensor):
+    return tensor if tensor.shape.rank == 1 else tf.reshape(tensor, [-1])
+
+
 def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0, name=None, nudge=None):
     tensors = [tf.convert_to_tensor(t) for t in tensors]
     if not tensors:
@@ -226,7 +312,7 @@ def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0,
     op = _op_value(op)
     wired = [_to_wire(t, True) for t in tensors]
 
-    def run(group, group_name):
+    def run_op(group, group_name):
         return _run(
             _lib.ringcc_allreduce,
             tensors=group,
@@ -235,6 +321,25 @@ def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0,
             postscale_factor=float(postscale_factor),
             tensor_name=engine_name("allreduce", group_name),
             nudge=_nudge() if nudge is None else nudge,
+        )
+
+    def run(group, group_name):
+        if not _packable(group):
+            return run_op(group, group_name)
+        check_name = f"{group_name}.layout" if group_name else None
+        return _packed(
+            lambda flats: run_op(flats, group_name),
+            lambda digest: _run(
+                _lib.ringcc_allreduce,
+                tensors=[digest],
+                reduce_op=Sum,
+                prescale_factor=1.0,
+                postscale_factor=1.0,
+                tensor_name=engine_name("allreduce", check_name),
+                nudge=_nudge(),
+            )[0],
+            group,
+            group_name,
         )
 
     out = _by_dtype([w for w, _ in wired], run, name)

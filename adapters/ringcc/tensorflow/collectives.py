@@ -97,8 +97,9 @@ def grouped_allreduce(
     process_set=global_process_set,
     ignore_name_scope=False,
 ):
-    """One op for the list: each tensor a named collective of the engine,
-    which fuses them."""
+    """One op for the list: packed when there are many of known shapes,
+    else each tensor a named collective of the engine, which fuses them
+    (docs/tensorflow.md, "Fusion")."""
     require_init()
     op = _ops._op_value(_average_compat(op, average))
     tensors = list(tensors)

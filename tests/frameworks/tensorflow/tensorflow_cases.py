@@ -412,8 +412,51 @@ def _(ctx):
     fused = after["fused_collectives"] - before["fused_collectives"]
     cycles = after["cycles"] - before["cycles"]
     ctx.note(f"one step: {tensors} tensors, {fused} fused collectives, {cycles} cycles")
-    expect(tensors >= 200, f"the step's 200 gradients reached the engine as {tensors} tensors")
-    expect(1 <= fused <= 10, f"200 gradients of 1 KiB ran as {fused} fused collectives")
+    # Packed by the op (grouped_allreduce_op): 200 KiB is one pack, and the
+    # check of its layout one more tensor.
+    expect(tensors == 2, f"the step's 200 gradients reached the engine as {tensors} tensors, not one pack")
+    expect(fused <= 1, f"200 gradients of 1 KiB ran as {fused} fused collectives")
+
+
+@case("fusion/packs-keep-shapes-values-and-dtypes")
+def _(ctx):
+    # 12 tensors of several shapes (a scalar among them) and two dtypes,
+    # packed in parts of at most 64 bytes (RINGCC_FUSION_THRESHOLD read
+    # while tracing), each op reduces as it would alone; then tensors whose
+    # sizes are only known when the function runs (not packed).
+    shapes = [[3, 4], [5], [], [2, 2, 2], [7], [1, 1], [16], [2, 3], [4], [9], [1], [3, 3]]
+    tensors = [
+        tf.cast(tf.reshape(tf.range(int(np.prod(shape, dtype=np.int64))), shape), tf.float32 if i % 3 else tf.int32)
+        + (ctx.rank + 1) * (i + 1)
+        for i, shape in enumerate(shapes)
+    ]
+    saved = os.environ.get("RINGCC_FUSION_THRESHOLD")
+    os.environ["RINGCC_FUSION_THRESHOLD"] = "64"
+    try:
+        for op, combine in ((hvd.Sum, np.sum), (hvd.Max, np.max), (hvd.Min, np.min), (hvd.Average, np.mean)):
+            fn = tf.function(lambda ts, op=op: hvd.grouped_allreduce(ts, op=op, name=f"packs.{op}"))
+            got = fn(tensors)
+            for i, (shape, t, g) in enumerate(zip(shapes, tensors, got)):
+                base = t.numpy() - (ctx.rank + 1) * (i + 1)
+                want = combine([base + (r + 1) * (i + 1) for r in range(ctx.size)], axis=0).astype(g.dtype.as_numpy_dtype)
+                expect(g.dtype == t.dtype and list(g.shape) == shape, f"op {op} tensor {i}: {g.dtype} {g.shape}")
+                check_close(g.numpy(), want, np.ones_like(want, np.float64), 1e-5, f"op {op} tensor {i} of shape {shape}")
+    finally:
+        if saved is None:
+            del os.environ["RINGCC_FUSION_THRESHOLD"]
+        else:
+            os.environ["RINGCC_FUSION_THRESHOLD"] = saved
+
+    @tf.function(input_signature=[[tf.TensorSpec([None], tf.float32)] * 8 + [tf.TensorSpec([None, 2], tf.float32)]])
+    def unknown(ts):
+        return hvd.grouped_allreduce(ts, op=hvd.Sum, name="packs.unknown")
+
+    inputs = [tf.fill([i + 1], float(ctx.rank + i)) for i in range(8)] + [tf.ones([3, 2]) * ctx.rank]
+    got = unknown(inputs)
+    for i in range(8):
+        want = np.full(i + 1, sum(r + i for r in range(ctx.size)), np.float32)
+        check_close(got[i].numpy(), want, np.ones(i + 1), 1e-6, f"unknown size, tensor {i}")
+    check_close(got[8].numpy(), np.full([3, 2], sum(range(ctx.size)), np.float32), np.ones([3, 2]), 1e-6, "[None, 2]")
 
 
 @case("graph/opposite-orders-on-one-thread")
@@ -458,6 +501,24 @@ def _(ctx):
     # The job stays usable.
     got = hvd.allreduce(tf.ones([2]), op=hvd.Sum, name="after.mismatch")
     check_close(got.numpy(), np.full(2, ctx.size), np.ones(2), 1e-6, "after a mismatch")
+
+
+@case("errors/packed-shapes-that-differ", min_size=2)
+def _(ctx):
+    # Eight tensors of as many elements on every rank, the first [2, 3] on
+    # even ranks and [3, 2] on odd ones: packed, the engine sees the same
+    # flat sizes, and the layout check fails every rank instead of a silent
+    # mix of rows.
+    tensors = [tf.ones([2, 3] if ctx.rank % 2 == 0 else [3, 2])] + [tf.ones([4])] * 7
+    fn = tf.function(lambda ts: hvd.grouped_allreduce(ts, op=hvd.Sum, name="bad.packed"))
+    expect_error(
+        tf.errors.InvalidArgumentError,
+        ["ringcc.MismatchError", "disagree on the shapes", "bad.packed", "[2, 3]" if ctx.rank % 2 == 0 else "[3, 2]"],
+        lambda: fn(tensors),
+        "packed grouped allreduce",
+    )
+    got = hvd.grouped_allreduce([tf.ones([2])] * 8, op=hvd.Sum, name="after.packed")
+    check_close(got[-1].numpy(), np.full(2, ctx.size), np.ones(2), 1e-6, "after a packed mismatch")
 
 
 @case("errors/failed-participant", min_size=2)
