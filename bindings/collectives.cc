@@ -22,6 +22,7 @@
 #include "bindings/output_rows.h"
 #include "bindings/python_store.h"
 #include "bindings/runtime.h"
+#include "core/base/env.h"
 #include "core/base/error.h"
 #include "core/communicator.h"
 #include "core/engine/engine.h"
@@ -190,6 +191,13 @@ void bind_lifecycle(py::module_& m) {
 // What ringcc.init()'s communicator is: rank, size, transport.
 void bind_queries(py::module_& m) {
   m.def("is_initialized", [] { return is_initialized(); });
+  m.def(
+      "collective_timeout_s", [] { return ringcc::collective_timeout_seconds(); },
+      "The bound on a collective's waits for a live peer, as the environment sets it now "
+      "(RINGCC_COLLECTIVE_TIMEOUT_S, else RINGCC_TIMEOUT_S when set, else 600).");
+  m.def(
+      "setup_timeout_s", [] { return ringcc::timeout_seconds(); },
+      "The bound on the waits of joining a job (RINGCC_TIMEOUT_S, default 60).");
   m.def("global_communicator", [] {
     std::shared_ptr<ringcc::Communicator> c = communicator_if_initialized();
     return c ? py::cast(c) : py::none();

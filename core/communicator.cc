@@ -46,18 +46,13 @@ Communicator::Communicator(const RendezvousInfo& info, std::shared_ptr<Store> st
   job_.world.me = rank_;
   for (int r = 0; r < size_; ++r) job_.world.ranks.push_back(r);
   job_.world.links.assign(static_cast<size_t>(size_), nullptr);
-  if (size_ > 1) {
-    join_job(info, deadline_after(timeout_s()));
-  } else {
-    backends_ = make_host_backends(job_, deadline_after(timeout_s()));
-  }
+  const Deadline joined_by = deadline_after(setup_timeout_s());
+  if (size_ > 1) join_job(info, joined_by);
+  if (size_ == 1) backends_ = make_host_backends(job_, joined_by);
   // Read after the ranks compared it (a value this rank cannot parse fails
   // every rank's join, not this rank's alone).
   fusion_threshold_ = env_int("RINGCC_FUSION_THRESHOLD", 64 << 20, "HOROVOD_FUSION_THRESHOLD");
-  worker_ = std::thread([this] {
-    name_this_thread("ringcc-worker");
-    worker_loop();
-  });
+  worker_ = std::thread([this] { worker_loop(); });
 }
 
 Communicator::~Communicator() {
@@ -185,7 +180,7 @@ void Communicator::connect_mpi_links(const RendezvousInfo& info) {
           "; initialise MPI with MPI_THREAD_MULTIPLE (mpi4py does by default; "
           "mpi4py.rc.thread_level = 'multiple') or let ringcc initialise it");
   }
-  mpi_comm_ = info.mpi->dup(timeout_s());
+  mpi_comm_ = info.mpi->dup(setup_timeout_s());
   auto mpi = std::make_unique<MpiTransport>(mpi_comm_);
   job_.mpi = mpi_comm_;
   job_.mpi_links = mpi.get();
@@ -669,6 +664,7 @@ std::shared_ptr<Work> Communicator::submit_grouped(std::vector<CollectiveArgs> l
 }
 
 void Communicator::worker_loop() {
+  name_this_thread("ringcc-worker");
   for (;;) {
     std::shared_ptr<Work> work;
     {
@@ -730,8 +726,8 @@ void Communicator::shutdown() {
       UninterruptibleWait quiet;
       const std::string reason = interrupted
                                      ? std::string("interrupted by a signal (its handler raised) while shutting down")
-                                     : detail::concat("shutdown() gave up after ", timeout_s(),
-                                                      " s (RINGCC_TIMEOUT_S) on collectives that were still running");
+                                     : detail::concat("shutdown() gave up after ", timeout_s(), " s (",
+                                                      collective_timeout_variable(), ") on collectives still running");
       break_job("rank " + std::to_string(rank_) + ": " + reason, reason, reason);
       lock.lock();
       wait_order(lock, Deadline::max(), idle);

@@ -83,9 +83,11 @@ class Communicator {
   // The rank a running collective is blocked on right now, -1 when none or
   // when its backend cannot tell. Safe from any thread.
   int waiting_for() const;
-  // The bound on every wait of this communicator, in seconds.
-  // Without a timeout of its own, RINGCC_TIMEOUT_S as set now.
-  double timeout_s() const { return fixed_timeout_s_ > 0 ? fixed_timeout_s_ : timeout_seconds(); }
+  // The bound on a collective's waits (and shutdown's), in seconds. Without
+  // a timeout of its own, collective_timeout_seconds() as set now.
+  double timeout_s() const { return fixed_timeout_s_ > 0 ? fixed_timeout_s_ : collective_timeout_seconds(); }
+  // The bound on the waits of joining (rendezvous, connections, set-up).
+  double setup_timeout_s() const { return fixed_timeout_s_ > 0 ? fixed_timeout_s_ : timeout_seconds(); }
 
   // The rendezvous store this communicator met through (another
   // communicator of the same ranks can meet through a PrefixStore of it).

@@ -65,7 +65,7 @@ else:
     __version__ = _core.build_info()["version"]
 
 
-def init(comm=None):
+def init(comm=None, timeout=None):
     """Joins the job. Under ringrun, torchrun or a launcher that sets
     MASTER_ADDR, the job comes from the environment. Under mpirun, mpiexec or
     srun (MPI launchers) it comes from MPI: rank and size of MPI_COMM_WORLD,
@@ -73,7 +73,15 @@ def init(comm=None):
     already did. `comm`: an mpi4py communicator (or its Fortran handle,
     comm.py2f()) whose ranks form the job instead of MPI_COMM_WORLD.
     In a worker of ringrun's elastic mode, the rank, size and store come
-    from the elastic driver (ringcc/elastic/worker.py)."""
+    from the elastic driver (ringcc/elastic/worker.py).
+
+    `timeout` (seconds, or a datetime.timedelta): how long a collective
+    waits for a live peer before it fails with TimeoutError (it sets
+    RINGCC_COLLECTIVE_TIMEOUT_S for this process; default 10 minutes). A
+    dead peer fails every rank at once whatever the bound; joining the job
+    keeps its own bound (RINGCC_TIMEOUT_S, 60 s)."""
+    if timeout is not None:
+        _set_collective_timeout(timeout)
     _exit_on_sigterm()
     if comm is None:
         if _os.environ.get("RINGCC_ELASTIC_DRIVER") and not _core.is_initialized():
@@ -85,6 +93,15 @@ def init(comm=None):
         with _torchrun.store_port():
             return _core.init()
     return _core.init(_mpi_handle(comm))
+
+
+def _set_collective_timeout(timeout) -> None:
+    seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+        raise InvalidArgumentError(
+            f"timeout must be a positive number of seconds or a datetime.timedelta, got {timeout!r}"
+        )
+    _os.environ["RINGCC_COLLECTIVE_TIMEOUT_S"] = f"{float(seconds):g}"
 
 
 def _mpi_handle(comm):

@@ -307,8 +307,8 @@ void ShmCollectives::wait_for_peer(int peer, uint32_t phase, Deadline dl, const 
             ") exited or crashed during ", what);
     }
     if (Clock::now() >= dl) {
-      raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(), " s in ", what, " waiting for rank ",
-            ranks_[static_cast<size_t>(peer)], " (RINGCC_TIMEOUT_S sets the limit)");
+      raise(ErrorKind::kTimeout, "timed out after ", collective_timeout_seconds(), " s in ", what, " waiting for rank ",
+            ranks_[static_cast<size_t>(peer)], " (", collective_timeout_variable(), " sets the limit)");
     }
   }
 }

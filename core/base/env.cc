@@ -94,50 +94,104 @@ std::string format_seconds(double seconds) {
   return os.str();
 }
 
-double timeout_seconds() {
-  // Asked before every collective. Looking a variable up scans the whole
-  // environment (hundreds of entries under mpirun), so the answer is kept
-  // until the environment changes: setenv/putenv/unsetenv (and Python's
-  // os.environ, which calls them) change the number of entries or put a new
-  // string where the variable was.
-  struct Cache {
-    char** env = nullptr;
+namespace {
+
+// Asked before every collective. Looking a variable up scans the whole
+// environment (hundreds of entries under mpirun), so an answer is kept
+// until the environment changes: setenv/putenv/unsetenv (and Python's
+// os.environ, which calls them) change the number of entries or put a new
+// string where a variable was.
+template <size_t N>
+class EnvAnswer {
+ public:
+  explicit EnvAnswer(const char* const (&names)[N]) : names_(names) {}
+
+  template <typename Compute>
+  double get(Compute compute) {
+    char** env = environ;
     size_t entries = 0;
-    long slot = -1;  // index of the variable that was used, -1: none set
-    char* entry = nullptr;
-    double seconds = 0;
-  };
-  thread_local Cache cache;
-  char** env = environ;
-  size_t entries = 0;
-  while (env && env[entries]) ++entries;
-  if (cache.env == env && cache.entries == entries && cache.env != nullptr &&
-      (cache.slot < 0 || env[cache.slot] == cache.entry)) {
-    return cache.seconds;
+    while (env && env[entries]) ++entries;
+    if (filled_ && env_ == env && entries_ == entries && unchanged(env)) return value_;
+    const double value = compute();
+    filled_ = locate(env, entries);
+    env_ = env;
+    entries_ = entries;
+    value_ = value;
+    return value;
   }
-  const char* used = nullptr;
-  const char* value = lookup("RINGCC_TIMEOUT_S", "HOROVOD_GLOO_TIMEOUT_SECONDS", &used);
-  double seconds = env_double("RINGCC_TIMEOUT_S", 60.0, "HOROVOD_GLOO_TIMEOUT_SECONDS");
-  RINGCC_CHECK(seconds > 0, ErrorKind::kInvalidArgument, used, " must be a positive number of seconds, got ", seconds);
-  long slot = -1;
-  if (value) {
-    for (size_t i = 0; i < entries; ++i) {
-      // The entry is "NAME=value"; value points just past the '='.
-      const char* e = env[i];
-      const size_t len = std::strlen(used);
-      if (std::strncmp(e, used, len) == 0 && e[len] == '=' && e + len + 1 == value) {
-        slot = static_cast<long>(i);
-        break;
-      }
+
+ private:
+  bool unchanged(char** env) const {
+    for (size_t i = 0; i < N; ++i) {
+      if (slot_[i] >= 0 && env[slot_[i]] != entry_[i]) return false;
     }
-    if (slot < 0) return seconds;  // not found where expected: do not cache
+    return true;
   }
-  cache.env = env;
-  cache.entries = entries;
-  cache.slot = slot;
-  cache.entry = slot >= 0 ? env[slot] : nullptr;
-  cache.seconds = seconds;
+
+  // Where each set variable's "NAME=value" lies; false when one that
+  // getenv() sees is not found there (do not cache then).
+  bool locate(char** env, size_t entries) {
+    for (size_t i = 0; i < N; ++i) {
+      slot_[i] = -1;
+      entry_[i] = nullptr;
+      if (std::getenv(names_[i]) == nullptr) continue;
+      const size_t len = std::strlen(names_[i]);
+      for (size_t k = 0; k < entries; ++k) {
+        if (std::strncmp(env[k], names_[i], len) == 0 && env[k][len] == '=') {
+          slot_[i] = static_cast<long>(k);
+          entry_[i] = env[k];
+          break;
+        }
+      }
+      if (slot_[i] < 0) return false;
+    }
+    return true;
+  }
+
+  const char* const (&names_)[N];
+  bool filled_ = false;
+  char** env_ = nullptr;
+  size_t entries_ = 0;
+  long slot_[N] = {};
+  char* entry_[N] = {};
+  double value_ = 0;
+};
+
+constexpr const char* kSetupTimeoutNames[] = {"RINGCC_TIMEOUT_S", "HOROVOD_GLOO_TIMEOUT_SECONDS"};
+constexpr const char* kCollectiveTimeoutNames[] = {"RINGCC_COLLECTIVE_TIMEOUT_S", "RINGCC_TIMEOUT_S",
+                                                   "HOROVOD_GLOO_TIMEOUT_SECONDS"};
+
+double positive_seconds(const char* name, double fallback, const char* horovod_name = nullptr) {
+  const char* used = nullptr;
+  lookup(name, horovod_name, &used);
+  const double seconds = env_double(name, fallback, horovod_name);
+  RINGCC_CHECK(seconds > 0, ErrorKind::kInvalidArgument, used, " must be a positive number of seconds, got ", seconds);
   return seconds;
+}
+
+}  // namespace
+
+double timeout_seconds() {
+  thread_local EnvAnswer<2> answer(kSetupTimeoutNames);
+  return answer.get([] { return positive_seconds("RINGCC_TIMEOUT_S", 60.0, "HOROVOD_GLOO_TIMEOUT_SECONDS"); });
+}
+
+double collective_timeout_seconds() {
+  thread_local EnvAnswer<3> answer(kCollectiveTimeoutNames);
+  return answer.get([] {
+    if (env_is_set("RINGCC_COLLECTIVE_TIMEOUT_S")) {
+      return positive_seconds("RINGCC_COLLECTIVE_TIMEOUT_S", kDefaultCollectiveTimeoutS);
+    }
+    if (env_is_set("RINGCC_TIMEOUT_S") || env_is_set("HOROVOD_GLOO_TIMEOUT_SECONDS")) return timeout_seconds();
+    return kDefaultCollectiveTimeoutS;
+  });
+}
+
+std::string collective_timeout_variable() {
+  if (env_is_set("RINGCC_COLLECTIVE_TIMEOUT_S")) return "RINGCC_COLLECTIVE_TIMEOUT_S";
+  if (env_is_set("RINGCC_TIMEOUT_S")) return "RINGCC_TIMEOUT_S";
+  if (env_is_set("HOROVOD_GLOO_TIMEOUT_SECONDS")) return "HOROVOD_GLOO_TIMEOUT_SECONDS";
+  return "RINGCC_COLLECTIVE_TIMEOUT_S";
 }
 
 }  // namespace ringcc

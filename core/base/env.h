@@ -16,8 +16,20 @@ double env_double(const char* name, double fallback, const char* horovod_name = 
 // or "" when neither is set.
 std::string env_origin(const char* name, const char* horovod_name = nullptr);
 
-// RINGCC_TIMEOUT_S (default 60): the bound on every wait.
+// RINGCC_TIMEOUT_S (HOROVOD_GLOO_TIMEOUT_SECONDS; default 60): the bound on
+// the waits of joining a job (rendezvous, connections, set-up), and on
+// every wait when set.
 double timeout_seconds();
+
+// The bound on a collective's (and shutdown's) waits for a live peer:
+// RINGCC_COLLECTIVE_TIMEOUT_S, else RINGCC_TIMEOUT_S when that is set, else
+// 10 minutes (torch's NCCL default: rank 0 may evaluate or write a
+// checkpoint while the others wait). A dead peer fails every rank at once
+// whatever the bound.
+constexpr double kDefaultCollectiveTimeoutS = 600.0;
+double collective_timeout_seconds();
+// The variable to name in a message about that bound.
+std::string collective_timeout_variable();
 
 // "60", "0.25": a duration in seconds, for messages.
 std::string format_seconds(double seconds);

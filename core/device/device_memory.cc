@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/base/env.h"
 #include "core/base/error.h"
 #include "core/base/thread_name.h"
 #include "core/device/gpu_libraries.h"
@@ -166,7 +167,8 @@ std::string Watchdog::poll() {
     const double age = std::chrono::duration<double>(now - enqueue_.since).count();
     if (age > timeout_s_) {
       return detail::concat("enqueueing ", enqueue_.what, " has taken ", static_cast<int>(age),
-                            " s (RINGCC_TIMEOUT_S is ", timeout_s_, " s): a peer stopped taking part");
+                            " s (", collective_timeout_variable(), " is ", timeout_s_,
+                            " s): a peer stopped taking part");
     }
   }
   while (!pending_.empty()) {
@@ -185,7 +187,7 @@ std::string Watchdog::poll() {
     const double age = std::chrono::duration<double>(now - p.since).count();
     if (age > timeout_s_) {
       return detail::concat(p.what, " enqueued ", static_cast<int>(age),
-                            " s ago has not completed (RINGCC_TIMEOUT_S is ", timeout_s_,
+                            " s ago has not completed (", collective_timeout_variable(), " is ", timeout_s_,
                             " s): a peer stopped taking part");
     }
     break;

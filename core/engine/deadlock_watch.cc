@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/base/env.h"
 #include "core/engine/stall_inspector.h"
 
 namespace ringcc {
@@ -73,7 +74,7 @@ std::string describe_deadlock(const Negotiation& negotiation, const ResponseCach
   std::ostringstream os;
   os << "deadlock: every rank waits for named collectives that the other ranks will not enqueue (none is "
         "enqueued on every rank that has not joined, and nothing changed for "
-     << bound_s << " s, RINGCC_TIMEOUT_S):";
+     << bound_s << " s, " << collective_timeout_variable() << "):";
   const int size = negotiation.size();
   for (int r = 0; r < size && r < kRanksListed; ++r) {
     os << "\n  rank " << r;

@@ -259,8 +259,8 @@ void Engine::shutdown() {
     if (!thread_exited_) {
       lock.unlock();
       comm_->abort(interrupted ? "interrupted by a signal (its handler raised) while shutting down"
-                               : detail::concat("shutdown() waited ", comm_->timeout_s(),
-                                                " s (RINGCC_TIMEOUT_S) for the other ranks' engines"));
+                               : detail::concat("shutdown() waited ", comm_->timeout_s(), " s (",
+                                                collective_timeout_variable(), ") for the other ranks' engines"));
     }
   }
   thread_.join();

@@ -407,8 +407,8 @@ void mpi_check(int code, const char* what) {
   char text[512] = {};
   mpi_api().error_string(code, text, sizeof(text));
   if (code == RCMPI_ERR_TIMEOUT) {
-    raise(ErrorKind::kTimeout, what, ": timed out after ", timeout_seconds(),
-          " s waiting for the other MPI ranks (RINGCC_TIMEOUT_S sets the limit)");
+    raise(ErrorKind::kTimeout, what, ": timed out waiting for the other MPI ranks",
+          " (RINGCC_COLLECTIVE_TIMEOUT_S sets the limit of a collective, RINGCC_TIMEOUT_S of joining the job)");
   }
   raise(code == RCMPI_ERR_UNSUPPORTED ? ErrorKind::kUnsupportedType : ErrorKind::kInternal, what, " failed: ", text);
 }
@@ -525,8 +525,8 @@ void mpi_wait(rcmpi_req* req, Deadline deadline, const char* what, int64_t* byte
     if (done) return;
     if (Clock::now() >= deadline) {
       api.cancel(req);
-      raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(), " s in ", what,
-            " waiting for the other MPI ranks (RINGCC_TIMEOUT_S sets the limit)");
+      raise(ErrorKind::kTimeout, "timed out in ", what, " waiting for the other MPI ranks",
+            " (RINGCC_COLLECTIVE_TIMEOUT_S sets the limit of a collective, RINGCC_TIMEOUT_S of joining the job)");
     }
     pause();
   }

@@ -24,8 +24,8 @@ std::string pending_peers(const std::vector<Request*>& pending) {
 }
 
 [[noreturn]] void raise_timeout(const std::vector<Request*>& pending, const char* what) {
-  raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(), " s in ", what, " waiting for rank(s) ",
-        pending_peers(pending), " (RINGCC_TIMEOUT_S sets the limit)");
+  raise(ErrorKind::kTimeout, "timed out in ", what, " waiting for rank(s) ", pending_peers(pending),
+        " (RINGCC_COLLECTIVE_TIMEOUT_S sets the limit of a collective, RINGCC_TIMEOUT_S of joining the job)");
 }
 
 // Progresses `all`; returns true when `done` says the wait is over.

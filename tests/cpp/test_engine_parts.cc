@@ -392,7 +392,7 @@ void test_deadlock_description() {
   n.set_joined(news.joined);
   const std::string why = describe_deadlock(n, cache, 3);
   EXPECT(why.find("deadlock: every rank waits for named collectives") == 0);
-  EXPECT(why.find("for 3 s, RINGCC_TIMEOUT_S") != std::string::npos);
+  EXPECT(why.find("for 3 s, RINGCC_COLLECTIVE_TIMEOUT_S") != std::string::npos);  // the variable that sets it
   EXPECT(why.find("\n  rank 0: 'grad.0' (enqueued on rank 0 only), 'grad.1'") != std::string::npos);
   EXPECT(why.find("'grad.3' (enqueued on rank 0 only) and 4 more\n") != std::string::npos);
   EXPECT(why.find("grad.4") == std::string::npos);

@@ -187,9 +187,9 @@ bool MpiCollectives::exchange(CollectiveArgs& a, Deadline deadline) {
         api_.cancel(reqs[k]);
         reqs[k] = nullptr;
       }
-      raise(ErrorKind::kTimeout, "timed out after ", timeout_seconds(), " s in ", collective_name(a.kind),
-            " waiting for rank(s) ", waiting.empty() ? std::string("?") : waiting,
-            " over MPI (RINGCC_TIMEOUT_S sets the limit)");
+      raise(ErrorKind::kTimeout, "timed out after ", collective_timeout_seconds(), " s in ", collective_name(a.kind),
+            " waiting for rank(s) ", waiting.empty() ? std::string("?") : waiting, " over MPI (",
+            collective_timeout_variable(), " sets the limit)");
     }
     if (spin % 64 == 63) transport_->check_failed();
     pause();
@@ -354,8 +354,8 @@ void MpiCollectives::watchdog_loop() {
     const Deadline d = wd_deadline_;
     if (wd_cv_.wait_until(lock, d) == std::cv_status::timeout && wd_armed_ && wd_deadline_ == d && !wd_stop_) {
       const std::string message = std::string("MPI's own ") + wd_what_ + " did not finish within " +
-                                  std::to_string(timeout_seconds()) +
-                                  " s (RINGCC_TIMEOUT_S); it cannot be interrupted, so ringcc ends "
+                                  std::to_string(collective_timeout_seconds()) + " s (" +
+                                  collective_timeout_variable() + "); it cannot be interrupted, so ringcc ends "
                                   "the MPI job (MPI_Abort)";
       RINGCC_LOG(kError, message);
       api_.abort(comm_->get(), 124);

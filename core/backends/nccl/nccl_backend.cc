@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/base/env.h"
 #include "core/base/error.h"
 #include "core/base/log.h"
 #include "core/base/sha256.h"
@@ -140,9 +141,9 @@ void NcclBackend::check(ncclResult_t r, const char* what, Deadline deadline) {
       if (state != ncclInProgress) break;
       if (aborted_.load()) check_usable();
       if (Clock::now() >= deadline) {
-        abort(std::string(what) + " did not finish within RINGCC_TIMEOUT_S");
-        raise(ErrorKind::kTimeout, what, " timed out after ", job_.timeout_s,
-              " s (RINGCC_TIMEOUT_S sets the limit): a peer did not take part");
+        abort(std::string(what) + " did not finish within " + collective_timeout_variable());
+        raise(ErrorKind::kTimeout, what, " timed out after ", job_.timeout_s, " s (", collective_timeout_variable(),
+              " sets the limit): a peer did not take part");
       }
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::microseconds(2000));

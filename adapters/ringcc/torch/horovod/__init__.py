@@ -41,7 +41,7 @@ disagree on a tensor's shape or dtype, internal errors) are at once
 `HorovodInternalError` (a RuntimeError), `torch.distributed.DistBackendError`
 and the ringcc error they come from (`ringcc.PeerFailureError`,
 `ringcc.MismatchError`, ...). A wait that ran out
-(`RINGCC_TIMEOUT_S`, `RINGCC_STALL_SHUTDOWN_S`) stays `ringcc.TimeoutError`
+(`RINGCC_COLLECTIVE_TIMEOUT_S`, `RINGCC_STALL_SHUTDOWN_S`) stays `ringcc.TimeoutError`
 (a TimeoutError: Python cannot make one class both that and a RuntimeError).
 
 The package is one module per concept, lowest first: names.py (the names

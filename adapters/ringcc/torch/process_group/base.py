@@ -77,23 +77,17 @@ def fails_on_every_rank(kind: str):
 
 
 LIVE_GROUPS: weakref.WeakSet[GroupBase] = weakref.WeakSet()
-_TIMEOUT_ENV = "RINGCC_TIMEOUT_S"
+_TIMEOUT_ENVS = ("RINGCC_COLLECTIVE_TIMEOUT_S", "RINGCC_TIMEOUT_S", "HOROVOD_GLOO_TIMEOUT_SECONDS")
 _timeout_env_lock = threading.Lock()
 
 
 def _adopt_timeout(seconds: float) -> None:
-    """Makes the core's own bound on waits the group's timeout when the
-    user did not set RINGCC_TIMEOUT_S (the core reads it per operation)."""
+    """Makes the core's bound on a collective's waits the group's timeout
+    when the user set none (the core reads it per operation); the
+    rendezvous keeps its own, shorter bound (RINGCC_TIMEOUT_S)."""
     with _timeout_env_lock:
-        if _TIMEOUT_ENV not in os.environ:
-            os.environ[_TIMEOUT_ENV] = f"{seconds:g}"
-
-
-def _core_timeout_s() -> float:
-    try:
-        return float(os.environ.get(_TIMEOUT_ENV) or os.environ.get("HOROVOD_GLOO_TIMEOUT_SECONDS") or 60)
-    except ValueError:
-        return 60.0
+        if not any(os.environ.get(name) for name in _TIMEOUT_ENVS):
+            os.environ["RINGCC_COLLECTIVE_TIMEOUT_S"] = f"{seconds:g}"
 
 
 class GroupBase(dist.ProcessGroup):
@@ -120,9 +114,9 @@ class GroupBase(dist.ProcessGroup):
         self._side: torch.cuda.Stream | None = None
         _adopt_timeout(self._timeout_s)
         _exit_on_sigterm()
-        self._core_timeout_s = _core_timeout_s()
+        self._core_timeout_s = _core.collective_timeout_s()
         # torchrun keeps its store across restarts: meet where no earlier attempt wrote.
-        store = self._store = dist.PrefixStore(fresh_prefix(store, rank, size, self._core_timeout_s), store)
+        store = self._store = dist.PrefixStore(fresh_prefix(store, rank, size, _core.setup_timeout_s()), store)
         self._comm = _core.Communicator(rank, size, store)
         # As torch's own backends: ranks must agree on sizes, not on shapes
         # (gloo and NCCL let a (2, 3) meet a (3, 2)); docs/torch.md.
@@ -174,7 +168,7 @@ class GroupBase(dist.ProcessGroup):
         handles (async) or None (ran inline, done). Then a RingWork.
 
         A synchronous request (opts.asyncOp False) runs inline on this
-        thread when the core's own bound on waits (RINGCC_TIMEOUT_S) is no
+        thread when the core's own bound on waits (collective_timeout_s) is no
         longer than the group's timeout; otherwise it is queued and waited
         for with the group's timeout.
 
@@ -278,7 +272,7 @@ class GroupBase(dist.ProcessGroup):
 
     def _inline_ok(self, opts) -> bool:
         """Whether a synchronous request may run on the caller's thread: the
-        core bounds every wait by RINGCC_TIMEOUT_S, so when that is no longer
+        core bounds every wait by its collective timeout, so when that is no longer
         than the operation's timeout, the operation's timeout holds anyway."""
         return self._op_timeout(opts) >= self._core_timeout_s
 
