@@ -130,6 +130,7 @@ def mpi_info():
     return dict(_core.mpi_info())
 
 
+from ringcc.func_run import RunError, run  # noqa: E402,F401  (horovod.run: a function on N ranks)
 from ringcc.gpu_arrays import cuda_stream  # noqa: E402,F401
 from ringcc.gpu_libraries import cuda_info, nccl_built, nccl_info  # noqa: E402,F401  (found at run time)
 

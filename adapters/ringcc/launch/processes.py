@@ -264,6 +264,12 @@ class JobRunner:
         remove_stale_segments()
         return status
 
+    def ended_ranks(self) -> dict[int, tuple[int | None, float | None]]:
+        """Each started rank's return code (None while it runs) and when it ended (time.monotonic())."""
+        with self._events_lock:
+            exit_times = dict(self._exit_times)
+        return {rank: (process.poll(), exit_times.get(rank)) for rank, process in self._ranks}
+
     def _start(self, launches: Sequence[RankLaunch]) -> int | None:
         # Output always goes through ringrun, a whole line at a time, so that
         # lines from different ranks never interleave mid-line.

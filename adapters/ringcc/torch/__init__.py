@@ -16,6 +16,7 @@ changes one import (docs/torch.md, "Horovod API"):
 See docs/torch.md.
 """
 
+from ringcc.func_run import RunError, run  # noqa: F401  (horovod.torch.run is horovod.run: ringcc.run)
 from ringcc.torch.backend import (  # noqa: F401  (re-exported)
     BACKEND_NAME,
     ProcessGroupRing,
