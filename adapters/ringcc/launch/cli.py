@@ -486,8 +486,8 @@ def describe_job(command_line: CommandLine, launches=()) -> list[str]:
     for launch in launches:
         p = launch.placement
         how = "through the agent" if launch.through_agent else "directly"
-        lines.append(f"ringrun: rank {p.rank} on {p.host} (local rank {p.local_rank}), started {how}: "
-                     f"{shlex.join(command_line.command)}")  # fmt: skip
+        command = shlex.join(command_line.command)
+        lines.append(f"ringrun: rank {p.rank} on {p.host} (local rank {p.local_rank}), started {how}: {command}")
     return lines
 
 

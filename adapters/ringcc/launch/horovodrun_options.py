@@ -71,9 +71,13 @@ def add_horovodrun_arguments(parser: argparse.ArgumentParser) -> None:
     add("--timeline-filename", metavar="FILE", help="RINGCC_TIMELINE")
     add("--log-level", type=_log_level, metavar="LEVEL", help="RINGCC_LOG_LEVEL (TRACE ... FATAL)")
     add("--gloo-timeout-seconds", type=_non_negative(int), metavar="SECONDS", help="RINGCC_TIMEOUT_S")
-    add("--no-stall-check", dest="no_stall_check", action="store_const", const=True, default=None,
-        help="RINGCC_STALL_CHECK_S=0 and RINGCC_STALL_SHUTDOWN_S=0")  # fmt: skip
-    add("--stall-check", dest="no_stall_check", action="store_const", const=False, help=argparse.SUPPRESS)
+    _switch(
+        group,
+        "--no-stall-check",
+        "--stall-check",
+        "no_stall_check",
+        "RINGCC_STALL_CHECK_S=0 and RINGCC_STALL_SHUTDOWN_S=0",
+    )
     add("--stall-check-warning-time-seconds", type=_non_negative(int), metavar="SECONDS", help="RINGCC_STALL_CHECK_S")
     add(
         "--stall-check-shutdown-time-seconds",
