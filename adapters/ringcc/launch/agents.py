@@ -72,3 +72,20 @@ def with_ssh_connect_timeout(template: str, seconds: int | None) -> str:
         raise LaunchError(f"--ssh-connect-timeout applies to ssh; the agent is {template!r}")
     words = shlex.split(template)
     return shlex.join([words[0], "-o", f"ConnectTimeout={seconds}", *words[1:]])
+
+
+def with_ssh_options(
+    template: str, connect_timeout: int | None, port: int | None = None, identity_file: str | None = None
+) -> str:
+    """The agent template with ssh's options of ringrun's command line after `ssh`:
+    -o ConnectTimeout=N, -p PORT and -i FILE (an agent that is not ssh: LaunchError)."""
+    template = with_ssh_connect_timeout(template, connect_timeout)
+    given = [("--ssh-port", "-p", port), ("--ssh-identity-file", "-i", identity_file)]
+    given = [(option, flag, value) for option, flag, value in given if value is not None]
+    if not given:
+        return template
+    if not is_ssh_agent(template):
+        raise LaunchError(f"{given[0][0]} applies to ssh; the agent is {template!r}")
+    words = shlex.split(template)
+    options = [word for _, flag, value in given for word in (flag, str(value))]
+    return shlex.join([words[0], *options, *words[1:]])

@@ -16,17 +16,21 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from ringcc.launch import elastic_driver
 from ringcc.launch.build_report import check_build
 from ringcc.launch.errors import EXIT_USAGE, LaunchError
+from ringcc.launch.horovodrun_options import add_horovodrun_arguments, horovodrun_settings
 from ringcc.launch.hosts import BIND_CHOICES
 from ringcc.launch.mpirun import run_mpi
 from ringcc.launch.plan import plan_job
 from ringcc.launch.processes import JobRunner, prepare_output_files
+from ringcc.launch.unknown_options import unknown_option_message
 
 DEFAULT_GRACE_PERIOD_S = 3.0
 
@@ -145,6 +149,18 @@ elastic mode (--host-discovery-script, --min-np or --max-np):
   for --blacklist-cooldown-range MIN MAX seconds, doubling); its running
   workers stay. The job succeeds when a worker exits with 0.
 
+horovodrun's options:
+  horovodrun's command line works: --fusion-threshold-mb (RINGCC_FUSION_THRESHOLD
+  in bytes), --cycle-time-ms, --cache-capacity, --[no-]hierarchical-allreduce,
+  --timeline-filename, --log-level, --gloo-timeout-seconds (RINGCC_TIMEOUT_S),
+  the stall-check options and --tcp set the ranks' variables as -x would;
+  -p/--ssh-port and -i/--ssh-identity-file go to ssh (with --mpi: Open MPI's
+  plm_rsh_args), --start-timeout becomes --ssh-connect-timeout, --gloo is the
+  default mode, --config-file reads Horovod's YAML file (needs PyYAML). Options
+  with no meaning here (--autotune*, --jsrun, --disable-cache, ...) are
+  accepted with one warning each. docs/migrating.md has the whole table. An
+  unknown option is named with the closest one, or the RINGCC_* variable.
+
 examples:
   ringrun -np 4 python train.py --epochs 3
   ringrun -np 8 -H host1:4,host2:4 python train.py
@@ -207,6 +223,22 @@ class CommandLineParser(argparse.ArgumentParser):
                 break
             index += 1 + values_of.get(word, 0)
         return list(argv[:index]), list(argv[index:])
+
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but an unknown option is named with the closest known one."""
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            known = [option for action in self._actions for option in action.option_strings]
+            self.error(unknown_option_message(unknown[0], known))
+        return parsed
+
+
+class JoinedValues(argparse.Action):
+    """A repeatable option whose values join with commas (--network-interface eth0 --network-interface eth1)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        earlier = getattr(namespace, self.dest, None)
+        setattr(namespace, self.dest, values if not earlier else f"{earlier},{values}")
 
 
 # Options that shape the job; after the command they go to the command, and a
@@ -327,7 +359,7 @@ def build_parser() -> CommandLineParser:
         "-H", "--hosts", metavar="HOSTS", help="hosts and their slots, e.g. host1:4,host2:4 (a host alone has 1 slot)"
     )
     parser.add_argument(
-        "--hostfile", metavar="FILE", help='file with one host a line: "host slots=N", "host:N" or "host"'
+        "-hostfile", "--hostfile", metavar="FILE", help='file with one host a line: "host slots=N", "host:N" or "host"'
     )
     parser.add_argument(
         "--agent", metavar="TEMPLATE", help="command that starts ranks on a host, {host} replaced (see 'agent' below)"
@@ -362,10 +394,13 @@ def build_parser() -> CommandLineParser:
     )
     parser.add_argument(
         "--network-interface",
+        "--network-interfaces",
+        dest="network_interface",
+        action=JoinedValues,
         metavar="IFACES",
         help="the interface ranks on different hosts connect over: a name (eth1), an address, "
         "a subnet (10.1.0.0/16), a comma-separated list of these, or ^excluded,names; sets "
-        "RINGCC_SOCKET_IFNAME in every rank (see 'network' below)",
+        "RINGCC_SOCKET_IFNAME in every rank (see 'network' below); repeated, the values join with commas",
     )
     parser.add_argument(
         "--ssh-connect-timeout",
@@ -373,6 +408,10 @@ def build_parser() -> CommandLineParser:
         metavar="SECONDS",
         help="give up on a host whose ssh connection is not made within this long "
         "(ssh -o ConnectTimeout; default: ssh's own)",
+    )
+    parser.add_argument("-p", "--ssh-port", type=_port, metavar="PORT", help="ssh's port on every host (ssh -p)")
+    parser.add_argument(
+        "-i", "--ssh-identity-file", metavar="FILE", help="the private key ssh uses for every host (ssh -i)"
     )
     parser.add_argument(
         "--timeout", type=_positive_float, metavar="SECONDS", help="stop every rank and exit 124 after this long"
@@ -404,17 +443,64 @@ def build_parser() -> CommandLineParser:
         "--mpi-args", metavar="ARGS", help="extra options for mpirun with --mpi, e.g. '--mca btl self,sm'"
     )
     parser.add_argument(
-        "--check-build", action="store_true", help="show the frameworks, controllers and transports available, and exit"
+        "-cb",
+        "--check-build",
+        action="store_true",
+        help="show the frameworks, controllers and transports available, and exit",
     )
-    parser.add_argument("--version", action="version", version=f"ringrun (ringcc) {ringcc_version()}")
+    parser.add_argument(
+        "--verbose", action="store_true", help="say where each rank runs, its command and the settings given to it"
+    )
+    parser.add_argument("-v", "--version", action="version", version=f"ringrun (ringcc) {ringcc_version()}")
     add_elastic_arguments(parser)
+    add_horovodrun_arguments(parser)
     return parser
+
+
+@dataclass
+class CommandLine:
+    """ringrun's command line, parsed: its options, the rank command, the
+    variables horovodrun's options give every rank (also in args.export) and
+    the warnings about options that have no effect here."""
+
+    args: argparse.Namespace
+    command: list[str]
+    variables: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def parse_command_line(parser: CommandLineParser, argv: Sequence[str]) -> CommandLine:
+    """Parses argv and maps horovodrun's options (LaunchError: a bad --config-file, --gloo with --mpi)."""
+    options, command = parser.split_command(argv)
+    args = parser.parse_args(options)
+    settings = horovodrun_settings(args)
+    # Before -x's, so that -x NAME=VALUE wins; ranks started through an agent
+    # or mpirun get them as they get -x's.
+    args.export = [f"{name}={value}" for name, value in settings.variables.items()] + list(args.export)
+    return CommandLine(args, command, settings.variables, settings.warnings)
+
+
+def describe_job(command_line: CommandLine, launches=()) -> list[str]:
+    """--verbose: the settings horovodrun's options gave, and where each rank runs."""
+    lines = [f"ringrun: {name}={value} for every rank" for name, value in command_line.variables.items()]
+    for launch in launches:
+        p = launch.placement
+        how = "through the agent" if launch.through_agent else "directly"
+        command = shlex.join(command_line.command)
+        lines.append(f"ringrun: rank {p.rank} on {p.host} (local rank {p.local_rank}), started {how}: {command}")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    options, command = parser.split_command(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(options)
+    try:
+        command_line = parse_command_line(parser, sys.argv[1:] if argv is None else argv)
+    except LaunchError as error:
+        print(f"ringrun: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    args, command = command_line.args, command_line.command
+    for warning in command_line.warnings:
+        print(f"ringrun: warning: {warning}", file=sys.stderr)
     if args.check_build:
         return check_build()
     if not command:
@@ -431,8 +517,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("ringrun: elastic mode does not start workers through mpirun (--mpi)", file=sys.stderr)
         return EXIT_USAGE
     if args.mpi:
+        if args.verbose:
+            print("\n".join(describe_job(command_line)), file=sys.stderr)
         return run_mpi(args, command)
     if is_elastic(args):
+        if args.verbose:
+            print("\n".join(describe_job(command_line)), file=sys.stderr)
         return elastic_driver.run_elastic(args, command)
     misused = elastic_only_options(args)
     if misused:
@@ -448,6 +538,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LaunchError as error:
         print(f"ringrun: {error}", file=sys.stderr)
         return EXIT_USAGE
+    if args.verbose:
+        print("\n".join(describe_job(command_line, launches)), file=sys.stderr)
     try:
         if args.output_filename is not None:
             prepare_output_files(args.output_filename, len(launches))

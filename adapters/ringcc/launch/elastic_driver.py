@@ -37,7 +37,7 @@ import time
 from collections.abc import Sequence
 
 from ringcc.elastic.worker import DRIVER_VARIABLE, WORKER_VARIABLE
-from ringcc.launch.agents import DEFAULT_AGENT, agent_command, with_ssh_connect_timeout
+from ringcc.launch.agents import DEFAULT_AGENT, agent_command, with_ssh_options
 from ringcc.launch.blacklist import COOLDOWN_LOWER_LIMIT_S, COOLDOWN_UPPER_LIMIT_S, HostState
 from ringcc.launch.discovery import (
     DISCOVERY_INTERVAL_S,
@@ -133,8 +133,11 @@ class ElasticDriver:
         self.join_timeout = _env_float(environ, ("RINGCC_TIMEOUT_S",), DEFAULT_TIMEOUT_S)
         self.discovery_interval = _env_float(environ, ("RINGCC_ELASTIC_DISCOVERY_INTERVAL_S",), DISCOVERY_INTERVAL_S)
         self.secret = environ.get("RINGCC_SECRET") or secrets.token_hex(32)
-        self.agent = with_ssh_connect_timeout(
-            args.agent if args.agent is not None else DEFAULT_AGENT, args.ssh_connect_timeout
+        self.agent = with_ssh_options(
+            args.agent if args.agent is not None else DEFAULT_AGENT,
+            args.ssh_connect_timeout,
+            getattr(args, "ssh_port", None),
+            getattr(args, "ssh_identity_file", None),
         )
         self.exported = exported_variables(args.export, environ)
 

@@ -58,6 +58,18 @@ def plan_mpi_command(
         raise LaunchError("--agent does not apply with --mpi (mpirun starts the remote ranks)")
     if args.ssh_connect_timeout is not None:
         raise LaunchError("--ssh-connect-timeout does not apply with --mpi (give mpirun's own option in --mpi-args)")
+    ssh_options = [
+        word
+        for flag, value in (("-p", getattr(args, "ssh_port", None)), ("-i", getattr(args, "ssh_identity_file", None)))
+        if value is not None
+        for word in (flag, str(value))
+    ]
+    if ssh_options and flavour == "mpich":
+        raise LaunchError(
+            "--ssh-port and --ssh-identity-file with --mpi need Open MPI's mpirun; for MPICH's mpiexec give "
+            f"--mpi-args '-launcher-exec {shlex.quote(shlex.join(['ssh', *ssh_options]))}'"
+        )
+    binding = shlex.split(getattr(args, "binding_args", None) or "")
     if args.output_filename is not None and flavour == "mpich":
         raise LaunchError(
             "--output-filename with --mpi needs Open MPI's mpirun; for MPICH's mpiexec give "
@@ -80,7 +92,9 @@ def plan_mpi_command(
     cmd = [mpirun]
     if flavour == "mpich":
         cmd += ["-n", str(num_ranks)]
-        if getattr(args, "bind_to", "none") == "core":
+        if binding:  # horovodrun's --binding-args replace the binding
+            cmd += binding
+        elif getattr(args, "bind_to", "none") == "core":
             cmd += ["-bind-to", "core"]
         if hosts is not None:
             cmd += ["-hosts", ",".join(f"{h.name}:{h.slots}" for h in hosts)]
@@ -93,7 +107,9 @@ def plan_mpi_command(
         if names:
             cmd += ["-genvlist", ",".join(n for n in names if not any(i.startswith(n + "=") for i in args.export))]
     else:
-        cmd += ["-np", str(num_ranks), "--bind-to", getattr(args, "bind_to", "none") or "none"]
+        cmd += ["-np", str(num_ranks), *(binding or ["--bind-to", getattr(args, "bind_to", "none") or "none"])]
+        if ssh_options:  # as horovodrun passes them: ssh's options for Open MPI's launcher
+            cmd += ["--mca", "plm_rsh_args", shlex.join(ssh_options)]
         if hosts is not None:
             cmd += ["-H", ",".join(f"{h.name}:{h.slots}" for h in hosts)]
         elif num_ranks > (cpu_count or os.cpu_count() or 1):

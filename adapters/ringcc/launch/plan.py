@@ -10,7 +10,7 @@ import secrets
 import socket
 from collections.abc import Mapping, Sequence
 
-from ringcc.launch.agents import DEFAULT_AGENT, agent_command, with_ssh_connect_timeout
+from ringcc.launch.agents import DEFAULT_AGENT, agent_command, with_ssh_options
 from ringcc.launch.allocation import SRUN_AGENT, allocation_hosts, is_this_node
 from ringcc.launch.errors import LaunchError
 from ringcc.launch.hosts import (
@@ -56,7 +56,12 @@ def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[
         num_ranks = sum(host.slots for host in hosts) if args.num_proc is None else args.num_proc
         placements = place_ranks(hosts, num_ranks)
     default_agent = SRUN_AGENT if in_allocation else DEFAULT_AGENT
-    agent = with_ssh_connect_timeout(args.agent if args.agent is not None else default_agent, args.ssh_connect_timeout)
+    agent = with_ssh_options(
+        args.agent if args.agent is not None else default_agent,
+        args.ssh_connect_timeout,
+        getattr(args, "ssh_port", None),
+        getattr(args, "ssh_identity_file", None),
+    )
 
     def through_agent(host: str) -> bool:
         if hosts is None:
