@@ -343,6 +343,8 @@ LAUNCH_DOORS = {
     "plan": {"errors", "hosts", "variables", "agents", "processes", "allocation"},
     "mpirun": {"errors", "hosts", "variables"},
     "build_report": set(),
+    "horovodrun_options": {"errors", "agents"},
+    "unknown_options": set(),
     "discovery": {"errors", "hosts", "processes"},
     "blacklist": set(),
     "memberships": set(),
@@ -360,7 +362,17 @@ LAUNCH_DOORS = {
         "ringcc.elastic.worker",
     },
 }
-LAUNCH_DOORS["cli"] = {"errors", "hosts", "processes", "plan", "mpirun", "build_report", "elastic_driver"}
+LAUNCH_DOORS["cli"] = {
+    "errors",
+    "hosts",
+    "processes",
+    "plan",
+    "mpirun",
+    "build_report",
+    "elastic_driver",
+    "horovodrun_options",
+    "unknown_options",
+}
 
 
 def test_ringcc_launch_modules_use_only_their_doors():
