@@ -53,6 +53,17 @@ DataType dtype_from_numpy(const py::dtype& dt, const char* what) {
 
 using namespace dlpack;  // DLPack's ABI, bindings/dlpack.h
 
+// DLPack's type codes by name: 0 int, 1 uint, 2 float, 3 opaque handle,
+// 4 bfloat, 5 complex, 6 bool.
+std::string dlpack_type_name(DLDataType t) {
+  static const char* const kCodes[] = {"int", "uint", "float", "handle", "bfloat", "complex", "bool"};
+  if (t.code >= 7) return "DLPack type code " + std::to_string(t.code) + " (" + std::to_string(t.bits) + " bits)";
+  std::string name = kCodes[t.code];
+  if (t.code != 6) name += std::to_string(t.bits);
+  if (t.lanes != 1) name += "x" + std::to_string(t.lanes);
+  return name;
+}
+
 DataType dtype_from_dlpack(DLDataType t, const char* what) {
   if (t.lanes == 1) {
     if (t.code == kDLFloat && t.bits == 16) return DataType::kFloat16;
@@ -64,8 +75,7 @@ DataType dtype_from_dlpack(DLDataType t, const char* what) {
     if (t.code == kDLInt && t.bits == 64) return DataType::kInt64;
     if (t.code == kDLUInt && t.bits == 8) return DataType::kUInt8;
   }
-  unsupported(what, "(DLPack code " + std::to_string(t.code) + ", " + std::to_string(t.bits) + " bits, " +
-                        std::to_string(t.lanes) + " lanes)");
+  unsupported(what, dlpack_type_name(t));
 }
 
 BufferView from_numpy(py::handle obj, bool writable, const char* what) {
@@ -306,10 +316,49 @@ int64_t BufferView::row_elems() const {
   return n;
 }
 
+namespace {
+
+// The framework adapter that takes what the framework-free functions do
+// not, by the module of the tensor's type ("" when none fits).
+std::string adapter_hint(py::handle obj) {
+  const std::string module = py::str(py::type::of(obj).attr("__module__"));
+  if (module.rfind("torch", 0) == 0) {
+    return "; ringcc.torch (import ringcc.torch as hvd, or torch.distributed's backend \"ring\") takes "
+           "complex, bool and int16 tensors too";
+  }
+  if (module.rfind("tensorflow", 0) == 0) return "; ringcc.tensorflow takes TensorFlow's other dtypes too";
+  return "";
+}
+
+BufferView view_of_dlpack(py::handle obj, const char* what) {
+  try {
+    return from_dlpack(obj, what);
+  } catch (const ringcc::Error& e) {
+    // Named as the framework names it ("torch.complex64"), not by DLPack's code.
+    if (e.kind() != ErrorKind::kUnsupportedType || !py::hasattr(obj, "dtype")) throw;
+    ringcc::raise(ErrorKind::kUnsupportedType, what, " has dtype ", std::string(py::str(obj.attr("dtype"))),
+                  ", which ringcc's framework-free functions do not move (supported: ", kSupported, ")",
+                  adapter_hint(obj));
+  } catch (py::error_already_set& e) {
+    // torch refuses to export a tensor that requires grad with a bare
+    // BufferError: say what to do instead.
+    if (!e.matches(PyExc_BufferError) || !py::hasattr(obj, "requires_grad") ||
+        !py::bool_(obj.attr("requires_grad"))) {
+      throw;
+    }
+    ringcc::raise(ErrorKind::kInvalidArgument, what,
+                  " requires grad, and ringcc's framework-free functions record no gradient: pass "
+                  "t.detach() (the same memory; an in-place call still updates t), or use "
+                  "ringcc.torch's allreduce, which is differentiable");
+  }
+}
+
+}  // namespace
+
 BufferView view_of(py::handle obj, bool writable, const char* what) {
   if (py::isinstance<py::array>(obj)) return from_numpy(obj, writable, what);
   if (py::hasattr(obj, "__dlpack__")) {
-    BufferView v = from_dlpack(obj, what);
+    BufferView v = view_of_dlpack(obj, what);
     v.origin = py::reinterpret_borrow<py::object>(obj);
     return v;
   }

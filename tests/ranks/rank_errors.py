@@ -367,11 +367,19 @@ def torch_non_contiguous(ctx):
         lambda: ringcc.allreduce(transposed),
         "allreduce of a transposed torch tensor",
     )
+    # Named as torch names them, with the adapter that takes them.
+    for dtype in (torch.int16, torch.complex64, torch.bool):
+        expect_quickly(
+            ringcc.UnsupportedTypeError,
+            [f"has dtype {dtype}", "ringcc.torch", "supported: float16"],
+            lambda dtype=dtype: ringcc.allreduce(torch.ones(3, dtype=dtype)),
+            f"allreduce of a {dtype} tensor",
+        )
     expect_quickly(
-        ringcc.UnsupportedTypeError,
-        ["DLPack"],
-        lambda: ringcc.allreduce(torch.ones(3, dtype=torch.int16)),
-        "allreduce of an int16 torch tensor",
+        ringcc.InvalidArgumentError,
+        ["requires grad", "t.detach()"],
+        lambda: ringcc.allreduce_(torch.ones(3, requires_grad=True)),
+        "allreduce_ of a tensor that requires grad",
     )
     still_works(ctx, "a non-contiguous torch tensor")
 
