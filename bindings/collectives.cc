@@ -81,6 +81,9 @@ void bind_communicator(py::module_& m) {
           "`kind` this rank could not start), so that the peers raise MismatchError naming\n"
           "this rank and `message` for that call. Returns at once.")
       .def_property_readonly("timeout_s", &ringcc::Communicator::timeout_s)
+      .def("describe", &ringcc::Communicator::describe,
+           "One line on what the job set up: ranks, hosts, transport and why, interface, host algorithms, "
+           "fusion threshold, bounds.")
       .def_property_readonly("waiting_for", &ringcc::Communicator::waiting_for,
                              "The rank a running collective is blocked on right now, -1 when none (or where\n"
                              "its backend cannot tell: shared memory can).")

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -52,6 +53,11 @@ class Communicator {
   int cross_size() const { return topology_.cross_size; }
   // "self" (one rank), "shm", "tcp", "shm+tcp" or "mpi": what carries the data.
   const std::string& transport_name() const { return transport_name_; }
+  // One line on what the job set up (ranks, hosts, transport and why, the
+  // interface, host algorithms, fusion threshold, bounds), and one for a
+  // rank leaving it (communicator_report.cc).
+  std::string describe() const;
+  std::string describe_leaving() const;
 
   // Runs a collective, blocking, after every earlier one.
   void run(CollectiveArgs& args);
@@ -186,6 +192,7 @@ class Communicator {
   Topology topology_;
   std::string transport_name_ = "self";
   std::string job_id_;
+  std::chrono::steady_clock::time_point joined_at_ = std::chrono::steady_clock::now();
   std::string secret_;
   std::string advertise_address_;
   std::shared_ptr<Store> store_;
