@@ -698,6 +698,17 @@ def test_check_build_reports_the_core_or_its_absence():
         assert "cannot load the ringcc core (ringcc._core)" in result.stderr
 
 
+def test_python_m_ringcc_prints_the_version_and_the_build_report():
+    result = subprocess.run(
+        [sys.executable, "-m", "ringcc"], capture_output=True, text=True, timeout=60, env=launcher_environment()
+    )
+    assert result.returncode == 0, result.stderr
+    import ringcc
+
+    assert result.stdout.startswith(f"ringcc v{ringcc.__version__}:\n"), result.stdout
+    assert result.stdout == ringrun("--check-build").stdout
+
+
 def test_check_build_text(monkeypatch, capsys):
     class FakeCore:
         @staticmethod
