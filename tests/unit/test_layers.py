@@ -96,7 +96,7 @@ def test_the_check_sees_an_upward_include(tmp_path):
 
 def test_core_has_no_source_outside_its_layers():
     loose = [p.name for p in CORE.iterdir() if p.is_file() and p.suffix in (".h", ".cc")]
-    assert sorted(loose) == ["communicator.cc", "communicator.h"]
+    assert sorted(loose) == ["communicator.cc", "communicator.h", "communicator_report.cc"]
 
 
 # Sizes that keep a file and a function readable in one sitting.
