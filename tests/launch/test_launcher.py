@@ -598,6 +598,50 @@ def test_no_prefix_copies_output_unchanged():
     assert result.stderr.splitlines() == ["e", "e"]
 
 
+def test_traceback_is_held_whole_and_its_exception_found():
+    from ringcc.launch import processes
+
+    class Lines(processes.Console):
+        def __init__(self):
+            super().__init__()
+            self.writes = []
+
+        def write_line(self, stream_name, line):
+            self.writes.append(line)
+
+    console = Lines()
+    holder = processes.TracebackHolder(console, "stderr")
+    chained = [
+        b"Traceback (most recent call last):\n",
+        b'  File "a.py", line 1, in <module>\n',
+        b"KeyError: 'x'\n",
+        b"\n",
+        b"During handling of the above exception, another exception occurred:\n",
+        b"\n",
+        b"Traceback (most recent call last):\n",
+        b'  File "a.py", line 3, in <module>\n',
+        b"ValueError: boom\n",
+        b"  more of its message\n",
+    ]
+    assert not holder.offer(b"before\n", b"[1]<stderr>: before\n")
+    assert all(holder.offer(line, b"[1]<stderr>: " + line) for line in chained)
+    assert console.writes == []  # held until released
+    holder.release(idle_only=True)
+    assert console.writes == []  # not idle yet
+    holder.release()
+    assert console.writes == [b"".join(b"[1]<stderr>: " + line for line in chained)]
+    assert holder.exception == "ValueError: boom"
+    assert not holder.offer(b"after\n", b"after\n")
+
+    group = [
+        b"  + Exception Group Traceback (most recent call last):\n",
+        b"  | ExceptionGroup: two (2 sub-exceptions)\n",
+    ]
+    assert processes.exception_line(group) == "ExceptionGroup: two (2 sub-exceptions)"
+    assert processes.without_torch_prefix(b"[rank1]: Traceback\n", 1) == b"Traceback\n"
+    assert processes.without_torch_prefix(b"[rank0]: Traceback\n", 1) == b"[rank0]: Traceback\n"
+
+
 # --------------------------------------------------------------------------
 # Failures, signals, timeouts
 
