@@ -426,7 +426,7 @@ class JobRunner:
         return None
 
     def _note_line(self, rank: int, line: bytes) -> None:
-        if b"] ERROR: rank " not in line:
+        if b" aborts " not in line:
             return
         match = _ABORT_LINE.search(line)
         if match is not None and int(match.group(1)) == int(match.group(2)):
