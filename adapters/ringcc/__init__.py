@@ -343,13 +343,14 @@ def _consequent(error):
 
 
 def _quiet_under_ringrun(exc_type, error):
-    """True when ringrun reports this exit itself: the interrupt it sent
-    (here, or to the peer whose abort this error reports)."""
+    """True when ringrun reports this exit itself: the interrupt it sent,
+    here or to the peer whose abort this error reports (an exception of
+    the program's own, even after the interrupt, is still shown)."""
     if not _ringrun_reports:
         return False
-    if _interrupted or (isinstance(exc_type, type) and issubclass(exc_type, KeyboardInterrupt)):
+    if isinstance(exc_type, type) and issubclass(exc_type, KeyboardInterrupt):
         return True
-    return _consequent(error) and "uncaught KeyboardInterrupt" in str(error)
+    return _consequent(error) and (_interrupted or "uncaught KeyboardInterrupt" in str(error))
 
 
 def _abort_on_exit(exc_type, error):
@@ -376,7 +377,7 @@ def _excepthook(exc_type, error, traceback):
     if not _interactive():  # at a prompt an error does not end the process
         aborted = _abort_on_exit(exc_type, error)
         if _quiet_under_ringrun(exc_type, error):
-            return  # ringrun says the job was interrupted
+            return  # ringrun says that it interrupted the job
         if _ringrun_reports and _consequent(error):
             if not aborted:  # no abort line said it: the exception's own line
                 import traceback as _traceback
@@ -442,8 +443,9 @@ def _in_exit_path(frame):
 
 def _sigint_from_ringrun(signum, frame):
     """SIGINT under ringrun: KeyboardInterrupt as usual, except while the
-    process is already reporting an uncaught exception or exiting, where
-    it would only break that report; either way the rank then exits quietly."""
+    process already reports an uncaught exception or exits, where it would
+    only break that report (two tracebacks); noted there, it makes a
+    PeerFailureError that ringrun's interrupt caused exit quietly."""
     global _interrupted
     _interrupted = True
     if not _in_exit_path(frame) and not _sys.is_finalizing():
