@@ -180,15 +180,11 @@ void bind_lifecycle(py::module_& m) {
       "shutdown", [] { shutdown_runtime(); },
       "Leaves the job; within RINGCC_TIMEOUT_S whatever is pending here or elsewhere.");
   m.def(
-      "_abort",
-      [](const std::string& reason, bool first_failure, bool quiet) {
-        return abort_all(reason, first_failure, quiet);
-      },
-      py::arg("reason"), py::arg("first_failure") = true, py::arg("quiet") = false,
+      "_abort", [](const std::string& reason, bool first_failure) { return abort_all(reason, first_failure); },
+      py::arg("reason"), py::arg("first_failure") = true,
       "Aborts every communicator of this process: whatever a peer waits for from this rank\n"
       "fails at once with PeerFailureError naming it and `reason`. For a process that exits\n"
-      "on an error. It logs why (an error for a first failure, a warning for one another\n"
-      "rank's caused); `quiet`: at debug level only (the launcher reports it).");
+      "on an error.");
 }
 
 // What ringcc.init()'s communicator is: rank, size, transport.

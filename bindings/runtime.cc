@@ -182,7 +182,7 @@ void shutdown_runtime() {
   if (interrupted) std::rethrow_exception(interrupted);
 }
 
-bool abort_all(const std::string& reason, bool first_failure, bool quiet) {
+bool abort_all(const std::string& reason, bool first_failure) {
   auto live = live_communicators();
   if (live.empty()) return false;
   // The rank the log lines carry (the last communicator made), so that
@@ -190,11 +190,8 @@ bool abort_all(const std::string& reason, bool first_failure, bool quiet) {
   const int rank = ringcc::log_rank() >= 0 ? ringcc::log_rank() : live.front()->rank();
   // ringrun reads the first of these lines to name the rank that failed
   // first; a rank that fails because of another's failure says so, as a
-  // warning: the error is the other rank's. Quiet (a rank that ringrun
-  // interrupted, ringrun reporting it), the line is only at debug level.
-  if (quiet) {
-    RINGCC_LOG(kDebug, "rank ", rank, " aborts the job as its launcher stops it: ", reason);
-  } else if (first_failure) {
+  // warning: the error is the other rank's.
+  if (first_failure) {
     RINGCC_LOG(kError, "rank ", rank, " aborts the job: ", reason);
   } else {
     RINGCC_LOG(kWarning, "rank ", rank, " aborts after a failure elsewhere in the job: ", reason);

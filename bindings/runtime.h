@@ -38,10 +38,9 @@ void init_runtime(const pybind11::object& mpi_handle);
 // RINGCC_TIMEOUT_S; nothing before init().
 void shutdown_runtime();
 
-// ringcc._abort(reason, first_failure, quiet): aborts every live communicator
-// of this process, logging why (an error for a first failure, a warning for
-// one caused by another rank's, at debug level when quiet); false when there
-// is none.
-bool abort_all(const std::string& reason, bool first_failure, bool quiet = false);
+// ringcc._abort(reason, first_failure): aborts every live communicator of
+// this process, logging why (an error for a first failure, a warning for one
+// that another rank's failure caused); false when there is none.
+bool abort_all(const std::string& reason, bool first_failure);
 
 }  // namespace ringcc_py

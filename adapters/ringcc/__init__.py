@@ -324,12 +324,13 @@ _aborted_on_exit = False
 
 # Under ringrun, which sets RINGCC_RINGRUN_REPORTS=1 for its ranks, ringrun
 # reports an interrupt (one line) and names the rank that failed first, so a
-# rank stays quiet where it would only repeat that: it prints no traceback
-# for a KeyboardInterrupt, nor for an exception that another rank's failure
-# caused (PeerFailureError: its abort's warning is its one line). Taken out
-# of the environment here, so that processes the rank starts behave as usual.
+# rank prints no traceback that would only repeat that: none for a
+# KeyboardInterrupt, none for an exception that another rank's failure
+# caused (PeerFailureError: its abort's warning is its one line). The abort
+# lines are still logged: ringrun reads them, and shows none once it has
+# said that it interrupted the job. Taken out of the environment here, so
+# that processes the rank starts behave as usual.
 _ringrun_reports = _os.environ.pop("RINGCC_RINGRUN_REPORTS", "") == "1"
-_interrupted = False  # SIGINT reached this rank (ringrun stopping the job)
 
 
 def _interactive():
@@ -342,15 +343,12 @@ def _consequent(error):
     return isinstance(error, PeerFailureError) or "ringcc.PeerFailureError" in str(error)
 
 
-def _quiet_under_ringrun(exc_type, error):
-    """True when ringrun reports this exit itself: the interrupt it sent,
-    here or to the peer whose abort this error reports (an exception of
-    the program's own, even after the interrupt, is still shown)."""
+def _no_traceback_under_ringrun(exc_type, error):
+    """True when ringrun reports this exit itself: an interrupt, or the
+    failure of another rank (an exception of the program's own is shown)."""
     if not _ringrun_reports:
         return False
-    if isinstance(exc_type, type) and issubclass(exc_type, KeyboardInterrupt):
-        return True
-    return _consequent(error) and (_interrupted or "uncaught KeyboardInterrupt" in str(error))
+    return (isinstance(exc_type, type) and issubclass(exc_type, KeyboardInterrupt)) or _consequent(error)
 
 
 def _abort_on_exit(exc_type, error):
@@ -367,7 +365,7 @@ def _abort_on_exit(exc_type, error):
     # A rank that dies of another's failure is not the first failure.
     first = not _consequent(error)
     try:
-        return bool(_core._abort(reason, first, _quiet_under_ringrun(exc_type, error)))
+        return bool(_core._abort(reason, first))
     except BaseException:  # noqa: BLE001 - the process is ending either way
         return False
 
@@ -376,10 +374,8 @@ def _excepthook(exc_type, error, traceback):
     aborted = False
     if not _interactive():  # at a prompt an error does not end the process
         aborted = _abort_on_exit(exc_type, error)
-        if _quiet_under_ringrun(exc_type, error):
-            return  # ringrun says that it interrupted the job
-        if _ringrun_reports and _consequent(error):
-            if not aborted:  # no abort line said it: the exception's own line
+        if _no_traceback_under_ringrun(exc_type, error):
+            if not aborted and _consequent(error):  # no abort line said it: the exception's own line
                 import traceback as _traceback
 
                 lines = _traceback.format_exception_only(exc_type, error)
@@ -443,11 +439,9 @@ def _in_exit_path(frame):
 
 def _sigint_from_ringrun(signum, frame):
     """SIGINT under ringrun: KeyboardInterrupt as usual, except while the
-    process already reports an uncaught exception or exits, where it would
-    only break that report (two tracebacks); noted there, it makes a
-    PeerFailureError that ringrun's interrupt caused exit quietly."""
-    global _interrupted
-    _interrupted = True
+    process already reports an uncaught exception (a PeerFailureError that
+    another interrupted rank's abort caused) or exits, where it would only
+    break that report with a second traceback."""
     if not _in_exit_path(frame) and not _sys.is_finalizing():
         raise KeyboardInterrupt
 

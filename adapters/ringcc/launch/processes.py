@@ -158,10 +158,12 @@ def forward_output(
     copy=None,
     rank: int | None = None,
     holder: TracebackHolder | None = None,
+    show: Callable[[bytes], bool] | None = None,
 ) -> None:
     """Copies a rank's lines to the console (with the prefix) and, unchanged, to `copy` (a file) if
     given; `on_line` sees each line first. With the prefix, torch's own prefix naming `rank` is
-    dropped from the console's lines; `holder` keeps a traceback's lines together."""
+    dropped from the console's lines; `holder` keeps a traceback's lines together; a line
+    `show` says False of goes to `copy` only."""
     with pipe, copy if copy is not None else contextlib.nullcontext():
         try:
             for line in iter(pipe.readline, b""):
@@ -173,6 +175,8 @@ def forward_output(
                         copy.flush()  # a rank that dies leaves its last lines in the file
                     except OSError:
                         pass  # a full disk must not stop the console copy
+                if show is not None and not show(line):
+                    continue
                 if prefix and not line.endswith(b"\n"):
                     line += b"\n"
                 text = line if rank is None else without_torch_prefix(line, rank)
@@ -349,6 +353,7 @@ class JobRunner:
         self._holders: dict[int, TracebackHolder] = {}  # each rank's stderr tracebacks
         self._readers: list[threading.Thread] = []
         self._received_signals: list[int] = []
+        self._interrupt_reported = False  # ringrun said it stops the job: the ranks' aborts go unshown
         # What tells which rank failed first: the ranks' own word (ringcc's
         # abort line) and, failing that, when each process ended.
         self._events_lock = threading.Lock()
@@ -414,7 +419,7 @@ class JobRunner:
                     holder = self._holders[rank] = TracebackHolder(self._console, stream_name)
                 reader = threading.Thread(
                     target=forward_output,
-                    args=(pipe, prefix, stream_name, self._console, on_line, copy, rank, holder),
+                    args=(pipe, prefix, stream_name, self._console, on_line, copy, rank, holder, self._shown),
                     name=f"ringrun-rank{rank}-{stream_name}",
                     daemon=True,
                 )
@@ -442,6 +447,13 @@ class JobRunner:
                     with self._events_lock:
                         self._blamed.append((time.monotonic(), blamed, rank, message))
                     return
+
+    def _shown(self, line: bytes) -> bool:
+        """False for ringcc's abort lines once ringrun has said that it
+        interrupted the job: they only repeat it."""
+        if not self._interrupt_reported or b" aborts " not in line:
+            return True
+        return _ABORT_LINE.search(line) is None and _CONSEQUENCE_LINE.search(line) is None
 
     def _note_exit(self, rank: int, process: subprocess.Popen) -> None:
         process.wait()
@@ -523,10 +535,12 @@ class JobRunner:
             time.sleep(_POLL_INTERVAL_S)
 
     def _interrupted(self) -> int:
-        """Stops every rank, saying so in one line; ringcc in the ranks,
-        told that ringrun reports it (RINGCC_RINGRUN_REPORTS), prints nothing
-        of the KeyboardInterrupt this sends them."""
+        """Stops every rank, saying so in one line: ringcc in the ranks, told
+        that ringrun reports it (RINGCC_RINGRUN_REPORTS), prints no traceback
+        for the KeyboardInterrupt this sends them, and their abort lines are
+        not shown (the --output-filename files keep them)."""
         signum = self._received_signals[0]
+        self._interrupt_reported = True
         running = sum(1 for _, process in self._ranks if process.poll() is None)
         what = "interrupted" if signum == signal.SIGINT else f"received {signal.Signals(signum).name}"
         self._console.message(f"{what}; stopping {running} rank{'s' if running != 1 else ''}")
