@@ -189,11 +189,12 @@ bool abort_all(const std::string& reason, bool first_failure) {
   // the line names this process as its prefix does.
   const int rank = ringcc::log_rank() >= 0 ? ringcc::log_rank() : live.front()->rank();
   // ringrun reads the first of these lines to name the rank that failed
-  // first; a rank that fails because of another's failure says so.
+  // first; a rank that fails because of another's failure says so, as a
+  // warning: the error is the other rank's.
   if (first_failure) {
     RINGCC_LOG(kError, "rank ", rank, " aborts the job: ", reason);
   } else {
-    RINGCC_LOG(kError, "rank ", rank, " aborts after a failure elsewhere in the job: ", reason);
+    RINGCC_LOG(kWarning, "rank ", rank, " aborts after a failure elsewhere in the job: ", reason);
   }
   GilRelease release;
   for (auto& c : live) c->abort(reason);

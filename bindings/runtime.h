@@ -39,7 +39,8 @@ void init_runtime(const pybind11::object& mpi_handle);
 void shutdown_runtime();
 
 // ringcc._abort(reason, first_failure): aborts every live communicator of
-// this process, logging why; false when there is none.
+// this process, logging why (an error for a first failure, a warning for one
+// that another rank's failure caused); false when there is none.
 bool abort_all(const std::string& reason, bool first_failure);
 
 }  // namespace ringcc_py

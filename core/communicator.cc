@@ -480,7 +480,15 @@ void Communicator::fail(const Error& e) {
     message += " (first failure in the job: " + first + ")";
   }
   break_links(message, reason);
-  RINGCC_LOG(kError, message);
+  // A peer's failure (or this rank's own abort) is the failing rank's to
+  // report: it logs that it aborts, and the exception thrown here says the
+  // same to the caller, so every waiting rank (and each of its collectives)
+  // does not log it again as an error of its own.
+  if (e.kind() == ErrorKind::kPeerFailure) {
+    RINGCC_LOG(kDebug, message);
+  } else {
+    RINGCC_LOG(kError, message);
+  }
   throw Error(e.kind(), message);
 }
 

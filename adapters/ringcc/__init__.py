@@ -340,33 +340,65 @@ import sys as _sys  # noqa: E402
 
 _aborted_on_exit = False
 
+# Under ringrun, which sets RINGCC_RINGRUN_REPORTS=1 for its ranks, ringrun
+# reports an interrupt (one line) and names the rank that failed first, so a
+# rank prints no traceback that would only repeat that: none for a
+# KeyboardInterrupt, none for an exception that another rank's failure
+# caused (PeerFailureError: its abort's warning is its one line). The abort
+# lines are still logged: ringrun reads them, and shows none once it has
+# said that it interrupted the job. Taken out of the environment here, so
+# that processes the rank starts behave as usual.
+_ringrun_reports = _os.environ.pop("RINGCC_RINGRUN_REPORTS", "") == "1"
+
 
 def _interactive():
     return bool(getattr(_sys, "ps1", None)) or bool(_sys.flags.interactive)
 
 
+def _consequent(error):
+    """True for an error that another rank's failure caused (JAX and MXNet
+    report the core's error inside their own exception types)."""
+    return isinstance(error, PeerFailureError) or "ringcc.PeerFailureError" in str(error)
+
+
+def _no_traceback_under_ringrun(exc_type, error):
+    """True when ringrun reports this exit itself: an interrupt, or the
+    failure of another rank (an exception of the program's own is shown)."""
+    if not _ringrun_reports:
+        return False
+    return (isinstance(exc_type, type) and issubclass(exc_type, KeyboardInterrupt)) or _consequent(error)
+
+
 def _abort_on_exit(exc_type, error):
-    """Aborts this process's communicators for an uncaught `error`."""
+    """Aborts this process's communicators for an uncaught `error`; False
+    when there were none to abort (nothing was logged)."""
     global _aborted_on_exit
     if _aborted_on_exit:
-        return
+        return True
     _aborted_on_exit = True
     text = " ".join(str(error).split())
     if len(text) > 300:
         text = text[:297] + "..."
     reason = f"exiting on an uncaught {getattr(exc_type, '__name__', exc_type)}" + (f": {text}" if text else "")
-    # A rank that dies of another's failure is not the first failure (JAX
-    # and MXNet report the core's error inside their own exception types).
-    first = not (isinstance(error, PeerFailureError) or "ringcc.PeerFailureError" in text)
+    # A rank that dies of another's failure is not the first failure.
+    first = not _consequent(error)
     try:
-        _core._abort(reason, first)
+        return bool(_core._abort(reason, first))
     except BaseException:  # noqa: BLE001 - the process is ending either way
-        pass
+        return False
 
 
 def _excepthook(exc_type, error, traceback):
+    aborted = False
     if not _interactive():  # at a prompt an error does not end the process
-        _abort_on_exit(exc_type, error)
+        aborted = _abort_on_exit(exc_type, error)
+        if _no_traceback_under_ringrun(exc_type, error):
+            if not aborted and _consequent(error):  # no abort line said it: the exception's own line
+                import traceback as _traceback
+
+                lines = _traceback.format_exception_only(exc_type, error)
+                _sys.stderr.write(lines[-1] if lines else f"{exc_type.__name__}\n")
+            return
     _previous_excepthook(exc_type, error, traceback)
 
 
@@ -412,8 +444,40 @@ def _exit_on_sigterm():
     signal.signal(signal.SIGTERM, stop)
 
 
+def _in_exit_path(frame):
+    """True while `frame` runs inside an excepthook (ours, or the one that
+    wraps it, as torch.distributed's) or ringcc's exit handler."""
+    codes = {_excepthook.__code__, _shutdown_at_exit.__code__, getattr(_sys.excepthook, "__code__", None)}
+    while frame is not None:
+        if frame.f_code in codes:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _sigint_from_ringrun(signum, frame):
+    """SIGINT under ringrun: KeyboardInterrupt as usual, except while the
+    process already reports an uncaught exception (a PeerFailureError that
+    another interrupted rank's abort caused) or exits, where it would only
+    break that report with a second traceback."""
+    if not _in_exit_path(frame) and not _sys.is_finalizing():
+        raise KeyboardInterrupt
+
+
+def _install_sigint_under_ringrun():
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not the program's own
+        signal.signal(signal.SIGINT, _sigint_from_ringrun)
+
+
 _previous_excepthook = _sys.excepthook
 _sys.excepthook = _excepthook
+if _ringrun_reports:
+    _install_sigint_under_ringrun()
 
 import atexit as _atexit  # noqa: E402
 

@@ -598,6 +598,50 @@ def test_no_prefix_copies_output_unchanged():
     assert result.stderr.splitlines() == ["e", "e"]
 
 
+def test_traceback_is_held_whole_and_its_exception_found():
+    from ringcc.launch import processes
+
+    class Lines(processes.Console):
+        def __init__(self):
+            super().__init__()
+            self.writes = []
+
+        def write_line(self, stream_name, line):
+            self.writes.append(line)
+
+    console = Lines()
+    holder = processes.TracebackHolder(console, "stderr")
+    chained = [
+        b"Traceback (most recent call last):\n",
+        b'  File "a.py", line 1, in <module>\n',
+        b"KeyError: 'x'\n",
+        b"\n",
+        b"During handling of the above exception, another exception occurred:\n",
+        b"\n",
+        b"Traceback (most recent call last):\n",
+        b'  File "a.py", line 3, in <module>\n',
+        b"ValueError: boom\n",
+        b"  more of its message\n",
+    ]
+    assert not holder.offer(b"before\n", b"[1]<stderr>: before\n")
+    assert all(holder.offer(line, b"[1]<stderr>: " + line) for line in chained)
+    assert console.writes == []  # held until released
+    holder.release(idle_only=True)
+    assert console.writes == []  # not idle yet
+    holder.release()
+    assert console.writes == [b"".join(b"[1]<stderr>: " + line for line in chained)]
+    assert holder.exception == "ValueError: boom"
+    assert not holder.offer(b"after\n", b"after\n")
+
+    group = [
+        b"  + Exception Group Traceback (most recent call last):\n",
+        b"  | ExceptionGroup: two (2 sub-exceptions)\n",
+    ]
+    assert processes.exception_line(group) == "ExceptionGroup: two (2 sub-exceptions)"
+    assert processes.without_torch_prefix(b"[rank1]: Traceback\n", 1) == b"Traceback\n"
+    assert processes.without_torch_prefix(b"[rank0]: Traceback\n", 1) == b"[rank0]: Traceback\n"
+
+
 # --------------------------------------------------------------------------
 # Failures, signals, timeouts
 
@@ -607,7 +651,9 @@ def test_failing_rank_stops_the_others(tmp_path):
     result = ringrun("-np", 3, sys.executable, "-c", SLEEPING_RANK, tmp_path, 1, 3)
     elapsed = time.monotonic() - started
     assert result.returncode == 3
-    assert "ringrun: rank 1 exited with code 3" in result.stderr
+    assert re.search(
+        r"^ringrun: rank 1 failed first \(exit code 3, host \S+, [^)]*\); stopped 2 other ranks$", result.stderr, re.M
+    )
     assert elapsed < 8
     pids = recorded_pids(tmp_path)
     assert len(pids) == 3
@@ -620,7 +666,7 @@ def test_rank_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path):
         "-np", 2, "--grace-period", 0.5, sys.executable, "-c", SLEEPING_RANK, tmp_path, 0, 5, "--ignore-sigterm"
     )
     assert result.returncode == 5
-    assert "ringrun: rank 0 exited with code 5" in result.stderr
+    assert "ringrun: rank 0 failed first (exit code 5, host " in result.stderr
     assert time.monotonic() - started < 6
     pids = recorded_pids(tmp_path)
     assert len(pids) == 2
@@ -638,7 +684,7 @@ def test_rank_killed_by_a_signal():
         "time.sleep(60)",
     )
     assert result.returncode == 128 + signal.SIGKILL
-    assert "ringrun: rank 1 was killed by signal SIGKILL" in result.stderr
+    assert "ringrun: rank 1 failed first (killed by signal SIGKILL, host " in result.stderr
 
 
 def test_rank_that_cannot_start():
@@ -668,7 +714,8 @@ def test_signal_to_ringrun_stops_every_rank(tmp_path, signum):
                 process.kill()
                 process.wait(timeout=5)
     assert returncode == 128 + signum
-    assert f"ringrun: received {signal.Signals(signum).name}" in (tmp_path / "err").read_text()
+    said = "interrupted" if signum == signal.SIGINT else f"received {signal.Signals(signum).name}"
+    assert f"ringrun: {said}; stopping 3 ranks\n" in (tmp_path / "err").read_text()
     pids = recorded_pids(pid_dir)
     assert wait_until(lambda: not any(process_is_running(pid) for pid in pids), 3)
 

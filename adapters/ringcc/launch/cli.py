@@ -123,9 +123,12 @@ exit status:
   for an uncaught exception; else the first to end with an error, not a
   rank that only failed because of it), stops the other ranks (SIGTERM to
   each rank's process group, SIGKILL after the grace period) and exits with
-  that rank's code (128 + N for signal N).
+  that rank's code (128 + N for signal N). A rank's traceback is shown
+  whole, as one block; the last line names the rank that failed first, its
+  exception, exit status, host and time.
   SIGINT, SIGTERM or SIGHUP to ringrun sends SIGINT to the ranks, then
-  escalates; the exit status is 128 + the signal (130 for Ctrl-C).
+  escalates; the exit status is 128 + the signal (130 for Ctrl-C). ringrun
+  says so in one line; ranks using ringcc print no KeyboardInterrupt.
   --timeout expiry: 124. A rank that cannot be started: 127.
 
 through MPI (--mpi):

@@ -27,6 +27,7 @@ from ringcc.launch.hosts import (
 from ringcc.launch.processes import RankLaunch
 from ringcc.launch.variables import (
     NETWORK_INTERFACE_VARIABLE,
+    RINGRUN_REPORTS_VARIABLE,
     SECRET_VARIABLE,
     agent_forwarded_variables,
     exported_variables,
@@ -103,6 +104,7 @@ def plan_job(args: argparse.Namespace, command: Sequence[str], environ: Mapping[
         rank_variables = job_variables(placement, master_addr, master_port, torch_port, secret, job_id)
         if args.network_interface:
             rank_variables[NETWORK_INTERFACE_VARIABLE] = args.network_interface
+        rank_variables[RINGRUN_REPORTS_VARIABLE] = "1"
         if through_agent(placement.host):
             rank_env = {**forwarded_to_agent_ranks}
             rank_env.setdefault("PYTHONUNBUFFERED", environ.get("PYTHONUNBUFFERED", "1"))

@@ -64,24 +64,129 @@ class Console:
         self.write_line("stderr", f"ringrun: {text}\n".encode(errors="replace"))
 
 
+# The prefix torch.distributed's excepthook puts on each line of a
+# traceback ("[rank1]: Traceback ..."): ringrun's own prefix says the same.
+_TORCH_RANK_PREFIX = re.compile(rb"\[rank(\d+)\]: ")
+
+# The first line of a Python traceback (of an exception group's, too).
+_TRACEBACK_STARTS = (b"Traceback (most recent call last):", b"  + Exception Group Traceback (most recent call last):")
+
+
+def without_torch_prefix(line: bytes, rank: int) -> bytes:
+    """`line` without torch's "[rankR]: " when R is `rank` (ringrun's prefix names it already)."""
+    match = _TORCH_RANK_PREFIX.match(line)
+    if match is not None and int(match.group(1)) == rank:
+        return line[match.end() :]
+    return line
+
+
+def exception_line(lines: Sequence[bytes]) -> str | None:
+    """The exception a traceback ends with: the first line after its last
+    "Traceback" line that is not indented ("ValueError: boom")."""
+    start = None
+    for index, line in enumerate(lines):
+        if line.startswith(_TRACEBACK_STARTS):
+            start = index
+    if start is None:
+        return None
+    group = lines[start].startswith(_TRACEBACK_STARTS[1])  # its lines start with "  | "
+    for line in lines[start + 1 :]:
+        text = line.rstrip(b"\r\n")
+        if group and text.startswith(b"  | "):
+            text = text[4:]
+        if text and not text[:1].isspace():
+            return text.decode(errors="replace")
+    return None
+
+
+class TracebackHolder:
+    """Holds a rank's stderr from the start of a traceback on, and writes it
+    to the console as one block when the rank's stream ends (or after
+    HOLD_IDLE_S without a line, HOLD_MAX_S, HOLD_MAX_LINES), so that no
+    other rank's line lands inside it."""
+
+    HOLD_IDLE_S = 1.0
+    HOLD_MAX_S = 5.0
+    HOLD_MAX_LINES = 5000
+
+    def __init__(self, console: Console, stream_name: str) -> None:
+        self._console = console
+        self._stream_name = stream_name
+        self._lock = threading.Lock()
+        self._held: list[bytes] = []  # as the console shows them
+        self._text: list[bytes] = []  # the rank's lines
+        self._started = self._last = 0.0
+        self.exception: str | None = None  # the last traceback's exception line
+
+    def offer(self, text: bytes, shown: bytes) -> bool:
+        """Holds the line (True) when a traceback is under way or starts with it."""
+        with self._lock:
+            if not self._held and not text.startswith(_TRACEBACK_STARTS):
+                return False
+            now = time.monotonic()
+            if not self._held:
+                self._started = now
+            self._held.append(shown)
+            self._text.append(text)
+            self._last = now
+            if len(self._held) >= self.HOLD_MAX_LINES:
+                self._release()
+            return True
+
+    def release(self, idle_only: bool = False) -> None:
+        with self._lock:
+            if not self._held:
+                return
+            now = time.monotonic()
+            if idle_only and now - self._last < self.HOLD_IDLE_S and now - self._started < self.HOLD_MAX_S:
+                return
+            self._release()
+
+    def _release(self) -> None:
+        self.exception = exception_line(self._text) or self.exception
+        self._console.write_line(self._stream_name, b"".join(self._held))
+        self._held.clear()
+        self._text.clear()
+
+
 def forward_output(
-    pipe, prefix: bytes, stream_name: str, console: Console, on_line: Callable[[bytes], None] | None = None, copy=None
+    pipe,
+    prefix: bytes,
+    stream_name: str,
+    console: Console,
+    on_line: Callable[[bytes], None] | None = None,
+    copy=None,
+    rank: int | None = None,
+    holder: TracebackHolder | None = None,
+    show: Callable[[bytes], bool] | None = None,
 ) -> None:
     """Copies a rank's lines to the console (with the prefix) and, unchanged, to `copy` (a file) if
-    given; `on_line` sees each line first."""
+    given; `on_line` sees each line first. With the prefix, torch's own prefix naming `rank` is
+    dropped from the console's lines; `holder` keeps a traceback's lines together; a line
+    `show` says False of goes to `copy` only."""
     with pipe, copy if copy is not None else contextlib.nullcontext():
-        for line in iter(pipe.readline, b""):
-            if on_line is not None:
-                on_line(line)
-            if copy is not None:
-                try:
-                    copy.write(line)
-                    copy.flush()  # a rank that dies leaves its last lines in the file
-                except OSError:
-                    pass  # a full disk must not stop the console copy
-            if prefix and not line.endswith(b"\n"):
-                line += b"\n"
-            console.write_line(stream_name, prefix + line)
+        try:
+            for line in iter(pipe.readline, b""):
+                if on_line is not None:
+                    on_line(line)
+                if copy is not None:
+                    try:
+                        copy.write(line)
+                        copy.flush()  # a rank that dies leaves its last lines in the file
+                    except OSError:
+                        pass  # a full disk must not stop the console copy
+                if show is not None and not show(line):
+                    continue
+                if prefix and not line.endswith(b"\n"):
+                    line += b"\n"
+                text = line if rank is None else without_torch_prefix(line, rank)
+                shown = prefix + text if prefix else line  # --no-prefix: unchanged
+                if holder is not None and holder.offer(text, shown):
+                    continue
+                console.write_line(stream_name, shown)
+        finally:
+            if holder is not None:
+                holder.release()
 
 
 # The lines ringcc logs (on stderr) when a rank aborts the job on an
@@ -89,8 +194,8 @@ def forward_output(
 # caused (whose message names that rank first).
 _ABORT_LINE = re.compile(rb"\[ringcc [^\]]*\brank (\d+)\b[^\]]*\] ERROR: rank (\d+) aborts the job: ([^\r\n]*)")
 _CONSEQUENCE_LINE = re.compile(
-    rb"\[ringcc [^\]]*\brank (\d+)\b[^\]]*\] ERROR: rank (\d+) aborts after a failure elsewhere in the job: "
-    rb"([^\r\n]*)"
+    rb"\[ringcc [^\]]*\brank (\d+)\b[^\]]*\] (?:WARNING|ERROR): rank (\d+) aborts after a failure elsewhere in "
+    rb"the job: ([^\r\n]*)"
 )
 _NAMED_RANK = re.compile(r"\brank (\d+)\b|\brank\(s\) \[(\d+)")
 
@@ -244,8 +349,11 @@ class JobRunner:
         self._output_dir = output_dir  # --output-filename: one file per rank and stream there too
         self._console = Console()
         self._ranks: list[tuple[int, subprocess.Popen]] = []
+        self._hosts: dict[int, str] = {}
+        self._holders: dict[int, TracebackHolder] = {}  # each rank's stderr tracebacks
         self._readers: list[threading.Thread] = []
         self._received_signals: list[int] = []
+        self._interrupt_reported = False  # ringrun said it stops the job: the ranks' aborts go unshown
         # What tells which rank failed first: the ranks' own word (ringcc's
         # abort line) and, failing that, when each process ended.
         self._events_lock = threading.Lock()
@@ -301,6 +409,7 @@ class JobRunner:
                 self._stop_all(interrupted=False)
                 return EXIT_CANNOT_START
             self._ranks.append((rank, process))
+            self._hosts[rank] = launch.placement.host
             copies: tuple = (None, None)
             if self._output_dir is not None:
                 paths = rank_output_paths(self._output_dir, rank, launch.placement.size)
@@ -311,9 +420,12 @@ class JobRunner:
             for (pipe, stream_name), copy in zip(((process.stdout, "stdout"), (process.stderr, "stderr")), copies):
                 prefix = f"[{rank}]<{stream_name}>: ".encode() if self._prefix_output else b""
                 on_line = (lambda line, r=rank: self._note_line(r, line)) if stream_name == "stderr" else None
+                holder = None
+                if stream_name == "stderr":
+                    holder = self._holders[rank] = TracebackHolder(self._console, stream_name)
                 reader = threading.Thread(
                     target=forward_output,
-                    args=(pipe, prefix, stream_name, self._console, on_line, copy),
+                    args=(pipe, prefix, stream_name, self._console, on_line, copy, rank, holder, self._shown),
                     name=f"ringrun-rank{rank}-{stream_name}",
                     daemon=True,
                 )
@@ -325,7 +437,7 @@ class JobRunner:
         return None
 
     def _note_line(self, rank: int, line: bytes) -> None:
-        if b"] ERROR: rank " not in line:
+        if b" aborts " not in line:
             return
         match = _ABORT_LINE.search(line)
         if match is not None and int(match.group(1)) == int(match.group(2)):
@@ -342,16 +454,25 @@ class JobRunner:
                         self._blamed.append((time.monotonic(), blamed, rank, message))
                     return
 
+    def _shown(self, line: bytes) -> bool:
+        """False for ringcc's abort lines once ringrun has said that it
+        interrupted the job: they only repeat it."""
+        if not self._interrupt_reported or b" aborts " not in line:
+            return True
+        return _ABORT_LINE.search(line) is None and _CONSEQUENCE_LINE.search(line) is None
+
     def _note_exit(self, rank: int, process: subprocess.Popen) -> None:
         process.wait()
         with self._events_lock:
             self._exit_times[rank] = time.monotonic()
 
-    def _describe_failure(self, rank: int, returncode: int) -> tuple[str, int]:
-        """Names the rank that failed first: the first to say it aborted the
-        job, else the first to end with an error (`rank` is the one seen to
-        end). Returns the message and the exit status: the first failed
-        rank's when it has ended with an error, else `rank`'s."""
+    def _first_failure(self, rank: int, returncode: int) -> tuple[int, int, str | None, float]:
+        """Finds the rank that failed first: the first to say it aborted the
+        job, else the one another rank's abort names, else the first to end
+        with an error (`rank` is the one seen to end). Returns that rank, the
+        exit status (the first failed rank's when it has ended with an
+        error, else `rank`'s), the reason it gave when it aborted, and when
+        it failed (time.monotonic())."""
         time.sleep(_POLL_INTERVAL_S)  # lines and exits already on their way
         with self._events_lock:
             aborts = sorted(self._aborts)
@@ -359,32 +480,57 @@ class JobRunner:
             exit_times = dict(self._exit_times)
         codes = {r: process.poll() for r, process in self._ranks}
         if aborts:
-            _, first, reason = aborts[0]
-            if first == rank:
-                return f"{describe_exit(rank, returncode)} after it aborted the job ({reason})", returncode
-            message = f"rank {first} failed first (it aborted the job: {reason}); {describe_exit(rank, returncode)}"
-            return message, codes.get(first) or returncode
+            when, first, reason = aborts[0]
+            return first, codes.get(first) or returncode, reason, when
         if blamed and blamed[0][1] in codes:
-            _, first, reporter, reason = blamed[0]
-            message = f"rank {first} failed first (rank {reporter}: {reason}); {describe_exit(rank, returncode)}"
-            return message, codes.get(first) or returncode
+            when, first, _, _ = blamed[0]
+            return first, codes.get(first) or returncode, None, when
         failed = sorted((exit_times.get(r, float("inf")), r) for r, code in codes.items() if code)
         if failed and failed[0][1] != rank:
             first = failed[0][1]
-            return f"{describe_exit(first, codes[first])} first; {describe_exit(rank, returncode)}", codes[first]
-        return describe_exit(rank, returncode), returncode
+            return first, codes[first], None, exit_times.get(first, time.monotonic())
+        return rank, returncode, None, exit_times.get(rank, time.monotonic())
+
+    def _summary(self, first: int, reason: str | None, when: float, stopped: int) -> str:
+        """The closing line of a failed job: the rank that failed first, its
+        exception (its traceback's last, else what its abort said), its exit
+        status, host and time, and how many other ranks ringrun stopped."""
+        process = dict(self._ranks)[first]
+        returncode = process.poll()
+        holder = self._holders.get(first)
+        error = holder.exception if holder is not None else None
+        if error is None and reason is not None:
+            error = reason.removeprefix("exiting on an uncaught ")
+        if returncode is None:
+            status = "still running"
+        elif returncode < 0:
+            status = describe_exit(first, returncode).removeprefix(f"rank {first} was ")
+        else:
+            status = f"exit code {returncode}"
+        wall = time.localtime(time.time() - (time.monotonic() - when))
+        details = f"{status}, host {self._hosts.get(first, '?')}, {time.strftime('%Y-%m-%d %H:%M:%S', wall)}"
+        failed = f"rank {first} failed first" if len(self._ranks) > 1 else f"rank {first} failed"
+        line = f"{failed}: {error} ({details})" if error else f"{failed} ({details})"
+        if stopped:
+            line += f"; stopped {stopped} other rank{'s' if stopped != 1 else ''}"
+        return line
 
     def _supervise(self, timeout: float | None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             if self._received_signals:
                 return self._interrupted()
+            for holder in self._holders.values():
+                holder.release(idle_only=True)
             for rank, process in self._ranks:
                 returncode = process.poll()
                 if returncode:
-                    message, status = self._describe_failure(rank, returncode)
-                    self._console.message(message + "; stopping the other ranks")
+                    first, status, reason, when = self._first_failure(rank, returncode)
+                    stopped = sum(1 for r, p in self._ranks if p.poll() is None and r != first)
                     self._stop_all(interrupted=False)
+                    # The ranks' last lines (the tracebacks whole) come before the summary, which closes the output.
+                    self._drain_output()
+                    self._console.message(self._summary(first, reason, when, stopped))
                     return exit_status(status)
             if all(process.returncode is not None for _, process in self._ranks):
                 return 0
@@ -395,8 +541,15 @@ class JobRunner:
             time.sleep(_POLL_INTERVAL_S)
 
     def _interrupted(self) -> int:
+        """Stops every rank, saying so in one line: ringcc in the ranks, told
+        that ringrun reports it (RINGCC_RINGRUN_REPORTS), prints no traceback
+        for the KeyboardInterrupt this sends them, and their abort lines are
+        not shown (the --output-filename files keep them)."""
         signum = self._received_signals[0]
-        self._console.message(f"received {signal.Signals(signum).name}; stopping all ranks")
+        self._interrupt_reported = True
+        running = sum(1 for _, process in self._ranks if process.poll() is None)
+        what = "interrupted" if signum == signal.SIGINT else f"received {signal.Signals(signum).name}"
+        self._console.message(f"{what}; stopping {running} rank{'s' if running != 1 else ''}")
         self._stop_all(interrupted=True)
         return 128 + signum
 
@@ -410,3 +563,5 @@ class JobRunner:
         deadline = time.monotonic() + _OUTPUT_DRAIN_TIMEOUT_S
         for reader in self._readers:
             reader.join(timeout=max(0.0, deadline - time.monotonic()))
+        for holder in self._holders.values():
+            holder.release()  # a traceback whose stream a leftover process holds open

@@ -23,6 +23,11 @@ SECRET_VARIABLE = "RINGCC_SECRET"
 # --network-interface: what the ranks' core reads (core/os/net_interface.h).
 NETWORK_INTERFACE_VARIABLE = "RINGCC_SOCKET_IFNAME"
 
+# Tells ringcc in a rank that ringrun reports an interrupt and the job's
+# first failure, so the rank prints no traceback that would only repeat it
+# (ringcc/__init__.py; docs/launchers.md, "When a job fails").
+RINGRUN_REPORTS_VARIABLE = "RINGCC_RINGRUN_REPORTS"
+
 
 def job_variables(
     placement: RankPlacement, master_addr: str, master_port: int, torch_port: int, secret: str, job_id: str = ""
