@@ -763,8 +763,21 @@ class Bench:
         print(f"# results written to {a.json}")
 
 
+def cuda_missing() -> str:
+    """Why --device cuda cannot run here ("" when it can)."""
+    try:
+        import torch
+    except ImportError:
+        return "it needs torch, which is not installed"
+    return "" if torch.cuda.is_available() else "torch sees no CUDA device"
+
+
 def main(argv=None):
     args = parse_args(argv)
+    if args.device == "cuda":
+        no_gpu = cuda_missing()
+        if no_gpu:
+            sys.exit(f"bench.allreduce: --device cuda: {no_gpu}; run without --device on this machine")
     try:
         import ringcc
     except ImportError as e:

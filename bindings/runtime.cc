@@ -137,6 +137,7 @@ void init_runtime(const py::object& mpi_handle) {
     register_communicator(ec);
   }
   register_communicator(c);
+  if (c->rank() == 0) RINGCC_LOG(kInfo, c->describe());  // RINGCC_LOG_LEVEL=info: what the job set up
   {
     std::lock_guard<std::mutex> lock(g_comm_mu);
     g_comm = c;
@@ -173,6 +174,7 @@ void shutdown_runtime() {
     ringcc::UninterruptibleWait quiet;
     e.reset();
   }
+  const std::string leaving = c->describe_leaving();
   try {
     c->shutdown();
   } catch (const ringcc::Error& error) {
@@ -180,6 +182,7 @@ void shutdown_runtime() {
     if (!interrupted) interrupted = std::current_exception();
   }
   if (interrupted) std::rethrow_exception(interrupted);
+  RINGCC_LOG(kInfo, leaving);
 }
 
 bool abort_all(const std::string& reason, bool first_failure) {

@@ -92,7 +92,7 @@ void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
     record_job_failure(store_->job_store(), "rank " + std::to_string(rank_) + " failed while the ranks met: " + e.what());
     throw;
   }
-  RINGCC_LOG(kDebug, "joined ", size_, " ranks over ", transport_name_, " (job ", job_id_, ")");
+  RINGCC_LOG(kDebug, describe());
 }
 
 // Who is where (ranks are grouped by host name), and the settings every rank
@@ -472,23 +472,16 @@ void Communicator::fail(const Error& e) {
   // What follows must finish even though a signal may be pending.
   UninterruptibleWait quiet;
   const std::string reason = e.what();
-  // Record the first failure in the job where every rank can read it, then
-  // break our links so that everyone blocked on us fails fast too.
+  // Record the first failure where every rank can read it; break our links so those blocked on us fail fast.
   const std::string first = record_failure("rank " + std::to_string(rank_) + ": " + reason);
   std::string message = reason;
   if (!first.empty() && first.find(reason) == std::string::npos) {
     message += " (first failure in the job: " + first + ")";
   }
   break_links(message, reason);
-  // A peer's failure (or this rank's own abort) is the failing rank's to
-  // report: it logs that it aborts, and the exception thrown here says the
-  // same to the caller, so every waiting rank (and each of its collectives)
-  // does not log it again as an error of its own.
-  if (e.kind() == ErrorKind::kPeerFailure) {
-    RINGCC_LOG(kDebug, message);
-  } else {
-    RINGCC_LOG(kError, message);
-  }
+  // A peer's failure is the failing rank's to report (it logs that it aborts): not an error here.
+  const LogLevel level = e.kind() == ErrorKind::kPeerFailure ? LogLevel::kDebug : LogLevel::kError;
+  if (log_enabled(level)) log_message(level, message);
   throw Error(e.kind(), message);
 }
 

@@ -505,3 +505,14 @@ def test_plot_again_from_the_json(tmp_path, capsys):
     assert list(series) == ["broadcast"] and list(series["broadcast"]) == ["ringcc"]
     assert plot_main([str(path), str(tmp_path / "again.png")]) == 0
     assert (tmp_path / "again.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_device_cuda_without_a_gpu_is_one_line(monkeypatch):
+    import bench.allreduce as allreduce
+
+    monkeypatch.setattr(allreduce, "cuda_missing", lambda: "torch sees no CUDA device")
+    with pytest.raises(SystemExit) as stopped:
+        allreduce.main(["--device", "cuda"])
+    assert str(stopped.value) == (
+        "bench.allreduce: --device cuda: torch sees no CUDA device; run without --device on this machine"
+    )

@@ -745,6 +745,16 @@ def test_check_build_reports_the_core_or_its_absence():
         assert "cannot load the ringcc core (ringcc._core)" in result.stderr
 
 
+def test_a_script_without_its_interpreter_is_named(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("print('trained')\n")
+    result = ringrun("-np", 1, script)
+    assert result.returncode == errors.EXIT_CANNOT_START, result.stderr
+    assert f"{script} is not executable; did you mean ringrun ... python {script}?" in result.stderr
+    missing = ringrun("-np", 1, "no-such-command-here")
+    assert "no-such-command-here: no such command on PATH" in missing.stderr, missing.stderr
+
+
 def test_python_m_ringcc_prints_the_version_and_the_build_report():
     result = subprocess.run(
         [sys.executable, "-m", "ringcc"], capture_output=True, text=True, timeout=60, env=launcher_environment()

@@ -4,7 +4,6 @@ the core's line format) and the core's own lines (time, host, rank, pid)."""
 from __future__ import annotations
 
 import logging
-import os
 import re
 import subprocess
 import sys
@@ -46,6 +45,8 @@ def test_python_lines_use_the_core_format_and_level():
     assert done.returncode == 0, done.stderr
     lines = [LINE.match(line) for line in done.stderr.splitlines()]
     assert all(lines), done.stderr
+    # The core's own lines at info (what the job set up, leaving it) aside:
+    lines = [m for m in lines if not m.group(6).startswith(("job -: 1 rank(s)", "rank 0 leaves job"))]
     assert [(m.group(5), m.group(6)) for m in lines] == [("INFO", "before init"), ("WARNING", "joined a job")]
     first, second = lines
     assert first.group(2) == second.group(2) == "node-7"
@@ -84,11 +85,38 @@ def test_core_lines_carry_time_host_rank_and_pid(tmp_path):
             _, rank, pid, host = line.split()
             pids[rank] = pid
             hosts.add(host)
-    joined = [LINE.match(line) for line in done.stderr.splitlines() if "joined 2 ranks" in line]
+    joined = [LINE.match(line) for line in done.stderr.splitlines() if "DEBUG: job " in line and "2 rank(s)" in line]
     assert len(joined) >= 2 and all(joined), done.stderr
     seen = set()
     for m in joined:
-        assert hosts == {m.group(2)} and m.group(5) == "DEBUG"
+        assert hosts == {m.group(2)}
         assert pids[m.group(3)] == m.group(4), (pids, m.group(0))
         seen.add(m.group(3))
     assert seen == {"0", "1"}
+
+
+def test_info_says_what_the_job_set_up_and_when_each_rank_leaves(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text("import ringcc\nringcc.init()\nringcc.barrier()\nringcc.shutdown()\n")
+    quiet = run_command(ringrun_command(2, [str(script)], ["--no-prefix"]), rank_environment(), 60)
+    assert quiet.returncode == 0 and " INFO: " not in quiet.stderr, quiet.describe()
+    done = run_command(
+        ringrun_command(2, [str(script)], ["--no-prefix", "--log-level", "info"]), rank_environment(), 60
+    )
+    assert done.returncode == 0, done.describe()
+    lines = [LINE.match(line) for line in done.stderr.splitlines()]
+    info = [m for m in lines if m and m.group(5) == "INFO"]
+    jobs = [m for m in info if m.group(6).startswith("job ")]
+    assert len(jobs) == 1 and jobs[0].group(3) == "0", done.stderr  # rank 0, once per job
+    for part in (
+        "2 rank(s) on 1 host(s)",
+        "data over shm (every rank on one host)",
+        "host algorithms: shm",
+        "fusion threshold 67108864 bytes",
+        "waits 600 s for a live peer",
+        "joining 60 s",
+    ):
+        assert part in jobs[0].group(6), (part, jobs[0].group(6))
+    job_id = jobs[0].group(6).split()[1].rstrip(":")
+    leaving = sorted(m.group(3) for m in info if m.group(6).startswith(f"rank {m.group(3)} leaves job {job_id} after "))
+    assert leaving == ["0", "1"], done.stderr

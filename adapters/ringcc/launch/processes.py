@@ -28,6 +28,19 @@ _REAP_TIMEOUT_S = 5.0
 _OUTPUT_DRAIN_TIMEOUT_S = 2.0
 
 
+def start_failure(argv: Sequence[str], error: OSError) -> str:
+    """Why a rank's command did not start, with the likely fix: a script
+    given without its interpreter (`ringrun -np 2 train.py`) exists but is
+    not executable, which the system reports as "Permission denied"."""
+    program = argv[0] if argv else ""
+    if isinstance(error, PermissionError) and os.path.isfile(program) and not os.access(program, os.X_OK):
+        interpreter = "python " if program.endswith(".py") else "an interpreter before it, such as python "
+        return f"{program} is not executable; did you mean ringrun ... {interpreter}{program}?"
+    if isinstance(error, FileNotFoundError) and program and os.sep not in program:
+        return f"{program}: no such command on PATH ({error.strerror})"
+    return str(error)
+
+
 @dataclass
 class RankLaunch:
     """One rank as the runner starts it (ringcc.launch.plan decides it)."""
@@ -405,7 +418,7 @@ class JobRunner:
                         with process.stdin:
                             process.stdin.write(launch.stdin)
             except OSError as error:
-                self._console.message(f"cannot start rank {rank}: {error}")
+                self._console.message(f"cannot start rank {rank}: {start_failure(launch.argv, error)}")
                 self._stop_all(interrupted=False)
                 return EXIT_CANNOT_START
             self._ranks.append((rank, process))

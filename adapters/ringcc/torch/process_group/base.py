@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import logging
 import os
 import threading
 import weakref
@@ -23,6 +24,8 @@ from ringcc.torch.failed_calls import fail_on_every_rank
 from ringcc.torch.fresh_store import fresh_prefix
 from ringcc.torch.process_group.tensors import CPU, device_of, on_stream
 from ringcc.torch.work import Completer, RingWork, profile_range
+
+_LOGGER = logging.getLogger("ringcc.torch")
 
 BACKEND_NAME = "ring"
 
@@ -118,6 +121,8 @@ class GroupBase(dist.ProcessGroup):
         # torchrun keeps its store across restarts: meet where no earlier attempt wrote.
         store = self._store = dist.PrefixStore(fresh_prefix(store, rank, size, _core.setup_timeout_s()), store)
         self._comm = _core.Communicator(rank, size, store)
+        if rank == 0 and _LOGGER.isEnabledFor(logging.INFO):
+            _LOGGER.info("process group %s", self._comm.describe())
         # As torch's own backends: ranks must agree on sizes, not on shapes
         # (gloo and NCCL let a (2, 3) meet a (3, 2)); docs/torch.md.
         self._comm.compare_shapes = False
