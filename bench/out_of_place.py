@@ -16,8 +16,8 @@ each rank computes for that long before every round, outside its time (a
 matrix product over a buffer larger than the caches, as a training step's
 forward and backward separate its gradient rounds): the rounds then start
 cold, as in training, instead of back to back. Rank 0 prints the
-medians and the ratios the docs quote (docs/benchmarks.md, "Contention and
-the out-of-place path").
+medians and the ratios the docs quote (docs/benchmarks.md, "Out of place,
+by name").
 """
 
 import argparse

@@ -1,4 +1,4 @@
-"""A rank of the soak run (tests/ranks/test_soak.py, docs/benchmarks.md):
+"""A rank of the soak run (tests/ranks/test_soak.py):
 
     ringrun -np 2 python tests/ranks/rank_soak.py --ops 100000 --out DIR [--seed S]
 
