@@ -156,7 +156,7 @@ def reinit_leaks_nothing(ctx):
             try:
                 with open(f"/proc/self/task/{task}/comm", encoding="utf-8") as comm:
                     names.append(comm.read().strip())
-            except FileNotFoundError:  # the thread ended meanwhile
+            except OSError:  # the thread ended meanwhile (ENOENT, or ESRCH on reading)
                 pass
         return sorted(os.listdir("/proc/self/fd")), sorted(names)
 
