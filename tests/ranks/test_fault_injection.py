@@ -16,12 +16,11 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from rank_groups import RINGCC_PARENT, rank_environment, ringrun_command, tail
+from rank_groups import rank_environment, ringrun_command, tail
 
 HERE = Path(__file__).resolve().parent
 

@@ -438,9 +438,13 @@ def _(ctx):
             got = fn(tensors)
             for i, (shape, t, g) in enumerate(zip(shapes, tensors, got)):
                 base = t.numpy() - (ctx.rank + 1) * (i + 1)
-                want = combine([base + (r + 1) * (i + 1) for r in range(ctx.size)], axis=0).astype(g.dtype.as_numpy_dtype)
+                want = combine([base + (r + 1) * (i + 1) for r in range(ctx.size)], axis=0).astype(
+                    g.dtype.as_numpy_dtype
+                )
                 expect(g.dtype == t.dtype and list(g.shape) == shape, f"op {op} tensor {i}: {g.dtype} {g.shape}")
-                check_close(g.numpy(), want, np.ones_like(want, np.float64), 1e-5, f"op {op} tensor {i} of shape {shape}")
+                check_close(
+                    g.numpy(), want, np.ones_like(want, np.float64), 1e-5, f"op {op} tensor {i} of shape {shape}"
+                )
     finally:
         if saved is None:
             del os.environ["RINGCC_FUSION_THRESHOLD"]
