@@ -226,11 +226,9 @@ PACK_MIN_TENSORS = 8
 
 
 def _fusion_threshold() -> int:
-    text = os.environ.get("RINGCC_FUSION_THRESHOLD") or os.environ.get("HOROVOD_FUSION_THRESHOLD") or ""
-    try:
-        return max(1, int(text))
-    except ValueError:
-        return 64 << 20
+    # The job's, as the ranks compared it when they met: every rank cuts the
+    # same packs.
+    return max(1, int(_core.fusion_threshold()))
 
 
 def _packable(tensors) -> bool:

@@ -421,8 +421,8 @@ def _(ctx):
 @case("fusion/packs-keep-shapes-values-and-dtypes")
 def _(ctx):
     # 12 tensors of several shapes (a scalar among them) and two dtypes,
-    # packed in parts of at most 64 bytes (RINGCC_FUSION_THRESHOLD read
-    # while tracing), each op reduces as it would alone; then tensors whose
+    # packed in parts of at most 64 bytes (the threshold as read while
+    # tracing), each op reduces as it would alone; then tensors whose
     # sizes are only known when the function runs (not packed).
     shapes = [[3, 4], [5], [], [2, 2, 2], [7], [1, 1], [16], [2, 3], [4], [9], [1], [3, 3]]
     tensors = [
@@ -430,8 +430,10 @@ def _(ctx):
         + (ctx.rank + 1) * (i + 1)
         for i, shape in enumerate(shapes)
     ]
-    saved = os.environ.get("RINGCC_FUSION_THRESHOLD")
-    os.environ["RINGCC_FUSION_THRESHOLD"] = "64"
+    from ringcc.tensorflow import _ops
+
+    job_threshold = _ops._fusion_threshold
+    _ops._fusion_threshold = lambda: 64
     try:
         for op, combine in ((hvd.Sum, np.sum), (hvd.Max, np.max), (hvd.Min, np.min), (hvd.Average, np.mean)):
             fn = tf.function(lambda ts, op=op: hvd.grouped_allreduce(ts, op=op, name=f"packs.{op}"))
@@ -446,10 +448,7 @@ def _(ctx):
                     g.numpy(), want, np.ones_like(want, np.float64), 1e-5, f"op {op} tensor {i} of shape {shape}"
                 )
     finally:
-        if saved is None:
-            del os.environ["RINGCC_FUSION_THRESHOLD"]
-        else:
-            os.environ["RINGCC_FUSION_THRESHOLD"] = saved
+        _ops._fusion_threshold = job_threshold
 
     @tf.function(input_signature=[[tf.TensorSpec([None], tf.float32)] * 8 + [tf.TensorSpec([None, 2], tf.float32)]])
     def unknown(ts):
