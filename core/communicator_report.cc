@@ -7,6 +7,7 @@
 
 #include "core/base/env.h"
 #include "core/communicator.h"
+#include "core/os/net_interface.h"
 
 namespace ringcc {
 
@@ -30,7 +31,7 @@ std::string Communicator::describe() const {
      << transport_reason(transport_name_, topology_) << ")";
   if (!advertise_address_.empty()) {
     os << ", this rank at " << advertise_address_;
-    const std::string ifname = env_origin("RINGCC_SOCKET_IFNAME", "HOROVOD_GLOO_IFACE");
+    const std::string ifname = socket_interface_setting();
     os << " (" << (ifname.empty() ? "the interface toward rank 0" : ifname) << ")";
   }
   os << "; host algorithms:";

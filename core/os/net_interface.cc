@@ -208,6 +208,14 @@ SocketInterface choose_socket_interface(const std::string& spec, const std::stri
         family_text(family), " (here: ", describe(addresses), ")");
 }
 
+std::string socket_interface_setting() {
+  for (const char* name : kInterfaceVariables) {
+    const std::string value = trim(env_str(name, ""));
+    if (!value.empty()) return std::string(name) + "=" + value;
+  }
+  return "";
+}
+
 SocketInterface socket_interface_from_env() {
   for (const char* variable : kInterfaceVariables) {
     const std::string spec = trim(env_str(variable, ""));

@@ -49,6 +49,9 @@ struct SocketInterface {
 // Error(kInvalidArgument) naming the variable and listing this host's
 // interfaces when nothing matches.
 SocketInterface socket_interface_from_env();
+// "NAME=value" of the variable socket_interface_from_env() reads ("" when
+// none is set), for messages.
+std::string socket_interface_setting();
 
 // The choice for one value, among `addresses` (socket_interface_from_env's
 // rules); for tests and messages.
