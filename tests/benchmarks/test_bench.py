@@ -16,9 +16,9 @@ REPO = Path(__file__).resolve().parents[2]
 ADAPTERS = REPO / "adapters"
 sys.path.insert(0, str(REPO))
 
-from bench.allreduce import Bench, parse_args  # noqa: E402
-from bench.measure import OPS, Case, make_cases, size_sweep, sweep  # noqa: E402
-from bench.table import aggregate, op_table  # noqa: E402
+from ringcc.bench.allreduce import Bench, parse_args  # noqa: E402
+from ringcc.bench.measure import OPS, Case, make_cases, size_sweep, sweep  # noqa: E402
+from ringcc.bench.table import aggregate, op_table  # noqa: E402
 
 # Launcher output may carry a "[RANK]<stream>: " prefix.
 _PREFIX = re.compile(r"^\[\d+\]<\w+>: ?")
@@ -72,7 +72,7 @@ def test_bandwidths_follow_nccl_tests():
 
 
 def test_one_rank_sweep_checks_and_tables():
-    from bench.allreduce import RingccBackend
+    from ringcc.bench.allreduce import RingccBackend
 
     backend = RingccBackend(_one_rank_ringcc())
     out = sweep(backend, list(OPS), [8, 4096], np.dtype(np.float32), iters=3, warmup=1, check=True)
@@ -116,7 +116,7 @@ def test_unknown_peer_is_skipped_with_reason(tmp_path, capsys):
 
 
 def test_spread_is_the_middle_half_of_the_samples():
-    from bench.table import quartiles, spread
+    from ringcc.bench.table import quartiles, spread
 
     assert quartiles([4.0, 1.0, 3.0, 2.0, 5.0]) == (2.0, 3.0, 4.0)
     assert spread([1e-6] * 5) == 0.0
@@ -130,7 +130,7 @@ def test_spread_is_the_middle_half_of_the_samples():
 
 
 def test_measure_samples_batches():
-    from bench.measure import batch_sizes
+    from ringcc.bench.measure import batch_sizes
 
     assert batch_sizes(3) == [1, 1, 1]
     assert batch_sizes(12) == [3, 3, 2, 2, 2]
@@ -143,7 +143,7 @@ def _entry(op, nbytes, times_s, world=2):
 
 def test_every_ratio_is_a_speed_up_of_ringcc():
     """Latency and bandwidth alike: peer time / ringcc time, > 1 when ringcc is faster."""
-    from bench.table import summary, summary_text
+    from ringcc.bench.table import summary, summary_text
 
     mib = 1 << 20
     entries = {
@@ -184,7 +184,7 @@ class _FakeStream:
 
 
 def test_progress_lines_are_throttled_and_say_where_the_run_is():
-    from bench.output import Progress, point_text
+    from ringcc.bench.output import Progress, point_text
 
     now = [100.0]
     stream = _FakeStream()
@@ -244,9 +244,9 @@ def _have_matplotlib():
 
 
 def test_plot_without_matplotlib_is_refused_before_measuring(monkeypatch, capsys):
-    import bench.allreduce
+    import ringcc.bench.allreduce
 
-    monkeypatch.setattr(bench.allreduce, "plot_available", lambda: False)
+    monkeypatch.setattr(ringcc.bench.allreduce, "plot_available", lambda: False)
     with pytest.raises(SystemExit) as exit_info:
         parse_args(["--plot", "x.png"])
     assert exit_info.value.code == 2
@@ -260,7 +260,7 @@ def test_plot_has_one_line_per_library_on_log_axes(tmp_path, monkeypatch):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from bench.output import plot_busbw
+    from ringcc.bench.output import plot_busbw
 
     saved = {}
     monkeypatch.setattr(plt.Figure, "savefig", lambda fig, path, **kw: saved.setdefault("fig", fig))
@@ -319,7 +319,7 @@ def test_two_rank_run(core_built, tmp_path):
         "2",
         sys.executable,
         "-m",
-        "bench.allreduce",
+        "ringcc.bench.allreduce",
         "--maxbytes",
         "64K",
         "--iters",
@@ -370,7 +370,7 @@ def test_two_rank_run(core_built, tmp_path):
 
 
 def test_torch_bench_csv_plot_and_progress(core_built, tmp_path):
-    """bench.torch_allreduce on 2 ranks: its table, CSV rows per backend and size,
+    """ringcc.bench.torch_allreduce on 2 ranks: its table, CSV rows per backend and size,
     a plot (with matplotlib), progress on stderr only."""
     pytest.importorskip("torch")
     csv_path, png_path = tmp_path / "t.csv", tmp_path / "t.png"
@@ -383,7 +383,7 @@ def test_torch_bench_csv_plot_and_progress(core_built, tmp_path):
         "2",
         sys.executable,
         "-m",
-        "bench.torch_allreduce",
+        "ringcc.bench.torch_allreduce",
         "--sizes",
         "4,4K",
         "--repeats",
@@ -432,7 +432,7 @@ def _jax_handlers_built():
 
 
 def test_jax_bench_with_jax_own_gloo_collectives(core_built, tmp_path):
-    """bench.jax_allreduce --compare jax-gloo: JAX's CPU collectives over gloo
+    """ringcc.bench.jax_allreduce --compare jax-gloo: JAX's CPU collectives over gloo
     (jax.distributed, a job of its own) beside ringcc.jax, in the table and CSV."""
     if not _jax_handlers_built():
         pytest.skip("jax is not installed, or this ringcc has no XLA FFI handlers")
@@ -446,7 +446,7 @@ def test_jax_bench_with_jax_own_gloo_collectives(core_built, tmp_path):
         "2",
         sys.executable,
         "-m",
-        "bench.jax_allreduce",
+        "ringcc.bench.jax_allreduce",
         "--size",
         "64K",
         "--iters",
@@ -470,15 +470,15 @@ def test_jax_bench_with_jax_own_gloo_collectives(core_built, tmp_path):
 
     got = {r["variant"]: r for r in csv.DictReader(csv_path.open())}
     assert set(got) == {"numpy-inplace", "jit-donated", "jax-gloo-psum", "jax-gloo-psum-donated"}, run.stdout
-    assert all(float(r["time_ms"]) > 0 and float(r["speedup"]) > 0 for r in got.values())
-    assert float(got["numpy-inplace"]["speedup"]) == 1.0
+    assert all(float(r["time_ms"]) > 0 and float(r["speedup_x"]) > 0 for r in got.values())
+    assert float(got["numpy-inplace"]["speedup_x"]) == 1.0
     assert "# progress:" in run.stderr and "# progress" not in run.stdout
 
 
 @pytest.mark.skipif(not _have_matplotlib(), reason="matplotlib is not installed")
 def test_plot_again_from_the_json(tmp_path, capsys):
-    from bench.plot import main as plot_main
-    from bench.plot import series_of
+    from ringcc.bench.plot import main as plot_main
+    from ringcc.bench.plot import series_of
 
     path = tmp_path / "r.json"
     args = parse_args(
@@ -508,11 +508,11 @@ def test_plot_again_from_the_json(tmp_path, capsys):
 
 
 def test_device_cuda_without_a_gpu_is_one_line(monkeypatch):
-    import bench.allreduce as allreduce
+    import ringcc.bench.allreduce as allreduce
 
     monkeypatch.setattr(allreduce, "cuda_missing", lambda: "torch sees no CUDA device")
     with pytest.raises(SystemExit) as stopped:
         allreduce.main(["--device", "cuda"])
     assert str(stopped.value) == (
-        "bench.allreduce: --device cuda: torch sees no CUDA device; run without --device on this machine"
+        "ringcc.bench.allreduce: --device cuda: torch sees no CUDA device; run without --device on this machine"
     )

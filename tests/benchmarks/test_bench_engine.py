@@ -1,4 +1,4 @@
-"""Tests of the engine benchmark (bench/engine.py): its arithmetic in this
+"""Tests of the engine benchmark (adapters/ringcc/bench/engine.py): its arithmetic in this
 process, and quick runs with tiny settings, on one rank and on two through
 the launcher (beside Open MPI when mpi4py and mpirun are there)."""
 
@@ -15,7 +15,7 @@ from rank_groups import REPO_DIR
 if str(REPO_DIR) not in sys.path:
     sys.path.insert(0, str(REPO_DIR))
 
-from bench.engine import (  # noqa: E402
+from ringcc.bench.engine import (  # noqa: E402
     RATIOS,
     RINGCC_FIGURES,
     cache_path_means,
@@ -80,14 +80,14 @@ def test_cache_path_means_come_from_running_means():
 
 def test_mpi_job_runs_this_module():
     pytest.importorskip("mpi4py")
-    from bench.peers_mpi import find_mpirun
+    from ringcc.bench.peers_mpi import find_mpirun
 
     if find_mpirun() is None:
         pytest.skip("mpirun not found")
     cmd = mpi_job_command(2, parse_args(TINY + ["--mpirun-args", "--mca btl self,sm"]), "/tmp/x.json")
     assert cmd[cmd.index("-np") + 1] == "2" and "--mca" in cmd
     module = cmd.index("-m")
-    assert cmd[module + 1] == "bench.engine"
+    assert cmd[module + 1] == "ringcc.bench.engine"
     assert cmd[module + 2 : module + 4] == ["--mpi-peer", "/tmp/x.json"]
     assert cmd[cmd.index("--tensors") + 1] == "40"
 
@@ -145,7 +145,7 @@ def test_one_rank_run_with_unknown_peer(ranks, tmp_path):
     """Without the launcher (one rank): an unknown peer is reported as skipped, and MPI's
     ratio is n/a."""
     path = tmp_path / "engine.json"
-    command = [sys.executable, "-m", "bench.engine", *TINY, "--compare", "nosuchpeer", "--json", str(path)]
+    command = [sys.executable, "-m", "ringcc.bench.engine", *TINY, "--compare", "nosuchpeer", "--json", str(path)]
     completed = ranks.run(command, ranks.environment({"OPENBLAS_NUM_THREADS": "1"}), RUN_TIMEOUT_S)
     assert completed.returncode == 0, completed.describe()
     doc = json.loads(path.read_text())
@@ -162,7 +162,9 @@ def test_two_rank_run_beside_mpi(ranks, tmp_path):
     mpi4py and mpirun are there, else the reason."""
     path = tmp_path / "engine.json"
     torch = importlib.util.find_spec("torch") is not None
-    script = ["-m", "bench.engine", *TINY, "--compare", "mpi", "--json", str(path)] + (["--torch"] if torch else [])
+    script = ["-m", "ringcc.bench.engine", *TINY, "--compare", "mpi", "--json", str(path)] + (
+        ["--torch"] if torch else []
+    )
     command = ranks.command(2, script, ["--timeout", str(RUN_TIMEOUT_S)])
     completed = ranks.run(command, ranks.environment({"OPENBLAS_NUM_THREADS": "1"}), RUN_TIMEOUT_S + 10)
     assert completed.returncode == 0, completed.describe()

@@ -1,5 +1,5 @@
-"""Tests of the cost model (bench/collective_costs.py, bench/cost_fit.py,
-bench/cost_model.py) on synthetic data: the algorithms' step counts and
+"""Tests of the cost model (adapters/ringcc/bench/collective_costs.py, adapters/ringcc/bench/cost_fit.py,
+adapters/ringcc/bench/cost_model.py) on synthetic data: the algorithms' step counts and
 bytes are those of ringcc's code, the fit recovers the parameters the data
 was made with, and the command prints the errors and projections."""
 
@@ -13,9 +13,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from bench import collective_costs as cc  # noqa: E402
-from bench.cost_fit import Point, fit, nonnegative_least_squares, points_from_json  # noqa: E402
-from bench.cost_model import main as cost_model_main  # noqa: E402
+from ringcc.bench import collective_costs as cc  # noqa: E402
+from ringcc.bench.cost_fit import Point, fit, nonnegative_least_squares, points_from_json  # noqa: E402
+from ringcc.bench.cost_model import main as cost_model_main  # noqa: E402
 
 # Made-up parameters: TCP 30 us and 1.5 GB/s, shared memory 3 us and 6 GB/s,
 # 3 GB/s of reduction, 4 us per call.

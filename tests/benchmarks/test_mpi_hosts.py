@@ -1,4 +1,4 @@
-"""Tests of the MPI peer's job across hosts (bench/mpi_hosts.py): the hosts
+"""Tests of the MPI peer's job across hosts (adapters/ringcc/bench/mpi_hosts.py): the hosts
 and slots from the ranks' places, the agent script mpirun runs, and
 mpirun's options. The script is run for real, through an agent that only
 sets a variable, so no second host is needed."""
@@ -10,8 +10,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from bench.mpi_hosts import MpiHosts, hosts_from_places, launch_prefix, mpirun_options, write_wrapper  # noqa: E402
-from bench.peers_mpi import mpirun_command  # noqa: E402
+from ringcc.bench.mpi_hosts import MpiHosts, hosts_from_places, launch_prefix, mpirun_options, write_wrapper  # noqa: E402
+from ringcc.bench.peers_mpi import mpirun_command  # noqa: E402
 
 PLACES = ["a 10.0.0.1", "a 10.0.0.1", "b 10.0.0.2", "b 10.0.0.2", "c 10.0.0.3"]
 
@@ -70,5 +70,5 @@ def test_mpirun_runs_under_a_uts_namespace_named_as_rank_0s_host():
     cmd = mpirun_command(5, ["--json", "x"], (), hosts, "/tmp/agent.sh")
     assert cmd[: len(launch_prefix(hosts))] == launch_prefix(hosts)
     assert "--oversubscribe" in cmd  # namespace hosts share the machine's cores
-    assert cmd[-4:] == ["-m", "bench.peers_mpi", "--json", "x"]
+    assert cmd[-4:] == ["-m", "ringcc.bench.peers_mpi", "--json", "x"]
     assert launch_prefix(hosts_from_places(PLACES, "ssh {host}", False, None)) == []

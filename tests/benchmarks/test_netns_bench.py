@@ -1,7 +1,7 @@
 """Tests of the bench across namespace hosts: the hosts are made, reach each
-other and are removed whatever happens (bench/netns_hosts.py), the one-way
-TCP bandwidth between them is measured (bench/tcp_bandwidth.py), and the
-summary reads the bench's JSON (bench/netns_bench.py). The namespace tests
+other and are removed whatever happens (adapters/ringcc/bench/netns_hosts.py), the one-way
+TCP bandwidth between them is measured (adapters/ringcc/bench/tcp_bandwidth.py), and the
+summary reads the bench's JSON (adapters/ringcc/bench/netns_bench.py). The namespace tests
 need root and iproute2 and are skipped without them."""
 
 import argparse
@@ -15,9 +15,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from bench import tcp_bandwidth  # noqa: E402
-from bench.netns_bench import layout_summary, parse_layout  # noqa: E402
-from bench.netns_hosts import NamespaceHosts, can_make_hosts  # noqa: E402
+from ringcc.bench import tcp_bandwidth  # noqa: E402
+from ringcc.bench.netns_bench import layout_summary, parse_layout  # noqa: E402
+from ringcc.bench.netns_hosts import NamespaceHosts, can_make_hosts  # noqa: E402
 
 needs_namespaces = pytest.mark.skipif(can_make_hosts() is not None, reason=str(can_make_hosts()))
 

@@ -3,7 +3,7 @@ time goes.
 
     python tests/gpu/bench_gpu.py [--out FILE] [--quick] [--no-mps | --mps-only]
 
-1. `python -m bench.allreduce --device cuda` (torch float32 tensors on the
+1. `python -m ringcc.bench.allreduce --device cuda` (torch float32 tensors on the
    machine's first GPU, allreduce, blocking calls: the collective then
    torch.cuda.synchronize()) at 8 B, 1 MiB and 64 MiB, one ringrun job per
    configuration:
@@ -12,7 +12,7 @@ time goes.
      ringcc, 2 ranks, IPC flags in host memory (RINGCC_IPC_FLAGS=host)
      ringcc, 2 ranks, RINGCC_GPU_BACKEND=host
      ringcc, 4 ranks sharing the GPU (CUDA IPC)
-   bench.allreduce reports the time per call (median over its batches) and
+   ringcc.bench.allreduce reports the time per call (median over its batches) and
    busbw = bytes / time * 2 (n - 1) / n, as nccl-tests define it.
 2. Diagnostics:
      host cost per call at world size 1: a loop of calls without waiting
@@ -23,7 +23,7 @@ time goes.
        collective that makes both processes' contexts run on the GPU in
        turn pays, whatever it does;
      RINGCC_GPU_TRACE on 2 ranks (CUDA IPC, 8 B and 1 MiB), summed up by
-       bench.gpu_trace: host and device phases per rank, and where each
+       ringcc.bench.gpu_trace: host and device phases per rank, and where each
        rank's device work ran;
      the CUDA IPC (2 and 4 ranks, beside torch's gloo) and host staging
        configurations and the floor again under NVIDIA's Multi-Process
@@ -98,14 +98,14 @@ def ringrun(n, argv, env, timeout):
     return completed, "", time.monotonic() - started
 
 
-# --- 1. bench.allreduce -------------------------------------------------------
+# --- 1. ringcc.bench.allreduce -------------------------------------------------------
 
 
 def run_config(label, n, env, peer, scratch, quick):
     path = Path(scratch) / f"{label.replace(' ', '_').replace(',', '')}-{n}.json"
     argv = [
         "-m",
-        "bench.allreduce",
+        "ringcc.bench.allreduce",
         "--device",
         "cuda",
         "--ops",
@@ -341,7 +341,7 @@ def diagnose_trace(scratch, env):
         print(f"  trace: failed: {problem or completed.stderr[-2000:]}")
         return {"error": problem or completed.stderr[-2000:]}
     sys.path.insert(0, str(REPO))
-    from bench.gpu_trace import load, summarize
+    from ringcc.bench.gpu_trace import load, summarize
 
     records = load(prefix)
     lines = summarize(records, skip=20)
@@ -420,7 +420,7 @@ def main() -> int:
     device = ringcc.cuda_info()["devices"][0]
     print(
         f"bench_gpu: {device['name']} ({device['uuid']}), float32 allreduce, blocking calls "
-        "(python -m bench.allreduce --device cuda)"
+        "(python -m ringcc.bench.allreduce --device cuda)"
     )
     started = time.monotonic()
     doc = {"device": device, "rows": [], "diagnostics": {}}

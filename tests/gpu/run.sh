@@ -96,7 +96,7 @@ fi
 log "tests/gpu exit status $status ($(( $(date +%s) - started )) s)"
 
 log "bench"
-# python -m bench.allreduce --device cuda per configuration, then what tells
+# python -m ringcc.bench.allreduce --device cuda per configuration, then what tells
 # where the time goes (RINGCC_BENCH_MPS=0 skips the runs under MPS;
 # RINGCC_GPU_BENCH_ARGS adds options, e.g. --mps-only or --quick).
 # shellcheck disable=SC2086

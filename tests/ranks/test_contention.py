@@ -148,7 +148,7 @@ def test_bind_to_in_the_mpirun_command():
 
 
 def test_bench_busy_threads_run_beside_every_implementation(ringcc_module, tmp_path):
-    """bench.allreduce --busy-threads 1: the compute threads did matrix
+    """ringcc.bench.allreduce --busy-threads 1: the compute threads did matrix
     products during ringcc's sweep, and the run says so."""
     out = tmp_path / "bench.json"
     repo = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -156,7 +156,7 @@ def test_bench_busy_threads_run_beside_every_implementation(ringcc_module, tmp_p
         2,
         [
             "-m",
-            "bench.allreduce",
+            "ringcc.bench.allreduce",
             "--ops",
             "allreduce",
             "--minbytes",
@@ -190,13 +190,13 @@ def test_bench_busy_threads_run_beside_every_implementation(ringcc_module, tmp_p
 
 
 def test_bench_out_of_place_rounds(ringcc_module, tmp_path):
-    """bench.out_of_place runs its rounds (and checks the results) in a short job."""
+    """ringcc.bench.out_of_place runs its rounds (and checks the results) in a short job."""
     repo = os.path.join(os.path.dirname(__file__), "..", "..")
     command = ringrun_command(
         2,
         [
             "-m",
-            "bench.out_of_place",
+            "ringcc.bench.out_of_place",
             "--tensors",
             "40",
             "--elements",

@@ -432,7 +432,7 @@ def test_cpu_only_jobs_load_no_gpu_library(ranks, fake_cuda, nvrtc):
 def test_gpu_trace_records_every_phase(ranks, fake_cuda, request, tmp_path, backend):
     # RINGCC_GPU_TRACE=<prefix>: one JSON line per device collective and
     # rank, with the host phases and the device marks the backend placed
-    # (the stand-in's "GPU timer" is the host clock); bench.gpu_trace sums
+    # (the stand-in's "GPU timer" is the host clock); ringcc.bench.gpu_trace sums
     # them up.
     code = textwrap.dedent("""
         import os, sys, numpy as np, ringcc
@@ -480,7 +480,7 @@ def test_gpu_trace_records_every_phase(ranks, fake_cuda, request, tmp_path, back
             assert times == sorted(times) and times[0] > 0, r  # the stand-in runs them in order
             assert abs(times[0] - r["host_start_ns"]) < 60e9, r
     sys.path.insert(0, str(REPO))
-    from bench.gpu_trace import load, summarize
+    from ringcc.bench.gpu_trace import load, summarize
 
     text = "\n".join(summarize(load(prefix), skip=1))
     assert f"allreduce of 256 B on {backend}, 2 rank(s), median of 5 calls" in text, text

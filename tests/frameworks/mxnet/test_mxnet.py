@@ -22,7 +22,7 @@ be installed (no network).
 
 Each group in GROUPS starts once (ringrun ... tests/frameworks/mxnet/mxnet_cases.py inside the
 venv) and runs every case of mxnet_cases.CASES; each test below asserts on one
-case in one group. examples/mxnet_gluon.py and bench/mxnet_pushpull.py run
+case in one group. examples/mxnet_gluon.py and adapters/ringcc/bench/mxnet_pushpull.py run
 once each with small settings.
 
 Run only these: python -m pytest tests/frameworks/mxnet/test_mxnet.py
@@ -375,11 +375,11 @@ def test_example_trains_with_identical_parameters(mxnet_venv, tmp_path):
 
 
 def test_bench_runs(mxnet_venv):
-    """bench/mxnet_pushpull.py with tiny settings prints one row per variant."""
+    """adapters/ringcc/bench/mxnet_pushpull.py with tiny settings prints one row per variant."""
     command = _launch(
         mxnet_venv,
         2,
-        ["-m", "bench.mxnet_pushpull", "--size", "1M", "--iters", "2", "--warmup", "1", "--repeats", "1"],
+        ["-m", "ringcc.bench.mxnet_pushpull", "--size", "1M", "--iters", "2", "--warmup", "1", "--repeats", "1"],
         120,
     )
     done = run_command(command, _clean_env(GROUP_ENV), 140)

@@ -1,6 +1,6 @@
 """ringcc.jax.allreduce inside jax.jit against ringcc.allreduce on NumPy.
 
-    ringrun --no-prefix -np 2 python -m bench.jax_allreduce [--size 64M] [--iters 20] [--repeats 5]
+    ringrun --no-prefix -np 2 python -m ringcc.bench jax_allreduce [--size 64M] [--iters 20] [--repeats 5]
         [--variants numpy-inplace,jit-donated,...] [--compare jax-gloo,mpi4jax] [--json PATH]
         [--csv PATH] [--no-progress]
 
@@ -28,11 +28,11 @@ over numpy-inplace (its time / the variant's: higher is better).
 
 --compare names peers, timed after ringcc's ranks have left the job, each in a
 job of its own that rank 0 starts on this host, on the same size:
-  mpi4jax   `mpirun -np N python -m bench.jax_allreduce --mpi4jax` (Open MPI next
-            to the interpreter or on PATH, as bench.peers_mpi):
+  mpi4jax   `mpirun -np N python -m ringcc.bench jax_allreduce --mpi4jax` (Open MPI next
+            to the interpreter or on PATH, as ringcc.bench.peers_mpi):
     mpi4jax-jit     y = jax.jit(lambda v: mpi4jax.allreduce(v, op=MPI.SUM))(x)
     mpi4py-inplace  comm.Allreduce(MPI.IN_PLACE, x)            (NumPy, in place)
-  jax-gloo  JAX's own CPU collectives: `ringrun -np N python -m bench.jax_allreduce
+  jax-gloo  JAX's own CPU collectives: `ringrun -np N python -m ringcc.bench jax_allreduce
             --jax-gloo` joins the processes with jax.distributed.initialize and
             jax_cpu_collectives_implementation="gloo" (JAX must be set up so
             before its first computation, hence a job of its own); one CPU
@@ -223,7 +223,7 @@ def _jax_gloo_loops(count):
         return float(np.max(multihost_utils.process_allgather(np.array([value], np.float64))))
 
     def barrier():
-        multihost_utils.sync_global_devices("bench.jax_allreduce")
+        multihost_utils.sync_global_devices("ringcc.bench.jax_allreduce")
 
     return {"jax-gloo-psum": psum_plain, "jax-gloo-psum-donated": psum_donated}, max_over_ranks, barrier
 
@@ -256,11 +256,11 @@ def rows(times, nbytes, size, baseline="numpy-inplace"):
         out.append(
             {
                 "variant": v,
-                "nbytes": nbytes,
+                "size_bytes": nbytes,
                 "ranks": size,
                 "time_ms": t * 1e3,
-                "busbw": nbytes / t / 1e9 * factor,
-                "speedup": base / t if base else None,
+                "busbw_GBps": nbytes / t / 1e9 * factor,
+                "speedup_x": base / t if base else None,
                 "repeats": len(ts),
             }
         )
@@ -273,8 +273,8 @@ def table(times, nbytes, size, baseline="numpy-inplace"):
         f"{'variant':22s} {'time (ms)':>10s} {'busbw (GB/s)':>13s} {'speed-up':>9s}",
     ]
     for r in rows(times, nbytes, size, baseline):
-        ratio = f"{r['speedup']:.3f}x" if r["speedup"] else "-"
-        lines.append(f"{r['variant']:22s} {r['time_ms']:10.2f} {r['busbw']:13.2f} {ratio:>9s}")
+        ratio = f"{r['speedup_x']:.3f}x" if r["speedup_x"] else "-"
+        lines.append(f"{r['variant']:22s} {r['time_ms']:10.2f} {r['busbw_GBps']:13.2f} {ratio:>9s}")
     return "\n".join(lines)
 
 
@@ -300,7 +300,7 @@ def run_mpi4jax_job(np_, args, timeout_s=600):
         cmd += [
             sys.executable,
             "-m",
-            "bench.jax_allreduce",
+            "ringcc.bench.jax_allreduce",
             "--mpi4jax",
             "--json",
             path,
@@ -343,7 +343,7 @@ def run_jax_gloo_job(np_, args, timeout_s=600):
             str(timeout_s),
             sys.executable,
             "-m",
-            "bench.jax_allreduce",
+            "ringcc.bench.jax_allreduce",
             "--jax-gloo",
             "--json",
             path,
@@ -377,8 +377,8 @@ def run_jax_gloo_job(np_, args, timeout_s=600):
             return json.load(f)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m ringcc.bench jax_allreduce", description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=parse_size, default=parse_size("64M"), help="bytes per rank")
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
@@ -400,55 +400,68 @@ def main(argv=None):
     unknown = sorted(set(args.compare) - set(PEERS))
     if unknown:
         parser.error(f"unknown peers {unknown}; choose from {', '.join(PEERS)}")
+    args.variants = [v for v in args.variants.split(",") if v]
+    unknown = sorted(set(args.variants) - set(RINGCC_VARIANTS))
+    if unknown:
+        parser.error(f"unknown variants {unknown}; choose from {', '.join(RINGCC_VARIANTS)}")
+    return args
+
+
+def jax_gloo_side(args, count):
+    """A rank of the jax-gloo job (run_jax_gloo_job): JAX's own collectives."""
+    loops, max_over_ranks, barrier = _jax_gloo_loops(count)
+    times = measure(loops, JAX_GLOO_VARIANTS, max_over_ranks, barrier, args.iters, args.warmup, args.repeats)
+    import jax
+
+    if jax.process_index() == 0 and args.json:
+        with open(args.json, "w") as f:
+            json.dump(
+                {
+                    "times": times,
+                    "jax": jax.__version__,
+                    "collectives": "jax.distributed, jax_cpu_collectives_implementation=gloo",
+                },
+                f,
+            )
+    jax.distributed.shutdown()
+    return 0
+
+
+def mpi4jax_side(args, count):
+    """A rank of the mpi4jax job (run_mpi4jax_job), under mpirun."""
+    from mpi4py import MPI
+
+    loops, max_over_ranks, barrier = _mpi_loops(count)
+    times = measure(loops, MPI_VARIANTS, max_over_ranks, barrier, args.iters, args.warmup, args.repeats)
+    if MPI.COMM_WORLD.Get_rank() == 0 and args.json:
+        import mpi4jax
+
+        with open(args.json, "w") as f:
+            json.dump(
+                {
+                    "times": times,
+                    "mpi4jax": mpi4jax.__version__,
+                    "mpi": MPI.Get_library_version().splitlines()[0].strip(),
+                },
+                f,
+            )
+    return 0
+
+
+def main(argv=None):
+    args = parse_args(argv)
     count = args.size // 4
-
     if args.jax_gloo:
-        loops, max_over_ranks, barrier = _jax_gloo_loops(count)
-        times = measure(loops, JAX_GLOO_VARIANTS, max_over_ranks, barrier, args.iters, args.warmup, args.repeats)
-        import jax
-
-        if jax.process_index() == 0 and args.json:
-            with open(args.json, "w") as f:
-                json.dump(
-                    {
-                        "times": times,
-                        "jax": jax.__version__,
-                        "collectives": "jax.distributed, jax_cpu_collectives_implementation=gloo",
-                    },
-                    f,
-                )
-        jax.distributed.shutdown()
-        return 0
-
+        return jax_gloo_side(args, count)
     if args.mpi4jax:
-        from mpi4py import MPI
-
-        loops, max_over_ranks, barrier = _mpi_loops(count)
-        times = measure(loops, MPI_VARIANTS, max_over_ranks, barrier, args.iters, args.warmup, args.repeats)
-        if MPI.COMM_WORLD.Get_rank() == 0 and args.json:
-            import mpi4jax
-
-            with open(args.json, "w") as f:
-                json.dump(
-                    {
-                        "times": times,
-                        "mpi4jax": mpi4jax.__version__,
-                        "mpi": MPI.Get_library_version().splitlines()[0].strip(),
-                    },
-                    f,
-                )
-        return 0
-
+        return mpi4jax_side(args, count)
     import jax
 
     import ringcc
 
     ringcc.init()
     rank, size = ringcc.rank(), ringcc.size()
-    variants = [v for v in args.variants.split(",") if v]
-    unknown = sorted(set(variants) - set(RINGCC_VARIANTS))
-    if unknown:
-        parser.error(f"unknown variants {unknown}; choose from {', '.join(RINGCC_VARIANTS)}")
+    variants = args.variants
     from .output import Progress
 
     progress = Progress(enabled=rank == 0 and not args.no_progress)
@@ -459,6 +472,13 @@ def main(argv=None):
     ringcc.shutdown()
     if rank != 0:
         return 0
+
+    return report(args, times, size, transport, progress)
+
+
+def report(args, times, size, transport, progress):
+    """Rank 0: the table (peers' jobs run now), the key figure, the files."""
+    import jax
 
     result = {
         "size_bytes": args.size,
@@ -512,7 +532,7 @@ def main(argv=None):
         n = write_csv(
             args.csv,
             rows(shown, args.size, size),
-            ("variant", "nbytes", "ranks", "time_ms", "busbw", "speedup", "repeats"),
+            ("variant", "size_bytes", "ranks", "time_ms", "busbw_GBps", "speedup_x", "repeats"),
         )
         print(f"# {n} rows written to {args.csv}")
     return 0

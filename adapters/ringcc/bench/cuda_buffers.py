@@ -1,5 +1,5 @@
-"""CUDA buffers for `--device cuda` (bench.allreduce): torch tensors on this
-rank's GPU that mirror the NumPy buffers bench.measure fills and checks.
+"""CUDA buffers for `--device cuda` (ringcc.bench.allreduce): torch tensors on this
+rank's GPU that mirror the NumPy buffers ringcc.bench.measure fills and checks.
 
 A loop over CUDA tensors calls the collective and then
 torch.cuda.synchronize(), iteration by iteration: the time of a blocking

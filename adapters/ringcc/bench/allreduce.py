@@ -1,6 +1,6 @@
 """Benchmark of ringcc's allreduce, allgather and broadcast, nccl-tests style.
 
-    ringrun --no-prefix -np 2 python -m bench.allreduce [--minbytes 8] [--maxbytes 256M]
+    ringrun --no-prefix -np 2 python -m ringcc.bench allreduce [--minbytes 8] [--maxbytes 256M]
         [--stepfactor 4] [--ops allreduce,allgather,broadcast] [--dtype float32] [--iters N]
         [--warmup N] [--repeats 3] [--device cpu|cuda] [--compare gloo,nccl,mpi,socket]
         [--check] [--json PATH] [--csv PATH] [--plot PATH.png] [--no-progress]
@@ -18,7 +18,7 @@ message size, one line per library, log axes, the machine and versions in the
 title (needs matplotlib). ringrun's --no-prefix keeps rank 0's lines free of
 the "[0]<stdout>: " prefix.
 
-Timing (bench.measure): each point is a barrier-free Python loop of the
+Timing (ringcc.bench.measure): each point is a barrier-free Python loop of the
 in-place call a user would write (ringcc.allreduce_(x),
 ringcc.allgather(x, out=out), ringcc.broadcast_(x, 0)); time per iteration
 is (t_end - t_start) / iters on every rank, and the reported value is the
@@ -30,12 +30,12 @@ medians over the repeats, and the JSON has every repeat.
 
 --device cuda: the buffers are torch tensors on the rank's GPU (local rank
 modulo the GPUs torch sees), and every iteration is the collective followed
-by torch.cuda.synchronize(): the time of a blocking call (bench.cuda_buffers).
+by torch.cuda.synchronize(): the time of a blocking call (ringcc.bench.cuda_buffers).
 ringcc then runs on its GPU backends (docs/gpu.md), on torch's current
 stream.
 
 --busy-threads N keeps N compute threads per rank doing matrix products
-(bench/busy.py) while every implementation runs, the mpi peer's ranks
+(ringcc/bench/busy.py) while every implementation runs, the mpi peer's ranks
 included: the collectives timed beside the kind of load a framework's own
 threads make.
 
@@ -48,21 +48,21 @@ Peers (--compare):
         every rank on a GPU of its own (NCCL refuses ranks that share one),
         or a single rank.
   mpi   under mpirun/mpiexec (the bench started as an MPI job, e.g.
-        mpirun -np 2 python -m bench.allreduce): mpi4py's MPI_Allreduce,
+        mpirun -np 2 python -m ringcc.bench allreduce): mpi4py's MPI_Allreduce,
         MPI_Allgather and MPI_Bcast in these same processes, interleaved with
         ringcc's sweeps (the default peer there). Otherwise
         mpi4py over Open MPI in a job of its own: rank 0 runs mpirun -np N
-        between the sweeps (bench.peers_mpi) while the other ranks sleep on a
+        between the sweeps (ringcc.bench.peers_mpi) while the other ranks sleep on a
         file in a directory rank 0 broadcast to them, so that no waiting rank
         spins on a CPU the MPI ranks need. Across hosts (a job of ringrun -H)
         mpirun starts beside rank 0 with the same hosts and slots, reaching
         them through --mpi-agent (--mpi-own-hostnames for namespace hosts,
-        --mpi-interface; bench.mpi_hosts); the other hosts must see rank 0's
+        --mpi-interface; ringcc.bench.mpi_hosts); the other hosts must see rank 0's
         temporary directory. Host memory only.
   socket  (allreduce only) the bytes a ring allreduce sends and receives,
         2(n-1)/n of the buffer each way per rank, moved over plain TCP
         sockets between neighbours on 127.0.0.1 with no reduction
-        (bench.peers_socket): what plain sockets carry for the same traffic,
+        (ringcc.bench.peers_socket): what plain sockets carry for the same traffic,
         beside which to read ringcc's RINGCC_TRANSPORT=tcp figures. Single
         host only. Host memory only.
 A peer that is unknown or cannot run is reported as skipped, with the reason.
@@ -160,7 +160,7 @@ class RingccBackend(Backend):
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
-        prog="python -m bench.allreduce",
+        prog="python -m ringcc.bench allreduce",
         description="ringcc collective benchmark (launch with ringrun -np N).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Sizes take K/M/G suffixes (binary). Peers: " + ", ".join(PEERS) + ".",
@@ -215,14 +215,14 @@ def parse_args(argv=None):
         type=int,
         default=0,
         help="compute threads per rank doing matrix products while every "
-        "implementation runs (bench/busy.py; default 0)",
+        "implementation runs (ringcc/bench/busy.py; default 0)",
     )
     p.add_argument("--mpirun-args", default="", help="extra mpirun options for the mpi peer, e.g. '--mca btl self,sm'")
     p.add_argument("--mpi-agent", default="", help="across hosts: how mpirun reaches them, as ringrun's --agent")
     p.add_argument(
         "--mpi-own-hostnames", action="store_true", help="across namespace hosts: a UTS namespace per MPI host"
     )
-    p.add_argument("--mpi-interface", default="", help="across hosts: Open MPI's *_if_include (bench.mpi_hosts)")
+    p.add_argument("--mpi-interface", default="", help="across hosts: Open MPI's *_if_include (ringcc.bench.mpi_hosts)")
     a = p.parse_args(argv)
     a.ops = [o.strip() for o in a.ops.split(",") if o.strip()]
     bad = [o for o in a.ops if o not in OPS]
@@ -266,7 +266,7 @@ class Bench:
         self.socket = None
         self.mpi_local = None  # the in-process MPI peer (the bench runs under mpirun)
         self.sync_dir = None
-        self.mpi_hosts = None  # bench.mpi_hosts.MpiHosts when the MPI job spans hosts
+        self.mpi_hosts = None  # ringcc.bench.mpi_hosts.MpiHosts when the MPI job spans hosts
         # impl -> op -> nbytes -> {"count", "times", "samples", "iters", "wrong"}
         self.raw = {}
         self.progress = Progress(enabled=self.rank0 and not args.no_progress)
@@ -382,7 +382,7 @@ class Bench:
         self.peer_info["mpi"] = {"status": "ok", "skipped_ops": {}}
 
     def gather_places(self):
-        """Every rank's "host address" (bench.mpi_hosts.rank_place), in rank order."""
+        """Every rank's "host address" (ringcc.bench.mpi_hosts.rank_place), in rank order."""
         from .mpi_hosts import rank_place
 
         width = 256
@@ -777,11 +777,11 @@ def main(argv=None):
     if args.device == "cuda":
         no_gpu = cuda_missing()
         if no_gpu:
-            sys.exit(f"bench.allreduce: --device cuda: {no_gpu}; run without --device on this machine")
+            sys.exit(f"ringcc.bench.allreduce: --device cuda: {no_gpu}; run without --device on this machine")
     try:
         import ringcc
     except ImportError as e:
-        sys.exit(f"bench.allreduce: cannot import ringcc ({e})")
+        sys.exit(f"ringcc.bench.allreduce: cannot import ringcc ({e})")
     ringcc.init()
     from .peers_mpi import under_mpi_launcher
 

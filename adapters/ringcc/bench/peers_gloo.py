@@ -6,7 +6,7 @@ MASTER_ADDR, MASTER_PORT, which ringrun sets); the first peer opened is
 torch's default group, a second one a group of its own. On the CPU the
 tensors share the bench's NumPy buffers (torch.from_numpy), so no copies are
 timed; with --device cuda they are copies on the rank's GPU
-(bench.cuda_buffers), and nccl runs only there.
+(ringcc.bench.cuda_buffers), and nccl runs only there.
 """
 
 import os

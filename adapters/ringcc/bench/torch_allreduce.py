@@ -1,10 +1,10 @@
 """torch.distributed with backend "ring" against gloo, in the same processes.
 
-    ringrun --no-prefix -np 2 python -m bench.torch_allreduce [--sizes 4,4K,1M,64M] [--repeats 3]
+    ringrun --no-prefix -np 2 python -m ringcc.bench torch_allreduce [--sizes 4,4K,1M,64M] [--repeats 3]
         [--ddp-params 25M] [--ddp-batch 32] [--ddp-steps 8] [--ddp-hooks default,powersgd]
         [--threads 1] [--json PATH]
         [--csv PATH] [--plot PATH.png] [--no-progress]
-    torchrun --nproc-per-node 2 -m bench.torch_allreduce ...
+    torchrun --nproc-per-node 2 -m ringcc.bench.torch_allreduce ...
 
 Rank 0 prints two tables:
 

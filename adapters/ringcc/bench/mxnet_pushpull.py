@@ -2,7 +2,7 @@
 
 Run in the MXNet virtual environment (see docs/mxnet.md), from the repository root:
 
-    $V/bin/python -m ringcc.launcher -np 2 $V/bin/python -m bench.mxnet_pushpull \
+    $V/bin/python -m ringcc.launcher -np 2 $V/bin/python -m ringcc.bench mxnet_pushpull \
         [--size 64M] [--iters 10] [--repeats 5] [--json PATH]
 
 Times, per iteration, a sum over the ranks of --size bytes of float32 per rank:

@@ -21,7 +21,6 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Dict, List, Optional
 
 PROGRESS_INTERVAL_S = 2.0
 MATPLOTLIB_MISSING = (

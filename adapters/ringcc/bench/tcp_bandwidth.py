@@ -1,7 +1,7 @@
 """One-way TCP bandwidth between two hosts: what one connection carries.
 
-    python -m bench.tcp_bandwidth serve --port P [--timeout S]
-    python -m bench.tcp_bandwidth send --host ADDR --port P [--seconds 2] [--chunk 4M]
+    python -m ringcc.bench tcp_bandwidth serve --port P [--timeout S]
+    python -m ringcc.bench tcp_bandwidth send --host ADDR --port P [--seconds 2] [--chunk 4M]
 
 The sender writes --chunk bytes at a time for --seconds on one connection
 and closes it; the server reads everything into one reusable buffer and
@@ -11,7 +11,7 @@ reduced or copied twice: the ceiling for what a collective over the same
 link can carry in one direction.
 
 measure(hosts, a, b) runs the server inside host b and the sender inside
-host a (bench.netns_hosts) and returns the figure.
+host a (ringcc.bench.netns_hosts) and returns the figure.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def measure(hosts, a: int = 0, b: int = 1, seconds: float = 2.0, repeats: int = 
     runs = []
     for _ in range(repeats):
         server = subprocess.Popen(
-            hosts.exec(b, [sys.executable, "-m", "bench.tcp_bandwidth", "serve", "--port", str(port)]),
+            hosts.exec(b, [sys.executable, "-m", "ringcc.bench.tcp_bandwidth", "serve", "--port", str(port)]),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -88,7 +88,7 @@ def measure(hosts, a: int = 0, b: int = 1, seconds: float = 2.0, repeats: int = 
                     [
                         sys.executable,
                         "-m",
-                        "bench.tcp_bandwidth",
+                        "ringcc.bench.tcp_bandwidth",
                         "send",
                         "--host",
                         hosts.addresses[b],
@@ -119,7 +119,7 @@ def measure(hosts, a: int = 0, b: int = 1, seconds: float = 2.0, repeats: int = 
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="python -m bench.tcp_bandwidth", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m ringcc.bench tcp_bandwidth", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="mode", required=True)
     s = sub.add_parser("serve")
     s.add_argument("--port", type=int, required=True)

@@ -1,8 +1,8 @@
-"""Plots a saved run of bench.allreduce again, from its --json file.
+"""Plots a saved run of ringcc.bench.allreduce again, from its --json file.
 
-    python -m bench.plot results.json results.png
+    python -m ringcc.bench plot results.json results.png
 
-The same figure as `bench.allreduce --plot`: busbw against message size, one
+The same figure as `ringcc.bench.allreduce --plot`: busbw against message size, one
 panel per op, one line per library, log axes, the versions and the machine
 (as the run recorded them) in the title. Needs matplotlib.
 """
@@ -15,7 +15,7 @@ from .output import MATPLOTLIB_MISSING, plot_available, plot_busbw, plot_title
 
 
 def series_of(doc):
-    """op -> impl -> {nbytes: busbw} from a bench.allreduce JSON document."""
+    """op -> impl -> {nbytes: busbw} from a ringcc.bench.allreduce JSON document."""
     series = {}
     for r in doc["results"]:
         series.setdefault(r["op"], {}).setdefault(r["impl"], {})[r["nbytes"]] = r["busbw"]
@@ -32,8 +32,8 @@ def title_of(doc):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m bench.plot", description=__doc__.splitlines()[0])
-    p.add_argument("json", help="a file written by bench.allreduce --json")
+    p = argparse.ArgumentParser(prog="python -m ringcc.bench plot", description=__doc__.splitlines()[0])
+    p.add_argument("json", help="a file written by ringcc.bench.allreduce --json")
     p.add_argument("png", help="the picture to write")
     a = p.parse_args(argv)
     if not plot_available():

@@ -15,7 +15,7 @@ Timing of one (op, size) point:
      reported is the maximum over ranks (reduced with the backend itself).
      The loop is timed in up to SAMPLE_BATCHES consecutive batches as well
      (no barrier between them): each batch's time per iteration, maximum
-     over ranks, is one sample of the point's spread (bench.table.spread).
+     over ranks, is one sample of the point's spread (ringcc.bench.table.spread).
 """
 
 import re

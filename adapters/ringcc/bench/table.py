@@ -49,7 +49,7 @@ def spread(samples):
 
 def aggregate(op, nbytes, count, times, world, samples=None):
     """One entry of the results: statistics over repeats of seconds-per-iteration.
-    `samples`: the per-batch times of every repeat (bench.measure), for the
+    `samples`: the per-batch times of every repeat (ringcc.bench.measure), for the
     spread; the repeats' times when there are none."""
     med, lo, hi = statistics.median(times), min(times), max(times)
     samples = list(samples) if samples else list(times)

@@ -1,9 +1,9 @@
-"""Compute threads beside the collectives (bench.allreduce --busy-threads N):
+"""Compute threads beside the collectives (ringcc.bench.allreduce --busy-threads N):
 each thread multiplies two 256 x 256 float32 matrices over and over, as a
 framework's intra-op pool or a data loader keeps CPUs busy next to the
 communication. NumPy's matmul releases the GIL, so the threads compete for
 CPUs, not for the interpreter. OpenBLAS is held to one thread per call
-(OPENBLAS_NUM_THREADS=1, set by bench/__init__.py before NumPy loads), so
+(OPENBLAS_NUM_THREADS=1, set by ringcc/bench/__init__.py before NumPy loads), so
 N threads are N threads' worth of load.
 
 The threads run only while resume() is in force: a process that waits

@@ -1,6 +1,6 @@
 """Named per-tensor rounds, out of place against in place.
 
-    ringrun --no-prefix -np 2 python -m bench.out_of_place [--tensors 1000] [--elements 1024]
+    ringrun --no-prefix -np 2 python -m ringcc.bench out_of_place [--tensors 1000] [--elements 1024]
         [--rounds 15] [--torch] [--work-ms 0]
 
 One round: --tensors float32 arrays of --elements elements, each enqueued by
@@ -28,7 +28,7 @@ import numpy as np
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m bench.out_of_place", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m ringcc.bench out_of_place", description=__doc__.split("\n\n")[0])
     p.add_argument("--tensors", type=int, default=1000)
     p.add_argument("--elements", type=int, default=1024)
     p.add_argument("--rounds", type=int, default=15)
@@ -106,7 +106,7 @@ def main(argv=None):
     work = OtherWork(a.work_ms)
     results = out_of_place()  # the names enter the response cache; the results are checked
     if not all(np.all(r == ringcc.size()) for r in results):
-        raise SystemExit("bench.out_of_place: wrong allreduce results")
+        raise SystemExit("ringcc.bench.out_of_place: wrong allreduce results")
     times = timed_rounds(
         {
             "named out of place": out_of_place,

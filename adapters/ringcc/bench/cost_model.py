@@ -1,12 +1,12 @@
 """A cost model of ringcc's collectives across hosts, fitted to the bench.
 
-    python -m bench.cost_model RESULTS.json [...] [--ranks 8,16,...,1024]
+    python -m ringcc.bench cost_model RESULTS.json [...] [--ranks 8,16,...,1024]
         [--per-host 8] [--sizes 8,64K,1M,64M] [--network 25G:25:15 ...]
         [--alpha-from-fit] [--json OUT]
 
-RESULTS are bench.allreduce --json files (bench.netns_bench writes one per
-layout). The model (bench.collective_costs) writes each algorithm as the
-steps and bytes of ringcc's code; bench.cost_fit fits its parameters, a
+RESULTS are ringcc.bench.allreduce --json files (ringcc.bench.netns_bench writes one per
+layout). The model (ringcc.bench.collective_costs) writes each algorithm as the
+steps and bytes of ringcc's code; ringcc.bench.cost_fit fits its parameters, a
 latency alpha and a bandwidth 1/beta per link kind (TCP between hosts, TCP
 within a host, shared memory), a reduction cost and a per-call overhead, to
 ringcc's measured points. It prints:
@@ -187,8 +187,8 @@ def _in_ringcc(op: str, name: str) -> bool:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.cost_model", description=__doc__.split("\n\n")[0])
-    p.add_argument("results", nargs="+", help="bench.allreduce --json files")
+    p = argparse.ArgumentParser(prog="python -m ringcc.bench cost_model", description=__doc__.split("\n\n")[0])
+    p.add_argument("results", nargs="+", help="ringcc.bench.allreduce --json files")
     p.add_argument("--ranks", default=DEFAULT_RANKS, help=f"projected job sizes (default {DEFAULT_RANKS})")
     p.add_argument("--per-host", type=int, default=8, help="ranks per host in the projections (default 8)")
     p.add_argument("--sizes", default=DEFAULT_SIZES, help=f"projected sizes (default {DEFAULT_SIZES})")

@@ -1,15 +1,15 @@
-"""bench.allreduce across network-namespace hosts on this machine.
+"""ringcc.bench.allreduce across network-namespace hosts on this machine.
 
-    python -m bench.netns_bench [--layouts 2x2,2x1,4x1,1x2] [--out DIR]
+    python -m ringcc.bench netns_bench [--layouts 2x2,2x1,4x1,1x2] [--out DIR]
         [--compare gloo,mpi] [--bandwidth-seconds 2] [-- BENCH OPTIONS...]
 
 For each layout HOSTSxRANKS (hosts x ranks per host) it makes HOSTS
-namespaces (bench.netns_hosts), measures the one-way TCP bandwidth from the
-first to the second (bench.tcp_bandwidth), and runs
+namespaces (ringcc.bench.netns_hosts), measures the one-way TCP bandwidth from the
+first to the second (ringcc.bench.tcp_bandwidth), and runs
 
     ringrun --no-prefix -H h0:R,h1:R,... --agent 'ip netns exec {host}'
         --master-addr ADDR0 --network-interface SUBNET
-        python -m bench.allreduce --compare gloo,mpi
+        python -m ringcc.bench allreduce --compare gloo,mpi
         --mpi-agent 'ip netns exec {host}' --mpi-own-hostnames
         --json DIR/LAYOUT.json --csv DIR/LAYOUT.csv BENCH OPTIONS...
 
@@ -35,8 +35,8 @@ import sys
 
 from . import tcp_bandwidth
 from .netns_hosts import INTERFACE, NamespaceHosts
+from .peers_mpi import PACKAGE_PARENT
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_LAYOUTS = "2x2,2x1,4x1,1x2"
 
 
@@ -55,7 +55,7 @@ def find_ringrun() -> str:
     here = os.path.join(os.path.dirname(sys.executable), "ringrun")
     found = here if os.access(here, os.X_OK) else shutil.which("ringrun")
     if not found:
-        raise SystemExit("bench.netns_bench: ringrun not found (next to the interpreter or on PATH)")
+        raise SystemExit("ringcc.bench.netns_bench: ringrun not found (next to the interpreter or on PATH)")
     return found
 
 
@@ -77,7 +77,7 @@ def ringrun_command(hosts: NamespaceHosts, ranks_per_host: int, compare: str, ou
         *("-x", "PYTHONPATH", "-x", "PATH", "-x", "GLOO_SOCKET_IFNAME"),
         sys.executable,
         "-m",
-        "bench.allreduce",
+        "ringcc.bench.allreduce",
         "--compare",
         compare,
         "--mpi-agent",
@@ -102,7 +102,7 @@ def one_host_command(ranks: int, compare: str, out_stem: str, bench_args):
         str(ranks),
         sys.executable,
         "-m",
-        "bench.allreduce",
+        "ringcc.bench.allreduce",
         "--compare",
         compare,
         "--json",
@@ -116,11 +116,11 @@ def one_host_command(ranks: int, compare: str, out_stem: str, bench_args):
 def run_job(cmd, timeout_s: float) -> int:
     """Runs the job in a session of its own; on timeout the whole session goes."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO_ROOT, env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
     env["PATH"] = os.pathsep.join(p for p in (os.path.dirname(sys.executable), env.get("PATH")) if p)
     env["GLOO_SOCKET_IFNAME"] = INTERFACE  # torch's gloo would take the machine's hostname's address
     print("# " + shlex.join(cmd), flush=True)
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, start_new_session=True)
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
     try:
         return proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -169,10 +169,10 @@ def main(argv=None) -> int:
     if "--" in argv:
         cut = argv.index("--")
         argv, bench_args = argv[:cut], argv[cut + 1 :]
-    p = argparse.ArgumentParser(prog="python -m bench.netns_bench", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m ringcc.bench netns_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--layouts", default=DEFAULT_LAYOUTS, help=f"HOSTSxRANKS, comma list (default {DEFAULT_LAYOUTS})")
     p.add_argument("--out", default="netns-results", help="directory for the results (default netns-results)")
-    p.add_argument("--compare", default="gloo,mpi", help="bench.allreduce's --compare (default gloo,mpi)")
+    p.add_argument("--compare", default="gloo,mpi", help="ringcc.bench.allreduce's --compare (default gloo,mpi)")
     p.add_argument("--bandwidth-seconds", type=float, default=2.0, help="each TCP bandwidth transfer (default 2)")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds each layout's job may take (default 3600)")
     a = p.parse_args(argv)

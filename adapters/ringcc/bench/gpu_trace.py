@@ -1,7 +1,7 @@
 """Summary of a RINGCC_GPU_TRACE run (core/device/gpu_trace.h):
 
     RINGCC_GPU_TRACE=/tmp/t ringrun -np 2 python my_job.py
-    python -m bench.gpu_trace /tmp/t [--skip 10]
+    python -m ringcc.bench gpu_trace /tmp/t [--skip 10]
 
 reads every rank's /tmp/t.rank<R>.jsonl, drops the first --skip calls of
 each (setup, warm-up), groups the calls by (collective, bytes, backend), and
@@ -119,7 +119,7 @@ def summarize(records_by_rank, skip=0):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m bench.gpu_trace", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m ringcc.bench gpu_trace", description=__doc__.split("\n\n")[0])
     p.add_argument("prefix", help="the RINGCC_GPU_TRACE path prefix")
     p.add_argument("--skip", type=int, default=10, help="calls of each rank to leave out first (default 10)")
     a = p.parse_args(argv)

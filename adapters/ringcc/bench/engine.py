@@ -1,6 +1,6 @@
 """Benchmark of the background engine: many small named allreduces.
 
-    ringrun -np 2 python -m bench.engine [--tensors 1000] [--elements 1024] [--iters 20]
+    ringrun -np 2 python -m ringcc.bench engine [--tensors 1000] [--elements 1024] [--iters 20]
         [--warmup 3] [--repeats 5] [--compare mpi] [--torch] [--json PATH]
 
 For N float32 tensors of E elements each (default 1,000 x 1,024, 4 MB in all):
@@ -34,7 +34,7 @@ For N float32 tensors of E elements each (default 1,000 x 1,024, 4 MB in all):
 With --compare mpi, Open MPI through mpi4py in the same run: the N tensors
 reduced one by one with comm.Allreduce(MPI.IN_PLACE, x), and one Allreduce of
 the whole buffer. Rank 0 starts that job with mpirun after each repeat of
-ringcc's figures (bench.peers_mpi's command and environment), while the other
+ringcc's figures (ringcc.bench.peers_mpi's command and environment), while the other
 ranks sleep on a file, so that no waiting rank takes a CPU the MPI ranks need.
 
 Timing: --warmup rounds, a barrier, then --iters rounds timed on every rank;
@@ -96,7 +96,7 @@ NEGOTIATION_GOAL_US = 50.0
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
-        prog="python -m bench.engine",
+        prog="python -m ringcc.bench engine",
         description="ringcc background-engine benchmark (launch with ringrun -np N).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Peers: " + ", ".join(PEERS) + ".",
@@ -358,7 +358,7 @@ def mpi_peer_main(args):
 
 
 def mpi_job_command(np_, args, json_path):
-    """mpirun ... python -m bench.engine --mpi-peer JSON ..., as bench.peers_mpi builds its own."""
+    """mpirun ... python -m ringcc.bench engine --mpi-peer JSON ..., as ringcc.bench.peers_mpi builds its own."""
     from .peers_mpi import mpirun_command
 
     peer_args = [
@@ -374,14 +374,14 @@ def mpi_job_command(np_, args, json_path):
         str(args.warmup),
     ]
     cmd = mpirun_command(np_, peer_args, shlex.split(args.mpirun_args))
-    module = cmd.index("bench.peers_mpi")
-    cmd[module] = "bench.engine"
+    module = cmd.index("ringcc.bench.peers_mpi")
+    cmd[module] = "ringcc.bench.engine"
     return cmd
 
 
 def run_mpi_job(np_, args, json_path):
     """Runs one MPI job; returns its JSON. Raises PeerError with the reason when it fails."""
-    from .peers_mpi import REPO_ROOT, PeerError, _kill_group, mpi_env
+    from .peers_mpi import PeerError, _kill_group, mpi_env
 
     if os.path.exists(json_path):
         os.unlink(json_path)
@@ -389,7 +389,6 @@ def run_mpi_job(np_, args, json_path):
     env["OPENBLAS_NUM_THREADS"] = "1"
     proc = subprocess.Popen(
         mpi_job_command(np_, args, json_path),
-        cwd=REPO_ROOT,
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -689,7 +688,7 @@ def main(argv=None):
     try:
         import ringcc
     except ImportError as e:
-        sys.exit(f"bench.engine: cannot import ringcc ({e})")
+        sys.exit(f"ringcc.bench.engine: cannot import ringcc ({e})")
     ringcc.init()
     bench = EngineBench(args, ringcc)
     try:

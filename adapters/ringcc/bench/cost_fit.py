@@ -1,7 +1,7 @@
 """Fitting the cost model's parameters to the bench's own results.
 
 A point is (layout, op, bytes, measured seconds) for ringcc; its predicted
-time is linear in the parameters (bench.collective_costs), so the fit is a
+time is linear in the parameters (ringcc.bench.collective_costs), so the fit is a
 least-squares problem. It minimises the relative error (each row divided by
 the measured time, so 8 B and 64 MiB weigh alike) with every parameter >= 0,
 solved exactly: the unconstrained solution on every subset of the
@@ -49,7 +49,7 @@ class Point:
 
 
 def points_from_json(path: str, impl: str = "ringcc", one_machine: bool = False) -> list[Point]:
-    """ringcc's points of a bench.allreduce --json file. The layout comes from
+    """ringcc's points of a ringcc.bench.allreduce --json file. The layout comes from
     its meta (hosts, ranks_per_host, transport); files without them are taken
     as one host. one_machine: the hosts were namespaces of one machine."""
     with open(path) as f:
