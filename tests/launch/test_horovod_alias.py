@@ -103,3 +103,28 @@ def test_an_alias_beside_a_real_horovod_refuses_to_hide_it(tmp_path):
     real = fake_horovod(tmp_path / "site")  # installed afterwards, later on sys.path
     hidden = python("-c", "import horovod", path=[target, real.parent], check=False)
     assert hidden.returncode == 1 and f"a real Horovod is installed ({real})" in hidden.stderr
+
+
+KERAS_PROBE = """
+import json
+import horovod.tensorflow.keras as hvd
+import horovod.tensorflow.keras.callbacks
+import horovod.tensorflow.keras.elastic
+from horovod.tensorflow.keras.callbacks import BroadcastGlobalVariablesCallback, MetricAverageCallback
+import ringcc.keras
+print(json.dumps({
+    "callbacks": horovod.tensorflow.keras.callbacks is ringcc.keras.callbacks,
+    "elastic": horovod.tensorflow.keras.elastic is ringcc.keras.elastic,
+    "optimizer": hvd.DistributedOptimizer is ringcc.keras.DistributedOptimizer,
+    "names": BroadcastGlobalVariablesCallback.__module__ + " " + MetricAverageCallback.__name__,
+}))
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None, reason="TensorFlow is not installed")
+def test_horovod_tensorflow_keras_submodules_through_the_alias(tmp_path):
+    target = tmp_path / "alias"
+    install(target)
+    report = json.loads(python("-c", KERAS_PROBE, path=[target]).stdout.splitlines()[-1])
+    assert report["callbacks"] and report["elastic"] and report["optimizer"], report
+    assert report["names"] == "ringcc.keras.callbacks MetricAverageCallback"

@@ -3,7 +3,7 @@
     ringrun --no-prefix -np 2 python -m ringcc.bench allreduce [--minbytes 8] [--maxbytes 256M]
         [--stepfactor 4] [--ops allreduce,allgather,broadcast] [--dtype float32] [--iters N]
         [--warmup N] [--repeats 3] [--device cpu|cuda] [--compare gloo,nccl,mpi,socket]
-        [--check] [--json PATH] [--csv PATH] [--plot PATH.png] [--no-progress]
+        [--check] [--json PATH] [--csv PATH] [--plot PATH.png|.svg|.pdf] [--no-progress]
         [--busy-threads N]
 
 Rank 0 prints one table per collective (size, count, type, time, algbw, busbw,
@@ -13,10 +13,13 @@ when --compare names peers, and a summary of key figures. Every speed-up is
 peer time / ringcc time: higher is better for ringcc, latency included.
 While it runs, rank 0 shows progress on stderr (which repeat, library, op
 and size, and the time so far); the tables go to stdout. --json writes every
-result, --csv one row per (library, op, size), --plot a PNG of busbw against
-message size, one line per library, log axes, the machine and versions in the
-title (needs matplotlib). ringrun's --no-prefix keeps rank 0's lines free of
-the "[0]<stdout>: " prefix.
+result, --csv one row per (library, op, size) with every column's unit in its
+name (time_us, busbw_GBps, spread_pct, speedup_x), --plot a picture of busbw,
+small-message latency and the speed-up over each peer against message size,
+quartile bars, the machine and versions in the title (ringcc.bench.figure;
+.png at --plot-dpi, 200 by default, or .svg/.pdf; needs matplotlib).
+ringrun's --no-prefix keeps rank 0's lines free of the "[0]<stdout>: "
+prefix. Started without a launcher it says so, and times one rank.
 
 Timing (ringcc.bench.measure): each point is a barrier-free Python loop of the
 in-place call a user would write (ringcc.allreduce_(x),
@@ -69,9 +72,7 @@ A peer that is unknown or cannot run is reported as skipped, with the reason.
 """
 
 import argparse
-import json
 import os
-import platform
 import shlex
 import shutil
 import sys
@@ -80,20 +81,12 @@ import time
 
 import numpy as np
 
+from . import run_files
 from .busy import MATRIX
+from .figure import PLOT_DPI, picture_error
 from .measure import OPS, Backend, format_size, parse_size, resolve_dtype, size_sweep, sweep
-from .output import (
-    MATPLOTLIB_MISSING,
-    Progress,
-    machine_description,
-    plot_available,
-    plot_busbw,
-    plot_title,
-    point_text,
-    rows_of,
-    write_csv,
-)
-from .table import RATIO_DEFINITION, SPREAD_DEFINITION, aggregate, op_table, paired_ratios, summary, summary_text
+from .output import MATPLOTLIB_MISSING, Progress, plot_available, point_text
+from .table import aggregate, op_table, paired_ratios, summary, summary_text
 
 DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64")
 PEERS = ("gloo", "nccl", "mpi", "socket")
@@ -204,8 +197,12 @@ def parse_args(argv=None):
     p.add_argument("--json", metavar="PATH", help="write every result to this JSON file")
     p.add_argument("--csv", metavar="PATH", help="write one row per (library, op, size) to this CSV file (rank 0)")
     p.add_argument(
-        "--plot", metavar="PATH.png", help="plot busbw against message size, one line per library (needs matplotlib)"
+        "--plot",
+        metavar="PATH",
+        help="picture of busbw, small-message latency and speed-up over each peer against message size; "
+        ".png, .svg or .pdf by the extension (needs matplotlib)",
     )
+    p.add_argument("--plot-dpi", type=int, default=PLOT_DPI, help=f"a PNG's dots per inch (default {PLOT_DPI})")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr while the sweeps run")
     p.add_argument(
         "--peer-timeout", type=float, default=900.0, help="seconds a peer's setup or MPI sweep may take (default 900)"
@@ -244,6 +241,8 @@ def parse_args(argv=None):
     a.compare = [c.strip() for c in a.compare.split(",") if c.strip()]
     if a.plot and not plot_available():
         p.error(MATPLOTLIB_MISSING)
+    if a.plot and picture_error(a.plot):
+        p.error(picture_error(a.plot))
     return a
 
 
@@ -627,11 +626,11 @@ class Bench:
             )
         sys.stdout.flush()
         if a.json:
-            self.write_json(agg, figures)
+            run_files.write_json_file(self, agg, figures)
         if a.csv:
-            self.write_csv(agg)
+            run_files.write_csv_file(self, agg)
         if a.plot:
-            self.write_plot(agg, shown)
+            run_files.write_plot_file(self, agg, shown)
         return 1 if wrong else 0
 
     def device_text(self):
@@ -649,118 +648,6 @@ class Bench:
         versions = {"ringcc": getattr(self.rc, "__version__", "unknown")}
         versions.update({p: i.get("version") for p, i in self.peer_info.items() if i.get("version")})
         return versions
-
-    CSV_COLUMNS = (
-        "impl",
-        "op",
-        "dtype",
-        "ranks",
-        "nbytes",
-        "count",
-        "time_us",
-        "time_min_us",
-        "time_max_us",
-        "algbw",
-        "busbw",
-        "busbw_min",
-        "busbw_max",
-        "spread",
-        "speedup",
-        "speedup_min",
-        "speedup_max",
-        "repeats",
-        "wrong",
-    )
-
-    def write_csv(self, agg):
-        """One row per (library, op, size): times in us, bandwidths in GB/s,
-        spread as a fraction, speedup = peer time / ringcc time (peers' rows)."""
-        rows = []
-        for row in rows_of(agg):
-            rows.append(
-                dict(
-                    row,
-                    ranks=self.world,
-                    repeats=len(row["times_us"]),
-                    speedup=row.get("ratio"),
-                    speedup_min=row.get("ratio_min"),
-                    speedup_max=row.get("ratio_max"),
-                )
-            )
-        n = write_csv(self.args.csv, rows, self.CSV_COLUMNS)
-        print(f"# {n} rows written to {self.args.csv}")
-
-    def write_plot(self, agg, shown):
-        a = self.args
-        series = {
-            op: {
-                impl: {n: e["busbw"] for n, e in agg.get(op, {}).get(impl, {}).items()}
-                for impl in ["ringcc"] + list(shown)
-                if impl in agg.get(op, {})
-            }
-            for op in a.ops
-        }
-        transport = getattr(self.rc, "transport_name", lambda: "?")()
-        title = plot_title(
-            f"busbw, {self.world} ranks ({transport}), {a.dtype}, median of {a.repeats} repeat(s)",
-            self.versions(),
-            machine_description(),
-        )
-        try:
-            plot_busbw(a.plot, series, title)
-        except ValueError as e:
-            print(f"# plot not written: {e}")
-            return
-        print(f"# plot written to {a.plot}")
-
-    def write_json(self, agg, figures):
-        a = self.args
-        versions = self.versions()
-        doc = {
-            "meta": {
-                "ranks": self.world,
-                "dtype": a.dtype,
-                "ops": a.ops,
-                "sizes": a.sizes,
-                "device": a.device,
-                "gpu_backend": getattr(self.rc, "gpu_backend", lambda: "")() or None,
-                "repeats": a.repeats,
-                "iters": a.iters if a.iters is not None else "adaptive",
-                "warmup": a.warmup if a.warmup is not None else "adaptive",
-                "target_s": a.target_s,
-                "check": a.check,
-                "busy_threads": a.busy_threads,
-                "transport": getattr(self.rc, "transport_name", lambda: "?")(),
-                "ranks_per_host": getattr(self.rc, "local_size", lambda: self.world)(),
-                "hosts": getattr(self.rc, "cross_size", lambda: 1)(),
-                "mpi_hosts": vars(self.mpi_hosts) if self.mpi_hosts else None,
-                "busy_products_rank0": self.busy.products,
-                "wait_policy": (dict(self.rc.wait_policy()) if hasattr(self.rc, "wait_policy") else None),
-                "timing": "seconds per iteration of a barrier-free loop, max over ranks; "
-                "time_us/algbw/busbw are medians over repeats",
-                "bandwidth": "nccl-tests PERFORMANCE.md: algbw = S / t; busbw = algbw * "
-                "2(n-1)/n (allreduce), (n-1)/n (allgather), 1 (broadcast)",
-                "ratio": RATIO_DEFINITION,
-                "spread": SPREAD_DEFINITION.replace(", in %", " (a fraction)"),
-                "machine": machine_description(),
-                "versions": versions,
-                "host": platform.node(),
-                "cpus": os.cpu_count(),
-                "python": platform.python_version(),
-                "command": sys.argv,
-            },
-            "peers": self.peer_info,
-            "results": [
-                e
-                for op in a.ops
-                for impl in agg.get(op, {}).values()
-                for e in sorted(impl.values(), key=lambda e: e["nbytes"])
-            ],
-            "summary": figures,
-        }
-        with open(a.json, "w") as f:
-            json.dump(doc, f, indent=1)
-        print(f"# results written to {a.json}")
 
 
 def cuda_missing() -> str:
@@ -782,6 +669,9 @@ def main(argv=None):
         import ringcc
     except ImportError as e:
         sys.exit(f"ringcc.bench.allreduce: cannot import ringcc ({e})")
+    from .launch_hint import warn_if_alone
+
+    warn_if_alone("allreduce", argv)
     ringcc.init()
     from .peers_mpi import under_mpi_launcher
 

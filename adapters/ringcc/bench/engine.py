@@ -689,6 +689,9 @@ def main(argv=None):
         import ringcc
     except ImportError as e:
         sys.exit(f"ringcc.bench.engine: cannot import ringcc ({e})")
+    from .launch_hint import warn_if_alone
+
+    warn_if_alone("engine", argv)
     ringcc.init()
     bench = EngineBench(args, ringcc)
     try:

@@ -459,6 +459,9 @@ def main(argv=None):
 
     import ringcc
 
+    from .launch_hint import warn_if_alone
+
+    warn_if_alone("jax_allreduce", argv)
     ringcc.init()
     rank, size = ringcc.rank(), ringcc.size()
     variants = args.variants

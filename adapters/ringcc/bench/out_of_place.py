@@ -78,6 +78,9 @@ def main(argv=None):
     a = parse_args(argv)
     import ringcc
 
+    from .launch_hint import warn_if_alone
+
+    warn_if_alone("out_of_place", argv)
     ringcc.init()
 
     def max_over_ranks(value):

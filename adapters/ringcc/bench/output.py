@@ -1,5 +1,5 @@
 """What the benches show besides their tables: a progress line while they run,
-a CSV file of the results, and a plot of bus bandwidth against message size.
+and a CSV file of the results (the plot is figure.py's).
 
 Progress goes to stderr (the tables go to stdout, so `> results.txt` keeps
 them clean): on a terminal one line rewritten in place, elsewhere (a pipe,
@@ -15,7 +15,6 @@ from __future__ import annotations
 import csv
 import datetime
 import importlib.util
-import math
 import os
 import platform
 import sys
@@ -151,68 +150,6 @@ def _csv_value(value):
 
 def plot_available() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
-
-
-def plot_busbw(
-    path: str, series: Mapping[str, Mapping[str, Mapping[int, float]]], title: str, ylabel: str = "bus bandwidth (GB/s)"
-) -> None:
-    """One panel per op (op -> impl -> {nbytes: busbw}); in each, busbw against
-    message size, one line per implementation, both axes logarithmic."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    ops = [
-        op
-        for op, impls in series.items()
-        if any(v is not None and v > 0 for points in impls.values() for v in points.values())
-    ]
-    if not ops:
-        raise ValueError("nothing to plot: no measured points")
-    fig, axes = plt.subplots(1, len(ops), figsize=(4.2 * len(ops) + 0.6, 3.8), squeeze=False, layout="constrained")
-    markers = "osD^vP*X"
-    for ax, op in zip(axes[0], ops):
-        for k, (impl, points) in enumerate(series[op].items()):
-            xs = sorted(n for n, v in points.items() if v is not None and v > 0)
-            if not xs:
-                continue
-            ax.plot(
-                xs, [points[n] for n in xs], marker=markers[k % len(markers)], markersize=3.5, linewidth=1.4, label=impl
-            )
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_title(op, fontsize=10)
-        ax.set_xlabel("message size (bytes)")
-        ax.grid(True, which="major", linewidth=0.5, alpha=0.5)
-        ax.grid(True, which="minor", linewidth=0.3, alpha=0.25)
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_size_label))
-        ax.legend(fontsize=8)
-    axes[0][0].set_ylabel(ylabel)
-    fig.suptitle(title, fontsize=8.5)
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-
-
-def _size_label(value, _pos=None) -> str:
-    if value < 1:
-        return ""
-    exp = int(round(math.log2(value)))
-    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
-        if exp >= shift:
-            return f"{1 << (exp - shift)}{unit}"
-    return str(1 << exp)
-
-
-def plot_title(what: str, versions: Mapping[str, str | None], machine: Mapping[str, object]) -> str:
-    """Two lines: what was measured with which versions, and where."""
-    libs = ", ".join(f"{k} {v}" for k, v in versions.items() if v)
-    load = f", load average {machine['load']}" if machine.get("load") is not None else ""
-    return (
-        f"{what} — {libs}\n"
-        f"{machine.get('host')}: {machine.get('cpu')}, {machine.get('cpus')} CPUs, "
-        f"{machine.get('os')}, Python {machine.get('python')}, {machine.get('date')}{load}"
-    )
 
 
 def rows_of(entries: Mapping[str, Mapping[str, Mapping[int, Mapping[str, object]]]]) -> list[dict[str, object]]:

@@ -53,6 +53,7 @@ def aggregate(op, nbytes, count, times, world, samples=None):
     spread; the repeats' times when there are none."""
     med, lo, hi = statistics.median(times), min(times), max(times)
     samples = list(samples) if samples else list(times)
+    p25, _, p75 = quartiles(samples)
     factor = BUS_FACTOR[op](world)
     gb = nbytes / 1e9
     return {
@@ -64,6 +65,8 @@ def aggregate(op, nbytes, count, times, world, samples=None):
         "time_us": med * 1e6,
         "time_min_us": lo * 1e6,
         "time_max_us": hi * 1e6,
+        "time_p25_us": p25 * 1e6,
+        "time_p75_us": p75 * 1e6,
         "spread": spread(samples),
         "algbw": gb / med,
         "busbw": gb / med * factor,

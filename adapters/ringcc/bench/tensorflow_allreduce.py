@@ -90,6 +90,9 @@ class Job:
     def __init__(self, args):
         self.args = args
         self.skip = set(filter(None, args.skip.split(",")))
+        from .launch_hint import warn_if_alone
+
+        warn_if_alone("tensorflow_allreduce", args.argv)
         ringcc.init()
         self.rank, self.size = ringcc.rank(), ringcc.size()
         ports = np.array([free_port() for _ in range(self.size)] if self.rank == 0 else [0] * self.size, dtype=np.int64)
@@ -129,7 +132,9 @@ def parse_args(argv=None):
     parser.add_argument("--chain", type=int, default=16, help="allreduces per tf.function up to 1 MiB")
     parser.add_argument("--skip", default="", help="comma-separated parts to skip: tf, tape, fit")
     parser.add_argument("--csv", default=None)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else list(argv)
+    return args
 
 
 def ring_function(job, chain, name):

@@ -3,7 +3,7 @@
     ringrun --no-prefix -np 2 python -m ringcc.bench torch_allreduce [--sizes 4,4K,1M,64M] [--repeats 3]
         [--ddp-params 25M] [--ddp-batch 32] [--ddp-steps 8] [--ddp-hooks default,powersgd]
         [--threads 1] [--json PATH]
-        [--csv PATH] [--plot PATH.png] [--no-progress]
+        [--csv PATH] [--plot PATH.png|.svg|.pdf] [--no-progress]
     torchrun --nproc-per-node 2 -m ringcc.bench.torch_allreduce ...
 
 Rank 0 prints two tables:
@@ -24,8 +24,9 @@ Rank 0 prints two tables:
   its collective in before them on one rank and not on another.
 
 While it runs, rank 0 shows progress on stderr (size, backend, time so far).
---csv writes one row per (backend, size) of the all_reduce table, --plot a
-PNG of busbw against size, one line per backend (needs matplotlib).
+--csv writes one row per (backend, size) of the all_reduce table (units in
+the column names), --plot the figure of ringcc.bench.figure: busbw, latency
+and the speed-up over gloo against size (needs matplotlib).
 
 Both backends get their own process group in the same processes (the default
 group is gloo, "ring" comes from dist.new_group(backend="ring")), and the
@@ -84,7 +85,9 @@ def parse_args(argv=None):
     parser.add_argument("--json", help="write every measurement here (rank 0)")
     parser.add_argument("--csv", metavar="PATH", help="write the all_reduce table as CSV (rank 0)")
     parser.add_argument(
-        "--plot", metavar="PATH.png", help="plot all_reduce busbw against size, one line per backend (needs matplotlib)"
+        "--plot",
+        metavar="PATH",
+        help="picture of all_reduce busbw, latency and speed-up against size: .png, .svg or .pdf (needs matplotlib)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     args = parser.parse_args(argv)
@@ -95,6 +98,11 @@ def parse_args(argv=None):
         from .output import MATPLOTLIB_MISSING
 
         parser.error(MATPLOTLIB_MISSING)
+    if args.plot:
+        from .figure import picture_error
+
+        if picture_error(args.plot):
+            parser.error(picture_error(args.plot))
     return args
 
 
@@ -117,6 +125,10 @@ class Bench:
         threads = args.threads or max(1, (os.cpu_count() or 1) // max(local, 1))
         torch.set_num_threads(threads)
         self.threads = threads
+        from .launch_hint import alone_hint, started_alone
+
+        if started_alone():
+            raise SystemExit(alone_hint("torch_allreduce", sys.argv[1:], stops=True))
         dist.init_process_group("gloo", timeout=datetime.timedelta(minutes=5))
         self.rank, self.size = dist.get_rank(), dist.get_world_size()
         self.groups = {"ring": dist.new_group(backend="ring"), "gloo": dist.new_group(backend="gloo")}
@@ -299,41 +311,52 @@ def table_rows(allreduce, size):
             rows.append(
                 {
                     "backend": name,
-                    "nbytes": n,
-                    "count": max(n // 4, 1),
+                    "size_bytes": n,
+                    "count_elements": max(n // 4, 1),
                     "iters": entry["iters"],
                     "time_us": t * 1e6,
-                    "busbw": busbw(n, t, size),
-                    "speedup_vs_gloo": medians["gloo"] / t if name == "ring" else None,
+                    "busbw_GBps": busbw(n, t, size),
+                    "speedup_vs_gloo_x": medians["gloo"] / t if name == "ring" else None,
                     "repeats": len(entry["times_s"][name]),
                 }
             )
     return rows
 
 
+def figure_entries(allreduce, size):
+    """The all_reduce table as ringcc.bench.figure draws it: backend -> size
+    -> median time and busbw, the repeats' times as the samples."""
+    points = {}
+    for entry in allreduce:
+        n = entry["nbytes"]
+        for name, times in entry["times_s"].items():
+            t = statistics.median(times)
+            us = [x * 1e6 for x in times]
+            points.setdefault(name, {})[n] = {"time_us": t * 1e6, "busbw": busbw(n, t, size), "times_us": us}
+    return {"dist.all_reduce": points}
+
+
 def write_outputs(bench, args, allreduce):
-    from .output import machine_description, plot_busbw, plot_title, write_csv
+    from .output import machine_description, write_csv
 
     rows = table_rows(allreduce, bench.size)
     if args.csv:
-        write_csv(
-            args.csv, rows, ("backend", "nbytes", "count", "iters", "time_us", "busbw", "speedup_vs_gloo", "repeats")
-        )
+        columns = ("backend", "size_bytes", "count_elements", "iters", "time_us", "busbw_GBps", "speedup_vs_gloo_x")
+        write_csv(args.csv, rows, columns + ("repeats",))
         print(f"# {len(rows)} rows written to {args.csv}")
     if args.plot:
         import ringcc
 
-        series = {"dist.all_reduce": {}}
-        for row in rows:
-            series["dist.all_reduce"].setdefault(f"{row['backend']}", {})[row["nbytes"]] = row["busbw"]
+        from .figure import plot_results, plot_title
+
         title = plot_title(
-            f"torch.distributed all_reduce busbw, {bench.size} ranks, float32",
+            f"torch.distributed all_reduce, {bench.size} ranks, float32, bars: quartiles of the repeats",
             {"ringcc": ringcc.__version__, "torch": bench.torch.__version__},
             machine_description(),
         )
         try:
-            plot_busbw(args.plot, series, title)
-            print(f"# plot written to {args.plot}")
+            layout = plot_results(args.plot, figure_entries(allreduce, bench.size), title, ours="ring")
+            print(f"# plot written to {args.plot} ({', '.join(layout.rows)})")
         except ValueError as error:
             print(f"# plot not written: {error}")
 

@@ -48,6 +48,12 @@ class _AliasLoader(importlib.abc.Loader):
 
     def exec_module(self, module) -> None:
         sys.modules[module.__name__] = importlib.import_module(self.target)  # the import system takes it from there
+        # Submodules a module registers itself (ringcc.tensorflow.keras's
+        # .callbacks, a module that is not a package) under Horovod's name too.
+        prefix = self.target + "."
+        for name, submodule in list(sys.modules.items()):
+            if name.startswith(prefix):
+                sys.modules.setdefault(module.__name__ + name[len(self.target) :], submodule)
 
 
 class AliasFinder(importlib.abc.MetaPathFinder):
