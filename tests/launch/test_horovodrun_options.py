@@ -11,6 +11,7 @@ warning line.
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -165,8 +166,8 @@ EXPECTED = {
     "--log-level": {"RINGCC_LOG_LEVEL": "debug"},
     "--log-with-timestamp": ("arg", "log_with_timestamp", True),
     "--log-without-timestamp": "warn",
-    "-prefix-timestamp": "warn",
-    "--prefix-output-with-timestamp": "warn",
+    "-prefix-timestamp": ("arg", "prefix_output_with_timestamp", True),
+    "--prefix-output-with-timestamp": ("arg", "prefix_output_with_timestamp", True),
     "--log-hide-timestamp": "warn",
     "--no-log-hide-timestamp": ("arg", "log_with_timestamp", True),
     "-H": ("arg", "hosts", "localhost:2"),
@@ -375,3 +376,25 @@ def test_fusion_threshold_mb_reaches_the_rank():
     assert rank_env["RINGCC_FUSION_THRESHOLD"] == "33554432"
     assert "ringrun: RINGCC_FUSION_THRESHOLD=33554432 for every rank" in result.stderr
     assert "rank 0 on " in result.stderr
+
+
+def test_prefix_output_with_timestamp_puts_the_time_before_each_line():
+    env = dict(os.environ)
+    if any((ADAPTERS_DIR / "ringcc").glob("_core*.so")):
+        env["PYTHONPATH"] = os.pathsep.join([str(ADAPTERS_DIR), *filter(None, env.get("PYTHONPATH", "").split(":"))])
+    result = subprocess.run(
+        [sys.executable, "-m", "ringcc.launcher", "-np", "2", "-prefix-timestamp", "--"]
+        + [sys.executable, "-c", "import os; print('line of', os.environ['RINGCC_RANK'])"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    stamp = r"[A-Z][a-z]{2} [A-Z][a-z]{2} \d\d \d\d:\d\d:\d\d \d{4}"
+    lines = sorted(result.stdout.splitlines(), key=lambda line: line[-1])
+    assert len(lines) == 2 and all(
+        re.fullmatch(stamp + rf"\[{r}\]<stdout>: line of {r}", line) for r, line in enumerate(lines)
+    ), lines
+    assert "no effect" not in result.stderr

@@ -550,7 +550,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ringrun: {error}", file=sys.stderr)
         return EXIT_USAGE
     runner = JobRunner(
-        prefix_output=not args.no_prefix, grace_period=args.grace_period, output_dir=args.output_filename
+        prefix_output=not args.no_prefix,
+        grace_period=args.grace_period,
+        output_dir=args.output_filename,
+        timestamps=bool(getattr(args, "prefix_output_with_timestamp", False)),
     )
     try:
         return runner.run(launches, args.timeout)

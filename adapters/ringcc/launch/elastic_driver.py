@@ -58,6 +58,7 @@ from ringcc.launch.processes import (
     recording_signals,
     signal_process_group,
     stop_processes,
+    timestamped,
 )
 from ringcc.launch.rpc_server import RequestServer, Wait
 from ringcc.launch.variables import (
@@ -589,6 +590,8 @@ class ElasticDriver:
         try:
             for pipe, stream in ((process.stdout, "stdout"), (process.stderr, "stderr")):
                 prefix = f"[{worker_id}]<{stream}>: ".encode() if not self.args.no_prefix else b""
+                if getattr(self.args, "prefix_output_with_timestamp", False):
+                    prefix = timestamped(prefix)
                 reader = threading.Thread(
                     target=forward_output,
                     args=(pipe, prefix, stream, self.console),

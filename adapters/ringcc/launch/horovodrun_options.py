@@ -107,7 +107,12 @@ def add_horovodrun_arguments(parser: argparse.ArgumentParser) -> None:
     _switch(group, "--log-with-timestamp", "--log-without-timestamp", "log_with_timestamp", hidden)
     add("--log-hide-timestamp", dest="log_with_timestamp", action="store_const", const=False, help=hidden)
     add("--no-log-hide-timestamp", dest="log_with_timestamp", action="store_const", const=True, help=hidden)
-    add("-prefix-timestamp", "--prefix-output-with-timestamp", action="store_true", help=hidden)
+    add(
+        "-prefix-timestamp",
+        "--prefix-output-with-timestamp",
+        action="store_true",
+        help="put the local time before each line's [RANK]<stream>: prefix (horovodrun's option)",
+    )
 
 
 NO_AUTOTUNER = "ringcc has no autotuner; set --fusion-threshold-mb and --cycle-time-ms yourself"
@@ -158,11 +163,6 @@ NO_EFFECT: dict[str, tuple[str, Any, str]] = {
         "--log-without-timestamp",
         False,
         "ringcc's log lines always carry their UTC time (RINGCC_LOG_LEVEL sets what is logged)",
-    ),
-    "prefix_output_with_timestamp": (
-        "--prefix-output-with-timestamp",
-        True,
-        "ringrun prefixes each line with [RANK]<stream>: only; pipe ringrun's output through ts (moreutils) for times",
     ),
 }
 

@@ -162,9 +162,15 @@ class TracebackHolder:
         self._text.clear()
 
 
+def timestamped(prefix: bytes) -> Callable[[], bytes]:
+    """The prefix after the local time, as horovodrun's --prefix-output-with-timestamp
+    writes it ("Sun Nov 29 04:50:01 2026[0]<stdout>: ")."""
+    return lambda: time.strftime("%a %b %d %H:%M:%S %Y").encode() + prefix
+
+
 def forward_output(
     pipe,
-    prefix: bytes,
+    prefix: bytes | Callable[[], bytes],
     stream_name: str,
     console: Console,
     on_line: Callable[[bytes], None] | None = None,
@@ -174,7 +180,8 @@ def forward_output(
     show: Callable[[bytes], bool] | None = None,
 ) -> None:
     """Copies a rank's lines to the console (with the prefix) and, unchanged, to `copy` (a file) if
-    given; `on_line` sees each line first. With the prefix, torch's own prefix naming `rank` is
+    given; `on_line` sees each line first. `prefix` may be a function (a time in each line's
+    prefix: timestamped). With the prefix, torch's own prefix naming `rank` is
     dropped from the console's lines; `holder` keeps a traceback's lines together; a line
     `show` says False of goes to `copy` only."""
     with pipe, copy if copy is not None else contextlib.nullcontext():
@@ -193,7 +200,7 @@ def forward_output(
                 if prefix and not line.endswith(b"\n"):
                     line += b"\n"
                 text = line if rank is None else without_torch_prefix(line, rank)
-                shown = prefix + text if prefix else line  # --no-prefix: unchanged
+                shown = (prefix() if callable(prefix) else prefix) + text if prefix else line  # --no-prefix: as is
                 if holder is not None and holder.offer(text, shown):
                     continue
                 console.write_line(stream_name, shown)
@@ -356,8 +363,11 @@ def stop_processes(
 class JobRunner:
     """Starts the ranks, forwards their output, and stops them all when one fails."""
 
-    def __init__(self, prefix_output: bool, grace_period: float, output_dir: str | None = None) -> None:
+    def __init__(
+        self, prefix_output: bool, grace_period: float, output_dir: str | None = None, timestamps: bool = False
+    ) -> None:
         self._prefix_output = prefix_output
+        self._timestamps = timestamps  # --prefix-output-with-timestamp: the local time before each prefix
         self._grace_period = grace_period
         self._output_dir = output_dir  # --output-filename: one file per rank and stream there too
         self._console = Console()
@@ -432,6 +442,8 @@ class JobRunner:
                     self._console.message(f"--output-filename: {error}; rank {rank}'s output goes to the console only")
             for (pipe, stream_name), copy in zip(((process.stdout, "stdout"), (process.stderr, "stderr")), copies):
                 prefix = f"[{rank}]<{stream_name}>: ".encode() if self._prefix_output else b""
+                if self._timestamps:
+                    prefix = timestamped(prefix)
                 on_line = (lambda line, r=rank: self._note_line(r, line)) if stream_name == "stderr" else None
                 holder = None
                 if stream_name == "stderr":
