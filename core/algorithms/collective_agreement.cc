@@ -9,13 +9,15 @@
 // set back from it at the end: floor(log2 n) + 2 steps for them, log2 n
 // when n is a power of two (a ring would take n - 1).
 //
-// A small allreduce rides along: each frame carries the sender's partial
-// reduction of the ranks it has heard from, so when the agreement is done
-// the reduction is too, in the same round trips (one for two ranks). Every
-// frame says how long it is, so ranks that disagree (on the collective, on
-// the size, on whether to ride along at all) stay in step on the stream
-// and reach the agreement's verdict; the ridden result is used only when
-// every rank rode along with the same length, which every rank learns
+// A small collective rides along, done when the agreement is, in the same
+// round trips (one for two ranks): an allreduce's frames carry the
+// sender's partial reduction of the ranks it has heard from; an
+// allgather's the blocks of those ranks, in the order of their headers; a
+// broadcast's the root's data once the sender has heard from the root.
+// Every frame says how long it is, so ranks that disagree (on the
+// collective, on the size, on whether to ride along at all) stay in step
+// on the stream and reach the agreement's verdict; the ridden result is
+// used only when every rank rode along alike, which every rank learns
 // alike (an AND carried with the frames), and is written to the caller's
 // buffer only once the headers agree.
 #include <algorithm>
@@ -47,8 +49,16 @@ struct EntryPrefix {
 
 struct Known {
   std::vector<uint8_t> entries;  // EntryPrefix + OpHeader (+ counts), one per rank heard from
-  std::vector<uint8_t> rider;    // the partial reduction
+  std::vector<uint8_t> rider;    // the partial reduction, the blocks, or the root's data
   bool rider_ok = false;
+};
+
+// What rides along with the agreement.
+enum class Rider {
+  kNone,
+  kReduction,  // allreduce: the partial reduction
+  kBlocks,     // allgather: the blocks of the ranks heard from, in the entries' order
+  kRootData,   // broadcast: the root's data, once heard from
 };
 
 size_t entry_bytes(int32_t counts) {
@@ -120,17 +130,85 @@ class Exchange {
   std::unique_ptr<Request> pending_send_;
 };
 
-// Adds what `from` knows to `into`: its entries, and its rider reduced
-// into ours where both rode along alike.
-void merge(Known& into, const Known& from, const CollectiveArgs& a) {
+// Adds what `from` knows to `into`: its entries, and its rider where both
+// rode along alike (a reduction reduced into ours, blocks appended after
+// ours as the entries are, the root's data taken).
+void merge(Known& into, const Known& from, const CollectiveArgs& a, Rider kind) {
   into.entries.insert(into.entries.end(), from.entries.begin(), from.entries.end());
-  const bool alike = into.rider_ok && from.rider_ok && into.rider.size() == from.rider.size();
-  if (alike && !into.rider.empty()) {
-    reduce_inplace(into.rider.data(), from.rider.data(), a.count, a.dtype, a.op);
-  } else {
+  bool alike = kind != Rider::kNone && into.rider_ok && from.rider_ok;
+  if (kind == Rider::kReduction) alike = alike && into.rider.size() == from.rider.size();
+  if (!alike) {
     into.rider.clear();  // not used: no need to send it on
+  } else if (kind == Rider::kReduction) {
+    if (!into.rider.empty()) reduce_inplace(into.rider.data(), from.rider.data(), a.count, a.dtype, a.op);
+  } else if (kind == Rider::kBlocks) {
+    into.rider.insert(into.rider.end(), from.rider.begin(), from.rider.end());
+  } else if (into.rider.empty()) {
+    into.rider = from.rider;
   }
   into.rider_ok = alike;
+}
+
+// Which rider this rank offers: only collectives small enough, a job of
+// more than one rank, data that moves here (not a device collective's).
+Rider rider_of(const PeerSet& ps, const CollectiveArgs& a, int64_t max_rider_bytes) {
+  const int64_t n = ps.size();
+  if (a.agree_only || n < 2) return Rider::kNone;
+  const int64_t limit = std::min<int64_t>(inline_allreduce_bytes(), max_rider_bytes) /
+                        static_cast<int64_t>(dtype_size(a.dtype));  // elements
+  switch (a.kind) {
+    case CollectiveKind::kAllreduce:
+      return a.count > 0 && a.count <= limit ? Rider::kReduction : Rider::kNone;
+    case CollectiveKind::kAllgather:  // judged by this rank's block, as if every rank's were as long
+      return a.count >= 0 && a.count <= limit / n ? Rider::kBlocks : Rider::kNone;
+    case CollectiveKind::kBroadcast:
+      return a.count > 0 && a.count <= limit && std::find(ps.ranks.begin(), ps.ranks.end(), a.root) != ps.ranks.end()
+                 ? Rider::kRootData
+                 : Rider::kNone;
+    default:
+      return Rider::kNone;
+  }
+}
+
+// This rank's rider at the start.
+std::vector<uint8_t> first_rider(const PeerSet& ps, const CollectiveArgs& a, Rider kind) {
+  const size_t bytes = static_cast<size_t>(a.count) * dtype_size(a.dtype);
+  std::vector<uint8_t> rider;
+  if (kind == Rider::kReduction) {
+    rider.resize(bytes);
+    if (a.prescale != 1.0) {
+      scale_copy(rider.data(), a.in, a.count, a.dtype, a.prescale);
+    } else {
+      std::memcpy(rider.data(), a.in, bytes);
+    }
+  } else if (kind == Rider::kBlocks || (kind == Rider::kRootData && ps.ranks[static_cast<size_t>(ps.me)] == a.root)) {
+    rider.resize(bytes);
+    if (bytes > 0) std::memcpy(rider.data(), a.in, bytes);
+  }
+  return rider;
+}
+
+// The allgather's result from the ridden blocks: each entry's block (its
+// header's count) at that rank's place in the output.
+void place_blocks(const Known& known, const std::vector<int>& order, const std::vector<OpHeader>& headers,
+                  CollectiveArgs& a) {
+  const size_t es = dtype_size(a.dtype);
+  std::vector<int64_t> displ(headers.size() + 1, 0);
+  for (size_t r = 0; r < headers.size(); ++r) displ[r + 1] = displ[r] + headers[r].count;
+  if (static_cast<size_t>(displ.back()) * es != known.rider.size()) {
+    raise(ErrorKind::kInternal, "allgather: ", known.rider.size(), " bytes rode along for ", displ.back(),
+          " elements");
+  }
+  a.result_count = displ.back();
+  auto* out = static_cast<uint8_t*>(a.out_count >= 0 ? a.out : a.allocate(a.result_count));
+  a.out = out;
+  size_t off = 0;
+  for (int i : order) {
+    const size_t bytes = static_cast<size_t>(headers[static_cast<size_t>(i)].count) * es;
+    uint8_t* block = out + static_cast<size_t>(displ[static_cast<size_t>(i)]) * es;
+    if (bytes > 0) std::memcpy(block, known.rider.data() + off, bytes);
+    off += bytes;
+  }
 }
 
 // The whole set with a partner's (the rider replaced, not reduced: the
@@ -148,9 +226,7 @@ bool agree_on_collective(const PeerSet& ps, CollectiveArgs& a, Deadline deadline
   const int n = ps.size();
   const size_t nn = static_cast<size_t>(n);
   const bool alltoall = a.kind == CollectiveKind::kAlltoall;
-  const int64_t es = static_cast<int64_t>(dtype_size(a.dtype));
-  const bool ride = a.kind == CollectiveKind::kAllreduce && !a.agree_only && n > 1 && a.count > 0 &&
-                    a.count <= std::min<int64_t>(inline_allreduce_bytes(), Exchange::kMaxRiderBytes) / es;
+  const Rider ride = rider_of(ps, a, Exchange::kMaxRiderBytes);
 
   Known known;
   {
@@ -165,15 +241,8 @@ bool agree_on_collective(const PeerSet& ps, CollectiveArgs& a, Deadline deadline
       }
       std::memcpy(known.entries.data() + sizeof(e) + sizeof(h), a.send_counts.data(), 8 * nn);
     }
-    known.rider_ok = ride;
-    if (ride) {
-      known.rider.resize(static_cast<size_t>(a.count * es));
-      if (a.prescale != 1.0) {
-        scale_copy(known.rider.data(), a.in, a.count, a.dtype, a.prescale);
-      } else {
-        std::memcpy(known.rider.data(), a.in, known.rider.size());
-      }
-    }
+    known.rider_ok = ride != Rider::kNone;
+    known.rider = first_rider(ps, a, ride);
   }
 
   if (n > 1) {
@@ -184,11 +253,11 @@ bool agree_on_collective(const PeerSet& ps, CollectiveArgs& a, Deadline deadline
       x.send(ps.me - p, known);
       adopt(known, x.receive(ps.me - p));
     } else {
-      if (ps.me + p < n) merge(known, x.receive(ps.me + p), a);
+      if (ps.me + p < n) merge(known, x.receive(ps.me + p), a, ride);
       for (int bit = 1; bit < p; bit *= 2) {
         const int partner = ps.me ^ bit;
         x.send(partner, known);
-        merge(known, x.receive(partner), a);
+        merge(known, x.receive(partner), a, ride);
       }
       if (ps.me + p < n) x.send(ps.me + p, known);
       x.finish_send();
@@ -200,6 +269,7 @@ bool agree_on_collective(const PeerSet& ps, CollectiveArgs& a, Deadline deadline
   std::vector<int64_t> counts;
   if (alltoall) counts.assign(nn * nn, 0);
   std::vector<bool> seen(nn, false);
+  std::vector<int> order;  // the entries' ranks, in the order their blocks rode along
   for (size_t off = 0; off < known.entries.size();) {
     EntryPrefix e;
     if (known.entries.size() - off < sizeof(e)) raise(ErrorKind::kInternal, "corrupt collective headers");
@@ -210,6 +280,7 @@ bool agree_on_collective(const PeerSet& ps, CollectiveArgs& a, Deadline deadline
     }
     const size_t i = static_cast<size_t>(e.index);
     seen[i] = true;
+    order.push_back(e.index);
     std::memcpy(&headers[i], known.entries.data() + off + sizeof(e), sizeof(OpHeader));
     if (alltoall && e.counts == n) {
       std::memcpy(&counts[i * nn], known.entries.data() + off + sizeof(e) + sizeof(OpHeader), 8 * nn);
@@ -226,9 +297,17 @@ bool agree_on_collective(const PeerSet& ps, CollectiveArgs& a, Deadline deadline
   }
   if (a.agree_only && alltoall) a.alltoall_counts = std::move(counts);
 
-  if (!ride || !known.rider_ok) return false;
+  if (ride == Rider::kNone || !known.rider_ok) return false;
+  if (ride == Rider::kBlocks) {
+    place_blocks(known, order, headers, a);
+    return true;
+  }
+  if (known.rider.size() != static_cast<size_t>(a.count) * dtype_size(a.dtype)) {
+    raise(ErrorKind::kInternal, collective_name(a.kind), ": ", known.rider.size(), " bytes rode along for ", a.count,
+          " elements");
+  }
   std::memcpy(a.out, known.rider.data(), known.rider.size());
-  if (a.postscale != 1.0) scale_inplace(a.out, a.count, a.dtype, a.postscale);
+  if (ride == Rider::kReduction && a.postscale != 1.0) scale_inplace(a.out, a.count, a.dtype, a.postscale);
   a.result_count = a.count;
   return true;
 }

@@ -40,9 +40,10 @@ void run_over_transport(const PeerSet& ps, CollectiveArgs& a, RingScratch& scrat
 
 // Every rank learns every rank's header and checks them (raising the same
 // error on every rank on disagreement), in O(log n) steps; it doubles as a
-// barrier and fills a.recv_counts. An allreduce of at most
-// inline_allreduce_bytes() rides along and is complete when this returns
-// true; false: the data is still to move.
+// barrier and fills a.recv_counts. An allreduce or a broadcast of at most
+// inline_allreduce_bytes(), or an allgather whose blocks together are at
+// most that, rides along and is complete when this returns true; false:
+// the data is still to move.
 bool agree_on_collective(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);
 // RINGCC_INLINE_BYTES (default 64 KiB; 0: never), read once.
 int64_t inline_allreduce_bytes();
