@@ -118,10 +118,16 @@ def test_hierarchical_rings_share_the_host_link():
         ("allreduce", cc.Layout(2, 2), (64 << 10) + 4, "hierarchical"),
         ("allreduce", cc.Layout(4, 1), 1 << 20, "ring"),
         ("allreduce", cc.Layout(2, 2, "tcp"), 1 << 20, "ring"),
-        ("allgather", cc.Layout(2, 2), 8, "hierarchical"),
-        ("allgather", cc.Layout(4, 1), 8, "ring"),
-        ("broadcast", cc.Layout(2, 2), 8, "hierarchical chain"),
-        ("broadcast", cc.Layout(4, 1), 8, "chain"),
+        ("allgather", cc.Layout(2, 2), 8, "riding"),
+        ("allgather", cc.Layout(4, 1), 64 << 10, "riding"),
+        ("allgather", cc.Layout(2, 2), (64 << 10) + 16, "hierarchical"),
+        ("allgather", cc.Layout(4, 1), 1 << 20, "ring"),
+        ("allgather", cc.Layout(1, 4), 8, "ring"),  # one host: shared memory
+        ("broadcast", cc.Layout(2, 2), 8, "riding"),
+        ("broadcast", cc.Layout(4, 1), 64 << 10, "riding"),
+        ("broadcast", cc.Layout(2, 2), 1 << 20, "hierarchical chain"),
+        ("broadcast", cc.Layout(4, 1), 1 << 20, "chain"),
+        ("broadcast", cc.Layout(1, 4), 8, "chain"),
     ],
 )
 def test_ringcc_pick(op, layout, nbytes, pick):

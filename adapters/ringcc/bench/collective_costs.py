@@ -139,9 +139,9 @@ def agreement(layout: Layout, rider_bytes: float = 0.0, entry_payload: float = 0
     """Recursive doubling over the largest power of two p <= n; the ranks
     above p hand their entry to rank - p first and get the whole set back at
     the end. A rider (a small allreduce) travels in every frame and is
-    reduced at every merge. entry_payload: bytes each entry would carry
-    beside its header (an allgather riding along, which ringcc does not do);
-    reduces=False: the rider is carried, not reduced (a broadcast riding along)."""
+    reduced at every merge. entry_payload: bytes each entry carries beside
+    its header (an allgather's block riding along); reduces=False: the rider
+    is carried, not reduced (a broadcast riding along)."""
     n = layout.ranks
     if n < 2:
         return []
@@ -337,17 +337,18 @@ def allreduce_hierarchical_pipelined(layout: Layout, nbytes: float) -> Cost:
 
 
 def allgather_riding(layout: Layout, nbytes: float) -> Cost:
-    """Not in ringcc: each rank's block (nbytes/n) in its agreement entry, so
-    the agreement that every collective runs anyway gathers the data too."""
+    """ringcc's allgather up to INLINE_BYTES in all over TCP: each rank's
+    block (nbytes/n) travels with its agreement entry, so the agreement that
+    every collective runs anyway gathers the data too."""
     if layout.shm_only():
         return allgather_ring(layout, nbytes)
     return call() + agreement(layout, entry_payload=nbytes / layout.ranks)
 
 
 def broadcast_riding(layout: Layout, nbytes: float) -> Cost:
-    """Not in ringcc: the root's data in its agreement entry (counted in
-    every frame: the frames that do not hold the root's entry yet are no
-    longer than the ones that do)."""
+    """ringcc's broadcast up to INLINE_BYTES over TCP: the root's data rides
+    the agreement (counted in every frame: the frames that do not hold it
+    yet are no longer than the ones that do)."""
     if layout.shm_only():
         return broadcast_chain(layout, nbytes)
     return call() + agreement(layout, rider_bytes=nbytes, reduces=False)
@@ -389,13 +390,13 @@ ALGORITHMS = {
     "allgather": [
         ("ring", allgather_ring, True),
         ("hierarchical", allgather_hierarchical, True),
-        ("riding", allgather_riding, False),
+        ("riding", allgather_riding, True),
     ],
     "broadcast": [
         ("chain", broadcast_chain, True),
         ("binomial tree", broadcast_tree, False),
         ("hierarchical chain", broadcast_hierarchical, True),
-        ("riding", broadcast_riding, False),
+        ("riding", broadcast_riding, True),
     ],
 }
 
@@ -406,6 +407,8 @@ def ringcc_pick(op: str, layout: Layout, nbytes: float) -> str:
         if nbytes <= INLINE_BYTES or layout.shm_only():
             return "recursive doubling (riding)"
         return "hierarchical" if layout.hierarchical() else "ring"
+    if nbytes <= INLINE_BYTES and not layout.shm_only():  # allgather: nbytes is the whole output
+        return "riding"
     if op == "allgather":
         return "hierarchical" if layout.hierarchical() else "ring"
     return "hierarchical chain" if layout.hierarchical() else "chain"
