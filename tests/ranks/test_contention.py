@@ -46,7 +46,7 @@ def _run_job(tmp_path, num_ranks, env=None, launcher_options=(), cpus=None):
         command = [
             sys.executable,
             "-c",
-            "import os, sys; os.sched_setaffinity(0, %r); os.execv(sys.argv[1], sys.argv[1:])" % (set(cpus),),
+            f"import os, sys; os.sched_setaffinity(0, {set(cpus)!r}); os.execv(sys.argv[1], sys.argv[1:])",
             *command,
         ]
     done = run_command(command, rank_environment(env), TIMEOUT_S)

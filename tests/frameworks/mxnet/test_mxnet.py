@@ -39,7 +39,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List
 
 import numpy as np
 import pytest
