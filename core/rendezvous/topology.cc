@@ -184,6 +184,14 @@ void confirm_places(const std::vector<RankPlace>& places, int rank, const std::s
     }
     if (p.host == me.host && me.pid_namespace != 0 && p.pid_namespace == me.pid_namespace &&
         !process_of_this_user(p.pid)) {
+      // No process at all with that pid: most likely that rank died after it
+      // wrote its place (the job stops either way; only the words differ).
+      if (p.pid > 0 && p.pid <= INT32_MAX && !process_alive(static_cast<int>(p.pid))) {
+        raise(ErrorKind::kPeerFailure, said(static_cast<int>(r), p),
+              ", in this rank's pid namespace, but no process has that pid here now: rank ", r,
+              " exited or was killed during the rendezvous (or a process that is not one of this job's ranks wrote "
+              "to the rendezvous store)");
+      }
       raise(ErrorKind::kInvalidArgument, said(static_cast<int>(r), p),
             ", in this rank's pid namespace, but no process of this user has that pid here: a process that is not "
             "one of this job's ranks wrote to the rendezvous store");
