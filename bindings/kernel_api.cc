@@ -88,7 +88,7 @@ void kernel_enqueue(const RingccKernelCall* call, RingccKernelDone done, void* d
     // the caller counts as blocked on the engine until the op completes.
     std::shared_ptr<ringcc::EngineWaiter> waiter;
     ringcc_py::with_engine([&](ringcc::Engine& engine) {
-      work = engine.enqueue(name, std::move(args), call->shape, static_cast<size_t>(call->ndim));
+      work = engine.enqueue(name, std::move(args), call->shape, static_cast<size_t>(call->ndim), call->layout);
       if (call->nudge) engine.nudge(work);
       waiter = std::make_shared<ringcc::EngineWaiter>(engine.waiter());
     });

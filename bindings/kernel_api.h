@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-#define RINGCC_KERNEL_API_VERSION 1
+#define RINGCC_KERNEL_API_VERSION 2
 
 /* One named collective of host memory. Values of kind, dtype and op are
  * those of ringcc::CollectiveKind, DataType and ReduceOp. */
@@ -41,6 +41,9 @@ typedef struct RingccKernelCall {
   /* Start the engine's next cycle now rather than at the cycle time (a
    * caller that waits for this collective alone). */
   int32_t nudge;
+  /* Non-zero: `in` packs many tensors, and this digests their shapes; ranks
+   * whose digests differ fail with MismatchError. */
+  int64_t layout;
 } RingccKernelCall;
 
 /* Called once per enqueued call, when it completed: error_kind -1 on

@@ -13,11 +13,11 @@ namespace ringcc {
 
 namespace {
 
-// True when `meta` describes the collective `a` of this shape.
-bool describes(const TensorMeta& meta, const CollectiveArgs& a, const int64_t* shape, size_t ndim) {
+// True when `meta` describes the collective `a` of this shape and layout.
+bool describes(const TensorMeta& meta, const CollectiveArgs& a, const int64_t* shape, size_t ndim, int64_t layout) {
   return meta.kind == a.kind && meta.dtype == a.dtype && meta.op == a.op && meta.root == a.root &&
          meta.prescale == a.prescale && meta.postscale == a.postscale && meta.memory == a.memory &&
-         meta.shape.size() == ndim && std::equal(shape, shape + ndim, meta.shape.begin());
+         meta.layout == layout && meta.shape.size() == ndim && std::equal(shape, shape + ndim, meta.shape.begin());
 }
 
 }  // namespace
@@ -71,7 +71,8 @@ Engine::~Engine() {
   }
 }
 
-std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& args, const int64_t* shape, size_t ndim) {
+std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& args, const int64_t* shape, size_t ndim,
+                                     int64_t layout) {
   // Described and looked up here, on the caller's thread, so that the
   // engine's cycle only splices the entry in. Entries of tensors that ran
   // come back for reuse with what they hold (the name's and the shape's
@@ -103,7 +104,7 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
   const CollectiveArgs& a = args;
   auto holds = [&](int b) {  // bit b is this name with this description
     return b >= 0 && static_cast<size_t>(b) < cache_.size() && cache_.name(static_cast<size_t>(b)) == name &&
-           describes(*cache_.meta(static_cast<size_t>(b)), a, shape, ndim);
+           describes(*cache_.meta(static_cast<size_t>(b)), a, shape, ndim, layout);
   };
   int bit = -1;
   if (last_enqueued_bit_ >= 0 && holds(next_bit_hint_[static_cast<size_t>(last_enqueued_bit_)])) {
@@ -147,6 +148,7 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
     entry->meta.postscale = a.postscale;
     entry->meta.shape.assign(shape, shape + ndim);
     entry->meta.memory = a.memory;
+    entry->meta.layout = layout;
   }
   // An allreduce's result is known in size now; its buffers for a fused batch.
   if (a.kind == CollectiveKind::kAllreduce) args.result_count = args.count;

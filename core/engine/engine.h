@@ -90,7 +90,9 @@ class Engine {
   // could not start the collective args.failed_kind under this name
   // (args.local_error says why); once every rank has submitted the name,
   // it fails on every rank with MismatchError naming this rank and why.
-  std::shared_ptr<Work> enqueue(std::string_view name, CollectiveArgs&& args, const int64_t* shape, size_t ndim);
+  // `layout`: see TensorMeta::layout.
+  std::shared_ptr<Work> enqueue(std::string_view name, CollectiveArgs&& args, const int64_t* shape, size_t ndim,
+                                int64_t layout = 0);
   // Queues this rank's join: it completes when every rank has joined; its
   // result_count is the last rank to join (the highest of those that
   // joined in the same cycle), the same on every rank. Until then this

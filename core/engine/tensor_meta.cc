@@ -21,7 +21,7 @@ int64_t TensorMeta::row_elems() const {
 
 bool TensorMeta::operator==(const TensorMeta& o) const {
   return kind == o.kind && dtype == o.dtype && op == o.op && root == o.root && prescale == o.prescale &&
-         postscale == o.postscale && shape == o.shape && memory == o.memory;
+         postscale == o.postscale && shape == o.shape && memory == o.memory && layout == o.layout;
 }
 
 void TensorMeta::serialize(std::string* out) const {
@@ -32,6 +32,7 @@ void TensorMeta::serialize(std::string* out) const {
   put_f64(out, prescale);
   put_f64(out, postscale);
   put_u8(out, static_cast<uint8_t>(memory));
+  put_i64(out, layout);
   put_u8(out, static_cast<uint8_t>(shape.size()));
   for (int64_t d : shape) put_i64(out, d);
 }
@@ -45,6 +46,7 @@ TensorMeta TensorMeta::parse(const std::string& in, size_t* pos) {
   m.prescale = get_f64(in, pos);
   m.postscale = get_f64(in, pos);
   m.memory = static_cast<MemoryKind>(get_u8(in, pos));
+  m.layout = get_i64(in, pos);
   const uint8_t ndim = get_u8(in, pos);
   // Every size computed from a shape (elements, elements per row, bytes)
   // must fit in 64 bits; a first dimension of 0 must not hide the rest.
@@ -63,7 +65,7 @@ TensorMeta TensorMeta::parse(const std::string& in, size_t* pos) {
 bool compatible(const TensorMeta& a, const TensorMeta& b) {
   if (a.kind == CollectiveKind::kLocalError || a.kind != b.kind || a.dtype != b.dtype || a.op != b.op ||
       a.root != b.root || a.prescale != b.prescale || a.postscale != b.postscale || a.shape.size() != b.shape.size() ||
-      a.memory != b.memory) {
+      a.memory != b.memory || a.layout != b.layout) {
     return false;
   }
   const bool ragged = a.kind == CollectiveKind::kAllgather || a.kind == CollectiveKind::kAlltoall;
@@ -109,6 +111,11 @@ std::string describe_disagreement(const std::string& name, const std::vector<Ten
     }
   } else if (differs(shape)) {
     return head + "the shape (" + listing(shape) + ")";
+  }
+  auto layout = [](const TensorMeta& m) { return m.layout; };
+  if (differs(layout)) {
+    return head + "the shapes of the tensors packed into it, though not on their number of elements (digests " +
+           listing(layout) + ")";
   }
   if (k == CollectiveKind::kAllreduce || k == CollectiveKind::kReduceScatter) {
     auto op = [](const TensorMeta& m) { return std::string(reduce_op_name(m.op)); };

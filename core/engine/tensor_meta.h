@@ -22,6 +22,11 @@ struct TensorMeta {
   double postscale = 1.0;
   std::vector<int64_t> shape;
   MemoryKind memory = MemoryKind::kHost;
+  // A framework that packs many tensors into this one (TensorFlow's grouped
+  // allreduce) hides their shapes from the shape above: this digest of them
+  // stands in, so ranks that packed different tensors disagree here. 0: not
+  // a pack.
+  int64_t layout = 0;
 
   int64_t elements() const;
   int64_t row_elems() const;  // elements per row of the first dimension

@@ -174,6 +174,8 @@ struct Kernel {
   int32_t root = 0;
   double prescale = 1.0, postscale = 1.0;
   bool nudge = false;
+  int64_t layout = 0;        // see RingccKernelCall::layout
+  std::string layout_text;  // a pack's shapes as this rank sees them, for its MismatchError
   std::string base;  // the engine's name of input 0 (grouped: base + "." + i)
   std::vector<std::string> names;
 };
@@ -209,6 +211,9 @@ void* create_kernel(TF_OpKernelConstruction* ctx, int32_t kind) {
   k->root = static_cast<int32_t>(get_int("root_rank", 0));
   k->prescale = get_float("prescale_factor");
   k->postscale = get_float("postscale_factor");
+  k->layout = get_int("layout", 0);
+  k->layout_text = read_string_attr(ctx, "layout_text", status);
+  g_tf.TF_SetStatus(status, TF_OK, "");
   TfBool nudge = 0;
   g_tf.TF_OpKernelConstruction_GetAttrBool(ctx, "nudge", &nudge, status);
   k->nudge = g_tf.TF_GetCode(status) == TF_OK && nudge != 0;
@@ -249,12 +254,15 @@ struct Run {
   std::vector<Slot> slots;
   std::vector<int64_t> send_counts;
   int kind = kAllreduce;
+  const std::string* layout_text = nullptr;  // the kernel's, which outlives its runs
 
   void fail(int32_t kind_, const std::string& message) {
     std::lock_guard<std::mutex> lock(mu);
     if (error_kind < 0) {
       error_kind = kind_;
       error = message;
+      // The engine compares a pack's layout as a digest: say what this rank packed.
+      if (kind_ == kMismatch && layout_text && !layout_text->empty()) error += " (this rank: " + *layout_text + ")";
     }
   }
   void finish() {
@@ -328,6 +336,7 @@ void compute(void* kernel_ptr, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCall
   auto* run = new Run;
   run->ctx = ctx;
   run->kind = k.kind;
+  run->layout_text = &k.layout_text;
   // See the top of the file: `done` dies when this function returns.
   run->done = std::move(*reinterpret_cast<std::function<void()>*>(done_ptr));
   const RingccKernelApi* core = g_core.load();
@@ -394,6 +403,7 @@ void compute(void* kernel_ptr, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCall
     call.ndim = ndim;
     // The last collective of the op starts the engine's cycle when asked.
     call.nudge = k.nudge && i == tensors - 1;
+    call.layout = k.layout;
     const size_t bytes = static_cast<size_t>(count) * type_size(dtype);
     void* in_data = g_tf.TF_TensorData(in);
     if (k.kind == kAllreduce || k.kind == kBroadcast) {
@@ -561,6 +571,8 @@ __attribute__((constructor)) void register_everything() {
   reduce.push_back("reduce_op: int = 0");
   reduce.push_back("prescale_factor: float = 1.0");
   reduce.push_back("postscale_factor: float = 1.0");
+  reduce.push_back("layout: int = 0");
+  reduce.push_back("layout_text: string = ''");
   std::vector<const char*> bcast = common;
   bcast.push_back("root_rank: int = 0");
   const std::vector<const char*> one = {kTypes, "tensor_name: string = ''", "nudge: bool = false"};

@@ -176,6 +176,24 @@ void test_negotiation_disagreement_and_failure() {
   EXPECT(!f.agree("bad", *f.table().at("bad"), &why));
   EXPECT(why.find("root out of range") != std::string::npos);
   EXPECT(why.find("rank 0") != std::string::npos);
+  // A pack: the same flat shape, different layouts of the tensors in it.
+  Negotiation p(2);
+  p.resize_bits(8);
+  TensorMeta packed_a = *meta_of({12});
+  TensorMeta packed_b = packed_a;
+  packed_a.layout = 7;
+  packed_b.layout = 9;
+  p.apply({message(0, none, {{"pack", packed_a}}), message(0, none, {{"pack", packed_b}})}, cache, 0, &news);
+  why.clear();
+  EXPECT(!p.agree("pack", *p.table().at("pack"), &why));
+  EXPECT(why.find("the shapes of the tensors packed into it") != std::string::npos);
+  EXPECT(why.find("rank 0: 7, rank 1: 9") != std::string::npos);
+  // The layout travels in the message (the parse reads back what was written).
+  Negotiation q(2);
+  q.resize_bits(8);
+  q.apply({message(0, none, {{"pack", packed_b}}), message(0, none, {{"pack", packed_b}})}, cache, 0, &news);
+  why.clear();
+  EXPECT(q.agree("pack", *q.table().at("pack"), &why) && why.empty());
 }
 
 void test_negotiation_cache_bits() {

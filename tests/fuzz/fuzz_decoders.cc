@@ -387,6 +387,7 @@ TensorMeta some_meta(Rng& rng) {
   m.root = static_cast<int32_t>(rng.below(3));
   m.prescale = rng.chance(80) ? 1.0 : 0.5;
   m.postscale = 1.0;
+  m.layout = rng.chance(20) ? static_cast<int64_t>(1 + rng.below(1 << 30)) : 0;
   const size_t ndim = rng.below(4);
   for (size_t i = 0; i < ndim; ++i) m.shape.push_back(static_cast<int64_t>(1 + rng.below(64)));
   return m;

@@ -23,7 +23,8 @@ of --iters calls:
   allreduce; the same function with `tf.identity_n` in place of the
   allreduce is TensorFlow's own cost, and the communication is the
   difference. Against it, one allreduce of all of them concatenated,
-  likewise less its function's own cost.
+  likewise less its function's own cost. The four functions take turns
+  in each repeat; the ratio row is the median of the repeats' ratios.
 * model.fit of a small dense model on synthetic data: steps per second
   with ringcc.keras.DistributedOptimizer against the same model's train
   step run by the strategy (batch 32 per rank in both; Keras 3's model.fit
@@ -67,6 +68,15 @@ def free_port() -> int:
 
 def log(*args):
     print(f"[rank {ringcc.rank()}]", *args, file=sys.stderr, flush=True)
+
+
+def timed_once(fn, iters: int) -> float:
+    """Seconds per call of fn() over `iters` calls, the slowest rank's."""
+    ringcc.barrier()
+    start = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    return float(ringcc.allreduce(np.array([(time.perf_counter() - start) / iters]), ringcc.Max)[0])
 
 
 def timed(fn, iters: int, repeats: int) -> float:
@@ -234,16 +244,32 @@ def time_tape(job):
     def concat_floor():
         return tf.identity(concat * 1.0)
 
-    tape = timed(lambda: tape_step().numpy(), 20, args.repeats)
-    floor = timed(lambda: tape_floor().numpy(), 20, args.repeats)
-    one = timed(lambda: concat_step().numpy(), 20, args.repeats)
-    one_floor = timed(lambda: concat_floor().numpy(), 20, args.repeats)
-    record("tape step: 1,000 variables of 4 KiB", tape)
-    record("the same step, no communication", floor)
-    record("tape step's communication (difference)", tape - floor)
-    record("one allreduce of them concatenated (4 MB)", one)
-    record("the same function, no communication", one_floor)
-    record("concatenated allreduce's communication (difference)", one - one_floor)
+    # The four functions take turns within each repeat, and each repeat's
+    # ratio pairs figures measured seconds apart: this machine's speed
+    # drifts by more than the difference being measured.
+    functions = {"tape": tape_step, "floor": tape_floor, "one": concat_step, "one_floor": concat_floor}
+    times = {key: [] for key in functions}
+    for fn in functions.values():
+        fn().numpy()  # warm up: tracing, names cached, first touch
+    for _ in range(args.repeats):
+        for key, fn in functions.items():
+            times[key].append(timed_once(lambda: fn().numpy(), 20))
+    ratios = [
+        (tape - floor) / (one - one_floor)
+        for tape, floor, one, one_floor in zip(times["tape"], times["floor"], times["one"], times["one_floor"])
+        if one > one_floor
+    ]
+    median = {key: statistics.median(values) for key, values in times.items()}
+    record("tape step: 1,000 variables of 4 KiB", median["tape"])
+    record("the same step, no communication", median["floor"])
+    record("tape step's communication (difference)", median["tape"] - median["floor"])
+    record("one allreduce of them concatenated (4 MB)", median["one"])
+    record("the same function, no communication", median["one_floor"])
+    record("concatenated allreduce's communication (difference)", median["one"] - median["one_floor"])
+    if ratios:
+        ratio = statistics.median(ratios)
+        job.rows.append({"case": "tape / concatenated communication (ratio)", "seconds": None, "ratio": ratio})
+        log(f"tape / concatenated communication, per repeat: {[round(r, 2) for r in ratios]}")
 
 
 def time_fit(job):
@@ -350,16 +376,19 @@ def time_fit(job):
 def print_rows(rows, csv_path):
     print(f"{'case':<48} {'time (us)':>12} {'busbw (GB/s)':>13}")
     for row in rows:
-        bw = f"{row['busbw_GBps']:.3f}" if row["busbw_GBps"] else ""
+        bw = f"{row['busbw_GBps']:.3f}" if row.get("busbw_GBps") else ""
         if row["case"].endswith("(steps/s)"):
             print(f"{row['case']:<48} {1.0 / row['seconds']:>12.1f} {'':>13}")
+        elif row["case"].endswith("(ratio)"):
+            print(f"{row['case']:<48} {row['ratio']:>12.2f} {'':>13}")
         else:
             print(f"{row['case']:<48} {row['seconds'] * 1e6:>12.1f} {bw:>13}")
     if csv_path:
         with open(csv_path, "w") as f:
-            f.write("case,seconds,busbw_GBps\n")
+            f.write("case,seconds,busbw_GBps,ratio\n")
             for row in rows:
-                f.write(f"{row['case']},{row['seconds']},{row['busbw_GBps'] or ''}\n")
+                seconds = "" if row["seconds"] is None else row["seconds"]
+                f.write(f"{row['case']},{seconds},{row.get('busbw_GBps') or ''},{row.get('ratio', '')}\n")
 
 
 def main(argv=None) -> int:

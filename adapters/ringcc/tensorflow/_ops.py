@@ -251,13 +251,17 @@ def _packs(tensors) -> list[list[int]]:
     return packs
 
 
-def _layout_digest(tensors) -> float:
-    """A number for the shapes and dtype of `tensors`, below 2**20."""
-    text = ";".join(f"{t.dtype.name}{t.shape.as_list()}" for t in tensors)
-    return float(zlib.crc32(text.encode()) & 0xFFFFF)
+def _layout(tensors) -> tuple[int, str]:
+    """A non-zero 63-bit digest of the shapes and dtype of `tensors`, and
+    the start of their description for an error."""
+    shapes = [t.shape.as_list() for t in tensors]
+    text = ";".join(f"{t.dtype.name}{shape}" for t, shape in zip(tensors, shapes)).encode()
+    digest = ((zlib.crc32(text) << 31) | (zlib.adler32(text) & 0x7FFFFFFF)) or 1
+    more = " ..." if len(tensors) > 8 else ""
+    return digest, f"{len(tensors)} tensors of {tensors[0].dtype.name} packed, shapes {shapes[:8]}{more}"
 
 
-def _packed(run_pack, run_check, tensors, name):
+def _packed(run_pack, tensors):
     """Many tensors of one dtype as a few flat ones: each pack's tensors
     concatenated, reduced as one, and split back into their shapes.
     TensorFlow's own concat and split move a tensor for well under a
@@ -265,30 +269,17 @@ def _packed(run_pack, run_check, tensors, name):
     costs several (its input, its output, its enqueue), which for a
     gradient tape of a thousand variables was most of the step's
     communication. The engine fuses by copying into its buffer anyway:
-    the pack is that copy, done by TensorFlow.
+    the pack is that copy, done by TensorFlow (and the split along the
+    first dimension makes no copy).
 
     A pack hides its tensors' shapes from the engine, which would name
-    ranks that disagree on them. So the ranks also sum (d, d*d, 1), d a
-    digest of the shapes and dtype (run_check, a second small collective
-    the engine runs in the same cycle): the sums are (n d, n d*d, n) on
-    every rank exactly when every rank has the same d (their variance is
-    0), and the results wait for that check, which fails on every rank
-    otherwise."""
+    ranks that disagree on them: run_pack(flats, layout) hands the engine a
+    digest of the shapes and dtype with each pack, which the ranks compare
+    as they compare shapes (MismatchError on every rank when they differ,
+    with this rank's shapes)."""
     packs = _packs(tensors)
     flats = [tf.concat([_flat(tensors[i]) for i in pack], 0) for pack in packs]
-    digest = _layout_digest(tensors)
-    # The third element counts the ranks (the job may have changed size
-    # since this function was traced).
-    sums = run_check(tf.constant([digest, digest * digest, 1.0], tf.float64))
-    agreed = tf.reduce_all(tf.equal(sums[:2], sums[2] * tf.constant([digest, digest * digest], tf.float64)))
-    message = (
-        f"ringcc.MismatchError: the ranks disagree on the shapes or dtypes of the {len(tensors)} tensors of"
-        f" grouped allreduce '{name or 'unnamed'}' (this rank: {tensors[0].dtype.name}"
-        f" {[t.shape.as_list() for t in tensors][:8]}{' ...' if len(tensors) > 8 else ''})"
-    )
-    check = tf.debugging.Assert(agreed, [tf.constant(message)], summarize=1)
-    with tf.control_dependencies([check]):
-        reduced = [tf.identity(r) for r in run_pack(flats)]
+    reduced = run_pack(flats, _layout(tensors))
     # Every op counts (a few microseconds each in TensorFlow's executor):
     # no reshape where the tensor is flat already, static sizes and shapes.
     out = [None] * len(tensors)
@@ -310,13 +301,15 @@ def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0,
     op = _op_value(op)
     wired = [_to_wire(t, True) for t in tensors]
 
-    def run_op(group, group_name):
+    def run_op(group, group_name, layout=(0, "")):
         return _run(
             _lib.ringcc_allreduce,
             tensors=group,
             reduce_op=op,
             prescale_factor=float(prescale_factor),
             postscale_factor=float(postscale_factor),
+            layout=layout[0],
+            layout_text=layout[1],
             tensor_name=engine_name("allreduce", group_name),
             nudge=_nudge() if nudge is None else nudge,
         )
@@ -324,21 +317,7 @@ def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0,
     def run(group, group_name):
         if not _packable(group):
             return run_op(group, group_name)
-        check_name = f"{group_name}.layout" if group_name else None
-        return _packed(
-            lambda flats: run_op(flats, group_name),
-            lambda digest: _run(
-                _lib.ringcc_allreduce,
-                tensors=[digest],
-                reduce_op=Sum,
-                prescale_factor=1.0,
-                postscale_factor=1.0,
-                tensor_name=engine_name("allreduce", check_name),
-                nudge=_nudge(),
-            )[0],
-            group,
-            group_name,
-        )
+        return _packed(lambda flats, layout: run_op(flats, group_name, layout), group)
 
     out = _by_dtype([w for w, _ in wired], run, name)
     return [_from_wire(o, d) for o, (_, d) in zip(out, wired)]

@@ -412,9 +412,9 @@ def _(ctx):
     fused = after["fused_collectives"] - before["fused_collectives"]
     cycles = after["cycles"] - before["cycles"]
     ctx.note(f"one step: {tensors} tensors, {fused} fused collectives, {cycles} cycles")
-    # Packed by the op (grouped_allreduce_op): 200 KiB is one pack, and the
-    # check of its layout one more tensor.
-    expect(tensors == 2, f"the step's 200 gradients reached the engine as {tensors} tensors, not one pack")
+    # Packed by the op (grouped_allreduce_op): 200 KiB is one pack, its
+    # layout checked by the engine's negotiation (no second tensor).
+    expect(tensors == 1, f"the step's 200 gradients reached the engine as {tensors} tensors, not one pack")
     expect(fused <= 1, f"200 gradients of 1 KiB ran as {fused} fused collectives")
 
 
@@ -510,13 +510,19 @@ def _(ctx):
 def _(ctx):
     # Eight tensors of as many elements on every rank, the first [2, 3] on
     # even ranks and [3, 2] on odd ones: packed, the engine sees the same
-    # flat sizes, and the layout check fails every rank instead of a silent
-    # mix of rows.
+    # flat sizes, and the engine's comparison of the packs' layouts fails
+    # every rank instead of a silent mix of rows.
     tensors = [tf.ones([2, 3] if ctx.rank % 2 == 0 else [3, 2])] + [tf.ones([4])] * 7
     fn = tf.function(lambda ts: hvd.grouped_allreduce(ts, op=hvd.Sum, name="bad.packed"))
     expect_error(
         tf.errors.InvalidArgumentError,
-        ["ringcc.MismatchError", "disagree on the shapes", "bad.packed", "[2, 3]" if ctx.rank % 2 == 0 else "[3, 2]"],
+        [
+            "ringcc.MismatchError",
+            "disagree on the shapes of the tensors packed into it",
+            "bad.packed",
+            "this rank: 8 tensors of float32 packed",
+            "[2, 3]" if ctx.rank % 2 == 0 else "[3, 2]",
+        ],
         lambda: fn(tensors),
         "packed grouped allreduce",
     )
