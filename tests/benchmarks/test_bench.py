@@ -499,3 +499,26 @@ def test_device_cuda_without_a_gpu_is_one_line(monkeypatch):
     assert str(stopped.value) == (
         "ringcc.bench.allreduce: --device cuda: torch sees no CUDA device; run without --device on this machine"
     )
+
+
+def test_tensorflow_bench_table_and_csv_carry_the_tape_ratio(tmp_path, capsys):
+    # The TensorFlow bench's rows: times, a bus bandwidth, a rate and the
+    # tape's ratio, each printed and written in its own column.
+    from ringcc.bench.tensorflow_allreduce import print_rows
+
+    rows = [
+        {"case": "ringcc 8 per call", "seconds": 2e-4, "busbw_GBps": 4e-5},
+        {"case": "tape step's communication (difference)", "seconds": 9e-3, "busbw_GBps": None},
+        {"case": "tape / concatenated communication (ratio)", "seconds": None, "ratio": 1.625},
+        {"case": "model.fit ringcc.keras (steps/s)", "seconds": 1 / 250.0, "busbw_GBps": None},
+    ]
+    path = tmp_path / "tf.csv"
+    print_rows(rows, str(path))
+    table = capsys.readouterr().out
+    assert re.search(r"tape / concatenated communication \(ratio\)\s+1\.62\s*$", table, re.M), table
+    assert re.search(r"model\.fit ringcc\.keras \(steps/s\)\s+250\.0\s*$", table, re.M), table
+    assert re.search(r"ringcc 8 per call\s+200\.0\s+0\.000\s*$", table, re.M), table
+    lines = path.read_text().splitlines()
+    assert lines[0] == "case,seconds,busbw_GBps,ratio"
+    assert lines[3] == "tape / concatenated communication (ratio),,,1.625"
+    assert lines[2] == "tape step's communication (difference),0.009,,"
