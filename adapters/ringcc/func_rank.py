@@ -1,12 +1,15 @@
 """One rank of ringcc.run (ringcc/func_run.py): `python -m ringcc.func_rank DIR`
 loads the pickled (function, args, kwargs) from DIR, calls it, and leaves
 what came of it in DIR/rank.N.result, a file only this user can read (DIR
-is the driver's private directory): ("ok", value), or ("error", record)
+is the driver's private directory); when RINGCC_RUN_DRIVER is set (some
+ranks run on other hosts) the call and the result travel over the network
+instead (ringcc/func_channel.py). The outcome: ("ok", value), or ("error", record)
 with the exception's type, message, traceback, when it happened and, when
 it pickles, the exception itself. An exception is raised again once
 recorded, so that ringcc aborts the job and the other ranks fail at once,
-naming this one. Only the standard library here (and cloudpickle when
-installed): the function imports what it needs."""
+naming this one. Only the standard library here (cloudpickle when
+installed, and the channel, itself of the standard library): the function
+imports what it needs."""
 
 from __future__ import annotations
 
@@ -15,6 +18,8 @@ import pickle
 import sys
 import time
 import traceback
+
+from ringcc.func_channel import DRIVER_VARIABLE, fetch_function, send_outcome
 
 FUNCTION_FILE = "function.pkl"
 
@@ -65,14 +70,30 @@ def failure_record(error: BaseException, stage: str) -> dict:
 
 
 def write_result(job_dir: str, rank: int, outcome: tuple) -> None:
-    """Writes `outcome` whole (a temporary name, then renamed), readable by this user only."""
+    """Hands `outcome` to the driver: over the network when ringcc.run
+    serves the ranks that way (ringcc/func_channel.py), else written whole
+    to DIR (a temporary name, then renamed), readable by this user only."""
     data = pickle.dumps(outcome) if outcome[0] == "error" else dumps(outcome)
+    driver = os.environ.get(DRIVER_VARIABLE)
+    if driver:
+        send_outcome(driver, os.environ.get("RINGCC_SECRET", ""), rank, data)
+        return
     path = result_path(job_dir, rank)
     partial = f"{path}.{os.getpid()}.partial"
     descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "wb") as file:
         file.write(data)
     os.replace(partial, path)
+
+
+def load_call(job_dir: str):
+    """The pickled (function, args, kwargs): from the driver over the
+    network, or from DIR."""
+    driver = os.environ.get(DRIVER_VARIABLE)
+    if driver:
+        return pickle.loads(fetch_function(driver, os.environ.get("RINGCC_SECRET", "")))
+    with open(os.path.join(job_dir, FUNCTION_FILE), "rb") as file:
+        return pickle.load(file)
 
 
 def main(argv: list[str]) -> int:
@@ -82,8 +103,7 @@ def main(argv: list[str]) -> int:
     job_dir = argv[1]
     rank = this_rank()
     try:
-        with open(os.path.join(job_dir, FUNCTION_FILE), "rb") as file:
-            function, args, kwargs = pickle.load(file)
+        function, args, kwargs = load_call(job_dir)
     except Exception as error:  # noqa: BLE001 - reported to the driver, which raises it
         write_result(job_dir, rank, ("error", failure_record(error, "loading the function")))
         raise

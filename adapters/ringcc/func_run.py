@@ -4,10 +4,13 @@ N ranks started as ringrun starts them (ringcc.launch's plan and runner,
 or mpirun with use_mpi=True) and returns their results in rank order.
 
 The function goes to the ranks, and their results come back, through files
-in a directory only this user can read (mkdtemp), removed afterwards: in
-the system's temporary directory when every rank runs on this machine,
-else in the current directory, which ranks on other hosts must share (they
-run in it, as ringrun's do). Each rank runs ringcc.func_rank. A rank that
+in a directory only this user can read (mkdtemp in the system's temporary
+directory), removed afterwards, when every rank runs on this machine.
+When some run on other hosts, the driver serves the function and takes
+the results over TCP, authenticated with the job secret
+(ringcc/func_channel.py), so that the hosts share no directory; under
+mpirun (use_mpi=True) with other hosts, the directory is made in the
+current one, which those hosts must share. Each rank runs ringcc.func_rank. A rank that
 fails, dies or never starts fails the call with a RunError naming it;
 the wait for the ranks is bounded as ringrun's is: a rank that ends with an
 error stops the others, and `timeout` bounds the whole job.
@@ -101,8 +104,10 @@ def _job_args(num_ranks, hosts, hostfile, start_timeout, ssh_port, ssh_identity_
     return args
 
 
-def _launch(args, job_dir, executable, use_mpi, timeout):
-    """Starts the ranks and waits for them; returns (exit status, {rank: (returncode, ended)})."""
+def _launch(args, job_dir, executable, use_mpi, timeout, server=None):
+    """Starts the ranks and waits for them; returns (exit status, {rank:
+    (returncode, ended)}). `server`: the FunctionServer the ranks reach,
+    started here with the job's secret."""
     from ringcc.launch.mpirun import run_mpi
     from ringcc.launch.plan import plan_job
     from ringcc.launch.processes import JobRunner, prepare_output_files
@@ -112,11 +117,22 @@ def _launch(args, job_dir, executable, use_mpi, timeout):
     if use_mpi:
         return run_mpi(args, command), {}
     launches = plan_job(args, command, os.environ)
+    if server is not None:
+        server.start(_job_secret(launches[0]), lambda line: print(f"ringcc.run: {line}", file=sys.stderr))
     if args.output_filename is not None:
         prepare_output_files(args.output_filename, len(launches))
     runner = JobRunner(prefix_output=True, grace_period=args.grace_period, output_dir=args.output_filename)
     status = runner.run(launches, timeout)
     return status, runner.ended_ranks()
+
+
+def _job_secret(launch) -> str:
+    """The secret ringrun gives the job's ranks (an agent's rank reads it from its standard input)."""
+    from ringcc.launch.variables import SECRET_VARIABLE
+
+    if launch.through_agent:
+        return launch.stdin.decode().strip()
+    return launch.env[SECRET_VARIABLE]
 
 
 def _all_local(args) -> bool:
@@ -128,10 +144,13 @@ def _all_local(args) -> bool:
     return not any(launch.through_agent for launch in plan_job(args, ["true"], os.environ))
 
 
-def _read_outcome(job_dir, rank):
+def _read_outcome(job_dir, rank, server=None):
     from ringcc.func_rank import result_path
 
     try:
+        if server is not None:
+            data = server.outcome(rank)
+            return None if data is None else pickle.loads(data)
         with open(result_path(job_dir, rank), "rb") as file:
             return pickle.load(file)
     except FileNotFoundError:
@@ -281,19 +300,31 @@ def run(
         local = use_mpi and hosts is None and hostfile is None or not use_mpi and _all_local(job)
     except LaunchError as error:
         raise ValueError(f"ringcc.run: {error}") from None
-    job_dir = tempfile.mkdtemp(prefix="ringcc-run-" if local else ".ringcc-run-", dir=None if local else os.getcwd())
+    shared_dir = use_mpi and not local
+    job_dir = tempfile.mkdtemp(
+        prefix=".ringcc-run-" if shared_dir else "ringcc-run-", dir=os.getcwd() if shared_dir else None
+    )
+    server = None
     try:
         descriptor = os.open(os.path.join(job_dir, "function.pkl"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "wb") as file:
             file.write(payload)
+        if not local and not use_mpi:
+            from ringcc.func_channel import DRIVER_VARIABLE, FunctionServer, driver_address
+
+            server = FunctionServer(payload, num_ranks)
+            job.export = [*job.export, f"{DRIVER_VARIABLE}={driver_address(job.master_addr)}:{server.port}"]
         if verbose:
-            print(f"ringcc.run: starting {num_ranks} rank(s) of {func!r} (files in {job_dir})", file=sys.stderr)
+            where = f"served on port {server.port}" if server else f"files in {job_dir}"
+            print(f"ringcc.run: starting {num_ranks} rank(s) of {func!r} ({where})", file=sys.stderr)
         try:
-            status, ended = _launch(job, job_dir, executable or sys.executable, bool(use_mpi), timeout)
+            status, ended = _launch(job, job_dir, executable or sys.executable, bool(use_mpi), timeout, server)
         except LaunchError as error:
             raise ValueError(f"ringcc.run: {error}") from None
-        outcomes = {rank: _read_outcome(job_dir, rank) for rank in range(num_ranks)}
+        outcomes = {rank: _read_outcome(job_dir, rank, server) for rank in range(num_ranks)}
     finally:
+        if server is not None:
+            server.close()
         shutil.rmtree(job_dir, ignore_errors=True)
     error = _failure(outcomes, ended, status, timeout)
     if error is not None:

@@ -113,3 +113,81 @@ def test_use_mpi_starts_the_ranks_through_mpirun():
     assert results == [(0, 2, "m", 1, 1), (1, 2, "m", 1, 1)]
     with pytest.raises(ringcc.RunError, match=r"rank 0 failed running the function: ValueError: rank 0 refuses"):
         ringcc.run(cases.fail_on, args=(0,), np=2, use_mpi=True, timeout=JOB_TIMEOUT_S)
+
+
+def fake_ssh_elsewhere(bin_dir: Path, elsewhere: Path) -> None:
+    """An `ssh` that runs the rank's shell line on this machine, but in
+    `elsewhere` (its `cd` to the driver's directory turned into a no-op),
+    with the job directory it is given (the line's last word) replaced by
+    one that does not exist and nothing of the driver's environment but
+    PATH: a host that shares no directory with the driver."""
+    bin_dir.mkdir()
+    ssh = bin_dir / "ssh"
+    ssh.write_text(
+        f"#!{sys.executable}\n"
+        "import os, sys\n"
+        f"line = sys.argv[-1].replace('; cd ', '; cd {elsewhere} && : ', 1)\n"
+        "line = line.rpartition(' ')[0] + ' /nonexistent/ringcc-run-dir'\n"
+        "os.execve('/bin/sh', ['sh', '-c', line], {'PATH': os.environ['PATH']})\n"
+    )
+    ssh.chmod(0o755)
+
+
+def test_ranks_on_other_hosts_need_no_shared_directory(tmp_path, monkeypatch):
+    # Two "hosts" through ssh, each rank in a directory of its own: the
+    # function (3 MB of arguments, several parts) reaches them and their
+    # results (1 MB, many parts) come back over the driver's channel; a
+    # rank's exception still comes back whole.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    fake_ssh_elsewhere(tmp_path / "bin", elsewhere)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    hosts = "node-a:1,node-b:1"
+    assert ringcc.run(os.getcwd, hosts=hosts, np=2, timeout=JOB_TIMEOUT_S) == [str(elsewhere)] * 2
+    assert ringcc.run(len, args=(b"x" * 3_000_000,), hosts=hosts, np=2, timeout=JOB_TIMEOUT_S) == [3_000_000] * 2
+    results = ringcc.run(bytes, args=(1_000_000,), hosts=hosts, np=2, timeout=JOB_TIMEOUT_S)
+    assert [len(r) for r in results] == [1_000_000] * 2 and not any(results[0])
+    with pytest.raises(ringcc.RunError, match=r"failed running the function: ValueError: invalid literal") as caught:
+        ringcc.run(int, args=("nope",), hosts=hosts, np=2, timeout=JOB_TIMEOUT_S)
+    assert isinstance(caught.value.__cause__, ValueError)
+    # Nothing was left in the driver's directory, nor where the ranks ran.
+    assert list(work.iterdir()) == [] and list(elsewhere.iterdir()) == []
+
+
+def test_the_function_channel_refuses_strangers_and_bad_parts():
+    from ringcc.elastic import protocol
+    from ringcc.func_channel import FunctionServer, fetch_function, send_outcome
+
+    secret = "a" * 64
+    server = FunctionServer(b"payload" * 100_000, num_ranks=2)
+    lines = []
+    server.start(secret, lines.append)
+    try:
+        address = f"127.0.0.1:{server.port}"
+        assert fetch_function(address, secret) == b"payload" * 100_000
+        # A stranger without the secret gets nothing, and can send nothing.
+        with pytest.raises((protocol.ProtocolError, OSError)):
+            fetch_function(address, "b" * 64)
+        with pytest.raises((protocol.ProtocolError, OSError)):
+            send_outcome(address, "b" * 64, 0, b"forged")
+        assert server.outcome(0) is None
+        # With the secret: a rank out of range, a part out of order, twice.
+        with pytest.raises(RuntimeError, match="no rank 2 in a job of 2"):
+            send_outcome(address, secret, 2, b"x")
+        reply = protocol.request(
+            "127.0.0.1",
+            server.port,
+            secret.encode(),
+            {"op": "result", "rank": 1, "offset": 5, "data": "", "last": True},
+            10,
+        )
+        assert "expected at 0" in reply["error"]
+        send_outcome(address, secret, 1, b"r" * 100_000)
+        assert server.outcome(1) == b"r" * 100_000
+        with pytest.raises(RuntimeError, match="rank 1 sent its result already"):
+            send_outcome(address, secret, 1, b"again")
+    finally:
+        server.close()
