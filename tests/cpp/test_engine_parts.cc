@@ -142,26 +142,29 @@ void test_negotiation_table_and_readiness() {
   EXPECT(n.table().at("x")->first_seen == 1.0);
 }
 
-void test_negotiation_disagreement_and_failure() {
+// Whether two ranks that announce `name` as `a` and `b` agree; why not in *why.
+bool two_ranks_agree(const std::string& name, const TensorMeta& a, const TensorMeta& b, std::string* why) {
   ResponseCache cache(8);
   Negotiation n(2);
   n.resize_bits(8);
   const std::string none = bits_with(8, {});
   CycleNews news;
-  n.apply({message(0, none, {{"t", *meta_of({4})}}), message(0, none, {{"t", *meta_of({4}, DataType::kInt32)}})}, cache,
-          0, &news);
+  n.apply({message(0, none, {{name, a}}), message(0, none, {{name, b}})}, cache, 0, &news);
+  why->clear();
+  return n.agree(name, *n.table().at(name), why);
+}
+
+void test_negotiation_disagreement_and_failure() {
+  ResponseCache cache(8);
+  const std::string none = bits_with(8, {});
+  CycleNews news;
   std::string why;
-  EXPECT(!n.agree("t", *n.table().at("t"), &why));
+  EXPECT(!two_ranks_agree("t", *meta_of({4}), *meta_of({4}, DataType::kInt32), &why));
   EXPECT(why.find("'t'") != std::string::npos || why.find("t") != std::string::npos);
   EXPECT(!why.empty());
   // Allgather may differ in the first dimension only.
-  Negotiation g(2);
-  g.resize_bits(8);
-  g.apply({message(0, none, {{"g", *meta_of({3, 2}, DataType::kFloat32, CollectiveKind::kAllgather)}}),
-           message(0, none, {{"g", *meta_of({5, 2}, DataType::kFloat32, CollectiveKind::kAllgather)}})},
-          cache, 0, &news);
-  why.clear();
-  EXPECT(g.agree("g", *g.table().at("g"), &why));
+  EXPECT(two_ranks_agree("g", *meta_of({3, 2}, DataType::kFloat32, CollectiveKind::kAllgather),
+                         *meta_of({5, 2}, DataType::kFloat32, CollectiveKind::kAllgather), &why));
   // A rank whose call failed: every rank gets its reason.
   Negotiation f(2);
   f.resize_bits(8);
@@ -176,24 +179,16 @@ void test_negotiation_disagreement_and_failure() {
   EXPECT(!f.agree("bad", *f.table().at("bad"), &why));
   EXPECT(why.find("root out of range") != std::string::npos);
   EXPECT(why.find("rank 0") != std::string::npos);
-  // A pack: the same flat shape, different layouts of the tensors in it.
-  Negotiation p(2);
-  p.resize_bits(8);
+  // A pack: the same flat shape, different layouts of the tensors in it
+  // (the digests come back from the parsed messages).
   TensorMeta packed_a = *meta_of({12});
   TensorMeta packed_b = packed_a;
   packed_a.layout = 7;
   packed_b.layout = 9;
-  p.apply({message(0, none, {{"pack", packed_a}}), message(0, none, {{"pack", packed_b}})}, cache, 0, &news);
-  why.clear();
-  EXPECT(!p.agree("pack", *p.table().at("pack"), &why));
+  EXPECT(!two_ranks_agree("pack", packed_a, packed_b, &why));
   EXPECT(why.find("the shapes of the tensors packed into it") != std::string::npos);
   EXPECT(why.find("rank 0: 7, rank 1: 9") != std::string::npos);
-  // The layout travels in the message (the parse reads back what was written).
-  Negotiation q(2);
-  q.resize_bits(8);
-  q.apply({message(0, none, {{"pack", packed_b}}), message(0, none, {{"pack", packed_b}})}, cache, 0, &news);
-  why.clear();
-  EXPECT(q.agree("pack", *q.table().at("pack"), &why) && why.empty());
+  EXPECT(two_ranks_agree("pack", packed_b, packed_b, &why) && why.empty());
 }
 
 void test_negotiation_cache_bits() {

@@ -80,17 +80,10 @@ def timed_once(fn, iters: int) -> float:
 
 
 def timed(fn, iters: int, repeats: int) -> float:
-    """Median seconds per call of fn() over `repeats` runs of `iters` calls."""
+    """Median over `repeats` runs of `iters` calls of the slowest rank's
+    seconds per call of fn() (the same on every rank)."""
     fn()  # warm up: tracing, names cached, first touch
-    times = []
-    for _ in range(repeats):
-        ringcc.barrier()
-        start = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        times.append((time.perf_counter() - start) / iters)
-    # Every rank reports the slowest rank's time.
-    return float(ringcc.allreduce(np.array([statistics.median(times)]), ringcc.Max)[0])
+    return statistics.median(timed_once(fn, iters) for _ in range(repeats))
 
 
 class Job:
