@@ -97,7 +97,7 @@ void Communicator::join_job(const RendezvousInfo& info, Deadline deadline) {
 
 // Who is where (ranks are grouped by host name), and the settings every rank
 // must share, compared before any link is made.
-std::vector<std::string> Communicator::exchange_hosts(Deadline deadline, const std::string& launcher_single_host) {
+std::vector<RankPlace> Communicator::exchange_hosts(Deadline deadline, const std::string& launcher_single_host) {
   Store& store = *store_;
   const std::string mine = RankPlace::mine().text() + "\n" + shared_settings_text();
   store.set("ringcc/host/" + std::to_string(rank_), mine);
@@ -121,9 +121,7 @@ std::vector<std::string> Communicator::exchange_hosts(Deadline deadline, const s
   check_shared_settings(settings, deadline);
   confirm_places(places, rank_, launcher_single_host);
   note_machine_sharing(places, rank_);  // for the wait policy
-  std::vector<std::string> hosts;
-  for (const RankPlace& p : places) hosts.push_back(p.host);
-  return hosts;
+  return places;
 }
 
 void Communicator::connect_links(const RendezvousInfo& info, Meeting& meeting, Deadline deadline) {

@@ -126,10 +126,10 @@ class Communicator {
 
  private:
   void join_job(const RendezvousInfo& info, Deadline deadline);
-  // Every rank's host name, after the ranks compared the settings they
+  // Where every rank runs, after the ranks compared the settings they
   // must share (check_shared_settings) and this rank checked what it can
   // of where the others say they run (confirm_places).
-  std::vector<std::string> exchange_hosts(Deadline deadline, const std::string& launcher_single_host);
+  std::vector<RankPlace> exchange_hosts(Deadline deadline, const std::string& launcher_single_host);
   // Raises on every rank (MismatchError naming the variable, the values and
   // the ranks) when settings[r], rank r's shared_settings_text(), differ.
   void check_shared_settings(const std::vector<std::string>& settings, Deadline deadline);

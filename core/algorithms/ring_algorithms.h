@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/base/deadline.h"
@@ -56,8 +57,22 @@ constexpr int64_t kPipelineDepth = 4;
 constexpr int64_t kMinChunkBytes = 16 << 10;
 int64_t pipeline_chunk_elems(int64_t longest, size_t element_bytes);
 
+// Where a ring allreduce finds its segments when the caller places them
+// (the segment finished by ring position j is `length[j]` elements at
+// element `offset[j]` of a.out), and when it may touch them: ready(j)
+// before segment j is first sent or reduced into (in the order me, me - 1,
+// ..., me + 1), done(j) once the ring neither reads nor writes it again (in
+// the order me + 1, me, ..., me + 2). Either may raise to stop the ring.
+// With placed segments the ring leaves a.in, prescale and postscale to the
+// caller: it reduces a.out in place.
+struct RingSegments {
+  std::vector<int64_t> offset, length;
+  std::function<void(int)> ready, done;
+};
+
 // The pieces, each in its own file; they expect the agreement done.
-void ring_allreduce(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline);
+void ring_allreduce(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline,
+                    const RingSegments* placed = nullptr);
 void ring_reduce_scatter(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline);
 void ring_allgather(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);
 void chain_broadcast(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);

@@ -68,19 +68,35 @@ void recv_reduce(Transport* t, int from, uint8_t* dst, int64_t len, const Collec
 
 }  // namespace
 
-void ring_allreduce(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline) {
+void ring_allreduce(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline,
+                    const RingSegments* placed) {
   const int n = ps.size();
   const size_t es = dtype_size(a.dtype);
   auto* buf = static_cast<uint8_t*>(a.out);
-  if (a.prescale != 1.0) {
-    scale_copy(buf, a.in, a.count, a.dtype, a.prescale);
-  } else if (a.in != a.out && a.count > 0) {
-    std::memcpy(buf, a.in, static_cast<size_t>(a.count) * es);
+  if (placed == nullptr) {
+    if (a.prescale != 1.0) {
+      scale_copy(buf, a.in, a.count, a.dtype, a.prescale);
+    } else if (a.in != a.out && a.count > 0) {
+      std::memcpy(buf, a.in, static_cast<size_t>(a.count) * es);
+    }
   }
   a.result_count = a.count;
   if (n > 1 && a.count > 0) {
-    auto seg_lo = [&](int j) { return a.count * j / n; };
-    const int64_t chunk_elems = pipeline_chunk_elems((a.count + n - 1) / n, es);
+    auto lo = [&](int j) { return placed ? placed->offset[static_cast<size_t>(j)] : a.count * j / n; };
+    auto len = [&](int j) {
+      return placed ? placed->length[static_cast<size_t>(j)] : a.count * (j + 1) / n - a.count * j / n;
+    };
+    auto at = [&](int j) { return buf + static_cast<size_t>(lo(j)) * es; };
+    auto bytes = [&](int j) { return static_cast<size_t>(len(j)) * es; };
+    auto ready = [&](int j) {
+      if (placed && placed->ready) placed->ready(j);
+    };
+    auto done = [&](int j) {
+      if (placed && placed->done) placed->done(j);
+    };
+    int64_t longest = 0;
+    for (int j = 0; j < n; ++j) longest = std::max(longest, len(j));
+    const int64_t chunk_elems = pipeline_chunk_elems(longest, es);
     uint8_t* staging = scratch.get(scratch.chunks, 2 * static_cast<size_t>(chunk_elems) * es);
     Transport* right = ps.links[static_cast<size_t>(ps.right())];
     Transport* left = ps.links[static_cast<size_t>(ps.left())];
@@ -92,32 +108,33 @@ void ring_allreduce(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, 
     forward.rank = right_rank;
     for (int s = 0; s < n - 1; ++s) {  // reduce-scatter
       const int sseg = (ps.me - s + n) % n, rseg = (ps.me - s - 1 + n) % n;
-      auto sreq = right->isend(right_rank, buf + static_cast<size_t>(seg_lo(sseg)) * es,
-                               static_cast<size_t>(seg_lo(sseg + 1) - seg_lo(sseg)) * es);
-      recv_reduce(left, left_rank, buf + static_cast<size_t>(seg_lo(rseg)) * es, seg_lo(rseg + 1) - seg_lo(rseg), a,
-                  staging, chunk_elems, sreq.get(), deadline, s == n - 2 ? &forward : nullptr);
+      if (s == 0) ready(sseg);  // later steps send what the step before reduced
+      ready(rseg);
+      auto sreq = right->isend(right_rank, at(sseg), bytes(sseg));
+      recv_reduce(left, left_rank, at(rseg), len(rseg), a, staging, chunk_elems, sreq.get(), deadline,
+                  s == n - 2 ? &forward : nullptr);
       wait_all({sreq.get()}, deadline, "allreduce");
     }
     {  // allgather, first step: its segment went out chunk by chunk above
       const int rseg = ps.me;
-      auto rreq = left->irecv(left_rank, buf + static_cast<size_t>(seg_lo(rseg)) * es,
-                              static_cast<size_t>(seg_lo(rseg + 1) - seg_lo(rseg)) * es);
+      auto rreq = left->irecv(left_rank, at(rseg), bytes(rseg));
       std::vector<Request*> all{rreq.get()};
       for (size_t i = forward.first_pending; i < forward.sends.size(); ++i) {
         all.push_back(forward.sends[i].get());
       }
       wait_all(all, deadline, "allreduce");
+      done((ps.me + 1) % n);
     }
     for (int s = 1; s < n - 1; ++s) {  // allgather, the other steps
       const int sseg = (ps.me + 1 - s + n) % n, rseg = (ps.me - s + n) % n;
-      auto sreq = right->isend(right_rank, buf + static_cast<size_t>(seg_lo(sseg)) * es,
-                               static_cast<size_t>(seg_lo(sseg + 1) - seg_lo(sseg)) * es);
-      auto rreq = left->irecv(left_rank, buf + static_cast<size_t>(seg_lo(rseg)) * es,
-                              static_cast<size_t>(seg_lo(rseg + 1) - seg_lo(rseg)) * es);
+      auto sreq = right->isend(right_rank, at(sseg), bytes(sseg));
+      auto rreq = left->irecv(left_rank, at(rseg), bytes(rseg));
       wait_all({sreq.get(), rreq.get()}, deadline, "allreduce");
+      done(sseg);  // received the step before, forwarded now
     }
+    done((ps.me + 2) % n);  // the last one received
   }
-  if (a.postscale != 1.0) scale_inplace(buf, a.count, a.dtype, a.postscale);
+  if (placed == nullptr && a.postscale != 1.0) scale_inplace(buf, a.count, a.dtype, a.postscale);
 }
 
 }  // namespace ringcc

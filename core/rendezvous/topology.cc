@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
@@ -148,6 +149,31 @@ MachineSharing machine_sharing(const std::vector<RankPlace>& places, int rank) {
   sharing.ranks = ranks;
   sharing.cpus = cpus;
   return sharing;
+}
+
+Topology topology_of(const std::vector<RankPlace>& places, int rank) {
+  std::vector<std::string> hosts;
+  std::map<std::string, std::pair<int, std::vector<uint64_t>>> machines;  // ranks, CPUs together
+  bool known = true;
+  for (const RankPlace& p : places) {
+    hosts.push_back(p.host);
+    known = known && !p.machine.empty();
+    auto& [ranks, mask] = machines[p.machine];
+    ++ranks;
+    mask.resize(std::max(mask.size(), p.cpu_mask.size()), 0);
+    for (size_t w = 0; w < p.cpu_mask.size(); ++w) mask[w] |= p.cpu_mask[w];
+  }
+  Topology t = topology_of(hosts, rank);
+  if (!known) return t;
+  double fewest = -1;
+  for (const auto& [machine, use] : machines) {
+    int cpus = 0;
+    for (uint64_t w : use.second) cpus += __builtin_popcountll(w);
+    const double per_rank = static_cast<double>(cpus) / use.first;
+    if (fewest < 0 || per_rank < fewest) fewest = per_rank;
+  }
+  t.cpus_per_rank = std::max(fewest, 0.0);
+  return t;
 }
 
 void note_machine_sharing(const std::vector<RankPlace>& places, int rank) {

@@ -19,6 +19,10 @@ struct Topology {
   std::vector<int> local_ranks{0};  // global ranks of the local group
   std::vector<int> cross_ranks{0};  // global ranks of the cross group
   std::vector<int> local_rank_of{0};  // every rank's local rank, by global rank
+  // The fewest CPUs per rank on any machine of the job (the CPUs its ranks
+  // may run on together, over its ranks), alike on every rank; 0 when a
+  // rank did not say.
+  double cpus_per_rank = 0;
 
   bool all_local() const { return local_size == size; }
 };
@@ -45,6 +49,9 @@ struct RankPlace {
   // From text(); *rest gets what follows it.
   static RankPlace parse(const std::string& text, std::string* rest);
 };
+
+// The same from what every rank said of where it runs, with cpus_per_rank.
+Topology topology_of(const std::vector<RankPlace>& places, int rank);
 
 // Checks, on this rank, what the others say of where they run, as far as
 // this rank can see for itself: a rank that says it runs on this host, in

@@ -2,7 +2,8 @@
 // text a rank posts round-trips with its kernel's boot id and CPU mask, a
 // mask that is not hex is dropped rather than trusted, and
 // machine_sharing counts the ranks under one kernel and the CPUs they may
-// run on together, whatever their host names.
+// run on together, whatever their host names, and topology_of the fewest
+// CPUs per rank over the machines.
 //
 // Exits 0 when every check passes, 1 otherwise.
 #include <cstdio>
@@ -72,12 +73,32 @@ void test_sharing() {
   EXPECT(s.ranks == 1 && s.cpus == 0);
 }
 
+// The fewest CPUs per rank over the machines, from the same places on
+// every rank: what the pipelined hierarchical allreduce is chosen by.
+void test_cpus_per_rank() {
+  const std::vector<RankPlace> places = {
+      place("ns-a", "k1", {0x1}), place("ns-a", "k1", {0x2}), place("ns-b", "k1", {0x3}),
+      place("ns-b", "k1", {0x3}), place("far", "k2", {0xff}),
+  };
+  for (int rank = 0; rank < 5; ++rank) {
+    const Topology t = topology_of(places, rank);
+    EXPECT(t.cpus_per_rank == 0.5);  // k1: 4 ranks on 2 CPUs; k2: 1 on 8
+    EXPECT(t.hosts == 3);
+  }
+  const std::vector<RankPlace> roomy = {place("a", "k1", {0xf}), place("a", "k1", {0xf0}), place("b", "k2", {0x7})};
+  EXPECT(topology_of(roomy, 2).cpus_per_rank == 3);
+  std::vector<RankPlace> unknown = roomy;
+  unknown[1].machine.clear();
+  EXPECT(topology_of(unknown, 0).cpus_per_rank == 0);
+}
+
 }  // namespace
 
 int main() {
   test_round_trip();
   test_bad_masks_are_dropped();
   test_sharing();
+  test_cpus_per_rank();
   std::printf("%d checks, %d failures\n", g_checks, g_failures);
   return g_failures == 0 ? 0 : 1;
 }

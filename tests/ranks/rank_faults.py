@@ -69,7 +69,7 @@ def main() -> int:
     try:
         ringcc.init()
         rank, size = ringcc.rank(), ringcc.size()
-        write(outcome, {"pid": os.getpid(), "state": "running"})
+        write(outcome, {"pid": os.getpid(), "state": "running", "hosts": ringcc.cross_size()})
         rng = np.random.default_rng([args.seed, rank])
         big = rng.standard_normal(4 << 20).astype(np.float32)
         sizes = np.random.default_rng(args.seed).integers(1, 5000, 16)  # the same on every rank

@@ -42,7 +42,7 @@ def progress(out: Path, rank: int) -> int:
         return 0
 
 
-def start_job(tmp_path: Path, script_args, env=None, ranks=SIZE, prefix=()):
+def start_job(tmp_path: Path, script_args, env=None, ranks=SIZE, prefix=(), launcher=()):
     out = tmp_path / "out"
     out.mkdir(exist_ok=True)
     command = [
@@ -50,7 +50,7 @@ def start_job(tmp_path: Path, script_args, env=None, ranks=SIZE, prefix=()):
         *ringrun_command(
             ranks,
             [str(HERE / "rank_faults.py"), "--out", str(out), *script_args],
-            ["--timeout", str(JOB_LIMIT_S), "--grace-period", "30"],
+            ["--timeout", str(JOB_LIMIT_S), "--grace-period", "30", *launcher],
         ),
     ]
     env = rank_environment({"RINGCC_TIMEOUT_S": str(FAULT_TIMEOUT_S), **(env or {})})
@@ -120,12 +120,39 @@ def wait_until(condition, seconds, process, log_path, what):
         time.sleep(0.01)
 
 
-@pytest.mark.parametrize("transport,seed", [("shm", 11), ("shm", 12), ("tcp", 13), ("tcp", 14)])
+# Two made-up hosts of 2 ranks each on this machine (ringrun names each
+# rank's host; the agent runs the ranks here): the hierarchical backend,
+# with its 16 MiB allreduces pipelined (a helper thread per rank).
+PIPELINED_ENV = {"RINGCC_HIERARCHICAL_PIPELINE_BYTES": "1048576"}
+
+
+def two_made_up_hosts(env) -> list[str]:
+    exported = []
+    for name in ["PYTHONPATH", "RINGCC_TIMEOUT_S", *env]:
+        exported += ["-x", name]  # an agent's ranks get only the job's variables and these
+    return [
+        "-H",
+        "fault-a:2,fault-b:2",
+        "--agent",
+        "env RINGCC_TEST_HOST={host}",
+        "--master-addr",
+        "127.0.0.1",
+        *exported,
+    ]
+
+
+@pytest.mark.parametrize(
+    "transport,seed", [("shm", 11), ("shm", 12), ("tcp", 13), ("tcp", 14), ("pipelined", 15), ("pipelined", 16)]
+)
 def test_a_rank_killed_at_a_random_moment(tmp_path, transport, seed):
     rng = random.Random(seed)
-    victim, after, extra = rng.randrange(SIZE), rng.randint(1, 3), rng.uniform(0.0, 0.4)
-    env = {"RINGCC_TRANSPORT": "tcp"} if transport == "tcp" else {}
-    process, out, log_path = start_job(tmp_path, ["--seconds", "60", "--seed", str(seed)], env)
+    ranks = 4 if transport == "pipelined" else SIZE
+    victim, after, extra = rng.randrange(ranks), rng.randint(1, 3), rng.uniform(0.0, 0.4)
+    env = {"shm": {}, "tcp": {"RINGCC_TRANSPORT": "tcp"}, "pipelined": PIPELINED_ENV}[transport]
+    launcher = two_made_up_hosts(env) if transport == "pipelined" else []
+    process, out, log_path = start_job(
+        tmp_path, ["--seconds", "60", "--seed", str(seed)], env, ranks=ranks, launcher=launcher
+    )
     wait_until(lambda: progress(out, victim) >= after, 60, process, log_path, f"{after} iterations")
     time.sleep(extra)
     os.kill(outcome(out, victim)["pid"], signal.SIGKILL)
@@ -133,7 +160,9 @@ def test_a_rank_killed_at_a_random_moment(tmp_path, transport, seed):
     log = finish(process, log_path)
     assert process.returncode not in (0, None), log
     assert f"ringrun: rank {victim} failed first (killed by signal SIGKILL, host " in log, log
-    check_aftermath(out, log, victim, killed)
+    check_aftermath(out, log, victim, killed, ranks=ranks)
+    if transport == "pipelined":
+        assert outcome(out, victim).get("hosts") == 2, outcome(out, victim)
 
 
 @pytest.mark.parametrize("victim", [0, 1])

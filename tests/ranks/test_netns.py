@@ -92,6 +92,8 @@ LAYOUTS = {
     "2+2-hierarchical": (2, 2, {}, ALL_CASES),
     "2+2-tcp-only": (2, 2, {"RINGCC_TRANSPORT": "tcp"}, MAIN_CASES),
     "2+1-uneven": (2, 1, {}, MAIN_CASES),
+    # Every allreduce pipelined (none riding the agreement), down to one element.
+    "2+2-pipelined": (2, 2, {"RINGCC_HIERARCHICAL_PIPELINE_BYTES": "1", "RINGCC_INLINE_BYTES": "0"}, MAIN_CASES),
 }
 
 

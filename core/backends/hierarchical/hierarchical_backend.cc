@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/algorithms/shm_collectives.h"
+#include "core/backends/hierarchical/pipelined_allreduce.h"
 #include "core/base/env.h"
 #include "core/base/error.h"
 
@@ -21,6 +22,7 @@ class HierarchicalBackend : public Backend {
         local_size_(job.topology.local_size),
         local_ranks_(job.topology.local_ranks),
         local_rank_of_(job.topology.local_rank_of),
+        cpus_per_rank_(job.topology.cpus_per_rank),
         local_(*job.store, job.key_prefix, job.topology.local_ranks, job.topology.local_rank, deadline) {}
 
   const char* name() const override { return "hierarchical"; }
@@ -43,6 +45,7 @@ class HierarchicalBackend : public Backend {
   int local_rank_, local_size_;
   std::vector<int> local_ranks_;    // global ranks on this host, by local rank
   std::vector<int> local_rank_of_;  // every rank's local rank
+  double cpus_per_rank_;            // Topology::cpus_per_rank
   ShmCollectives local_;
   RingScratch scratch_;
   std::vector<uint8_t> across_, within_;  // allgather's two phases
@@ -59,6 +62,10 @@ void HierarchicalBackend::run(CollectiveArgs& a, Deadline deadline) {
   if (a.kind == CollectiveKind::kAllgather) return allgather(a, deadline);
 
   const size_t es = dtype_size(a.dtype);
+  const int64_t pipeline_from = hierarchical_pipeline_bytes(cpus_per_rank_);
+  if (pipeline_from > 0 && a.count * static_cast<int64_t>(es) >= pipeline_from) {
+    return pipelined_hierarchical_allreduce(cross_, local_, local_rank_, a, scratch_, deadline);
+  }
   auto* out = static_cast<uint8_t*>(a.out);
   uint8_t* shard = out + block_first_row(a.count, local_size_, local_rank_) * static_cast<int64_t>(es);
   const int64_t mine = block_rows(a.count, local_size_, local_rank_);
@@ -182,6 +189,8 @@ std::unique_ptr<Backend> make(const BackendJob& job, Deadline deadline) {
 void settings(std::vector<SharedSetting>* out) {
   out->push_back({"RINGCC_HIERARCHICAL_ALLREDUCE", "HOROVOD_HIERARCHICAL_ALLREDUCE",
                   [] { return std::string(wanted() ? "1" : "0"); }});
+  out->push_back({"RINGCC_HIERARCHICAL_PIPELINE_BYTES", nullptr,
+                  [] { return hierarchical_pipeline_setting(); }});
 }
 
 }  // namespace

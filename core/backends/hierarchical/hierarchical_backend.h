@@ -1,10 +1,13 @@
 // Allreduce across hosts with several ranks each: reduce-scatter within
 // the host in shared memory, allreduce of each rank's shard with its peers
 // of the same local rank on the other hosts (the cross group, over TCP),
-// then allgather within the host. Chosen when the ranks span hosts, every
-// host runs more than one rank and as many as the others, and
-// RINGCC_HIERARCHICAL_ALLREDUCE (HOROVOD_HIERARCHICAL_ALLREDUCE) is not 0;
-// the other collectives go to the next backend (p2p).
+// then allgather within the host; from RINGCC_HIERARCHICAL_PIPELINE_BYTES
+// on, the three phases overlap piece by piece (pipelined_allreduce.h).
+// Allgather and broadcast cross the network once per host too. Chosen
+// when the ranks span hosts, every host runs more than one rank and as
+// many as the others, and RINGCC_HIERARCHICAL_ALLREDUCE
+// (HOROVOD_HIERARCHICAL_ALLREDUCE) is not 0; the other collectives go to
+// the next backend (p2p).
 #pragma once
 
 #include "core/backends/backend.h"

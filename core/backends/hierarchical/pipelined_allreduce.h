@@ -1,0 +1,36 @@
+// The hierarchical allreduce with its shared-memory phases overlapping the
+// ring between hosts. The buffer is cut in as many pieces as there are
+// hosts; a helper thread reduce-scatters the pieces within the host in the
+// order the ring consumes them, while the calling thread runs the ring
+// over each rank's block of every piece (the ring's segments), and
+// allgathers within the host each piece the ring has finished. The ring
+// keeps its 2(H - 1) steps: only the host's first piece and its last are
+// not hidden behind the network.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/algorithms/ring_algorithms.h"
+#include "core/algorithms/shm_collectives.h"
+#include "core/base/deadline.h"
+#include "core/collective/collective_args.h"
+
+namespace ringcc {
+
+// Runs an allreduce (the agreement done, a.op not kAverage) of a.count
+// elements over `cross` (one rank per host, this rank's local rank on
+// every host) and `local` (the ranks of this host).
+void pipelined_hierarchical_allreduce(const PeerSet& cross, ShmCollectives& local, int local_rank, CollectiveArgs& a,
+                                      RingScratch& scratch, Deadline deadline);
+
+// RINGCC_HIERARCHICAL_PIPELINE_BYTES: allreduces of at least this many
+// bytes take the pipelined path; 0: never. Unset: from 4 MiB when every
+// machine of the job has at least 2 CPUs per rank (the helper thread needs
+// a CPU of its own to overlap anything), else never. cpus_per_rank is
+// alike on every rank (Topology), and so is the choice.
+int64_t hierarchical_pipeline_bytes(double cpus_per_rank);
+// As the shared-settings check shows it: "auto" when unset, else the bytes.
+std::string hierarchical_pipeline_setting();
+
+}  // namespace ringcc
