@@ -217,18 +217,40 @@ def test_command_prints_errors_and_projections(tmp_path, capsys):
     assert math.isclose(row["pick_of_bound"], row["bound_us"] / row["times_us"]["hierarchical"])
 
 
-def test_pipelined_hierarchical_is_one_piece_through_every_stage_then_the_slowest():
-    layout = cc.Layout(4, 2)
+def test_pipelined_hierarchical_overlaps_the_helper_with_the_ring():
+    layout = cc.Layout(4, 2, cpus_per_rank=4)
     nbytes = 8e6
-    piece = nbytes / cc.PIPELINE_PIECES
-    stages = [
-        cc.time_of(cc.shm_reduce_scatter(2, piece), TRUTH),
-        cc.time_of(cc.ring_allreduce(layout, [0, 2, 4, 6], piece / 2, flows_per_host=2), TRUTH),
-        cc.time_of(cc.shm_copy(2, piece), TRUTH),
-    ]
+    piece = nbytes / 4  # one piece per host
+    reduce_piece = cc.time_of(cc.shm_reduce_scatter(2, piece), TRUTH)
+    gather_piece = cc.time_of(cc.shm_copy(2, piece), TRUTH)
+    ring = cc.time_of(cc.ring_allreduce(layout, [0, 2, 4, 6], nbytes / 2, flows_per_host=2), TRUTH)
     opening = cc.time_of(cc.call() + cc.agreement(layout), TRUTH)
-    expected = opening + sum(stages) + (cc.PIPELINE_PIECES - 1) * max(stages)
-    assert cc.time_of(cc.allreduce_hierarchical_pipelined(layout, nbytes), TRUTH) == pytest.approx(expected)
+    expected = opening + reduce_piece + max(ring, 3 * (reduce_piece + gather_piece)) + gather_piece
+    pipelined = cc.time_of(cc.allreduce_hierarchical_pipelined(layout, nbytes), TRUTH)
+    assert pipelined == pytest.approx(expected)
+    # The same ring steps as the plain hierarchical allreduce; less time.
+    cost = cc.allreduce_hierarchical_pipelined(layout, nbytes)
+    plain = cc.allreduce_hierarchical(layout, nbytes)
+    ring_alternative, helper_alternative = cost[-2]
+    assert ring_alternative["alpha_net"] == 2 * 3 and "alpha_net" not in helper_alternative
+    assert pipelined < cc.time_of(plain, TRUTH)
+    # With shared memory free, nothing is left to hide: the two are one.
+    free_shm = {**TRUTH, "alpha_shm": 0.0, "beta_shm": 0.0, "gamma": 0.0}
+    assert cc.time_of(cost, free_shm) == pytest.approx(cc.time_of(plain, free_shm))
+
+
+@pytest.mark.parametrize(
+    "layout,nbytes,pick",
+    [
+        (cc.Layout(4, 2, cpus_per_rank=2), 4 << 20, "pipelined hierarchical"),
+        (cc.Layout(4, 2, cpus_per_rank=2), (4 << 20) - 4, "hierarchical"),
+        (cc.Layout(4, 2, cpus_per_rank=1.5), 64 << 20, "hierarchical"),  # no CPU for the helper
+        (cc.Layout(4, 2), 64 << 20, "hierarchical"),  # CPUs not known
+        (cc.Layout(4, 1, cpus_per_rank=8), 64 << 20, "ring"),
+    ],
+)
+def test_ringcc_pipelines_with_a_cpu_for_the_helper(layout, nbytes, pick):
+    assert cc.ringcc_pick("allreduce", layout, nbytes) == pick
 
 
 def test_one_machine_flows_share_its_cpus():

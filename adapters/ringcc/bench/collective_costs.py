@@ -67,6 +67,9 @@ class Layout:
     # The hosts are network namespaces of one machine: every TCP byte costs
     # the same few CPUs, so all the flows of a step share them, not one link per host.
     one_machine: bool = False
+    # The fewest CPUs per rank on any machine (Topology::cpus_per_rank): the
+    # pipelined hierarchical allreduce needs 2 (a helper thread per rank).
+    cpus_per_rank: float = 0.0
 
     @property
     def ranks(self) -> int:
@@ -297,7 +300,7 @@ def broadcast_chain(layout: Layout, nbytes: float) -> Cost:
     return call() + agreement(layout) + chain_broadcast(layout, nbytes)
 
 
-# -- what ringcc does not have (for comparison) -----------------------------------------
+# -- across hosts, with several ranks per host --------------------------------------
 
 
 def allgather_hierarchical(layout: Layout, nbytes: float) -> Cost:
@@ -313,27 +316,28 @@ def allgather_hierarchical(layout: Layout, nbytes: float) -> Cost:
     return call() + agreement(layout) + [[scaled(t, H - 1) for t in phase]] + shm_copy(L, nbytes)
 
 
-PIPELINE_PIECES = 8
+PIPELINE_BYTES = 4 << 20  # RINGCC_HIERARCHICAL_PIPELINE_BYTES when unset
 
 
 def allreduce_hierarchical_pipelined(layout: Layout, nbytes: float) -> Cost:
-    """Not in ringcc: the hierarchical allreduce in PIPELINE_PIECES pieces,
-    each stage (shm reduce-scatter, the ring between hosts, shm allgather)
-    working on one piece while the next stage works on the one before: one
-    piece through every stage, then P - 1 pieces at the slowest stage's pace."""
+    """ringcc's hierarchical allreduce from PIPELINE_BYTES on, when every
+    machine has 2 CPUs per rank (pipelined_allreduce.cc): one piece per host;
+    a helper thread reduce-scatters the pieces in shared memory in the order
+    the ring consumes them and allgathers each piece the ring finished,
+    while the ring (2(H - 1) steps of one rank's block of a piece) runs. The
+    ring starts once a piece is reduce-scattered and the last piece's
+    allgather follows it; in between, the ring and the helper's other
+    pieces overlap, the slower deciding."""
     if not layout.hierarchical():
         return allreduce_ring(layout, nbytes)
-    L = layout.per_host
-    cross = [h * L for h in range(layout.hosts)]
-    piece = nbytes / PIPELINE_PIECES
-    stages = [
-        shm_reduce_scatter(L, piece),
-        ring_allreduce(layout, cross, piece / L, flows_per_host=L),
-        shm_copy(L, piece),
-    ]
-    # Every phase of these stages has one alternative (the ring's links all cross hosts).
-    totals = [linear_terms(stage, {}) for stage in stages]
-    return call() + agreement(layout) + [[t] for t in totals] + [[scaled(t, PIPELINE_PIECES - 1) for t in totals]]
+    L, H = layout.per_host, layout.hosts
+    cross = [h * L for h in range(H)]
+    piece = nbytes / H
+    reduce_piece = linear_terms(shm_reduce_scatter(L, piece), {})
+    gather_piece = linear_terms(shm_copy(L, piece), {})
+    ring = linear_terms(ring_allreduce(layout, cross, nbytes / L, flows_per_host=L), {})
+    helper = scaled(added(reduce_piece, gather_piece), H - 1)
+    return call() + agreement(layout) + [[reduce_piece], [ring, helper], [gather_piece]]
 
 
 def allgather_riding(layout: Layout, nbytes: float) -> Cost:
@@ -385,7 +389,7 @@ ALGORITHMS = {
         ("recursive doubling (riding)", allreduce_riding, True),
         ("ring", allreduce_ring, True),
         ("hierarchical", allreduce_hierarchical, True),
-        ("pipelined hierarchical", allreduce_hierarchical_pipelined, False),
+        ("pipelined hierarchical", allreduce_hierarchical_pipelined, True),
     ],
     "allgather": [
         ("ring", allgather_ring, True),
@@ -406,7 +410,10 @@ def ringcc_pick(op: str, layout: Layout, nbytes: float) -> str:
     if op == "allreduce":
         if nbytes <= INLINE_BYTES or layout.shm_only():
             return "recursive doubling (riding)"
-        return "hierarchical" if layout.hierarchical() else "ring"
+        if not layout.hierarchical():
+            return "ring"
+        pipelined = nbytes >= PIPELINE_BYTES and layout.cpus_per_rank >= 2
+        return "pipelined hierarchical" if pipelined else "hierarchical"
     if nbytes <= INLINE_BYTES and not layout.shm_only():  # allgather: nbytes is the whole output
         return "riding"
     if op == "allgather":

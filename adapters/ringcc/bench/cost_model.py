@@ -96,14 +96,14 @@ def host_overrides(params: dict[str, float], a) -> dict[str, float]:
     return out
 
 
-def projections(params, networks, ranks_list, per_host, sizes, alpha_from_fit) -> list[dict]:
+def projections(params, networks, ranks_list, per_host, sizes, alpha_from_fit, cpus_per_rank=0.0) -> list[dict]:
     out = []
     for name, bytes_per_s, alpha in networks:
         p = network_params(params, bytes_per_s, None if alpha_from_fit else alpha)
         for op, algorithms in ALGORITHMS.items():
             for nbytes in sizes:
                 for ranks in ranks_list:
-                    layout = Layout(max(1, ranks // per_host), min(per_host, ranks))
+                    layout = Layout(max(1, ranks // per_host), min(per_host, ranks), cpus_per_rank=cpus_per_rank)
                     # Within one host no byte crosses the network: no network bound.
                     bound = ring_bound(op, ranks, nbytes, bytes_per_s) if layout.hosts > 1 else None
                     pick = ringcc_pick(op, layout, nbytes)
@@ -205,6 +205,12 @@ def main(argv=None) -> int:
     p.add_argument("--loop-gbps", type=float, help="projections: TCP bandwidth within a host (default: fitted)")
     p.add_argument("--call-us", type=float, help="projections: cost of a call (default: fitted)")
     p.add_argument(
+        "--cpus-per-rank",
+        type=float,
+        default=0.0,
+        help="projections: CPUs per rank on every host (ringcc pipelines the hierarchical allreduce from 2; default 0)",
+    )
+    p.add_argument(
         "--one-machine",
         action="store_true",
         help="the results' hosts were network namespaces of one machine: the flows of a step share its CPUs",
@@ -219,7 +225,9 @@ def main(argv=None) -> int:
     networks = a.network or [parse_network(t) for t in DEFAULT_NETWORKS]
     ranks = [int(x) for x in a.ranks.split(",")]
     sizes = [parse_size(x) for x in a.sizes.split(",")]
-    projected = projections(host_overrides(params, a), networks, ranks, a.per_host, sizes, a.alpha_from_fit)
+    projected = projections(
+        host_overrides(params, a), networks, ranks, a.per_host, sizes, a.alpha_from_fit, a.cpus_per_rank
+    )
     print(params_text(params))
     print()
     print(errors_text(errors))
