@@ -73,7 +73,11 @@ struct RingSegments {
 // The pieces, each in its own file; they expect the agreement done.
 void ring_allreduce(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline,
                     const RingSegments* placed = nullptr);
-void ring_reduce_scatter(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline);
+// With placed segments (their hooks unused) it reduces them in place in
+// a.out, leaving segment me the result, and leaves a.in, prescale and
+// postscale to the caller.
+void ring_reduce_scatter(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline,
+                         const RingSegments* placed = nullptr);
 void ring_allgather(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);
 void chain_broadcast(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);
 void pairwise_alltoall(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);

@@ -1,6 +1,7 @@
 // Ring reduce-scatter with uneven blocks: the reduce-scatter half of the
 // ring allreduce, rotated so that rank r ends up owning block r (the rows
-// block_first_row/block_rows give it).
+// block_first_row/block_rows give it), or segment r where the caller
+// placed the segments.
 #include <algorithm>
 #include <cstring>
 
@@ -9,16 +10,24 @@
 
 namespace ringcc {
 
-void ring_reduce_scatter(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline) {
+void ring_reduce_scatter(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline,
+                         const RingSegments* placed) {
   const int n = ps.size();
   const size_t es = dtype_size(a.dtype);
   const int64_t rows = a.row_elems > 0 ? a.count / a.row_elems : 0;
-  auto lo = [&](int j) { return block_first_row(rows, n, j) * a.row_elems; };
-  auto len = [&](int j) { return block_rows(rows, n, j) * a.row_elems; };
+  auto lo = [&](int j) {
+    return placed ? placed->offset[static_cast<size_t>(j)] : block_first_row(rows, n, j) * a.row_elems;
+  };
+  auto len = [&](int j) {
+    return placed ? placed->length[static_cast<size_t>(j)] : block_rows(rows, n, j) * a.row_elems;
+  };
   a.result_count = len(ps.me);
 
-  uint8_t* work = scratch.get(scratch.work, static_cast<size_t>(a.count) * es);
-  if (a.count > 0) scale_copy(work, a.in, a.count, a.dtype, a.prescale);
+  uint8_t* work = static_cast<uint8_t*>(a.out);
+  if (placed == nullptr) {
+    work = scratch.get(scratch.work, static_cast<size_t>(a.count) * es);
+    if (a.count > 0) scale_copy(work, a.in, a.count, a.dtype, a.prescale);
+  }
 
   const int64_t chunk_elems = std::max<int64_t>(1, static_cast<int64_t>(ring_chunk_bytes() / es));
   uint8_t* staging = scratch.get(scratch.chunks, static_cast<size_t>(chunk_elems) * es);
@@ -38,6 +47,7 @@ void ring_reduce_scatter(const PeerSet& ps, CollectiveArgs& a, RingScratch& scra
     }
     wait_all({sreq.get()}, deadline, "reduce_scatter");
   }
+  if (placed) return;
   auto* out = static_cast<uint8_t*>(a.out);
   if (a.result_count > 0) {
     scale_copy(out, work + static_cast<size_t>(lo(ps.me)) * es, a.result_count, a.dtype, a.postscale);

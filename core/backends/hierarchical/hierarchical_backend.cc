@@ -6,12 +6,20 @@
 #include "core/backends/hierarchical/pipelined_allreduce.h"
 #include "core/base/env.h"
 #include "core/base/error.h"
+#include "core/collective/reduction.h"
 
 namespace ringcc {
 
 namespace {
 
 bool wanted() { return env_int("RINGCC_HIERARCHICAL_ALLREDUCE", 1, "HOROVOD_HIERARCHICAL_ALLREDUCE") != 0; }
+
+bool in_rank_order(const Topology& t) {
+  for (size_t r = 0; r < t.local_rank_of.size(); ++r) {
+    if (t.local_rank_of[r] != static_cast<int>(r) % t.local_size) return false;
+  }
+  return true;
+}
 
 class HierarchicalBackend : public Backend {
  public:
@@ -23,19 +31,22 @@ class HierarchicalBackend : public Backend {
         local_ranks_(job.topology.local_ranks),
         local_rank_of_(job.topology.local_rank_of),
         cpus_per_rank_(job.topology.cpus_per_rank),
+        hosts_in_rank_order_(in_rank_order(job.topology)),
         local_(*job.store, job.key_prefix, job.topology.local_ranks, job.topology.local_rank, deadline) {}
 
   const char* name() const override { return "hierarchical"; }
   MemoryKind memory() const override { return MemoryKind::kHost; }
   bool takes(const CollectiveArgs& a) const override {
-    auto ours = [](CollectiveKind k) {
-      return k == CollectiveKind::kAllreduce || k == CollectiveKind::kBroadcast || k == CollectiveKind::kAllgather;
+    auto ours = [this](CollectiveKind k) {
+      return k == CollectiveKind::kAllreduce || k == CollectiveKind::kBroadcast || k == CollectiveKind::kAllgather ||
+             (k == CollectiveKind::kReduceScatter && hosts_in_rank_order_);
     };
     return ours(a.kind) || (a.kind == CollectiveKind::kLocalError && ours(a.failed_kind));
   }
   void run(CollectiveArgs& a, Deadline deadline) override;
   void broadcast(CollectiveArgs& a, Deadline deadline);
   void allgather(CollectiveArgs& a, Deadline deadline);
+  void reduce_scatter(CollectiveArgs& a, Deadline deadline);
   void abort(const std::string& reason) override { local_.abort(reason); }
   void shutdown() override { local_.leave(); }
 
@@ -46,6 +57,10 @@ class HierarchicalBackend : public Backend {
   std::vector<int> local_ranks_;    // global ranks on this host, by local rank
   std::vector<int> local_rank_of_;  // every rank's local rank
   double cpus_per_rank_;            // Topology::cpus_per_rank
+  // Every host runs a run of consecutive ranks (rank = host * L + local
+  // rank), as launchers place them by default: each host's blocks of a
+  // reduce-scatter are then one piece of the input.
+  bool hosts_in_rank_order_;
   ShmCollectives local_;
   RingScratch scratch_;
   std::vector<uint8_t> across_, within_;  // allgather's two phases
@@ -60,6 +75,7 @@ void HierarchicalBackend::run(CollectiveArgs& a, Deadline deadline) {
   if (a.kind == CollectiveKind::kLocalError || a.agree_only) return;
   if (a.kind == CollectiveKind::kBroadcast) return broadcast(a, deadline);
   if (a.kind == CollectiveKind::kAllgather) return allgather(a, deadline);
+  if (a.kind == CollectiveKind::kReduceScatter) return reduce_scatter(a, deadline);
 
   const size_t es = dtype_size(a.dtype);
   const int64_t pipeline_from = hierarchical_pipeline_bytes(cpus_per_rank_);
@@ -169,6 +185,53 @@ void HierarchicalBackend::allgather(CollectiveArgs& a, Deadline deadline) {
       if (bytes > 0) std::memcpy(out + static_cast<size_t>(displ[r]) * es, from, bytes);
       from += bytes;
     }
+  }
+}
+
+// Every block crosses the network once, host-reduced: for each host in
+// turn, the ranks of this host reduce-scatter in shared memory the piece
+// of the input that holds that host's ranks' blocks (local rank l gets the
+// host's sum of the block of that host's local rank l), then a ring among
+// the ranks of this rank's local rank (one per host) reduce-scatters those
+// sums, leaving each rank its own block.
+void HierarchicalBackend::reduce_scatter(CollectiveArgs& a, Deadline deadline) {
+  const size_t es = dtype_size(a.dtype);
+  const int n = static_cast<int>(local_rank_of_.size()), hosts = cross_.size();
+  const int64_t rows = a.row_elems > 0 ? a.count / a.row_elems : 0;
+  auto first = [&](int r) { return block_first_row(rows, n, r) * a.row_elems; };
+  RingSegments sums;
+  int64_t total = 0;
+  for (int h = 0; h < hosts; ++h) {
+    sums.offset.push_back(total);
+    sums.length.push_back(block_rows(rows, n, h * local_size_ + local_rank_) * a.row_elems);
+    total += sums.length.back();
+  }
+  if (across_.size() < static_cast<size_t>(total) * es) across_.resize(static_cast<size_t>(total) * es);
+  const auto* in = static_cast<const uint8_t*>(a.in);
+  for (int h = 0; h < hosts; ++h) {
+    CollectiveArgs within;
+    within.kind = CollectiveKind::kReduceScatter;
+    within.dtype = a.dtype;
+    within.op = a.op;
+    within.in = in + static_cast<size_t>(first(h * local_size_)) * es;
+    within.count = first((h + 1) * local_size_) - first(h * local_size_);
+    within.row_elems = a.row_elems;
+    within.prescale = a.prescale;
+    within.out = across_.data() + static_cast<size_t>(sums.offset[static_cast<size_t>(h)]) * es;
+    within.out_count = sums.length[static_cast<size_t>(h)];
+    local_.run(within, deadline);
+  }
+  CollectiveArgs between;
+  between.kind = CollectiveKind::kReduceScatter;
+  between.dtype = a.dtype;
+  between.op = a.op;
+  between.count = total;
+  between.out = across_.data();
+  ring_reduce_scatter(cross_, between, scratch_, deadline, &sums);
+  a.result_count = sums.length[static_cast<size_t>(cross_.me)];
+  if (a.result_count > 0) {
+    scale_copy(a.out, across_.data() + static_cast<size_t>(sums.offset[static_cast<size_t>(cross_.me)]) * es,
+               a.result_count, a.dtype, a.postscale);
   }
 }
 
