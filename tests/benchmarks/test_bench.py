@@ -17,7 +17,7 @@ ADAPTERS = REPO / "adapters"
 sys.path.insert(0, str(REPO))
 
 from ringcc.bench.allreduce import Bench, parse_args  # noqa: E402
-from ringcc.bench.measure import OPS, Case, make_cases, size_sweep, sweep  # noqa: E402
+from ringcc.bench.measure import DEFAULT_OPS, OPS, Case, make_cases, size_sweep, sweep  # noqa: E402
 from ringcc.bench.table import aggregate, op_table  # noqa: E402
 
 # Launcher output may carry a "[RANK]<stream>: " prefix.
@@ -41,6 +41,7 @@ def _one_rank_ringcc():
         allreduce_=lambda x, op="sum": x,
         broadcast_=lambda x, root=0: x,
         allgather=allgather,
+        reduce_scatter=allgather,  # one rank: its one block is the whole input
         barrier=lambda: None,
     )
 
@@ -67,6 +68,12 @@ def test_bandwidths_follow_nccl_tests():
     assert ag.busbw(t) == pytest.approx(ag.algbw(t) * 3 / 4)
     bc = Case("broadcast", 1 << 20, np.float64, 4)
     assert bc.busbw(t) == pytest.approx(bc.algbw(t))
+    # reduce_scatter: S is each rank's input, whole blocks of one per rank.
+    rs = Case("reduce_scatter", (1 << 20) + 4, np.float32, 3)
+    assert rs.count % 3 == 0 and rs.count == (((1 << 20) + 4) // 4) // 3 * 3
+    assert rs.out_count == rs.count // 3 and rs.nbytes == rs.count * 4
+    assert rs.busbw(t) == pytest.approx(rs.algbw(t) * 2 / 3)
+    assert Case("reduce_scatter", 8, np.float32, 4).count == 4  # at least one element per rank
     # Sizes below one element per rank round up to one element, once.
     assert [c.count for c in make_cases("allgather", [8, 16], np.float64, 2)] == [1]
 
@@ -77,7 +84,7 @@ def test_one_rank_sweep_checks_and_tables():
     backend = RingccBackend(_one_rank_ringcc())
     out = sweep(backend, list(OPS), [8, 4096], np.dtype(np.float32), iters=3, warmup=1, check=True)
     assert out["skipped"] == {}
-    assert len(out["results"]) == 6
+    assert len(out["results"]) == 2 * len(OPS)
     assert all(r["wrong"] == 0 and r["time"] > 0 and r["iters"] == 3 for r in out["results"])
     assert all(len(r["samples"]) == 3 for r in out["results"])  # one batch per iteration here
     e = aggregate("allreduce", 4096, 1024, [2e-6, 1e-6, 3e-6], 2)
@@ -224,9 +231,9 @@ def test_csv_and_plot_of_a_one_rank_run(tmp_path, capsys):
     out, err = capsys.readouterr()
     rows = list(csv.DictReader((tmp_path / "r.csv").open()))
     sizes = size_sweep(8, 4096, 4)
-    assert len(rows) == sum(len(make_cases(op, sizes, np.float32, 1)) for op in OPS)
+    assert len(rows) == sum(len(make_cases(op, sizes, np.float32, 1)) for op in DEFAULT_OPS)
     for row in rows:
-        assert row["impl"] == "ringcc" and row["op"] in OPS and row["ranks"] == "1"
+        assert row["impl"] == "ringcc" and row["op"] in DEFAULT_OPS and row["ranks"] == "1"
         assert float(row["time_us"]) > 0 and row["repeats"] == "2" and row["speedup_x"] == ""
         assert float(row["time_p25_us"]) <= float(row["time_p75_us"])
     assert {int(r["size_bytes"]) for r in rows if r["op"] == "allreduce"} == set(sizes)
@@ -314,6 +321,8 @@ def test_two_rank_run(core_built, tmp_path):
         "--check",
         "--compare",
         "socket",
+        "--ops",
+        ",".join(OPS),
         "--json",
         str(path),
     ]
@@ -345,7 +354,7 @@ def test_two_rank_run(core_built, tmp_path):
     assert not got, f"unexpected points {sorted(got)}"
     # The socket peer: the ring's bytes over plain sockets, allreduce only.
     assert doc["peers"]["socket"]["status"] == "ok", doc["peers"]["socket"]
-    assert set(doc["peers"]["socket"]["skipped_ops"]) == {"allgather", "broadcast"}
+    assert set(doc["peers"]["socket"]["skipped_ops"]) == {"allgather", "broadcast", "reduce_scatter"}
     sock = {r["nbytes"]: r for r in doc["results"] if r["impl"] == "socket"}
     assert {r["op"] for r in sock.values()} == {"allreduce"}
     assert sorted(sock) == [c.nbytes for c in make_cases("allreduce", sizes, np.float32, 2)]

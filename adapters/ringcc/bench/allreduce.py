@@ -84,7 +84,7 @@ import numpy as np
 from . import run_files
 from .busy import MATRIX
 from .figure import PLOT_DPI, picture_error
-from .measure import OPS, Backend, format_size, parse_size, resolve_dtype, size_sweep, sweep
+from .measure import DEFAULT_OPS, OPS, Backend, format_size, parse_size, resolve_dtype, size_sweep, sweep
 from .output import MATPLOTLIB_MISSING, Progress, plot_available, point_text
 from .table import aggregate, op_table, paired_ratios, summary, summary_text
 
@@ -127,6 +127,7 @@ class RingccBackend(Backend):
                 "allreduce": lambda t, o: rc.allreduce_(t),
                 "allgather": lambda t, o: rc.allgather(t, out=o),
                 "broadcast": lambda t, o: rc.broadcast_(t, 0),
+                "reduce_scatter": lambda t, o: rc.reduce_scatter(t, out=o),
             }
             return cuda_loop(self.device, x, out, calls[op])
         if op == "allreduce":
@@ -137,6 +138,12 @@ class RingccBackend(Backend):
                     f(x)
         elif op == "allgather":
             f = self.rc.allgather
+
+            def run(n):
+                for _ in range(n):
+                    f(x, out=out)
+        elif op == "reduce_scatter":
+            f = self.rc.reduce_scatter
 
             def run(n):
                 for _ in range(n):
@@ -168,7 +175,9 @@ def parse_args(argv=None):
         help="size multiplier between points (default 4); 8, 1M and 64M are "
         "always measured when in range, for the summary",
     )
-    p.add_argument("--ops", default=",".join(OPS), help="comma list of " + ", ".join(OPS))
+    p.add_argument(
+        "--ops", default=",".join(DEFAULT_OPS), help=f"comma list of {', '.join(OPS)} (default {','.join(DEFAULT_OPS)})"
+    )
     p.add_argument("--dtype", default="float32", choices=DTYPES)
     p.add_argument(
         "-n",

@@ -23,13 +23,16 @@ import time
 
 import numpy as np
 
-OPS = ("allreduce", "allgather", "broadcast")
+OPS = ("allreduce", "allgather", "broadcast", "reduce_scatter")
+# What a sweep runs unless --ops says otherwise.
+DEFAULT_OPS = ("allreduce", "allgather", "broadcast")
 
 # nccl-tests PERFORMANCE.md: busbw = algbw * factor(n).
 BUS_FACTOR = {
     "allreduce": lambda n: 2.0 * (n - 1) / n,
     "allgather": lambda n: (n - 1) / n,
     "broadcast": lambda n: 1.0,
+    "reduce_scatter": lambda n: (n - 1) / n,
 }
 
 # The sizes of the summary's key figures; always part of a sweep whose range
@@ -99,15 +102,23 @@ class Case:
     """One point of a sweep.
 
     nbytes is the S of nccl-tests: the per-rank buffer for allreduce and
-    broadcast, the total output (count * size * itemsize) for allgather.
-    count is the element count of the per-rank buffer.
+    broadcast, the total output (count * size * itemsize) for allgather,
+    the per-rank input (size * the output's count) for reduce_scatter.
+    count is the element count of the per-rank buffer (the input).
     """
 
     def __init__(self, op, nominal, dtype, world):
         self.op, self.dtype, self.world = op, np.dtype(dtype), world
         per_rank = nominal // world if op == "allgather" else nominal
         self.count = max(1, per_rank // self.dtype.itemsize)
+        if op == "reduce_scatter":  # one block per rank, all alike
+            self.count = max(world, self.count // world * world)
         self.nbytes = self.count * self.dtype.itemsize * (world if op == "allgather" else 1)
+
+    @property
+    def out_count(self):
+        """Elements of the output buffer; 0 when the op works in place."""
+        return {"allgather": self.count * self.world, "reduce_scatter": self.count // self.world}.get(self.op, 0)
 
     def algbw(self, seconds):
         return self.nbytes / seconds / 1e9
@@ -134,7 +145,7 @@ def make_cases(op, sizes, dtype, world):
 def alloc_buffers(case, rank):
     """(input, output or None) for one case, filled for timing."""
     x = np.empty(case.count, case.dtype)
-    out = np.empty(case.count * case.world, case.dtype) if case.op == "allgather" else None
+    out = np.empty(case.out_count, case.dtype) if case.out_count else None
     timing_fill(case, rank, x, out)
     return x, out
 
@@ -142,11 +153,11 @@ def alloc_buffers(case, rank):
 def timing_fill(case, rank, x, out):
     """Writes every page, so that no buffer reads the shared zero page.
 
-    allreduce runs in place on zeros (a fixed point of Sum, so repeated
-    iterations neither overflow nor reach inf or denormals); allgather and
-    broadcast move rank-dependent constants.
+    allreduce and reduce_scatter reduce zeros (a fixed point of Sum, so
+    repeated iterations neither overflow nor reach inf or denormals);
+    allgather and broadcast move rank-dependent constants.
     """
-    if case.op == "allreduce":
+    if case.op in ("allreduce", "reduce_scatter"):
         x.fill(0)
     else:
         x.fill(rank % 100 + 1)
@@ -162,11 +173,13 @@ def _fill_pattern(a, scale):
         a[k::3] = v * scale
 
 
-def _count_wrong(a, scale):
+def _count_wrong(a, scale, start=0):
+    """Elements of `a` that differ from the pattern times scale, `a`
+    starting at element `start` of the pattern's array."""
     wrong = 0
     for k, v in enumerate(_PATTERN):
         expected = np.array(v * scale).astype(a.dtype)
-        wrong += int(np.count_nonzero(a[k::3] != expected))
+        wrong += int(np.count_nonzero(a[(k - start) % 3 :: 3] != expected))
     return wrong
 
 
@@ -191,6 +204,11 @@ def check_once(case, backend, x, out):
         _fill_pattern(x, 1 + r % 2)
         _once(backend, case.op, x, out)
         wrong = _count_wrong(x, sum(1 + q % 2 for q in range(n)))
+    elif case.op == "reduce_scatter":
+        _fill_pattern(x, 1 + r % 2)
+        out.fill(0)
+        _once(backend, case.op, x, out)
+        wrong = _count_wrong(out, sum(1 + q % 2 for q in range(n)), start=r * case.out_count)
     elif case.op == "allgather":
         _fill_pattern(x, r % 40 + 1)
         out.fill(0)

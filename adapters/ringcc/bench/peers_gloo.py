@@ -104,6 +104,8 @@ class TorchPeer(Backend):
         if op == "allgather":
             f = self._allgather
             return lambda t, o: f(o, t, group=group)
+        if op == "reduce_scatter":
+            return lambda t, o: dist.reduce_scatter_tensor(o, t, group=group)
         src = dist.get_global_rank(group, 0) if group is not None else 0
         return lambda t, o: dist.broadcast(t, src, group=group)
 

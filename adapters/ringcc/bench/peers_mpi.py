@@ -231,7 +231,7 @@ class MpiBackend(Backend):
         self.comm.Barrier()
 
     def unsupported(self, op, dtype):
-        if op == "allreduce" and dtype.name == "bfloat16":
+        if op in ("allreduce", "reduce_scatter") and dtype.name == "bfloat16":
             return "MPI has no bfloat16 reduction"
         return None
 
@@ -248,6 +248,12 @@ class MpiBackend(Backend):
                     f(in_place, x)
         elif op == "allgather":
             f = comm.Allgather
+
+            def run(n):
+                for _ in range(n):
+                    f(x, out)
+        elif op == "reduce_scatter":
+            f = comm.Reduce_scatter_block
 
             def run(n):
                 for _ in range(n):

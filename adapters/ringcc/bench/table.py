@@ -90,8 +90,11 @@ def _f(value, width, digits=2):
 def op_table(op, entries, peers, dtype, world, repeats, check):
     """nccl-tests style table of one op. entries: {impl: {nbytes: entry}}."""
     ours = entries.get("ringcc", {})
-    bus = {"allreduce": "2(n-1)/n", "allgather": "(n-1)/n", "broadcast": "1"}[op]
-    size_note = "total output, count = elements per rank" if op == "allgather" else "per-rank buffer"
+    bus = {"allreduce": "2(n-1)/n", "allgather": "(n-1)/n", "broadcast": "1", "reduce_scatter": "(n-1)/n"}[op]
+    size_note = {
+        "allgather": "total output, count = elements per rank",
+        "reduce_scatter": "per-rank input, count = its elements",
+    }.get(op, "per-rank buffer")
     lines = [
         f"# {op}: {world} ranks, {dtype}, median of {repeats} repeat(s); size = {size_note}; busbw = algbw * {bus}",
     ]
