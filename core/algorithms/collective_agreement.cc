@@ -11,7 +11,8 @@
 //
 // A small collective rides along, done when the agreement is, in the same
 // round trips (one for two ranks): an allreduce's frames carry the
-// sender's partial reduction of the ranks it has heard from; an
+// sender's partial reduction of the ranks it has heard from (a
+// reduce-scatter's too: each rank keeps its block of the sum); an
 // allgather's the blocks of those ranks, in the order of their headers; a
 // broadcast's the root's data once the sender has heard from the root.
 // Every frame says how long it is, so ranks that disagree (on the
@@ -158,6 +159,7 @@ Rider rider_of(const PeerSet& ps, const CollectiveArgs& a, int64_t max_rider_byt
                         static_cast<int64_t>(dtype_size(a.dtype));  // elements
   switch (a.kind) {
     case CollectiveKind::kAllreduce:
+    case CollectiveKind::kReduceScatter:  // reduced whole; each rank keeps its block
       return a.count > 0 && a.count <= limit ? Rider::kReduction : Rider::kNone;
     case CollectiveKind::kAllgather:  // judged by this rank's block, as if every rank's were as long
       return a.count >= 0 && a.count <= limit / n ? Rider::kBlocks : Rider::kNone;
@@ -305,6 +307,16 @@ bool agree_on_collective(const PeerSet& ps, CollectiveArgs& a, Deadline deadline
   if (known.rider.size() != static_cast<size_t>(a.count) * dtype_size(a.dtype)) {
     raise(ErrorKind::kInternal, collective_name(a.kind), ": ", known.rider.size(), " bytes rode along for ", a.count,
           " elements");
+  }
+  if (a.kind == CollectiveKind::kReduceScatter) {
+    const int64_t rows = a.row_elems > 0 ? a.count / a.row_elems : 0;
+    const int64_t first = block_first_row(rows, ps.size(), ps.me) * a.row_elems;
+    a.result_count = block_rows(rows, ps.size(), ps.me) * a.row_elems;
+    if (a.result_count > 0) {
+      scale_copy(a.out, known.rider.data() + static_cast<size_t>(first) * dtype_size(a.dtype), a.result_count, a.dtype,
+                 a.postscale);
+    }
+    return true;
   }
   std::memcpy(a.out, known.rider.data(), known.rider.size());
   if (ride == Rider::kReduction && a.postscale != 1.0) scale_inplace(a.out, a.count, a.dtype, a.postscale);
