@@ -32,6 +32,7 @@ EngineOptions EngineOptions::from_env() {
       env_double("RINGCC_STALL_SHUTDOWN_S", kDefaultStallShutdownS, "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS");
   o.cache_capacity = static_cast<int>(env_int("RINGCC_CACHE_CAPACITY", 1024, "HOROVOD_CACHE_CAPACITY"));
   o.timeline_path = env_str("RINGCC_TIMELINE", "", "HOROVOD_TIMELINE");
+  o.burst_quiet_us = std::max<int64_t>(env_int("RINGCC_BURST_QUIET_US", kBurstQuietUs), 0);
   if (o.cycle_time_ms < 0) o.cycle_time_ms = 0;
   return o;
 }
@@ -178,6 +179,7 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
     busy_names_.insert(entry->name);
   }
   incoming_.push_back(std::move(entry));
+  last_enqueue_ = std::chrono::steady_clock::now();
   return work;
 }
 
@@ -324,9 +326,21 @@ void Engine::pace(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock:
   } else {
     // A rank blocked in synchronize() gains nothing from more batching:
     // its nudge starts the next cycle at once.
-    if (cv_.wait_until(lock, *next, [&] { return shutdown_requested_ || (nudged_ && caller_waits()); })) {
-      *next = std::chrono::steady_clock::now();  // early: the next period counts from here
+    auto woken = [&] { return shutdown_requested_ || (nudged_ && caller_waits()); };
+    bool early = cv_.wait_until(lock, *next, woken);
+    // Calls arriving back to back (a loop issuing a model's tensors) are
+    // negotiated once the burst ends rather than in every cycle it spans:
+    // each cycle is a rendezvous of every rank's engine, and on a host
+    // with few CPUs a cycle run beside the burst slows the calls it
+    // overlaps. Bounded; a caller that starts waiting ends it.
+    const auto cap = *next + std::chrono::microseconds(static_cast<int64_t>(kBurstCycles * ms * 1000));
+    while (opt_.burst_quiet_us > 0 && !early && !incoming_.empty()) {
+      const auto quiet_at = last_enqueue_ + std::chrono::microseconds(opt_.burst_quiet_us);
+      if (quiet_at <= std::chrono::steady_clock::now() || quiet_at >= cap) break;
+      early = cv_.wait_until(lock, quiet_at, woken);
+      *next = std::chrono::steady_clock::now();  // the next period counts from the cycle
     }
+    if (early) *next = std::chrono::steady_clock::now();  // early: the next period counts from here
     nudged_ = false;
   }
 }

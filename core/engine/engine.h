@@ -46,6 +46,12 @@ namespace ringcc {
 // enough for a rank to checkpoint or evaluate while the others wait.
 constexpr double kDefaultStallShutdownS = 600.0;
 
+// A cycle due while calls keep arriving closer than kBurstQuietUs apart
+// (RINGCC_BURST_QUIET_US) waits for the burst to end, for at most
+// kBurstCycles periods.
+constexpr int64_t kBurstQuietUs = 50;
+constexpr int kBurstCycles = 4;
+
 struct EngineOptions {
   double cycle_time_ms = 1.0;
   int64_t fusion_threshold = 64 << 20;
@@ -53,6 +59,9 @@ struct EngineOptions {
   double stall_shutdown_s = kDefaultStallShutdownS;  // 0: never fail stalled tensors
   int cache_capacity = 1024;
   std::string timeline_path;
+  // A cycle due while calls arrive closer than this apart waits for the
+  // burst to end (at most kBurstCycles periods); 0: never waits.
+  int64_t burst_quiet_us = kBurstQuietUs;
 
   // RINGCC_* settings, with Horovod's names as fallbacks.
   static EngineOptions from_env();
@@ -242,6 +251,7 @@ class Engine {
   // time (-1: none), and the bit of the last tensor enqueued. Under mu_.
   std::vector<int> next_bit_hint_;
   int last_enqueued_bit_ = -1;
+  std::chrono::steady_clock::time_point last_enqueue_{};  // under mu_: the latest call's arrival
   // The response cache (identical): the engine thread changes it under
   // mu_, enqueuing threads look names up under it.
   ResponseCache cache_;
