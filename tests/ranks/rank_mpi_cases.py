@@ -146,7 +146,7 @@ def init_with_comm(ctx):
 def reinit_leaks_nothing(ctx):
     """20 cycles of shutdown(), init() through MPI, collectives and a mismatch: the
     process ends each cycle with no descriptor it did not have after the first
-    and no more of ringcc's threads (all named "ringcc-..."). MPI's own
+    two and no more of ringcc's threads (all named "ringcc-..."). MPI's own
     threads come and go as its progress engine pleases: more than two over the
     first count fails, fewer or one or two more is MPI's business."""
 
@@ -181,8 +181,16 @@ def reinit_leaks_nothing(ctx):
         )
         got = ringcc.allreduce_async(np.ones(4, np.int32), name=f"reinit/{cycle}").wait(30)
         check_equal(got, np.full(4, ctx.size, np.int32), f"cycle {cycle}: named allreduce")
-        if first is None:
-            first = held()
+        if cycle < 2:
+            # The baseline: what the first two cycles held, together (a
+            # thread of ringcc's that a first sample missed, still starting
+            # or not yet named, is not a leak of the later cycles).
+            now = held()
+            if first is None:
+                first = now
+            else:
+                ours = [sum(name.startswith("ringcc-") for name in names) for names in (now[1], first[1])]
+                first = (sorted(set(first[0]) | set(now[0])), now[1] if ours[0] > ours[1] else first[1])
             continue
         # A thread or descriptor still on its way out gets a moment.
         deadline = time.monotonic() + 2.0
