@@ -30,7 +30,7 @@ class HierarchicalBackend : public Backend {
         local_size_(job.topology.local_size),
         local_ranks_(job.topology.local_ranks),
         local_rank_of_(job.topology.local_rank_of),
-        cpus_per_rank_(job.topology.cpus_per_rank),
+        pipeline_from_(hierarchical_pipeline_bytes(job.topology.cpus_per_rank)),
         hosts_in_rank_order_(in_rank_order(job.topology)),
         local_(*job.store, job.key_prefix, job.topology.local_ranks, job.topology.local_rank, deadline) {}
 
@@ -56,7 +56,7 @@ class HierarchicalBackend : public Backend {
   int local_rank_, local_size_;
   std::vector<int> local_ranks_;    // global ranks on this host, by local rank
   std::vector<int> local_rank_of_;  // every rank's local rank
-  double cpus_per_rank_;            // Topology::cpus_per_rank
+  int64_t pipeline_from_;           // bytes from which allreduces are pipelined; 0: never
   // Every host runs a run of consecutive ranks (rank = host * L + local
   // rank), as launchers place them by default: each host's blocks of a
   // reduce-scatter are then one piece of the input.
@@ -78,8 +78,7 @@ void HierarchicalBackend::run(CollectiveArgs& a, Deadline deadline) {
   if (a.kind == CollectiveKind::kReduceScatter) return reduce_scatter(a, deadline);
 
   const size_t es = dtype_size(a.dtype);
-  const int64_t pipeline_from = hierarchical_pipeline_bytes(cpus_per_rank_);
-  if (pipeline_from > 0 && a.count * static_cast<int64_t>(es) >= pipeline_from) {
+  if (pipeline_from_ > 0 && a.count * static_cast<int64_t>(es) >= pipeline_from_) {
     return pipelined_hierarchical_allreduce(cross_, local_, local_rank_, a, scratch_, deadline);
   }
   auto* out = static_cast<uint8_t*>(a.out);

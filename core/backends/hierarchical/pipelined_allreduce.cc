@@ -62,10 +62,6 @@ CollectiveArgs piece_args(CollectiveKind kind, const CollectiveArgs& a, const vo
   return p;
 }
 
-}  // namespace
-
-namespace {
-
 // The variable's value, -1 when unset.
 int64_t pipeline_bytes_set() {
   if (env_str("RINGCC_HIERARCHICAL_PIPELINE_BYTES", "").empty()) return -1;
@@ -75,7 +71,7 @@ int64_t pipeline_bytes_set() {
 }  // namespace
 
 int64_t hierarchical_pipeline_bytes(double cpus_per_rank) {
-  static const int64_t set = pipeline_bytes_set();
+  const int64_t set = pipeline_bytes_set();
   if (set >= 0) return set;
   return cpus_per_rank >= 2 ? int64_t{4} << 20 : 0;
 }

@@ -28,7 +28,8 @@ void pipelined_hierarchical_allreduce(const PeerSet& cross, ShmCollectives& loca
 // bytes take the pipelined path; 0: never. Unset: from 4 MiB when every
 // machine of the job has at least 2 CPUs per rank (the helper thread needs
 // a CPU of its own to overlap anything), else never. cpus_per_rank is
-// alike on every rank (Topology), and so is the choice.
+// alike on every rank (Topology), and so is the choice. Read when a job's
+// backend is made, as the shared-settings check reads it.
 int64_t hierarchical_pipeline_bytes(double cpus_per_rank);
 // As the shared-settings check shows it: "auto" when unset, else the bytes.
 std::string hierarchical_pipeline_setting();
