@@ -87,6 +87,32 @@ def test_ring_allgather_is_n_minus_1_blocks():
     assert coefficient(cost, "beta_net") == pytest.approx(3000.0)
 
 
+@pytest.mark.parametrize("n", [2, 3, 4, 7])
+def test_ring_reduce_scatter_is_n_minus_1_blocks_each_reduced(n):
+    cost = cc.ring_reduce_scatter(cc.Layout(n, 1), list(range(n)), 7000.0)
+    assert coefficient(cost, "alpha_net") == n - 1
+    assert coefficient(cost, "beta_net") == pytest.approx((n - 1) * 7000.0 / n)
+    assert coefficient(cost, "gamma") == pytest.approx((n - 1) * 7000.0 / n)
+
+
+def test_hierarchical_reduce_scatter_crosses_hosts_with_host_sums():
+    layout = cc.Layout(3, 4)
+    nbytes = 12_000_000.0
+    cost = cc.reduce_scatter_hierarchical(layout, nbytes)
+    agreement = cc.agreement(layout)
+    # The ring among one local rank per host: H-1 steps of one host sum's
+    # block ((S/L)/H), the four rings of a host on its link.
+    assert coefficient(cost, "alpha_net") - coefficient(agreement, "alpha_net") == 2
+    net_beta = coefficient(cost, "beta_net") - coefficient(agreement, "beta_net")
+    assert net_beta == pytest.approx(2 * (nbytes / 4 / 3) * 4)
+    # Every host's piece (S/H) reduce-scattered in shared memory, one host after another.
+    assert coefficient(cost, "beta_shm") == pytest.approx(nbytes)
+    assert coefficient(cost, "gamma") == pytest.approx(3 / 4 * nbytes + 2 * nbytes / 12)
+    # Against the flat ring over all 12 ranks, a twelfth as many steps cross hosts per byte.
+    flat = cc.reduce_scatter_ring(cc.Layout(3, 4, "tcp"), nbytes)
+    assert coefficient(flat, "alpha_net") + coefficient(flat, "alpha_loop") > coefficient(cost, "alpha_net")
+
+
 # Chunks of at most 1 MiB; a shorter message still in 4, none under 16 KiB.
 @pytest.mark.parametrize(
     "nbytes,chunks", [(8, 1), (16 << 10, 1), (64 << 10, 4), (1 << 20, 4), (64 << 20, 64), ((4 << 20) + 1, 5)]
@@ -128,6 +154,11 @@ def test_hierarchical_rings_share_the_host_link():
         ("broadcast", cc.Layout(2, 2), 1 << 20, "hierarchical chain"),
         ("broadcast", cc.Layout(4, 1), 1 << 20, "chain"),
         ("broadcast", cc.Layout(1, 4), 8, "chain"),
+        ("reduce_scatter", cc.Layout(2, 2), 64 << 10, "riding"),
+        ("reduce_scatter", cc.Layout(2, 2), (64 << 10) + 4, "hierarchical"),
+        ("reduce_scatter", cc.Layout(4, 1), 1 << 20, "ring"),
+        ("reduce_scatter", cc.Layout(2, 2, "tcp"), 1 << 20, "ring"),
+        ("reduce_scatter", cc.Layout(1, 4), 1 << 20, "riding"),  # one host: shared memory
     ],
 )
 def test_ringcc_pick(op, layout, nbytes, pick):
@@ -137,6 +168,7 @@ def test_ringcc_pick(op, layout, nbytes, pick):
 def test_ring_bound():
     assert cc.ring_bound("allreduce", 4, 1e9, 1e9) == pytest.approx(1.5)
     assert cc.ring_bound("broadcast", 4, 1e9, 1e9) == pytest.approx(1.0)
+    assert cc.ring_bound("reduce_scatter", 4, 1e9, 1e9) == pytest.approx(0.75)
 
 
 def synthetic_points(params):
@@ -193,7 +225,7 @@ def bench_json(path, layout, params):
 def test_points_from_bench_json(tmp_path):
     path = bench_json(tmp_path / "2x2.json", cc.Layout(2, 2), TRUTH)
     points = points_from_json(path)
-    assert len(points) == 3 * len(SIZES)
+    assert len(points) == len(cc.ALGORITHMS) * len(SIZES)
     assert {p.layout for p in points} == {cc.Layout(2, 2)}
 
 
@@ -202,7 +234,7 @@ def test_command_prints_errors_and_projections(tmp_path, capsys):
     out_json = tmp_path / "model.json"
     assert cost_model_main([*paths, "--ranks", "8,1024", "--sizes", "8,64M", "--json", str(out_json)]) == 0
     text = capsys.readouterr().out
-    n_points = len(LAYOUTS) * 3 * len(SIZES)
+    n_points = len(LAYOUTS) * len(cc.ALGORITHMS) * len(SIZES)
     assert f"{n_points}/{n_points} points within 25%" in text
     doc = json.loads(out_json.read_text())
     assert max(abs(e["error"]) for e in doc["errors"]) < 1e-6

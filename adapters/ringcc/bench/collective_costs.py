@@ -190,6 +190,19 @@ def ring_allreduce(layout: Layout, members: list[int], nbytes: float, flows_per_
     return [[scaled(t, 2 * (n - 1)) for t in phase], [{"gamma": (n - 1) * seg}]]
 
 
+def ring_reduce_scatter(layout: Layout, members: list[int], nbytes: float, flows_per_host: int = 1) -> Cost:
+    """The reduce-scatter half of the ring: n-1 steps, each one block
+    (nbytes/n of the input) to the right neighbour, reduced where it arrives."""
+    n = len(members)
+    if n < 2 or nbytes <= 0:
+        return []
+    seg = nbytes / n
+    phase = pairs_phase(layout, ring_links(layout, members), seg)
+    if flows_per_host > 1:
+        phase = [added(t, {"beta_net": t.get("beta_net", 0.0) * (flows_per_host - 1)}) for t in phase]
+    return [[scaled(t, n - 1) for t in phase], [{"gamma": (n - 1) * seg}]]
+
+
 def ring_allgather(layout: Layout, nbytes: float) -> Cost:
     """n-1 steps, each passing one rank's block (nbytes/n of the output) on."""
     n = layout.ranks
@@ -286,6 +299,35 @@ def allreduce_hierarchical(layout: Layout, nbytes: float) -> Cost:
         + ring_allreduce(layout, cross, nbytes / L, flows_per_host=L)
         + shm_copy(L, nbytes)
     )
+
+
+def reduce_scatter_riding(layout: Layout, nbytes: float) -> Cost:
+    """ringcc's reduce-scatter up to INLINE_BYTES of input over TCP: the
+    whole input is reduced along the agreement, each rank keeping its block."""
+    if layout.shm_only():
+        return call() + shm_reduce_scatter(layout.ranks, nbytes)
+    return call() + agreement(layout, nbytes)
+
+
+def reduce_scatter_ring(layout: Layout, nbytes: float) -> Cost:
+    """The flat ring over every rank (ranks not placed host by host)."""
+    if layout.shm_only():
+        return call() + shm_reduce_scatter(layout.ranks, nbytes)
+    return call() + agreement(layout) + ring_reduce_scatter(layout, list(range(layout.ranks)), nbytes)
+
+
+def reduce_scatter_hierarchical(layout: Layout, nbytes: float) -> Cost:
+    """ringcc's reduce-scatter with several ranks per host, placed host by
+    host (hierarchical_backend.cc): for each host in turn an shm
+    reduce-scatter of the piece holding that host's blocks (nbytes/H), then
+    a ring among the ranks of one local rank (one per host) over their H
+    host sums (nbytes/L in all), the L rings sharing each host's link."""
+    if not layout.hierarchical():
+        return reduce_scatter_ring(layout, nbytes)
+    L, H = layout.per_host, layout.hosts
+    cross = [h * L for h in range(H)]
+    within = [scaled(linear_terms(shm_reduce_scatter(L, nbytes / H), {}), H)]
+    return call() + agreement(layout) + [within] + ring_reduce_scatter(layout, cross, nbytes / L, flows_per_host=L)
 
 
 def allgather_ring(layout: Layout, nbytes: float) -> Cost:
@@ -396,6 +438,11 @@ ALGORITHMS = {
         ("hierarchical", allgather_hierarchical, True),
         ("riding", allgather_riding, True),
     ],
+    "reduce_scatter": [
+        ("riding", reduce_scatter_riding, True),
+        ("ring", reduce_scatter_ring, True),
+        ("hierarchical", reduce_scatter_hierarchical, True),
+    ],
     "broadcast": [
         ("chain", broadcast_chain, True),
         ("binomial tree", broadcast_tree, False),
@@ -414,6 +461,10 @@ def ringcc_pick(op: str, layout: Layout, nbytes: float) -> str:
             return "ring"
         pipelined = nbytes >= PIPELINE_BYTES and layout.cpus_per_rank >= 2
         return "pipelined hierarchical" if pipelined else "hierarchical"
+    if op == "reduce_scatter":  # nbytes: each rank's input
+        if nbytes <= INLINE_BYTES or layout.shm_only():
+            return "riding"
+        return "hierarchical" if layout.hierarchical() else "ring"
     if nbytes <= INLINE_BYTES and not layout.shm_only():  # allgather: nbytes is the whole output
         return "riding"
     if op == "allgather":
@@ -432,6 +483,7 @@ def cost_of(op: str, layout: Layout, nbytes: float, algorithm: str | None = None
 BUS_FACTOR = {
     "allreduce": lambda n: 2 * (n - 1) / n,
     "allgather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
     "broadcast": lambda n: 1.0,
 }
 
