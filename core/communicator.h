@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/backends/backend.h"
+#include "core/backends/output_apart.h"
 #include "core/base/env.h"
 #include "core/base/error.h"
 #include "core/collective/collective_args.h"
@@ -143,7 +144,7 @@ class Communicator {
   void run_packed(CollectiveArgs& a);
   // The host backend that takes `a`: the first in registry order.
   Backend& host_backend(const CollectiveArgs& a);
-  void run_host(CollectiveArgs& a, Deadline deadline) { host_backend(a).run(a, deadline); }
+  void run_host(CollectiveArgs& a, Deadline deadline) { run_output_apart(host_backend(a), a, deadline); }
   // A collective of CUDA buffers: agreement over the host path, then the
   // device backend (made on the first one).
   void run_device(CollectiveArgs& a, Deadline deadline);

@@ -484,6 +484,17 @@ def add_reduce_scatter(
         returned = ringcc.reduce_scatter(inputs[ctx.rank], op_value(op), out=out, **kwargs)
         expect(returned is out, "reduce_scatter(out=) must return out")
         check_reduction(out, mine_block, op, "reduce_scatter(out=)", pre, post)
+        # An output inside the input: over this rank's own block, over the
+        # input's first rows, and one row past its own block (where a
+        # reduction written as it reads would overwrite rows not yet read;
+        # a spare row after the input keeps that in one buffer on every rank).
+        places = (("its own block", first), ("the input's first rows", 0), ("one row past its own block", first + 1))
+        for where, start in places:
+            spare = np.zeros((1,) + tuple(row_shape), dt)
+            inside = np.concatenate([inputs[ctx.rank], spare])
+            view = inside[start : start + count]
+            ringcc.reduce_scatter(inside[:rows], op_value(op), out=view, **kwargs)
+            check_reduction(view, mine_block, op, f"reduce_scatter(out= {where} of the input)", pre, post)
 
     CASES.add(name, run, **options)
 
