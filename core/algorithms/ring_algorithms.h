@@ -57,6 +57,14 @@ constexpr int64_t kPipelineDepth = 4;
 constexpr int64_t kMinChunkBytes = 16 << 10;
 int64_t pipeline_chunk_elems(int64_t longest, size_t element_bytes);
 
+// Receives `len` elements from rank `from` over `t` in chunks of
+// `chunk_elems`, alternating between the two halves of `staging` (2 *
+// chunk_elems elements), and reduces each chunk with src into dst (src
+// null: into dst in place) while the next arrives; `also` (the caller's
+// own send) keeps progressing. `what` names the collective in a timeout.
+void ring_recv_reduce(Transport* t, int from, uint8_t* dst, const uint8_t* src, int64_t len, const CollectiveArgs& a,
+                      uint8_t* staging, int64_t chunk_elems, Request* also, Deadline deadline, const char* what);
+
 // Where a ring allreduce finds its segments when the caller places them
 // (the segment finished by ring position j is `length[j]` elements at
 // element `offset[j]` of a.out), and when it may touch them: ready(j)

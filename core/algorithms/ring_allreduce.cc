@@ -38,8 +38,9 @@ struct Forward {
 // Receives `len` elements from `from` in chunks and reduces each into dst,
 // while `also` (our own send) keeps progressing. With `forward`, each
 // reduced chunk is sent on at once.
-void recv_reduce(Transport* t, int from, uint8_t* dst, int64_t len, const CollectiveArgs& a, uint8_t* staging,
-                 int64_t chunk_elems, Request* also, Deadline deadline, Forward* forward) {
+void recv_reduce(Transport* t, int from, uint8_t* dst, const uint8_t* src, int64_t len, const CollectiveArgs& a,
+                 uint8_t* staging, int64_t chunk_elems, Request* also, Deadline deadline, Forward* forward,
+                 const char* what) {
   const size_t es = dtype_size(a.dtype);
   const int64_t nchunks = (len + chunk_elems - 1) / chunk_elems;
   std::unique_ptr<Request> pending[2];
@@ -55,11 +56,16 @@ void recv_reduce(Transport* t, int from, uint8_t* dst, int64_t len, const Collec
     if (also) others.push_back(also);
     if (k + 1 < nchunks) others.push_back(pending[(k + 1) % 2].get());
     if (forward) forward->add_pending(&others);
-    wait_one(pending[k % 2].get(), others, deadline, "allreduce");
+    wait_one(pending[k % 2].get(), others, deadline, what);
     const int64_t off = k * chunk_elems, m = std::min(chunk_elems, len - off);
     uint8_t* reduced = dst + static_cast<size_t>(off) * es;
-    reduce_inplace(reduced, staging + static_cast<size_t>(k % 2) * static_cast<size_t>(chunk_elems) * es, m, a.dtype,
-                   a.op);
+    const uint8_t* arrived = staging + static_cast<size_t>(k % 2) * static_cast<size_t>(chunk_elems) * es;
+    if (src && src != dst) {
+      const void* both[2] = {src + static_cast<size_t>(off) * es, arrived};
+      reduce_many(reduced, both, 2, m, a.dtype, a.op);
+    } else {
+      reduce_inplace(reduced, arrived, m, a.dtype, a.op);
+    }
     if (forward) {
       forward->sends.push_back(forward->to->isend(forward->rank, reduced, static_cast<size_t>(m) * es));
     }
@@ -67,6 +73,11 @@ void recv_reduce(Transport* t, int from, uint8_t* dst, int64_t len, const Collec
 }
 
 }  // namespace
+
+void ring_recv_reduce(Transport* t, int from, uint8_t* dst, const uint8_t* src, int64_t len, const CollectiveArgs& a,
+                      uint8_t* staging, int64_t chunk_elems, Request* also, Deadline deadline, const char* what) {
+  recv_reduce(t, from, dst, src, len, a, staging, chunk_elems, also, deadline, nullptr, what);
+}
 
 void ring_allreduce(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline,
                     const RingSegments* placed) {
@@ -111,8 +122,8 @@ void ring_allreduce(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, 
       if (s == 0) ready(sseg);  // later steps send what the step before reduced
       ready(rseg);
       auto sreq = right->isend(right_rank, at(sseg), bytes(sseg));
-      recv_reduce(left, left_rank, at(rseg), len(rseg), a, staging, chunk_elems, sreq.get(), deadline,
-                  s == n - 2 ? &forward : nullptr);
+      recv_reduce(left, left_rank, at(rseg), nullptr, len(rseg), a, staging, chunk_elems, sreq.get(), deadline,
+                  s == n - 2 ? &forward : nullptr, "allreduce");
       wait_all({sreq.get()}, deadline, "allreduce");
     }
     {  // allgather, first step: its segment went out chunk by chunk above

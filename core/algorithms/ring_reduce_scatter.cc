@@ -1,9 +1,9 @@
 // Ring reduce-scatter with uneven blocks: the reduce-scatter half of the
 // ring allreduce, rotated so that rank r ends up owning block r (the rows
 // block_first_row/block_rows give it), or segment r where the caller
-// placed the segments.
+// placed the segments. Each arriving block is reduced chunk by chunk while
+// the next chunk arrives, as in the allreduce.
 #include <algorithm>
-#include <cstring>
 
 #include "core/algorithms/ring_algorithms.h"
 #include "core/collective/reduction.h"
@@ -22,35 +22,46 @@ void ring_reduce_scatter(const PeerSet& ps, CollectiveArgs& a, RingScratch& scra
     return placed ? placed->length[static_cast<size_t>(j)] : block_rows(rows, n, j) * a.row_elems;
   };
   a.result_count = len(ps.me);
+  auto* out = static_cast<uint8_t*>(a.out);
 
-  uint8_t* work = static_cast<uint8_t*>(a.out);
+  // The input is read where it lies: the first block sent is the input's,
+  // and each arriving block is reduced with the input's copy of it into
+  // work or, the last one (this rank's), into the output, which lies apart
+  // from the input (run_output_apart). A prescale takes a scaled copy of
+  // the input first. With placed segments everything happens in a.out.
+  uint8_t* work = out;
+  const uint8_t* base = out;
   if (placed == nullptr) {
     work = scratch.get(scratch.work, static_cast<size_t>(a.count) * es);
-    if (a.count > 0) scale_copy(work, a.in, a.count, a.dtype, a.prescale);
+    base = static_cast<const uint8_t*>(a.in);
+    if (a.prescale != 1.0) {
+      if (a.count > 0) scale_copy(work, a.in, a.count, a.dtype, a.prescale);
+      base = work;
+    }
   }
+  auto at = [&](const uint8_t* p, int j) { return p + static_cast<size_t>(lo(j)) * es; };
 
-  const int64_t chunk_elems = std::max<int64_t>(1, static_cast<int64_t>(ring_chunk_bytes() / es));
-  uint8_t* staging = scratch.get(scratch.chunks, static_cast<size_t>(chunk_elems) * es);
+  int64_t longest = 0;
+  for (int j = 0; j < n; ++j) longest = std::max(longest, len(j));
+  const int64_t chunk_elems = pipeline_chunk_elems(longest, es);
+  uint8_t* staging = scratch.get(scratch.chunks, 2 * static_cast<size_t>(chunk_elems) * es);
   Transport* right = ps.links[static_cast<size_t>(ps.right())];
   Transport* left = ps.links[static_cast<size_t>(ps.left())];
   const int right_rank = ps.ranks[static_cast<size_t>(ps.right())];
   const int left_rank = ps.ranks[static_cast<size_t>(ps.left())];
   for (int s = 0; s < n - 1; ++s) {
     const int sseg = (ps.me - s - 1 + 2 * n) % n, rseg = (ps.me - s - 2 + 2 * n) % n;
-    auto sreq =
-        right->isend(right_rank, work + static_cast<size_t>(lo(sseg)) * es, static_cast<size_t>(len(sseg)) * es);
-    for (int64_t off = 0; off < len(rseg); off += chunk_elems) {
-      const int64_t m = std::min(chunk_elems, len(rseg) - off);
-      auto rreq = left->irecv(left_rank, staging, static_cast<size_t>(m) * es);
-      wait_one(rreq.get(), {sreq.get()}, deadline, "reduce_scatter");
-      reduce_inplace(work + static_cast<size_t>(lo(rseg) + off) * es, staging, m, a.dtype, a.op);
-    }
+    auto sreq = right->isend(right_rank, at(s == 0 ? base : work, sseg), static_cast<size_t>(len(sseg)) * es);
+    uint8_t* dst = placed == nullptr && s == n - 2 ? out : work + static_cast<size_t>(lo(rseg)) * es;
+    ring_recv_reduce(left, left_rank, dst, at(base, rseg), len(rseg), a, staging, chunk_elems, sreq.get(), deadline,
+                     "reduce_scatter");
     wait_all({sreq.get()}, deadline, "reduce_scatter");
   }
-  if (placed) return;
-  auto* out = static_cast<uint8_t*>(a.out);
-  if (a.result_count > 0) {
-    scale_copy(out, work + static_cast<size_t>(lo(ps.me)) * es, a.result_count, a.dtype, a.postscale);
+  if (placed || a.result_count == 0) return;
+  if (n == 1) {
+    scale_copy(out, at(base, ps.me), a.result_count, a.dtype, a.postscale);
+  } else if (a.postscale != 1.0) {
+    scale_inplace(out, a.result_count, a.dtype, a.postscale);
   }
 }
 
