@@ -229,6 +229,40 @@ def test_points_from_bench_json(tmp_path):
     assert {p.layout for p in points} == {cc.Layout(2, 2)}
 
 
+def test_ranks_that_outnumber_the_machines_cpus_stretch_every_latency(tmp_path):
+    path = bench_json(tmp_path / "2x2.json", cc.Layout(2, 2), TRUTH)
+    doc = json.loads(Path(path).read_text())
+    doc["meta"]["machine"] = {"cpus": 2}
+    Path(path).write_text(json.dumps(doc))
+    # Namespace hosts of one 2-CPU machine: 4 ranks, 2 per CPU.
+    assert {p.layout.crowding for p in points_from_json(path, one_machine=True)} == {2.0}
+    # Real hosts, or enough CPUs: no stretch.
+    assert {p.layout.crowding for p in points_from_json(path)} == {1.0}
+    doc["meta"]["machine"] = {"cpus": 8}
+    Path(path).write_text(json.dumps(doc))
+    assert {p.layout.crowding for p in points_from_json(path, one_machine=True)} == {1.0}
+
+    plain = cc.cost_of("allreduce", cc.Layout(2, 2), 1 << 20)
+    stretched = cc.cost_of("allreduce", cc.Layout(2, 2, crowding=2.0), 1 << 20)
+    for name in cc.PARAMS:
+        factor = 2.0 if name.startswith("alpha_") else 1.0
+        assert coefficient(stretched, name) == pytest.approx(factor * coefficient(plain, name)), name
+    assert alpha_steps(plain) > 0
+
+
+def test_fit_recovers_the_parameters_of_crowded_layouts():
+    layouts = (cc.Layout(2, 2, crowding=2.0), cc.Layout(2, 1), cc.Layout(4, 1, crowding=2.0), cc.Layout(1, 2))
+    points = [
+        Point(layout, op, n, cc.time_of(cc.cost_of(op, layout, n), TRUTH))
+        for layout in layouts
+        for op in cc.ALGORITHMS
+        for n in SIZES
+    ]
+    fitted = fit(points)
+    for name, value in TRUTH.items():
+        assert fitted[name] == pytest.approx(value, rel=1e-6), name
+
+
 def test_command_prints_errors_and_projections(tmp_path, capsys):
     paths = [bench_json(tmp_path / f"{i}.json", layout, TRUTH) for i, layout in enumerate(LAYOUTS)]
     out_json = tmp_path / "model.json"

@@ -70,6 +70,10 @@ class Layout:
     # The fewest CPUs per rank on any machine (Topology::cpus_per_rank): the
     # pipelined hierarchical allreduce needs 2 (a helper thread per rank).
     cpus_per_rank: float = 0.0
+    # Ranks per CPU where the ranks outnumber the machine's CPUs (the
+    # namespace hosts of one machine): a waiting rank's peer is running
+    # only that share of the time, so every step's latency stretches by it.
+    crowding: float = 1.0
 
     @property
     def ranks(self) -> int:
@@ -472,11 +476,20 @@ def ringcc_pick(op: str, layout: Layout, nbytes: float) -> str:
     return "hierarchical chain" if layout.hierarchical() else "chain"
 
 
+def crowded(cost: Cost, crowding: float) -> Cost:
+    """The cost with every step's latency stretched by `crowding`."""
+    if crowding <= 1.0:
+        return cost
+    return [
+        [{n: c * crowding if n.startswith("alpha_") else c for n, c in alt.items()} for alt in phase] for phase in cost
+    ]
+
+
 def cost_of(op: str, layout: Layout, nbytes: float, algorithm: str | None = None) -> Cost:
     name = algorithm or ringcc_pick(op, layout, nbytes)
     for candidate, fn, _ in ALGORITHMS[op]:
         if candidate == name:
-            return fn(layout, nbytes)
+            return crowded(fn(layout, nbytes), layout.crowding)
     raise KeyError(f"{op}: no algorithm {name!r}")
 
 

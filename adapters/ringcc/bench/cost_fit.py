@@ -58,7 +58,9 @@ def points_from_json(path: str, impl: str = "ringcc", one_machine: bool = False)
     ranks = int(meta["ranks"])
     per_host = int(meta.get("ranks_per_host") or ranks)
     hosts = int(meta.get("hosts") or max(1, ranks // per_host))
-    layout = Layout(hosts, per_host, meta.get("transport") or "shm+tcp", one_machine and hosts > 1)
+    cpus = int(meta.get("cpus") or (meta.get("machine") or {}).get("cpus") or 0)
+    crowding = ranks / cpus if one_machine and cpus and ranks > cpus else 1.0
+    layout = Layout(hosts, per_host, meta.get("transport") or "shm+tcp", one_machine and hosts > 1, crowding=crowding)
     return [
         Point(layout, r["op"], int(r["nbytes"]), float(r["time_us"]) * 1e-6, path)
         for r in doc["results"]
