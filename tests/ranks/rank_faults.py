@@ -1,9 +1,9 @@
 """A rank of the fault-injection jobs (tests/ranks/test_fault_injection.py).
 
 Every rank runs a mix of collectives for up to --seconds: large allreduces
-(a kill lands mid-transfer), batches of small named allreduces that the
-engine negotiates and fuses, allgathers, broadcasts and grouped allreduces,
-writing its progress to OUT/progress<R>; the test kills one rank from
+and reduce-scatters (a kill lands mid-transfer), batches of small named
+allreduces that the engine negotiates and fuses, allgathers, broadcasts
+and grouped allreduces, writing its progress to OUT/progress<R>; the test kills one rank from
 outside at a random moment. With --die-in-init the victim kills itself
 from a timer a few milliseconds into ringcc.init() (during the
 rendezvous). Each rank records how it ended in OUT/outcome<R>.json: the
@@ -83,6 +83,9 @@ def main() -> int:
             handles = [ringcc.allreduce_async(s, name=f"fused.{i}") for i, s in enumerate(small)]
             for handle in handles:
                 handle.wait(60)
+            block = ringcc.reduce_scatter(big)
+            if not np.isfinite(block[:16]).all():
+                raise AssertionError("reduce_scatter returned garbage")
             ringcc.allgather(np.full((rank + 1, 3), rank, dtype=np.int32))
             ringcc.broadcast(np.arange(100000, dtype=np.float64), iteration % size)
             ringcc.grouped_allreduce(small[:4])
