@@ -180,17 +180,23 @@ def ring_links(layout: Layout, members: list[int]) -> list[tuple[int, int]]:
     return [(members[i], members[(i + 1) % len(members)]) for i in range(len(members))]
 
 
+def ring_step(layout: Layout, members: list[int], nbytes: float, flows_per_host: int = 1) -> list[Terms]:
+    """One step of a ring: every member sends nbytes to its right neighbour.
+    `flows_per_host`: rings running side by side that share each host's link."""
+    phase = pairs_phase(layout, ring_links(layout, members), nbytes)
+    if flows_per_host > 1:
+        phase = [added(t, {"beta_net": t.get("beta_net", 0.0) * (flows_per_host - 1)}) for t in phase]
+    return phase
+
+
 def ring_allreduce(layout: Layout, members: list[int], nbytes: float, flows_per_host: int = 1) -> Cost:
     """Reduce-scatter then allgather: 2(n-1) steps, each one segment (nbytes/n)
-    to the right neighbour; n-1 of them reduce the segment that arrives.
-    `flows_per_host`: rings running side by side that share each host's link."""
+    to the right neighbour; n-1 of them reduce the segment that arrives."""
     n = len(members)
     if n < 2 or nbytes <= 0:
         return []
     seg = nbytes / n
-    phase = pairs_phase(layout, ring_links(layout, members), seg)
-    if flows_per_host > 1:
-        phase = [added(t, {"beta_net": t.get("beta_net", 0.0) * (flows_per_host - 1)}) for t in phase]
+    phase = ring_step(layout, members, seg, flows_per_host)
     return [[scaled(t, 2 * (n - 1)) for t in phase], [{"gamma": (n - 1) * seg}]]
 
 
@@ -201,9 +207,7 @@ def ring_reduce_scatter(layout: Layout, members: list[int], nbytes: float, flows
     if n < 2 or nbytes <= 0:
         return []
     seg = nbytes / n
-    phase = pairs_phase(layout, ring_links(layout, members), seg)
-    if flows_per_host > 1:
-        phase = [added(t, {"beta_net": t.get("beta_net", 0.0) * (flows_per_host - 1)}) for t in phase]
+    phase = ring_step(layout, members, seg, flows_per_host)
     return [[scaled(t, n - 1) for t in phase], [{"gamma": (n - 1) * seg}]]
 
 
@@ -357,8 +361,7 @@ def allgather_hierarchical(layout: Layout, nbytes: float) -> Cost:
         return allgather_ring(layout, nbytes)
     L, H = layout.per_host, layout.hosts
     cross = [h * L for h in range(H)]
-    phase = pairs_phase(layout, ring_links(layout, cross), nbytes / layout.ranks)
-    phase = [added(t, {"beta_net": t.get("beta_net", 0.0) * (L - 1)}) for t in phase]
+    phase = ring_step(layout, cross, nbytes / layout.ranks, flows_per_host=L)
     return call() + agreement(layout) + [[scaled(t, H - 1) for t in phase]] + shm_copy(L, nbytes)
 
 
