@@ -81,9 +81,10 @@ struct RingSegments {
 // The pieces, each in its own file; they expect the agreement done.
 void ring_allreduce(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline,
                     const RingSegments* placed = nullptr);
-// With placed segments (their hooks unused) it reduces them in place in
-// a.out, leaving segment me the result, and leaves a.in, prescale and
-// postscale to the caller.
+// With placed segments it reduces them in place in a.out, leaving segment
+// me the result, and leaves a.in, prescale and postscale to the caller;
+// ready(j) comes before segment j is first sent or reduced into (in the
+// order me - 1, me - 2, ..., me), done is not called.
 void ring_reduce_scatter(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline,
                          const RingSegments* placed = nullptr);
 void ring_allgather(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);

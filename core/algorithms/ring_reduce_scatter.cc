@@ -49,8 +49,13 @@ void ring_reduce_scatter(const PeerSet& ps, CollectiveArgs& a, RingScratch& scra
   Transport* left = ps.links[static_cast<size_t>(ps.left())];
   const int right_rank = ps.ranks[static_cast<size_t>(ps.right())];
   const int left_rank = ps.ranks[static_cast<size_t>(ps.left())];
+  auto ready = [&](int j) {
+    if (placed && placed->ready) placed->ready(j);
+  };
   for (int s = 0; s < n - 1; ++s) {
     const int sseg = (ps.me - s - 1 + 2 * n) % n, rseg = (ps.me - s - 2 + 2 * n) % n;
+    if (s == 0) ready(sseg);  // later steps send what the step before reduced
+    ready(rseg);
     auto sreq = right->isend(right_rank, at(s == 0 ? base : work, sseg), static_cast<size_t>(len(sseg)) * es);
     uint8_t* dst = placed == nullptr && s == n - 2 ? out : work + static_cast<size_t>(lo(rseg)) * es;
     ring_recv_reduce(left, left_rank, dst, at(base, rseg), len(rseg), a, staging, chunk_elems, sreq.get(), deadline,

@@ -305,6 +305,23 @@ def test_pipelined_hierarchical_overlaps_the_helper_with_the_ring():
     assert cc.time_of(cost, free_shm) == pytest.approx(cc.time_of(plain, free_shm))
 
 
+def test_pipelined_hierarchical_reduce_scatter_hides_all_but_the_first_piece():
+    layout = cc.Layout(4, 2, cpus_per_rank=4)
+    nbytes = 8e6
+    reduce_piece = cc.time_of(cc.shm_reduce_scatter(2, nbytes / 4), TRUTH)
+    ring = cc.time_of(cc.ring_reduce_scatter(layout, [0, 2, 4, 6], nbytes / 2, flows_per_host=2), TRUTH)
+    opening = cc.time_of(cc.call() + cc.agreement(layout), TRUTH)
+    cost = cc.reduce_scatter_hierarchical_pipelined(layout, nbytes)
+    assert cc.time_of(cost, TRUTH) == pytest.approx(opening + reduce_piece + max(ring, 3 * reduce_piece))
+    # The plain one runs the four pieces, then the ring: the same steps.
+    plain = cc.reduce_scatter_hierarchical(layout, nbytes)
+    assert cc.time_of(plain, TRUTH) == pytest.approx(opening + 4 * reduce_piece + ring)
+    ring_alternative, helper_alternative = cost[-1]
+    assert ring_alternative["alpha_net"] == 3 and "alpha_net" not in helper_alternative
+    assert cc.ringcc_pick("reduce_scatter", layout, 4 << 20) == "pipelined hierarchical"
+    assert cc.ringcc_pick("reduce_scatter", cc.Layout(4, 2, cpus_per_rank=1), 64 << 20) == "hierarchical"
+
+
 @pytest.mark.parametrize(
     "layout,nbytes,pick",
     [

@@ -2,7 +2,8 @@
 machine (RINGCC_HOSTNAME), 2 ranks each, either in runs of consecutive
 ranks (host-a: 0, 1; host-b: 2, 3, as launchers place them by default) or
 round robin (host-a: 0, 2; host-b: 1, 3, as `mpirun --map-by node` or
-SLURM's cyclic distribution place them). The hierarchical backend takes
+SLURM's cyclic distribution place them), and three hosts of 2 host by host
+(where the order in which the pipelined phases take the pieces matters). The hierarchical backend takes
 allreduce (pipelined from one byte here), allgather and broadcast in both;
 its reduce-scatter needs each host's blocks to be one piece of the input,
 so round robin it leaves reduce-scatter to the flat ring. Every result is
@@ -21,7 +22,6 @@ from rank_groups import rank_environment
 from test_security import finish, free_port_pair
 
 LIMIT_S = 120
-SIZE = 4
 
 RANK = textwrap.dedent(
     """
@@ -32,7 +32,8 @@ RANK = textwrap.dedent(
     try:
         ringcc.init()
         rank, size = ringcc.rank(), ringcc.size()
-        assert ringcc.local_size() == 2 and ringcc.cross_size() == 2, (ringcc.local_size(), ringcc.cross_size())
+        hosts = int(os.environ["EXPECTED_HOSTS"])
+        assert ringcc.local_size() == 2 and ringcc.cross_size() == hosts, (ringcc.local_size(), ringcc.cross_size())
         assert ringcc.transport_name() == "shm+tcp", ringcc.transport_name()  # the hierarchical backend
 
         def inputs(rows, row_shape=(), dtype=np.float64):
@@ -67,19 +68,22 @@ RANK = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("placement", ["host-by-host", "round-robin"])
+@pytest.mark.parametrize("placement", ["host-by-host", "round-robin", "three-hosts"])
 def test_collectives_whatever_the_placement(tmp_path: Path, placement: str):
     port = free_port_pair()
     processes = []
-    for rank in range(SIZE):
-        host = rank // 2 if placement == "host-by-host" else rank % 2
+    hosts = 3 if placement == "three-hosts" else 2
+    size = 2 * hosts
+    for rank in range(size):
+        host = rank % 2 if placement == "round-robin" else rank // 2
         env = {
             "RANK": str(rank),
-            "WORLD_SIZE": str(SIZE),
+            "WORLD_SIZE": str(size),
+            "EXPECTED_HOSTS": str(hosts),
             "MASTER_ADDR": socket.gethostname(),
             "MASTER_PORT": str(port),
             "RINGCC_SECRET": "a secret of the test's",
-            "RINGCC_HOSTNAME": f"host-{'ab'[host]}",
+            "RINGCC_HOSTNAME": f"host-{'abc'[host]}",
             "RINGCC_TIMEOUT_S": "30",
             "RINGCC_HIERARCHICAL_PIPELINE_BYTES": "1",
             "RINGCC_INLINE_BYTES": "0",  # nothing rides the agreement: every path below runs

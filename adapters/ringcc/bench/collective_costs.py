@@ -389,6 +389,22 @@ def allreduce_hierarchical_pipelined(layout: Layout, nbytes: float) -> Cost:
     return call() + agreement(layout) + [[reduce_piece], [ring, helper], [gather_piece]]
 
 
+def reduce_scatter_hierarchical_pipelined(layout: Layout, nbytes: float) -> Cost:
+    """ringcc's hierarchical reduce-scatter from PIPELINE_BYTES on, when
+    every machine has 2 CPUs per rank (pipelined_reduce_scatter.cc): a
+    helper thread reduce-scatters the H host pieces in shared memory in the
+    order the ring reads them, while the ring's H - 1 steps run; only the
+    first piece is not hidden, then the ring and the helper's other pieces
+    overlap, the slower deciding."""
+    if not layout.hierarchical():
+        return reduce_scatter_ring(layout, nbytes)
+    L, H = layout.per_host, layout.hosts
+    cross = [h * L for h in range(H)]
+    reduce_piece = linear_terms(shm_reduce_scatter(L, nbytes / H), {})
+    ring = linear_terms(ring_reduce_scatter(layout, cross, nbytes / L, flows_per_host=L), {})
+    return call() + agreement(layout) + [[reduce_piece], [ring, scaled(reduce_piece, H - 1)]]
+
+
 def allgather_riding(layout: Layout, nbytes: float) -> Cost:
     """ringcc's allgather up to INLINE_BYTES in all over TCP: each rank's
     block (nbytes/n) travels with its agreement entry, so the agreement that
@@ -449,6 +465,7 @@ ALGORITHMS = {
         ("riding", reduce_scatter_riding, True),
         ("ring", reduce_scatter_ring, True),
         ("hierarchical", reduce_scatter_hierarchical, True),
+        ("pipelined hierarchical", reduce_scatter_hierarchical_pipelined, True),
     ],
     "broadcast": [
         ("chain", broadcast_chain, True),
@@ -461,17 +478,13 @@ ALGORITHMS = {
 
 def ringcc_pick(op: str, layout: Layout, nbytes: float) -> str:
     """The algorithm ringcc runs for this call (its defaults)."""
-    if op == "allreduce":
+    pipelined = nbytes >= PIPELINE_BYTES and layout.cpus_per_rank >= 2
+    if op in ("allreduce", "reduce_scatter"):  # reduce_scatter: nbytes is each rank's input
         if nbytes <= INLINE_BYTES or layout.shm_only():
-            return "recursive doubling (riding)"
+            return "recursive doubling (riding)" if op == "allreduce" else "riding"
         if not layout.hierarchical():
             return "ring"
-        pipelined = nbytes >= PIPELINE_BYTES and layout.cpus_per_rank >= 2
         return "pipelined hierarchical" if pipelined else "hierarchical"
-    if op == "reduce_scatter":  # nbytes: each rank's input
-        if nbytes <= INLINE_BYTES or layout.shm_only():
-            return "riding"
-        return "hierarchical" if layout.hierarchical() else "ring"
     if nbytes <= INLINE_BYTES and not layout.shm_only():  # allgather: nbytes is the whole output
         return "riding"
     if op == "allgather":

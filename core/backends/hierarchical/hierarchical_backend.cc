@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "core/algorithms/shm_collectives.h"
-#include "core/backends/hierarchical/pipelined_allreduce.h"
+#include "core/backends/hierarchical/pipelined_phases.h"
 #include "core/base/env.h"
 #include "core/base/error.h"
 #include "core/collective/reduction.h"
@@ -56,7 +56,7 @@ class HierarchicalBackend : public Backend {
   int local_rank_, local_size_;
   std::vector<int> local_ranks_;    // global ranks on this host, by local rank
   std::vector<int> local_rank_of_;  // every rank's local rank
-  int64_t pipeline_from_;           // bytes from which allreduces are pipelined; 0: never
+  int64_t pipeline_from_;           // bytes from which allreduces and reduce-scatters are pipelined; 0: never
   // Every host runs a run of consecutive ranks (rank = host * L + local
   // rank), as launchers place them by default: each host's blocks of a
   // reduce-scatter are then one piece of the input.
@@ -192,7 +192,8 @@ void HierarchicalBackend::allgather(CollectiveArgs& a, Deadline deadline) {
 // of the input that holds that host's ranks' blocks (local rank l gets the
 // host's sum of the block of that host's local rank l), then a ring among
 // the ranks of this rank's local rank (one per host) reduce-scatters those
-// sums, leaving each rank its own block.
+// sums, leaving each rank its own block. From RINGCC_HIERARCHICAL_PIPELINE_BYTES
+// on, a helper thread runs the shared-memory phases beside the ring.
 void HierarchicalBackend::reduce_scatter(CollectiveArgs& a, Deadline deadline) {
   const size_t es = dtype_size(a.dtype);
   const int n = static_cast<int>(local_rank_of_.size()), hosts = cross_.size();
@@ -207,7 +208,7 @@ void HierarchicalBackend::reduce_scatter(CollectiveArgs& a, Deadline deadline) {
   }
   if (across_.size() < static_cast<size_t>(total) * es) across_.resize(static_cast<size_t>(total) * es);
   const auto* in = static_cast<const uint8_t*>(a.in);
-  for (int h = 0; h < hosts; ++h) {
+  auto reduce_within = [&](int h) {
     CollectiveArgs within;
     within.kind = CollectiveKind::kReduceScatter;
     within.dtype = a.dtype;
@@ -219,14 +220,19 @@ void HierarchicalBackend::reduce_scatter(CollectiveArgs& a, Deadline deadline) {
     within.out = across_.data() + static_cast<size_t>(sums.offset[static_cast<size_t>(h)]) * es;
     within.out_count = sums.length[static_cast<size_t>(h)];
     local_.run(within, deadline);
-  }
+  };
   CollectiveArgs between;
   between.kind = CollectiveKind::kReduceScatter;
   between.dtype = a.dtype;
   between.op = a.op;
   between.count = total;
   between.out = across_.data();
-  ring_reduce_scatter(cross_, between, scratch_, deadline, &sums);
+  if (pipeline_from_ > 0 && a.count * static_cast<int64_t>(es) >= pipeline_from_) {
+    pipelined_hierarchical_reduce_scatter(cross_, local_, reduce_within, between, sums, scratch_, deadline);
+  } else {
+    for (int h = 0; h < hosts; ++h) reduce_within(h);
+    ring_reduce_scatter(cross_, between, scratch_, deadline, &sums);
+  }
   a.result_count = sums.length[static_cast<size_t>(cross_.me)];
   if (a.result_count > 0) {
     scale_copy(a.out, across_.data() + static_cast<size_t>(sums.offset[static_cast<size_t>(cross_.me)]) * es,

@@ -2,7 +2,8 @@
 // the host in shared memory, allreduce of each rank's shard with its peers
 // of the same local rank on the other hosts (the cross group, over TCP),
 // then allgather within the host; from RINGCC_HIERARCHICAL_PIPELINE_BYTES
-// on, the three phases overlap piece by piece (pipelined_allreduce.h).
+// on, the phases overlap piece by piece (pipelined_phases.h), as the
+// reduce-scatter's do.
 // Allgather, broadcast and (ranks placed host by host) reduce-scatter
 // cross the network once per host too. Chosen when the ranks span hosts,
 // every host runs more than one rank and as many as the others, and
