@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "core/base/env.h"
 #include "core/base/error.h"
@@ -33,6 +34,7 @@ EngineOptions EngineOptions::from_env() {
   o.cache_capacity = static_cast<int>(env_int("RINGCC_CACHE_CAPACITY", 1024, "HOROVOD_CACHE_CAPACITY"));
   o.timeline_path = env_str("RINGCC_TIMELINE", "", "HOROVOD_TIMELINE");
   o.burst_quiet_us = std::max<int64_t>(env_int("RINGCC_BURST_QUIET_US", kBurstQuietUs), 0);
+  o.follow_up_us = std::max<int64_t>(env_int("RINGCC_ENGINE_POLL_US", kFollowUpUs), 0);
   if (o.cycle_time_ms < 0) o.cycle_time_ms = 0;
   return o;
 }
@@ -327,6 +329,20 @@ void Engine::pace(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock:
     // A rank blocked in synchronize() gains nothing from more batching:
     // its nudge starts the next cycle at once.
     auto woken = [&] { return shutdown_requested_ || (nudged_ && caller_waits()); };
+    // A collective that follows one just finished (a framework's executor
+    // running the next op on its result) is often nudged within tens of
+    // microseconds: poll for it a short while, yielding the CPU to the
+    // threads that produce it, so that its cycle starts without a wake-up
+    // through the kernel. Calls that arrive without a nudge end the poll.
+    if (ran_collectives_ && opt_.follow_up_us > 0) {
+      const auto until = std::min(*next, std::chrono::steady_clock::now() +
+                                             std::chrono::microseconds(opt_.follow_up_us));
+      while (incoming_.empty() && !woken() && std::chrono::steady_clock::now() < until) {
+        lock.unlock();
+        std::this_thread::yield();
+        lock.lock();
+      }
+    }
     bool early = cv_.wait_until(lock, *next, woken);
     // Calls arriving back to back (a loop issuing a model's tensors) are
     // negotiated once the burst ends rather than in every cycle it spans:

@@ -51,6 +51,8 @@ constexpr double kDefaultStallShutdownS = 600.0;
 // kBurstCycles periods.
 constexpr int64_t kBurstQuietUs = 50;
 constexpr int kBurstCycles = 4;
+// RINGCC_ENGINE_POLL_US: see EngineOptions::follow_up_us.
+constexpr int64_t kFollowUpUs = 200;
 
 struct EngineOptions {
   double cycle_time_ms = 1.0;
@@ -62,6 +64,9 @@ struct EngineOptions {
   // A cycle due while calls arrive closer than this apart waits for the
   // burst to end (at most kBurstCycles periods); 0: never waits.
   int64_t burst_quiet_us = kBurstQuietUs;
+  // After a cycle that ran collectives, how long the engine thread polls
+  // for the next nudge (yielding the CPU) before it sleeps; 0: never.
+  int64_t follow_up_us = kFollowUpUs;
 
   // RINGCC_* settings, with Horovod's names as fallbacks.
   static EngineOptions from_env();
@@ -270,6 +275,7 @@ class Engine {
   CollectiveArgs fused_args_;                   // run_fused(): the fused allreduce, reused
   std::vector<std::shared_ptr<Work>> to_wake_;  // finished Works with a waiter to wake
   int idle_cycles_ = 0;
+  bool ran_collectives_ = false;  // the last cycle ran some
   bool sent_news_ = false;    // the last cycle announced new names or newly set bits
   bool bits_added_ = false;   // a tensor was announced by its bit since the last message
   uint64_t taken_count_ = 0;  // tensors take_incoming() took, for the order of announcements

@@ -313,6 +313,7 @@ void Engine::note_idle(bool any_ready, bool any_new) {
   const bool idle =
       !any_ready && negotiation_.table().empty() && local_.empty() && !mine_pending && !any_new && !any_pending;
   idle_cycles_ = idle ? idle_cycles_ + 1 : 0;
+  ran_collectives_ = any_ready;
 }
 
 // A join completes once every rank has joined.

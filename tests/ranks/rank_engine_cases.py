@@ -462,6 +462,37 @@ def allreduce_poll(ctx):
         check_equal(got, np.full(5, n * (n + 1) / 2), "poll/late")
 
 
+def engine_thread_cpu_s() -> float:
+    """CPU seconds the engine thread (named ringcc-engine) has used."""
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm", encoding="utf-8") as comm:
+                if comm.read().strip() != "ringcc-engine":
+                    continue
+            with open(f"/proc/self/task/{task}/stat", encoding="utf-8") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+        except OSError:
+            continue
+    raise Skip("no thread named ringcc-engine")
+
+
+@CASES.case("engine/quiet-after-work")
+def engine_quiet_after_work(ctx):
+    """After a named collective and while the caller computes, the engine
+    thread looks for a follow-up briefly (RINGCC_ENGINE_POLL_US), then
+    sleeps: over half a second it uses a fraction of a CPU."""
+    x = np.full(16, ctx.rank + 1.0)
+    got = finish(ringcc.allreduce_async(x, name="quiet/after"), "quiet/after")
+    if got is not None:
+        check_equal(got, np.full(16, ctx.size * (ctx.size + 1) / 2), "quiet/after")
+    before, start = engine_thread_cpu_s(), time.monotonic()
+    time.sleep(0.5)
+    used, spent = engine_thread_cpu_s() - before, time.monotonic() - start
+    expect(used < 0.25 * spent, f"the engine thread used {used:.3f} s of CPU in {spent:.3f} s of its rank's sleep")
+    ringcc.barrier()
+
+
 @CASES.case("allreduce/in-place-named-inputs")
 def allreduce_in_place_named_inputs(ctx):
     """allreduce_async_ by name (the per-tensor path of training loops): bad
