@@ -25,6 +25,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/algorithms/host_agreement.h"
 #include "core/algorithms/ring_algorithms.h"
 #include "core/base/env.h"
 #include "core/base/error.h"
@@ -66,16 +67,35 @@ size_t entry_bytes(int32_t counts) {
   return sizeof(EntryPrefix) + sizeof(OpHeader) + 8 * static_cast<size_t>(counts);
 }
 
+constexpr uint64_t kMaxRiderBytes = uint64_t{1} << 30;
+
+// A frame: the prefix, then the entries, then the rider.
+void frame_of(const Known& k, std::vector<uint8_t>* out) {
+  FramePrefix f{k.entries.size(), k.rider.size(), k.rider_ok ? 1u : 0u};
+  out->resize(sizeof(f) + k.entries.size() + k.rider.size());
+  std::memcpy(out->data(), &f, sizeof(f));
+  if (!k.entries.empty()) std::memcpy(out->data() + sizeof(f), k.entries.data(), k.entries.size());
+  if (!k.rider.empty()) std::memcpy(out->data() + sizeof(f) + k.entries.size(), k.rider.data(), k.rider.size());
+}
+
+// No rank can send more than every rank's entry with counts, or a rider
+// longer than it is allowed to make.
+void check_prefix(const FramePrefix& f, size_t world_n, int from_rank) {
+  if (f.entries_bytes > world_n * entry_bytes(static_cast<int32_t>(world_n)) || f.rider_bytes > kMaxRiderBytes ||
+      f.rider_ok > 1) {
+    raise(ErrorKind::kInternal, "corrupt collective header from rank ", from_rank);
+  }
+}
+
 class Exchange {
  public:
-  Exchange(const PeerSet& ps, const CollectiveArgs& a, Deadline deadline) : ps_(ps), a_(a), deadline_(deadline) {}
+  // world_n: the ranks whose entries a frame may carry (more than ps's
+  // when ps is one rank per host).
+  Exchange(const PeerSet& ps, size_t world_n, const CollectiveArgs& a, Deadline deadline)
+      : ps_(ps), world_n_(world_n), a_(a), deadline_(deadline) {}
 
   void send(int index, const Known& k) {
-    FramePrefix f{k.entries.size(), k.rider.size(), k.rider_ok ? 1u : 0u};
-    out_.resize(sizeof(f) + k.entries.size() + k.rider.size());
-    std::memcpy(out_.data(), &f, sizeof(f));
-    if (!k.entries.empty()) std::memcpy(out_.data() + sizeof(f), k.entries.data(), k.entries.size());
-    if (!k.rider.empty()) std::memcpy(out_.data() + sizeof(f) + k.entries.size(), k.rider.data(), k.rider.size());
+    frame_of(k, &out_);
     pending_send_ = link(index)->isend(ps_.ranks[static_cast<size_t>(index)], out_.data(), out_.size());
   }
 
@@ -86,13 +106,7 @@ class Exchange {
     FramePrefix f;
     auto head = t->irecv(rank, &f, sizeof(f));
     wait_one(head.get(), others(), deadline_, collective_name(a_.kind));
-    const size_t n = static_cast<size_t>(ps_.size());
-    // No rank can send more than every rank's entry with counts, or a
-    // rider longer than it is allowed to make.
-    if (f.entries_bytes > n * entry_bytes(static_cast<int32_t>(n)) || f.rider_bytes > kMaxRiderBytes ||
-        f.rider_ok > 1) {
-      raise(ErrorKind::kInternal, "corrupt collective header from rank ", rank);
-    }
+    check_prefix(f, world_n_, rank);
     Known k;
     k.entries.resize(f.entries_bytes);
     k.rider.resize(f.rider_bytes);
@@ -114,8 +128,6 @@ class Exchange {
     pending_send_.reset();
   }
 
-  static constexpr uint64_t kMaxRiderBytes = uint64_t{1} << 30;
-
  private:
   Transport* link(int index) const { return ps_.links[static_cast<size_t>(index)]; }
   std::vector<Request*> others() const {
@@ -125,6 +137,7 @@ class Exchange {
   }
 
   const PeerSet& ps_;
+  size_t world_n_;
   const CollectiveArgs& a_;
   Deadline deadline_;
   std::vector<uint8_t> out_;
@@ -224,48 +237,60 @@ int64_t inline_allreduce_bytes() {
   return bytes;
 }
 
-bool agree_on_collective(const PeerSet& ps, CollectiveArgs& a, Deadline deadline) {
+namespace {
+
+// This rank's entry and rider, before it has heard from anyone.
+Known own_known(const PeerSet& world, const CollectiveArgs& a, Rider ride) {
+  const int n = world.size();
+  const size_t nn = static_cast<size_t>(n);
+  const bool alltoall = a.kind == CollectiveKind::kAlltoall;
+  Known known;
+  const EntryPrefix e{world.me, alltoall ? n : 0};
+  const OpHeader h = make_header(a);
+  known.entries.resize(entry_bytes(e.counts));
+  std::memcpy(known.entries.data(), &e, sizeof(e));
+  std::memcpy(known.entries.data() + sizeof(e), &h, sizeof(h));
+  if (alltoall) {
+    if (a.send_counts.size() != nn) {
+      raise(ErrorKind::kInvalidArgument, "alltoall: send counts for ", a.send_counts.size(), " ranks, not ", n);
+    }
+    std::memcpy(known.entries.data() + sizeof(e) + sizeof(h), a.send_counts.data(), 8 * nn);
+  }
+  known.rider_ok = ride != Rider::kNone;
+  known.rider = first_rider(world, a, ride);
+  return known;
+}
+
+// Recursive doubling over ps: afterwards every rank of ps knows what every
+// rank of ps knew before. world_n bounds what a frame may carry.
+void exchange_known(const PeerSet& ps, size_t world_n, Known& known, const CollectiveArgs& a, Rider ride,
+                    Deadline deadline) {
+  const int n = ps.size();
+  if (n < 2) return;
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  Exchange x(ps, world_n, a, deadline);
+  if (ps.me >= p) {  // hands its part to me - p, gets the whole back
+    x.send(ps.me - p, known);
+    adopt(known, x.receive(ps.me - p));
+    return;
+  }
+  if (ps.me + p < n) merge(known, x.receive(ps.me + p), a, ride);
+  for (int bit = 1; bit < p; bit *= 2) {
+    const int partner = ps.me ^ bit;
+    x.send(partner, known);
+    merge(known, x.receive(partner), a, ride);
+  }
+  if (ps.me + p < n) x.send(ps.me + p, known);
+  x.finish_send();
+}
+
+// Every rank's header, checked: one verdict everywhere; then the ridden
+// result, when every rank rode along alike.
+bool conclude(const PeerSet& ps, Known& known, CollectiveArgs& a, Rider ride) {
   const int n = ps.size();
   const size_t nn = static_cast<size_t>(n);
   const bool alltoall = a.kind == CollectiveKind::kAlltoall;
-  const Rider ride = rider_of(ps, a, Exchange::kMaxRiderBytes);
-
-  Known known;
-  {
-    const EntryPrefix e{ps.me, alltoall ? n : 0};
-    const OpHeader h = make_header(a);
-    known.entries.resize(entry_bytes(e.counts));
-    std::memcpy(known.entries.data(), &e, sizeof(e));
-    std::memcpy(known.entries.data() + sizeof(e), &h, sizeof(h));
-    if (alltoall) {
-      if (a.send_counts.size() != nn) {
-        raise(ErrorKind::kInvalidArgument, "alltoall: send counts for ", a.send_counts.size(), " ranks, not ", n);
-      }
-      std::memcpy(known.entries.data() + sizeof(e) + sizeof(h), a.send_counts.data(), 8 * nn);
-    }
-    known.rider_ok = ride != Rider::kNone;
-    known.rider = first_rider(ps, a, ride);
-  }
-
-  if (n > 1) {
-    int p = 1;
-    while (p * 2 <= n) p *= 2;
-    Exchange x(ps, a, deadline);
-    if (ps.me >= p) {  // hands its part to me - p, gets the whole back
-      x.send(ps.me - p, known);
-      adopt(known, x.receive(ps.me - p));
-    } else {
-      if (ps.me + p < n) merge(known, x.receive(ps.me + p), a, ride);
-      for (int bit = 1; bit < p; bit *= 2) {
-        const int partner = ps.me ^ bit;
-        x.send(partner, known);
-        merge(known, x.receive(partner), a, ride);
-      }
-      if (ps.me + p < n) x.send(ps.me + p, known);
-      x.finish_send();
-    }
-  }
-
   // Every rank's header in rank order, then one verdict everywhere.
   std::vector<OpHeader> headers(nn);
   std::vector<int64_t> counts;
@@ -322,6 +347,62 @@ bool agree_on_collective(const PeerSet& ps, CollectiveArgs& a, Deadline deadline
   if (ride == Rider::kReduction && a.postscale != 1.0) scale_inplace(a.out, a.count, a.dtype, a.postscale);
   a.result_count = a.count;
   return true;
+}
+
+}  // namespace
+
+bool agree_on_collective(const PeerSet& ps, CollectiveArgs& a, Deadline deadline) {
+  const Rider ride = rider_of(ps, a, kMaxRiderBytes);
+  Known known = own_known(ps, a, ride);
+  exchange_known(ps, static_cast<size_t>(ps.size()), known, a, ride, deadline);
+  return conclude(ps, known, a, ride);
+}
+
+bool agree_by_host(const PeerSet& world, const PeerSet& cross, ShmCollectives& local, CollectiveArgs& a,
+                   Deadline deadline) {
+  const Rider ride = rider_of(world, a, kMaxRiderBytes);
+  std::vector<uint8_t> mine, pooled;
+  frame_of(own_known(world, a, ride), &mine);
+  // Every rank of this host gets every local rank's frame, and merges them
+  // in local rank order: each holds the same host set, which its exchange
+  // with the other hosts (its own local rank's, in parallel with the
+  // others') completes alike.
+  CollectiveArgs pool;
+  pool.kind = CollectiveKind::kAllgather;
+  pool.dtype = DataType::kUInt8;
+  pool.in = mine.data();
+  pool.count = static_cast<int64_t>(mine.size());
+  pool.out_count = -1;
+  pool.allocate = [&pooled](int64_t bytes) {
+    pooled.resize(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+    return static_cast<void*>(pooled.data());
+  };
+  local.run(pool, deadline);
+  Known host;
+  size_t off = 0;
+  for (size_t i = 0; i < pool.recv_counts.size(); ++i) {
+    const size_t bytes = static_cast<size_t>(pool.recv_counts[i]);
+    FramePrefix f;
+    if (bytes < sizeof(f)) raise(ErrorKind::kInternal, "corrupt collective header from a local rank");
+    std::memcpy(&f, pooled.data() + off, sizeof(f));
+    check_prefix(f, static_cast<size_t>(world.size()), -1);
+    if (bytes != sizeof(f) + f.entries_bytes + f.rider_bytes) {
+      raise(ErrorKind::kInternal, "corrupt collective header from a local rank");
+    }
+    Known k;
+    const uint8_t* body = pooled.data() + off + sizeof(f);
+    k.entries.assign(body, body + f.entries_bytes);
+    k.rider.assign(body + f.entries_bytes, body + f.entries_bytes + f.rider_bytes);
+    k.rider_ok = f.rider_ok == 1;
+    if (i == 0) {
+      adopt(host, std::move(k));
+    } else {
+      merge(host, k, a, ride);
+    }
+    off += bytes;
+  }
+  exchange_known(cross, static_cast<size_t>(world.size()), host, a, ride, deadline);
+  return conclude(world, host, a, ride);
 }
 
 }  // namespace ringcc

@@ -38,6 +38,8 @@ struct RingScratch {
 
 // Entry point: the agreement (agree_on_collective), then the algorithm.
 void run_over_transport(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline);
+// The algorithm alone, for a caller that ran the agreement its own way.
+void run_agreed_over_transport(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline);
 
 // Every rank learns every rank's header and checks them (raising the same
 // error on every rank on disagreement), in O(log n) steps; it doubles as a

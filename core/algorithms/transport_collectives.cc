@@ -18,7 +18,11 @@ int64_t pipeline_chunk_elems(int64_t longest, size_t element_bytes) {
 
 void run_over_transport(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline) {
   if (agree_on_collective(ps, a, deadline)) return;  // a small allreduce rode along
-  if (a.agree_only) return;                           // a device collective: its data moves on the device
+  run_agreed_over_transport(ps, a, scratch, deadline);
+}
+
+void run_agreed_over_transport(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline) {
+  if (a.agree_only) return;  // a device collective: its data moves on the device
   switch (a.kind) {
     case CollectiveKind::kAllreduce:
       return ring_allreduce(ps, a, scratch, deadline);

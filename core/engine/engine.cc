@@ -191,6 +191,7 @@ void Engine::nudge(const std::shared_ptr<Work>& waiting) {
     nudged_work_ = waiting;
     nudged_generation_ = waiting->generation();
     nudged_ = true;
+    nudged_at_ = std::chrono::steady_clock::now();
   }
   cv_.notify_all();
 }
@@ -333,10 +334,13 @@ void Engine::pace(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock:
     // running the next op on its result) is often nudged within tens of
     // microseconds: poll for it a short while, yielding the CPU to the
     // threads that produce it, so that its cycle starts without a wake-up
-    // through the kernel. Calls that arrive without a nudge end the poll.
-    if (ran_collectives_ && opt_.follow_up_us > 0) {
-      const auto until = std::min(*next, std::chrono::steady_clock::now() +
-                                             std::chrono::microseconds(opt_.follow_up_us));
+    // through the kernel. Only while follow-ups keep coming that soon (a
+    // training step's next round, milliseconds away, gains nothing), and
+    // calls that arrive without a nudge end the poll.
+    const auto finished_at = std::chrono::steady_clock::now();
+    const auto window = std::chrono::microseconds(opt_.follow_up_us);
+    if (ran_collectives_ && follow_ups_soon_ && opt_.follow_up_us > 0) {
+      const auto until = std::min(*next, finished_at + window);
       while (incoming_.empty() && !woken() && std::chrono::steady_clock::now() < until) {
         lock.unlock();
         std::this_thread::yield();
@@ -344,6 +348,7 @@ void Engine::pace(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock:
       }
     }
     bool early = cv_.wait_until(lock, *next, woken);
+    if (ran_collectives_) follow_ups_soon_ = early && nudged_ && nudged_at_ - finished_at < window;
     // Calls arriving back to back (a loop issuing a model's tensors) are
     // negotiated once the burst ends rather than in every cycle it spans:
     // each cycle is a rendezvous of every rank's engine, and on a host

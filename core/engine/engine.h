@@ -65,7 +65,8 @@ struct EngineOptions {
   // burst to end (at most kBurstCycles periods); 0: never waits.
   int64_t burst_quiet_us = kBurstQuietUs;
   // After a cycle that ran collectives, how long the engine thread polls
-  // for the next nudge (yielding the CPU) before it sleeps; 0: never.
+  // for the next nudge (yielding the CPU) before it sleeps, while the
+  // last such nudge came within that time; 0: never.
   int64_t follow_up_us = kFollowUpUs;
 
   // RINGCC_* settings, with Horovod's names as fallbacks.
@@ -241,6 +242,7 @@ class Engine {
   bool shutdown_requested_ = false;
   bool thread_exited_ = false;       // the engine thread returned (cv_ tells)
   bool nudged_ = false;              // a nudge came since the engine last woke
+  std::chrono::steady_clock::time_point nudged_at_{};  // ... at this time
   std::weak_ptr<Work> nudged_work_;  // what the nudging caller waits on
   uint64_t nudged_generation_ = 0;   // ... and its Work::generation() then
   bool stopped_ = false;
@@ -276,6 +278,7 @@ class Engine {
   std::vector<std::shared_ptr<Work>> to_wake_;  // finished Works with a waiter to wake
   int idle_cycles_ = 0;
   bool ran_collectives_ = false;  // the last cycle ran some
+  bool follow_ups_soon_ = true;   // the last such cycle's follow-up was nudged within follow_up_us
   bool sent_news_ = false;    // the last cycle announced new names or newly set bits
   bool bits_added_ = false;   // a tensor was announced by its bit since the last message
   uint64_t taken_count_ = 0;  // tensors take_incoming() took, for the order of announcements

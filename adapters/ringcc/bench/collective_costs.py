@@ -142,34 +142,58 @@ def pairs_phase(layout: Layout, pairs, nbytes: float, reduce_bytes: float = 0.0)
     return [added(step(k, nbytes, share if k == "net" else 1), extra) for k in sorted(kinds)]
 
 
-def agreement(layout: Layout, rider_bytes: float = 0.0, entry_payload: float = 0.0, reduces: bool = True) -> Cost:
+def agreement(
+    layout: Layout,
+    rider_bytes: float = 0.0,
+    entry_payload: float = 0.0,
+    reduces: bool = True,
+    by_host: bool | None = None,
+) -> Cost:
     """Recursive doubling over the largest power of two p <= n; the ranks
     above p hand their entry to rank - p first and get the whole set back at
     the end. A rider (a small allreduce) travels in every frame and is
     reduced at every merge. entry_payload: bytes each entry carries beside
     its header (an allgather's block riding along); reduces=False: the rider
-    is carried, not reduced (a broadcast riding along)."""
-    n = layout.ranks
-    if n < 2:
+    is carried, not reduced (a broadcast riding along).
+
+    by_host (the hierarchical backend's, host_agreement.h; None: where ringcc
+    runs it): the L ranks of a host first pool their frames in one
+    shared-memory phase, then the doubling runs over the hosts, every local
+    rank exchanging its host's set with its counterparts, L flows sharing
+    each host's link."""
+    if by_host is None:
+        by_host = layout.hierarchical()
+    if layout.ranks < 2:
         return []
+    L = layout.per_host if by_host else 1
+    n = layout.ranks // L  # the doubling's members: hosts, or ranks
     p = 1 << (n.bit_length() - 1)
     extra = n > p
 
     def frame(entries: int) -> float:
         return FRAME_PREFIX_BYTES + (ENTRY_BYTES + entry_payload) * entries + rider_bytes
 
+    def counterparts(pairs):
+        return [(a * L + local, b * L + local) for a, b in pairs for local in range(L)]
+
     merged = rider_bytes if reduces else 0.0
     cost: Cost = []
+    if L > 1:
+        pool = shm_copy(L, L * frame(1))[0][0]
+        cost.append([added(pool, {"gamma": merged * (L - 1)}) if merged else pool])
+    if n < 2:
+        return cost
     if extra:
-        cost.append(pairs_phase(layout, [(r, r - p) for r in range(p, n)], frame(1), merged))
+        cost.append(pairs_phase(layout, counterparts([(r, r - p) for r in range(p, n)]), frame(L), merged))
     known = 2 if extra else 1
     bit = 1
     while bit < p:
-        cost.append(pairs_phase(layout, [(r, r ^ bit) for r in range(p)], frame(min(n, known)), merged))
+        pairs = counterparts([(r, r ^ bit) for r in range(p)])
+        cost.append(pairs_phase(layout, pairs, frame(min(n, known) * L), merged))
         known *= 2
         bit *= 2
     if extra:
-        cost.append(pairs_phase(layout, [(r - p, r) for r in range(p, n)], frame(n)))
+        cost.append(pairs_phase(layout, counterparts([(r - p, r) for r in range(p, n)]), frame(n * L)))
     return cost
 
 
@@ -289,7 +313,7 @@ def allreduce_ring(layout: Layout, nbytes: float) -> Cost:
     """The flat ring over every rank (RINGCC_HIERARCHICAL_ALLREDUCE=0)."""
     if layout.shm_only():
         return call() + shm_allreduce(layout.ranks, nbytes)
-    return call() + agreement(layout) + ring_allreduce(layout, list(range(layout.ranks)), nbytes)
+    return call() + agreement(layout, by_host=False) + ring_allreduce(layout, list(range(layout.ranks)), nbytes)
 
 
 def allreduce_hierarchical(layout: Layout, nbytes: float) -> Cost:
@@ -321,7 +345,7 @@ def reduce_scatter_ring(layout: Layout, nbytes: float) -> Cost:
     """The flat ring over every rank (ranks not placed host by host)."""
     if layout.shm_only():
         return call() + shm_reduce_scatter(layout.ranks, nbytes)
-    return call() + agreement(layout) + ring_reduce_scatter(layout, list(range(layout.ranks)), nbytes)
+    return call() + agreement(layout, by_host=False) + ring_reduce_scatter(layout, list(range(layout.ranks)), nbytes)
 
 
 def reduce_scatter_hierarchical(layout: Layout, nbytes: float) -> Cost:
@@ -341,13 +365,13 @@ def reduce_scatter_hierarchical(layout: Layout, nbytes: float) -> Cost:
 def allgather_ring(layout: Layout, nbytes: float) -> Cost:
     if layout.shm_only():
         return call() + shm_copy(layout.ranks, nbytes)
-    return call() + agreement(layout) + ring_allgather(layout, nbytes)
+    return call() + agreement(layout, by_host=False) + ring_allgather(layout, nbytes)
 
 
 def broadcast_chain(layout: Layout, nbytes: float) -> Cost:
     if layout.shm_only():
         return call() + shm_copy(layout.ranks, nbytes)
-    return call() + agreement(layout) + chain_broadcast(layout, nbytes)
+    return call() + agreement(layout, by_host=False) + chain_broadcast(layout, nbytes)
 
 
 # -- across hosts, with several ranks per host --------------------------------------
@@ -440,7 +464,7 @@ def broadcast_tree(layout: Layout, nbytes: float) -> Cost:
     n = layout.ranks
     rounds = math.ceil(math.log2(n)) if n > 1 else 0
     L = layout.per_host
-    cost = call() + agreement(layout)
+    cost = call() + agreement(layout, by_host=False)
     for r in range(rounds):
         span = n >> (r + 1) or 1
         kind = "net" if span >= L and layout.hosts > 1 else ("shm" if not layout.transport == "tcp" else "loop")

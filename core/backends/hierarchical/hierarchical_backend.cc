@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/algorithms/host_agreement.h"
 #include "core/algorithms/shm_collectives.h"
 #include "core/backends/hierarchical/pipelined_phases.h"
 #include "core/base/env.h"
@@ -36,13 +37,10 @@ class HierarchicalBackend : public Backend {
 
   const char* name() const override { return "hierarchical"; }
   MemoryKind memory() const override { return MemoryKind::kHost; }
-  bool takes(const CollectiveArgs& a) const override {
-    auto ours = [this](CollectiveKind k) {
-      return k == CollectiveKind::kAllreduce || k == CollectiveKind::kBroadcast || k == CollectiveKind::kAllgather ||
-             (k == CollectiveKind::kReduceScatter && hosts_in_rank_order_);
-    };
-    return ours(a.kind) || (a.kind == CollectiveKind::kLocalError && ours(a.failed_kind));
-  }
+  // Every host collective: they all open with the same agreement (by
+  // host), which ranks calling different collectives must meet. Those
+  // with no hierarchical algorithm run the flat one over every rank.
+  bool takes(const CollectiveArgs&) const override { return true; }
   void run(CollectiveArgs& a, Deadline deadline) override;
   void broadcast(CollectiveArgs& a, Deadline deadline);
   void allgather(CollectiveArgs& a, Deadline deadline);
@@ -67,15 +65,16 @@ class HierarchicalBackend : public Backend {
 };
 
 void HierarchicalBackend::run(CollectiveArgs& a, Deadline deadline) {
-  // Every rank first agrees on the collective with every other rank (the
-  // same opening as the flat algorithms), so that a mismatch anywhere is
-  // reported on every rank before the phases below begin; a small
-  // allreduce is done by then, in as many round trips.
-  if (agree_on_collective(world_, a, deadline)) return;
+  // Every rank first agrees on the collective with every other rank, so
+  // that a mismatch anywhere is reported on every rank before the phases
+  // below begin: pooled in shared memory within each host, then between
+  // hosts. A small collective is done by then, in as many round trips.
+  if (agree_by_host(world_, cross_, local_, a, deadline)) return;
   if (a.kind == CollectiveKind::kLocalError || a.agree_only) return;
   if (a.kind == CollectiveKind::kBroadcast) return broadcast(a, deadline);
   if (a.kind == CollectiveKind::kAllgather) return allgather(a, deadline);
-  if (a.kind == CollectiveKind::kReduceScatter) return reduce_scatter(a, deadline);
+  if (a.kind == CollectiveKind::kReduceScatter && hosts_in_rank_order_) return reduce_scatter(a, deadline);
+  if (a.kind != CollectiveKind::kAllreduce) return run_agreed_over_transport(world_, a, scratch_, deadline);
 
   const size_t es = dtype_size(a.dtype);
   if (pipeline_from_ > 0 && a.count * static_cast<int64_t>(es) >= pipeline_from_) {
