@@ -72,7 +72,8 @@ class Layout:
     cpus_per_rank: float = 0.0
     # Ranks per CPU where the ranks outnumber the machine's CPUs (the
     # namespace hosts of one machine): a waiting rank's peer is running
-    # only that share of the time, so every step's latency stretches by it.
+    # only that share of the time, so every step's latency stretches by it,
+    # and so do a rank's shared-memory copies and reductions (crowded()).
     crowding: float = 1.0
 
     @property
@@ -516,13 +517,23 @@ def ringcc_pick(op: str, layout: Layout, nbytes: float) -> str:
     return "hierarchical chain" if layout.hierarchical() else "chain"
 
 
+# What a rank's CPU does, at 1/crowding of its speed where the ranks
+# outnumber the CPUs: its latencies (a waiting rank's peer runs only that
+# share of the time), its shared-memory copies and its reductions. TCP's
+# bytes on one machine already share the CPUs among the step's flows.
+CROWDED_TERMS = ("beta_shm", "gamma")
+
+
 def crowded(cost: Cost, crowding: float) -> Cost:
-    """The cost with every step's latency stretched by `crowding`."""
+    """The cost with every step's latency, shared-memory copy and reduction
+    stretched by `crowding`."""
     if crowding <= 1.0:
         return cost
-    return [
-        [{n: c * crowding if n.startswith("alpha_") else c for n, c in alt.items()} for alt in phase] for phase in cost
-    ]
+
+    def stretched(name: str) -> bool:
+        return name.startswith("alpha_") or name in CROWDED_TERMS
+
+    return [[{n: c * crowding if stretched(n) else c for n, c in alt.items()} for alt in phase] for phase in cost]
 
 
 def cost_of(op: str, layout: Layout, nbytes: float, algorithm: str | None = None) -> Cost:
