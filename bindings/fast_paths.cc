@@ -243,6 +243,38 @@ PyObject* allreduce_async_inplace(PyObject* general, PyObject* const* args, Py_s
   }
 }
 
+// ringcc.allreduce_(tensor[, op]) of a plain NumPy array with an int op:
+// the blocking in-place allreduce on this thread (the GIL released), with
+// no Python frame or pybind11 dispatch between the caller and the core,
+// for loops of small allreduces, whose time is mostly the call's own.
+// Everything else (keywords, other ops or tensors, and so every argument
+// error) goes to `general`, the Python implementation.
+PyObject* allreduce_inplace_blocking(PyObject* general, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  int op = 0;
+  HostTensor in;
+  const long max_op = static_cast<long>(ringcc::ReduceOp::kProduct);
+  const bool fast = !kwnames && (nargs == 1 || (nargs == 2 && small_int_of(args[1], max_op, &op))) &&
+                    plain_numpy(args[0], &in, true);
+  if (!fast) {
+    PyErr_Clear();
+    return PyObject_Vectorcall(general, args, static_cast<size_t>(nargs), kwnames);
+  }
+  try {
+    ringcc::Communicator& c = comm();
+    CollectiveArgs a = in_place_allreduce(in, op, 1.0, 1.0);
+    if (c.compares_shapes()) describe_shape(a, in);
+    {
+      BlockingCall call;
+      c.run(a);
+    }
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+  Py_INCREF(args[0]);
+  return args[0];
+}
+
 // A tensor an adapter described itself, but for its address (in.ptr is
 // null): its shape (a tuple of ints) and core dtype code, checked; `fn`
 // names the entry point in errors.
@@ -552,6 +584,12 @@ PyMethodDef g_allreduce_async_def = {
     "name across ranks (any enqueue order) and fuses it with other ready tensors; without one,\n"
     "collectives run in issue order."};
 
+PyMethodDef g_allreduce_inplace_def = {
+    "allreduce_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(allreduce_inplace_blocking)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "allreduce_($self, tensor, op=0, *, prescale_factor=1.0, postscale_factor=1.0)\n--\n\n"
+    "Reduces `tensor` over all ranks in place; returns `tensor`."};
+
 PyMethodDef g_broadcast_async_def = {
     "broadcast_async", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(broadcast_async_fast<false>)),
     METH_FASTCALL | METH_KEYWORDS,
@@ -636,6 +674,7 @@ void bind_fast_paths(py::module_& m) {
   // over `general`, the Python implementation it falls back to.
   m.def("_fast_path", [](const std::string& which, py::object general) {
     PyMethodDef* def = which == "allreduce_async"    ? &g_allreduce_async_def
+                       : which == "allreduce_"       ? &g_allreduce_inplace_def
                        : which == "broadcast_async"  ? &g_broadcast_async_def
                        : which == "broadcast_async_" ? &g_broadcast_async_inplace_def
                                                      : nullptr;

@@ -200,6 +200,8 @@ try:
     allreduce_async_ = _core._allreduce_async_inplace(allreduce_async_)
     # ... and the named out-of-place one (the output allocated in the core).
     allreduce_async = _core._fast_path("allreduce_async", allreduce_async)
+    # ... and the blocking in-place one of small allreduces in loops.
+    allreduce_ = _core._fast_path("allreduce_", allreduce_)
 except ImportError:  # no compiled core: the function above says so when called
     pass
 

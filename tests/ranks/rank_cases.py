@@ -310,6 +310,49 @@ def allreduce_inplace_buffer_protocol(ctx):
     expect(bytes(data) == bytes([product] * 5), f"allreduce_(bytearray, Product): {bytes(data)!r}")
 
 
+class _SubArray(np.ndarray):
+    """An ndarray subclass: the compiled allreduce_ leaves it to the general path."""
+
+
+@CASES.case("allreduce_/compiled-path-array-kinds")
+def allreduce_inplace_compiled_path(ctx):
+    """allreduce_(x[, op]) of a plain NumPy array runs compiled (no Python frame); every other
+    call (a subclass, keywords, a str op) takes the general path. Both give NumPy's result."""
+    n, r = ctx.size, ctx.rank
+    expect(
+        type(ringcc.allreduce_).__name__ == "builtin_function_or_method",
+        f"ringcc.allreduce_ is {ringcc.allreduce_!r}, not the compiled path",
+    )
+    triangle = n * (n + 1) // 2
+    for name in ("float16", "float32", "float64", "int8", "uint8", "intc", "int_", "longlong"):
+        dt = np.dtype(getattr(np, name))
+        sign = -1 if dt.kind == "i" else 1
+        x = np.full((2, 3), sign * (r + 1), dtype=dt)
+        expect(ringcc.allreduce_(x) is x, f"allreduce_({name}) returns its argument")
+        check_equal(x, np.full((2, 3), sign * triangle, dtype=dt), f"allreduce_({name})")
+    arrays = {
+        "0-d": np.array(r + 1.0, dtype=np.float32),
+        "empty": np.zeros((0, 4), dtype=np.float32),
+        "9-d": np.full((1, 2, 1, 2, 1, 2, 1, 2, 3), r + 1.0),
+        "subclass": np.full(5, r + 1.0, dtype=np.float32).view(_SubArray),
+        "offset view": np.full(10, r + 1.0, dtype=np.float32)[3:8],
+    }
+    for key, x in arrays.items():
+        expect(ringcc.allreduce_(x) is x, f"allreduce_({key}) returns its argument")
+        check_equal(x, np.full(x.shape, triangle, dtype=x.dtype), f"allreduce_({key})")
+    calls = {
+        "Max positionally": (lambda x: ringcc.allreduce_(x, ringcc.Max), n),
+        "Average positionally": (lambda x: ringcc.allreduce_(x, ringcc.Average), (n + 1) / 2),
+        "op as a keyword": (lambda x: ringcc.allreduce_(x, op=ringcc.Min), 1),
+        "op as a str": (lambda x: ringcc.allreduce_(x, "max"), n),
+        "a prescale": (lambda x: ringcc.allreduce_(x, prescale_factor=2.0), 2 * triangle),
+    }
+    for what, (call, want) in calls.items():
+        x = np.full(7, r + 1.0)
+        call(x)
+        check_equal(x, np.full(7, float(want)), f"allreduce_ with {what}")
+
+
 @CASES.case("allreduce/dlpack/torch", tags=("torch",))
 def allreduce_torch(ctx):
     try:
