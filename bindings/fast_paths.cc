@@ -243,25 +243,11 @@ PyObject* allreduce_async_inplace(PyObject* general, PyObject* const* args, Py_s
   }
 }
 
-// ringcc.allreduce_(tensor[, op]) of a plain NumPy array with an int op:
-// the blocking in-place allreduce on this thread (the GIL released), with
-// no Python frame or pybind11 dispatch between the caller and the core,
-// for loops of small allreduces, whose time is mostly the call's own.
-// Everything else (keywords, other ops or tensors, and so every argument
-// error) goes to `general`, the Python implementation.
-PyObject* allreduce_inplace_blocking(PyObject* general, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  int op = 0;
-  HostTensor in;
-  const long max_op = static_cast<long>(ringcc::ReduceOp::kProduct);
-  const bool fast = !kwnames && (nargs == 1 || (nargs == 2 && small_int_of(args[1], max_op, &op))) &&
-                    plain_numpy(args[0], &in, true);
-  if (!fast) {
-    PyErr_Clear();
-    return PyObject_Vectorcall(general, args, static_cast<size_t>(nargs), kwnames);
-  }
+// Runs `a` over `in` (the plain NumPy array `tensor`, written in place)
+// on this thread, the GIL released; returns `tensor`, or null with the
+// error set.
+PyObject* run_in_place_blocking(ringcc::Communicator& c, CollectiveArgs a, const HostTensor& in, PyObject* tensor) {
   try {
-    ringcc::Communicator& c = comm();
-    CollectiveArgs a = in_place_allreduce(in, op, 1.0, 1.0);
     if (c.compares_shapes()) describe_shape(a, in);
     {
       BlockingCall call;
@@ -271,8 +257,39 @@ PyObject* allreduce_inplace_blocking(PyObject* general, PyObject* const* args, P
     set_python_error();
     return nullptr;
   }
-  Py_INCREF(args[0]);
-  return args[0];
+  Py_INCREF(tensor);
+  return tensor;
+}
+
+// ringcc.allreduce_(tensor[, op]) of a plain NumPy array with an int op
+// and ringcc.broadcast_(tensor[, root]) with an int root: the blocking
+// in-place collective with no Python frame or pybind11 dispatch between
+// the caller and the core, for loops of small collectives, whose time is
+// mostly the call's own. Everything else (keywords, other ops, roots or
+// tensors, and so every argument error) goes to `general`, the Python
+// implementation.
+template <CollectiveKind kKind>
+PyObject* in_place_blocking(PyObject* general, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  const long max_second = kKind == CollectiveKind::kAllreduce ? static_cast<long>(ringcc::ReduceOp::kProduct)
+                                                              : std::numeric_limits<int>::max();
+  int second = 0;  // the op, or the root
+  HostTensor in;
+  const bool fast = !kwnames && (nargs == 1 || (nargs == 2 && small_int_of(args[1], max_second, &second))) &&
+                    plain_numpy(args[0], &in, true);
+  if (!fast) {
+    PyErr_Clear();
+    return PyObject_Vectorcall(general, args, static_cast<size_t>(nargs), kwnames);
+  }
+  ringcc::Communicator* c = nullptr;
+  try {
+    c = &comm();
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+  CollectiveArgs a = kKind == CollectiveKind::kAllreduce ? in_place_allreduce(in, second, 1.0, 1.0)
+                                                         : broadcast_args(in, in.ptr, second);
+  return run_in_place_blocking(*c, std::move(a), in, args[0]);
 }
 
 // A tensor an adapter described itself, but for its address (in.ptr is
@@ -585,10 +602,18 @@ PyMethodDef g_allreduce_async_def = {
     "collectives run in issue order."};
 
 PyMethodDef g_allreduce_inplace_def = {
-    "allreduce_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(allreduce_inplace_blocking)),
+    "allreduce_",
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(in_place_blocking<CollectiveKind::kAllreduce>)),
     METH_FASTCALL | METH_KEYWORDS,
     "allreduce_($self, tensor, op=0, *, prescale_factor=1.0, postscale_factor=1.0)\n--\n\n"
     "Reduces `tensor` over all ranks in place; returns `tensor`."};
+
+PyMethodDef g_broadcast_inplace_def = {
+    "broadcast_",
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(in_place_blocking<CollectiveKind::kBroadcast>)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "broadcast_($self, tensor, root=0)\n--\n\n"
+    "Overwrites `tensor` with root's, in place; returns `tensor`."};
 
 PyMethodDef g_broadcast_async_def = {
     "broadcast_async", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(broadcast_async_fast<false>)),
@@ -675,6 +700,7 @@ void bind_fast_paths(py::module_& m) {
   m.def("_fast_path", [](const std::string& which, py::object general) {
     PyMethodDef* def = which == "allreduce_async"    ? &g_allreduce_async_def
                        : which == "allreduce_"       ? &g_allreduce_inplace_def
+                       : which == "broadcast_"       ? &g_broadcast_inplace_def
                        : which == "broadcast_async"  ? &g_broadcast_async_def
                        : which == "broadcast_async_" ? &g_broadcast_async_inplace_def
                                                      : nullptr;

@@ -255,6 +255,8 @@ try:
     # Named broadcasts of NumPy arrays take the compiled path (see allreduce_async).
     broadcast_async = _core._fast_path("broadcast_async", broadcast_async)
     broadcast_async_ = _core._fast_path("broadcast_async_", broadcast_async_)
+    # ... and the blocking in-place one of small broadcasts in loops (see allreduce_).
+    broadcast_ = _core._fast_path("broadcast_", broadcast_)
 except ImportError:
     pass
 

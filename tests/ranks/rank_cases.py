@@ -353,6 +353,36 @@ def allreduce_inplace_compiled_path(ctx):
         check_equal(x, np.full(7, float(want)), f"allreduce_ with {what}")
 
 
+@CASES.case("broadcast_/compiled-path-array-kinds")
+def broadcast_inplace_compiled_path(ctx):
+    """broadcast_(x[, root]) of a plain NumPy array runs compiled; a root by keyword, a
+    subclass or a numpy integer root take the general path. Both give the root's array."""
+    n, r = ctx.size, ctx.rank
+    expect(
+        type(ringcc.broadcast_).__name__ == "builtin_function_or_method",
+        f"ringcc.broadcast_ is {ringcc.broadcast_!r}, not the compiled path",
+    )
+    last = n - 1
+    for name in ("float16", "float32", "float64", "int8", "uint8", "intc", "int_", "longlong"):
+        dt = np.dtype(getattr(np, name))
+        x = np.full((2, 3), r + 1, dtype=dt)
+        expect(ringcc.broadcast_(x, last) is x, f"broadcast_({name}) returns its argument")
+        check_equal(x, np.full((2, 3), n, dtype=dt), f"broadcast_({name}, {last})")
+    calls = {
+        "root 0 by default": (lambda x: ringcc.broadcast_(x), 0),
+        "root by keyword": (lambda x: ringcc.broadcast_(x, root=last), last),
+        "a numpy integer root": (lambda x: ringcc.broadcast_(x, np.int64(last)), last),
+        "a subclass": (lambda x: ringcc.broadcast_(x.view(_SubArray), last), last),
+        "a 0-d array": (lambda x: ringcc.broadcast_(x[0, ...], last), last),
+        "an offset view": (lambda x: ringcc.broadcast_(x[2:], last), last),
+    }
+    for what, (call, root) in calls.items():
+        x = np.full(5, float(r))
+        call(x)
+        touched = {"a 0-d array": slice(0, 1), "an offset view": slice(2, 5)}.get(what, slice(0, 5))
+        check_equal(x[touched], np.full(touched.stop - touched.start, float(root)), f"broadcast_ with {what}")
+
+
 @CASES.case("allreduce/dlpack/torch", tags=("torch",))
 def allreduce_torch(ctx):
     try:
