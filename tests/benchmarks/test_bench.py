@@ -87,6 +87,8 @@ def test_one_rank_sweep_checks_and_tables():
     assert len(out["results"]) == 2 * len(OPS)
     assert all(r["wrong"] == 0 and r["time"] > 0 and r["iters"] == 3 for r in out["results"])
     assert all(len(r["samples"]) == 3 for r in out["results"])  # one batch per iteration here
+    # The machine's CPUs busy over each point's loop: a share of them, never more than all.
+    assert all(0 <= r["cpus_busy"] <= os.cpu_count() + 0.5 for r in out["results"])
     e = aggregate("allreduce", 4096, 1024, [2e-6, 1e-6, 3e-6], 2)
     # No per-batch samples: the spread is over the repeats, (p75 - p25) / median.
     assert e["time_us"] == pytest.approx(2.0) and e["spread"] == pytest.approx(0.5)

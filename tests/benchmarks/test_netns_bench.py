@@ -6,8 +6,10 @@ need root and iproute2 and are skipped without them."""
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,8 +17,12 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from ringcc.bench import tcp_bandwidth  # noqa: E402
-from ringcc.bench.netns_bench import layout_summary, parse_layout  # noqa: E402
+from ringcc.bench import machine_cpu, tcp_bandwidth  # noqa: E402
+from ringcc.bench.netns_bench import (  # noqa: E402
+    layout_summary,
+    parse_layout,
+    tcp_bytes_per_busbw_byte,
+)
 from ringcc.bench.netns_hosts import NamespaceHosts, can_make_hosts  # noqa: E402
 
 needs_namespaces = pytest.mark.skipif(can_make_hosts() is not None, reason=str(can_make_hosts()))
@@ -59,6 +65,36 @@ def test_tcp_bandwidth_between_hosts():
         result = tcp_bandwidth.measure(hosts, 0, 1, seconds=0.2, repeats=1)
     assert result["gbps"] > 0.01
     assert result["from"] == hosts.names[0] and result["to"] == hosts.names[1]
+    # The stream's CPU time: both ends work for every byte, so somewhere
+    # between a sliver of one CPU and all of the machine's were busy.
+    busy = result["runs_cpus_busy"][0]
+    assert 0.05 < busy <= len(os.sched_getaffinity(0)) + 0.5
+    assert result["cpu_ns_per_byte"] == pytest.approx(busy / result["gbps"], rel=0.05)
+
+
+def test_machine_cpu_counts_work():
+    before, t0 = machine_cpu.busy_seconds(), time.perf_counter()
+    while time.perf_counter() < t0 + 0.3:
+        pass
+    after, t1 = machine_cpu.busy_seconds(), time.perf_counter()
+    # This process alone kept one CPU busy all along (the counters tick every 10 ms).
+    assert machine_cpu.cpus_busy(before, after, t1 - t0) >= 0.8
+    assert machine_cpu.cpus_busy(None, after, 1.0) is None
+    assert machine_cpu.cpus_busy(before, after, 0.0) is None
+
+
+def test_tcp_bytes_per_busbw_byte():
+    # One rank per host: every rank's bytes cross; busbw counts 2 (n - 1) / n S.
+    assert tcp_bytes_per_busbw_byte("allreduce", 2, 1) == pytest.approx(2)
+    assert tcp_bytes_per_busbw_byte("allreduce", 4, 1) == pytest.approx(4)
+    # Two ranks per host: only the hosts' share crosses.
+    assert tcp_bytes_per_busbw_byte("allreduce", 2, 2) == pytest.approx(4 / 3)
+    assert tcp_bytes_per_busbw_byte("allgather", 4, 1) == pytest.approx(4)
+    assert tcp_bytes_per_busbw_byte("reduce_scatter", 2, 2) == pytest.approx(4 / 3)
+    assert tcp_bytes_per_busbw_byte("broadcast", 2, 1) == 1
+    assert tcp_bytes_per_busbw_byte("broadcast", 4, 1) == 3
+    assert tcp_bytes_per_busbw_byte("allreduce", 1, 2) is None
+    assert tcp_bytes_per_busbw_byte("alltoall", 2, 2) is None
 
 
 def test_parse_layout():
@@ -85,6 +121,13 @@ def test_layout_summary(tmp_path):
     path = tmp_path / "2x2.json"
     path.write_text(json.dumps({"meta": {"ops": ["allreduce"]}, "results": results}))
     summary = layout_summary(str(path), tcp_gbps=1.0)["allreduce"]
+    assert "cpus_busy" not in summary  # no CPU readings in these rows
+    results[1]["cpus_busy"] = 1.4
+    path.write_text(json.dumps({"meta": {"ops": ["allreduce"]}, "results": results}))
+    costed = layout_summary(str(path), tcp_gbps=1.0, layout=(4, 1))["allreduce"]
+    assert costed["cpus_busy"] == 1.4
+    # 0.7 GB/s of busbw moves 4 x 0.7 GB/s between 4 hosts of one rank: 1.4 CPUs / 2.8 GB/s.
+    assert costed["cpu_ns_per_host_byte"] == pytest.approx(0.5)
     assert summary["largest_bytes"] == 1 << 20
     assert summary["busbw_of_tcp"] == pytest.approx(0.7)
     assert summary["peers"]["gloo"]["min_speedup"] == 1.4 and summary["peers"]["gloo"]["min_at_bytes"] == 1 << 20

@@ -75,6 +75,7 @@ import argparse
 import os
 import shlex
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -431,9 +432,14 @@ class Bench:
             slot = (
                 self.raw.setdefault(impl, {})
                 .setdefault(r["op"], {})
-                .setdefault(r["nbytes"], {"count": r["count"], "times": [], "samples": [], "iters": [], "wrong": None})
+                .setdefault(
+                    r["nbytes"],
+                    {"count": r["count"], "times": [], "samples": [], "iters": [], "cpus": [], "wrong": None},
+                )
             )
             slot["times"].append(r["time"])
+            if r.get("cpus_busy") is not None:
+                slot["cpus"].append(r["cpus_busy"])
             slot["samples"].extend(r.get("samples", ()))
             slot["iters"].append(r["iters"])
             if "wrong" in r:
@@ -566,6 +572,8 @@ class Bench:
                 for nbytes, s in points.items():
                     e = aggregate(op, nbytes, s["count"], s["times"], self.world, s["samples"])
                     e.update(impl=impl, dtype=self.args.dtype, iters=s["iters"], wrong=s["wrong"])
+                    # Rank 0's reading: the machine's CPUs busy over the point's loops.
+                    e["cpus_busy"] = statistics.median(s["cpus"]) if s.get("cpus") else None
                     agg.setdefault(op, {}).setdefault(impl, {})[nbytes] = e
         for impls in agg.values():
             for impl, points in impls.items():

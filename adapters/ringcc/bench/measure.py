@@ -16,12 +16,16 @@ Timing of one (op, size) point:
      The loop is timed in up to SAMPLE_BATCHES consecutive batches as well
      (no barrier between them): each batch's time per iteration, maximum
      over ranks, is one sample of the point's spread (ringcc.bench.table.spread).
+     The machine's busy CPU time is read around the loop too
+     (ringcc.bench.machine_cpu): how many CPUs the point kept busy.
 """
 
 import re
 import time
 
 import numpy as np
+
+from . import machine_cpu
 
 OPS = ("allreduce", "allgather", "broadcast", "reduce_scatter")
 # What a sweep runs unless --ops says otherwise.
@@ -307,7 +311,9 @@ def _timed_batches(run, sizes):
 
 def measure(backend, case, iters=None, warmup=None, target_s=0.25, check=False):
     """Times one case; returns a dict: time (seconds per iteration of the whole
-    loop, max over ranks), samples (the same per batch), iters."""
+    loop, max over ranks), samples (the same per batch), iters, cpus_busy
+    (how many of the machine's CPUs were busy over this rank's timed loop,
+    whatever ran on them; None where it cannot be read)."""
     x, out = alloc_buffers(case, backend.rank)
     result = {}
     if check:
@@ -317,10 +323,12 @@ def measure(backend, case, iters=None, warmup=None, target_s=0.25, check=False):
     n = iters if iters is not None else choose_iters(estimate, target_s)
     sizes = batch_sizes(n)
     backend.barrier()
+    busy = machine_cpu.busy_seconds()
     total, each = _timed_batches(run, sizes)
+    cpus = machine_cpu.cpus_busy(busy, machine_cpu.busy_seconds(), total)
     t = backend.max_over_ranks(total / n)
     samples = [backend.max_over_ranks(s / k) for s, k in zip(each, sizes)]
-    result.update(time=t, samples=samples, iters=n)
+    result.update(time=t, samples=samples, iters=n, cpus_busy=cpus)
     return result
 
 

@@ -20,6 +20,14 @@ namespaces: shared memory only, which the cost model's fit needs. The
 namespaces are removed whatever happens. DIR/summary.json holds, per layout,
 the TCP bandwidth, each op's largest-size busbw as a fraction of it, and the
 smallest speed-up over each peer across sizes. Needs root.
+
+The namespaces share this machine's CPUs, and every byte between them costs
+CPU time (ringcc.bench.machine_cpu). So the summary also gives what the
+TCP stream kept busy and what a byte of it cost in CPU time, and per op,
+at its largest size, the CPUs busy and the CPU time spent per byte that
+any algorithm of that op must move between the hosts
+(tcp_bytes_per_busbw_byte): the collective's own cost of a byte between
+hosts, beside the stream's.
 """
 
 from __future__ import annotations
@@ -137,9 +145,35 @@ def run_job(cmd, timeout_s: float) -> int:
                 pass
 
 
-def layout_summary(bench_json: str, tcp_gbps: float) -> dict:
+def tcp_bytes_per_busbw_byte(op: str, hosts: int, ranks_per_host: int) -> float | None:
+    """The fewest bytes that must cross between hosts, summed over hosts,
+    per byte of the op's busbw (nccl-tests' definitions), whatever the
+    algorithm; None for an op without such a bound here, or one host.
+
+    With S the bytes of one rank's buffer (allgather: of the output) and
+    n = hosts * ranks_per_host, the hosts taken as the parties of the
+    collective's bandwidth lower bound: in an allreduce each host sends at
+    least 2 (hosts - 1) / hosts S, in an allgather or a reduce-scatter each
+    receives at least (hosts - 1) / hosts S, and a broadcast reaches
+    hosts - 1 hosts with S each. Divided by the busbw's bytes per call:
+    2 (n - 1) / n S for an allreduce, (n - 1) / n S for an allgather or a
+    reduce-scatter, S for a broadcast."""
+    if hosts < 2:
+        return None
+    n = hosts * ranks_per_host
+    if op in ("allreduce", "allgather", "reduce_scatter"):
+        return (hosts - 1) * n / (n - 1)
+    if op == "broadcast":
+        return float(hosts - 1)
+    return None
+
+
+def layout_summary(bench_json: str, tcp_gbps: float, layout=None) -> dict:
     """Per op: the largest size's ringcc busbw / TCP bandwidth, and per peer
-    the smallest and median speed-up of ringcc across sizes."""
+    the smallest and median speed-up of ringcc across sizes. With the
+    bench's CPU readings, also the CPUs busy at the largest size and, given
+    the layout (hosts, ranks per host), the CPU time (ns) spent per byte
+    that must cross between hosts (tcp_bytes_per_busbw_byte)."""
     with open(bench_json) as f:
         doc = json.load(f)
     out = {}
@@ -150,6 +184,12 @@ def layout_summary(bench_json: str, tcp_gbps: float) -> dict:
             continue
         largest = max(ours)
         entry = {"largest_bytes": largest, "busbw_of_tcp": ours[largest]["busbw"] / tcp_gbps, "peers": {}}
+        cpus = ours[largest].get("cpus_busy")
+        if cpus is not None:
+            entry["cpus_busy"] = cpus
+            per_busbw = tcp_bytes_per_busbw_byte(op, *layout) if layout is not None else None
+            if per_busbw and ours[largest]["busbw"] > 0:
+                entry["cpu_ns_per_host_byte"] = cpus / (ours[largest]["busbw"] * per_busbw)
         for impl in sorted({r["impl"] for r in rows} - {"ringcc"}):
             ratios = {r["nbytes"]: r["ratio"] for r in rows if r["impl"] == impl and r.get("ratio")}
             if ratios:
@@ -195,12 +235,17 @@ def main(argv=None) -> int:
                 hosts.wait_reachable()
                 print(f"# {name}: {hosts.describe()}", flush=True)
                 tcp = tcp_bandwidth.measure(hosts, 0, 1, seconds=a.bandwidth_seconds)
-                print(f"# {name}: one-way TCP {hosts.names[0]} -> {hosts.names[1]}: {tcp['gbps']:.2f} GB/s", flush=True)
+                cost = tcp.get("cpu_ns_per_byte")
+                print(
+                    f"# {name}: one-way TCP {hosts.names[0]} -> {hosts.names[1]}: {tcp['gbps']:.2f} GB/s"
+                    + (f", {cost:.3f} ns of CPU a byte" if cost else ""),
+                    flush=True,
+                )
                 code = run_job(ringrun_command(hosts, per_host, a.compare, stem, bench_args), a.timeout)
         entry = {"tcp": tcp, "exit": code, "json": stem + ".json"}
         if code == 0 and os.path.exists(stem + ".json"):
             if tcp is not None:
-                entry["ops"] = layout_summary(stem + ".json", tcp["gbps"])
+                entry["ops"] = layout_summary(stem + ".json", tcp["gbps"], (nhosts, per_host))
         else:
             failed += 1
         summary[name] = entry

@@ -10,6 +10,12 @@ stream, and GB/s (1e9 bytes per second, the bench's unit). Nothing is
 reduced or copied twice: the ceiling for what a collective over the same
 link can carry in one direction.
 
+Where the hosts share one machine's CPUs (namespaces), the server also
+reports how many of them were busy over the same span (`cpus_busy`,
+ringcc.bench.machine_cpu; null where it cannot be read) and what one byte
+carried cost in CPU time (`cpu_ns_per_byte`), to set beside what a
+collective's bytes between the hosts cost (ringcc.bench.netns_bench).
+
 measure(hosts, a, b) runs the server inside host b and the sender inside
 host a (ringcc.bench.netns_hosts) and returns the figure.
 """
@@ -25,6 +31,7 @@ import subprocess
 import sys
 import time
 
+from . import machine_cpu
 from .measure import parse_size
 
 ACCEPT_TIMEOUT_S = 30.0
@@ -39,16 +46,22 @@ def serve(port: int, timeout_s: float) -> dict:
             conn.settimeout(timeout_s)
             buf = bytearray(4 << 20)
             view = memoryview(buf)
-            total, first = 0, None
+            total, first, busy_first = 0, None, None
             while True:
                 n = conn.recv_into(view)
                 if n == 0:
                     break
                 if first is None:
                     first = time.perf_counter()
+                    busy_first = machine_cpu.busy_seconds()
                 total += n
             seconds = time.perf_counter() - (first or time.perf_counter())
-    return {"bytes": total, "seconds": seconds, "gbps": total / seconds / 1e9 if seconds > 0 else 0.0}
+            busy_last = machine_cpu.busy_seconds()
+    result = {"bytes": total, "seconds": seconds, "gbps": total / seconds / 1e9 if seconds > 0 else 0.0}
+    cpus = machine_cpu.cpus_busy(busy_first, busy_last, seconds)
+    result["cpus_busy"] = cpus
+    result["cpu_ns_per_byte"] = cpus * seconds / total * 1e9 if cpus is not None and total > 0 else None
+    return result
 
 
 def send(host: str, port: int, seconds: float, chunk: int, timeout_s: float) -> None:
@@ -109,9 +122,12 @@ def measure(hosts, a: int = 0, b: int = 1, seconds: float = 2.0, repeats: int = 
             if server.poll() is None:
                 server.kill()
                 server.wait(timeout=10)
+    costs = [r["cpu_ns_per_byte"] for r in runs if r.get("cpu_ns_per_byte") is not None]
     return {
         "gbps": statistics.median(r["gbps"] for r in runs),
         "runs_gbps": [r["gbps"] for r in runs],
+        "cpu_ns_per_byte": statistics.median(costs) if costs else None,
+        "runs_cpus_busy": [r.get("cpus_busy") for r in runs],
         "from": hosts.names[a],
         "to": hosts.names[b],
         "seconds": seconds,
