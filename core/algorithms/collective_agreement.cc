@@ -230,15 +230,6 @@ void place_blocks(const Known& known, const std::vector<int>& order, const std::
 // partner's is already the reduction of every rank).
 void adopt(Known& into, Known&& from) { into = std::move(from); }
 
-}  // namespace
-
-int64_t inline_allreduce_bytes() {
-  static const int64_t bytes = std::max<int64_t>(0, env_int("RINGCC_INLINE_BYTES", 64 << 10));
-  return bytes;
-}
-
-namespace {
-
 // This rank's entry and rider, before it has heard from anyone.
 Known own_known(const PeerSet& world, const CollectiveArgs& a, Rider ride) {
   const int n = world.size();
@@ -291,7 +282,7 @@ bool conclude(const PeerSet& ps, Known& known, CollectiveArgs& a, Rider ride) {
   const int n = ps.size();
   const size_t nn = static_cast<size_t>(n);
   const bool alltoall = a.kind == CollectiveKind::kAlltoall;
-  // Every rank's header in rank order, then one verdict everywhere.
+  // In rank order.
   std::vector<OpHeader> headers(nn);
   std::vector<int64_t> counts;
   if (alltoall) counts.assign(nn * nn, 0);
@@ -350,6 +341,11 @@ bool conclude(const PeerSet& ps, Known& known, CollectiveArgs& a, Rider ride) {
 }
 
 }  // namespace
+
+int64_t inline_allreduce_bytes() {
+  static const int64_t bytes = std::max<int64_t>(0, env_int("RINGCC_INLINE_BYTES", 64 << 10));
+  return bytes;
+}
 
 bool agree_on_collective(const PeerSet& ps, CollectiveArgs& a, Deadline deadline) {
   const Rider ride = rider_of(ps, a, kMaxRiderBytes);
