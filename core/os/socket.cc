@@ -359,6 +359,8 @@ void Socket::set_nonblocking(bool on) {
 
 void Socket::set_buffer_sizes(int bytes) {
   // The kernel caps these at net.core.{w,r}mem_max; failure is harmless.
+  // Setting them turns the kernel's tuning of these buffers off: 0 keeps it.
+  if (bytes <= 0) return;
   ::setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
   ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
 }

@@ -1,6 +1,7 @@
 // Tests of the socket layer, SHA-256/HMAC, environment and logging helpers,
 // and the TCP rendezvous store. Exits non-zero on any failure.
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -286,6 +287,19 @@ void test_socket_io() {
   CHECK(contains(peer, "127.0.0.1:"));
   CHECK_EQ(client.local_address(), "127.0.0.1");
   client.set_nodelay(true);
+  // 0 leaves the buffers to the kernel's tuning; a size is asked for (the
+  // kernel doubles it, within its caps).
+  auto rcvbuf = [](const Socket& s) {
+    int v = 0;
+    socklen_t len = sizeof(v);
+    CHECK(::getsockopt(s.fd(), SOL_SOCKET, SO_RCVBUF, &v, &len) == 0);
+    return v;
+  };
+  const int tuned = rcvbuf(server);
+  server.set_buffer_sizes(0);
+  CHECK_EQ(rcvbuf(server), tuned);
+  server.set_buffer_sizes(64 << 10);
+  CHECK_EQ(rcvbuf(server), 128 << 10);
   client.set_buffer_sizes(1 << 20);
 
   // A payload larger than the socket buffers, sent and received concurrently.
