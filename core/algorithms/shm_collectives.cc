@@ -555,7 +555,12 @@ void ShmCollectives::reduce_scatter(CollectiveArgs& a, Deadline dl) {
   a.result_count = my_len;
 }
 
-void ShmCollectives::allgather(CollectiveArgs& a, Deadline dl) {
+void ShmCollectives::allgather_placed(CollectiveArgs& a, const Placement& placement, Deadline dl) {
+  bulk_ = static_cast<size_t>(std::max<int64_t>(a.count, 0)) * dtype_size(a.dtype) > small_bytes_;
+  allgather(a, dl, &placement);
+}
+
+void ShmCollectives::allgather(CollectiveArgs& a, Deadline dl, const Placement* placement) {
   const int n = size();
   const size_t es = dtype_size(a.dtype);
   const auto* in = static_cast<const uint8_t*>(a.in);
@@ -591,22 +596,33 @@ void ShmCollectives::allgather(CollectiveArgs& a, Deadline dl) {
         longest = std::max(longest, a.recv_counts[static_cast<size_t>(r)]);
       }
       a.result_count = displ.back();
-      out = static_cast<uint8_t*>(a.out_count >= 0 ? a.out : a.allocate(a.result_count));
-      a.out = out;
+      if (placement) {
+        check_placement(*placement, a.recv_counts);
+      } else {
+        out = static_cast<uint8_t*>(a.out_count >= 0 ? a.out : a.allocate(a.result_count));
+        a.out = out;
+      }
       if (cma_ && longest > piece_elems) {
         // One copy per byte: every rank reads every peer's input straight
         // into its output, then waits until all are done reading its own.
         bool ok = true;
         int read_errno = 0;
+        auto take = [&](int r, int64_t from, int64_t count, uint8_t* dst) {
+          const int64_t bytes = count * static_cast<int64_t>(es), skip = from * static_cast<int64_t>(es);
+          if (r == me_) {
+            if (bytes > 0 && dst != in + skip) std::memmove(dst, in + skip, static_cast<size_t>(bytes));
+          } else if (bytes > 0 && ok) {
+            ok = read_peer(r, dst, addrs[static_cast<size_t>(r)] + static_cast<uint64_t>(skip),
+                           static_cast<size_t>(bytes));
+            if (!ok) read_errno = errno;
+          }
+        };
         for (int k = 1; k <= n; ++k) {
           const int r = (me_ + k) % n;  // peers in a staggered order, then ourselves
-          const int64_t bytes = a.recv_counts[static_cast<size_t>(r)] * static_cast<int64_t>(es);
-          uint8_t* dst = out + displ[static_cast<size_t>(r)] * static_cast<int64_t>(es);
-          if (r == me_) {
-            if (bytes > 0 && dst != in) std::memmove(dst, in, static_cast<size_t>(bytes));
-          } else if (bytes > 0 && ok) {
-            ok = read_peer(r, dst, addrs[static_cast<size_t>(r)], static_cast<size_t>(bytes));
-            if (!ok) read_errno = errno;
+          if (placement) {
+            for (const Block& b : (*placement)[static_cast<size_t>(r)]) take(r, b.from, b.count, b.dst);
+          } else {
+            take(r, 0, a.recv_counts[static_cast<size_t>(r)], out + displ[static_cast<size_t>(r)] * es);
           }
         }
         sync(dl, "allgather");
@@ -620,9 +636,30 @@ void ShmCollectives::allgather(CollectiveArgs& a, Deadline dl) {
     }
     for (int r = 0; r < n; ++r) {
       const int64_t m = std::clamp<int64_t>(a.recv_counts[static_cast<size_t>(r)] - off, 0, piece_elems);
-      copy_scaled(out + (displ[static_cast<size_t>(r)] + off) * static_cast<int64_t>(es), area(r, p), m, a.dtype, 1.0);
+      if (!placement) {
+        copy_scaled(out + (displ[static_cast<size_t>(r)] + off) * static_cast<int64_t>(es), area(r, p), m, a.dtype,
+                    1.0);
+        continue;
+      }
+      for (const Block& b : (*placement)[static_cast<size_t>(r)]) {  // the parts of this piece
+        const int64_t lo = std::max(b.from, off), hi = std::min(b.from + b.count, off + m);
+        if (lo < hi) std::memcpy(b.dst + (lo - b.from) * es, area(r, p) + (lo - off) * es, (hi - lo) * es);
+      }
     }
   }
+}
+
+void ShmCollectives::check_placement(const Placement& placement, const std::vector<int64_t>& counts) const {
+  bool whole = placement.size() == counts.size();
+  for (size_t r = 0; whole && r < counts.size(); ++r) {
+    int64_t at = 0;
+    for (const Block& b : placement[r]) {
+      whole = whole && b.from == at && b.count >= 0;
+      at += b.count;
+    }
+    whole = whole && at == counts[r];
+  }
+  if (!whole) raise(ErrorKind::kInternal, "allgather: the placement of the results does not cover each contribution");
 }
 
 void ShmCollectives::broadcast(CollectiveArgs& a, Deadline dl) {

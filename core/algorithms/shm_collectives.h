@@ -49,6 +49,18 @@ class ShmCollectives {
   // Runs the collective described by args (all its ranks are local).
   void run(CollectiveArgs& args, Deadline deadline);
 
+  // An allgather whose results go straight where the caller wants them
+  // rather than one after another in args.out: elements [from, from +
+  // count) of local rank r's contribution land at dst, for each block of
+  // placement[r] (in order, covering the contribution whole).
+  struct Block {
+    int64_t from;
+    int64_t count;
+    uint8_t* dst;
+  };
+  using Placement = std::vector<std::vector<Block>>;
+  void allgather_placed(CollectiveArgs& args, const Placement& placement, Deadline deadline);
+
   // Tells every local peer blocked on us that we gave up, and why.
   void abort(const std::string& reason);
   // Tells the local peers that this rank takes part in no more collectives:
@@ -76,7 +88,9 @@ class ShmCollectives {
   // publishes its choices.
   void publish_store_choices();
   void reduce_scatter(CollectiveArgs& a, Deadline dl);
-  void allgather(CollectiveArgs& a, Deadline dl);
+  void allgather(CollectiveArgs& a, Deadline dl, const Placement* placement = nullptr);
+  // Raises unless each rank's blocks cover its contribution in order.
+  void check_placement(const Placement& placement, const std::vector<int64_t>& counts) const;
   void broadcast(CollectiveArgs& a, Deadline dl);
   void alltoall(CollectiveArgs& a, Deadline dl);
 

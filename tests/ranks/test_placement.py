@@ -3,7 +3,9 @@ machine (RINGCC_HOSTNAME), 2 ranks each, either in runs of consecutive
 ranks (host-a: 0, 1; host-b: 2, 3, as launchers place them by default) or
 round robin (host-a: 0, 2; host-b: 1, 3, as `mpirun --map-by node` or
 SLURM's cyclic distribution place them), and three hosts of 2 host by host
-(where the order in which the pipelined phases take the pieces matters). The hierarchical backend takes
+(where the order in which the pipelined phases take the pieces matters);
+round robin once more with shared memory staged through small areas, not
+read directly (RINGCC_SHM_CMA=0). The hierarchical backend takes
 allreduce (pipelined from one byte here), allgather and broadcast in both;
 its reduce-scatter needs each host's blocks to be one piece of the input,
 so round robin it leaves reduce-scatter to the flat ring. Every result is
@@ -55,8 +57,11 @@ RANK = textwrap.dedent(
             assert np.allclose(got, total[first : first + mine] * 2.0), ("reduce_scatter", rows, row_shape)
             out = ringcc.allreduce(xs[rank], ringcc.Average)
             assert np.allclose(out, total / size), ("allreduce", rows, row_shape)
-            gathered = ringcc.allgather(xs[rank][: rank + 1])
-            assert np.array_equal(gathered, np.concatenate([x[: r + 1] for r, x in enumerate(xs)])), "allgather"
+            # Blocks of different lengths (none for some ranks when rows is 1), over one piece of the
+            # shared-memory area and over several.
+            gathered = ringcc.allgather(xs[rank][: max(rows - 3 * rank, 0)])
+            expected = np.concatenate([x[: max(rows - 3 * r, 0)] for r, x in enumerate(xs)])
+            assert np.array_equal(gathered, expected), ("allgather", rows, row_shape)
             sent = xs[rank].copy()
             assert np.array_equal(ringcc.broadcast(sent, size - 1), xs[size - 1]), "broadcast"
             checked += 4
@@ -68,14 +73,14 @@ RANK = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("placement", ["host-by-host", "round-robin", "three-hosts"])
+@pytest.mark.parametrize("placement", ["host-by-host", "round-robin", "three-hosts", "round-robin-staged"])
 def test_collectives_whatever_the_placement(tmp_path: Path, placement: str):
     port = free_port_pair()
     processes = []
     hosts = 3 if placement == "three-hosts" else 2
     size = 2 * hosts
     for rank in range(size):
-        host = rank % 2 if placement == "round-robin" else rank // 2
+        host = rank % 2 if placement.startswith("round-robin") else rank // 2
         env = {
             "RANK": str(rank),
             "WORLD_SIZE": str(size),
@@ -88,6 +93,9 @@ def test_collectives_whatever_the_placement(tmp_path: Path, placement: str):
             "RINGCC_HIERARCHICAL_PIPELINE_BYTES": "1",
             "RINGCC_INLINE_BYTES": "0",  # nothing rides the agreement: every path below runs
         }
+        if placement.endswith("-staged"):
+            # Shared memory without direct reads, through areas smaller than the large cases.
+            env.update(RINGCC_SHM_CMA="0", RINGCC_SHM_AREA_BYTES=str(256 << 10))
         out = open(tmp_path / f"r{rank}.out", "wb")
         with out:
             processes.append(

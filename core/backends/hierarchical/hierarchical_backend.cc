@@ -61,7 +61,7 @@ class HierarchicalBackend : public Backend {
   bool hosts_in_rank_order_;
   ShmCollectives local_;
   RingScratch scratch_;
-  std::vector<uint8_t> across_, within_;  // allgather's two phases
+  std::vector<uint8_t> across_;  // the allgather's blocks of this rank's cross group
 };
 
 void HierarchicalBackend::run(CollectiveArgs& a, Deadline deadline) {
@@ -163,27 +163,21 @@ void HierarchicalBackend::allgather(CollectiveArgs& a, Deadline deadline) {
   across.out_count = gathered;
   ring_allgather(cross_, across, deadline);
 
+  // Local rank j contributes its cross group's blocks, in rank order: each
+  // goes straight to its rank's place in the output.
+  ShmCollectives::Placement placement(static_cast<size_t>(local_size_));
+  for (size_t r = 0; r < n; ++r) {
+    auto& blocks = placement[static_cast<size_t>(local_rank_of_[r])];
+    const int64_t from = blocks.empty() ? 0 : blocks.back().from + blocks.back().count;
+    blocks.push_back({from, a.recv_counts[r], out + static_cast<size_t>(displ[r]) * es});
+  }
   CollectiveArgs within;
   within.kind = CollectiveKind::kAllgather;
   within.dtype = a.dtype;
   within.in = across_.data();
   within.count = gathered;
-  if (within_.size() < static_cast<size_t>(displ.back()) * es) within_.resize(static_cast<size_t>(displ.back()) * es);
-  within.out = within_.data();
   within.out_count = displ.back();
-  local_.run(within, deadline);
-
-  // within_ holds, local rank after local rank, the blocks of the ranks of
-  // that local rank in rank order (each cross group's order).
-  const uint8_t* from = within_.data();
-  for (int j = 0; j < local_size_; ++j) {
-    for (size_t r = 0; r < n; ++r) {
-      if (local_rank_of_[r] != j) continue;
-      const size_t bytes = static_cast<size_t>(a.recv_counts[r]) * es;
-      if (bytes > 0) std::memcpy(out + static_cast<size_t>(displ[r]) * es, from, bytes);
-      from += bytes;
-    }
-  }
+  local_.allgather_placed(within, placement, deadline);
 }
 
 // Every block crosses the network once, host-reduced: for each host in
