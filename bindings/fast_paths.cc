@@ -584,7 +584,7 @@ PyObject* allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
 }
 
 PyMethodDef g_allreduce_async_inplace_def = {
-    "allreduce_async_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(allreduce_async_inplace)),
+    "allreduce_async_", method_of(allreduce_async_inplace),
     METH_FASTCALL | METH_KEYWORDS,
     "allreduce_async_($self, tensor, op=0, *, name=None, prescale_factor=1.0, postscale_factor=1.0)\n"
     "--\n\n"
@@ -593,7 +593,7 @@ PyMethodDef g_allreduce_async_inplace_def = {
     "order) and fuses it with other ready tensors."};
 
 PyMethodDef g_allreduce_async_def = {
-    "allreduce_async", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(allreduce_async_out_of_place)),
+    "allreduce_async", method_of(allreduce_async_out_of_place),
     METH_FASTCALL | METH_KEYWORDS,
     "allreduce_async($self, tensor, op=0, *, name=None, prescale_factor=1.0, postscale_factor=1.0, "
     "out=None)\n--\n\n"
@@ -602,27 +602,25 @@ PyMethodDef g_allreduce_async_def = {
     "collectives run in issue order."};
 
 PyMethodDef g_allreduce_inplace_def = {
-    "allreduce_",
-    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(in_place_blocking<CollectiveKind::kAllreduce>)),
+    "allreduce_", method_of(in_place_blocking<CollectiveKind::kAllreduce>),
     METH_FASTCALL | METH_KEYWORDS,
     "allreduce_($self, tensor, op=0, *, prescale_factor=1.0, postscale_factor=1.0)\n--\n\n"
     "Reduces `tensor` over all ranks in place; returns `tensor`."};
 
 PyMethodDef g_broadcast_inplace_def = {
-    "broadcast_",
-    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(in_place_blocking<CollectiveKind::kBroadcast>)),
+    "broadcast_", method_of(in_place_blocking<CollectiveKind::kBroadcast>),
     METH_FASTCALL | METH_KEYWORDS,
     "broadcast_($self, tensor, root=0)\n--\n\n"
     "Overwrites `tensor` with root's, in place; returns `tensor`."};
 
 PyMethodDef g_broadcast_async_def = {
-    "broadcast_async", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(broadcast_async_fast<false>)),
+    "broadcast_async", method_of(broadcast_async_fast<false>),
     METH_FASTCALL | METH_KEYWORDS,
     "broadcast_async($self, tensor, root=0, *, name=None, out=None)\n--\n\n"
     "Starts a broadcast of root's `tensor`; returns a Handle whose result is a new array (or `out`)."};
 
 PyMethodDef g_broadcast_async_inplace_def = {
-    "broadcast_async_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(broadcast_async_fast<true>)),
+    "broadcast_async_", method_of(broadcast_async_fast<true>),
     METH_FASTCALL | METH_KEYWORDS,
     "broadcast_async_($self, tensor, root=0, *, name=None)\n--\n\n"
     "Starts an in-place broadcast of root's `tensor`; returns a Handle whose result is `tensor`."};
@@ -651,26 +649,26 @@ PyObject* poll(PyObject*, PyObject* handle) {
 }
 
 PyMethodDef g_fast_functions[] = {
-    {"synchronize", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(synchronize)),
+    {"synchronize", method_of(synchronize),
      METH_FASTCALL | METH_KEYWORDS,
      "synchronize(handle, timeout=None)\n--\n\n"
      "Waits for `handle` and returns its result (raises its error)."},
-    {"_allreduce_async_raw", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(allreduce_async_raw)),
+    {"_allreduce_async_raw", method_of(allreduce_async_raw),
      METH_FASTCALL,
      "_allreduce_async_raw(tensor, data_ptr, shape, dtype, op, name, prescale, postscale)\n--\n\n"
      "For adapters: the named in-place allreduce of contiguous host memory described by its\n"
      "address, shape (a tuple) and core dtype code; the Handle's result is `tensor`."},
-    {"_comm_allreduce_async_raw", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(comm_allreduce_async_raw)),
+    {"_comm_allreduce_async_raw", method_of(comm_allreduce_async_raw),
      METH_FASTCALL,
      "_comm_allreduce_async_raw(comm, tensor, data_ptr, shape, dtype, op, prescale, postscale, label[, "
      "source, source_ptr])\n--\n\n"
      "For adapters: _allreduce_async_raw's allreduce, unnamed, in issue order on `comm`."},
-    {"_broadcast_async_raw", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(broadcast_async_raw)),
+    {"_broadcast_async_raw", method_of(broadcast_async_raw),
      METH_FASTCALL,
      "_broadcast_async_raw(tensor, data_ptr, shape, dtype, root, name[, source, source_ptr])\n--\n\n"
      "For adapters: the named broadcast of contiguous host memory described by its address,\n"
      "shape and core dtype code, in place or from source's memory; the Handle's result is `tensor`."},
-    {"_allgather_async_raw", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(allgather_async_raw)),
+    {"_allgather_async_raw", method_of(allgather_async_raw),
      METH_FASTCALL,
      "_allgather_async_raw(tensor, data_ptr, shape, dtype, name, allocate)\n--\n\n"
      "For adapters: the named allgather of contiguous host memory described by its address,\n"

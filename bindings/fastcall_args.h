@@ -11,6 +11,13 @@
 
 namespace ringcc_py {
 
+// A vectorcall function as a PyMethodDef's ml_meth, whose declared type
+// it does not have (CPython calls it by the flags beside it).
+template <class F>
+inline PyCFunction method_of(F* function) {
+  return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(function));
+}
+
 class FastcallParams {
  public:
   // func names the function in errors; names lists its parameters in

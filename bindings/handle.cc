@@ -135,7 +135,7 @@ PyObject* handle_repr(PyObject* self) {
 }
 
 PyMethodDef g_methods[] = {
-    {"wait", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(handle_wait)), METH_FASTCALL | METH_KEYWORDS,
+    {"wait", method_of(handle_wait), METH_FASTCALL | METH_KEYWORDS,
      "wait(timeout=None)\n--\n\n"
      "Blocks until the collective completes and returns its result; raises its error."},
     {"done", handle_done, METH_NOARGS, "True once the collective has completed (or failed)."},

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "bindings/fastcall_args.h"
 #include "bindings/output_memory.h"
 
 namespace py = pybind11;
@@ -186,7 +187,7 @@ PyObject* output_rows_held(PyObject* obj, PyObject*) {
 }
 
 PyMethodDef g_methods[] = {
-    {"take", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(output_rows_take)), METH_FASTCALL,
+    {"take", method_of(output_rows_take), METH_FASTCALL,
      "take(source, shape, dtype, item_size) -> (row, address): the next output row for `source`\n"
      "(shape a tuple, dtype a core dtype code; for tests)."},
     {"held", output_rows_held, METH_NOARGS, "held() -> (kinds, bytes of rows not handed out) (tests)."},
