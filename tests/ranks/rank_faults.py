@@ -87,6 +87,8 @@ def main() -> int:
             if not np.isfinite(block[:16]).all():
                 raise AssertionError("reduce_scatter returned garbage")
             ringcc.allgather(np.full((rank + 1, 3), rank, dtype=np.int32))
+            # Blocks of 4-16 MiB: read from the peers directly (process_vm_readv) on a host.
+            ringcc.allgather(big[: (1 << 20) * (rank + 1)])
             ringcc.broadcast(np.arange(100000, dtype=np.float64), iteration % size)
             ringcc.grouped_allreduce(small[:4])
             iteration += 1
