@@ -35,6 +35,7 @@ from __future__ import annotations
 import atexit
 import datetime
 import functools
+import logging
 import os
 import sys
 import threading
@@ -47,7 +48,9 @@ from ringcc.torch.process_group.data_movement import DataMovementCollectives
 from ringcc.torch.process_group.point_to_point import PointToPoint
 from ringcc.torch.process_group.reductions import ReductionCollectives
 from ringcc.torch.process_group.tensors import DEVICES
-from ringcc.torch.work import RingWork
+from ringcc.torch.work import EXIT_WAIT_S, Completer, RingWork
+
+log = logging.getLogger("ringcc.torch")
 
 
 class ProcessGroupRing(ReductionCollectives, DataMovementCollectives, PointToPoint, GroupBase):
@@ -67,10 +70,14 @@ class ProcessGroupRing(ReductionCollectives, DataMovementCollectives, PointToPoi
         self._stop_point_to_point()
         if self._stuck:
             # The core would wait for the stuck operation (until its own
-            # timeout); leave it to a background thread.
+            # timeout); leave it to a background thread. The completer's
+            # threads wait for it too: not for them either.
             threading.Thread(target=self._comm.shutdown, name="ringcc-shutdown", daemon=True).start()
-        else:
-            self._comm.shutdown()
+            return
+        self._comm.shutdown()
+        # Operations still queued have failed fast by now; what the threads
+        # still run are futures' callbacks (see Completer).
+        _warn_running(self._completer.join(EXIT_WAIT_S))
 
     def abort(self) -> None:
         self.shutdown()
@@ -179,12 +186,25 @@ def register_backend() -> None:
     dist.Backend.register_backend(BACKEND_NAME, create_process_group, devices=list(DEVICES))
 
 
+def _warn_running(threads: list[str]) -> None:
+    if threads:
+        log.warning(
+            "went on after waiting %g s for future callbacks still running on %s; one that takes "
+            "the GIL while the interpreter finalizes aborts the process",
+            EXIT_WAIT_S,
+            ", ".join(threads),
+        )
+
+
 def _shutdown_live_groups() -> None:
+    # atexit runs before the interpreter finalizes: the completers' daemon
+    # threads may still take the GIL then, and finish what they run.
     for group in list(LIVE_GROUPS):
         try:
             group.shutdown()
         except Exception:  # the process is ending
             pass
+    _warn_running(Completer.stop_shared(EXIT_WAIT_S))
 
 
 atexit.register(_shutdown_live_groups)

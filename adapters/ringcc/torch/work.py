@@ -391,6 +391,9 @@ def _outputs_or_raise(base: torch.futures.Future):
 # How long a completer thread stays idle before it ends (but the last one).
 _IDLE_EXIT_S = 60.0
 
+# How long leaving waits for completer threads to finish what they run.
+EXIT_WAIT_S = 10.0
+
 
 class Completer:
     """Completes the futures of works asked for before the works finished.
@@ -408,7 +411,13 @@ class Completer:
     run on the threads of the step before rather than on new ones. Works
     that finished elsewhere (point-to-point transfers) have their futures
     completed by an idle thread too, never by the thread that ran the
-    transfer (complete_done)."""
+    transfer (complete_done).
+
+    Leaving the group waits (join) for the threads to finish what they run:
+    the threads are daemons, and one that is inside torch's Future.set_result
+    when the interpreter finalizes ends in pthread_exit as it takes the GIL
+    back in a C++ destructor, which aborts the process ("terminate called
+    without an active exception")."""
 
     _shared: Completer | None = None
     _shared_lock = threading.Lock()
@@ -422,6 +431,7 @@ class Completer:
         self._idle: list[threading.Event] = []  # idle threads' wake-ups, most recently idle last
         self._stopping = False
         self._started = 0
+        self._threads: set[threading.Thread] = set()  # running, idle ones included
 
     @classmethod
     def shared(cls) -> Completer:
@@ -429,6 +439,16 @@ class Completer:
             if cls._shared is None:
                 cls._shared = Completer("ringcc-completer-shared")
             return cls._shared
+
+    @classmethod
+    def stop_shared(cls, timeout_s: float) -> list[str]:
+        """stop() and join() for the process's shared completer, if any."""
+        with cls._shared_lock:
+            shared = cls._shared
+        if shared is None:
+            return []
+        shared.stop()
+        return shared.join(timeout_s)
 
     def add(self, work: RingWork) -> None:
         """Completes `work` (waiting for it in issue order), then its future."""
@@ -450,6 +470,21 @@ class Completer:
             while self._idle:
                 self._idle.pop().set()
 
+    def join(self, timeout_s: float) -> list[str]:
+        """After stop(): waits, at most timeout_s, for the threads (but the
+        calling one) to end; returns the names of those still running."""
+        deadline = time.monotonic() + timeout_s
+        me = threading.current_thread()
+        while True:
+            with self._lock:
+                others = [t for t in self._threads if t is not me]
+            if not others:
+                return []
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return sorted(t.name for t in others)
+            others[0].join(left)
+
     def _has_task(self) -> bool:
         return bool(self._done) or (bool(self._in_order) and not self._leading)
 
@@ -463,9 +498,21 @@ class Completer:
             return
         self._started += 1
         thread = threading.Thread(target=self._run, name=f"{self._name}-{self._started}", daemon=True)
-        thread.start()
+        self._threads.add(thread)
+        try:
+            thread.start()
+        except BaseException:
+            self._threads.discard(thread)
+            raise
 
     def _run(self) -> None:
+        try:
+            self._serve()
+        finally:
+            with self._lock:
+                self._threads.discard(threading.current_thread())
+
+    def _serve(self) -> None:
         wake = threading.Event()
         lock = self._lock
         with lock:

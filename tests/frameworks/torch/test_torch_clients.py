@@ -116,3 +116,39 @@ def test_destroy_after_rank_0_left_is_quiet(tmp_path):
     assert completed.returncode == 0, completed.describe()
     assert completed.stdout.count("left [2.0, 2.0, 2.0]") == 2, completed.describe()
     assert STORE_GONE not in completed.stderr, completed.describe()
+
+
+def test_exit_while_a_future_callback_runs(tmp_path):
+    """A future's callback still runs on a completer thread (a daemon) when
+    the script ends: rank 0 destroys its group, rank 1 leaves it to the exit.
+    Leaving waits for the callback; a thread left inside torch's
+    Future.set_result while the interpreter finalizes ends in pthread_exit
+    there, which aborts the process ("terminate called without an active
+    exception")."""
+    code = textwrap.dedent(
+        """
+        import threading, time, torch, torch.distributed as dist
+        import ringcc.torch  # registers "ring" where no entry point is installed
+        dist.init_process_group("ring")
+        rank = dist.get_rank()
+        if rank == 1:
+            time.sleep(0.3)  # rank 0's future completes on a completer thread
+        work = dist.all_reduce(torch.ones(3), async_op=True)
+
+        def slow(future):
+            print("callback on", threading.current_thread().name, flush=True)
+            time.sleep(0.5)  # ends after the main thread has started to exit
+            print("callback done", future.value()[0].tolist(), flush=True)
+
+        chained = work.get_future().then(slow)
+        time.sleep(0.1)
+        if rank == 0:
+            dist.destroy_process_group()
+        print("main exits", flush=True)
+        """
+    )
+    completed = run_command(ringrun_command(2, ["-c", code], ["--timeout", "60"]), rank_environment(GROUP_ENV), 90)
+    assert completed.returncode == 0, completed.describe()
+    assert completed.stdout.count("callback on ringcc-completer-") == 2, completed.describe()
+    assert completed.stdout.count("callback done [2.0, 2.0, 2.0]") == 2, completed.describe()
+    assert "terminate called" not in completed.stderr, completed.describe()
