@@ -89,7 +89,9 @@ void ring_allreduce(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, 
 // order me - 1, me - 2, ..., me), done is not called.
 void ring_reduce_scatter(const PeerSet& ps, CollectiveArgs& a, RingScratch& scratch, Deadline deadline,
                          const RingSegments* placed = nullptr);
-void ring_allgather(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);
+// With places, the block of ring position j goes to places[j] (a.out is
+// left alone).
+void ring_allgather(const PeerSet& ps, CollectiveArgs& a, Deadline deadline, uint8_t* const* places = nullptr);
 void chain_broadcast(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);
 void pairwise_alltoall(const PeerSet& ps, CollectiveArgs& a, Deadline deadline);
 

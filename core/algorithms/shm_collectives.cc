@@ -560,7 +560,12 @@ void ShmCollectives::allgather_placed(CollectiveArgs& a, const Placement& placem
   allgather(a, dl, &placement);
 }
 
-void ShmCollectives::allgather(CollectiveArgs& a, Deadline dl, const Placement* placement) {
+void ShmCollectives::allgather_scattered(CollectiveArgs& a, const Placement& placement, Deadline dl) {
+  bulk_ = static_cast<size_t>(std::max<int64_t>(a.count, 0)) * dtype_size(a.dtype) > small_bytes_;
+  allgather(a, dl, &placement, true);
+}
+
+void ShmCollectives::allgather(CollectiveArgs& a, Deadline dl, const Placement* placement, bool scattered) {
   const int n = size();
   const size_t es = dtype_size(a.dtype);
   const auto* in = static_cast<const uint8_t*>(a.in);
@@ -579,7 +584,7 @@ void ShmCollectives::allgather(CollectiveArgs& a, Deadline dl, const Placement* 
     // A contribution longer than one piece goes through cross-memory
     // attach when the host allows it (decided below, alike on every rank):
     // no need to stage it.
-    if (!(first && cma_ && a.count > piece_elems)) {
+    if (!scattered && !(first && cma_ && a.count > piece_elems)) {
       copy_scaled(area(me_, p), in + off * static_cast<int64_t>(es), std::clamp<int64_t>(a.count - off, 0, piece_elems),
                   a.dtype, 1.0);
     }
@@ -597,7 +602,10 @@ void ShmCollectives::allgather(CollectiveArgs& a, Deadline dl, const Placement* 
       }
       a.result_count = displ.back();
       if (placement) {
-        check_placement(*placement, a.recv_counts);
+        check_placement(*placement, a.recv_counts, scattered);
+        if (scattered && !(cma_ && longest > piece_elems)) {
+          raise(ErrorKind::kInternal, "allgather: blocks scattered in the peers' buffers need direct reads");
+        }
       } else {
         out = static_cast<uint8_t*>(a.out_count >= 0 ? a.out : a.allocate(a.result_count));
         a.out = out;
@@ -649,12 +657,13 @@ void ShmCollectives::allgather(CollectiveArgs& a, Deadline dl, const Placement* 
   }
 }
 
-void ShmCollectives::check_placement(const Placement& placement, const std::vector<int64_t>& counts) const {
+void ShmCollectives::check_placement(const Placement& placement, const std::vector<int64_t>& counts,
+                                     bool scattered) const {
   bool whole = placement.size() == counts.size();
   for (size_t r = 0; whole && r < counts.size(); ++r) {
     int64_t at = 0;
     for (const Block& b : placement[r]) {
-      whole = whole && b.from == at && b.count >= 0;
+      whole = whole && (scattered ? b.from >= 0 : b.from == at) && b.count >= 0;
       at += b.count;
     }
     whole = whole && at == counts[r];

@@ -60,6 +60,15 @@ class ShmCollectives {
   };
   using Placement = std::vector<std::vector<Block>>;
   void allgather_placed(CollectiveArgs& args, const Placement& placement, Deadline deadline);
+  // Whether an allgather whose longest contribution is `count` elements of
+  // `es` bytes has every rank read its peers' buffers directly (decided
+  // alike on every rank).
+  bool reads_directly(int64_t count, size_t es) const { return cma_ && count > static_cast<int64_t>(area_bytes_ / es); }
+  // allgather_placed() where a contribution need not be one run of args.in:
+  // block {from, count, dst} of placement[r] is elements [from, from +
+  // count) of local rank r's args.in, its blocks' counts adding up to its
+  // args.count. Only where reads_directly() holds for the longest.
+  void allgather_scattered(CollectiveArgs& args, const Placement& placement, Deadline deadline);
 
   // Tells every local peer blocked on us that we gave up, and why.
   void abort(const std::string& reason);
@@ -88,9 +97,10 @@ class ShmCollectives {
   // publishes its choices.
   void publish_store_choices();
   void reduce_scatter(CollectiveArgs& a, Deadline dl);
-  void allgather(CollectiveArgs& a, Deadline dl, const Placement* placement = nullptr);
-  // Raises unless each rank's blocks cover its contribution in order.
-  void check_placement(const Placement& placement, const std::vector<int64_t>& counts) const;
+  void allgather(CollectiveArgs& a, Deadline dl, const Placement* placement = nullptr, bool scattered = false);
+  // Raises unless each rank's blocks cover its contribution: in order, or
+  // (scattered) in blocks of the right total length.
+  void check_placement(const Placement& placement, const std::vector<int64_t>& counts, bool scattered) const;
   void broadcast(CollectiveArgs& a, Deadline dl);
   void alltoall(CollectiveArgs& a, Deadline dl);
 

@@ -1,5 +1,6 @@
 #include "core/backends/hierarchical/hierarchical_backend.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/algorithms/host_agreement.h"
@@ -138,7 +139,10 @@ void HierarchicalBackend::broadcast(CollectiveArgs& a, Deadline deadline) {
 // Every rank's block crosses the network once per other host: a ring
 // among the ranks of this rank's local rank (one per host) gathers their
 // blocks, then the ranks of a host gather those sets in shared memory, and
-// the blocks are put in rank order.
+// the blocks are put in rank order. Where the ranks of a host read each
+// other's memory directly, the ring writes its blocks to their places in
+// the output, and the others read them from there: no block is copied
+// within a rank.
 void HierarchicalBackend::allgather(CollectiveArgs& a, Deadline deadline) {
   const size_t es = dtype_size(a.dtype);
   const size_t n = local_rank_of_.size();
@@ -147,37 +151,52 @@ void HierarchicalBackend::allgather(CollectiveArgs& a, Deadline deadline) {
   a.result_count = displ.back();
   auto* out = static_cast<uint8_t*>(a.out_count >= 0 ? a.out : a.allocate(a.result_count));
   a.out = out;
+  // What each local rank's cross group contributes (the same on every rank).
+  std::vector<int64_t> gathered_by(static_cast<size_t>(local_size_), 0);
+  for (size_t r = 0; r < n; ++r) gathered_by[static_cast<size_t>(local_rank_of_[r])] += a.recv_counts[r];
+  const int64_t gathered = gathered_by[static_cast<size_t>(local_rank_)];
+  const bool from_outputs = local_.reads_directly(*std::max_element(gathered_by.begin(), gathered_by.end()), es);
 
   CollectiveArgs across;
   across.kind = CollectiveKind::kAllgather;
   across.dtype = a.dtype;
   across.in = a.in;
   across.count = a.count;
-  int64_t gathered = 0;
+  std::vector<uint8_t*> places;
   for (int r : cross_.ranks) {
     across.recv_counts.push_back(a.recv_counts[static_cast<size_t>(r)]);
-    gathered += a.recv_counts[static_cast<size_t>(r)];
+    places.push_back(out + static_cast<size_t>(displ[static_cast<size_t>(r)]) * es);
   }
-  if (across_.size() < static_cast<size_t>(gathered) * es) across_.resize(static_cast<size_t>(gathered) * es);
-  across.out = across_.data();
-  across.out_count = gathered;
-  ring_allgather(cross_, across, deadline);
+  if (from_outputs) {
+    ring_allgather(cross_, across, deadline, places.data());
+  } else {
+    if (across_.size() < static_cast<size_t>(gathered) * es) across_.resize(static_cast<size_t>(gathered) * es);
+    across.out = across_.data();
+    across.out_count = gathered;
+    ring_allgather(cross_, across, deadline);
+  }
 
-  // Local rank j contributes its cross group's blocks, in rank order: each
-  // goes straight to its rank's place in the output.
+  // Local rank j contributes its cross group's blocks: each goes straight
+  // to its rank's place in the output, from the same place in j's output
+  // (from_outputs) or from j's gathered blocks, in rank order.
   ShmCollectives::Placement placement(static_cast<size_t>(local_size_));
   for (size_t r = 0; r < n; ++r) {
     auto& blocks = placement[static_cast<size_t>(local_rank_of_[r])];
-    const int64_t from = blocks.empty() ? 0 : blocks.back().from + blocks.back().count;
+    const int64_t from = from_outputs ? displ[r] : blocks.empty() ? 0 : blocks.back().from + blocks.back().count;
     blocks.push_back({from, a.recv_counts[r], out + static_cast<size_t>(displ[r]) * es});
   }
   CollectiveArgs within;
   within.kind = CollectiveKind::kAllgather;
   within.dtype = a.dtype;
-  within.in = across_.data();
   within.count = gathered;
   within.out_count = displ.back();
-  local_.allgather_placed(within, placement, deadline);
+  if (from_outputs) {
+    within.in = out;
+    local_.allgather_scattered(within, placement, deadline);
+  } else {
+    within.in = across_.data();
+    local_.allgather_placed(within, placement, deadline);
+  }
 }
 
 // Every block crosses the network once, host-reduced: for each host in
