@@ -603,14 +603,14 @@ void ShmCollectives::allgather(CollectiveArgs& a, Deadline dl, const Placement* 
       a.result_count = displ.back();
       if (placement) {
         check_placement(*placement, a.recv_counts, scattered);
-        if (scattered && !(cma_ && longest > piece_elems)) {
+        if (scattered && !cma_) {
           raise(ErrorKind::kInternal, "allgather: blocks scattered in the peers' buffers need direct reads");
         }
       } else {
         out = static_cast<uint8_t*>(a.out_count >= 0 ? a.out : a.allocate(a.result_count));
         a.out = out;
       }
-      if (cma_ && longest > piece_elems) {
+      if (cma_ && (scattered || longest > piece_elems)) {
         // One copy per byte: every rank reads every peer's input straight
         // into its output, then waits until all are done reading its own.
         bool ok = true;

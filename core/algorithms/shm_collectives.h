@@ -60,14 +60,14 @@ class ShmCollectives {
   };
   using Placement = std::vector<std::vector<Block>>;
   void allgather_placed(CollectiveArgs& args, const Placement& placement, Deadline deadline);
-  // Whether an allgather whose longest contribution is `count` elements of
-  // `es` bytes has every rank read its peers' buffers directly (decided
-  // alike on every rank).
-  bool reads_directly(int64_t count, size_t es) const { return cma_ && count > static_cast<int64_t>(area_bytes_ / es); }
+  // Whether every rank of the host can read its peers' memory directly
+  // (the same on every rank).
+  bool reads_peers() const { return cma_; }
   // allgather_placed() where a contribution need not be one run of args.in:
   // block {from, count, dst} of placement[r] is elements [from, from +
   // count) of local rank r's args.in, its blocks' counts adding up to its
-  // args.count. Only where reads_directly() holds for the longest.
+  // args.count. Every rank reads its peers' blocks directly, at any size:
+  // only where reads_peers().
   void allgather_scattered(CollectiveArgs& args, const Placement& placement, Deadline deadline);
 
   // Tells every local peer blocked on us that we gave up, and why.

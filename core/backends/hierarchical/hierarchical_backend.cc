@@ -14,6 +14,11 @@ namespace ringcc {
 
 namespace {
 
+// From this many bytes in a local rank's gathered set, the allgather's
+// local phase reads the peers' blocks from their outputs (one system call
+// per block) rather than staging them through shared memory.
+constexpr int64_t kReadPeersFromBytes = 512 << 10;
+
 bool wanted() { return env_int("RINGCC_HIERARCHICAL_ALLREDUCE", 1, "HOROVOD_HIERARCHICAL_ALLREDUCE") != 0; }
 
 bool in_rank_order(const Topology& t) {
@@ -155,7 +160,8 @@ void HierarchicalBackend::allgather(CollectiveArgs& a, Deadline deadline) {
   std::vector<int64_t> gathered_by(static_cast<size_t>(local_size_), 0);
   for (size_t r = 0; r < n; ++r) gathered_by[static_cast<size_t>(local_rank_of_[r])] += a.recv_counts[r];
   const int64_t gathered = gathered_by[static_cast<size_t>(local_rank_)];
-  const bool from_outputs = local_.reads_directly(*std::max_element(gathered_by.begin(), gathered_by.end()), es);
+  const int64_t longest = *std::max_element(gathered_by.begin(), gathered_by.end());
+  const bool from_outputs = local_.reads_peers() && longest * static_cast<int64_t>(es) >= kReadPeersFromBytes;
 
   CollectiveArgs across;
   across.kind = CollectiveKind::kAllgather;
