@@ -24,7 +24,6 @@ import socket
 import sys
 import time
 from collections.abc import Mapping
-from typing import Optional, Tuple
 
 LOGGER_NAME = "ringcc"
 # Below logging.DEBUG, as the core's trace level is below its debug.

@@ -9,7 +9,6 @@ The lowest versions are tested by .ci/oldest-versions (docs/api.md,
 from __future__ import annotations
 
 import re
-from typing import Tuple
 
 # torch: 2.5 (the first with the torch.backends entry point the backend
 # registers through) and later.

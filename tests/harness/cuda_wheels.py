@@ -14,7 +14,6 @@ import tempfile
 import urllib.parse
 import zipfile
 from pathlib import Path
-from typing import Dict, List
 
 import pytest
 

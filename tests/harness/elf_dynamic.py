@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import List
 
 DT_NULL, DT_NEEDED, DT_STRTAB, DT_RPATH, DT_RUNPATH = 0, 1, 5, 15, 29
 PT_LOAD, PT_DYNAMIC = 1, 2

@@ -24,7 +24,6 @@ import traceback
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Optional
 
 import numpy as np
 

@@ -21,7 +21,6 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from typing import List, Optional
 
 from rank_harness import CaseList, Context, Skip, _write, case_seed  # noqa: F401  (re-exported)
 

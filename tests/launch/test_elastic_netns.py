@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from rank_groups import RINGCC_PARENT, rank_environment, tail
+from rank_groups import rank_environment, tail
 
 HERE = Path(__file__).resolve().parent
 

@@ -114,9 +114,7 @@ def mismatched_shape(ctx):
         lambda: ringcc.allreduce(np.ones(shape, dtype=np.float32)),
         "allreduce of (2, 3) against (3, 2)",
     )
-    check_equal(
-        ringcc.allreduce(np.ones(3, np.int32)), np.full(3, ctx.size, np.int32), "allreduce after the mismatch"
-    )
+    check_equal(ringcc.allreduce(np.ones(3, np.int32)), np.full(3, ctx.size, np.int32), "allreduce after the mismatch")
 
 
 @CASES.case("mpi/init-with-comm", min_size=2)

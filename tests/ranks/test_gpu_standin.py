@@ -13,7 +13,6 @@ stream handles, and a killed rank."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess

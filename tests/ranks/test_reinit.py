@@ -97,7 +97,8 @@ def check_records(records, codes, text, cycles):
         grown = {fd: target for fd, target in record["fds_at_end"].items() if fd not in record["fds_after_first"]}
         assert not grown, f"process {proc} holds descriptors it did not after its first cycle as rank 0: {grown}"
         assert record["threads_at_end"] <= record["threads_after_first"], (
-            f"process {proc}: {record['threads_at_end']} threads, {record['threads_after_first']} after the first cycle as rank 0"
+            f"process {proc}: {record['threads_at_end']} threads, "
+            f"{record['threads_after_first']} after the first cycle as rank 0"
         )
 
 

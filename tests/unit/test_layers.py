@@ -284,7 +284,6 @@ def test_the_elastic_worker_side_never_imports_the_launcher():
     assert {m: t for m, t in reaching.items() if t} == {}
 
 
-
 def test_nothing_in_ringcc_imports_the_benches():
     # ringcc.bench sits on top of the package (it times ringcc and its
     # peers); a user's job never loads it.
@@ -292,6 +291,7 @@ def test_nothing_in_ringcc_imports_the_benches():
     outside = {m: sorted(t for t in targets if t.startswith("ringcc.bench")) for m, targets in graph.items()}
     assert any(m.startswith("ringcc.bench.") for m in graph)
     assert {m: t for m, t in outside.items() if t and not m.startswith("ringcc.bench")} == {}
+
 
 # ringcc.torch's Horovod API: the collectives (the package
 # ringcc.torch.horovod, every module of it) and the modules built on them,

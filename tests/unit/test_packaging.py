@@ -7,7 +7,6 @@ import importlib.metadata
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest

@@ -25,7 +25,6 @@ import shutil
 import sys
 import zipfile
 from pathlib import Path
-from typing import Dict, List
 
 import pytest
 from elf_dynamic import is_elf, read_dynamic

@@ -43,7 +43,6 @@ import sys
 import time
 import traceback
 import unittest
-from typing import Dict, List, Optional
 
 SYNC_TIMEOUT_S = 180.0
 FEATURES = ("plugin", "subgroup", "ddp")
