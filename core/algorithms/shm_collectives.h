@@ -63,6 +63,8 @@ class ShmCollectives {
   // Whether every rank of the host can read its peers' memory directly
   // (the same on every rank).
   bool reads_peers() const { return cma_; }
+  // The bytes a rank stages in one piece (its area).
+  size_t area_bytes() const { return area_bytes_; }
   // allgather_placed() where a contribution need not be one run of args.in:
   // block {from, count, dst} of placement[r] is elements [from, from +
   // count) of local rank r's args.in, its blocks' counts adding up to its
