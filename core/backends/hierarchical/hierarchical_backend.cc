@@ -20,7 +20,7 @@ namespace {
 // staging them through shared memory: every copy then costs CPU time the
 // other ranks wait for, and reading in place makes one copy of a block
 // where staging makes three. With a CPU each, copies staged between caches
-// run faster than the kernel's reads (2 ranks of one host, 512 KiB: 16 µs
+// run faster than the kernel's reads (2 ranks of one host, 512 KiB: 16 us
 // staged, 74-79 read): there the peers' blocks are read in place only
 // past the area, as the flat allgather reads them.
 constexpr int64_t kReadPeersFromBytes = 512 << 10;
@@ -153,9 +153,10 @@ void HierarchicalBackend::broadcast(CollectiveArgs& a, Deadline deadline) {
 // among the ranks of this rank's local rank (one per host) gathers their
 // blocks, then the ranks of a host gather those sets in shared memory, and
 // the blocks are put in rank order. Where the ranks of a host read each
-// other's memory directly, the ring writes its blocks to their places in
-// the output, and the others read them from there: no block is copied
-// within a rank.
+// other's memory directly and the sets are long enough (see
+// kReadPeersFromBytes), the ring writes its blocks to their places in the
+// output, and the others read them from there: no block is copied within
+// a rank.
 void HierarchicalBackend::allgather(CollectiveArgs& a, Deadline deadline) {
   const size_t es = dtype_size(a.dtype);
   const size_t n = local_rank_of_.size();
