@@ -152,8 +152,21 @@ def run_at_once(
     return results
 
 
+def _launches_torchrun(command: Sequence[str]) -> bool:
+    return "torch.distributed.run" in command or any(os.path.basename(c) == "torchrun" for c in command[:1])
+
+
 def run_command(command: list[str], env: dict[str, str], timeout: float, cwd: str = str(REPO_DIR)) -> Completed:
-    """Runs a command with captured output and a hard timeout."""
+    """Runs a command with captured output and a hard timeout. torchrun
+    leaves a log directory per run in its TMPDIR; it gets one of its own,
+    removed afterwards, so the tests leave nothing in /tmp."""
+    if _launches_torchrun(command):
+        with tempfile.TemporaryDirectory(prefix="ringcc-test-torchrun-", ignore_cleanup_errors=True) as tmpdir:
+            return _run_command(command, {**env, "TMPDIR": tmpdir}, timeout, cwd)
+    return _run_command(command, env, timeout, cwd)
+
+
+def _run_command(command: list[str], env: dict[str, str], timeout: float, cwd: str) -> Completed:
     start = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         process = subprocess.Popen(command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
