@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from ringcc.bench import collective_costs as cc  # noqa: E402
-from ringcc.bench.cost_fit import Point, fit, nonnegative_least_squares, points_from_json  # noqa: E402
+from ringcc.bench.cost_fit import Point, fit, nonnegative_least_squares, points_from_json, stretched  # noqa: E402
 from ringcc.bench.cost_model import main as cost_model_main  # noqa: E402
 
 # Made-up parameters: TCP 30 us and 1.5 GB/s, shared memory 3 us and 6 GB/s,
@@ -142,8 +142,18 @@ def test_hierarchical_reduce_scatter_crosses_hosts_with_host_sums():
 def test_chain_broadcast_pipelines_chunks(nbytes, chunks):
     n = 4
     cost = cc.chain_broadcast(cc.Layout(n, 1), nbytes)
-    assert coefficient(cost, "alpha_net") == chunks + n - 2
+    # A latency per hop, not per chunk: the chunks follow on the same stream.
+    assert coefficient(cost, "alpha_net") == n - 1
     assert coefficient(cost, "beta_net") == pytest.approx((chunks + n - 2) * nbytes / chunks)
+
+
+def test_hierarchical_broadcast_pipelines_chunks_across_hosts():
+    hosts, nbytes = 3, 64 << 20  # 64 chunks
+    cost = cc.broadcast_hierarchical(cc.Layout(hosts, 2), nbytes)
+    chain, within = cost[-2], cost[-1]  # after the agreement: the chain, then shared memory
+    assert within[0].get("beta_shm") == nbytes
+    assert chain[0]["alpha_net"] == hosts - 1
+    assert chain[0]["beta_net"] == pytest.approx((64 + hosts - 2) * nbytes / 64)
 
 
 def test_hierarchical_rings_share_the_host_link():
@@ -284,6 +294,25 @@ def test_fit_recovers_the_parameters_of_crowded_layouts():
     fitted = fit(points)
     for name, value in TRUTH.items():
         assert fitted[name] == pytest.approx(value, rel=1e-6), name
+
+
+def test_fit_finds_how_much_crowding_stretches():
+    # Crowded ranks slower than a fair share of the CPUs: s = 2.5.
+    truth = dict(TRUTH, crowd_stretch=2.5)
+    layouts = (cc.Layout(2, 2, crowding=2.0), cc.Layout(2, 1), cc.Layout(4, 1, crowding=2.0), cc.Layout(1, 2))
+    points = [
+        Point(layout, op, n, cc.time_of(cc.cost_of(op, stretched(layout, truth), n), truth))
+        for layout in layouts
+        for op in cc.ALGORITHMS
+        for n in SIZES
+    ]
+    fitted = fit(points)
+    assert fitted["crowd_stretch"] == pytest.approx(2.5)
+    for name, value in TRUTH.items():
+        assert fitted[name] == pytest.approx(value, rel=1e-6), name
+    # The stretch applies to crowded layouts only.
+    assert stretched(cc.Layout(2, 1), truth) == cc.Layout(2, 1)
+    assert stretched(cc.Layout(2, 2, crowding=2.0), truth).crowding == pytest.approx(3.5)
 
 
 def test_command_prints_errors_and_projections(tmp_path, capsys):

@@ -245,21 +245,27 @@ def ring_allgather(layout: Layout, nbytes: float) -> Cost:
     return [[scaled(t, n - 1) for t in phase]]
 
 
+def pipelined_hops(kind: str, hops: int, nbytes: float, share: int = 1) -> Terms:
+    """A message cut in pipeline_chunks passing down `hops` links, each rank
+    forwarding a chunk while the next arrives: m + hops - 1 chunk times for
+    m chunks. Each hop pays its latency once: the chunks after the first
+    follow on the same stream, and the rank that forwards them is already
+    awake."""
+    chunks = pipeline_chunks(nbytes)
+    return {f"alpha_{kind}": float(hops), f"beta_{kind}": nbytes / chunks * share * (chunks + hops - 1)}
+
+
 def chain_broadcast(layout: Layout, nbytes: float) -> Cost:
-    """The root's message passes down the ring in chunks (pipeline_chunks),
-    each rank forwarding a chunk while the next arrives: m + n - 2 chunk
-    times for m chunks (n - 1 hops of one message when it is one chunk)."""
+    """The root's message passes down the ring in chunks (pipelined_hops):
+    n - 1 hops."""
     n = layout.ranks
     if n < 2 or nbytes <= 0:
         return []
-    chunks = pipeline_chunks(nbytes)
-    piece = nbytes / chunks
     kinds = sorted({layout.link(a, b) for a, b in ring_links(layout, list(range(n)))[:-1]})
     # One link per hop; on one machine, the hops that carry a chunk at once
     # (at most `chunks` of them) share its CPUs.
-    share = min(chunks, n - 1) if layout.one_machine else 1
-    phase = [step(k, piece, share) for k in kinds]
-    return [[scaled(t, chunks + n - 2) for t in phase]]
+    share = min(pipeline_chunks(nbytes), n - 1) if layout.one_machine else 1
+    return [[pipelined_hops(k, n - 1, nbytes, share) for k in kinds]]
 
 
 # -- shared memory inside a host (shm_collectives.cc) --------------------------
@@ -454,9 +460,7 @@ def broadcast_hierarchical(layout: Layout, nbytes: float) -> Cost:
     if not layout.hierarchical():
         return broadcast_chain(layout, nbytes)
     L, H = layout.per_host, layout.hosts
-    chunks = pipeline_chunks(nbytes)
-    hop = step("net", nbytes / chunks)
-    return call() + agreement(layout) + [[scaled(hop, chunks + H - 2)]] + shm_copy(L, nbytes)
+    return call() + agreement(layout) + [[pipelined_hops("net", H - 1, nbytes)]] + shm_copy(L, nbytes)
 
 
 def broadcast_tree(layout: Layout, nbytes: float) -> Cost:

@@ -8,6 +8,15 @@ solved exactly: the unconstrained solution on every subset of the
 parameters, the best one whose values are all >= 0 (8 parameters: 256
 small solves).
 
+Where ranks outnumber a machine's CPUs (namespace hosts of one machine),
+the points' layouts carry that ratio r (Layout.crowding), and a crowded
+rank's latencies, shared-memory copies and reductions take 1 + s (r - 1)
+times as long (collective_costs.crowded). s = 1 would be a fair share of
+the CPUs; a waiting rank also waits for the scheduler to run its peer and
+to run it again after every wake-up, so s is fitted too: the least-squares
+fit for each s of STRETCHES, the best one kept ("crowd_stretch" in the
+parameters).
+
 `tie` merges link kinds that are one thing where the results were taken:
 between network namespaces of one machine, "net" and "loop" are both the
 kernel's TCP, so they are fitted as one ({"loop": "net"}).
@@ -18,11 +27,11 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .collective_costs import PARAMS, Layout, cost_of, linear_terms
+from .collective_costs import PARAMS, Layout, cost_of, linear_terms, time_of
 
 # Values the fit starts from to decide which concurrent link is the slowest:
 # TCP 20 us and 2 GB/s, shared memory 2 us and 10 GB/s, 4 GB/s of reduction.
@@ -37,6 +46,8 @@ REFERENCE = {
     "gamma": 1 / 4e9,
 }
 NAMESPACE_TIE = {"loop": "net"}
+# The crowding stretches the fit tries (see above).
+STRETCHES = tuple(1.0 + 0.25 * i for i in range(13))
 
 
 @dataclass(frozen=True)
@@ -87,9 +98,18 @@ def untied(params: Mapping[str, float], tie: Mapping[str, str]) -> dict[str, flo
     return out
 
 
+def stretched(layout: Layout, params: Mapping[str, float]) -> Layout:
+    """The layout whose crowding is its ranks per CPU r, as the fitted
+    parameters stretch it: 1 + s (r - 1)."""
+    if layout.crowding <= 1.0:
+        return layout
+    s = float(params.get("crowd_stretch", 1.0))
+    return replace(layout, crowding=1.0 + s * (layout.crowding - 1.0))
+
+
 def design(points: Iterable[Point], tie: Mapping[str, str], reference: Mapping[str, float]):
     """(matrix, names): one row per point, one column per parameter the points use."""
-    rows = [tied(linear_terms(cost_of(p.op, p.layout, p.nbytes), reference), tie) for p in points]
+    rows = [tied(linear_terms(cost_of(p.op, stretched(p.layout, reference), p.nbytes), reference), tie) for p in points]
     names = [n for n in PARAMS if any(abs(r.get(n, 0.0)) > 0 for r in rows)]
     return np.array([[r.get(n, 0.0) for n in names] for r in rows], dtype=np.float64), names
 
@@ -114,20 +134,44 @@ def nonnegative_least_squares(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return best_x
 
 
-def fit(points: list[Point], tie: Mapping[str, str] = NAMESPACE_TIE, rounds: int = 3) -> dict[str, float]:
-    """Parameters that minimise the points' relative errors. Which of the
-    concurrent links is slowest is decided with the reference values first,
-    then with the fitted ones (a few rounds)."""
-    if not points:
-        raise ValueError("fit: no points")
+def relative_errors(points: list[Point], params: Mapping[str, float]) -> np.ndarray:
+    """predicted / measured - 1 for each point."""
+    return np.array(
+        [time_of(cost_of(p.op, stretched(p.layout, params), p.nbytes), params) / p.seconds - 1 for p in points]
+    )
+
+
+def fit_linear(points: list[Point], tie: Mapping[str, str], stretch: float, rounds: int = 3) -> dict[str, float]:
+    """The linear parameters that minimise the points' relative errors for
+    one crowding stretch. Which of the concurrent links is slowest is
+    decided with the reference values first, then with the fitted ones (a
+    few rounds)."""
     measured = np.array([p.seconds for p in points])
-    current: dict[str, float] = dict(REFERENCE)
+    current: dict[str, float] = dict(REFERENCE, crowd_stretch=stretch)
     for _ in range(rounds):
         a, names = design(points, tie, current)
         x = nonnegative_least_squares(a / measured[:, None], np.ones(len(points)))
         fitted = untied(dict(zip(names, x)), tie)
-        if fitted == current:
-            break
         # Parameters no point uses keep their reference values for choosing links.
-        current = {n: fitted[n] if n in names or n.partition("_")[2] in tie else REFERENCE[n] for n in PARAMS}
-    return untied({n: current[n] for n in PARAMS}, tie)
+        following = {n: fitted[n] if n in names or n.partition("_")[2] in tie else REFERENCE[n] for n in PARAMS}
+        following["crowd_stretch"] = stretch
+        if following == current:
+            break
+        current = following
+    return {**untied({n: current[n] for n in PARAMS}, tie), "crowd_stretch": stretch}
+
+
+def fit(points: list[Point], tie: Mapping[str, str] = NAMESPACE_TIE, rounds: int = 3) -> dict[str, float]:
+    """Parameters that minimise the points' relative errors: the linear
+    ones for each crowding stretch, the stretch whose fit is best (1 when
+    no point is crowded)."""
+    if not points:
+        raise ValueError("fit: no points")
+    crowded_points = any(p.layout.crowding > 1.0 for p in points)
+    best, best_error = None, np.inf
+    for stretch in STRETCHES if crowded_points else (1.0,):
+        params = fit_linear(points, tie, stretch, rounds)
+        error = float(np.sum(relative_errors(points, params) ** 2))
+        if error < best_error - 1e-12:
+            best, best_error = params, error
+    return best

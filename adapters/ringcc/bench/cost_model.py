@@ -33,7 +33,7 @@ import json
 import sys
 
 from .collective_costs import ALGORITHMS, Layout, cost_of, ring_bound, ringcc_pick, time_of
-from .cost_fit import NAMESPACE_TIE, Point, fit, points_from_json
+from .cost_fit import NAMESPACE_TIE, Point, fit, points_from_json, stretched
 from .measure import format_size, parse_size
 
 DEFAULT_RANKS = "8,16,32,64,128,256,512,1024"
@@ -53,7 +53,7 @@ def parse_network(text: str) -> tuple[str, float, float]:
 def predictions(points: list[Point], params: dict[str, float]) -> list[dict]:
     out = []
     for p in points:
-        predicted = time_of(cost_of(p.op, p.layout, p.nbytes), params)
+        predicted = time_of(cost_of(p.op, stretched(p.layout, params), p.nbytes), params)
         out.append(
             {
                 "layout": f"{p.layout.hosts}x{p.layout.per_host}",
@@ -134,6 +134,10 @@ def params_text(params: dict[str, float]) -> str:
         lines.append(f"  {what:<18} alpha = {params[f'alpha_{kind}'] * 1e6:8.2f} us, 1/beta = {bw}")
     gamma = params["gamma"]
     lines.append(f"  reduction      1/gamma = {1 / gamma / 1e9:.2f} GB/s" if gamma > 0 else "  reduction: free")
+    stretch = params.get("crowd_stretch", 1.0)
+    lines.append(
+        f"  crowded ranks  s     = {stretch:8.2f}    (r ranks per CPU: latencies and CPU work x (1 + s (r - 1)))"
+    )
     return "\n".join(lines)
 
 
