@@ -129,7 +129,8 @@ class Exchange {
   }
 
  private:
-  Transport* link(int index) const { return ps_.links[static_cast<size_t>(index)]; }
+  // Every step is an exchange both ways of small frames: the one-way streams.
+  Transport* link(int index) const { return ps_.links[static_cast<size_t>(index)]->one_way(); }
   std::vector<Request*> others() const {
     std::vector<Request*> v;
     if (pending_send_) v.push_back(pending_send_.get());

@@ -27,10 +27,13 @@ void pairwise_alltoall(const PeerSet& ps, CollectiveArgs& a, Deadline deadline) 
   for (int s = 1; s < n; ++s) {
     const size_t to = static_cast<size_t>((ps.me + s) % n);
     const size_t from = static_cast<size_t>((ps.me - s + n) % n);
-    auto sreq = ps.links[to]->isend(ps.ranks[to], in + static_cast<size_t>(sdispl[to]) * es,
-                                    static_cast<size_t>(a.send_counts[to]) * es);
-    auto rreq = ps.links[from]->irecv(ps.ranks[from], out + static_cast<size_t>(rdispl[from]) * es,
-                                      static_cast<size_t>(a.recv_counts[from]) * es);
+    // Each message on the stream its size picks: both ends know it.
+    const size_t send_bytes = static_cast<size_t>(a.send_counts[to]) * es;
+    const size_t recv_bytes = static_cast<size_t>(a.recv_counts[from]) * es;
+    auto sreq = one_way_for(ps.links[to], send_bytes)
+                    ->isend(ps.ranks[to], in + static_cast<size_t>(sdispl[to]) * es, send_bytes);
+    auto rreq = one_way_for(ps.links[from], recv_bytes)
+                    ->irecv(ps.ranks[from], out + static_cast<size_t>(rdispl[from]) * es, recv_bytes);
     wait_all({sreq.get(), rreq.get()}, deadline, "alltoall");
   }
 }

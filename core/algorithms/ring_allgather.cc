@@ -27,8 +27,9 @@ void ring_allgather(const PeerSet& ps, CollectiveArgs& a, Deadline deadline, uin
   auto bytes = [&](int r) { return static_cast<size_t>(a.recv_counts[static_cast<size_t>(r)]) * es; };
   if (bytes(ps.me) > 0 && block(ps.me) != a.in) std::memcpy(block(ps.me), a.in, bytes(ps.me));
 
-  Transport* right = ps.links[static_cast<size_t>(ps.right())];
-  Transport* left = ps.links[static_cast<size_t>(ps.left())];
+  const uint64_t total = static_cast<uint64_t>(a.result_count) * es;  // the same on every rank
+  Transport* right = one_way_for(ps.links[static_cast<size_t>(ps.right())], total);
+  Transport* left = one_way_for(ps.links[static_cast<size_t>(ps.left())], total);
   for (int s = 0; s < n - 1; ++s) {
     const int sb = (ps.me - s + n) % n, rb = (ps.me - s - 1 + n) % n;
     auto sreq = right->isend(ps.ranks[static_cast<size_t>(ps.right())], block(sb), bytes(sb));

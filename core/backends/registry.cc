@@ -138,6 +138,7 @@ std::vector<SharedSetting> shared_settings() {
       {"RINGCC_TCP_SOCKETS", nullptr, [num] { return num(TcpTransport::sockets_from_env()); }},
       {"RINGCC_TCP_STRIPE_BYTES", nullptr, [num] { return num(TcpTransport::stripe_bytes_from_env()); }},
       {"RINGCC_CHUNK_BYTES", nullptr, [num] { return num(ring_chunk_bytes_from_env()); }},
+      {"RINGCC_TCP_ONE_WAY_BYTES", nullptr, [num] { return num(one_way_bytes_from_env()); }},
       // As EngineOptions::from_env() and the communicator read them.
       {"RINGCC_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD",
        [num] { return num(env_int("RINGCC_FUSION_THRESHOLD", 64 << 20, "HOROVOD_FUSION_THRESHOLD")); }},

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -355,6 +356,13 @@ void Socket::set_nonblocking(bool on) {
   if (::fcntl(fd_, F_SETFL, flags) != 0) {
     raise(ErrorKind::kInternal, "fcntl(F_SETFL) failed: ", errno_text(errno));
   }
+}
+
+bool raise_open_files_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return false;
+  limit.rlim_cur = limit.rlim_max;
+  return ::setrlimit(RLIMIT_NOFILE, &limit) == 0;
 }
 
 void Socket::set_buffer_sizes(int bytes) {

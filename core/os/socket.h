@@ -70,6 +70,10 @@ class Socket {
 std::string unbracket_host(const std::string& host);
 // "host:port", or "[v6 address]:port".
 std::string endpoint_text(const std::string& host, int port);
+
+// Raises this process's soft limit on open files to its hard limit; true
+// if it rose. For a process that holds sockets to every peer.
+bool raise_open_files_limit();
 // The numeric host of a socket address (IPv4-mapped IPv6 as IPv4), and
 // "host:port" / "[v6]:port" with its port.
 std::string sockaddr_host(const sockaddr* addr);

@@ -93,13 +93,20 @@ struct TcpTransport::Piece {
 };
 
 // The sockets to one peer and, per socket, the FIFO of pieces in flight.
+// Two streams each way: the shared one on sockets [0, stripes) both ways,
+// and the one-way one, the lower rank's on [0, stripes) and the higher
+// rank's on [stripes, 2 stripes), so that each of those sockets carries
+// data one way only. Where the two streams share a socket (the lower
+// rank's way), its FIFO keeps them in the order both ends post them.
 struct TcpTransport::Link {
   int peer;
   std::vector<Socket> sockets;
   std::vector<std::deque<std::shared_ptr<Piece>>> send_q;
   std::vector<std::deque<std::shared_ptr<Piece>>> recv_q;
-  uint64_t send_offset = 0;  // bytes queued so far on the outgoing stream
-  uint64_t recv_offset = 0;  // bytes asked for so far on the incoming stream
+  std::vector<size_t> send_sockets[kStreams];  // each stream's sockets, in striping order
+  std::vector<size_t> recv_sockets[kStreams];
+  uint64_t send_offset[kStreams] = {};  // bytes queued so far on each outgoing stream
+  uint64_t recv_offset[kStreams] = {};  // bytes asked for so far on each incoming stream
   bool failed = false;
   std::string failure;
 
@@ -216,7 +223,7 @@ class TcpRequest : public Request {
 }  // namespace
 
 int TcpTransport::sockets_from_env() {
-  // One socket per peer: the waiting thread drives every socket, so more
+  // One socket per stream: the waiting thread drives every socket, so more
   // add no parallelism; over loopback two cost 10-20% of the busbw.
   return static_cast<int>(std::clamp<int64_t>(env_int("RINGCC_TCP_SOCKETS", 1), 1, 16));
 }
@@ -228,16 +235,38 @@ uint64_t TcpTransport::stripe_bytes_from_env() {
   return static_cast<uint64_t>(std::max<int64_t>(env_int("RINGCC_TCP_STRIPE_BYTES", 512 << 10), 1024));
 }
 
+// The transport seen through its one-way streams.
+class TcpTransport::OneWay : public Transport {
+ public:
+  explicit OneWay(TcpTransport* t) : t_(t) {}
+  const char* name() const override { return t_->name(); }
+  bool reaches(int peer) const override { return t_->reaches(peer); }
+  std::unique_ptr<Request> isend(int peer, const void* data, size_t size) override {
+    return t_->post(peer, static_cast<uint8_t*>(const_cast<void*>(data)), size, true, kOneWayStream);
+  }
+  std::unique_ptr<Request> irecv(int peer, void* data, size_t size) override {
+    return t_->post(peer, static_cast<uint8_t*>(data), size, false, kOneWayStream);
+  }
+  void abort(const std::string& reason) override { t_->abort(reason); }
+  void leave() override { t_->leave(); }
+
+ private:
+  TcpTransport* t_;
+};
+
 TcpTransport::TcpTransport(int rank, int size, std::string secret, std::string job_id, const std::string& listen_host)
     : rank_(rank),
       size_(size),
       secret_(std::move(secret)),
       job_id_(std::move(job_id)),
-      sockets_per_peer_(sockets_from_env()),
+      stripes_(sockets_from_env()),
+      sockets_per_peer_(2 * stripes_),
       stripe_bytes_(stripe_bytes_from_env()),
       listener_(Socket::listen(listen_host, 0)),
+      one_way_(std::make_unique<OneWay>(this)),
       links_(size) {
   listener_.set_nonblocking(true);
+  raise_open_files_limit();  // sockets to every peer, two or more each
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     auto link = std::make_unique<Link>();
@@ -245,6 +274,14 @@ TcpTransport::TcpTransport(int rank, int size, std::string secret, std::string j
     link->sockets.resize(static_cast<size_t>(sockets_per_peer_));
     link->send_q.resize(static_cast<size_t>(sockets_per_peer_));
     link->recv_q.resize(static_cast<size_t>(sockets_per_peer_));
+    const size_t stripes = static_cast<size_t>(stripes_);
+    const size_t lower_way = 0, higher_way = stripes;  // where each rank's one-way stream starts
+    for (size_t i = 0; i < stripes; ++i) {
+      link->send_sockets[kSharedStream].push_back(i);
+      link->recv_sockets[kSharedStream].push_back(i);
+      link->send_sockets[kOneWayStream].push_back((rank_ < peer ? lower_way : higher_way) + i);
+      link->recv_sockets[kOneWayStream].push_back((rank_ < peer ? higher_way : lower_way) + i);
+    }
     links_[peer] = std::move(link);
   }
   acceptor_ = std::thread([this] {
@@ -321,7 +358,8 @@ void TcpTransport::accept_pending(std::vector<std::unique_ptr<PendingHandshake>>
 void TcpTransport::refuse(PendingHandshake& p, const std::string& why) {
   // Strangers may connect as often as they like: one line per source
   // address and reason every few seconds, with a count.
-  log_limited(LogLevel::kWarning, endpoint_host(p.from) + " " + why, "refused a connection from " + p.from + ": " + why);
+  log_limited(LogLevel::kWarning, endpoint_host(p.from) + " " + why,
+              "refused a connection from " + p.from + ": " + why);
   p.sock.close();
 }
 
@@ -480,22 +518,22 @@ bool TcpTransport::reaches(int peer) const {
          connected_[static_cast<size_t>(peer)];
 }
 
-// A peer's sockets carry one logical byte stream per direction: stream
-// offset o travels on socket (o / stripe) % sockets. Both ends derive the
-// same mapping from offsets alone, so message boundaries need not match
-// between sender and receiver.
-std::unique_ptr<Request> TcpTransport::post(int peer, uint8_t* data, size_t size, bool is_send) {
+// Each logical byte stream (per direction, shared or one-way) is striped
+// over its sockets: stream offset o travels on the stream's socket
+// (o / stripe) % stripes. Both ends derive the same mapping from offsets
+// alone, so message boundaries need not match between sender and receiver.
+std::unique_ptr<Request> TcpTransport::post(int peer, uint8_t* data, size_t size, bool is_send, int stream) {
   RINGCC_CHECK(reaches(peer), ErrorKind::kInternal, "no TCP connection to rank ", peer);
   Link* link = links_[peer].get();
   link->check();
   auto req = std::make_unique<TcpRequest>(link, is_send);
-  uint64_t& offset = is_send ? link->send_offset : link->recv_offset;
+  uint64_t& offset = is_send ? link->send_offset[stream] : link->recv_offset[stream];
   auto& queues = is_send ? link->send_q : link->recv_q;
-  const size_t sockets = link->sockets.size();
+  const std::vector<size_t>& sockets = is_send ? link->send_sockets[stream] : link->recv_sockets[stream];
   size_t done = 0;
   while (done < size) {
     const uint64_t unit = offset / stripe_bytes_;
-    const size_t socket = static_cast<size_t>(unit % sockets);
+    const size_t socket = sockets[static_cast<size_t>(unit % sockets.size())];
     const size_t take = static_cast<size_t>(std::min<uint64_t>(size - done, (unit + 1) * stripe_bytes_ - offset));
     auto piece = std::make_shared<Piece>(Piece{data + done, take});
     queues[socket].push_back(piece);
@@ -507,12 +545,14 @@ std::unique_ptr<Request> TcpTransport::post(int peer, uint8_t* data, size_t size
 }
 
 std::unique_ptr<Request> TcpTransport::isend(int peer, const void* data, size_t size) {
-  return post(peer, static_cast<uint8_t*>(const_cast<void*>(data)), size, true);
+  return post(peer, static_cast<uint8_t*>(const_cast<void*>(data)), size, true, kSharedStream);
 }
 
 std::unique_ptr<Request> TcpTransport::irecv(int peer, void* data, size_t size) {
-  return post(peer, static_cast<uint8_t*>(data), size, false);
+  return post(peer, static_cast<uint8_t*>(data), size, false, kSharedStream);
 }
+
+Transport* TcpTransport::one_way() { return one_way_.get(); }
 
 void TcpTransport::leave() {
   // Our end of each stream: the peers read what we sent, then end of file.

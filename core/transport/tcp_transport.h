@@ -1,5 +1,6 @@
-// The TCP transport: one authenticated connection (optionally several
-// sockets, RINGCC_TCP_SOCKETS) to every peer it is asked to reach. Large
+// The TCP transport: authenticated connections to every peer it is asked
+// to reach, two streams each way (one_way(): see tcp_transport.cc), each
+// on one socket or striped over several (RINGCC_TCP_SOCKETS). Large
 // messages are striped across a peer's sockets; progress is driven by the
 // waiting thread with non-blocking I/O, so there is no extra thread on the
 // data path. A listener thread lives as long as the transport and refuses
@@ -46,9 +47,9 @@ class TcpTransport : public Transport {
   TcpTransport(int rank, int size, std::string secret, std::string job_id, const std::string& listen_host);
   ~TcpTransport() override;
 
-  // Connections per peer (RINGCC_TCP_SOCKETS) and the bytes sent on one
-  // before the next (RINGCC_TCP_STRIPE_BYTES): every rank of a job must
-  // have the same.
+  // Sockets per stream (RINGCC_TCP_SOCKETS; a peer has twice as many
+  // connections) and the bytes sent on one before the next
+  // (RINGCC_TCP_STRIPE_BYTES): every rank of a job must have the same.
   static int sockets_from_env();
   static uint64_t stripe_bytes_from_env();
 
@@ -63,15 +64,18 @@ class TcpTransport : public Transport {
   bool reaches(int peer) const override;
   std::unique_ptr<Request> isend(int peer, const void* data, size_t size) override;
   std::unique_ptr<Request> irecv(int peer, void* data, size_t size) override;
+  Transport* one_way() override;
   void abort(const std::string& reason) override;
   void leave() override;
 
   struct Piece;
   struct Link;
   struct PendingHandshake;
+  class OneWay;
+  static constexpr int kSharedStream = 0, kOneWayStream = 1, kStreams = 2;
 
  private:
-  std::unique_ptr<Request> post(int peer, uint8_t* data, size_t size, bool is_send);
+  std::unique_ptr<Request> post(int peer, uint8_t* data, size_t size, bool is_send, int stream);
   void accept_loop();
   void accept_pending(std::vector<std::unique_ptr<PendingHandshake>>* pending);
   // Reads the connector's claim; false once the connection was accepted
@@ -83,9 +87,11 @@ class TcpTransport : public Transport {
   int size_;
   std::string secret_;
   std::string job_id_;
-  int sockets_per_peer_;
+  int stripes_;           // sockets per stream (RINGCC_TCP_SOCKETS)
+  int sockets_per_peer_;   // the shared stream's, then the higher rank's one-way stream's
   uint64_t stripe_bytes_;
   Socket listener_;
+  std::unique_ptr<Transport> one_way_;
   std::thread acceptor_;
   std::atomic<bool> stopping_{false};
 

@@ -113,4 +113,15 @@ size_t ring_chunk_bytes() {
   return bytes;
 }
 
+uint64_t one_way_bytes_from_env() {
+  return static_cast<uint64_t>(std::max<int64_t>(env_int("RINGCC_TCP_ONE_WAY_BYTES", 8 << 20), 0));
+}
+
+uint64_t one_way_bytes() {
+  static const uint64_t bytes = one_way_bytes_from_env();
+  return bytes;
+}
+
+Transport* one_way_for(Transport* t, uint64_t bytes) { return bytes < one_way_bytes() ? t->one_way() : t; }
+
 }  // namespace ringcc

@@ -46,6 +46,12 @@ class Transport {
   virtual bool reaches(int peer) const = 0;
   virtual std::unique_ptr<Request> isend(int peer, const void* data, size_t size) = 0;
   virtual std::unique_ptr<Request> irecv(int peer, void* data, size_t size) = 0;
+  // The same peers on streams whose connections carry data one way only
+  // (the TCP transport's: a socket that carries a large send one way
+  // holds back what arrives the other way until the send is done). A
+  // message sent on it is received on it. Transports without such
+  // streams return themselves.
+  virtual Transport* one_way() { return this; }
   // Makes every peer blocked on us fail fast (closes connections, raises
   // abort flags). The transport is unusable afterwards.
   virtual void abort(const std::string& reason) = 0;
@@ -68,5 +74,15 @@ void wait_one(Request* target, const std::vector<Request*>& others, Deadline dea
 // algorithms pipeline in chunks of it, the MPI transport sends in pieces of it.
 size_t ring_chunk_bytes();
 size_t ring_chunk_bytes_from_env();
+
+// Collectives that move fewer bytes than this (RINGCC_TCP_ONE_WAY_BYTES,
+// default 8 MiB; the same on every rank) exchange their data on the
+// links' one-way streams (Transport::one_way); larger ones share one
+// connection both ways, whose data segments carry the other way's
+// acknowledgements (fewer packets where the CPUs bound a large transfer).
+// one_way_for(t, bytes) is t's stream for a collective of `bytes`.
+uint64_t one_way_bytes();
+uint64_t one_way_bytes_from_env();
+Transport* one_way_for(Transport* t, uint64_t bytes);
 
 }  // namespace ringcc
