@@ -129,8 +129,7 @@ class Exchange {
   }
 
  private:
-  // Every step is an exchange both ways of small frames: the one-way streams.
-  Transport* link(int index) const { return ps_.links[static_cast<size_t>(index)]->one_way(); }
+  Transport* link(int index) const { return ps_.links[static_cast<size_t>(index)]; }
   std::vector<Request*> others() const {
     std::vector<Request*> v;
     if (pending_send_) v.push_back(pending_send_.get());

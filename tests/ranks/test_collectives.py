@@ -32,8 +32,9 @@ MATRIX = {
     # timing in shm-2, bypassing the cache here, plain stores in shm-4.
     "shm-3": Group(3, env={"RINGCC_SHM_CMA": "0", "RINGCC_SHM_STORES": "bypass", **FUSION_1MIB}),
     "shm-4": Group(4, env={"RINGCC_SHM_STORES": "plain"}),
-    # Collectives from 64 KiB on the links' shared streams, smaller ones and
-    # every agreement on the one-way streams: the two alternate on a link.
+    # Collectives from 64 KiB and every agreement on the links' shared
+    # streams, the data of smaller ones on the one-way streams: the two
+    # alternate on a link.
     "tcp-2": Group(2, env={"RINGCC_TRANSPORT": "tcp", "RINGCC_TCP_ONE_WAY_BYTES": "65536", **FUSION_1MIB}),
     # Several sockets per stream with small stripes: messages cross sockets.
     "tcp-3": Group(3, env={"RINGCC_TRANSPORT": "tcp", "RINGCC_TCP_SOCKETS": "3", "RINGCC_TCP_STRIPE_BYTES": "65536"}),
