@@ -711,9 +711,13 @@ Tally fuzz_link_connector(const Budget& budget) {
   addresses[1] = {"127.0.0.1", rank1.listen_port()};
   return run_iterations("link_connector", budget, [&](uint64_t, Rng& rng) {
     // This process plays rank 0 (a stranger, mostly): it answers rank 1's
-    // connection with a mutated greeting and verdict.
+    // connections (one per socket of the link, each after the one before
+    // was accepted) with the right greeting and verdict, but for one of
+    // them, mutated.
+    const int sockets = 2 * TcpTransport::sockets_from_env();
+    const int mutated = static_cast<int>(rng.next() % static_cast<uint64_t>(sockets));
     const bool mutate_greeting = rng.chance(50);
-    std::atomic<bool> result_ok{false};
+    std::atomic<bool> result_ok{false}, finished{false};
     std::string error;
     std::thread connector([&] {
       try {
@@ -722,40 +726,57 @@ Tally fuzz_link_connector(const Budget& budget) {
       } catch (const Error& e) {
         error = e.what();
       }
+      finished = true;
     });
-    sockaddr_storage addr{};
-    socklen_t len = sizeof(addr);
-    const int fd = ::accept4(listener.fd(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
-    if (fd < 0) finding("rank 1 never connected");
-    linger lg{1, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-    std::string nonce(32, '\0');
-    for (char& c : nonce) c = static_cast<char>(rng.next());
-    std::string greeting("RCC2", 4);
-    put_le32(&greeting, 0);
-    greeting += nonce;
     bool altered = false;
-    if (mutate_greeting) {
-      const std::string g = mutate(greeting, {greeting}, rng);
-      altered = g != greeting;
-      send_bytes(fd, g);
-      ::shutdown(fd, SHUT_WR);
-    } else {
+    std::vector<int> fds;
+    for (int index = 0; index < sockets; ++index) {
+      // Rank 1 connects the next socket only once it accepted this one.
+      pollfd ready{listener.fd(), POLLIN, 0};
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (::poll(&ready, 1, 5) <= 0 && !finished && std::chrono::steady_clock::now() < give_up) {
+      }
+      if (!(ready.revents & POLLIN)) {
+        if (index == 0) finding("rank 1 never connected");
+        break;
+      }
+      sockaddr_storage addr{};
+      socklen_t len = sizeof(addr);
+      const int fd = ::accept4(listener.fd(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
+      if (fd < 0) finding("rank 1's connection vanished");
+      fds.push_back(fd);
+      linger lg{1, 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+      std::string nonce(32, '\0');
+      for (char& c : nonce) c = static_cast<char>(rng.next());
+      std::string greeting("RCC2", 4);
+      put_le32(&greeting, 0);
+      greeting += nonce;
+      if (index == mutated && mutate_greeting) {
+        const std::string g = mutate(greeting, {greeting}, rng);
+        altered = altered || g != greeting;
+        send_bytes(fd, g);
+        ::shutdown(fd, SHUT_WR);
+        continue;
+      }
       send_bytes(fd, greeting);
       char claim[4 + 4 + 4 + 32 + 32];
       if (read_exact(fd, claim, sizeof(claim), 3000)) {
         const std::string their_nonce(claim + 12, 32);
-        const Digest ours = link_proof(kSecret, kLinkAcceptorRole, job, 0, 1, 0, nonce, their_nonce);
+        const Digest ours = link_proof(kSecret, kLinkAcceptorRole, job, 0, 1, index, nonce, their_nonce);
         std::string verdict(1, '\1');
         verdict.append(reinterpret_cast<const char*>(ours.data()), ours.size());
-        const std::string v = mutate(verdict, {verdict}, rng);
-        altered = v.compare(0, verdict.size(), verdict) != 0;
+        std::string v = verdict;
+        if (index == mutated) {
+          v = mutate(verdict, {verdict}, rng);
+          altered = altered || v.compare(0, verdict.size(), verdict) != 0;
+        }
         send_bytes(fd, v);
       }
-      ::shutdown(fd, SHUT_WR);
+      if (index == mutated) ::shutdown(fd, SHUT_WR);
     }
     connector.join();
-    ::close(fd);
+    for (int fd : fds) ::close(fd);
     if (result_ok && altered) finding("rank 1 accepted an acceptor whose greeting or proof was altered");
     return result_ok.load();
   });
