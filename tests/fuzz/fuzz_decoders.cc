@@ -26,6 +26,7 @@
 // Prints, per target, the iterations run, the inputs rejected and accepted,
 // and the time; exits non-zero on any finding (after printing the target,
 // seed and iteration that reproduce it).
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -709,7 +710,9 @@ Tally fuzz_link_connector(const Budget& budget) {
   std::vector<TcpPeerAddress> addresses(2);
   addresses[0] = {"127.0.0.1", port};
   addresses[1] = {"127.0.0.1", rank1.listen_port()};
-  return run_iterations("link_connector", budget, [&](uint64_t, Rng& rng) {
+  int finished_pipe[2];  // the connector's thread writes a byte here when it is done
+  if (::pipe2(finished_pipe, O_CLOEXEC | O_NONBLOCK) != 0) finding("pipe2 failed");
+  Tally tally = run_iterations("link_connector", budget, [&](uint64_t, Rng& rng) {
     // This process plays rank 0 (a stranger, mostly): it answers rank 1's
     // connections (one per socket of the link, each after the one before
     // was accepted) with the right greeting and verdict, but for one of
@@ -717,7 +720,7 @@ Tally fuzz_link_connector(const Budget& budget) {
     const int sockets = 2 * TcpTransport::sockets_from_env();
     const int mutated = static_cast<int>(rng.next() % static_cast<uint64_t>(sockets));
     const bool mutate_greeting = rng.chance(50);
-    std::atomic<bool> result_ok{false}, finished{false};
+    std::atomic<bool> result_ok{false};
     std::string error;
     std::thread connector([&] {
       try {
@@ -726,17 +729,14 @@ Tally fuzz_link_connector(const Budget& budget) {
       } catch (const Error& e) {
         error = e.what();
       }
-      finished = true;
+      (void)!::write(finished_pipe[1], "x", 1);
     });
     bool altered = false;
     std::vector<int> fds;
     for (int index = 0; index < sockets; ++index) {
       // Rank 1 connects the next socket only once it accepted this one.
-      pollfd ready{listener.fd(), POLLIN, 0};
-      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (::poll(&ready, 1, 5) <= 0 && !finished && std::chrono::steady_clock::now() < give_up) {
-      }
-      if (!(ready.revents & POLLIN)) {
+      pollfd ready[2] = {{listener.fd(), POLLIN, 0}, {finished_pipe[0], POLLIN, 0}};
+      if (::poll(ready, 2, 10000) <= 0 || !(ready[0].revents & POLLIN)) {
         if (index == 0) finding("rank 1 never connected");
         break;
       }
@@ -776,10 +776,16 @@ Tally fuzz_link_connector(const Budget& budget) {
       if (index == mutated) ::shutdown(fd, SHUT_WR);
     }
     connector.join();
+    char drained;
+    while (::read(finished_pipe[0], &drained, 1) == 1) {
+    }
     for (int fd : fds) ::close(fd);
     if (result_ok && altered) finding("rank 1 accepted an acceptor whose greeting or proof was altered");
     return result_ok.load();
   });
+  ::close(finished_pipe[0]);
+  ::close(finished_pipe[1]);
+  return tally;
 }
 
 // ---- inputs that once got through ---------------------------------------------
