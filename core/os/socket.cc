@@ -373,6 +373,17 @@ void Socket::set_buffer_sizes(int bytes) {
   ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
 }
 
+std::string Socket::congestion_control() const {
+  char name[64] = {};
+  socklen_t len = sizeof(name) - 1;
+  if (::getsockopt(fd_, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) return "";
+  return std::string(name, ::strnlen(name, len));
+}
+
+bool Socket::set_congestion_control(const std::string& name) {
+  return ::setsockopt(fd_, IPPROTO_TCP, TCP_CONGESTION, name.data(), static_cast<socklen_t>(name.size())) == 0;
+}
+
 // Both loops use MSG_DONTWAIT and poll(), so they work on blocking and
 // non-blocking sockets alike and never wait past the deadline.
 void Socket::send_all(const void* data, size_t size, Deadline deadline, const std::string& who) const {

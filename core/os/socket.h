@@ -55,6 +55,12 @@ class Socket {
   void set_nonblocking(bool on);
   // Asks for large kernel buffers (SO_SNDBUF / SO_RCVBUF); best effort.
   void set_buffer_sizes(int bytes);
+  // The socket's TCP congestion control ("" when it cannot be read), and a
+  // request for another by name (TCP_CONGESTION): false when the kernel
+  // refuses it (not built in, or not in
+  // net.ipv4.tcp_allowed_congestion_control for an unprivileged process).
+  std::string congestion_control() const;
+  bool set_congestion_control(const std::string& name);
 
   // Blocking I/O bounded by deadline. Raise Error(kPeerFailure) when the
   // peer closed the connection or reset it, Error(kTimeout) at deadline.

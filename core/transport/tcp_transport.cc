@@ -94,10 +94,10 @@ struct TcpTransport::Piece {
 
 // The sockets to one peer and, per socket, the FIFO of pieces in flight.
 // Two streams each way: the shared one on sockets [0, stripes) both ways,
-// and the one-way one, the lower rank's on [0, stripes) and the higher
-// rank's on [stripes, 2 stripes), so that each of those sockets carries
-// data one way only. Where the two streams share a socket (the lower
-// rank's way), its FIFO keeps them in the order both ends post them.
+// and the one-way one, the higher rank's on [stripes, 2 stripes) and the
+// lower rank's on [2 stripes, 3 stripes), so that each of those sockets
+// carries data one way only (and has a congestion control of its own:
+// choose_congestion_control).
 struct TcpTransport::Link {
   int peer;
   std::vector<Socket> sockets;
@@ -220,6 +220,37 @@ class TcpRequest : public Request {
   std::vector<std::shared_ptr<TcpTransport::Piece>> pieces_;
 };
 
+// RINGCC_TCP_CONGESTION: the congestion control of the one-way streams'
+// sockets, which carry bursts under RINGCC_TCP_ONE_WAY_BYTES. "auto"
+// (default) keeps the kernel's choice unless it paces (bbr), and then
+// asks for reno. A pacing sender transmits from its pacing timer on
+// whichever CPU that fires, besides the sending thread's CPU and the one
+// that processes acknowledgements; packets of one connection then reach
+// the receiver out of order (veth, per-CPU backlogs), and the sender
+// retransmits what was only late. Across namespace hosts on 2 CPUs, bbr
+// left the 2-rank 1 MiB allreduce at 490-770 us against 264-275 with
+// reno, which retransmitted nothing. Long transfers went the other way
+// (a 64 MiB allreduce 44 ms with bbr, 66-68 with reno, which halves its
+// window on every reordering it takes for a loss), so the shared stream,
+// which carries them, keeps the kernel's choice. "system" keeps it on
+// every socket; any other value names the one to ask for. Returns the one
+// in use.
+std::string choose_congestion_control(Socket& sock, const std::string& setting) {
+  const std::string kernel_choice = sock.congestion_control();
+  if (setting == "system") return kernel_choice;
+  std::string wanted = setting;
+  if (setting == "auto") {
+    if (kernel_choice.rfind("bbr", 0) != 0) return kernel_choice;
+    wanted = "reno";
+  }
+  if (sock.set_congestion_control(wanted)) return wanted;
+  log_limited(LogLevel::kWarning, "tcp-congestion",
+              "the kernel refused congestion control '" + wanted + "' (RINGCC_TCP_CONGESTION=" + setting +
+                  "): not built in, or not in net.ipv4.tcp_allowed_congestion_control; keeping '" + kernel_choice +
+                  "'");
+  return kernel_choice;
+}
+
 }  // namespace
 
 int TcpTransport::sockets_from_env() {
@@ -227,6 +258,8 @@ int TcpTransport::sockets_from_env() {
   // add no parallelism; over loopback two cost 10-20% of the busbw.
   return static_cast<int>(std::clamp<int64_t>(env_int("RINGCC_TCP_SOCKETS", 1), 1, 16));
 }
+
+int TcpTransport::sockets_per_peer_from_env() { return 3 * sockets_from_env(); }
 
 uint64_t TcpTransport::stripe_bytes_from_env() {
   // 512 KiB: a ring chunk (RINGCC_CHUNK_BYTES, 1 MiB) spans two stripes.
@@ -260,7 +293,7 @@ TcpTransport::TcpTransport(int rank, int size, std::string secret, std::string j
       secret_(std::move(secret)),
       job_id_(std::move(job_id)),
       stripes_(sockets_from_env()),
-      sockets_per_peer_(2 * stripes_),
+      sockets_per_peer_(sockets_per_peer_from_env()),
       stripe_bytes_(stripe_bytes_from_env()),
       listener_(Socket::listen(listen_host, 0)),
       one_way_(std::make_unique<OneWay>(this)),
@@ -275,7 +308,7 @@ TcpTransport::TcpTransport(int rank, int size, std::string secret, std::string j
     link->send_q.resize(static_cast<size_t>(sockets_per_peer_));
     link->recv_q.resize(static_cast<size_t>(sockets_per_peer_));
     const size_t stripes = static_cast<size_t>(stripes_);
-    const size_t lower_way = 0, higher_way = stripes;  // where each rank's one-way stream starts
+    const size_t higher_way = stripes, lower_way = 2 * stripes;  // where each rank's one-way stream starts
     for (size_t i = 0; i < stripes; ++i) {
       link->send_sockets[kSharedStream].push_back(i);
       link->recv_sockets[kSharedStream].push_back(i);
@@ -426,6 +459,7 @@ bool TcpTransport::advance_handshake(PendingHandshake& p) {
 void TcpTransport::connect(const std::vector<int>& peers, const std::vector<TcpPeerAddress>& addresses,
                            Deadline deadline) {
   const int buffer_bytes = static_cast<int>(env_int("RINGCC_TCP_BUFFER_BYTES", 4 << 20));
+  const std::string congestion = env_str("RINGCC_TCP_CONGESTION", "auto");
   // We connect to lower ranks; higher ranks connect to us.
   for (int peer : peers) {
     if (peer >= rank_) continue;
@@ -507,9 +541,22 @@ void TcpTransport::connect(const std::vector<int>& peers, const std::vector<TcpP
   }
   connected_.assign(static_cast<size_t>(size_), false);
   for (int peer : peers) connected_[static_cast<size_t>(peer)] = true;
+  std::string shared_cc, one_way_cc;
   for (auto& link : links_) {
     if (!link) continue;
-    for (auto& s : link->sockets) s.set_buffer_sizes(buffer_bytes);
+    for (size_t i = 0; i < link->sockets.size(); ++i) {
+      Socket& s = link->sockets[i];
+      s.set_buffer_sizes(buffer_bytes);
+      if (i < static_cast<size_t>(stripes_)) {
+        shared_cc = s.congestion_control();
+      } else {
+        one_way_cc = choose_congestion_control(s, congestion);
+      }
+    }
+  }
+  if (!one_way_cc.empty()) {
+    RINGCC_LOG(kDebug, "TCP links: congestion control ", one_way_cc, " on the one-way streams (RINGCC_TCP_CONGESTION=",
+               congestion, "), ", shared_cc, " on the shared one");
   }
 }
 

@@ -47,10 +47,12 @@ class TcpTransport : public Transport {
   TcpTransport(int rank, int size, std::string secret, std::string job_id, const std::string& listen_host);
   ~TcpTransport() override;
 
-  // Sockets per stream (RINGCC_TCP_SOCKETS; a peer has twice as many
-  // connections) and the bytes sent on one before the next
-  // (RINGCC_TCP_STRIPE_BYTES): every rank of a job must have the same.
+  // Sockets per stream (RINGCC_TCP_SOCKETS; a peer has three times as
+  // many connections: sockets_per_peer_from_env()) and the bytes sent on
+  // one before the next (RINGCC_TCP_STRIPE_BYTES): every rank of a job
+  // must have the same.
   static int sockets_from_env();
+  static int sockets_per_peer_from_env();
   static uint64_t stripe_bytes_from_env();
 
   int listen_port() const { return listener_.local_port(); }
@@ -88,7 +90,7 @@ class TcpTransport : public Transport {
   std::string secret_;
   std::string job_id_;
   int stripes_;           // sockets per stream (RINGCC_TCP_SOCKETS)
-  int sockets_per_peer_;   // the shared stream's, then the higher rank's one-way stream's
+  int sockets_per_peer_;   // the shared stream's, then each rank's one-way stream's
   uint64_t stripe_bytes_;
   Socket listener_;
   std::unique_ptr<Transport> one_way_;

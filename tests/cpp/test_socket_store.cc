@@ -301,6 +301,15 @@ void test_socket_io() {
   server.set_buffer_sizes(64 << 10);
   CHECK_EQ(rcvbuf(server), 128 << 10);
   client.set_buffer_sizes(1 << 20);
+  // The congestion control reads back as asked for; reno is built into
+  // every kernel and allowed to every process. A name the kernel does not
+  // know is refused and changes nothing.
+  CHECK(!client.congestion_control().empty());
+  CHECK(client.set_congestion_control("reno"));
+  CHECK_EQ(client.congestion_control(), "reno");
+  CHECK(!client.set_congestion_control("no-such-congestion-control"));
+  CHECK_EQ(client.congestion_control(), "reno");
+  CHECK_EQ(Socket().congestion_control(), "");
 
   // A payload larger than the socket buffers, sent and received concurrently.
   std::string out(8 << 20, '\0');

@@ -717,7 +717,7 @@ Tally fuzz_link_connector(const Budget& budget) {
     // connections (one per socket of the link, each after the one before
     // was accepted) with the right greeting and verdict, but for one of
     // them, mutated.
-    const int sockets = 2 * TcpTransport::sockets_from_env();
+    const int sockets = TcpTransport::sockets_per_peer_from_env();
     const int mutated = static_cast<int>(rng.next() % static_cast<uint64_t>(sockets));
     const bool mutate_greeting = rng.chance(50);
     std::atomic<bool> result_ok{false};

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from rank_groups import rank_environment, ringcc, run_command
+from rank_groups import rank_environment, ringcc, ringrun_command, run_command
 
 from ringcc.launch import cli, errors, mpirun, processes
 from ringcc.launch.plan import plan_job
@@ -204,6 +205,42 @@ def choose(monkeypatch, **variables):
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
     return ringcc._core._socket_interface()
+
+
+def test_tcp_congestion_control():
+    """RINGCC_TCP_CONGESTION, the congestion control of the one-way streams' sockets: auto keeps
+    the kernel's default unless it paces (bbr), and then takes reno (debug log of each rank); a
+    name the kernel refuses is a warning on every rank, and the job runs on with the default. The
+    shared stream keeps the kernel's default."""
+    kernel_default = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+    cases = {
+        "auto": "reno" if kernel_default.startswith("bbr") else kernel_default,
+        "no-such-congestion-control": kernel_default,
+    }
+    for setting, in_use in cases.items():
+        env = rank_environment(
+            {"RINGCC_TRANSPORT": "tcp", "RINGCC_TCP_CONGESTION": setting, "RINGCC_LOG_LEVEL": "debug"}
+        )
+        done = run_command(ringrun_command(2, [str(HERE / "network_job.py")], ["--no-prefix"]), env, JOB_TIMEOUT_S)
+        assert_job_ok(done)
+        used = [line for line in done.stderr.splitlines() if "TCP links: congestion control" in line]
+        assert logging_ranks(used) == {"0", "1"}, done.describe()
+        expected = (
+            f"congestion control {in_use} on the one-way streams (RINGCC_TCP_CONGESTION={setting}), "
+            f"{kernel_default} on the shared one"
+        )
+        assert all(expected in line for line in used), used
+        refused = [line for line in done.stderr.splitlines() if "the kernel refused congestion control" in line]
+        if setting == "auto":
+            assert not refused, refused
+        else:
+            assert logging_ranks(refused) == {"0", "1"}, done.describe()
+            assert all(f"keeping '{kernel_default}'" in line for line in refused), refused
+
+
+def logging_ranks(lines: list[str]) -> set[str]:
+    """The ranks that logged these lines ("... rank 1 pid 123] ...")."""
+    return {match.group(1) for line in lines if (match := re.search(r" rank (\d+) pid ", line))}
 
 
 def test_interface_choice_rules(monkeypatch):
