@@ -45,8 +45,10 @@ void ring_reduce_scatter(const PeerSet& ps, CollectiveArgs& a, RingScratch& scra
   for (int j = 0; j < n; ++j) longest = std::max(longest, len(j));
   const int64_t chunk_elems = pipeline_chunk_elems(longest, es);
   uint8_t* staging = scratch.get(scratch.chunks, 2 * static_cast<size_t>(chunk_elems) * es);
-  Transport* right = ps.links[static_cast<size_t>(ps.right())];
-  Transport* left = ps.links[static_cast<size_t>(ps.left())];
+  uint64_t total = 0;  // the same on every rank of the ring
+  for (int j = 0; j < n; ++j) total += static_cast<uint64_t>(len(j)) * es;
+  Transport* right = one_way_for(ps.links[static_cast<size_t>(ps.right())], total);
+  Transport* left = one_way_for(ps.links[static_cast<size_t>(ps.left())], total);
   const int right_rank = ps.ranks[static_cast<size_t>(ps.right())];
   const int left_rank = ps.ranks[static_cast<size_t>(ps.left())];
   auto ready = [&](int j) {

@@ -75,13 +75,12 @@ void wait_one(Request* target, const std::vector<Request*>& others, Deadline dea
 size_t ring_chunk_bytes();
 size_t ring_chunk_bytes_from_env();
 
-// Allreduces, allgathers and alltoall messages of fewer bytes than this
-// (RINGCC_TCP_ONE_WAY_BYTES, default 8 MiB; the same on every rank)
-// exchange their data on the links' one-way streams (Transport::one_way);
-// larger ones, and reduce-scatters (slower on them across namespace
-// hosts: 2x2, 512 KiB-1 MiB, 0.77-0.84x), share one
-// connection both ways, whose data segments carry the other way's
-// acknowledgements (fewer packets where the CPUs bound a large transfer).
+// Allreduces, allgathers, reduce-scatters and alltoall messages of fewer
+// bytes than this (RINGCC_TCP_ONE_WAY_BYTES, default 8 MiB; the same on
+// every rank) exchange their data on the links' one-way streams
+// (Transport::one_way); larger ones and broadcasts share one connection
+// both ways, whose data segments carry the other way's acknowledgements
+// (fewer packets where the CPUs bound a large transfer).
 // one_way_for(t, bytes) is t's stream for a collective of `bytes`, which
 // the ranks have agreed on. The agreement itself, which must reach its
 // verdict whatever the ranks ask for, keeps to the shared stream (on it a
