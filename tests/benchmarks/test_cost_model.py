@@ -17,14 +17,15 @@ from ringcc.bench import collective_costs as cc  # noqa: E402
 from ringcc.bench.cost_fit import Point, fit, nonnegative_least_squares, points_from_json, stretched  # noqa: E402
 from ringcc.bench.cost_model import main as cost_model_main  # noqa: E402
 
-# Made-up parameters: TCP 30 us and 1.5 GB/s, shared memory 3 us and 6 GB/s,
-# 3 GB/s of reduction, 4 us per call.
+# Made-up parameters: TCP 30 us and 1.5 GB/s (4 GB/s on the one-way streams),
+# shared memory 3 us and 6 GB/s, 3 GB/s of reduction, 4 us per call.
 TRUTH = {
     "o": 4e-6,
     "alpha_net": 30e-6,
     "beta_net": 1 / 1.5e9,
     "alpha_loop": 30e-6,
     "beta_loop": 1 / 1.5e9,
+    "beta_way": 1 / 4e9,
     "alpha_shm": 3e-6,
     "beta_shm": 1 / 6e9,
     "gamma": 1 / 3e9,
@@ -99,22 +100,42 @@ def test_ring_allreduce_is_2_n_minus_1_steps_of_one_segment(n):
     layout = cc.Layout(n, 1)
     cost = cc.ring_allreduce(layout, list(range(n)), 1000.0)
     assert coefficient(cost, "alpha_net") == 2 * (n - 1)
-    assert coefficient(cost, "beta_net") == pytest.approx(2 * (n - 1) * 1000.0 / n)
+    # Under ONE_WAY_BYTES the ring's bytes take the one-way streams.
+    assert coefficient(cost, "beta_way") == pytest.approx(2 * (n - 1) * 1000.0 / n)
+    assert coefficient(cost, "beta_net") == 0
     assert coefficient(cost, "gamma") == pytest.approx((n - 1) * 1000.0 / n)
 
 
 def test_ring_allgather_is_n_minus_1_blocks():
     cost = cc.ring_allgather(cc.Layout(4, 1), 4000.0)
     assert coefficient(cost, "alpha_net") == 3
-    assert coefficient(cost, "beta_net") == pytest.approx(3000.0)
+    assert coefficient(cost, "beta_way") == pytest.approx(3000.0)
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 7])
 def test_ring_reduce_scatter_is_n_minus_1_blocks_each_reduced(n):
     cost = cc.ring_reduce_scatter(cc.Layout(n, 1), list(range(n)), 7000.0)
     assert coefficient(cost, "alpha_net") == n - 1
-    assert coefficient(cost, "beta_net") == pytest.approx((n - 1) * 7000.0 / n)
+    assert coefficient(cost, "beta_way") == pytest.approx((n - 1) * 7000.0 / n)
     assert coefficient(cost, "gamma") == pytest.approx((n - 1) * 7000.0 / n)
+
+
+@pytest.mark.parametrize("op", ["allreduce", "allgather", "reduce_scatter"])
+def test_rings_take_the_one_way_streams_under_their_size(op):
+    # RINGCC_TCP_ONE_WAY_BYTES: a ring of fewer bytes in all moves them on the
+    # one-way streams (beta_way), a larger one on the shared stream (beta_net),
+    # over TCP between ranks of one host (beta_loop) alike.
+    for layout, tcp in ((cc.Layout(4, 1), "beta_net"), (cc.Layout(1, 4, "tcp"), "beta_loop")):
+        for nbytes, stream in ((cc.ONE_WAY_BYTES - 4, "beta_way"), (cc.ONE_WAY_BYTES, tcp)):
+            ring = {
+                "allreduce": lambda: cc.ring_allreduce(layout, list(range(4)), nbytes),
+                "allgather": lambda: cc.ring_allgather(layout, nbytes),
+                "reduce_scatter": lambda: cc.ring_reduce_scatter(layout, list(range(4)), nbytes),
+            }[op]()
+            other = {"beta_net", "beta_loop", "beta_way"} - {stream}
+            assert coefficient(ring, stream) > 0 and all(coefficient(ring, name) == 0 for name in other), (nbytes, ring)
+    # The agreement and the chain broadcast keep the shared stream at every size.
+    assert coefficient(cc.broadcast_chain(cc.Layout(4, 1), 1000.0), "beta_way") == 0
 
 
 def test_hierarchical_reduce_scatter_crosses_hosts_with_host_sums():
@@ -125,8 +146,9 @@ def test_hierarchical_reduce_scatter_crosses_hosts_with_host_sums():
     # The ring among one local rank per host: H-1 steps of one host sum's
     # block ((S/L)/H), the four rings of a host on its link.
     assert coefficient(cost, "alpha_net") - coefficient(agreement, "alpha_net") == 2
-    net_beta = coefficient(cost, "beta_net") - coefficient(agreement, "beta_net")
-    assert net_beta == pytest.approx(2 * (nbytes / 4 / 3) * 4)
+    # Each ring's data, 3 MB in all, takes the one-way streams.
+    assert coefficient(cost, "beta_net") == coefficient(agreement, "beta_net")
+    assert coefficient(cost, "beta_way") == pytest.approx(2 * (nbytes / 4 / 3) * 4)
     # Every host's piece (S/H) reduce-scattered in shared memory, one host after another.
     assert coefficient(cost, "beta_shm") - coefficient(agreement, "beta_shm") == pytest.approx(nbytes)
     assert coefficient(cost, "gamma") == pytest.approx(3 / 4 * nbytes + 2 * nbytes / 12)
@@ -163,9 +185,8 @@ def test_hierarchical_rings_share_the_host_link():
     agreement = cc.agreement(layout)
     # The cross-host ring: 2(H-1) steps of (S/L)/H bytes, four rings on each host's link.
     net_alpha = coefficient(cost, "alpha_net") - coefficient(agreement, "alpha_net")
-    net_beta = coefficient(cost, "beta_net") - coefficient(agreement, "beta_net")
     assert net_alpha == 2 * 2
-    assert net_beta == pytest.approx(2 * 2 * (nbytes / 4 / 3) * 4)
+    assert coefficient(cost, "beta_way") == pytest.approx(2 * 2 * (nbytes / 4 / 3) * 4)
     # Reduce-scatter in, allgather out.
     assert coefficient(cost, "beta_shm") - coefficient(agreement, "beta_shm") == pytest.approx(2 * nbytes)
 
@@ -392,8 +413,8 @@ def test_one_machine_flows_share_its_cpus():
     # Two namespace hosts exchanging in both directions: two flows' bytes per step.
     apart = cc.ring_allgather(cc.Layout(2, 1), 2000.0)
     together = cc.ring_allgather(cc.Layout(2, 1, one_machine=True), 2000.0)
-    assert coefficient(apart, "beta_net") == pytest.approx(1000.0)
-    assert coefficient(together, "beta_net") == pytest.approx(2000.0)
+    assert coefficient(apart, "beta_way") == pytest.approx(1000.0)
+    assert coefficient(together, "beta_way") == pytest.approx(2000.0)
     # A chain of one chunk: one hop at a time, nothing shared.
     chain = cc.chain_broadcast(cc.Layout(4, 1, one_machine=True), 1000.0)
     assert coefficient(chain, "beta_net") == pytest.approx(3 * 1000.0)

@@ -11,6 +11,9 @@ combination of the model's parameters:
     o           seconds per call: the Python call, the dispatch, the bench's loop
     alpha_K     seconds per step over a link of kind K (a message's latency)
     beta_K      seconds per byte over a link of kind K (1 / bandwidth)
+    beta_way    seconds per byte of a ring under ONE_WAY_BYTES over TCP (net
+                or loop): its data takes the one-way streams, sockets with a
+                congestion control of their own (RINGCC_TCP_CONGESTION)
     gamma       seconds per byte reduced (an elementwise sum, in memory)
 
 Link kinds: "net" (TCP between hosts), "loop" (TCP between ranks of one
@@ -22,7 +25,7 @@ other hosts at the same time share the host's link: their bytes count
 
 The constants below are ringcc's defaults (RINGCC_INLINE_BYTES,
 RINGCC_CHUNK_BYTES, RINGCC_SHM_AREA_BYTES, RINGCC_SHM_SMALL_BYTES,
-RINGCC_SHM_ALLREDUCE_PIECE_BYTES); OpHeader is 216 bytes, each entry adds an
+RINGCC_SHM_ALLREDUCE_PIECE_BYTES, RINGCC_TCP_ONE_WAY_BYTES); OpHeader is 216 bytes, each entry adds an
 8-byte prefix and each frame a 24-byte one (collective_agreement.cc).
 """
 
@@ -52,8 +55,12 @@ SHM_ALLREDUCE_PIECE_BYTES = 512 << 10
 FRAME_PREFIX_BYTES = 24
 ENTRY_BYTES = 8 + 216
 
+# A ring's data (allreduce, allgather, reduce-scatter) under this many bytes
+# in all takes the one-way streams (transport.h, one_way_for).
+ONE_WAY_BYTES = 8 << 20
+
 KINDS = ("net", "loop", "shm")
-PARAMS = ("o", "alpha_net", "beta_net", "alpha_loop", "beta_loop", "alpha_shm", "beta_shm", "gamma")
+PARAMS = ("o", "alpha_net", "beta_net", "alpha_loop", "beta_loop", "beta_way", "alpha_shm", "beta_shm", "gamma")
 
 Terms = dict  # parameter name -> coefficient
 Cost = list  # [phase], phase = [Terms]: alternatives at the same time
@@ -114,6 +121,15 @@ def added(*terms: Terms) -> Terms:
 def time_of(cost: Cost, params: Mapping[str, float]) -> float:
     """Seconds: the phases in turn, the slowest alternative of each."""
     return sum(max(sum(c * params.get(n, 0.0) for n, c in alt.items()) for alt in phase) for phase in cost)
+
+
+def on_one_way(cost: Cost, total_bytes: float) -> Cost:
+    """A ring's cost with its TCP bytes on the one-way streams (beta_way)
+    when its data in all is under ONE_WAY_BYTES."""
+    if total_bytes >= ONE_WAY_BYTES:
+        return cost
+    tcp = ("beta_net", "beta_loop")
+    return [[added(*({"beta_way" if n in tcp else n: c} for n, c in alt.items())) for alt in phase] for phase in cost]
 
 
 def linear_terms(cost: Cost, params: Mapping[str, float]) -> Terms:
@@ -222,7 +238,7 @@ def ring_allreduce(layout: Layout, members: list[int], nbytes: float, flows_per_
         return []
     seg = nbytes / n
     phase = ring_step(layout, members, seg, flows_per_host)
-    return [[scaled(t, 2 * (n - 1)) for t in phase], [{"gamma": (n - 1) * seg}]]
+    return on_one_way([[scaled(t, 2 * (n - 1)) for t in phase], [{"gamma": (n - 1) * seg}]], nbytes)
 
 
 def ring_reduce_scatter(layout: Layout, members: list[int], nbytes: float, flows_per_host: int = 1) -> Cost:
@@ -233,7 +249,7 @@ def ring_reduce_scatter(layout: Layout, members: list[int], nbytes: float, flows
         return []
     seg = nbytes / n
     phase = ring_step(layout, members, seg, flows_per_host)
-    return [[scaled(t, n - 1) for t in phase], [{"gamma": (n - 1) * seg}]]
+    return on_one_way([[scaled(t, n - 1) for t in phase], [{"gamma": (n - 1) * seg}]], nbytes)
 
 
 def ring_allgather(layout: Layout, nbytes: float) -> Cost:
@@ -242,7 +258,7 @@ def ring_allgather(layout: Layout, nbytes: float) -> Cost:
     if n < 2:
         return []
     phase = pairs_phase(layout, ring_links(layout, list(range(n))), nbytes / n)
-    return [[scaled(t, n - 1) for t in phase]]
+    return on_one_way([[scaled(t, n - 1) for t in phase]], nbytes)
 
 
 def pipelined_hops(kind: str, hops: int, nbytes: float, share: int = 1) -> Terms:
@@ -393,7 +409,8 @@ def allgather_hierarchical(layout: Layout, nbytes: float) -> Cost:
     L, H = layout.per_host, layout.hosts
     cross = [h * L for h in range(H)]
     phase = ring_step(layout, cross, nbytes / layout.ranks, flows_per_host=L)
-    return call() + agreement(layout) + [[scaled(t, H - 1) for t in phase]] + shm_copy(L, nbytes)
+    ring = on_one_way([[scaled(t, H - 1) for t in phase]], nbytes / L)  # each ring gathers H blocks of S/(HL)
+    return call() + agreement(layout) + ring + shm_copy(L, nbytes)
 
 
 PIPELINE_BYTES = 4 << 20  # RINGCC_HIERARCHICAL_PIPELINE_BYTES when unset

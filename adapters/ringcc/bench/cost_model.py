@@ -73,7 +73,8 @@ def predictions(points: list[Point], params: dict[str, float]) -> list[dict]:
 def network_params(params: dict[str, float], bytes_per_s: float, alpha: float | None) -> dict[str, float]:
     """The fitted parameters with the network's bandwidth (and latency) between hosts."""
     out = dict(params)
-    out["beta_net"] = 1.0 / bytes_per_s
+    # Both streams of a link cross the same network.
+    out["beta_net"] = out["beta_way"] = 1.0 / bytes_per_s
     if alpha is not None:
         out["alpha_net"] = alpha
     return out
@@ -132,6 +133,10 @@ def params_text(params: dict[str, float]) -> str:
         beta = params[f"beta_{kind}"]
         bw = f"{1 / beta / 1e9:8.2f} GB/s" if beta > 0 else "     inf GB/s"
         lines.append(f"  {what:<18} alpha = {params[f'alpha_{kind}'] * 1e6:8.2f} us, 1/beta = {bw}")
+        if kind == "loop":
+            way = params.get("beta_way", 0.0)
+            way_bw = f"{1 / way / 1e9:8.2f} GB/s" if way > 0 else "     inf GB/s"
+            lines.append(f"  {'TCP one-way streams':<18}                    1/beta = {way_bw}  (rings under 8 MiB)")
     gamma = params["gamma"]
     lines.append(f"  reduction      1/gamma = {1 / gamma / 1e9:.2f} GB/s" if gamma > 0 else "  reduction: free")
     stretch = params.get("crowd_stretch", 1.0)
