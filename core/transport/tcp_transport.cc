@@ -228,7 +228,7 @@ class TcpRequest : public Request {
 // that processes acknowledgements; packets of one connection then reach
 // the receiver out of order (veth, per-CPU backlogs), and the sender
 // retransmits what was only late. Across namespace hosts on 2 CPUs, bbr
-// left the 2-rank 1 MiB allreduce at 490-770 us against 264-275 with
+// left the 2-rank 1 MiB allreduce at 488-769 us against 264-275 with
 // reno, which retransmitted nothing. Long transfers went the other way
 // (a 64 MiB allreduce 44 ms with bbr, 66-68 with reno, which halves its
 // window on every reordering it takes for a loss), so the shared stream,
