@@ -25,8 +25,9 @@ other hosts at the same time share the host's link: their bytes count
 
 The constants below are ringcc's defaults (RINGCC_INLINE_BYTES,
 RINGCC_CHUNK_BYTES, RINGCC_SHM_AREA_BYTES, RINGCC_SHM_SMALL_BYTES,
-RINGCC_SHM_ALLREDUCE_PIECE_BYTES, RINGCC_TCP_ONE_WAY_BYTES); OpHeader is 216 bytes, each entry adds an
-8-byte prefix and each frame a 24-byte one (collective_agreement.cc).
+RINGCC_SHM_ALLREDUCE_PIECE_BYTES, RINGCC_TCP_ONE_WAY_BYTES); OpHeader is
+216 bytes, each entry adds an 8-byte prefix and each frame a 24-byte one
+(collective_agreement.cc).
 """
 
 from __future__ import annotations

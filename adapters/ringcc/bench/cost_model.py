@@ -32,7 +32,7 @@ import argparse
 import json
 import sys
 
-from .collective_costs import ALGORITHMS, Layout, cost_of, ring_bound, ringcc_pick, time_of
+from .collective_costs import ALGORITHMS, ONE_WAY_BYTES, Layout, cost_of, ring_bound, ringcc_pick, time_of
 from .cost_fit import NAMESPACE_TIE, Point, fit, points_from_json, stretched
 from .measure import format_size, parse_size
 
@@ -126,17 +126,20 @@ def projections(params, networks, ranks_list, per_host, sizes, alpha_from_fit, c
     return out
 
 
+def bandwidth_text(beta: float) -> str:
+    return f"{1 / beta / 1e9:8.2f} GB/s" if beta > 0 else "     inf GB/s"
+
+
 def params_text(params: dict[str, float]) -> str:
     lines = ["# fitted parameters"]
     lines.append(f"  per call       o     = {params['o'] * 1e6:8.2f} us")
     for kind, what in (("net", "TCP between hosts"), ("loop", "TCP within a host"), ("shm", "shared memory")):
-        beta = params[f"beta_{kind}"]
-        bw = f"{1 / beta / 1e9:8.2f} GB/s" if beta > 0 else "     inf GB/s"
+        bw = bandwidth_text(params[f"beta_{kind}"])
         lines.append(f"  {what:<18} alpha = {params[f'alpha_{kind}'] * 1e6:8.2f} us, 1/beta = {bw}")
         if kind == "loop":
-            way = params.get("beta_way", 0.0)
-            way_bw = f"{1 / way / 1e9:8.2f} GB/s" if way > 0 else "     inf GB/s"
-            lines.append(f"  {'TCP one-way streams':<18}                    1/beta = {way_bw}  (rings under 8 MiB)")
+            way = bandwidth_text(params.get("beta_way", 0.0))
+            under = f"rings under {ONE_WAY_BYTES >> 20} MiB"
+            lines.append(f"  {'TCP one-way streams':<18}                    1/beta = {way}  ({under})")
     gamma = params["gamma"]
     lines.append(f"  reduction      1/gamma = {1 / gamma / 1e9:.2f} GB/s" if gamma > 0 else "  reduction: free")
     stretch = params.get("crowd_stretch", 1.0)
