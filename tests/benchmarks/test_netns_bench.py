@@ -1,12 +1,14 @@
 """Tests of the bench across namespace hosts: the hosts are made, reach each
 other and are removed whatever happens (adapters/ringcc/bench/netns_hosts.py), the one-way
-TCP bandwidth between them is measured (adapters/ringcc/bench/tcp_bandwidth.py), and the
+TCP bandwidth and the exchange round between them are measured
+(adapters/ringcc/bench/tcp_bandwidth.py, tcp_exchange.py), and the
 summary reads the bench's JSON (adapters/ringcc/bench/netns_bench.py). The namespace tests
 need root and iproute2 and are skipped without them."""
 
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -17,7 +19,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from ringcc.bench import machine_cpu, tcp_bandwidth  # noqa: E402
+from ringcc.bench import machine_cpu, tcp_bandwidth, tcp_exchange  # noqa: E402
 from ringcc.bench.netns_bench import (  # noqa: E402
     layout_summary,
     parse_layout,
@@ -70,6 +72,79 @@ def test_tcp_bandwidth_between_hosts():
     busy = result["runs_cpus_busy"][0]
     assert 0.05 < busy <= len(os.sched_getaffinity(0)) + 0.5
     assert result["cpu_ns_per_byte"] == pytest.approx(busy / result["gbps"], rel=0.05)
+
+
+@needs_namespaces
+def test_tcp_exchange_between_hosts():
+    with NamespaceHosts(2, tag="rcbt-xch") as hosts:
+        result = tcp_exchange.measure(hosts, 0, 1, rounds=2000, repeats=1)
+    assert result["between"] == hosts.names[:2] and result["bytes"] == 256
+    # A round trip's half at least, well under a millisecond between namespaces.
+    assert 0.5 < result["us_per_round"] < 1000
+
+
+def test_tcp_exchange_times_rounds_of_both_ends():
+    import threading
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        ends = {}
+
+        def serve_one():
+            conn, _ = server.accept()
+            with conn:
+                ends["server"] = tcp_exchange.exchange(conn, 64, 500, timeout_s=30)
+
+        t = threading.Thread(target=serve_one)
+        t.start()
+        ends["join"] = tcp_exchange.join("127.0.0.1", port, 64, 500, timeout_s=30)
+        t.join(timeout=30)
+    assert ends["join"]["rounds"] == 500 and ends["join"]["bytes"] == 64
+    # Both ends wait for each other every round: the same pace, give or take the start.
+    assert 0 < ends["server"] * 1e6 < 10_000
+    assert ends["join"]["us_per_round"] == pytest.approx(ends["server"] * 1e6, rel=0.5)
+
+
+def test_tcp_exchange_reports_a_peer_that_leaves():
+    import threading
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+
+        def leave_early():
+            conn, _ = server.accept()
+            with conn:
+                conn.recv(16)  # the first frame, then gone
+
+        t = threading.Thread(target=leave_early)
+        t.start()
+        with pytest.raises(tcp_exchange.PeerGone, match="closed the connection"):
+            tcp_exchange.join("127.0.0.1", port, 16, 100, timeout_s=30)
+        t.join(timeout=30)
+
+
+def test_tcp_exchange_waits_no_longer_than_its_timeout():
+    import threading
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        release = threading.Event()
+
+        def stay_silent():
+            conn, _ = server.accept()
+            with conn:
+                release.wait(30)
+
+        t = threading.Thread(target=stay_silent)
+        t.start()
+        start = time.monotonic()
+        try:
+            with pytest.raises(TimeoutError, match="no frame from the peer in 0.5 s"):
+                tcp_exchange.join("127.0.0.1", port, 16, 100, timeout_s=0.5)
+        finally:
+            release.set()
+            t.join(timeout=30)
+    assert time.monotonic() - start < 10
 
 
 def test_machine_cpu_counts_work():

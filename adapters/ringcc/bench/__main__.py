@@ -21,6 +21,7 @@ BENCHES = {
     "out_of_place": "named per-tensor rounds, out of place against in place (ringrun -np N)",
     "netns_bench": "allreduce across network-namespace hosts on this machine (root)",
     "tcp_bandwidth": "one-way TCP bandwidth between two hosts",
+    "tcp_exchange": "the latency floor of a frame exchange between two hosts over TCP",
     "cost_model": "a cost model of the collectives across hosts, fitted to allreduce --json files",
     "plot": "the plot of a saved allreduce --json file, again",
     "gpu_trace": "summary of a RINGCC_GPU_TRACE run",

@@ -5,7 +5,8 @@
 
 For each layout HOSTSxRANKS (hosts x ranks per host) it makes HOSTS
 namespaces (ringcc.bench.netns_hosts), measures the one-way TCP bandwidth from the
-first to the second (ringcc.bench.tcp_bandwidth), and runs
+first to the second (ringcc.bench.tcp_bandwidth) and the time of one round
+of a frame exchange between them (ringcc.bench.tcp_exchange), and runs
 
     ringrun --no-prefix -H h0:R,h1:R,... --agent 'ip netns exec {host}'
         --master-addr ADDR0 --network-interface SUBNET
@@ -18,8 +19,9 @@ other namespaces through the same agent) are timed in one command. A
 layout of one host (1x2) runs the bench on this machine without
 namespaces: shared memory only, which the cost model's fit needs. The
 namespaces are removed whatever happens. DIR/summary.json holds, per layout,
-the TCP bandwidth, each op's largest-size busbw as a fraction of it, and the
-smallest speed-up over each peer across sizes. Needs root.
+the TCP bandwidth and exchange round, each op's largest-size busbw as a
+fraction of the bandwidth, and the smallest speed-up over each peer across
+sizes. Needs root.
 
 The namespaces share this machine's CPUs, and every byte between them costs
 CPU time (ringcc.bench.machine_cpu). So the summary also gives what the
@@ -41,7 +43,7 @@ import signal
 import subprocess
 import sys
 
-from . import tcp_bandwidth
+from . import tcp_bandwidth, tcp_exchange
 from .netns_hosts import INTERFACE, NamespaceHosts
 from .peers_mpi import PACKAGE_PARENT
 
@@ -227,7 +229,7 @@ def main(argv=None) -> int:
     for index, (nhosts, per_host) in enumerate(layouts):
         name = f"{nhosts}x{per_host}"
         stem = os.path.join(os.path.abspath(a.out), name)
-        tcp = None
+        tcp = exchange = None
         if nhosts == 1:  # one host: this machine's own namespace, shared memory (for the model's fit)
             code = run_job(one_host_command(per_host, a.compare, stem, bench_args), a.timeout)
         else:
@@ -241,8 +243,14 @@ def main(argv=None) -> int:
                     + (f", {cost:.3f} ns of CPU a byte" if cost else ""),
                     flush=True,
                 )
+                exchange = tcp_exchange.measure(hosts, 0, 1)
+                print(
+                    f"# {name}: a {exchange['bytes']} B frame exchange between them: "
+                    f"{exchange['us_per_round']:.1f} us a round",
+                    flush=True,
+                )
                 code = run_job(ringrun_command(hosts, per_host, a.compare, stem, bench_args), a.timeout)
-        entry = {"tcp": tcp, "exit": code, "json": stem + ".json"}
+        entry = {"tcp": tcp, "exchange": exchange, "exit": code, "json": stem + ".json"}
         if code == 0 and os.path.exists(stem + ".json"):
             if tcp is not None:
                 entry["ops"] = layout_summary(stem + ".json", tcp["gbps"], (nhosts, per_host))
