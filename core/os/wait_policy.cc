@@ -185,10 +185,11 @@ void WaitPlan::finished(bool within_budget, double waited_us) {
   // A thread that does not spin looks now and then even when its waits
   // are short: that is how it learns that nothing else wants the CPU.
   const bool periodic_look = mode_ != WaitMode::kSpin && (++waits_ & 7) == 0;
-  // A spin that ran out may have lost its CPU: look at once. A sleeping
-  // waiter's short spin runs out on most waits across a network, where
-  // the look (a getrusage() call, 0.4 us) would cost a few percent of a
-  // small collective: it looks after long waits and now and then.
+  // A spin that ran out may have lost its CPU: look at once. A waiter
+  // that yields or sleeps outlasts its budget on most waits across a
+  // network, where the look (a getrusage() call, 0.4 us) would cost a few
+  // percent of a small collective: it looks after long waits and now and
+  // then.
   const bool spin_failed = !within_budget && mode_ == WaitMode::kSpin;
   if (waited_us >= kLookAfterUs || spin_failed || periodic_look) {
     const long now = thread_involuntary_switches();

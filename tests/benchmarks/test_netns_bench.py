@@ -75,6 +75,31 @@ def test_tcp_bandwidth_between_hosts():
 
 
 @needs_namespaces
+def test_tcp_bandwidth_both_ways_between_hosts():
+    with NamespaceHosts(2, tag="rcbt-bw2") as hosts:
+        result = tcp_bandwidth.measure(hosts, 0, 1, seconds=0.2, repeats=1, both_ways=True)
+    assert result["both_ways"] and result["gbps"] > 0.01
+    # Both directions' bytes share the CPUs the readings count.
+    busy = result["runs_cpus_busy"][0]
+    assert 0.05 < busy <= len(os.sched_getaffinity(0)) + 0.5
+    assert result["cpu_ns_per_byte"] < busy / result["gbps"]
+
+
+def test_tcp_bandwidth_both_ways_carries_each_direction():
+    import threading
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        server.close()
+    out = {}
+    t = threading.Thread(target=lambda: out.update(tcp_bandwidth.serve(port, 30, both_ways=True, seconds=0.2)))
+    t.start()
+    tcp_bandwidth.send("127.0.0.1", port, 0.2, 1 << 16, 30, both_ways=True)
+    t.join(timeout=60)
+    assert out["bytes"] > 0 and out["bytes_sent"] > 0 and out["gbps"] > 0
+
+
+@needs_namespaces
 def test_tcp_exchange_between_hosts():
     with NamespaceHosts(2, tag="rcbt-xch") as hosts:
         result = tcp_exchange.measure(hosts, 0, 1, rounds=2000, repeats=1)
@@ -205,5 +230,8 @@ def test_layout_summary(tmp_path):
     assert costed["cpu_ns_per_host_byte"] == pytest.approx(0.5)
     assert summary["largest_bytes"] == 1 << 20
     assert summary["busbw_of_tcp"] == pytest.approx(0.7)
+    assert "busbw_of_tcp_both_ways" not in summary
+    both = layout_summary(str(path), tcp_gbps=1.0, both_ways_gbps=0.5)["allreduce"]
+    assert both["busbw_of_tcp_both_ways"] == pytest.approx(1.4)
     assert summary["peers"]["gloo"]["min_speedup"] == 1.4 and summary["peers"]["gloo"]["min_at_bytes"] == 1 << 20
     assert summary["peers"]["mpi"]["min_speedup"] == 0.8 and summary["peers"]["mpi"]["min_at_bytes"] == 8

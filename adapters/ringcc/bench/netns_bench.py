@@ -4,9 +4,10 @@
         [--compare gloo,mpi] [--bandwidth-seconds 2] [-- BENCH OPTIONS...]
 
 For each layout HOSTSxRANKS (hosts x ranks per host) it makes HOSTS
-namespaces (ringcc.bench.netns_hosts), measures the one-way TCP bandwidth from the
-first to the second (ringcc.bench.tcp_bandwidth) and the time of one round
-of a frame exchange between them (ringcc.bench.tcp_exchange), and runs
+namespaces (ringcc.bench.netns_hosts), measures the TCP bandwidth from the
+first to the second, one way and both ways at once
+(ringcc.bench.tcp_bandwidth), and the time of one round of a frame
+exchange between them (ringcc.bench.tcp_exchange), and runs
 
     ringrun --no-prefix -H h0:R,h1:R,... --agent 'ip netns exec {host}'
         --master-addr ADDR0 --network-interface SUBNET
@@ -19,8 +20,8 @@ other namespaces through the same agent) are timed in one command. A
 layout of one host (1x2) runs the bench on this machine without
 namespaces: shared memory only, which the cost model's fit needs. The
 namespaces are removed whatever happens. DIR/summary.json holds, per layout,
-the TCP bandwidth and exchange round, each op's largest-size busbw as a
-fraction of the bandwidth, and the smallest speed-up over each peer across
+the TCP bandwidths and exchange round, each op's largest-size busbw as a
+fraction of the bandwidths, and the smallest speed-up over each peer across
 sizes. Needs root.
 
 The namespaces share this machine's CPUs, and every byte between them costs
@@ -170,8 +171,9 @@ def tcp_bytes_per_busbw_byte(op: str, hosts: int, ranks_per_host: int) -> float 
     return None
 
 
-def layout_summary(bench_json: str, tcp_gbps: float, layout=None) -> dict:
-    """Per op: the largest size's ringcc busbw / TCP bandwidth, and per peer
+def layout_summary(bench_json: str, tcp_gbps: float, layout=None, both_ways_gbps: float | None = None) -> dict:
+    """Per op: the largest size's ringcc busbw / TCP bandwidth (and / what
+    one way carries while the other runs too, given both_ways_gbps), and per peer
     the smallest and median speed-up of ringcc across sizes. With the
     bench's CPU readings, also the CPUs busy at the largest size and, given
     the layout (hosts, ranks per host), the CPU time (ns) spent per byte
@@ -186,6 +188,8 @@ def layout_summary(bench_json: str, tcp_gbps: float, layout=None) -> dict:
             continue
         largest = max(ours)
         entry = {"largest_bytes": largest, "busbw_of_tcp": ours[largest]["busbw"] / tcp_gbps, "peers": {}}
+        if both_ways_gbps:
+            entry["busbw_of_tcp_both_ways"] = ours[largest]["busbw"] / both_ways_gbps
         cpus = ours[largest].get("cpus_busy")
         if cpus is not None:
             entry["cpus_busy"] = cpus
@@ -243,6 +247,8 @@ def main(argv=None) -> int:
                     + (f", {cost:.3f} ns of CPU a byte" if cost else ""),
                     flush=True,
                 )
+                tcp["both_ways"] = tcp_bandwidth.measure(hosts, 0, 1, seconds=a.bandwidth_seconds, both_ways=True)
+                print(f"# {name}: the same, both ways at once: {tcp['both_ways']['gbps']:.2f} GB/s each", flush=True)
                 exchange = tcp_exchange.measure(hosts, 0, 1)
                 print(
                     f"# {name}: a {exchange['bytes']} B frame exchange between them: "
@@ -253,7 +259,7 @@ def main(argv=None) -> int:
         entry = {"tcp": tcp, "exchange": exchange, "exit": code, "json": stem + ".json"}
         if code == 0 and os.path.exists(stem + ".json"):
             if tcp is not None:
-                entry["ops"] = layout_summary(stem + ".json", tcp["gbps"], (nhosts, per_host))
+                entry["ops"] = layout_summary(stem + ".json", tcp["gbps"], (nhosts, per_host), tcp["both_ways"]["gbps"])
         else:
             failed += 1
         summary[name] = entry

@@ -1,7 +1,7 @@
 """One-way TCP bandwidth between two hosts: what one connection carries.
 
-    python -m ringcc.bench tcp_bandwidth serve --port P [--timeout S]
-    python -m ringcc.bench tcp_bandwidth send --host ADDR --port P [--seconds 2] [--chunk 4M]
+    python -m ringcc.bench tcp_bandwidth serve --port P [--timeout S] [--both-ways --seconds 2]
+    python -m ringcc.bench tcp_bandwidth send --host ADDR --port P [--seconds 2] [--chunk 4M] [--both-ways]
 
 The sender writes --chunk bytes at a time for --seconds on one connection
 and closes it; the server reads everything into one reusable buffer and
@@ -9,6 +9,10 @@ prints one JSON line: bytes, seconds from the first byte to the end of the
 stream, and GB/s (1e9 bytes per second, the bench's unit). Nothing is
 reduced or copied twice: the ceiling for what a collective over the same
 link can carry in one direction.
+
+With --both-ways (on both ends) each end also writes for --seconds on the
+same connection while it reads, as a ring's steps between two ranks do:
+the GB/s is then what one direction carries while the other runs too.
 
 Where the hosts share one machine's CPUs (namespaces), the server also
 reports how many of them were busy over the same span (`cpus_busy`,
@@ -29,6 +33,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 from . import machine_cpu
@@ -37,13 +42,36 @@ from .measure import parse_size
 ACCEPT_TIMEOUT_S = 30.0
 
 
-def serve(port: int, timeout_s: float) -> dict:
+def pour(conn: socket.socket, seconds: float, chunk: int, sent: list) -> None:
+    """Writes chunks on conn for `seconds`, then ends this direction."""
+    data = bytes(chunk)
+    total, end = 0, time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        conn.sendall(data)
+        total += len(data)
+    conn.shutdown(socket.SHUT_WR)
+    sent.append(total)
+
+
+def drain(conn: socket.socket, got: list) -> None:
+    buf = bytearray(4 << 20)
+    total = 0
+    while n := conn.recv_into(buf):
+        total += n
+    got.append(total)
+
+
+def serve(port: int, timeout_s: float, both_ways: bool = False, seconds: float = 2.0, chunk: int = 4 << 20) -> dict:
+    sent: list = []
     with socket.create_server(("0.0.0.0", port)) as server:
         server.settimeout(timeout_s)
         print("listening", flush=True)
         conn, _ = server.accept()
         with conn:
             conn.settimeout(timeout_s)
+            writer = threading.Thread(target=pour, args=(conn, seconds, chunk, sent)) if both_ways else None
+            if writer:
+                writer.start()
             buf = bytearray(4 << 20)
             view = memoryview(buf)
             total, first, busy_first = 0, None, None
@@ -57,15 +85,20 @@ def serve(port: int, timeout_s: float) -> dict:
                 total += n
             seconds = time.perf_counter() - (first or time.perf_counter())
             busy_last = machine_cpu.busy_seconds()
+            if writer:
+                writer.join(timeout_s)
     result = {"bytes": total, "seconds": seconds, "gbps": total / seconds / 1e9 if seconds > 0 else 0.0}
+    if both_ways:
+        result["bytes_sent"] = sent[0] if sent else None
+    # Bytes both ways where both ran (the other direction's over its own span, close to this one's).
+    carried = total + (sent[0] if sent else 0)
     cpus = machine_cpu.cpus_busy(busy_first, busy_last, seconds)
     result["cpus_busy"] = cpus
-    result["cpu_ns_per_byte"] = cpus * seconds / total * 1e9 if cpus is not None and total > 0 else None
+    result["cpu_ns_per_byte"] = cpus * seconds / carried * 1e9 if cpus is not None and carried > 0 else None
     return result
 
 
-def send(host: str, port: int, seconds: float, chunk: int, timeout_s: float) -> None:
-    data = bytes(chunk)
+def send(host: str, port: int, seconds: float, chunk: int, timeout_s: float, both_ways: bool = False) -> None:
     deadline = time.monotonic() + timeout_s
     while True:  # the server may still be starting
         try:
@@ -76,17 +109,25 @@ def send(host: str, port: int, seconds: float, chunk: int, timeout_s: float) -> 
                 raise
             time.sleep(0.05)
     with conn:
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            conn.sendall(data)
+        got: list = []
+        reader = threading.Thread(target=drain, args=(conn, got)) if both_ways else None
+        if reader:
+            reader.start()
+        pour(conn, seconds, chunk, [])
+        if reader:
+            reader.join(seconds + timeout_s)
 
 
-def measure(hosts, a: int = 0, b: int = 1, seconds: float = 2.0, repeats: int = 3, port: int = 29517) -> dict:
-    """Median GB/s of `repeats` one-way transfers from host a to host b."""
+def measure(
+    hosts, a: int = 0, b: int = 1, seconds: float = 2.0, repeats: int = 3, port: int = 29517, both_ways: bool = False
+) -> dict:
+    """Median GB/s of `repeats` one-way transfers from host a to host b
+    (both_ways: from b to a too at the same time; the GB/s of one way)."""
     runs = []
+    ways = ["--both-ways", "--seconds", str(seconds)] if both_ways else []
     for _ in range(repeats):
         server = subprocess.Popen(
-            hosts.exec(b, [sys.executable, "-m", "ringcc.bench.tcp_bandwidth", "serve", "--port", str(port)]),
+            hosts.exec(b, [sys.executable, "-m", "ringcc.bench.tcp_bandwidth", "serve", "--port", str(port), *ways]),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -109,10 +150,11 @@ def measure(hosts, a: int = 0, b: int = 1, seconds: float = 2.0, repeats: int = 
                         str(port),
                         "--seconds",
                         str(seconds),
+                        *ways[:1],
                     ],
                 ),
                 check=True,
-                timeout=seconds + ACCEPT_TIMEOUT_S,
+                timeout=2 * seconds + ACCEPT_TIMEOUT_S,
             )
             out, err = server.communicate(timeout=ACCEPT_TIMEOUT_S)
             if server.returncode != 0:
@@ -131,6 +173,7 @@ def measure(hosts, a: int = 0, b: int = 1, seconds: float = 2.0, repeats: int = 
         "from": hosts.names[a],
         "to": hosts.names[b],
         "seconds": seconds,
+        "both_ways": both_ways,
     }
 
 
@@ -138,19 +181,19 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="python -m ringcc.bench tcp_bandwidth", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="mode", required=True)
     s = sub.add_parser("serve")
-    s.add_argument("--port", type=int, required=True)
-    s.add_argument("--timeout", type=float, default=ACCEPT_TIMEOUT_S)
     c = sub.add_parser("send")
     c.add_argument("--host", required=True)
-    c.add_argument("--port", type=int, required=True)
-    c.add_argument("--seconds", type=float, default=2.0)
-    c.add_argument("--chunk", type=parse_size, default=4 << 20)
-    c.add_argument("--timeout", type=float, default=ACCEPT_TIMEOUT_S)
+    for q in (s, c):
+        q.add_argument("--port", type=int, required=True)
+        q.add_argument("--seconds", type=float, default=2.0, help="how long to write (serve: with --both-ways)")
+        q.add_argument("--chunk", type=parse_size, default=4 << 20)
+        q.add_argument("--timeout", type=float, default=ACCEPT_TIMEOUT_S)
+        q.add_argument("--both-ways", action="store_true", help="write while reading, on both ends")
     a = p.parse_args(argv)
     if a.mode == "serve":
-        print(json.dumps(serve(a.port, a.timeout)), flush=True)
+        print(json.dumps(serve(a.port, a.timeout, a.both_ways, a.seconds, a.chunk)), flush=True)
     else:
-        send(a.host, a.port, a.seconds, a.chunk, a.timeout)
+        send(a.host, a.port, a.seconds, a.chunk, a.timeout, a.both_ways)
 
 
 if __name__ == "__main__":
