@@ -99,10 +99,17 @@ struct TcpTransport::Piece {
 // carries data one way only (and has a congestion control of its own:
 // choose_congestion_control).
 struct TcpTransport::Link {
+  // Bytes read from a socket ahead of the pieces that want them.
+  struct Staged {
+    std::vector<uint8_t> buf;  // allocated when a socket first reads ahead
+    size_t begin = 0, end = 0;
+  };
+
   int peer;
   std::vector<Socket> sockets;
   std::vector<std::deque<std::shared_ptr<Piece>>> send_q;
   std::vector<std::deque<std::shared_ptr<Piece>>> recv_q;
+  std::vector<Staged> staged;  // per socket
   std::vector<size_t> send_sockets[kStreams];  // each stream's sockets, in striping order
   std::vector<size_t> recv_sockets[kStreams];
   uint64_t send_offset[kStreams] = {};  // bytes queued so far on each outgoing stream
@@ -142,12 +149,38 @@ struct TcpTransport::Link {
     }
   }
 
+  // A piece shorter than kReadAheadBytes is read through the socket's
+  // staging buffer, taking whatever has arrived (up to kReadAheadBytes):
+  // the pieces that follow it on the stream (a frame's prefix, its
+  // headers, its payload) are then often there already, and take no
+  // system call of their own. Longer pieces are read in place.
+  static constexpr size_t kReadAheadBytes = 4 << 10;
+
+  void take_staged(Staged& st, Piece& p) {
+    const size_t k = std::min(p.left, st.end - st.begin);
+    std::memcpy(p.ptr, st.buf.data() + st.begin, k);
+    st.begin += k;
+    p.ptr += k;
+    p.left -= k;
+  }
+
   void pump_recv(size_t i) {
     auto& q = recv_q[i];
+    Staged& st = staged[i];
     while (!q.empty()) {
       Piece& p = *q.front();
+      if (st.begin < st.end) take_staged(st, p);
       while (p.left > 0) {
-        ssize_t n = ::recv(sockets[i].fd(), p.ptr, p.left, MSG_DONTWAIT);
+        const bool ahead = p.left < kReadAheadBytes;
+        if (ahead && st.buf.empty()) st.buf.resize(kReadAheadBytes);
+        ssize_t n = ahead ? ::recv(sockets[i].fd(), st.buf.data(), st.buf.size(), MSG_DONTWAIT)
+                          : ::recv(sockets[i].fd(), p.ptr, p.left, MSG_DONTWAIT);
+        if (n > 0 && ahead) {
+          st.begin = 0;
+          st.end = static_cast<size_t>(n);
+          take_staged(st, p);
+          continue;
+        }
         if (n > 0) {
           p.ptr += n;
           p.left -= static_cast<size_t>(n);
@@ -307,6 +340,7 @@ TcpTransport::TcpTransport(int rank, int size, std::string secret, std::string j
     link->sockets.resize(static_cast<size_t>(sockets_per_peer_));
     link->send_q.resize(static_cast<size_t>(sockets_per_peer_));
     link->recv_q.resize(static_cast<size_t>(sockets_per_peer_));
+    link->staged.resize(static_cast<size_t>(sockets_per_peer_));
     const size_t stripes = static_cast<size_t>(stripes_);
     const size_t higher_way = stripes, lower_way = 2 * stripes;  // where each rank's one-way stream starts
     for (size_t i = 0; i < stripes; ++i) {
