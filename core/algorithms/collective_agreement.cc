@@ -23,6 +23,9 @@
 // buffer only once the headers agree.
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <new>
+#include <utility>
 #include <vector>
 
 #include "core/algorithms/host_agreement.h"
@@ -34,6 +37,29 @@
 namespace ringcc {
 
 namespace {
+
+// An allocator whose resize() leaves the new bytes unwritten: every buffer
+// below is filled by a copy or a receive right after it grows, and zeroing
+// it first cost as much as the copy (a riding allgather's 16 KiB blocks).
+template <typename T>
+struct Unfilled : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = Unfilled<U>;
+  };
+  Unfilled() = default;
+  template <typename U>
+  Unfilled(const Unfilled<U>&) noexcept {}
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using Bytes = std::vector<uint8_t, Unfilled<uint8_t>>;
 
 // What precedes a frame's body on the stream.
 struct FramePrefix {
@@ -50,8 +76,8 @@ struct EntryPrefix {
 };
 
 struct Known {
-  std::vector<uint8_t> entries;  // EntryPrefix + OpHeader (+ counts), one per rank heard from
-  std::vector<uint8_t> rider;    // the partial reduction, the blocks, or the root's data
+  Bytes entries;  // EntryPrefix + OpHeader (+ counts), one per rank heard from
+  Bytes rider;    // the partial reduction, the blocks, or the root's data
   bool rider_ok = false;
 };
 
@@ -70,7 +96,7 @@ size_t entry_bytes(int32_t counts) {
 constexpr uint64_t kMaxRiderBytes = uint64_t{1} << 30;
 
 // A frame: the prefix, then the entries, then the rider.
-void frame_of(const Known& k, std::vector<uint8_t>* out) {
+void frame_of(const Known& k, Bytes* out) {
   FramePrefix f{k.entries.size(), k.rider.size(), k.rider_ok ? 1u : 0u};
   out->resize(sizeof(f) + k.entries.size() + k.rider.size());
   std::memcpy(out->data(), &f, sizeof(f));
@@ -140,7 +166,7 @@ class Exchange {
   size_t world_n_;
   const CollectiveArgs& a_;
   Deadline deadline_;
-  std::vector<uint8_t> out_;
+  Bytes out_;
   std::unique_ptr<Request> pending_send_;
 };
 
@@ -186,9 +212,12 @@ Rider rider_of(const PeerSet& ps, const CollectiveArgs& a, int64_t max_rider_byt
 }
 
 // This rank's rider at the start.
-std::vector<uint8_t> first_rider(const PeerSet& ps, const CollectiveArgs& a, Rider kind) {
+Bytes first_rider(const PeerSet& ps, const CollectiveArgs& a, Rider kind) {
   const size_t bytes = static_cast<size_t>(a.count) * dtype_size(a.dtype);
-  std::vector<uint8_t> rider;
+  Bytes rider;
+  // An allgather's blocks gather here: room for every rank's, if as long
+  // as ours, so that appending them moves nothing.
+  if (kind == Rider::kBlocks) rider.reserve(bytes * static_cast<size_t>(ps.size()));
   if (kind == Rider::kReduction) {
     rider.resize(bytes);
     if (a.prescale != 1.0) {
@@ -357,7 +386,7 @@ bool agree_on_collective(const PeerSet& ps, CollectiveArgs& a, Deadline deadline
 bool agree_by_host(const PeerSet& world, const PeerSet& cross, ShmCollectives& local, CollectiveArgs& a,
                    Deadline deadline) {
   const Rider ride = rider_of(world, a, kMaxRiderBytes);
-  std::vector<uint8_t> mine, pooled;
+  Bytes mine, pooled;
   frame_of(own_known(world, a, ride), &mine);
   // Every rank of this host gets every local rank's frame, and merges them
   // in local rank order: each holds the same host set, which its exchange
