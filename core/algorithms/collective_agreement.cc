@@ -172,8 +172,8 @@ class Exchange {
 
 // Adds what `from` knows to `into`: its entries, and its rider where both
 // rode along alike (a reduction reduced into ours, blocks appended after
-// ours as the entries are, the root's data taken).
-void merge(Known& into, const Known& from, const CollectiveArgs& a, Rider kind) {
+// ours as the entries are, the root's data taken, not copied).
+void merge(Known& into, Known&& from, const CollectiveArgs& a, Rider kind) {
   into.entries.insert(into.entries.end(), from.entries.begin(), from.entries.end());
   bool alike = kind != Rider::kNone && into.rider_ok && from.rider_ok;
   if (kind == Rider::kReduction) alike = alike && into.rider.size() == from.rider.size();
@@ -184,7 +184,7 @@ void merge(Known& into, const Known& from, const CollectiveArgs& a, Rider kind) 
   } else if (kind == Rider::kBlocks) {
     into.rider.insert(into.rider.end(), from.rider.begin(), from.rider.end());
   } else if (into.rider.empty()) {
-    into.rider = from.rider;
+    into.rider = std::move(from.rider);
   }
   into.rider_ok = alike;
 }
@@ -422,7 +422,7 @@ bool agree_by_host(const PeerSet& world, const PeerSet& cross, ShmCollectives& l
     if (i == 0) {
       adopt(host, std::move(k));
     } else {
-      merge(host, k, a, ride);
+      merge(host, std::move(k), a, ride);
     }
     off += bytes;
   }
