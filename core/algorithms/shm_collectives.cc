@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 
 #include "core/algorithms/allreduce_layout.h"
@@ -204,6 +205,16 @@ bool ShmCollectives::read_peer(int peer, void* dst, uint64_t remote_addr, size_t
     done += static_cast<size_t>(got);
   }
   return true;
+}
+
+void ShmCollectives::raise_read_failure(int peer, int err, const char* what) const {
+  const int rank = ranks_[static_cast<size_t>(peer)];
+  if (err == ESRCH) {
+    raise(ErrorKind::kPeerFailure, "rank ", rank, " exited or was killed: no process left to read its ", what,
+          " from (process_vm_readv)");
+  }
+  raise(ErrorKind::kInternal, "reading the ", what, " of rank ", rank, " through process_vm_readv failed: ",
+        std::strerror(err), " (RINGCC_SHM_CMA=0 turns direct reads off)");
 }
 
 ShmControl* ShmCollectives::control(int i) const {
@@ -614,7 +625,7 @@ void ShmCollectives::allgather(CollectiveArgs& a, Deadline dl, const Placement* 
         // One copy per byte: every rank reads every peer's input straight
         // into its output, then waits until all are done reading its own.
         bool ok = true;
-        int read_errno = 0;
+        int read_errno = 0, unread = -1;
         auto take = [&](int r, int64_t from, int64_t count, uint8_t* dst) {
           const int64_t bytes = count * static_cast<int64_t>(es), skip = from * static_cast<int64_t>(es);
           if (r == me_) {
@@ -622,7 +633,12 @@ void ShmCollectives::allgather(CollectiveArgs& a, Deadline dl, const Placement* 
           } else if (bytes > 0 && ok) {
             ok = read_peer(r, dst, addrs[static_cast<size_t>(r)] + static_cast<uint64_t>(skip),
                            static_cast<size_t>(bytes));
-            if (!ok) read_errno = errno;
+            if (!ok) {
+              read_errno = errno;
+              unread = r;
+              // A peer that is gone will not reach the phase below either.
+              if (read_errno == ESRCH) raise_read_failure(r, read_errno, "allgather input");
+            }
           }
         };
         for (int k = 1; k <= n; ++k) {
@@ -634,11 +650,7 @@ void ShmCollectives::allgather(CollectiveArgs& a, Deadline dl, const Placement* 
           }
         }
         sync(dl, "allgather");
-        if (!ok) {
-          raise(ErrorKind::kInternal,
-                "reading a peer's allgather input through process_vm_readv failed: ", std::strerror(read_errno),
-                " (RINGCC_SHM_CMA=0 turns direct reads off)");
-        }
+        if (!ok) raise_read_failure(unread, read_errno, "allgather input");
         return;
       }
     }
@@ -706,15 +718,12 @@ void ShmCollectives::broadcast(CollectiveArgs& a, Deadline dl) {
         std::memcpy(&addr, header_slot(root, p) + sizeof(OpHeader), sizeof(addr));
         ok = read_peer(root, out, addr, static_cast<size_t>(a.count) * es);
         if (!ok) read_errno = errno;
+        if (!ok && read_errno == ESRCH) raise_read_failure(root, read_errno, "broadcast buffer");  // gone
       } else if (is_root && out != in) {
         copy_scaled(out, in, a.count, a.dtype, 1.0);
       }
       sync(dl, "broadcast");  // the root's buffer is read by now
-      if (!ok) {
-        raise(ErrorKind::kInternal,
-              "reading the root's broadcast buffer through process_vm_readv failed: ", std::strerror(read_errno),
-              " (RINGCC_SHM_CMA=0 turns direct reads off)");
-      }
+      if (!ok) raise_read_failure(root, read_errno, "broadcast buffer");
       return;
     }
     if (!is_root && root < size()) {
