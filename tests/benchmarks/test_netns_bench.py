@@ -181,6 +181,10 @@ def test_machine_cpu_counts_work():
     assert machine_cpu.cpus_busy(before, after, t1 - t0) >= 0.8
     assert machine_cpu.cpus_busy(None, after, 1.0) is None
     assert machine_cpu.cpus_busy(before, after, 0.0) is None
+    # One 10 ms tick inside a 30 us loop is not 333 CPUs: held to the machine's.
+    assert machine_cpu.cpus_busy(5.0, 5.01, 30e-6) == os.cpu_count()
+    assert machine_cpu.cpus_busy(5.0, 5.0, 30e-6) == 0.0
+    assert machine_cpu.cpus_busy(5.0, 5.005, 0.01) == pytest.approx(min(0.5, os.cpu_count()))
 
 
 def test_tcp_bytes_per_busbw_byte():

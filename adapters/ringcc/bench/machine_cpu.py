@@ -31,7 +31,11 @@ def busy_seconds() -> float | None:
 
 def cpus_busy(busy_before: float | None, busy_after: float | None, seconds: float) -> float | None:
     """How many CPUs were busy on average over `seconds` between two
-    busy_seconds() readings; None where either reading is missing."""
+    busy_seconds() readings; None where either reading is missing. The
+    counters move in ticks (10 ms), so over a span of a few of them or less
+    a reading is mostly where the ticks fell: a tick within a 30 us loop
+    would read as hundreds of CPUs. Held to what the machine has."""
     if busy_before is None or busy_after is None or seconds <= 0:
         return None
-    return (busy_after - busy_before) / seconds
+    cpus = float(os.cpu_count() or 1)
+    return min(max((busy_after - busy_before) / seconds, 0.0), cpus)
