@@ -98,17 +98,20 @@ def serve(port: int, timeout_s: float, both_ways: bool = False, seconds: float =
     return result
 
 
-def send(host: str, port: int, seconds: float, chunk: int, timeout_s: float, both_ways: bool = False) -> None:
+def connect(host: str, port: int, timeout_s: float) -> socket.socket:
+    """A connection to a server that may still be starting."""
     deadline = time.monotonic() + timeout_s
-    while True:  # the server may still be starting
+    while True:
         try:
-            conn = socket.create_connection((host, port), timeout=timeout_s)
-            break
+            return socket.create_connection((host, port), timeout=timeout_s)
         except ConnectionRefusedError:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
-    with conn:
+
+
+def send(host: str, port: int, seconds: float, chunk: int, timeout_s: float, both_ways: bool = False) -> None:
+    with connect(host, port, timeout_s) as conn:
         got: list = []
         reader = threading.Thread(target=drain, args=(conn, got)) if both_ways else None
         if reader:
@@ -118,6 +121,36 @@ def send(host: str, port: int, seconds: float, chunk: int, timeout_s: float, bot
             reader.join(seconds + timeout_s)
 
 
+def run_pair(hosts, a: int, b: int, module: str, serve_args: list, client_args: list, client_timeout_s: float) -> dict:
+    """Runs `python -m module serve SERVE_ARGS` in host b and, once it
+    listens, `python -m module CLIENT_ARGS` in host a; returns the JSON line
+    the server printed last."""
+    server = subprocess.Popen(
+        hosts.exec(b, [sys.executable, "-m", module, "serve", *serve_args]),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        ready, _, _ = select.select([server.stdout], [], [], ACCEPT_TIMEOUT_S)
+        if not ready or not server.stdout.readline():  # "listening"
+            raise RuntimeError(f"{module} server in {hosts.names[b]} did not start")
+        subprocess.run(
+            hosts.exec(a, [sys.executable, "-m", module, *client_args]),
+            check=True,
+            stdout=subprocess.DEVNULL,
+            timeout=client_timeout_s,
+        )
+        out, err = server.communicate(timeout=ACCEPT_TIMEOUT_S)
+        if server.returncode != 0:
+            raise RuntimeError(f"{module} server failed: {err.strip()[-300:]}")
+        return json.loads(out.strip().splitlines()[-1])
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(timeout=10)
+
+
 def measure(
     hosts, a: int = 0, b: int = 1, seconds: float = 2.0, repeats: int = 3, port: int = 29517, both_ways: bool = False
 ) -> dict:
@@ -125,45 +158,14 @@ def measure(
     (both_ways: from b to a too at the same time; the GB/s of one way)."""
     runs = []
     ways = ["--both-ways", "--seconds", str(seconds)] if both_ways else []
+    port_args = ["--port", str(port)]
+    client = ["send", "--host", hosts.addresses[b], *port_args, "--seconds", str(seconds), *ways[:1]]
     for _ in range(repeats):
-        server = subprocess.Popen(
-            hosts.exec(b, [sys.executable, "-m", "ringcc.bench.tcp_bandwidth", "serve", "--port", str(port), *ways]),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            ready, _, _ = select.select([server.stdout], [], [], ACCEPT_TIMEOUT_S)
-            if not ready or not server.stdout.readline():  # "listening"
-                raise RuntimeError(f"tcp_bandwidth server in {hosts.names[b]} did not start")
-            subprocess.run(
-                hosts.exec(
-                    a,
-                    [
-                        sys.executable,
-                        "-m",
-                        "ringcc.bench.tcp_bandwidth",
-                        "send",
-                        "--host",
-                        hosts.addresses[b],
-                        "--port",
-                        str(port),
-                        "--seconds",
-                        str(seconds),
-                        *ways[:1],
-                    ],
-                ),
-                check=True,
-                timeout=2 * seconds + ACCEPT_TIMEOUT_S,
+        runs.append(
+            run_pair(
+                hosts, a, b, "ringcc.bench.tcp_bandwidth", [*port_args, *ways], client, 2 * seconds + ACCEPT_TIMEOUT_S
             )
-            out, err = server.communicate(timeout=ACCEPT_TIMEOUT_S)
-            if server.returncode != 0:
-                raise RuntimeError(f"tcp_bandwidth server failed: {err.strip()[-300:]}")
-            runs.append(json.loads(out.strip().splitlines()[-1]))
-        finally:
-            if server.poll() is None:
-                server.kill()
-                server.wait(timeout=10)
+        )
     costs = [r["cpu_ns_per_byte"] for r in runs if r.get("cpu_ns_per_byte") is not None]
     return {
         "gbps": statistics.median(r["gbps"] for r in runs),

@@ -23,14 +23,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import select
 import socket
 import statistics
-import subprocess
-import sys
 import time
 
-ACCEPT_TIMEOUT_S = 30.0
+from .tcp_bandwidth import ACCEPT_TIMEOUT_S, connect, run_pair
 
 
 class PeerGone(RuntimeError):
@@ -88,16 +85,7 @@ def serve(port: int, nbytes: int, rounds: int, timeout_s: float) -> dict:
 
 
 def join(host: str, port: int, nbytes: int, rounds: int, timeout_s: float) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while True:  # the server may still be starting
-        try:
-            conn = socket.create_connection((host, port), timeout=timeout_s)
-            break
-        except ConnectionRefusedError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-    with conn:
+    with connect(host, port, timeout_s) as conn:
         return result(nbytes, rounds, exchange(conn, nbytes, rounds, timeout_s))
 
 
@@ -107,33 +95,9 @@ def measure(
     """Median microseconds per round of `repeats` exchanges between hosts a and b."""
     runs = []
     args = ["--port", str(port), "--bytes", str(nbytes), "--rounds", str(rounds)]
+    client = ["join", "--host", hosts.addresses[b], *args]
     for _ in range(repeats):
-        server = subprocess.Popen(
-            hosts.exec(b, [sys.executable, "-m", "ringcc.bench.tcp_exchange", "serve", *args]),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            ready, _, _ = select.select([server.stdout], [], [], ACCEPT_TIMEOUT_S)
-            if not ready or not server.stdout.readline():  # "listening"
-                raise RuntimeError(f"tcp_exchange server in {hosts.names[b]} did not start")
-            subprocess.run(
-                hosts.exec(
-                    a, [sys.executable, "-m", "ringcc.bench.tcp_exchange", "join", "--host", hosts.addresses[b], *args]
-                ),
-                check=True,
-                stdout=subprocess.DEVNULL,
-                timeout=ACCEPT_TIMEOUT_S * 2,
-            )
-            out, err = server.communicate(timeout=ACCEPT_TIMEOUT_S)
-            if server.returncode != 0:
-                raise RuntimeError(f"tcp_exchange server failed: {err.strip()[-300:]}")
-            runs.append(json.loads(out.strip().splitlines()[-1]))
-        finally:
-            if server.poll() is None:
-                server.kill()
-                server.wait(timeout=10)
+        runs.append(run_pair(hosts, a, b, "ringcc.bench.tcp_exchange", args, client, 2 * ACCEPT_TIMEOUT_S))
     return {
         "us_per_round": statistics.median(r["us_per_round"] for r in runs),
         "runs_us": [r["us_per_round"] for r in runs],
