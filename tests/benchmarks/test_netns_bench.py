@@ -25,7 +25,8 @@ from ringcc.bench.netns_bench import (  # noqa: E402
     parse_layout,
     tcp_bytes_per_busbw_byte,
 )
-from ringcc.bench.netns_hosts import NamespaceHosts, can_make_hosts  # noqa: E402
+from ringcc.bench.netns_hosts import INTERFACE, NamespaceHosts, can_make_hosts  # noqa: E402
+from ringcc.bench.peers_gloo import gloo_interface, interface_toward  # noqa: E402
 
 needs_namespaces = pytest.mark.skipif(can_make_hosts() is not None, reason=str(can_make_hosts()))
 
@@ -170,6 +171,84 @@ def test_tcp_exchange_waits_no_longer_than_its_timeout():
             release.set()
             t.join(timeout=30)
     assert time.monotonic() - start < 10
+
+
+def test_gloo_interface_leaves_loopback_jobs_and_takes_ringccs_setting(monkeypatch):
+    for name in ("RINGCC_SOCKET_IFNAME", "HOROVOD_GLOO_IFACE", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
+        monkeypatch.delenv(name, raising=False)
+    assert interface_toward("127.0.0.1") == "lo"
+    assert gloo_interface("127.0.0.1") is None  # every rank on this host: gloo's own choice works
+    monkeypatch.setenv("RINGCC_SOCKET_IFNAME", "127.0.0.0/8")  # as ringrun --network-interface SUBNET sets it
+    assert gloo_interface("192.0.2.1") == "lo"
+
+
+@needs_namespaces
+def test_interface_toward_rank_0_inside_a_namespace_host():
+    with NamespaceHosts(2, tag="rcbt-gif") as hosts:
+        code = "import sys; from ringcc.bench.peers_gloo import gloo_interface as g; print(g(sys.argv[1]))"
+        env = {k: v for k, v in os.environ.items() if not k.endswith("SOCKET_IFNAME") and k != "HOROVOD_GLOO_IFACE"}
+        env["PYTHONPATH"] = str(REPO / "adapters")
+        for i in (0, 1):  # rank 0's own host too: its address toward itself
+            out = subprocess.run(
+                hosts.exec(i, [sys.executable, "-c", code, hosts.addresses[0]]),
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env=env,
+            )
+            assert out.returncode == 0, out.stderr
+            assert out.stdout.strip() == INTERFACE
+
+
+@needs_namespaces
+def bench_gloo_across_hosts(tmp_path, gloo_ifname=None, peer_timeout=60):
+    """ringcc.bench.allreduce --compare gloo on 2 namespace hosts, 8 B only;
+    gloo_ifname: the GLOO_SOCKET_IFNAME the ranks get (None: none).
+    Returns (the job's CompletedProcess, its seconds, its JSON or None)."""
+    from ringcc.bench.netns_bench import find_ringrun
+
+    out = tmp_path / "gloo.json"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("SOCKET_IFNAME") and k != "HOROVOD_GLOO_IFACE"}
+    env["PYTHONPATH"] = str(REPO / "adapters")
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
+    exported = ["-x", "PYTHONPATH", "-x", "PATH"]
+    with NamespaceHosts(2, tag="rcbt-gloo") as hosts:
+        hosts.wait_reachable()
+        if gloo_ifname:  # ringcc's links keep to the hosts' subnet (RINGCC_SOCKET_IFNAME comes first)
+            env["GLOO_SOCKET_IFNAME"] = gloo_ifname
+            exported += ["-x", "GLOO_SOCKET_IFNAME", "--network-interface", hosts.subnet]
+        cmd = [find_ringrun(), "--no-prefix", "-np", "2", "-H", hosts.host_list(1), "--agent", hosts.AGENT]
+        cmd += ["--master-addr", hosts.addresses[0], *exported, sys.executable]
+        cmd += ["-m", "ringcc.bench.allreduce", "--compare", "gloo", "--ops", "allreduce", "--minbytes", "8"]
+        cmd += ["--maxbytes", "8", "--repeats", "1", "--target-s", "0.01", "--peer-timeout", str(peer_timeout)]
+        cmd += ["--no-progress", "--json", str(out)]
+        start = time.monotonic()
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
+        seconds = time.monotonic() - start
+    return result, seconds, json.loads(out.read_text()) if out.exists() else None
+
+
+@needs_namespaces
+def test_bench_compares_gloo_across_hosts_with_no_interface_given(tmp_path):
+    """gloo alone takes the host name's address, which other namespace hosts
+    cannot reach; the bench gives it the interface toward rank 0."""
+    pytest.importorskip("torch")
+    result, _, doc = bench_gloo_across_hosts(tmp_path)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert doc["peers"]["gloo"]["status"] == "ok", doc["peers"]["gloo"]
+    assert any(r["impl"] == "gloo" and r["op"] == "allreduce" for r in doc["results"])
+
+
+@needs_namespaces
+def test_bench_stops_when_gloo_cannot_connect_across_hosts(tmp_path):
+    """gloo told to use the loopback interface on hosts that differ: one rank's
+    gloo gives up at once, the other's waits for its connection; the job ends
+    within the peer timeout and says why, instead of hanging."""
+    pytest.importorskip("torch")
+    result, seconds, _ = bench_gloo_across_hosts(tmp_path, gloo_ifname="lo", peer_timeout=5)
+    assert result.returncode != 0
+    assert "did not finish its set-up within 15 s" in result.stderr, result.stderr[-3000:]
+    assert seconds < 120
 
 
 def test_machine_cpu_counts_work():

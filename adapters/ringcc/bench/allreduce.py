@@ -46,7 +46,13 @@ Peers (--compare):
   gloo  torch.distributed's gloo in these same processes, through torch's
         env:// rendezvous (ringrun sets RANK, WORLD_SIZE, MASTER_ADDR,
         MASTER_PORT), on tensors sharing the NumPy buffers (--device cuda:
-        on the same CUDA tensors ringcc gets).
+        on the same CUDA tensors ringcc gets). Unless GLOO_SOCKET_IFNAME is
+        set, gloo gets the interface ringcc's links use (RINGCC_SOCKET_IFNAME,
+        ringrun --network-interface), else the one toward MASTER_ADDR when
+        that is not loopback: left to itself gloo takes the host name's
+        address, often a loopback one. A rank still in torch's set-up
+        --peer-timeout + 10 s later ends the job with a message, since a
+        rank whose gloo could not connect leaves the others waiting.
   nccl  (--device cuda) torch.distributed's nccl backend, the same way:
         every rank on a GPU of its own (NCCL refuses ranks that share one),
         or a single rank.

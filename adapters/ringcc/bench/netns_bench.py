@@ -45,7 +45,7 @@ import subprocess
 import sys
 
 from . import tcp_bandwidth, tcp_exchange
-from .netns_hosts import INTERFACE, NamespaceHosts
+from .netns_hosts import NamespaceHosts
 from .peers_mpi import PACKAGE_PARENT
 
 DEFAULT_LAYOUTS = "2x2,2x1,4x1,1x2"
@@ -85,7 +85,7 @@ def ringrun_command(hosts: NamespaceHosts, ranks_per_host: int, compare: str, ou
         "--network-interface",
         hosts.subnet,
         # Ranks started through an agent get only the job's variables and these.
-        *("-x", "PYTHONPATH", "-x", "PATH", "-x", "GLOO_SOCKET_IFNAME"),
+        *("-x", "PYTHONPATH", "-x", "PATH"),
         sys.executable,
         "-m",
         "ringcc.bench.allreduce",
@@ -129,7 +129,6 @@ def run_job(cmd, timeout_s: float) -> int:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
     env["PATH"] = os.pathsep.join(p for p in (os.path.dirname(sys.executable), env.get("PATH")) if p)
-    env["GLOO_SOCKET_IFNAME"] = INTERFACE  # torch's gloo would take the machine's hostname's address
     print("# " + shlex.join(cmd), flush=True)
     proc = subprocess.Popen(cmd, env=env, start_new_session=True)
     try:

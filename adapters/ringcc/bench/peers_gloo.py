@@ -9,7 +9,9 @@ timed; with --device cuda they are copies on the rank's GPU
 (ringcc.bench.cuda_buffers), and nccl runs only there.
 """
 
+import ipaddress
 import os
+import socket
 from datetime import timedelta
 
 import numpy as np
@@ -49,7 +51,12 @@ def open_torch_peer(name, world, timeout_s, device=None, shares_gpu=False):
         return None, "torch's env:// variables are not set: " + ", ".join(missing)
     if int(os.environ["WORLD_SIZE"]) != world:
         return None, f"WORLD_SIZE={os.environ['WORLD_SIZE']} but ringcc has {world} ranks"
+    if name == "gloo" and not os.environ.get("GLOO_SOCKET_IFNAME"):
+        chosen = gloo_interface(os.environ["MASTER_ADDR"])
+        if chosen:
+            os.environ["GLOO_SOCKET_IFNAME"] = chosen
     timeout = timedelta(seconds=timeout_s)
+    watchdog = SetupWatchdog(name, timeout_s + SETUP_GRACE_S)
     try:
         if not dist.is_initialized():
             kwargs = {"device_id": device} if name == "nccl" else {}
@@ -59,7 +66,96 @@ def open_torch_peer(name, world, timeout_s, device=None, shares_gpu=False):
             group = dist.new_group(backend=name, timeout=timeout)
     except Exception as e:  # noqa: BLE001 - any failure means "peer unavailable"
         return None, f"init_process_group('{name}') failed: {e}"
+    finally:
+        watchdog.cancel()
     return TorchPeer(name, torch, dist, group, device), None
+
+
+# How long past the peer timeout a rank may stay in the peer's set-up.
+SETUP_GRACE_S = 10.0
+
+
+class SetupWatchdog:
+    """Ends the process when a torch backend's set-up outlasts its timeout.
+    A rank whose gloo cannot connect gives up at once, while a rank waiting
+    for that connection waits with no bound of its own (torch 2.13's gloo
+    does not apply the group's timeout to it): the rank that gave up then
+    waits for this one in the bench's next collective, and the job would
+    hang. Exiting lets the launcher stop every rank with this message."""
+
+    def __init__(self, name, after_s):
+        import threading
+
+        self._timer = threading.Timer(after_s, self._fire, args=(name, after_s))
+        self._timer.daemon = True
+        self._timer.start()
+
+    @staticmethod
+    def _fire(name, after_s):
+        import sys
+
+        rank = os.environ.get("RANK", "?")
+        print(
+            f"ringcc.bench: rank {rank}: torch's {name} did not finish its set-up within {after_s:g} s "
+            f"(--peer-timeout plus {SETUP_GRACE_S:g} s); another rank's {name} probably could not connect to "
+            "this one (GLOO_SOCKET_IFNAME chooses gloo's interface). Stopping the job.",
+            file=sys.stderr,
+            flush=True,
+        )
+        os._exit(3)
+
+    def cancel(self):
+        self._timer.cancel()
+
+
+def gloo_interface(master_addr):
+    """The interface gloo should use on this host, or None to leave gloo's
+    own choice. Left alone, gloo takes the address of the machine's host
+    name, which on many hosts (and in network namespaces) is a loopback
+    address: the ranks of other hosts then cannot reach this one, and gloo
+    fails on some ranks while the others wait for them until the peer
+    timeout. This is the interface ringcc's links chose from
+    RINGCC_SOCKET_IFNAME (ringrun --network-interface) or Horovod's and
+    NCCL's variables, else the one that holds this host's address toward
+    rank 0's (MASTER_ADDR) when that is not a loopback address."""
+    try:
+        from ringcc import _core
+
+        named = _core._socket_interface().get("interface")
+    except Exception:  # noqa: BLE001 - a setting that matches nothing: ringcc's init said so already
+        named = None
+    if named:
+        return named
+    try:
+        if ipaddress.ip_address(socket.getaddrinfo(master_addr, None)[0][4][0]).is_loopback:
+            return None
+    except (OSError, ValueError, IndexError):
+        return None
+    return interface_toward(master_addr)
+
+
+def interface_toward(address):
+    """The name of this host's interface whose address the kernel would send
+    from toward `address` (IPv4), or None."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect((address, 9))  # UDP: picks the route, sends nothing
+            local = s.getsockname()[0]
+    except OSError:
+        return None
+    import fcntl
+    import struct
+
+    siocgifaddr = 0x8915
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            try:
+                packed = fcntl.ioctl(s.fileno(), siocgifaddr, struct.pack("256s", name.encode()[:15]))
+            except OSError:
+                continue  # no IPv4 address
+            if socket.inet_ntoa(packed[20:24]) == local:
+                return name
+    return None
 
 
 class TorchPeer(Backend):
