@@ -240,6 +240,28 @@ def test_bench_compares_gloo_across_hosts_with_no_interface_given(tmp_path):
 
 
 @needs_namespaces
+def test_torch_bench_across_hosts_with_no_interface_given(tmp_path):
+    """bench.torch_allreduce's default group is gloo: it gets the same choice."""
+    pytest.importorskip("torch")
+    from ringcc.bench.netns_bench import find_ringrun
+
+    out = tmp_path / "torch.json"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("SOCKET_IFNAME") and k != "HOROVOD_GLOO_IFACE"}
+    env["PYTHONPATH"] = str(REPO / "adapters")
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
+    with NamespaceHosts(2, tag="rcbt-tgl") as hosts:
+        hosts.wait_reachable()
+        cmd = [find_ringrun(), "--no-prefix", "-np", "2", "-H", hosts.host_list(1), "--agent", hosts.AGENT]
+        cmd += ["--master-addr", hosts.addresses[0], "-x", "PYTHONPATH", "-x", "PATH", sys.executable]
+        cmd += ["-m", "ringcc.bench.torch_allreduce", "--sizes", "4", "--repeats", "1", "--ddp-steps", "0"]
+        cmd += ["--no-progress", "--json", str(out)]
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "ring and gloo disagree" not in result.stdout
+    assert json.loads(out.read_text())["allreduce"], out.read_text()[:500]
+
+
+@needs_namespaces
 def test_bench_stops_when_gloo_cannot_connect_across_hosts(tmp_path):
     """gloo told to use the loopback interface on hosts that differ: one rank's
     gloo gives up at once, the other's waits for its connection; the job ends

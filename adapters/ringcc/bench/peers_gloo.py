@@ -51,10 +51,8 @@ def open_torch_peer(name, world, timeout_s, device=None, shares_gpu=False):
         return None, "torch's env:// variables are not set: " + ", ".join(missing)
     if int(os.environ["WORLD_SIZE"]) != world:
         return None, f"WORLD_SIZE={os.environ['WORLD_SIZE']} but ringcc has {world} ranks"
-    if name == "gloo" and not os.environ.get("GLOO_SOCKET_IFNAME"):
-        chosen = gloo_interface(os.environ["MASTER_ADDR"])
-        if chosen:
-            os.environ["GLOO_SOCKET_IFNAME"] = chosen
+    if name == "gloo":
+        give_gloo_an_interface()
     timeout = timedelta(seconds=timeout_s)
     watchdog = SetupWatchdog(name, timeout_s + SETUP_GRACE_S)
     try:
@@ -106,6 +104,17 @@ class SetupWatchdog:
 
     def cancel(self):
         self._timer.cancel()
+
+
+def give_gloo_an_interface():
+    """Sets GLOO_SOCKET_IFNAME, where it is not set, to gloo_interface()'s
+    choice for this host (before torch's gloo starts)."""
+    master = os.environ.get("MASTER_ADDR")
+    if os.environ.get("GLOO_SOCKET_IFNAME") or not master:
+        return
+    chosen = gloo_interface(master)
+    if chosen:
+        os.environ["GLOO_SOCKET_IFNAME"] = chosen
 
 
 def gloo_interface(master_addr):

@@ -29,7 +29,9 @@ the column names), --plot the figure of ringcc.bench.figure: busbw, latency
 and the speed-up over gloo against size (needs matplotlib).
 
 Both backends get their own process group in the same processes (the default
-group is gloo, "ring" comes from dist.new_group(backend="ring")), and the
+group is gloo, "ring" comes from dist.new_group(backend="ring"); gloo gets
+the interface ringcc's links use unless GLOO_SOCKET_IFNAME is set, see
+ringcc.bench.peers_gloo), and the
 measurements alternate between them over --repeats, so that slow drifts of a
 shared machine hit both alike; tables show medians over the repeats.
 """
@@ -129,6 +131,9 @@ class Bench:
 
         if started_alone():
             raise SystemExit(alone_hint("torch_allreduce", sys.argv[1:], stops=True))
+        from .peers_gloo import give_gloo_an_interface
+
+        give_gloo_an_interface()  # across hosts: the interface ringcc's links use
         dist.init_process_group("gloo", timeout=datetime.timedelta(minutes=5))
         self.rank, self.size = dist.get_rank(), dist.get_world_size()
         self.groups = {"ring": dist.new_group(backend="ring"), "gloo": dist.new_group(backend="gloo")}
