@@ -9,9 +9,13 @@ timed; with --device cuda they are copies on the rank's GPU
 (ringcc.bench.cuda_buffers), and nccl runs only there.
 """
 
+import fcntl
 import ipaddress
 import os
 import socket
+import struct
+import sys
+import threading
 from datetime import timedelta
 
 import numpy as np
@@ -82,16 +86,12 @@ class SetupWatchdog:
     hang. Exiting lets the launcher stop every rank with this message."""
 
     def __init__(self, name, after_s):
-        import threading
-
         self._timer = threading.Timer(after_s, self._fire, args=(name, after_s))
         self._timer.daemon = True
         self._timer.start()
 
     @staticmethod
     def _fire(name, after_s):
-        import sys
-
         rank = os.environ.get("RANK", "?")
         print(
             f"ringcc.bench: rank {rank}: torch's {name} did not finish its set-up within {after_s:g} s "
@@ -122,8 +122,8 @@ def gloo_interface(master_addr):
     own choice. Left alone, gloo takes the address of the machine's host
     name, which on many hosts (and in network namespaces) is a loopback
     address: the ranks of other hosts then cannot reach this one, and gloo
-    fails on some ranks while the others wait for them until the peer
-    timeout. This is the interface ringcc's links chose from
+    fails on some ranks while the others wait for them (SetupWatchdog).
+    This is the interface ringcc's links chose from
     RINGCC_SOCKET_IFNAME (ringrun --network-interface) or Horovod's and
     NCCL's variables, else the one that holds this host's address toward
     rank 0's (MASTER_ADDR) when that is not a loopback address."""
@@ -152,10 +152,7 @@ def interface_toward(address):
             local = s.getsockname()[0]
     except OSError:
         return None
-    import fcntl
-    import struct
-
-    siocgifaddr = 0x8915
+    siocgifaddr = 0x8915  # an interface's (primary) IPv4 address
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         for _, name in socket.if_nameindex():
             try:
