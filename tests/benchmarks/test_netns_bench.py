@@ -27,6 +27,7 @@ from ringcc.bench.netns_bench import (  # noqa: E402
 )
 from ringcc.bench.netns_hosts import INTERFACE, NamespaceHosts, can_make_hosts  # noqa: E402
 from ringcc.bench.peers_gloo import gloo_interface, interface_toward  # noqa: E402
+from ringcc.bench.peers_mpi import PACKAGE_PARENT  # noqa: E402
 
 needs_namespaces = pytest.mark.skipif(can_make_hosts() is not None, reason=str(can_make_hosts()))
 
@@ -182,12 +183,20 @@ def test_gloo_interface_leaves_loopback_jobs_and_takes_ringccs_setting(monkeypat
     assert gloo_interface("192.0.2.1") == "lo"
 
 
+def job_env():
+    """The environment of a job on namespace hosts: no interface variable, and
+    the ringcc these tests import (a checkout's or the installed one)."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("SOCKET_IFNAME") and k != "HOROVOD_GLOO_IFACE"}
+    env["PYTHONPATH"] = PACKAGE_PARENT
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
+    return env
+
+
 @needs_namespaces
 def test_interface_toward_rank_0_inside_a_namespace_host():
     with NamespaceHosts(2, tag="rcbt-gif") as hosts:
         code = "import sys; from ringcc.bench.peers_gloo import gloo_interface as g; print(g(sys.argv[1]))"
-        env = {k: v for k, v in os.environ.items() if not k.endswith("SOCKET_IFNAME") and k != "HOROVOD_GLOO_IFACE"}
-        env["PYTHONPATH"] = str(REPO / "adapters")
+        env = job_env()
         for i in (0, 1):  # rank 0's own host too: its address toward itself
             out = subprocess.run(
                 hosts.exec(i, [sys.executable, "-c", code, hosts.addresses[0]]),
@@ -208,9 +217,7 @@ def bench_gloo_across_hosts(tmp_path, gloo_ifname=None, peer_timeout=60):
     from ringcc.bench.netns_bench import find_ringrun
 
     out = tmp_path / "gloo.json"
-    env = {k: v for k, v in os.environ.items() if not k.endswith("SOCKET_IFNAME") and k != "HOROVOD_GLOO_IFACE"}
-    env["PYTHONPATH"] = str(REPO / "adapters")
-    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
+    env = job_env()
     exported = ["-x", "PYTHONPATH", "-x", "PATH"]
     with NamespaceHosts(2, tag="rcbt-gloo") as hosts:
         hosts.wait_reachable()
@@ -246,9 +253,7 @@ def test_torch_bench_across_hosts_with_no_interface_given(tmp_path):
     from ringcc.bench.netns_bench import find_ringrun
 
     out = tmp_path / "torch.json"
-    env = {k: v for k, v in os.environ.items() if not k.endswith("SOCKET_IFNAME") and k != "HOROVOD_GLOO_IFACE"}
-    env["PYTHONPATH"] = str(REPO / "adapters")
-    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
+    env = job_env()
     with NamespaceHosts(2, tag="rcbt-tgl") as hosts:
         hosts.wait_reachable()
         cmd = [find_ringrun(), "--no-prefix", "-np", "2", "-H", hosts.host_list(1), "--agent", hosts.AGENT]
