@@ -32,6 +32,8 @@ import shlex
 import socket
 from dataclasses import dataclass, field
 
+from .host_addresses import address_toward
+
 WRAPPER_NAME = "mpi-agent.sh"
 
 
@@ -54,14 +56,7 @@ def rank_place() -> str:
     address that routes to the master (rank 0's store)."""
     host = os.environ.get("RINGCC_HOSTNAME") or socket.gethostname()
     master = os.environ.get("RINGCC_MASTER_ADDR") or os.environ.get("MASTER_ADDR") or "127.0.0.1"
-    try:
-        family = socket.AF_INET6 if ":" in master else socket.AF_INET
-        with socket.socket(family, socket.SOCK_DGRAM) as s:
-            s.connect((master, 9))  # no packet is sent: the kernel picks the route
-            address = s.getsockname()[0]
-    except OSError:
-        address = master
-    return f"{host} {address}"
+    return f"{host} {address_toward(master) or master}"
 
 
 def hosts_from_places(places: list[str], agent: str, own_hostnames: bool, interface: str | None) -> MpiHosts:

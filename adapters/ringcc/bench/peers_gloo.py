@@ -9,17 +9,16 @@ timed; with --device cuda they are copies on the rank's GPU
 (ringcc.bench.cuda_buffers), and nccl runs only there.
 """
 
-import fcntl
 import ipaddress
 import os
 import socket
-import struct
 import sys
 import threading
 from datetime import timedelta
 
 import numpy as np
 
+from .host_addresses import address_toward, interface_holding
 from .measure import Backend
 
 ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -146,22 +145,8 @@ def gloo_interface(master_addr):
 def interface_toward(address):
     """The name of this host's interface whose address the kernel would send
     from toward `address` (IPv4), or None."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect((address, 9))  # UDP: picks the route, sends nothing
-            local = s.getsockname()[0]
-    except OSError:
-        return None
-    siocgifaddr = 0x8915  # an interface's (primary) IPv4 address
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        for _, name in socket.if_nameindex():
-            try:
-                packed = fcntl.ioctl(s.fileno(), siocgifaddr, struct.pack("256s", name.encode()[:15]))
-            except OSError:
-                continue  # no IPv4 address
-            if socket.inet_ntoa(packed[20:24]) == local:
-                return name
-    return None
+    local = address_toward(address)
+    return interface_holding(local) if local and ":" not in local else None
 
 
 class TorchPeer(Backend):
