@@ -59,18 +59,29 @@ std::string StallInspector::inspect(Negotiation& negotiation, const ResponseCach
     double* last_warned;
     std::function<std::vector<int>()> missing;
   };
-  std::vector<Stall> stalls;
-  for (auto& [name, e] : negotiation.table()) {
-    TableEntry* entry = e.get();
-    stalls.push_back({name, now - entry->first_seen, &entry->last_warned,
-                      [&negotiation, entry] { return negotiation.missing_ranks(*entry); }});
+  // Rank 0 inspects every cycle, while a training step's tensors wait on
+  // the slower ranks by the thousand: only those old enough to be warned
+  // of or given up on (below) are listed, so that a cycle copies no names.
+  double young = check_s_ > 0 ? check_s_ : 0;  // nothing is done at this age or below
+  if (shutdown_s_ > 0) {
+    const double giving_up = shutdown_s_ - kindred_window_s();
+    if (check_s_ <= 0 || giving_up < young) young = giving_up;
   }
-  for (int bit : clocked_) {
-    const auto b = static_cast<size_t>(bit);
-    if (first_seen_[b] == 0 || !negotiation.pending_anywhere(b)) continue;
-    if (last_warned_[b] < first_seen_[b]) last_warned_[b] = first_seen_[b];
-    stalls.push_back({cache.name(b), now - first_seen_[b], &last_warned_[b],
-                      [&negotiation, b] { return negotiation.missing_ranks(b); }});
+  std::vector<Stall> stalls;
+  if (check_s_ > 0 || shutdown_s_ > 0) {
+    for (auto& [name, e] : negotiation.table()) {
+      TableEntry* entry = e.get();
+      if (now - entry->first_seen <= young) continue;
+      stalls.push_back({name, now - entry->first_seen, &entry->last_warned,
+                        [&negotiation, entry] { return negotiation.missing_ranks(*entry); }});
+    }
+    for (int bit : clocked_) {
+      const auto b = static_cast<size_t>(bit);
+      if (first_seen_[b] == 0 || now - first_seen_[b] <= young || !negotiation.pending_anywhere(b)) continue;
+      if (last_warned_[b] < first_seen_[b]) last_warned_[b] = first_seen_[b];
+      stalls.push_back({cache.name(b), now - first_seen_[b], &last_warned_[b],
+                        [&negotiation, b] { return negotiation.missing_ranks(b); }});
+    }
   }
   // One mismatch stalls several tensors whose clocks start a little apart
   // (the ranks reach their calls at different times). Giving up on them in

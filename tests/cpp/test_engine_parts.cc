@@ -300,6 +300,35 @@ void test_stall_inspector_gives_up_on_kindred_stalls_together() {
   EXPECT((aborts == std::vector<std::string>{"first", "second"}));
 }
 
+// With the warnings off the give-up still takes its kindred stalls (the
+// window is then 1 s); with the give-up off the warnings still come.
+void test_stall_inspector_with_one_clock_off() {
+  ResponseCache cache(8);
+  Negotiation n(2);
+  n.resize_bits(8);
+  CycleNews news;
+  const std::string none = bits_with(8, {});
+  n.apply({message(0, none, {{"first", *meta_of({1})}}), message(0, none, {})}, cache, 100, &news);
+  n.apply({message(0, none, {}), message(0, none, {{"second", *meta_of({1})}})}, cache, 100.5, &news);
+  n.apply({message(0, none, {}), message(0, none, {{"later", *meta_of({1})}})}, cache, 101.5, &news);
+  StallInspector silent(/*check_s=*/0, /*shutdown_s=*/60);
+  silent.resize_bits(8);
+  EXPECT(silent.inspect(n, cache, 159.9).empty() && silent.aborts().empty());
+  EXPECT(silent.inspect(n, cache, 160.2).empty());
+  std::vector<std::string> aborts = silent.aborts();
+  std::sort(aborts.begin(), aborts.end());
+  EXPECT((aborts == std::vector<std::string>{"first", "second"}));
+  StallInspector patient(/*check_s=*/10, /*shutdown_s=*/0);
+  patient.resize_bits(8);
+  EXPECT(patient.inspect(n, cache, 110).empty());
+  const std::string warning = patient.inspect(n, cache, 111);
+  EXPECT(warning.find("stall: 2 tensor(s)") == 0);
+  EXPECT(warning.find("first: waiting on rank(s) [1]") != std::string::npos);
+  EXPECT(warning.find("later") == std::string::npos);  // 9.5 s old
+  patient.inspect(n, cache, 1e6);
+  EXPECT(patient.aborts().empty());
+}
+
 void test_stall_inspector_join() {
   ResponseCache cache(8);
   Negotiation n(2);
@@ -466,6 +495,7 @@ int main() {
       {"join_refuses_all_but_allreduce", test_join_refuses_all_but_allreduce},
       {"stall_inspector_warns_then_aborts", test_stall_inspector_warns_then_aborts},
       {"stall_inspector_gives_up_on_kindred_stalls_together", test_stall_inspector_gives_up_on_kindred_stalls_together},
+      {"stall_inspector_with_one_clock_off", test_stall_inspector_with_one_clock_off},
       {"stall_inspector_join", test_stall_inspector_join},
       {"deadlock_flags_and_state", test_deadlock_flags_and_state},
       {"deadlock_watch_bound", test_deadlock_watch_bound},
