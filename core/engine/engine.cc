@@ -182,7 +182,44 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
   }
   incoming_.push_back(std::move(entry));
   last_enqueue_ = std::chrono::steady_clock::now();
+  if (bit >= 0) prefetch_ahead(static_cast<size_t>(bit));
   return work;
+}
+
+void Engine::prefetch_ahead(size_t bit) {
+  // A training step's tensors come in the same order every step, and after
+  // its other work their records have left the caches: each would cost
+  // enqueue() a handful of misses to memory, one after another (the cached
+  // name and description, the entry, its Work and the Work's arguments).
+  // The order of the last step names the tensors coming next; their
+  // records are asked for here, a level of pointers per tensor ahead, so
+  // that each level is in cache by the time the one below is read.
+  const int n1 = next_bit_hint_[bit];
+  if (n1 < 0) return;
+  const int n2 = next_bit_hint_[static_cast<size_t>(n1)];
+  const int n3 = n2 < 0 ? -1 : next_bit_hint_[static_cast<size_t>(n2)];
+  const size_t known = cache_.size();
+  if (n3 >= 0 && static_cast<size_t>(n3) < known) {
+    const auto b = static_cast<size_t>(n3);
+    __builtin_prefetch(&cache_.name(b));
+    if (const LocalEntry* e = idle_by_bit_[b].get()) prefetch_lines(e, sizeof(LocalEntry));
+  }
+  if (n2 >= 0 && static_cast<size_t>(n2) < known) {
+    const auto b = static_cast<size_t>(n2);
+    __builtin_prefetch(cache_.name(b).data());
+    if (const TensorMeta* m = cache_.meta(b).get()) prefetch_lines(m, sizeof(TensorMeta));
+    if (const LocalEntry* e = idle_by_bit_[b].get()) {
+      // make_shared puts the count next to the Work: both are touched.
+      if (const Work* w = e->work.get()) prefetch_lines(reinterpret_cast<const char*>(w) - 64, sizeof(Work) + 64);
+    }
+  }
+  if (static_cast<size_t>(n1) < known) {
+    const auto b = static_cast<size_t>(n1);
+    if (const TensorMeta* m = cache_.meta(b).get()) __builtin_prefetch(m->shape.data());
+    if (const LocalEntry* e = idle_by_bit_[b].get()) {
+      if (Work* w = e->work.get(); w && !w->list().empty()) prefetch_lines(w->list().data(), sizeof(CollectiveArgs));
+    }
+  }
 }
 
 void Engine::nudge(const std::shared_ptr<Work>& waiting) {

@@ -199,6 +199,9 @@ class Engine {
   void drop_local_bit(size_t bit);  // my pending tensor of a cache bit
   // Hands the entries dropped this cycle to enqueue() for reuse.
   void recycle_retired();
+  // enqueue(), under mu_: asks for the records of the tensors that followed
+  // `bit` last time, before their calls come.
+  void prefetch_ahead(size_t bit);
   LocalEntry* find_local(const std::string& name);
   // Puts a tensor that ran into the response cache (the same decision on
   // every rank), so that its next round is announced by one bit.
@@ -274,6 +277,7 @@ class Engine {
   bool sent_shutdown_ = false;  // the last message carried this rank's shutdown
   int last_joined_ = -1;        // identical
   std::vector<uint8_t> zeros_;
+  std::vector<ReadyItem> ready_;                // cycle(): what is ready, reused
   CollectiveArgs fused_args_;                   // run_fused(): the fused allreduce, reused
   std::vector<std::shared_ptr<Work>> to_wake_;  // finished Works with a waiter to wake
   int idle_cycles_ = 0;

@@ -64,6 +64,8 @@ void Engine::run_ready(std::vector<ReadyItem>& ready) {
     if (meta.kind == CollectiveKind::kAllreduce) {
       int64_t bytes = meta.elements() * static_cast<int64_t>(dtype_size(meta.dtype));
       while (j < ready.size()) {
+        if (j + kPrefetchAhead < ready.size()) __builtin_prefetch(ready[j + kPrefetchAhead].meta);
+        if (j + kPrefetchAhead / 2 < ready.size()) __builtin_prefetch(ready[j + kPrefetchAhead / 2].meta->shape.data());
         const ReadyItem& next = ready[j];
         const TensorMeta& m = *next.meta;
         const int64_t b = m.elements() * static_cast<int64_t>(dtype_size(m.dtype));
@@ -401,8 +403,16 @@ void Engine::finish_batch(const Batch& items, std::exception_ptr error) {
   // the wake too, for the woken caller's next enqueue().
   {
     std::lock_guard<std::mutex> lock(mu_);  // the names are free before anyone sees them done
-    for (const auto& item : items) {
-      if (item.local) release_busy(*item.local);
+    const size_t n = items.size();
+    for (size_t k = 0; k < n; ++k) {
+      // Each item's entry, then (its entry in cache by then) its Work.
+      if (k + kPrefetchAhead < n && items[k + kPrefetchAhead].local) {
+        prefetch_lines(items[k + kPrefetchAhead].local, sizeof(LocalEntry));
+      }
+      if (k + kPrefetchAhead / 2 < n && items[k + kPrefetchAhead / 2].local) {
+        __builtin_prefetch(items[k + kPrefetchAhead / 2].local->work.get());
+      }
+      if (items[k].local) release_busy(*items[k].local);
     }
   }
   // Last to first: a caller that finds a tensor done without sleeping (its

@@ -18,7 +18,9 @@ void Engine::take_incoming() {
     if (join_work_ && !joined_) joined_ = true;
   }
   if (!behind_failed_.empty()) take_behind_failed();
-  for (auto& entry : taken_) {
+  for (size_t k = 0; k < taken_.size(); ++k) {
+    if (k + kPrefetchAhead < taken_.size()) prefetch_lines(taken_[k + kPrefetchAhead].get(), sizeof(LocalEntry));
+    auto& entry = taken_[k];
     const std::string& name = entry->name;
     // A lookup from before an eviction may name a reused bit: redo it (the
     // cache only changes on this thread).
@@ -132,7 +134,8 @@ void Engine::cycle() {
   const bool all_joined = std::all_of(joined.begin(), joined.end(), [](bool j) { return j; });
   fail_aborted(news_.aborts, joined);
 
-  std::vector<ReadyItem> ready;
+  std::vector<ReadyItem>& ready = ready_;  // its storage kept from cycle to cycle
+  ready.clear();
   collect_ready(&ready, now);
   const double negotiation_us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();

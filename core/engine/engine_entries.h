@@ -18,6 +18,17 @@ constexpr size_t kMaxSpareEntries = 4096;
 // LocalEntry::busy_bit of a failed call: its name is not held in flight.
 constexpr int kNotBusy = -2;
 
+// The engine walks the records of a step's tensors (a thousand or more)
+// several times a step, after the step's other work has pushed them out of
+// the caches: loops over them ask for the records this many places ahead.
+constexpr size_t kPrefetchAhead = 8;
+
+// Asks for the cache lines of the `bytes` bytes at `p` ahead of their use.
+inline void prefetch_lines(const void* p, size_t bytes) {
+  const auto* c = static_cast<const char*>(p);
+  for (size_t k = 0; k < bytes; k += 64) __builtin_prefetch(c + k);
+}
+
 inline double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
