@@ -278,6 +278,16 @@ void test_stall_inspector_warns_then_aborts() {
   EXPECT(rank_list({}) == "[]" && rank_list({3, 1}) == "[3, 1]");
 }
 
+// Two ranks, a cache of 8 bits: rank `r` announces `name` in full at time
+// `t`, the other nothing new (a tensor only one rank has enqueued).
+void announce_alone(Negotiation& n, const ResponseCache& cache, size_t r, const std::string& name, double t) {
+  const std::string none = bits_with(8, {});
+  std::vector<std::string> messages{message(0, none, {}), message(0, none, {})};
+  messages[r] = message(0, none, {{name, *meta_of({1})}});
+  CycleNews news;
+  n.apply(messages, cache, t, &news);
+}
+
 // One mismatch stalls tensors whose clocks start a little apart: those that
 // have stalled almost as long as the one given up on go with it, in the
 // same cycle, and a young stall does not.
@@ -287,11 +297,9 @@ void test_stall_inspector_gives_up_on_kindred_stalls_together() {
   n.resize_bits(8);
   StallInspector stall(/*check_s=*/10, /*shutdown_s=*/60);
   stall.resize_bits(8);
-  CycleNews news;
-  const std::string none = bits_with(8, {});
-  n.apply({message(0, none, {{"first", *meta_of({1})}}), message(0, none, {})}, cache, 100, &news);
-  n.apply({message(0, none, {}), message(0, none, {{"second", *meta_of({1})}})}, cache, 100.5, &news);
-  n.apply({message(0, none, {}), message(0, none, {{"young", *meta_of({1})}})}, cache, 158, &news);
+  announce_alone(n, cache, 0, "first", 100);
+  announce_alone(n, cache, 1, "second", 100.5);
+  announce_alone(n, cache, 1, "young", 158);
   stall.inspect(n, cache, 159.9);
   EXPECT(stall.aborts().empty());  // nothing past the shutdown time yet
   stall.inspect(n, cache, 160.2);
@@ -306,11 +314,9 @@ void test_stall_inspector_with_one_clock_off() {
   ResponseCache cache(8);
   Negotiation n(2);
   n.resize_bits(8);
-  CycleNews news;
-  const std::string none = bits_with(8, {});
-  n.apply({message(0, none, {{"first", *meta_of({1})}}), message(0, none, {})}, cache, 100, &news);
-  n.apply({message(0, none, {}), message(0, none, {{"second", *meta_of({1})}})}, cache, 100.5, &news);
-  n.apply({message(0, none, {}), message(0, none, {{"later", *meta_of({1})}})}, cache, 101.5, &news);
+  announce_alone(n, cache, 0, "first", 100);
+  announce_alone(n, cache, 1, "second", 100.5);
+  announce_alone(n, cache, 1, "later", 101.5);
   StallInspector silent(/*check_s=*/0, /*shutdown_s=*/60);
   silent.resize_bits(8);
   EXPECT(silent.inspect(n, cache, 159.9).empty() && silent.aborts().empty());
