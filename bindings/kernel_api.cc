@@ -64,6 +64,25 @@ CollectiveArgs args_of(const RingccKernelCall& c) {
   a.row_elems = c.row_elems;
   a.out_count = c.out_count;
   if (c.send_counts && c.n_send_counts > 0) a.send_counts.assign(c.send_counts, c.send_counts + c.n_send_counts);
+  if (c.n_segments > 0) {
+    if (a.kind != CollectiveKind::kAllreduce || !c.segment_in || !c.segment_count || !c.out) {
+      ringcc::raise(ErrorKind::kInvalidArgument, "only an allreduce with an output takes its input in segments");
+    }
+    const size_t es = ringcc::dtype_size(a.dtype);
+    auto* out = static_cast<char*>(c.out);
+    int64_t total = 0;
+    a.segments.reserve(static_cast<size_t>(c.n_segments));
+    for (int32_t i = 0; i < c.n_segments; ++i) {
+      const int64_t n = c.segment_count[i];
+      if (n < 0) ringcc::raise(ErrorKind::kInvalidArgument, "segment ", i, " has a negative element count");
+      a.segments.push_back({c.segment_in[i], out + static_cast<size_t>(total) * es, n});
+      total += n;
+    }
+    if (total != c.count) {
+      ringcc::raise(ErrorKind::kInvalidArgument, "the segments hold ", total, " elements, not the call's ", c.count);
+    }
+    a.in = nullptr;
+  }
   if (c.allocate) {
     auto* allocate = c.allocate;
     void* allocate_ctx = c.allocate_ctx;

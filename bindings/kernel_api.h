@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-#define RINGCC_KERNEL_API_VERSION 2
+#define RINGCC_KERNEL_API_VERSION 3
 
 /* One named collective of host memory. Values of kind, dtype and op are
  * those of ringcc::CollectiveKind, DataType and ReduceOp. */
@@ -44,6 +44,13 @@ typedef struct RingccKernelCall {
   /* Non-zero: `in` packs many tensors, and this digests their shapes; ranks
    * whose digests differ fail with MismatchError. */
   int64_t layout;
+  /* An allreduce of many tensors as one (n_segments > 0; `in` unused): its
+   * input is these buffers one after another, count elements in all, and
+   * `out` receives their results in that order. Shared memory reads them
+   * where they lie; elsewhere they are packed as a fused batch is. */
+  const void* const* segment_in;
+  const int64_t* segment_count;
+  int32_t n_segments;
 } RingccKernelCall;
 
 /* Called once per enqueued call, when it completed: error_kind -1 on

@@ -156,6 +156,7 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
   // An allreduce's result is known in size now; its buffers for a fused batch.
   if (a.kind == CollectiveKind::kAllreduce) args.result_count = args.count;
   entry->segment = {a.in, a.out, a.count};
+  entry->segmented = !a.segments.empty();
   std::shared_ptr<Work> work;
   if (Work::reusable(entry->work)) {
     work = std::move(entry->work);

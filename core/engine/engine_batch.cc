@@ -360,6 +360,13 @@ void Engine::run_fused(const Batch& items, const TensorMeta& meta, int64_t t_rea
   a.segments.clear();
   int64_t total = 0;
   for (const auto& item : items) {
+    if (item.local && item.local->segmented) {
+      for (const BufferSegment& seg : item.local->work->list()[0].segments) {
+        total += seg.count;
+        a.segments.push_back(seg);
+      }
+      continue;
+    }
     // Ours, as enqueue() noted it; a joined rank's: no input (zeros), no output.
     const BufferSegment seg = item.local ? item.local->segment : BufferSegment{nullptr, nullptr, item.meta->elements()};
     total += seg.count;

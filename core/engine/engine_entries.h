@@ -48,8 +48,10 @@ struct Engine::LocalEntry {
   int busy_bit = -1;
   int64_t negotiating_us = 0;  // enqueued (0: no timeline recorded then)
   // An allreduce's buffers, as its Work holds them: a fused batch gathers
-  // these without reaching into each Work.
+  // these without reaching into each Work. Unless `segmented`: its input
+  // lies in several buffers, the segments of its Work's arguments.
   BufferSegment segment;
+  bool segmented = false;
 };
 
 // A tensor that is ready on every rank, about to run (same on all ranks).

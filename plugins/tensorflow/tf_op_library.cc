@@ -41,6 +41,8 @@ namespace {
 // Values of ringcc::CollectiveKind, DataType, ErrorKind (core/collective/
 // op_header.h, dtype.h; core/base/error.h), which this library does not link.
 enum Kind : int32_t { kAllreduce = 1, kAllgather = 2, kBroadcast = 3, kReduceScatter = 4, kAlltoall = 5 };
+// This library's own, for registration: an allreduce of many tensors into one.
+constexpr int32_t kPackedAllreduce = -1;
 enum CoreType : int32_t { kF16 = 0, kBF16 = 1, kF32 = 2, kF64 = 3, kI8 = 4, kU8 = 5, kI32 = 6, kI64 = 7 };
 enum ErrorKindValue : int32_t {
   kInvalidArgument = 0,
@@ -174,6 +176,7 @@ struct Kernel {
   int32_t root = 0;
   double prescale = 1.0, postscale = 1.0;
   bool nudge = false;
+  bool packed = false;       // RingccPackedAllreduce: one collective, one flat output
   int64_t layout = 0;        // see RingccKernelCall::layout
   std::string layout_text;  // a pack's shapes as this rank sees them, for its MismatchError
   std::string base;  // the engine's name of input 0 (grouped: base + "." + i)
@@ -253,6 +256,8 @@ struct Run {
   };
   std::vector<Slot> slots;
   std::vector<int64_t> send_counts;
+  std::vector<const void*> segment_in;  // a packed allreduce's inputs
+  std::vector<int64_t> segment_count;
   int kind = kAllreduce;
   const std::string* layout_text = nullptr;  // the kernel's, which outlives its runs
 
@@ -331,6 +336,85 @@ void collective_done(void* slot_ptr, int32_t error_kind, const char* message, in
   run->one_done();
 }
 
+// RingccPackedAllreduce: its inputs reduced as one collective into one flat
+// output, read where they lie (no concatenation first: shared memory reads
+// each input directly, other transports pack them as a fused batch).
+void enqueue_packed(const Kernel& k, TF_OpKernelContext* ctx, Run* run, const RingccKernelApi* core) {
+  Run::Slot& slot = run->slots[0];
+  slot.run = run;
+  slot.output = 0;
+  auto failure = [&](int32_t kind, const std::string& message) {
+    run->fail(kind, message);
+    if (core) core->fail(k.base.c_str(), kAllreduce, message.substr(message.find(": ") + 2).c_str());
+    run->one_done();
+  };
+  if (!core || core->size() < 1) {
+    run->fail(kNotInitialized, "ringcc.NotInitializedError: ringcc is not initialized: call hvd.init() first");
+    run->one_done();
+    return;
+  }
+  const int n = g_tf.TF_NumInputs(ctx);
+  run->segment_in.resize(static_cast<size_t>(n));
+  run->segment_count.resize(static_cast<size_t>(n));
+  run->keep.reserve(static_cast<size_t>(n) + 1);
+  TF_Status* status = g_tf.TF_NewStatus();
+  int64_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    TF_Tensor* in = nullptr;
+    g_tf.TF_GetInput(ctx, i, &in, status);
+    if (g_tf.TF_GetCode(status) != TF_OK || !in) {
+      failure(kInternal, std::string("ringcc.InternalError: ") + g_tf.TF_Message(status));
+      g_tf.TF_DeleteStatus(status);
+      return;
+    }
+    run->keep.push_back(in);  // no callback runs yet: no lock needed
+    if (i == 0) slot.dtype = g_tf.TF_TensorType(in);
+    run->segment_in[static_cast<size_t>(i)] = g_tf.TF_TensorData(in);
+    run->segment_count[static_cast<size_t>(i)] = g_tf.TF_TensorElementCount(in);
+    total += run->segment_count[static_cast<size_t>(i)];
+  }
+  const int32_t dtype = core_type(slot.dtype);
+  if (dtype < 0) {
+    g_tf.TF_DeleteStatus(status);
+    failure(kUnsupportedType, "ringcc.UnsupportedTypeError: tensor '" + k.base + "' has dtype " +
+                                  dtype_name(slot.dtype) +
+                                  ", which ringcc does not move (float16, bfloat16, float32, float64, int8, uint8, "
+                                  "int32, int64)");
+    return;
+  }
+  slot.dims.assign(1, total);
+  TF_Tensor* out = g_tf.TF_AllocateOutput(ctx, 0, slot.dtype, slot.dims.data(), 1,
+                                          static_cast<size_t>(total) * type_size(dtype), status);
+  if (g_tf.TF_GetCode(status) != TF_OK || !out) {
+    failure(kInternal, std::string("ringcc.InternalError: ") + g_tf.TF_Message(status));
+    g_tf.TF_DeleteStatus(status);
+    return;
+  }
+  g_tf.TF_DeleteStatus(status);
+  run->keep.push_back(out);
+  static char empty;
+  void* out_data = g_tf.TF_TensorData(out);
+  RingccKernelCall call{};
+  call.name = k.base.c_str();
+  call.kind = kAllreduce;
+  call.dtype = dtype;
+  call.op = k.op;
+  call.prescale = k.prescale;
+  call.postscale = k.postscale;
+  call.out = out_data ? out_data : &empty;
+  call.count = total;
+  call.out_count = total;
+  call.row_elems = 1;
+  call.shape = slot.dims.data();
+  call.ndim = 1;
+  call.nudge = k.nudge;
+  call.layout = k.layout;
+  call.segment_in = run->segment_in.data();
+  call.segment_count = run->segment_count.data();
+  call.n_segments = n;
+  core->enqueue(&call, collective_done, &slot);
+}
+
 void compute(void* kernel_ptr, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallback* done_ptr) {
   const Kernel& k = *static_cast<Kernel*>(kernel_ptr);
   auto* run = new Run;
@@ -340,6 +424,13 @@ void compute(void* kernel_ptr, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCall
   // See the top of the file: `done` dies when this function returns.
   run->done = std::move(*reinterpret_cast<std::function<void()>*>(done_ptr));
   const RingccKernelApi* core = g_core.load();
+  if (k.packed) {
+    run->slots.resize(1);
+    run->remaining.store(2);  // the collective and this function's hold
+    enqueue_packed(k, ctx, run, core);
+    run->one_done();
+    return;
+  }
   const int tensors = k.kind == kAlltoall ? 1 : g_tf.TF_NumInputs(ctx);
   run->slots.resize(static_cast<size_t>(tensors));
   run->remaining.store(tensors + 1);  // + 1: this function's own hold, so no callback finishes the run early
@@ -495,6 +586,13 @@ void* create_of_kind(TF_OpKernelConstruction* ctx) {
   return create_kernel(ctx, kKind);
 }
 
+void* create_packed(TF_OpKernelConstruction* ctx) {
+  auto* k = static_cast<Kernel*>(create_kernel(ctx, kAllreduce));
+  k->packed = true;
+  k->names.assign(1, k->base);
+  return k;
+}
+
 // ---------------------------------------------------------------------------
 // Shapes.
 
@@ -540,6 +638,9 @@ bool register_op(const char* op_name, int32_t kind, const std::vector<const char
       case kAllreduce:
         create = create_of_kind<kAllreduce>;
         break;
+      case kPackedAllreduce:
+        create = create_packed;
+        break;
       case kAllgather:
         create = create_of_kind<kAllgather>;
         break;
@@ -581,7 +682,9 @@ __attribute__((constructor)) void register_everything() {
   std::vector<const char*> a2a = one;
   a2a.push_back("Tsplits: {int32, int64} = DT_INT64");
   std::string error;
+  const char* packed_out[] = {"packed: T", nullptr};
   if (!register_op("RingccAllreduce", kAllreduce, reduce, tensors_in, tensors_out, true, &error) ||
+      !register_op("RingccPackedAllreduce", kPackedAllreduce, reduce, tensors_in, packed_out, false, &error) ||
       !register_op("RingccAllgather", kAllgather, common, tensors_in, tensors_out, false, &error) ||
       !register_op("RingccBroadcast", kBroadcast, bcast, tensors_in, tensors_out, true, &error) ||
       !register_op("RingccReducescatter", kReduceScatter, reduce, tensors_in, tensors_out, false, &error) ||

@@ -262,36 +262,35 @@ def _layout(tensors) -> tuple[int, str]:
 
 
 def _packed(run_pack, tensors):
-    """Many tensors of one dtype as a few flat ones: each pack's tensors
-    concatenated, reduced as one, and split back into their shapes.
-    TensorFlow's own concat and split move a tensor for well under a
-    microsecond; handing each tensor to ringcc's kernel through the C API
-    costs several (its input, its output, its enqueue), which for a
-    gradient tape of a thousand variables was most of the step's
-    communication. The engine fuses by copying into its buffer anyway:
-    the pack is that copy, done by TensorFlow (and the split along the
-    first dimension makes no copy).
+    """Many tensors of one dtype reduced as a few flat ones: each pack's
+    tensors go to one RingccPackedAllreduce op, whose kernel hands them to
+    the engine as one collective in segments and writes the results into
+    one flat output, which is split back into their shapes (a split along
+    the first dimension makes no copy). Handing each tensor to ringcc's
+    kernel as a collective of its own costs several microseconds through
+    the C API (its input, its output, its enqueue), which for a gradient
+    tape of a thousand variables was most of the step's communication; and
+    concatenating them first in TensorFlow copies them all once more than
+    shared memory needs, which reads each tensor where it lies.
 
     A pack hides its tensors' shapes from the engine, which would name
-    ranks that disagree on them: run_pack(flats, layout) hands the engine a
-    digest of the shapes and dtype with each pack, which the ranks compare
-    as they compare shapes (MismatchError on every rank when they differ,
-    with this rank's shapes)."""
+    ranks that disagree on them: run_pack(pack_tensors, p, layout) hands the
+    engine a digest of the shapes and dtype with each pack, which the ranks
+    compare as they compare shapes (MismatchError on every rank when they
+    differ, with this rank's shapes)."""
     packs = _packs(tensors)
-    flats = [tf.concat([_flat(tensors[i]) for i in pack], 0) for pack in packs]
-    reduced = run_pack(flats, _layout(tensors))
-    # Every op counts (a few microseconds each in TensorFlow's executor):
-    # no reshape where the tensor is flat already, static sizes and shapes.
     out = [None] * len(tensors)
-    for pack, flat in zip(packs, reduced):
-        sizes = [tensors[i].shape.num_elements() for i in pack]
+    for p, pack in enumerate(packs):
+        members = [tensors[i] for i in pack]
+        total = sum(t.shape.num_elements() for t in members)
+        flat = run_pack(members, p if len(packs) > 1 else None, _layout(members))
+        flat.set_shape([total])
+        # Every op counts (a few microseconds each in TensorFlow's executor):
+        # no reshape where the tensor is flat already, static sizes and shapes.
+        sizes = [t.shape.num_elements() for t in members]
         for i, part in zip(pack, tf.split(flat, sizes, 0) if len(pack) > 1 else [flat]):
             out[i] = part if tensors[i].shape.rank == 1 else tf.reshape(part, tensors[i].shape.as_list())
     return out
-
-
-def _flat(tensor):
-    return tensor if tensor.shape.rank == 1 else tf.reshape(tensor, [-1])
 
 
 def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0, name=None, nudge=None):
@@ -301,10 +300,25 @@ def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0,
     op = _op_value(op)
     wired = [_to_wire(t, True) for t in tensors]
 
-    def run_op(group, group_name, layout=(0, "")):
+    def run_op(group, group_name):
         return _run(
             _lib.ringcc_allreduce,
             tensors=group,
+            reduce_op=op,
+            prescale_factor=float(prescale_factor),
+            postscale_factor=float(postscale_factor),
+            tensor_name=engine_name("allreduce", group_name),
+            nudge=_nudge() if nudge is None else nudge,
+        )
+
+    def run_pack(pack, p, group_name, layout):
+        if p is not None:
+            # Packs of one group run as ops of their own: each needs a name
+            # (graph nodes have theirs; eagerly, the op's type would repeat).
+            group_name = f"{group_name}.{p}" if group_name else f"packed.{p}" if tf.executing_eagerly() else None
+        return _run(
+            _lib.ringcc_packed_allreduce,
+            tensors=pack,
             reduce_op=op,
             prescale_factor=float(prescale_factor),
             postscale_factor=float(postscale_factor),
@@ -317,7 +331,7 @@ def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0,
     def run(group, group_name):
         if not _packable(group):
             return run_op(group, group_name)
-        return _packed(lambda flats, layout: run_op(flats, group_name, layout), group)
+        return _packed(lambda pack, p, layout: run_pack(pack, p, group_name, layout), group)
 
     out = _by_dtype([w for w, _ in wired], run, name)
     return [_from_wire(o, d) for o, (_, d) in zip(out, wired)]
@@ -432,6 +446,19 @@ def _allreduce_grad(op, *grads):
         op.get_attr("postscale_factor"),
         name=_grad_name(op),
     )
+
+
+@tf.RegisterGradient("RingccPackedAllreduce")
+def _packed_allreduce_grad(op, grad):
+    reduce_op = op.get_attr("reduce_op")
+    if reduce_op not in (Sum, Average):
+        raise NotImplementedError("the gradient of allreduce is defined for Sum and Average")
+    reduced = grouped_allreduce_op(
+        [grad], reduce_op, op.get_attr("prescale_factor"), op.get_attr("postscale_factor"), name=_grad_name(op)
+    )[0]
+    # Packs are made of tensors whose shapes are known (_packable).
+    parts = tf.split(reduced, [x.shape.num_elements() for x in op.inputs], 0)
+    return [tf.reshape(part, x.shape.as_list()) for part, x in zip(parts, op.inputs)]
 
 
 @tf.RegisterGradient("RingccAllgather")

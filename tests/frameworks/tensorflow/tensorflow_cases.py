@@ -462,6 +462,73 @@ def _(ctx):
     check_close(got[8].numpy(), np.full([3, 2], sum(range(ctx.size)), np.float32), np.ones([3, 2]), 1e-6, "[None, 2]")
 
 
+@case("fusion/packs-eagerly-and-beside-other-tensors")
+def _(ctx):
+    # Eagerly, a group cut into several packs runs one op per pack, each
+    # under a name of its own (named and unnamed groups).
+    from ringcc.tensorflow import _ops
+
+    tensors = [tf.fill([i % 5 + 1, 2], float(ctx.rank + i)) for i in range(10)]
+    job_threshold = _ops._fusion_threshold
+    _ops._fusion_threshold = lambda: 48
+    try:
+        for name in ("eager.packs", None):
+            got = hvd.grouped_allreduce(tensors, op=hvd.Sum, name=name)
+            for i, g in enumerate(got):
+                want = np.full([i % 5 + 1, 2], sum(r + i for r in range(ctx.size)), np.float32)
+                check_close(g.numpy(), want, np.ones_like(want), 1e-6, f"eager packs ({name}), tensor {i}")
+    finally:
+        _ops._fusion_threshold = job_threshold
+
+    # A pack and a tensor of its own, both enqueued while the engine runs a
+    # long allreduce, run next as one fused collective: the pack's tensors
+    # are read where they lie beside the other tensor's buffer.
+    @tf.function
+    def both(ts, other):
+        return hvd.grouped_allreduce(ts, op=hvd.Sum, name="beside.pack"), hvd.allreduce(
+            other, op=hvd.Sum, name="beside.alone"
+        )
+
+    other = tf.fill([300], float(ctx.rank) + 0.5)
+    big = np.ones(8 << 20, np.float32)
+    both(tensors, other)  # traced before the tries: tracing outlasts the long allreduce
+    fused_once = False
+    for attempt in range(6):
+        handle = ringcc.allreduce_async(big, name="beside.big")
+        before = ringcc.engine_stats()
+        packed, alone = both(tensors, other)
+        ringcc.synchronize(handle)
+        after = ringcc.engine_stats()
+        for i, g in enumerate(packed):
+            want = np.full([i % 5 + 1, 2], sum(r + i for r in range(ctx.size)), np.float32)
+            check_close(g.numpy(), want, np.ones_like(want), 1e-6, f"pack beside a tensor, tensor {i}")
+        want = np.full([300], sum(r + 0.5 for r in range(ctx.size)), np.float32)
+        check_close(alone.numpy(), want, np.ones_like(want), 1e-6, "the tensor beside a pack")
+        fused_once = fused_once or after["fused_collectives"] - before["fused_collectives"] == 1
+    expect(fused_once, "in 6 tries the pack and the other tensor never ran as one fused collective")
+
+
+@case("gradients/packed-grouped-allreduce")
+def _(ctx):
+    # Eight tensors or more of known shapes travel as one pack: its gradient
+    # is the allreduce of the incoming gradients, split back to each input.
+    shapes = [[2, 3], [4], [1, 1], [5], [3, 2], [2], [6], [1, 4], [3]]
+    xs = [tf.Variable(np.full(shape, float(i + ctx.rank), np.float32)) for i, shape in enumerate(shapes)]
+    weights = [np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) + i for i, shape in enumerate(shapes)]
+    for op, factor in ((hvd.Sum, ctx.size), (hvd.Average, 1)):
+        for mode in ("eager", "graph"):
+
+            def compute(op=op):
+                with tf.GradientTape() as tape:
+                    ys = hvd.grouped_allreduce(xs, op=op)
+                    loss = tf.add_n([tf.reduce_sum(y * w) for y, w in zip(ys, weights)])
+                return tape.gradient(loss, xs)
+
+            grads = (tf.function(compute) if mode == "graph" else compute)()
+            for i, (g, w) in enumerate(zip(grads, weights)):
+                check_close(g.numpy(), w * factor, np.maximum(w * factor, 1), 1e-6, f"{mode} op {op} input {i}")
+
+
 @case("graph/opposite-orders-on-one-thread")
 def _(ctx):
     # Eight independent allreduces whose inputs become ready in opposite
