@@ -72,9 +72,10 @@ _HOW_TO_BUILD = (
 if not getattr(_core, "jax_ffi_targets", dict)():
     raise ImportError(_HOW_TO_BUILD)
 
-import jax.numpy as _jnp
+# Imported only once the handlers are known to be there (above).
+import jax.numpy as _jnp  # noqa: E402
 
-from ringcc import (
+from ringcc import (  # noqa: E402
     Average,
     Max,
     Min,
@@ -86,7 +87,7 @@ from ringcc import (
     shutdown,
     size,
 )
-from ringcc.jax import _primitives as _p
+from ringcc.jax import _primitives as _p  # noqa: E402
 
 __all__ = [
     "Average",
@@ -287,6 +288,6 @@ def _drain_at_exit():
         pass
 
 
-import atexit as _atexit
+import atexit as _atexit  # noqa: E402
 
 _atexit.register(_drain_at_exit)

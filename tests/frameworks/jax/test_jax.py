@@ -130,8 +130,8 @@ def test_import_warns_outside_the_tested_jax_range(jax_ready, ringcc_module):
     code = (
         "import logging, ringcc.jax as rj\n"
         "print(repr(rj._check_jax_version('0.5.3')))\n"
-        "print(repr(rj._check_jax_version('%s')))\n"
-        "print(repr(rj._check_jax_version('%s.0')))\n" % (TESTED_JAX[0] + ".0", TESTED_JAX[1])
+        f"print(repr(rj._check_jax_version('{TESTED_JAX[0]}.0')))\n"
+        f"print(repr(rj._check_jax_version('{TESTED_JAX[1]}.0')))\n"
     )
     done = _python(code, ringcc_module)
     assert done.returncode == 0, done.stderr
