@@ -300,16 +300,16 @@ def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0,
     op = _op_value(op)
     wired = [_to_wire(t, True) for t in tensors]
 
+    # What every op of the group is told besides its tensors and name.
+    reduction = {
+        "reduce_op": op,
+        "prescale_factor": float(prescale_factor),
+        "postscale_factor": float(postscale_factor),
+        "nudge": _nudge() if nudge is None else nudge,
+    }
+
     def run_op(group, group_name):
-        return _run(
-            _lib.ringcc_allreduce,
-            tensors=group,
-            reduce_op=op,
-            prescale_factor=float(prescale_factor),
-            postscale_factor=float(postscale_factor),
-            tensor_name=engine_name("allreduce", group_name),
-            nudge=_nudge() if nudge is None else nudge,
-        )
+        return _run(_lib.ringcc_allreduce, tensors=group, tensor_name=engine_name("allreduce", group_name), **reduction)
 
     def run_pack(pack, p, group_name, layout):
         if p is not None:
@@ -319,13 +319,10 @@ def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0,
         return _run(
             _lib.ringcc_packed_allreduce,
             tensors=pack,
-            reduce_op=op,
-            prescale_factor=float(prescale_factor),
-            postscale_factor=float(postscale_factor),
             layout=layout[0],
             layout_text=layout[1],
             tensor_name=engine_name("allreduce", group_name),
-            nudge=_nudge() if nudge is None else nudge,
+            **reduction,
         )
 
     def run(group, group_name):
