@@ -51,6 +51,10 @@ CollectiveArgs args_of(const RingccKernelCall& c) {
   if (!ringcc::dtype_valid(c.dtype)) {
     ringcc::raise(ErrorKind::kUnsupportedType, "dtype code ", c.dtype, " is not one ringcc moves");
   }
+  if (c.kind < static_cast<int32_t>(CollectiveKind::kAllreduce) ||
+      c.kind > static_cast<int32_t>(CollectiveKind::kAlltoall)) {
+    ringcc::raise(ErrorKind::kInvalidArgument, "collective kind ", c.kind, " is not one a kernel can call");
+  }
   CollectiveArgs a;
   a.kind = static_cast<CollectiveKind>(c.kind);
   a.dtype = static_cast<ringcc::DataType>(c.dtype);
@@ -64,6 +68,8 @@ CollectiveArgs args_of(const RingccKernelCall& c) {
   a.row_elems = c.row_elems;
   a.out_count = c.out_count;
   if (c.send_counts && c.n_send_counts > 0) a.send_counts.assign(c.send_counts, c.send_counts + c.n_send_counts);
+  // The table is a C interface: a missing buffer is a refusal, not a crash.
+  if (c.n_segments < 0) ringcc::raise(ErrorKind::kInvalidArgument, "a negative number of segments");
   if (c.n_segments > 0) {
     if (a.kind != CollectiveKind::kAllreduce || !c.segment_in || !c.segment_count || !c.out) {
       ringcc::raise(ErrorKind::kInvalidArgument, "only an allreduce with an output takes its input in segments");
@@ -75,6 +81,7 @@ CollectiveArgs args_of(const RingccKernelCall& c) {
     for (int32_t i = 0; i < c.n_segments; ++i) {
       const int64_t n = c.segment_count[i];
       if (n < 0) ringcc::raise(ErrorKind::kInvalidArgument, "segment ", i, " has a negative element count");
+      if (n > 0 && !c.segment_in[i]) ringcc::raise(ErrorKind::kInvalidArgument, "segment ", i, " has no input");
       a.segments.push_back({c.segment_in[i], out + static_cast<size_t>(total) * es, n});
       total += n;
     }
@@ -82,6 +89,13 @@ CollectiveArgs args_of(const RingccKernelCall& c) {
       ringcc::raise(ErrorKind::kInvalidArgument, "the segments hold ", total, " elements, not the call's ", c.count);
     }
     a.in = nullptr;
+  } else if (c.count > 0 && !c.in) {
+    ringcc::raise(ErrorKind::kInvalidArgument, "a call of ", c.count, " elements without an input");
+  }
+  // (An output of no elements, a rank's empty block of a reduce-scatter,
+  // may have no memory.)
+  if (!c.out && !c.allocate && (c.out_count > 0 || (c.out_count < 0 && c.count > 0))) {
+    ringcc::raise(ErrorKind::kInvalidArgument, "a call without an output (nor a way to allocate one)");
   }
   if (c.allocate) {
     auto* allocate = c.allocate;

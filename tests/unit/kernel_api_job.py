@@ -1,7 +1,7 @@
 """A one-rank job (run by tests/unit/test_kernel_api.py): the C table that
 framework kernels use (bindings/kernel_api.h), called through ctypes as
 the TensorFlow ops call it: an allreduce whose input lies in segments, and
-segmented calls the table must refuse with a clear message. Prints one
+calls the table must refuse with a clear message (segmented or not). Prints one
 JSON line."""
 
 from __future__ import annotations
@@ -65,9 +65,11 @@ class KernelApi(ctypes.Structure):
 ALLREDUCE, BROADCAST, FLOAT32, SUM = 1, 3, 2, 0
 
 
-def call(api, name, kind, parts, count, out):
-    """Enqueues one segmented call and waits for its completion: (error
-    kind, message, result count)."""
+def call(api, name, kind, parts, count, out, segmented=True, counts=None):
+    """Enqueues one call and waits for its completion: (error kind,
+    message, result count). Segmented: `parts` are its segments (None for
+    one without memory, of counts[i] elements); else parts[0] (or None) is
+    its input."""
     finished = threading.Event()
     got = {}
 
@@ -77,8 +79,8 @@ def call(api, name, kind, parts, count, out):
         finished.set()
 
     shape = (ctypes.c_int64 * 1)(count)
-    ins = (ctypes.c_void_p * len(parts))(*[p.ctypes.data for p in parts])
-    counts = (ctypes.c_int64 * len(parts))(*[p.size for p in parts])
+    ins = (ctypes.c_void_p * len(parts))(*[p.ctypes.data if p is not None else None for p in parts])
+    counts = (ctypes.c_int64 * len(parts))(*(counts or [p.size if p is not None else 0 for p in parts]))
     c = KernelCall(
         name=name.encode(),
         kind=kind,
@@ -93,10 +95,11 @@ def call(api, name, kind, parts, count, out):
         shape=shape,
         ndim=1,
         nudge=1,
-        segment_in=ins,
-        segment_count=counts,
-        n_segments=len(parts),
     )
+    if segmented:
+        c.segment_in, c.segment_count, c.n_segments = ins, counts, len(parts)
+    elif parts and parts[0] is not None:
+        c.in_ = parts[0].ctypes.data
     api.enqueue(ctypes.byref(c), done, None)
     if not finished.wait(60):
         return {"kind": "no completion within 60 s"}
@@ -117,6 +120,15 @@ def main() -> None:
     # The rank goes on after the refusals.
     report["again"] = call(api, "segments.good", ALLREDUCE, parts[::-1], 8, out)
     report["again_out"] = out.tolist()
+    # Calls a buggy kernel could make: refused with a message, no crash.
+    report["no_input"] = call(api, "plain.no_input", ALLREDUCE, [None], 8, out, segmented=False)
+    report["no_output"] = call(api, "plain.no_output", ALLREDUCE, [parts[1]], 4, None, segmented=False)
+    report["bad_kind"] = call(api, "plain.bad_kind", 42, [parts[1]], 4, out, segmented=False)
+    report["segment_without_input"] = call(
+        api, "segments.without_input", ALLREDUCE, [parts[0], None], 7, out, counts=[3, 4]
+    )
+    report["plain"] = call(api, "plain.good", ALLREDUCE, [parts[1]], 4, out, segmented=False)
+    report["plain_out"] = out[:4].tolist()
     ringcc.shutdown()
     print(json.dumps(report))
 

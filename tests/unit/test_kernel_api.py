@@ -1,8 +1,10 @@
 """The C table through which framework kernels reach the engine
 (bindings/kernel_api.h), called as the TensorFlow ops call it, without
 TensorFlow: an allreduce whose input lies in segments gives their results
-one after another in its output, and a segmented call that cannot be run
-fails at once with a message that says why, after which the rank goes on."""
+one after another in its output, and a call that cannot be run (a
+missing buffer, a segmented call of another kind, counts that do not add
+up) fails at once with a message that says why, after which the rank goes
+on."""
 
 from __future__ import annotations
 
@@ -28,6 +30,10 @@ def test_segmented_allreduce_through_the_kernel_table():
         "short": "the segments hold 8 elements, not the call's 9",
         "broadcast": "only an allreduce with an output takes its input in segments",
         "no_out": "only an allreduce with an output takes its input in segments",
+        "no_input": "a call of 8 elements without an input",
+        "no_output": "a call without an output",
+        "bad_kind": "collective kind 42 is not one a kernel can call",
+        "segment_without_input": "segment 1 has no input",
     }
     for case, message in refusals.items():
         got = result[case]
@@ -35,3 +41,5 @@ def test_segmented_allreduce_through_the_kernel_table():
         assert got["message"].startswith("ringcc.InvalidArgumentError"), (case, got)
     assert result["again"]["kind"] == -1, result["again"]
     assert result["again_out"] == [-1.5, 7.0, 7.0, 7.0, 7.0, 0.0, 1.0, 2.0], done.describe()
+    assert result["plain"]["kind"] == -1, result["plain"]
+    assert result["plain_out"] == [7.0] * 4, done.describe()
