@@ -36,10 +36,13 @@ namespace tf {
   X(TF_UINT8, 4)                \
   X(TF_INT16, 5)                \
   X(TF_INT8, 6)                 \
+  X(TF_STRING, 7)               \
+  X(TF_COMPLEX64, 8)            \
   X(TF_INT64, 9)                \
   X(TF_BOOL, 10)                \
   X(TF_BFLOAT16, 14)            \
   X(TF_UINT16, 17)              \
+  X(TF_COMPLEX128, 18)          \
   X(TF_HALF, 19)
 
 #define RINGCC_TF_CODES(X)       \

@@ -92,10 +92,22 @@ std::string dtype_name(TF_DataType t) {
       return "int16";
     case TF_UINT16:
       return "uint16";
+    case TF_STRING:
+      return "string";
+    case TF_COMPLEX64:
+      return "complex64";
+    case TF_COMPLEX128:
+      return "complex128";
     default:
       return "TensorFlow dtype " + std::to_string(static_cast<int>(t));
   }
 }
+
+// What the message about any other dtype says ringcc.tensorflow moves (those
+// beyond the core's travel as a wider type: ringcc.tensorflow's _to_wire).
+const char* const kNotMoved =
+    ", which ringcc does not move (float16, bfloat16, float32, float64, int8, uint8, int16, uint16, int32, uint32, "
+    "int64, uint64, bool)";
 
 size_t type_size(int32_t core) {
   switch (core) {
@@ -378,8 +390,7 @@ void enqueue_packed(const Kernel& k, TF_OpKernelContext* ctx, Run* run, const Ri
     g_tf.TF_DeleteStatus(status);
     failure(kUnsupportedType, "ringcc.UnsupportedTypeError: tensor '" + k.base + "' has dtype " +
                                   dtype_name(slot.dtype) +
-                                  ", which ringcc does not move (float16, bfloat16, float32, float64, int8, uint8, "
-                                  "int32, int64)");
+                                  kNotMoved);
     return;
   }
   slot.dims.assign(1, total);
@@ -476,8 +487,7 @@ void compute(void* kernel_ptr, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCall
       g_tf.TF_DeleteTensor(in);
       local_failure(kUnsupportedType, "ringcc.UnsupportedTypeError: tensor '" + name + "' has dtype " +
                                           dtype_name(slot.dtype) +
-                                          ", which ringcc does not move (float16, bfloat16, float32, float64, "
-                                          "int8, uint8, int32, int64)");
+                                          kNotMoved);
       continue;
     }
     RingccKernelCall call{};
@@ -617,8 +627,13 @@ void unknown_shapes(TF_ShapeInferenceContext* ctx, TF_Status* status) {
 // ---------------------------------------------------------------------------
 // Registration.
 
+// Every dtype a user may hand over: those ringcc does not move (complex,
+// string) reach the kernel, which fails the call on every rank with
+// UnsupportedTypeError, rather than TensorFlow refusing the op on this
+// rank alone while its peers wait for it.
 const char* const kTypes =
-    "T: {half, bfloat16, float, double, int8, uint8, int16, uint16, int32, uint32, int64, uint64, bool}";
+    "T: {half, bfloat16, float, double, int8, uint8, int16, uint16, int32, uint32, int64, uint64, bool, "
+    "complex64, complex128, string}";
 
 bool register_op(const char* op_name, int32_t kind, const std::vector<const char*>& attrs, const char* inputs[],
                  const char* outputs[], bool same_shape, std::string* error) {

@@ -608,6 +608,29 @@ def _(ctx):
         expect_error(ringcc.MismatchError, ["rank 1"], lambda: hvd.allreduce(x, name="bad.dtype"), "others")
     got = hvd.allreduce(tf.ones([2]), op=hvd.Sum, name="after.failed")
     check_close(got.numpy(), np.full(2, ctx.size), np.ones(2), 1e-6, "after a failed participant")
+    # A dtype that no collective moves (complex, string) fails the same way,
+    # eagerly and in a graph, at once: the ops accept every dtype so that the
+    # kernel can tell the peers, which would otherwise wait for rank 1 until
+    # the timeout.
+    cases = (
+        ("complex64", tf.constant([1j], tf.complex64), lambda t, n: hvd.allreduce(t, name=n)),
+        ("string", tf.constant(["a"]), lambda t, n: hvd.broadcast(t, 0, name=n)),
+    )
+    for dtype, bad, run in cases:
+        x = bad if ctx.rank == 1 else tf.constant([1.0])
+        calls = (
+            ("eager", lambda x=x, run=run, n=f"bad.{dtype}": run(x, n)),
+            ("graph", tf.function(lambda x=x, run=run, n=f"bad.{dtype}.graph": run(x, n))),
+        )
+        for how, call in calls:
+            if ctx.rank == 1:
+                fragments, what = ["ringcc.UnsupportedTypeError", f"has dtype {dtype}"], f"rank 1, {dtype}, {how}"
+            else:
+                fragments, what = ["ringcc.MismatchError", "rank 1 could not start"], f"others, {dtype}, {how}"
+            _, seconds = expect_error(tf.errors.OpError, fragments, call, what)
+            expect(seconds < 10, f"{what}: the error took {seconds:.1f} s")
+    got = hvd.allreduce(tf.ones([2]), op=hvd.Sum, name="after.unsupported")
+    check_close(got.numpy(), np.full(2, ctx.size), np.ones(2), 1e-6, "after unsupported dtypes")
 
 
 HOROVOD_TF_NAMES = (
