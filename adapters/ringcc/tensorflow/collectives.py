@@ -207,9 +207,9 @@ def reducescatter(
     dimension (as even as possible, lower ranks one row more)."""
     require_init()
     op = _ops._op_value(op)
+    # A tensor of rank 0 on some rank is refused by the op's kernel (or the
+    # set's communicator) as a failed participant, so that every rank fails.
     tensor = tf.convert_to_tensor(tensor)
-    if tensor.shape.rank == 0:
-        raise ValueError("reducescatter: a tensor of rank 0 cannot be scattered")
     compressed, ctx = compression.compress(tensor)
     if is_global(process_set):
         (out,) = _ops.grouped_reducescatter_op([compressed], op, prescale_factor, postscale_factor, name=name)
@@ -239,8 +239,6 @@ def grouped_reducescatter(
     require_init()
     op = _ops._op_value(op)
     tensors = [tf.convert_to_tensor(t) for t in tensors]
-    if any(t.shape.rank == 0 for t in tensors):
-        raise ValueError("grouped_reducescatter: a tensor of rank 0 cannot be scattered")
     if not is_global(process_set):
         return _one_by_one(
             reducescatter,
