@@ -114,8 +114,7 @@ std::string describe_disagreement(const std::string& name, const std::vector<Ten
   }
   auto layout = [](const TensorMeta& m) { return m.layout; };
   if (differs(layout)) {
-    return head + "the shapes of the tensors packed into it, though not on their number of elements (digests " +
-           listing(layout) + ")";
+    return head + "the shapes of the tensors packed into it or grouped with it (digests " + listing(layout) + ")";
   }
   if (k == CollectiveKind::kAllreduce || k == CollectiveKind::kReduceScatter) {
     auto op = [](const TensorMeta& m) { return std::string(reduce_op_name(m.op)); };

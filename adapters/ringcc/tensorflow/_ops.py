@@ -261,6 +261,18 @@ def _layout(tensors) -> tuple[int, str]:
     return digest, f"{len(tensors)} tensors of {tensors[0].dtype.name} packed, shapes {shapes[:8]}{more}"
 
 
+def _group_layout(tensors) -> tuple[int, str]:
+    """The layout of a group of tensors reduced as collectives of their own:
+    a digest of their number, dtype and shapes that each of them carries, so
+    that ranks whose groups differ (a tensor missing on one rank) fail with
+    MismatchError on every collective they share, rather than reduce
+    whichever tensors happen to share a position."""
+    text = ";".join(f"{t.dtype.name}{t.shape}" for t in tensors).encode()
+    digest = ((zlib.crc32(text) << 31) | (zlib.adler32(text) & 0x7FFFFFFF)) or 1
+    shapes = ", ".join(str(t.shape) for t in tensors[:8]) + (" ..." if len(tensors) > 8 else "")
+    return digest, f"a group of {len(tensors)} tensors of {tensors[0].dtype.name}, shapes {shapes}"
+
+
 def _packed(run_pack, tensors):
     """Many tensors of one dtype reduced as a few flat ones: each pack's
     tensors go to one RingccPackedAllreduce op, whose kernel hands them to
@@ -309,7 +321,15 @@ def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0,
     }
 
     def run_op(group, group_name):
-        return _run(_lib.ringcc_allreduce, tensors=group, tensor_name=engine_name("allreduce", group_name), **reduction)
+        layout = _group_layout(group) if len(group) > 1 else (0, "")
+        return _run(
+            _lib.ringcc_allreduce,
+            tensors=group,
+            layout=layout[0],
+            layout_text=layout[1],
+            tensor_name=engine_name("allreduce", group_name),
+            **reduction,
+        )
 
     def run_pack(pack, p, group_name, layout):
         if p is not None:

@@ -101,6 +101,35 @@ def test_a_rank_that_raises_inside_fit_fails_every_rank(tf_ready, ranks):
     assert not (out / "rank1.json").exists()
 
 
+@pytest.mark.parametrize("how", ["eager", "graph"])
+def test_groups_of_different_lengths_fail_every_rank(tf_ready, ranks, how):
+    """Rank 0 groups three tensors, rank 1 two of the same shape: rank 1
+    fails at once with a MismatchError about the tensors grouped with the
+    first (the group's layout, "this rank: a group of 2 tensors"), instead
+    of returning the first two reduced with rank 0's; rank 0 fails too (its
+    third collective waits for nobody until the collectives' timeout)."""
+    completed, out = _run_job(
+        ranks,
+        f"tf-group-mismatch-{how}",
+        2,
+        [str(Path(__file__).resolve().parent / "tensorflow_group_mismatch.py"), how],
+        env={"RINGCC_COLLECTIVE_TIMEOUT_S": "5"},
+        timeout=120,
+    )
+    output = completed.stdout + completed.stderr
+    records = {}
+    for rank in (0, 1):
+        path = out / f"rank{rank}.json"
+        assert path.exists(), f"rank {rank} recorded nothing\n" + output[-4000:]
+        records[rank] = json.loads(path.read_text())[how]
+    short = records[1]
+    assert short["error_class"] is not None, ("rank 1 succeeded", short)
+    for fragment in ("ringcc.MismatchError", "grouped with it", "this rank: a group of 2 tensors"):
+        assert fragment in short["message"], (fragment, short)
+    assert short["seconds"] < 4, short
+    assert records[0]["error_class"] is not None, ("rank 0 succeeded", records[0])
+
+
 def _keras_example(ranks, backend, tmp_name):
     out = ranks.scratch_dir(tmp_name)
     weights = out / "weights.npz"

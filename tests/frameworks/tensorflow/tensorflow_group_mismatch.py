@@ -1,0 +1,38 @@
+"""A job whose ranks hand grouped_allreduce groups of different lengths
+(tests/frameworks/tensorflow/test_tensorflow.py): rank 0 three tensors,
+rank 1 two, of the same shape, so that each collective the two share
+agrees on its own tensor. The shorter rank must fail at once with a
+MismatchError about the group (not succeed with whichever tensors share a
+position); the longer one fails too, once its third collective, which
+nobody else enqueues, runs out of RINGCC_COLLECTIVE_TIMEOUT_S. Each rank
+records what it got in $RINGCC_TF_OUT/rank<r>.json. The argument says
+how the group runs, "eager" or "graph": one per job, since after such a
+mismatch the ranks are out of step until the timeout."""
+
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import tensorflow as tf  # noqa: E402
+
+import ringcc.tensorflow as hvd  # noqa: E402
+
+hvd.init()
+tensors = [tf.ones([4])] * (3 if hvd.rank() == 0 else 2)
+record = {}
+how = sys.argv[1]
+call = {
+    "eager": lambda: hvd.grouped_allreduce(tensors, name="uneven"),
+    "graph": tf.function(lambda: hvd.grouped_allreduce(tensors, name="uneven.graph")),
+}[how]
+start = time.monotonic()
+try:
+    call()
+    record[how] = {"error_class": None, "message": "", "seconds": time.monotonic() - start}
+except Exception as error:  # noqa: BLE001 - recorded
+    record[how] = {"error_class": type(error).__name__, "message": str(error), "seconds": time.monotonic() - start}
+with open(os.path.join(os.environ["RINGCC_TF_OUT"], f"rank{hvd.rank()}.json"), "w") as f:
+    json.dump(record, f)
