@@ -689,6 +689,9 @@ __attribute__((constructor)) void register_everything() {
   reduce.push_back("postscale_factor: float = 1.0");
   reduce.push_back("layout: int = 0");
   reduce.push_back("layout_text: string = ''");
+  std::vector<const char*> gather = common;
+  gather.push_back("layout: int = 0");
+  gather.push_back("layout_text: string = ''");
   std::vector<const char*> bcast = common;
   bcast.push_back("root_rank: int = 0");
   const std::vector<const char*> one = {kTypes, "tensor_name: string = ''", "nudge: bool = false"};
@@ -700,7 +703,7 @@ __attribute__((constructor)) void register_everything() {
   const char* packed_out[] = {"packed: T", nullptr};
   if (!register_op("RingccAllreduce", kAllreduce, reduce, tensors_in, tensors_out, true, &error) ||
       !register_op("RingccPackedAllreduce", kPackedAllreduce, reduce, tensors_in, packed_out, false, &error) ||
-      !register_op("RingccAllgather", kAllgather, common, tensors_in, tensors_out, false, &error) ||
+      !register_op("RingccAllgather", kAllgather, gather, tensors_in, tensors_out, false, &error) ||
       !register_op("RingccBroadcast", kBroadcast, bcast, tensors_in, tensors_out, true, &error) ||
       !register_op("RingccReducescatter", kReduceScatter, reduce, tensors_in, tensors_out, false, &error) ||
       !register_op("RingccAlltoall", kAlltoall, a2a, a2a_in, a2a_out, false, &error)) {

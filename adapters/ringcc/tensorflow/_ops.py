@@ -261,16 +261,25 @@ def _layout(tensors) -> tuple[int, str]:
     return digest, f"{len(tensors)} tensors of {tensors[0].dtype.name} packed, shapes {shapes[:8]}{more}"
 
 
-def _group_layout(tensors) -> tuple[int, str]:
-    """The layout of a group of tensors reduced as collectives of their own:
-    a digest of their number, dtype and shapes that each of them carries, so
-    that ranks whose groups differ (a tensor missing on one rank) fail with
-    MismatchError on every collective they share, rather than reduce
-    whichever tensors happen to share a position."""
-    text = ";".join(f"{t.dtype.name}{t.shape}" for t in tensors).encode()
+def _group_layout(tensors, ragged: bool = False) -> dict:
+    """The layout attributes of a group of tensors that run as collectives
+    of their own: a digest of their number, dtype and shapes (after the
+    first dimension where each rank brings its own rows) that each of them
+    carries, so that ranks whose groups differ (a tensor missing on one
+    rank) fail with MismatchError on every collective they share, rather
+    than combine whichever tensors happen to share a position. None for a
+    group of one."""
+    if len(tensors) < 2:
+        return {}
+    shapes = [t.shape[1:] if ragged and t.shape.rank else t.shape for t in tensors]
+    text = ";".join(f"{t.dtype.name}{shape}" for t, shape in zip(tensors, shapes)).encode()
     digest = ((zlib.crc32(text) << 31) | (zlib.adler32(text) & 0x7FFFFFFF)) or 1
-    shapes = ", ".join(str(t.shape) for t in tensors[:8]) + (" ..." if len(tensors) > 8 else "")
-    return digest, f"a group of {len(tensors)} tensors of {tensors[0].dtype.name}, shapes {shapes}"
+    listed = ", ".join(str(shape) for shape in shapes[:8]) + (" ..." if len(tensors) > 8 else "")
+    what = "shapes after the first dimension" if ragged else "shapes"
+    return {
+        "layout": digest,
+        "layout_text": f"a group of {len(tensors)} tensors of {tensors[0].dtype.name}, {what} {listed}",
+    }
 
 
 def _packed(run_pack, tensors):
@@ -321,13 +330,11 @@ def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0,
     }
 
     def run_op(group, group_name):
-        layout = _group_layout(group) if len(group) > 1 else (0, "")
         return _run(
             _lib.ringcc_allreduce,
             tensors=group,
-            layout=layout[0],
-            layout_text=layout[1],
             tensor_name=engine_name("allreduce", group_name),
+            **_group_layout(group),
             **reduction,
         )
 
@@ -362,7 +369,11 @@ def grouped_allgather_op(tensors, name=None):
     out = _by_dtype(
         [w for w, _ in wired],
         lambda group, group_name: _run(
-            _lib.ringcc_allgather, tensors=group, tensor_name=engine_name("allgather", group_name), nudge=_nudge()
+            _lib.ringcc_allgather,
+            tensors=group,
+            tensor_name=engine_name("allgather", group_name),
+            nudge=_nudge(),
+            **_group_layout(group, ragged=True),
         ),
         name,
     )
@@ -390,6 +401,7 @@ def grouped_reducescatter_op(tensors, op, prescale_factor=1.0, postscale_factor=
             postscale_factor=float(postscale_factor),
             tensor_name=engine_name("reducescatter", group_name),
             nudge=_nudge(),
+            **_group_layout(group),
         ),
         name,
     )

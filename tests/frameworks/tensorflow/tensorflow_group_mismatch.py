@@ -1,13 +1,14 @@
-"""A job whose ranks hand grouped_allreduce groups of different lengths
+"""A job whose ranks hand a grouped collective groups of different lengths
 (tests/frameworks/tensorflow/test_tensorflow.py): rank 0 three tensors,
 rank 1 two, of the same shape, so that each collective the two share
 agrees on its own tensor. The shorter rank must fail at once with a
 MismatchError about the group (not succeed with whichever tensors share a
 position); the longer one fails too, once its third collective, which
 nobody else enqueues, runs out of RINGCC_COLLECTIVE_TIMEOUT_S. Each rank
-records what it got in $RINGCC_TF_OUT/rank<r>.json. The argument says
-how the group runs, "eager" or "graph": one per job, since after such a
-mismatch the ranks are out of step until the timeout."""
+records what it got in $RINGCC_TF_OUT/rank<r>.json. The arguments say
+which collective ("allreduce", "allgather", "reducescatter") and how it
+runs ("eager" or "graph"): one per job, since after such a mismatch the
+ranks are out of step until the timeout."""
 
 import json
 import os
@@ -23,10 +24,15 @@ import ringcc.tensorflow as hvd  # noqa: E402
 hvd.init()
 tensors = [tf.ones([4])] * (3 if hvd.rank() == 0 else 2)
 record = {}
-how = sys.argv[1]
+kind, how = sys.argv[1], sys.argv[2]
+collective = {
+    "allreduce": hvd.grouped_allreduce,
+    "allgather": hvd.grouped_allgather,
+    "reducescatter": hvd.grouped_reducescatter,
+}[kind]
 call = {
-    "eager": lambda: hvd.grouped_allreduce(tensors, name="uneven"),
-    "graph": tf.function(lambda: hvd.grouped_allreduce(tensors, name="uneven.graph")),
+    "eager": lambda: collective(tensors, name="uneven"),
+    "graph": tf.function(lambda: collective(tensors, name="uneven.graph")),
 }[how]
 start = time.monotonic()
 try:

@@ -101,18 +101,20 @@ def test_a_rank_that_raises_inside_fit_fails_every_rank(tf_ready, ranks):
     assert not (out / "rank1.json").exists()
 
 
-@pytest.mark.parametrize("how", ["eager", "graph"])
-def test_groups_of_different_lengths_fail_every_rank(tf_ready, ranks, how):
+@pytest.mark.parametrize(
+    "kind,how", [("allreduce", "eager"), ("allreduce", "graph"), ("allgather", "eager"), ("reducescatter", "graph")]
+)
+def test_groups_of_different_lengths_fail_every_rank(tf_ready, ranks, kind, how):
     """Rank 0 groups three tensors, rank 1 two of the same shape: rank 1
     fails at once with a MismatchError about the tensors grouped with the
     first (the group's layout, "this rank: a group of 2 tensors"), instead
-    of returning the first two reduced with rank 0's; rank 0 fails too (its
-    third collective waits for nobody until the collectives' timeout)."""
+    of returning the first two combined with rank 0's; rank 0 fails too
+    (its third collective waits for nobody until the collectives' timeout)."""
     completed, out = _run_job(
         ranks,
-        f"tf-group-mismatch-{how}",
+        f"tf-group-mismatch-{kind}-{how}",
         2,
-        [str(Path(__file__).resolve().parent / "tensorflow_group_mismatch.py"), how],
+        [str(Path(__file__).resolve().parent / "tensorflow_group_mismatch.py"), kind, how],
         env={"RINGCC_COLLECTIVE_TIMEOUT_S": "5"},
         timeout=120,
     )
