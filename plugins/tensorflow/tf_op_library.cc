@@ -388,9 +388,8 @@ void enqueue_packed(const Kernel& k, TF_OpKernelContext* ctx, Run* run, const Ri
   const int32_t dtype = core_type(slot.dtype);
   if (dtype < 0) {
     g_tf.TF_DeleteStatus(status);
-    failure(kUnsupportedType, "ringcc.UnsupportedTypeError: tensor '" + k.base + "' has dtype " +
-                                  dtype_name(slot.dtype) +
-                                  kNotMoved);
+    failure(kUnsupportedType,
+            "ringcc.UnsupportedTypeError: tensor '" + k.base + "' has dtype " + dtype_name(slot.dtype) + kNotMoved);
     return;
   }
   slot.dims.assign(1, total);
@@ -486,8 +485,7 @@ void compute(void* kernel_ptr, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCall
     if (dtype < 0) {
       g_tf.TF_DeleteTensor(in);
       local_failure(kUnsupportedType, "ringcc.UnsupportedTypeError: tensor '" + name + "' has dtype " +
-                                          dtype_name(slot.dtype) +
-                                          kNotMoved);
+                                          dtype_name(slot.dtype) + kNotMoved);
       continue;
     }
     RingccKernelCall call{};

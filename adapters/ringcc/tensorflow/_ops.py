@@ -267,8 +267,8 @@ def _group_layout(tensors, ragged: bool = False) -> dict:
     first dimension where each rank brings its own rows) that each of them
     carries, so that ranks whose groups differ (a tensor missing on one
     rank) fail with MismatchError on every collective they share, rather
-    than combine whichever tensors happen to share a position. None for a
-    group of one."""
+    than combine whichever tensors happen to share a position. Nothing for
+    a group of one."""
     if len(tensors) < 2:
         return {}
     shapes = [t.shape[1:] if ragged and t.shape.rank else t.shape for t in tensors]
