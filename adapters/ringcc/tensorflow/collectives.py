@@ -7,6 +7,8 @@ through tf.numpy_function (eagerly and in graphs alike)."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import tensorflow as tf
 
@@ -18,6 +20,30 @@ from ringcc.tensorflow._ops import Average, Sum
 from ringcc.tensorflow.basics import require_init, size
 from ringcc.tensorflow.compression import Compression
 from ringcc.tensorflow.process_sets import global_process_set, is_global, root_in_set
+
+
+@contextlib.contextmanager
+def _arguments_of(kind: str, op_type: str, name, process_set):
+    """The argument checks of one collective of `kind` ("allreduce", ...):
+    an error raised inside takes part in the collective as a failed
+    participant before it reaches the caller, so that the other ranks
+    raise MismatchError naming this rank and why instead of waiting for
+    it. On the job, under the name its op's kernel would have used: the
+    given name, or eagerly the op's type (`op_type`; a graph's unnamed node
+    has no name before it is built, and there the error stops the tracing
+    on this rank). On another process set, eagerly, the set's next
+    collective in issue order."""
+    try:
+        yield
+    except Exception as error:
+        message = str(error) if isinstance(error, _core.RingccError) else f"{type(error).__name__}: {error}"
+        with contextlib.suppress(Exception):  # nobody left to tell is no error
+            if is_global(process_set):
+                if name or tf.executing_eagerly():
+                    _core._fail_call(kind, message, _ops.engine_name(kind, name) or op_type)
+            elif tf.executing_eagerly():
+                process_set._communicator().report_error(message, kind)
+        raise
 
 
 def _set_call(fn, tensors, out_dtypes):
@@ -57,7 +83,8 @@ def allreduce(
     """The reduction of `tensor` over the ranks (op Average by default). An
     IndexedSlices is allgathered (values and indices), as in Horovod."""
     require_init()
-    op = _ops._op_value(_average_compat(op, average))
+    with _arguments_of("allreduce", "RingccAllreduce", name, process_set):
+        op = _ops._op_value(_average_compat(op, average))
     if isinstance(tensor, tf.IndexedSlices):
         if op not in (Average, Sum):
             raise NotImplementedError("an IndexedSlices is reduced with Sum or Average only")
@@ -69,8 +96,9 @@ def allreduce(
         if scale != 1.0:
             values = values * tf.cast(scale, values.dtype)
         return tf.IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
-    tensor = tf.convert_to_tensor(tensor)
-    compressed, ctx = compression.compress(tensor)
+    with _arguments_of("allreduce", "RingccAllreduce", name, process_set):
+        tensor = tf.convert_to_tensor(tensor)
+        compressed, ctx = compression.compress(tensor)
     if is_global(process_set):
         (reduced,) = _ops.grouped_allreduce_op([compressed], op, prescale_factor, postscale_factor, name=name)
     else:
@@ -125,7 +153,8 @@ def allgather(tensor, name=None, process_set=global_process_set, ignore_name_sco
     """The ranks' tensors concatenated along the first dimension (which may
     differ between ranks)."""
     require_init()
-    tensor = tf.convert_to_tensor(tensor)
+    with _arguments_of("allgather", "RingccAllgather", name, process_set):
+        tensor = tf.convert_to_tensor(tensor)
     if is_global(process_set):
         return _ops.grouped_allgather_op([tensor], name=name)[0]
     comm = process_set._communicator()
@@ -147,11 +176,13 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set, ignore
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set, ignore_name_scope=False):
     """`root_rank`'s tensor (a global rank, on process sets too) on every rank."""
     require_init()
-    tensor = tf.convert_to_tensor(tensor)
+    with _arguments_of("broadcast", "RingccBroadcast", name, process_set):
+        tensor = tf.convert_to_tensor(tensor)
+        root_rank = int(root_rank)
     if is_global(process_set):
         return _ops.broadcast_op(tensor, root_rank, name=name)
     comm = process_set._communicator()
-    root = root_in_set(process_set, int(root_rank))
+    root = root_in_set(process_set, root_rank)
     out = _set_call(lambda a: comm.broadcast(a, root=root), [tensor], tensor.dtype)
     out.set_shape(tensor.shape)
     return out
@@ -206,11 +237,12 @@ def reducescatter(
     """The reduction over the ranks, then rank r keeps its block of the first
     dimension (as even as possible, lower ranks one row more)."""
     require_init()
-    op = _ops._op_value(op)
     # A tensor of rank 0 on some rank is refused by the op's kernel (or the
     # set's communicator) as a failed participant, so that every rank fails.
-    tensor = tf.convert_to_tensor(tensor)
-    compressed, ctx = compression.compress(tensor)
+    with _arguments_of("reducescatter", "RingccReducescatter", name, process_set):
+        op = _ops._op_value(op)
+        tensor = tf.convert_to_tensor(tensor)
+        compressed, ctx = compression.compress(tensor)
     if is_global(process_set):
         (out,) = _ops.grouped_reducescatter_op([compressed], op, prescale_factor, postscale_factor, name=name)
     else:

@@ -650,6 +650,25 @@ def _(ctx):
         expect(seconds < 10, f"scalar to scatter, {what}: the error took {seconds:.1f} s")
     got = hvd.allreduce(tf.ones([2]), op=hvd.Sum, name="after.scalar.scatter")
     check_close(got.numpy(), np.full(2, ctx.size), np.ones(2), 1e-6, "after a scalar to scatter")
+    # Arguments that Python refuses on rank 1 alone (an unknown reduction, a
+    # root that is no integer): rank 1 raises its own error, every other rank
+    # a MismatchError naming it and why, eagerly, named and unnamed.
+    bad_op = "bogus" if ctx.rank == 1 else hvd.Sum
+    bad_root = "a" if ctx.rank == 1 else 0
+    calls = (
+        ("op, named", "unknown reduction", lambda: hvd.allreduce(tf.ones([2]), op=bad_op, name="bad.op")),
+        ("op, unnamed", "unknown reduction", lambda: hvd.allreduce(tf.ones([2]), op=bad_op)),
+        ("root", "invalid literal", lambda: hvd.broadcast(tf.ones([2]), bad_root, name="bad.root")),
+        ("op, scatter", "unknown reduction", lambda: hvd.reducescatter(tf.ones([ctx.size]), op=bad_op, name="bad.rs")),
+    )
+    for what, why, call in calls:
+        if ctx.rank == 1:
+            expect_error(Exception, [why], call, f"rank 1, {what}")
+        else:
+            _, seconds = expect_error(ringcc.MismatchError, ["rank 1 could not start", why], call, f"others, {what}")
+            expect(seconds < 10, f"{what}: the error took {seconds:.1f} s")
+    got = hvd.allreduce(tf.ones([2]), op=hvd.Sum, name="after.bad.arguments")
+    check_close(got.numpy(), np.full(2, ctx.size), np.ones(2), 1e-6, "after bad arguments")
 
 
 HOROVOD_TF_NAMES = (
