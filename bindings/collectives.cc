@@ -246,7 +246,7 @@ void bind_module_collectives(py::module_& m) {
   m.def(
       "_allreduce",
       [](py::object t, py::object out, py::object op, py::object pre, py::object post, bool inplace, bool async,
-         py::object name) -> py::object {
+         py::object name, int64_t layout) -> py::object {
         if (inplace && !async && name.is_none()) {
           // The latency-bound path (small blocking in-place allreduces in
           // loops): no Prepared, no result callback.
@@ -267,10 +267,10 @@ void bind_module_collectives(py::module_& m) {
           }
           return t;
         }
-        return do_allreduce(comm(), t, out, op, pre, post, inplace, async, name);
+        return do_allreduce(comm(), t, out, op, pre, post, inplace, async, name, py::none(), layout);
       },
       py::arg("tensor"), py::arg("out"), py::arg("op"), py::arg("pre"), py::arg("post"), py::arg("inplace"),
-      py::arg("async_op"), py::arg("name") = py::none());
+      py::arg("async_op"), py::arg("name") = py::none(), py::arg("layout") = 0);
   m.def(
       "_broadcast",
       [](py::object t, py::object out, py::object root, bool inplace, bool async, py::object name) {
@@ -280,17 +280,16 @@ void bind_module_collectives(py::module_& m) {
       py::arg("name") = py::none());
   m.def(
       "_allgather",
-      [](py::object t, py::object out, bool async, py::object name) {
-        return do_allgather(comm(), t, out, async, name);
+      [](py::object t, py::object out, bool async, py::object name, int64_t layout) {
+        return do_allgather(comm(), t, out, async, name, py::none(), layout);
       },
-      py::arg("tensor"), py::arg("out"), py::arg("async_op"), py::arg("name") = py::none());
+      py::arg("tensor"), py::arg("out"), py::arg("async_op"), py::arg("name") = py::none(), py::arg("layout") = 0);
   m.def(
       "_reduce_scatter",
-      [](py::object t, py::object out, py::object op, py::object pre, py::object post, bool async, py::object name) {
-        return do_reduce_scatter(comm(), t, out, op, pre, post, async, name);
-      },
+      [](py::object t, py::object out, py::object op, py::object pre, py::object post, bool async, py::object name,
+         int64_t layout) { return do_reduce_scatter(comm(), t, out, op, pre, post, async, name, py::none(), layout); },
       py::arg("tensor"), py::arg("out"), py::arg("op"), py::arg("pre"), py::arg("post"), py::arg("async_op"),
-      py::arg("name") = py::none());
+      py::arg("name") = py::none(), py::arg("layout") = 0);
   m.def(
       "_alltoall",
       [](py::object t, py::object splits, py::object out, bool async, py::object name) {

@@ -64,14 +64,15 @@ PyObject* fail_named_in_place(const char* name, Py_ssize_t name_len) {
 
 // Enqueues `a` (whose input is `in`) by name; a new Handle whose result is
 // `result`, kept alive until the collective is done, as is `source` (the
-// input of an out-of-place call; null for an in-place one).
+// input of an out-of-place call; null for an in-place one). `layout`: see
+// TensorMeta::layout.
 PyObject* enqueue_named(ringcc::Engine& e, CollectiveArgs&& a, const HostTensor& in, PyObject* result, PyObject* source,
-                        const char* name, Py_ssize_t name_len) {
+                        const char* name, Py_ssize_t name_len, int64_t layout = 0) {
   route_named_device(a);
   HandleState* h = nullptr;
   py::object handle = new_handle(&h);  // dropped as a done handle if enqueue raises
   note_device(*h, a, result);
-  h->work = e.enqueue(std::string_view(name, static_cast<size_t>(name_len)), std::move(a), in.shape(), in.ndim);
+  h->work = e.enqueue(std::string_view(name, static_cast<size_t>(name_len)), std::move(a), in.shape(), in.ndim, layout);
   h->named = true;
   h->fixed_result = true;
   h->result = py::reinterpret_borrow<py::object>(result);
@@ -82,8 +83,8 @@ PyObject* enqueue_named(ringcc::Engine& e, CollectiveArgs&& a, const HostTensor&
 // Enqueues the in-place allreduce `a` of `tensor` by name; a new Handle
 // whose result is `tensor` (kept alive until the collective is done).
 PyObject* enqueue_in_place(ringcc::Engine& e, PyObject* tensor, const char* name, Py_ssize_t name_len,
-                           const HostTensor& in, int op, double pre, double post) {
-  return enqueue_named(e, in_place_allreduce(in, op, pre, post), in, tensor, nullptr, name, name_len);
+                           const HostTensor& in, int op, double pre, double post, int64_t layout = 0) {
+  return enqueue_named(e, in_place_allreduce(in, op, pre, post), in, tensor, nullptr, name, name_len, layout);
 }
 
 // The arguments of a fast path as the caller gave them (null: not given).
@@ -553,14 +554,22 @@ PyObject* comm_allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t 
 // it reads source's memory at source_ptr (same shape and dtype) and writes
 // `tensor`'s, keeping source alive until done; `tensor` may then be an
 // _OutputRows (data_ptr is not read): the output and result is a new row.
+// With one more argument after either form, `layout` (an int): the call's
+// digest of the group it belongs to (TensorMeta::layout).
 PyObject* allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   static constexpr const char* kFn = "_allreduce_async_raw";
-  if (nargs != 8 && nargs != 10) {
+  if (nargs < 8 || nargs > 11) {
     PyErr_Format(PyExc_TypeError,
-                 "%s takes 8 or 10 arguments (tensor, data_ptr, shape, dtype, op, "
-                 "name, prescale, postscale[, source, source_ptr]), got %zd",
+                 "%s takes 8 to 11 arguments (tensor, data_ptr, shape, dtype, op, "
+                 "name, prescale, postscale[, source, source_ptr][, layout]), got %zd",
                  kFn, nargs);
     return nullptr;
+  }
+  const bool in_place = nargs < 10;
+  int64_t layout = 0;
+  if (nargs == 9 || nargs == 11) {
+    layout = PyLong_AsLongLong(args[nargs - 1]);
+    if (layout == -1 && PyErr_Occurred()) return nullptr;
   }
   PyObject *tensor = args[0], *shape_obj = args[2];
   Py_ssize_t name_len = 0;
@@ -570,14 +579,14 @@ PyObject* allreduce_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
   try {
     const RawReduction r = raw_reduction(kFn, args[4], args[6], args[7]);
     HostTensor in;
-    if (nargs == 8) {
+    if (in_place) {
       in = raw_tensor(kFn, args[1], shape_obj, args[3]);
-      return enqueue_in_place(engine(), tensor, name_text, name_len, in, r.op, r.pre, r.post);
+      return enqueue_in_place(engine(), tensor, name_text, name_len, in, r.op, r.pre, r.post, layout);
     }
     const py::object out = raw_output(kFn, tensor, args[1], shape_obj, args[3], args[8], &in);
     CollectiveArgs a = in_place_allreduce(in, r.op, r.pre, r.post);
     a.in = raw_address(kFn, args[9], in.count, "source_ptr");
-    return enqueue_named(engine(), std::move(a), in, out.ptr(), args[8], name_text, name_len);
+    return enqueue_named(engine(), std::move(a), in, out.ptr(), args[8], name_text, name_len, layout);
   } catch (...) {
     return fail_named_in_place(name_text, name_len);
   }

@@ -201,10 +201,11 @@ void finish_description(ringcc::Communicator& c, Prepared& p, py::handle label) 
 // the engine by name (async with a name). make() converts the arguments;
 // whatever it raises, and a name or label that is not one, fails the call
 // on every rank (see fail_call). `label`: how errors name the tensor of an
-// unnamed call (None: its place in issue order).
+// unnamed call (None: its place in issue order); `layout`: a named call's
+// TensorMeta::layout (a digest of the group it belongs to; 0: none).
 template <class Make>  // () -> std::unique_ptr<Prepared>
 py::object launch(ringcc::Communicator& c, CollectiveKind kind, Make&& make, bool async,
-                  py::handle name_obj = py::none(), py::handle label = py::none()) {
+                  py::handle name_obj = py::none(), py::handle label = py::none(), int64_t layout = 0) {
   std::unique_ptr<Prepared> p;
   std::string name;
   try {
@@ -220,7 +221,7 @@ py::object launch(ringcc::Communicator& c, CollectiveKind kind, Make&& make, boo
     HandleState h;
     note_device(h, p->args, p->device_like);
     // The Prepared keeps only what the result needs; the engine owns the args.
-    h.work = engine().enqueue(name, std::move(p->args), p->shape.data(), p->shape.size());
+    h.work = engine().enqueue(name, std::move(p->args), p->shape.data(), p->shape.size(), layout);
     h.preps.push_back(std::move(p));
     h.named = true;
     return make_handle(std::move(h));
@@ -265,10 +266,11 @@ std::vector<int64_t> send_counts_of(py::handle splits, int64_t row) {
 }  // namespace
 
 py::object do_allreduce(ringcc::Communicator& c, py::object tensor, py::object out, py::handle op, py::handle pre,
-                        py::handle post, bool inplace, bool async, py::handle name, py::handle label) {
+                        py::handle post, bool inplace, bool async, py::handle name, py::handle label,
+                        int64_t layout) {
   return launch(
       c, CollectiveKind::kAllreduce, [&] { return prep_allreduce(tensor, out, Reduction(op, pre, post), inplace); },
-      async, name, label);
+      async, name, label, layout);
 }
 
 py::object do_broadcast(ringcc::Communicator& c, py::object tensor, py::object out, py::handle root, bool inplace,
@@ -286,7 +288,7 @@ py::object do_broadcast(ringcc::Communicator& c, py::object tensor, py::object o
 }
 
 py::object do_allgather(ringcc::Communicator& c, py::object tensor, py::object out, bool async, py::handle name,
-                        py::handle label) {
+                        py::handle label, int64_t layout) {
   return launch(
       c, CollectiveKind::kAllgather,
       [&] {
@@ -305,11 +307,11 @@ py::object do_allgather(ringcc::Communicator& c, py::object tensor, py::object o
         p->result = default_result;
         return p;
       },
-      async, name, label);
+      async, name, label, layout);
 }
 
 py::object do_reduce_scatter(ringcc::Communicator& c, py::object tensor, py::object out, py::handle op, py::handle pre,
-                             py::handle post, bool async, py::handle name, py::handle label) {
+                             py::handle post, bool async, py::handle name, py::handle label, int64_t layout) {
   return launch(
       c, CollectiveKind::kReduceScatter,
       [&] {
@@ -329,7 +331,7 @@ py::object do_reduce_scatter(ringcc::Communicator& c, py::object tensor, py::obj
         p->result = default_result;
         return p;
       },
-      async, name, label);
+      async, name, label, layout);
 }
 
 py::object do_alltoall(ringcc::Communicator& c, py::object tensor, py::object splits, py::object out, bool async,

@@ -29,19 +29,22 @@ void note_device(HandleState& h, const ringcc::CollectiveScalars& a, pybind11::h
 // The collectives on communicator `c`, blocking or (async) returning a
 // Handle. name: None, or a non-empty str that hands the call to the engine
 // (ringcc.init()'s ranks); label: how errors name the tensor of an unnamed
-// call (None: its place in issue order).
+// call (None: its place in issue order); layout: a named call's digest of
+// the group it belongs to (TensorMeta::layout; 0: none).
 pybind11::object do_allreduce(ringcc::Communicator& c, pybind11::object tensor, pybind11::object out,
                               pybind11::handle op, pybind11::handle pre, pybind11::handle post, bool inplace,
                               bool async, pybind11::handle name = pybind11::none(),
-                              pybind11::handle label = pybind11::none());
+                              pybind11::handle label = pybind11::none(), int64_t layout = 0);
 pybind11::object do_broadcast(ringcc::Communicator& c, pybind11::object tensor, pybind11::object out,
                               pybind11::handle root, bool inplace, bool async, pybind11::handle name = pybind11::none(),
                               pybind11::handle label = pybind11::none());
 pybind11::object do_allgather(ringcc::Communicator& c, pybind11::object tensor, pybind11::object out, bool async,
-                              pybind11::handle name = pybind11::none(), pybind11::handle label = pybind11::none());
+                              pybind11::handle name = pybind11::none(), pybind11::handle label = pybind11::none(),
+                              int64_t layout = 0);
 pybind11::object do_reduce_scatter(ringcc::Communicator& c, pybind11::object tensor, pybind11::object out,
                                    pybind11::handle op, pybind11::handle pre, pybind11::handle post, bool async,
-                                   pybind11::handle name = pybind11::none(), pybind11::handle label = pybind11::none());
+                                   pybind11::handle name = pybind11::none(), pybind11::handle label = pybind11::none(),
+                                   int64_t layout = 0);
 pybind11::object do_alltoall(ringcc::Communicator& c, pybind11::object tensor, pybind11::object splits,
                              pybind11::object out, bool async, pybind11::handle name = pybind11::none(),
                              pybind11::handle label = pybind11::none());

@@ -589,7 +589,8 @@ def _(ctx):
         bad = list(good)
         bad[index] = value
         raises(error_class, lambda: raw(*bad), f"_allreduce_async_raw with argument {index} = {value!r}", fragment)
-    raises(TypeError, lambda: raw(*good[:7]), "_allreduce_async_raw with 7 arguments", "takes 8 or 10 arguments")
+    raises(TypeError, lambda: raw(*good[:7]), "_allreduce_async_raw with 7 arguments", "takes 8 to 11 arguments")
+    raises(TypeError, lambda: raw(*good, "3"), "_allreduce_async_raw with a layout that is not an int")
     raises(
         ValueError,
         lambda: raw(*good[:5], "raw.bad-source", 1.0, 1.0, x, 0),
@@ -1916,6 +1917,52 @@ def _(ctx):
         "0-dim",
     )
     same(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), float(n)), "the job goes on")
+
+
+@case("errors/groups-of-different-lengths-fail-every-rank", min_size=2)
+def _(ctx):
+    # The last rank's group lacks its last tensor. Every collective the ranks
+    # share raises MismatchError on every rank (each carries its group's
+    # length), rather than reducing whichever tensors share a position; the
+    # others' last collective, which the last rank never starts, is then
+    # failed by a lone call under its name, and the job goes on.
+    n, r = ctx.size, ctx.rank
+    short = r == n - 1
+    rows = 2 * n
+
+    def group(grad=False):
+        tensors = [torch.full((rows, 3), float(i + 1), requires_grad=grad) for i in range(2 if short else 3)]
+        return tensors
+
+    calls = [
+        ("grouped_allreduce", lambda g: hvd.grouped_allreduce(g, name="gl.ar", op=hvd.Sum)),
+        ("grouped_allreduce_", lambda g: hvd.grouped_allreduce_(g, name="gl.ar_", op=hvd.Sum)),
+        ("grouped_allreduce (autograd)", lambda g: hvd.grouped_allreduce(group(True), name="gl.arg", op=hvd.Sum)),
+        ("grouped_allgather", lambda g: hvd.grouped_allgather(g, name="gl.ag")),
+        ("grouped_allgather (autograd)", lambda g: hvd.grouped_allgather(group(True), name="gl.agg")),
+        ("grouped_reducescatter", lambda g: hvd.grouped_reducescatter(g, name="gl.rs", op=hvd.Sum)),
+        ("grouped_reducescatter (autograd)", lambda g: hvd.grouped_reducescatter(group(True), name="gl.rsg")),
+    ]
+    # The lone call on the last rank under the name of each group's last
+    # collective: (its Horovod name, the call). The differentiable allgather
+    # and reducescatter run their tensors one after another: the first
+    # failure stops them on every rank.
+    lone = {
+        "grouped_allreduce": ("grouped_allreduce.gl.ar.2", hvd.allreduce),
+        "grouped_allreduce_": ("grouped_allreduce.gl.ar_.2", hvd.allreduce),
+        "grouped_allreduce (autograd)": ("grouped_allreduce.gl.arg.2", hvd.allreduce),
+        "grouped_allgather": ("grouped_allgather.gl.ag.2", hvd.allgather),
+        "grouped_reducescatter": ("grouped_reducescatter.gl.rs.2", hvd.reducescatter),
+    }
+    for what, call in calls:
+        start = time.monotonic()
+        error = raises(ringcc.MismatchError, lambda: call(group()), what, fragment="grouped with it")
+        expect(error is None or "rank 0: 3" in str(error), f"{what}: message lacks rank 0's group: {error}")
+        expect(time.monotonic() - start < 30, f"{what}: took {time.monotonic() - start:.1f} s")
+        if short and what in lone:
+            name, lone_call = lone[what]
+            raises(ringcc.MismatchError, lambda: lone_call(torch.ones(rows, 3), name=name), f"{what}: the lone call")
+        same(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), float(n)), f"the job goes on after {what}")
 
 
 @case("functions/broadcast_optimizer_state_without_gradients")

@@ -14,6 +14,7 @@ from ringcc.torch.horovod.calls import (
     call_names,
     check_process_set,
     enqueue,
+    group_layout,
     group_names,
     report_failed,
     start_each,
@@ -38,7 +39,7 @@ _comm_allreduce_async_raw = _core._comm_allreduce_async_raw
 
 
 def _allreduce_start(
-    tensor, name, op, prescale_factor, postscale_factor, process_set, inplace: bool, what: str, average=None
+    tensor, name, op, prescale_factor, postscale_factor, process_set, inplace: bool, what: str, average=None, layout=0
 ) -> Handle:
     glob, full, label = call_names("allreduce", name, process_set)
     try:
@@ -63,7 +64,7 @@ def _allreduce_start(
         report_failed(error, "allreduce", [full], process_set)
         raise
     if glob:
-        h = enqueue(lambda: _core._allreduce(wire, out, op, pre, post, inplace, True, full))
+        h = enqueue(lambda: _core._allreduce(wire, out, op, pre, post, inplace, True, full, layout))
     else:
         h = enqueue(lambda: comm.allreduce(wire, out, op, pre, post, inplace, True, label))
 
@@ -138,7 +139,7 @@ def _direct_set_allreduce(tensor, process_set, name, op, prescale_factor, postsc
         raise internal_error(error) from None
 
 
-def _direct_allreduce(tensor, kind, name, op, prescale_factor, postscale_factor, inplace: bool):
+def _direct_allreduce(tensor, kind, name, op, prescale_factor, postscale_factor, inplace: bool, layout=0):
     """The common case of a training loop (a dense contiguous CPU tensor of a
     core dtype, an int op, the global process set): the allreduce goes to
     the engine with the tensor's address (no DLPack export, no wrapper
@@ -146,7 +147,8 @@ def _direct_allreduce(tensor, kind, name, op, prescale_factor, postscale_factor,
     tensor (a row of OUTPUT_ROWS) that the handle returns, `tensor` only
     read. None when `tensor` is not such a case (the caller takes the
     general path). A bad scale factor fails the call under its name (the
-    core does that)."""
+    core does that). `layout`: the digest of the group the call belongs to
+    (group_layout), 0 for none."""
     code = direct_code(tensor, op)
     if code is None:
         return None
@@ -154,10 +156,20 @@ def _direct_allreduce(tensor, kind, name, op, prescale_factor, postscale_factor,
     try:
         if inplace:
             return _allreduce_async_raw(
-                tensor, tensor.data_ptr(), tensor.shape, code, op, full, prescale_factor, postscale_factor
+                tensor, tensor.data_ptr(), tensor.shape, code, op, full, prescale_factor, postscale_factor, layout
             )
         return _allreduce_async_raw(
-            OUTPUT_ROWS, 0, tensor.shape, code, op, full, prescale_factor, postscale_factor, tensor, tensor.data_ptr()
+            OUTPUT_ROWS,
+            0,
+            tensor.shape,
+            code,
+            op,
+            full,
+            prescale_factor,
+            postscale_factor,
+            tensor,
+            tensor.data_ptr(),
+            layout,
         )
     except ringcc.NotInitializedError:
         return None  # the general path says so in Horovod's words
@@ -189,11 +201,14 @@ def _grouped_allreduce_start(
         return Handle([], lambda _: [])
     if glob:
         # Named tensors of one group: the engine fuses what is ready.
+        layout = group_layout(tensors)
+
         def start_one(i, t):
-            h = _direct_allreduce(t, "allreduce", f"{base}.{i}", code, pre, post, True) if inplace else None
-            return (
-                h if h is not None else _allreduce_start(t, f"{base}.{i}", code, pre, post, process_set, inplace, what)
-            )
+            name_i = f"{base}.{i}"
+            h = _direct_allreduce(t, "allreduce", name_i, code, pre, post, True, layout) if inplace else None
+            if h is None:
+                h = _allreduce_start(t, name_i, code, pre, post, process_set, inplace, what, layout=layout)
+            return h
 
         handles = start_each(tensors, names, process_set, "allreduce", start_one)
         return Handle(handles, lambda results: list(results))

@@ -45,7 +45,7 @@ _allgather_async_raw = _core._allgather_async_raw
 # allgather
 
 
-def _allgather_start(tensor, name, process_set, what: str) -> Handle:
+def _allgather_start(tensor, name, process_set, what: str, layout=0) -> Handle:
     glob, full, label = call_names("allgather", name, process_set)
     try:
         check_process_set(process_set)
@@ -56,7 +56,7 @@ def _allgather_start(tensor, name, process_set, what: str) -> Handle:
         report_failed(error, "allgather", [full], process_set)
         raise
     if glob:
-        h = enqueue(lambda: _core._allgather(wire, None, True, full))
+        h = enqueue(lambda: _core._allgather(wire, None, True, full, layout))
     else:
         h = enqueue(lambda: comm.allgather(wire, None, True, label))
 
@@ -104,6 +104,12 @@ def _direct_allgather(tensor, name):
         raise internal_error(error) from None
 
 
+def allgather_in_group(tensor, name, process_set, layout: int) -> Handle:
+    """allgather_async of one tensor of a grouped call, carrying the group's
+    layout (calls.group_layout)."""
+    return _allgather_start(tensor, name, process_set, "grouped_allgather", layout)
+
+
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set) -> Handle:
     """Starts an allgather of each tensor of a list; the result is a list."""
     what = "grouped_allgather_async"
@@ -114,7 +120,7 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set) 
         process_set,
         tensors,
         lambda t: check_tensor(t, what),
-        lambda t, name_i: _allgather_start(t, name_i, process_set, what),
+        lambda t, name_i, layout: _allgather_start(t, name_i, process_set, what, layout),
     )
 
 
@@ -244,7 +250,9 @@ def _block_rows(rows: int, n: int, r: int) -> int:
     return rows // n + (1 if r < rows % n else 0)
 
 
-def _reducescatter_start(tensor, name, op, process_set, prescale_factor, postscale_factor, what: str) -> Handle:
+def _reducescatter_start(
+    tensor, name, op, process_set, prescale_factor, postscale_factor, what: str, layout=0
+) -> Handle:
     glob, full, label = call_names("reducescatter", name, process_set)
     try:
         check_process_set(process_set)
@@ -269,7 +277,7 @@ def _reducescatter_start(tensor, name, op, process_set, prescale_factor, postsca
         report_failed(error, "reduce_scatter", [full], process_set)
         raise
     if glob:
-        h = enqueue(lambda: _core._reduce_scatter(wire, out, op, pre, post, True, full))
+        h = enqueue(lambda: _core._reduce_scatter(wire, out, op, pre, post, True, full, layout))
     else:
         h = enqueue(lambda: comm.reduce_scatter(wire, out, op, pre, post, True, label))
     like_shape = (rows,) + tuple(t.shape[1:])
@@ -297,6 +305,14 @@ def reducescatter_async(
     return _reducescatter_start(tensor, name, op, process_set, prescale_factor, postscale_factor, "reducescatter_async")
 
 
+def reducescatter_in_group(tensor, name, op, process_set, prescale_factor, postscale_factor, layout: int) -> Handle:
+    """reducescatter_async of one tensor of a grouped call, carrying the
+    group's layout (calls.group_layout)."""
+    return _reducescatter_start(
+        tensor, name, op, process_set, prescale_factor, postscale_factor, "grouped_reducescatter", layout
+    )
+
+
 def grouped_reducescatter_async(
     tensors, name=None, op=Average, process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0
 ) -> Handle:
@@ -315,7 +331,9 @@ def grouped_reducescatter_async(
         process_set,
         tensors,
         check_one,
-        lambda t, name_i: _reducescatter_start(t, name_i, op, process_set, prescale_factor, postscale_factor, what),
+        lambda t, name_i, layout: _reducescatter_start(
+            t, name_i, op, process_set, prescale_factor, postscale_factor, what, layout
+        ),
     )
 
 

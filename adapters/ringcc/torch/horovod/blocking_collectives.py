@@ -19,6 +19,7 @@ from ringcc.torch.horovod.async_allreduce import (
 )
 from ringcc.torch.horovod.async_collectives import (
     allgather_async,
+    allgather_in_group,
     alltoall_async,
     alltoall_start,
     broadcast_async,
@@ -26,6 +27,7 @@ from ringcc.torch.horovod.async_collectives import (
     grouped_allgather_async,
     grouped_reducescatter_async,
     reducescatter_async,
+    reducescatter_in_group,
 )
 from ringcc.torch.horovod.basics import (
     Average,
@@ -42,6 +44,7 @@ from ringcc.torch.horovod.calls import (
     enqueue,
     fail_group_unstarted,
     fail_unstarted,
+    group_layout,
     group_names,
     is_global,
     report_failed,
@@ -189,10 +192,12 @@ class HorovodAllgather(torch.autograd.Function):
     averaged over the ranks and this rank's rows are kept."""
 
     @staticmethod
-    def forward(ctx, tensor, name, process_set):
+    def forward(ctx, tensor, name, process_set, layout=0):
         ctx.dim = int(tensor.shape[0]) if tensor.dim() else 1
         ctx.scalar = tensor.dim() == 0
         ctx.process_set = process_set
+        if layout:
+            return synchronize(allgather_in_group(tensor, name, process_set, layout))
         return synchronize(allgather_async(tensor, name, process_set))
 
     @staticmethod
@@ -205,7 +210,7 @@ class HorovodAllgather(torch.autograd.Function):
         grad = grad_reduced.narrow(0, offset, ctx.dim)
         if ctx.scalar:
             grad = grad.reshape(())
-        return grad, None, None
+        return grad, None, None, None
 
 
 def allgather(tensor, name=None, process_set=global_process_set):
@@ -221,7 +226,8 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
     Differentiable (tensor by tensor: each is done before the next starts)."""
     if isinstance(tensors, (list, tuple)) and _needs_grad(*tensors):
         tensors, base, _ = group_names("allgather", name, process_set, tensors)
-        return [HorovodAllgather.apply(t, base and f"{base}.{i}", process_set) for i, t in enumerate(tensors)]
+        layout = group_layout(tensors) if base else 0
+        return [HorovodAllgather.apply(t, base and f"{base}.{i}", process_set, layout) for i, t in enumerate(tensors)]
     return synchronize(grouped_allgather_async(tensors, name, process_set))
 
 
@@ -299,10 +305,14 @@ class HorovodReducescatter(torch.autograd.Function):
     allgathered."""
 
     @staticmethod
-    def forward(ctx, tensor, name, op, process_set, prescale_factor, postscale_factor):
+    def forward(ctx, tensor, name, op, process_set, prescale_factor, postscale_factor, layout=0):
         ctx.op = op
         ctx.process_set = process_set
         ctx.scale = float(prescale_factor) * float(postscale_factor)
+        if layout:
+            return synchronize(
+                reducescatter_in_group(tensor, name, op, process_set, prescale_factor, postscale_factor, layout)
+            )
         return synchronize(reducescatter_async(tensor, name, op, process_set, prescale_factor, postscale_factor))
 
     @staticmethod
@@ -314,7 +324,7 @@ class HorovodReducescatter(torch.autograd.Function):
             scale *= size() if is_global(ctx.process_set) else ctx.process_set.size()
         if scale != 1.0:
             grad_output = grad_output * scale
-        return allgather(grad_output, process_set=ctx.process_set), None, None, None, None, None
+        return allgather(grad_output, process_set=ctx.process_set), None, None, None, None, None, None
 
 
 def reducescatter(
@@ -358,8 +368,11 @@ def grouped_reducescatter(
         raise
     if _needs_grad(*compressed):
         compressed, base, _ = group_names("reducescatter", name, process_set, compressed)
+        layout = group_layout(compressed) if base else 0
         results = [
-            HorovodReducescatter.apply(t, base and f"{base}.{i}", op, process_set, prescale_factor, postscale_factor)
+            HorovodReducescatter.apply(
+                t, base and f"{base}.{i}", op, process_set, prescale_factor, postscale_factor, layout
+            )
             for i, t in enumerate(compressed)
         ]
     else:

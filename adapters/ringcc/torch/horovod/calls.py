@@ -106,6 +106,17 @@ def group_names(kind: str, name, process_set, tensors, base_kind=None):
     return tensors, base, names
 
 
+def group_layout(tensors) -> int:
+    """The layout that each collective of a grouped call on the global set
+    carries (the engine's TensorMeta::layout): the group's length, so that
+    ranks whose groups differ in length (a tensor missing on one rank) fail
+    with MismatchError on every collective they share, rather than combine
+    whichever tensors share a position. The shape and dtype of each tensor
+    are compared already, collective by collective. 0 (none) for a group of
+    one."""
+    return len(tensors) if len(tensors) > 1 else 0
+
+
 def fail_group_unstarted(error, kind: str, base_kind: str, name, process_set, tensors) -> None:
     """fail_unstarted for a grouped call: every collective of the group (one
     when the list itself is unusable; a grouped allreduce on a non-global set
@@ -141,8 +152,8 @@ def start_each(tensors, names, process_set, core_kind: str, start_one) -> list:
 def start_group(kind: str, core_kind: str, name, process_set, tensors, check_one, start_one) -> Handle:
     """A grouped call of one collective per tensor (`kind.base.i` on the
     global set): check_one(tensor) checks every tensor before any starts (one
-    that fails fails them all on every rank), start_one(tensor, name) starts
-    one. The Handle's result is the list of their results."""
+    that fails fails them all on every rank), start_one(tensor, name,
+    layout) starts one (layout: group_layout's, for a named call). The Handle's result is the list of their results."""
     tensors, base, names = group_names(kind, name, process_set, tensors)
     try:
         check_process_set(process_set)
@@ -152,5 +163,8 @@ def start_group(kind: str, core_kind: str, name, process_set, tensors, check_one
         # Every collective of the group fails on every rank before any runs.
         report_failed(error, core_kind, names, process_set, calls=len(tensors))
         raise
-    handles = start_each(tensors, names, process_set, core_kind, lambda i, t: start_one(t, base and f"{base}.{i}"))
+    layout = group_layout(tensors)
+    handles = start_each(
+        tensors, names, process_set, core_kind, lambda i, t: start_one(t, base and f"{base}.{i}", layout)
+    )
     return Handle(handles, lambda results: list(results))
