@@ -243,6 +243,10 @@ def reducescatter(
         op = _ops._op_value(op)
         tensor = tf.convert_to_tensor(tensor)
         compressed, ctx = compression.compress(tensor)
+        if not is_global(process_set) and compressed.shape.rank == 0:
+            # The set's communicator would scatter it as one row; the job's
+            # kernel refuses it, as Horovod does.
+            raise ValueError(f"reducescatter of '{name or 'a tensor'}': a tensor of rank 0 has no rows to scatter")
     if is_global(process_set):
         (out,) = _ops.grouped_reducescatter_op([compressed], op, prescale_factor, postscale_factor, name=name)
     else:

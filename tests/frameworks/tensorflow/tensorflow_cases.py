@@ -750,6 +750,16 @@ def _(ctx):
         check_equal(got.numpy(), np.array([0, 2], np.int32), "allgather on the set")
         got = hvd.broadcast(tf.constant([ctx.rank]), 2, process_set=ps)
         check_equal(got.numpy(), np.array([2], np.int32), "broadcast on the set")
+        # A tensor of rank 0 has no rows to scatter, on a set as on the job:
+        # refused on the rank that passed it, a MismatchError on the other.
+        expect_error(
+            ValueError, ["rank 0"], lambda: hvd.reducescatter(tf.constant(1.0), process_set=ps), "0-d on the set"
+        )
+        mine = tf.constant(1.0) if ctx.rank == 0 else tf.ones([2])
+        error_class, fragments = (ValueError, ["rank 0"]) if ctx.rank == 0 else (ringcc.MismatchError, ["rank 0"])
+        expect_error(error_class, fragments, lambda: hvd.reducescatter(mine, process_set=ps), "0-d on one rank")
+        got = hvd.allreduce(tf.ones([1]), op=hvd.Sum, process_set=ps)
+        check_close(got.numpy(), np.array([2.0]), np.ones(1), 1e-6, "the set goes on")
     hvd.remove_process_set(ps)
 
 
