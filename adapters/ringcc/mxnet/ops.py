@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import mxnet as mx
 
 import ringcc
+from ringcc.failed_calls import fail_on_every_rank
 from ringcc.horovod_basics import Adasum
 from ringcc.mxnet import _engine
 from ringcc.mxnet.errors import mxnet_errors
@@ -76,17 +77,12 @@ def fail(kind: str, error: BaseException, names, process_set=None, calls: int = 
     rank with MismatchError naming this rank and why (docs/api.md,
     "Errors"); on another set, the next `calls` collectives in issue order
     fail the same way."""
-    text = str(error) if isinstance(error, ringcc.RingccError) else f"{type(error).__name__}: {error}"
-    try:
-        if is_global(process_set):
-            for name in names:
-                ringcc._core._fail_call(kind, text, name)
-        else:
-            comm = getattr(process_set, "_comm", None)
-            for _ in range(calls if comm is not None else 0):
-                comm.report_error(text, kind)
-    except Exception:  # noqa: BLE001 - ringcc is not initialized: nobody to tell
-        pass
+    if is_global(process_set):
+        fail_on_every_rank(error, kind, names)
+    else:
+        comm = getattr(process_set, "_comm", None)
+        if comm is not None:
+            fail_on_every_rank(error, kind, comm=comm, calls=calls)
 
 
 def reduce_op(op) -> int:

@@ -15,6 +15,7 @@ import tensorflow as tf
 import ringcc
 from ringcc import _core
 from ringcc.elastic import HorovodInternalError
+from ringcc.failed_calls import fail_on_every_rank
 from ringcc.tensorflow import _ops
 from ringcc.tensorflow._ops import Average, Sum
 from ringcc.tensorflow.basics import require_init, size
@@ -36,13 +37,12 @@ def _arguments_of(kind: str, op_type: str, name, process_set):
     try:
         yield
     except Exception as error:
-        message = str(error) if isinstance(error, _core.RingccError) else f"{type(error).__name__}: {error}"
-        with contextlib.suppress(Exception):  # nobody left to tell is no error
-            if is_global(process_set):
-                if name or tf.executing_eagerly():
-                    _core._fail_call(kind, message, _ops.engine_name(kind, name) or op_type)
-            elif tf.executing_eagerly():
-                process_set._communicator().report_error(message, kind)
+        if is_global(process_set):
+            if name or tf.executing_eagerly():
+                fail_on_every_rank(error, kind, [_ops.engine_name(kind, name) or op_type])
+        elif tf.executing_eagerly():
+            with contextlib.suppress(Exception):  # a set this rank cannot reach: nobody to tell
+                fail_on_every_rank(error, kind, comm=process_set._communicator())
         raise
 
 

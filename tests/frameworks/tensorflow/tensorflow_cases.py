@@ -671,6 +671,28 @@ def _(ctx):
             expect(seconds < 10, f"{what}: the error took {seconds:.1f} s")
     got = hvd.allreduce(tf.ones([2]), op=hvd.Sum, name="after.bad.arguments")
     check_close(got.numpy(), np.full(2, ctx.size), np.ones(2), 1e-6, "after bad arguments")
+    # alltoall splits that are wrong on rank 1 alone (more rows than the
+    # tensor has, a negative split, one split too few), eagerly and in a
+    # graph: its kernel refuses them as a failed participant.
+    n = ctx.size
+    rows = tf.ones([2 * n, 3])
+    good = [2] * n
+    wrong = {"too many rows": [3] + [2] * (n - 1), "negative": [-1, 3] + [2] * (n - 2), "too few": [2] * (n - 1)}
+    for what, bad in wrong.items():
+        splits = bad if ctx.rank == 1 else good
+        calls = (
+            ("eager", lambda s=splits, w=what: hvd.alltoall(rows, splits=s, name=f"bad.splits.{w}")),
+            ("graph", tf.function(lambda s=splits, w=what: hvd.alltoall(rows, splits=s, name=f"bad.splits.{w}.g"))),
+        )
+        for how, call in calls:
+            if ctx.rank == 1:
+                fragments, label = ["split"], f"rank 1, splits {what}, {how}"
+            else:
+                fragments, label = ["ringcc.MismatchError", "rank 1 could not start"], f"others, splits {what}, {how}"
+            _, seconds = expect_error(tf.errors.OpError, fragments, call, label)
+            expect(seconds < 10, f"{label}: the error took {seconds:.1f} s")
+    got = hvd.allreduce(tf.ones([2]), op=hvd.Sum, name="after.bad.splits")
+    check_close(got.numpy(), np.full(2, ctx.size), np.ones(2), 1e-6, "after bad splits")
 
 
 HOROVOD_TF_NAMES = (

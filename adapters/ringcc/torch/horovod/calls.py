@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import ringcc
 from ringcc import _core
-from ringcc.torch.failed_calls import fail_on_every_rank
+from ringcc.failed_calls import fail_on_every_rank
 from ringcc.torch.horovod.basics import internal_error, require_init
 from ringcc.torch.horovod.handles import Handle
 from ringcc.torch.horovod.names import engine_name, set_label
@@ -47,7 +47,7 @@ def check_process_set(process_set) -> None:
 # in the call as a failed participant before raising: under its name on the
 # global set (the engine fails that name on every rank with MismatchError,
 # a HorovodInternalError, naming this rank and why), in issue order on
-# another process set (ringcc/torch/failed_calls.py). Errors the core raises
+# another process set (ringcc/failed_calls.py). Errors the core raises
 # while taking the tensors are reported by the core itself.
 
 

@@ -19,8 +19,8 @@ import torch
 import torch.distributed as dist
 
 from ringcc import _core, _exit_on_sigterm
+from ringcc.failed_calls import fail_on_every_rank
 from ringcc.torch.errors import as_dist_error
-from ringcc.torch.failed_calls import fail_on_every_rank
 from ringcc.torch.fresh_store import fresh_prefix
 from ringcc.torch.process_group.tensors import CPU, device_of, on_stream
 from ringcc.torch.work import Completer, RingWork, profile_range
@@ -43,7 +43,7 @@ def raise_as_dist_error(error: BaseException):
 # Operations that fail on this rank
 #
 # An operation that raises before it issued its core collective fails that
-# collective on every rank (ringcc/torch/failed_calls.py), through its
+# collective on every rank (ringcc/failed_calls.py), through its
 # group's communicator, in issue order.
 
 _issued = threading.local()  # per thread: core collectives issued so far

@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 
 from ringcc import _core
-from ringcc.torch.failed_calls import error_text
+from ringcc.failed_calls import error_text
 from ringcc.torch.process_group.base import BACKEND_NAME
 from ringcc.torch.process_group.tensors import (
     input_units,

@@ -1,5 +1,5 @@
-"""Calls that fail on this rank, for the torch.distributed backend
-(backend.py, process_group/) and the Horovod API (the package horovod/).
+"""Calls that fail on this rank, for every framework adapter (torch's
+backend and Horovod API, TensorFlow's and MXNet's collectives).
 
 An argument that is wrong on one rank only (a tensor of another type or
 device, an unknown op, a bad root or splits...) must fail the same call on
@@ -9,7 +9,7 @@ peers' one as a failed participant: they raise MismatchError naming this
 rank and the reason. Errors the core raises while it takes the arguments
 are reported by the core itself.
 
-A bottom module: it imports the core, nothing of ringcc.torch."""
+A bottom module: it imports the core and no framework."""
 
 from __future__ import annotations
 
