@@ -1954,6 +1954,10 @@ def _(ctx):
         "grouped_allgather": ("grouped_allgather.gl.ag.2", hvd.allgather),
         "grouped_reducescatter": ("grouped_reducescatter.gl.rs.2", hvd.reducescatter),
     }
+    # A name the response cache knows from a step where the groups agreed.
+    full = [torch.full((rows, 3), float(i + 1)) for i in range(3)]
+    for i, t in enumerate(hvd.grouped_allreduce_(full, name="gl.ar_", op=hvd.Sum)):
+        same(t, torch.full((rows, 3), float(n * (i + 1))), f"the agreeing step [{i}]")
     for what, call in calls:
         start = time.monotonic()
         error = raises(ringcc.MismatchError, lambda: call(group()), what, fragment="grouped with it")
