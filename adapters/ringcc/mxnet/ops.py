@@ -147,6 +147,7 @@ def reduce_lists(
     priority: int = 0,
     extra_writes=(),
     process_set=global_process_set,
+    layout: int = 0,
 ) -> None:
     """Allreduces several values in one engine operation (fused by ringcc).
 
@@ -154,7 +155,9 @@ def reduce_lists(
     device) are summed locally, reduced over the ranks of `process_set`, and
     the result is written to every array of outs (None: back into the
     values). extra_writes: more NDArrays the operation holds for writing
-    (engine variables that order it after earlier operations on them)."""
+    (engine variables that order it after earlier operations on them).
+    layout: on the global set, the digest of the group the entries make
+    (the engine's TensorMeta::layout; 0: none; see group_layout)."""
     glob = is_global(process_set)
     reads, writes, plan, copies = [], [], [], []
     try:
@@ -203,6 +206,11 @@ def reduce_lists(
             return comm.allreduce(
                 source, None if r is None else out, op, prescale_factor, postscale_factor, r is None, True
             )
+        if layout:
+            source = out if r is None else views[r]
+            return ringcc._core._allreduce(
+                source, None if r is None else out, op, prescale_factor, postscale_factor, r is None, True, name, layout
+            )
         if r is None:
             return ringcc.allreduce_async_(out, op, name=name, **scale)
         return ringcc.allreduce_async(views[r], op, name=name, out=out, **scale)
@@ -231,7 +239,9 @@ def _allreduce(tensor, average, name, priority, prescale_factor, postscale_facto
     return out
 
 
-def _reduce_each(label, names, tensors, average, priority, prescale_factor, postscale_factor, process_set, op, inplace):
+def _reduce_each(
+    label, names, tensors, average, priority, prescale_factor, postscale_factor, process_set, op, inplace, layout=0
+):
     """Allreduces each of `tensors` under its name of `names`, in one engine
     operation `label`; returns the results (`tensors` themselves in place)."""
     try:
@@ -252,6 +262,7 @@ def _reduce_each(label, names, tensors, average, priority, prescale_factor, post
         postscale_factor=postscale_factor,
         priority=priority,
         process_set=process_set,
+        layout=layout,
     )
     return outs
 
@@ -289,6 +300,16 @@ def allreduce_(
     return _allreduce(tensor, average, name, priority, prescale_factor, postscale_factor, process_set, op, True)
 
 
+def group_layout(tensors) -> int:
+    """The layout each collective of a grouped call on the global set
+    carries: the group's length, so that ranks whose groups differ in length
+    (a tensor missing on one of them) fail with MismatchError on every
+    collective they share rather than combine whichever tensors share a
+    position (each tensor's shape and dtype are compared already). 0 (none)
+    for a group of one."""
+    return len(tensors) if len(tensors) > 1 else 0
+
+
 def _grouped(tensors, average, name, priority, prescale_factor, postscale_factor, process_set, op, inplace):
     tensors = list(tensors)
     if is_global(process_set):
@@ -297,7 +318,17 @@ def _grouped(tensors, average, name, priority, prescale_factor, postscale_factor
         base = f"mx.grouped_allreduce.{name or 'set'}"
     names = [f"{base}.{i}" for i in range(len(tensors))]
     return _reduce_each(
-        base, names, tensors, average, priority, prescale_factor, postscale_factor, process_set, op, inplace
+        base,
+        names,
+        tensors,
+        average,
+        priority,
+        prescale_factor,
+        postscale_factor,
+        process_set,
+        op,
+        inplace,
+        group_layout(tensors) if is_global(process_set) else 0,
     )
 
 

@@ -19,6 +19,7 @@ from ringcc.mxnet.errors import mxnet_errors
 from ringcc.mxnet.ops import (
     collective_name,
     fail,
+    group_layout,
     is_global,
     reduce_op,
     run,
@@ -95,8 +96,10 @@ def _allgather(tensors, name, process_set, grouped: bool) -> list:
     names = _names("allgather", name, process_set, len(tensors), grouped)
     comm = _ready_inputs("allgather", tensors, names, process_set)
     if comm is None:
+        layout = group_layout(tensors) if grouped else 0
         starters = [
-            lambda t=t, n=n: ringcc.allgather_async(_engine.host_view(t), name=n) for t, n in zip(tensors, names)
+            lambda t=t, n=n: ringcc._core._allgather(_engine.host_view(t), None, True, n, layout)
+            for t, n in zip(tensors, names)
         ]
     else:
         starters = [lambda t=t: comm.allgather(_engine.host_view(t), None, True) for t in tensors]
@@ -194,10 +197,12 @@ def _reducescatter(tensors, op, name, priority, process_set, prescale_factor, po
         return outs
     count = len(tensors)
 
+    layout = group_layout(tensors) if grouped else 0
+
     def start(views, handles):
         starters = [
-            lambda i=i, n=n: ringcc.reduce_scatter_async(
-                views[i], rop, name=n, prescale_factor=scale[0], postscale_factor=scale[1], out=views[count + i]
+            lambda i=i, n=n: ringcc._core._reduce_scatter(
+                views[i], views[count + i], rop, scale[0], scale[1], True, n, layout
             )
             for i, n in enumerate(names)
         ]

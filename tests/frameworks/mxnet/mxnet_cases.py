@@ -763,6 +763,48 @@ def _(ctx):
     check_equal(x.asnumpy(), np.full((2, 3), ctx.size, np.float32), "an allreduce after the shape errors")
 
 
+@case("ops/groups-of-different-lengths", min_size=2)
+def _(ctx):
+    """The last rank's group lacks its last tensor: every collective the
+    ranks share fails with MismatchError on every rank (each carries its
+    group's length) rather than reducing whichever tensors share a
+    position. The others' last collective, which the last rank never
+    starts, is then failed by a lone call under its name (the core's API
+    names the engine's collective itself), and the job goes on."""
+    n = ctx.size
+    short = ctx.rank == n - 1
+
+    def group():
+        return [mx.nd.full((2 * n, 3), i + 1) for i in range(2 if short else 3)]
+
+    calls = [
+        ("grouped_allreduce", "mx.grouped_allreduce.gl.ar.2", lambda: rmx.grouped_allreduce(group(), name="gl.ar")),
+        ("grouped_allreduce_", "mx.grouped_allreduce.gl.ar_.2", lambda: rmx.grouped_allreduce_(group(), name="gl.ar_")),
+        ("grouped_allgather", "mx.allgather.gl.ag.2", lambda: rmx.grouped_allgather(group(), name="gl.ag")),
+        (
+            "grouped_reducescatter",
+            "mx.reducescatter.gl.rs.2",
+            lambda: rmx.grouped_reducescatter(group(), name="gl.rs", op="sum"),
+        ),
+    ]
+    for what, last_name, call in calls:
+        if what == "grouped_allgather":  # blocks until done: raises at the call
+            error = expect_error(ringcc.MismatchError, ["grouped with it"], call, what)[0]
+        else:
+            error = expect_failed_op(ringcc.MismatchError, ["grouped with it"], call, what)
+        expect(error is None or "rank 0: 3" in str(error), f"{what}: message lacks rank 0's group: {error}")
+        if short:
+            expect_error(
+                ringcc.MismatchError,
+                [last_name],
+                lambda: ringcc.synchronize(ringcc.allreduce_async(np.ones((2 * n, 3), np.float32), name=last_name)),
+                f"{what}: the lone call",
+            )
+        x = mx.nd.ones((2,))
+        rmx.allreduce_(x, op="sum")
+        check_equal(x.asnumpy(), np.full(2, n, np.float32), f"an allreduce after {what}")
+
+
 @case("ops/errors")
 def _(ctx):
     expect_error(
