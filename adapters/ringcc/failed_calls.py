@@ -13,6 +13,7 @@ A bottom module: it imports the core and no framework."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from ringcc import _core
@@ -42,3 +43,34 @@ def fail_on_every_rank(error: BaseException, kind: str, names: Iterable[str] = (
                 comm.report_error(message, kind)
     except Exception:  # noqa: BLE001 - nothing to tell
         pass
+
+
+_DIGESTS = re.compile(r"grouped with it \(digests ([^)]*)\)")
+_RANK_VALUE = re.compile(r"rank \d+: (-?\d+)")
+# The most collectives a longer group may hold beyond this rank's group
+# (a layout larger than that is not a group's length).
+_MOST_MISSING = 1 << 16
+
+
+def report_missing(core_kind: str, names, count: int, layout: int):
+    """What a grouped call runs on the errors of its collectives: when the
+    ranks' groups differed in length (the engine's MismatchError lists each
+    rank's layout, which the adapters make a grouped call's length), this
+    rank takes part
+    as a failed participant in the collectives of the longer groups that it
+    never started (names(i) the i-th's engine name, i from `count`), so that
+    their ranks fail now rather than at the collectives' timeout. None
+    where there is nothing to report (a group of one, another set)."""
+    if not layout:
+        return None
+    reported = []
+
+    def on_error(error: BaseException) -> None:
+        found = _DIGESTS.search(str(error))
+        lengths = [int(v) for v in _RANK_VALUE.findall(found.group(1))] if found else []
+        longest = max(lengths, default=0)
+        if not reported and count < longest <= count + _MOST_MISSING:
+            reported.append(longest)
+            fail_on_every_rank(error, core_kind, [names(i) for i in range(count, longest)])
+
+    return on_error

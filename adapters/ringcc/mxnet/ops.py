@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import mxnet as mx
 
 import ringcc
-from ringcc.failed_calls import fail_on_every_rank
+from ringcc.failed_calls import fail_on_every_rank, report_missing
 from ringcc.horovod_basics import Adasum
 from ringcc.mxnet import _engine
 from ringcc.mxnet.errors import mxnet_errors
@@ -92,14 +92,37 @@ def reduce_op(op) -> int:
     return ringcc._op(op)
 
 
-def start_each(kind: str, names, process_set, starters, handles: list) -> None:
+class _Telling:
+    """A collective's handle that tells `on_error` of its error before
+    raising it (failed_calls.report_missing, for a grouped call)."""
+
+    __slots__ = ("_handle", "_on_error")
+
+    def __init__(self, handle, on_error) -> None:
+        self._handle = handle
+        self._on_error = on_error
+
+    def done(self) -> bool:
+        return self._handle.done()
+
+    def wait(self, *timeout):
+        try:
+            return self._handle.wait(*timeout)
+        except ringcc.RingccError as error:
+            self._on_error(error)
+            raise
+
+
+def start_each(kind: str, names, process_set, starters, handles: list, on_error=None) -> None:
     """Calls each of `starters` in turn, appending the handle it returns to
-    `handles`; when one raises, the collectives not started yet fail on
-    every rank too (fail()) and the error is raised (the started ones stay
-    in `handles`, to be waited for)."""
+    `handles` (one that tells on_error of its error, when given); when one
+    raises, the collectives not started yet fail on every rank too (fail())
+    and the error is raised (the started ones stay in `handles`, to be
+    waited for)."""
     for i, start in enumerate(starters):
         try:
-            handles.append(start())
+            handle = start()
+            handles.append(handle if on_error is None else _Telling(handle, on_error))
         except BaseException as error:
             rest = len(starters) - i - 1
             fail(kind, error, list(names)[i + 1 :], process_set, calls=rest)
@@ -148,6 +171,7 @@ def reduce_lists(
     extra_writes=(),
     process_set=global_process_set,
     layout: int = 0,
+    on_error=None,
 ) -> None:
     """Allreduces several values in one engine operation (fused by ringcc).
 
@@ -157,7 +181,8 @@ def reduce_lists(
     values). extra_writes: more NDArrays the operation holds for writing
     (engine variables that order it after earlier operations on them).
     layout: on the global set, the digest of the group the entries make
-    (the engine's TensorMeta::layout; 0: none; see group_layout)."""
+    (the engine's TensorMeta::layout; 0: none; see group_layout), and
+    on_error what the collectives' errors are told to (report_missing)."""
     glob = is_global(process_set)
     reads, writes, plan, copies = [], [], [], []
     try:
@@ -217,7 +242,7 @@ def reduce_lists(
 
     def start(views, handles):
         starters = [functools.partial(start_one, views, *entry) for entry in plan]
-        start_each("allreduce", names, process_set, starters, handles)
+        start_each("allreduce", names, process_set, starters, handles, on_error)
 
     if glob:
         run(label, reads, writes + list(extra_writes), start, priority)
@@ -263,6 +288,7 @@ def _reduce_each(
         priority=priority,
         process_set=process_set,
         layout=layout,
+        on_error=report_missing("allreduce", lambda i: f"{label}.{i}", len(tensors), layout),
     )
     return outs
 

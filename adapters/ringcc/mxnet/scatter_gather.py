@@ -14,6 +14,7 @@ import mxnet as mx
 import numpy as np
 
 import ringcc
+from ringcc.failed_calls import report_missing
 from ringcc.mxnet import _engine
 from ringcc.mxnet.errors import mxnet_errors
 from ringcc.mxnet.ops import (
@@ -57,12 +58,12 @@ def _ready_inputs(kind: str, tensors, names, process_set):
     return comm
 
 
-def _start_all(kind: str, names, process_set, starters) -> list:
+def _start_all(kind: str, names, process_set, starters, on_error=None) -> list:
     """Starts one collective per entry of `starters` (start_each); when one
     cannot start, raises once the started ones have finished."""
     handles: list = []
     try:
-        start_each(kind, names, process_set, starters, handles)
+        start_each(kind, names, process_set, starters, handles, on_error)
     except BaseException:
         for handle in handles:
             try:
@@ -103,7 +104,11 @@ def _allgather(tensors, name, process_set, grouped: bool) -> list:
         ]
     else:
         starters = [lambda t=t: comm.allgather(_engine.host_view(t), None, True) for t in tensors]
-    results = _wait_each(_start_all("allgather", names, process_set, starters))
+    on_error = None
+    if comm is None and grouped:
+        base = names[0].rsplit(".", 1)[0] if names else ""
+        on_error = report_missing("allgather", lambda i: f"{base}.{i}", len(tensors), group_layout(tensors))
+    results = _wait_each(_start_all("allgather", names, process_set, starters, on_error))
     return [_as_ndarray(r, t) for r, t in zip(results, tensors)]
 
 
@@ -198,6 +203,8 @@ def _reducescatter(tensors, op, name, priority, process_set, prescale_factor, po
     count = len(tensors)
 
     layout = group_layout(tensors) if grouped else 0
+    base = names[0].rsplit(".", 1)[0]
+    on_error = report_missing("reduce_scatter", lambda i: f"{base}.{i}", count, layout)
 
     def start(views, handles):
         starters = [
@@ -206,7 +213,7 @@ def _reducescatter(tensors, op, name, priority, process_set, prescale_factor, po
             )
             for i, n in enumerate(names)
         ]
-        start_each("reduce_scatter", names, process_set, starters, handles)
+        start_each("reduce_scatter", names, process_set, starters, handles, on_error)
 
     def start_on_set(views, handles):
         starters = [

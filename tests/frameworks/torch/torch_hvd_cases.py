@@ -1924,36 +1924,35 @@ def _(ctx):
     # The last rank's group lacks its last tensor. Every collective the ranks
     # share raises MismatchError on every rank (each carries its group's
     # length), rather than reducing whichever tensors share a position; the
-    # others' last collective, which the last rank never starts, is then
-    # failed by a lone call under its name, and the job goes on.
+    # last rank then fails the others' last collective, which it never
+    # started, so that no rank waits for the timeout and the same call can
+    # run again at once under the same name.
     n, r = ctx.size, ctx.rank
     short = r == n - 1
     rows = 2 * n
 
-    def group(grad=False):
-        tensors = [torch.full((rows, 3), float(i + 1), requires_grad=grad) for i in range(2 if short else 3)]
-        return tensors
+    def group(grad=False, count=None):
+        count = count or (2 if short else 3)
+        return [torch.full((rows, 3), float(i + 1), requires_grad=grad) for i in range(count)]
 
     calls = [
         ("grouped_allreduce", lambda g: hvd.grouped_allreduce(g, name="gl.ar", op=hvd.Sum)),
         ("grouped_allreduce_", lambda g: hvd.grouped_allreduce_(g, name="gl.ar_", op=hvd.Sum)),
-        ("grouped_allreduce (autograd)", lambda g: hvd.grouped_allreduce(group(True), name="gl.arg", op=hvd.Sum)),
+        (
+            "grouped_allreduce (autograd)",
+            lambda g: hvd.grouped_allreduce([t.requires_grad_() for t in g], name="gl.arg", op=hvd.Sum),
+        ),
         ("grouped_allgather", lambda g: hvd.grouped_allgather(g, name="gl.ag")),
-        ("grouped_allgather (autograd)", lambda g: hvd.grouped_allgather(group(True), name="gl.agg")),
+        (
+            "grouped_allgather (autograd)",
+            lambda g: hvd.grouped_allgather([t.requires_grad_() for t in g], name="gl.agg"),
+        ),
         ("grouped_reducescatter", lambda g: hvd.grouped_reducescatter(g, name="gl.rs", op=hvd.Sum)),
-        ("grouped_reducescatter (autograd)", lambda g: hvd.grouped_reducescatter(group(True), name="gl.rsg")),
+        (
+            "grouped_reducescatter (autograd)",
+            lambda g: hvd.grouped_reducescatter([t.requires_grad_() for t in g], name="gl.rsg", op=hvd.Sum),
+        ),
     ]
-    # The lone call on the last rank under the name of each group's last
-    # collective: (its Horovod name, the call). The differentiable allgather
-    # and reducescatter run their tensors one after another: the first
-    # failure stops them on every rank.
-    lone = {
-        "grouped_allreduce": ("grouped_allreduce.gl.ar.2", hvd.allreduce),
-        "grouped_allreduce_": ("grouped_allreduce.gl.ar_.2", hvd.allreduce),
-        "grouped_allreduce (autograd)": ("grouped_allreduce.gl.arg.2", hvd.allreduce),
-        "grouped_allgather": ("grouped_allgather.gl.ag.2", hvd.allgather),
-        "grouped_reducescatter": ("grouped_reducescatter.gl.rs.2", hvd.reducescatter),
-    }
     # A name the response cache knows from a step where the groups agreed.
     full = [torch.full((rows, 3), float(i + 1)) for i in range(3)]
     for i, t in enumerate(hvd.grouped_allreduce_(full, name="gl.ar_", op=hvd.Sum)):
@@ -1962,10 +1961,11 @@ def _(ctx):
         start = time.monotonic()
         error = raises(ringcc.MismatchError, lambda: call(group()), what, fragment="grouped with it")
         expect(error is None or "rank 0: 3" in str(error), f"{what}: message lacks rank 0's group: {error}")
-        expect(time.monotonic() - start < 30, f"{what}: took {time.monotonic() - start:.1f} s")
-        if short and what in lone:
-            name, lone_call = lone[what]
-            raises(ringcc.MismatchError, lambda: lone_call(torch.ones(rows, 3), name=name), f"{what}: the lone call")
+        seconds = time.monotonic() - start
+        expect(seconds < 10, f"{what}: the error took {seconds:.1f} s")
+        # The same call again, the groups agreeing: nothing of the failed one is left in flight.
+        got = call(group(count=3))
+        expect(len(got) == 3, f"{what} again: {len(got)} results")
         same(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), float(n)), f"the job goes on after {what}")
 
 

@@ -9,6 +9,7 @@ import torch
 
 import ringcc
 from ringcc import _core
+from ringcc.failed_calls import report_missing
 from ringcc.torch.horovod.basics import Average, core_op, handle_average_backwards_compatibility, internal_error
 from ringcc.torch.horovod.calls import (
     call_names,
@@ -211,7 +212,8 @@ def _grouped_allreduce_start(
             return h
 
         handles = start_each(tensors, names, process_set, "allreduce", start_one)
-        return Handle(handles, lambda results: list(results))
+        on_error = report_missing("allreduce", lambda i: f"allreduce.{base}.{i}", len(tensors), layout)
+        return Handle(handles, lambda results: list(results), on_error)
     try:
         comm = process_set._communicator()
         wires = [reduce_wire(t, code, what) for t in plain]

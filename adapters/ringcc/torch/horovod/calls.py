@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import ringcc
 from ringcc import _core
-from ringcc.failed_calls import fail_on_every_rank
+from ringcc.failed_calls import fail_on_every_rank, report_missing
 from ringcc.torch.horovod.basics import internal_error, require_init
 from ringcc.torch.horovod.handles import Handle
 from ringcc.torch.horovod.names import engine_name, set_label
@@ -163,8 +163,9 @@ def start_group(kind: str, core_kind: str, name, process_set, tensors, check_one
         # Every collective of the group fails on every rank before any runs.
         report_failed(error, core_kind, names, process_set, calls=len(tensors))
         raise
-    layout = group_layout(tensors)
+    layout = group_layout(tensors) if base else 0
     handles = start_each(
         tensors, names, process_set, core_kind, lambda i, t: start_one(t, base and f"{base}.{i}", layout)
     )
-    return Handle(handles, lambda results: list(results))
+    on_error = report_missing(core_kind, lambda i: f"{kind}.{base}.{i}", len(tensors), layout)
+    return Handle(handles, lambda results: list(results), on_error)

@@ -19,11 +19,17 @@ class Handle:
     `synchronize()`. (Horovod's handles are ints; this is an object with
     `done()`, `wait()`, and calling it waits too.)"""
 
-    __slots__ = ("_waits", "_finish", "_finished", "_result", "_error", "__weakref__")
+    __slots__ = ("_waits", "_finish", "_on_error", "_finished", "_result", "_error", "__weakref__")
 
-    def __init__(self, waits: Sequence, finish: Callable[[list], object] | None = None) -> None:
+    def __init__(
+        self,
+        waits: Sequence,
+        finish: Callable[[list], object] | None = None,
+        on_error: Callable[[BaseException], None] | None = None,
+    ) -> None:
         self._waits = list(waits)
         self._finish = finish
+        self._on_error = on_error  # told the first error, before the other waits
         self._finished = False
         self._result = None
         self._error = None
@@ -31,10 +37,30 @@ class Handle:
     def done(self) -> bool:
         return self._finished or all(w.done() for w in self._waits)
 
+    def _wait_all(self) -> list:
+        """Every wait's result; the first error once all have finished, so
+        that none of the call's collectives is left in flight (a name still
+        in flight cannot be enqueued again)."""
+        if len(self._waits) == 1:
+            return [self._waits[0].wait()]
+        results, first = [], None
+        for w in self._waits:
+            try:
+                results.append(w.wait())
+            except (ringcc.RingccError, HorovodInternalError) as error:
+                if first is None:
+                    first = error
+                    if self._on_error is not None:
+                        self._on_error(error)
+                results.append(None)
+        if first is not None:
+            raise first
+        return results
+
     def wait(self):
         if not self._finished:
             try:
-                results = [w.wait() for w in self._waits]
+                results = self._wait_all()
                 self._result = self._finish(results) if self._finish is not None else (results[0] if results else None)
             except ringcc.RingccError as error:
                 self._error = internal_error(error)
@@ -43,6 +69,7 @@ class Handle:
             self._finished = True
             self._waits = []
             self._finish = None
+            self._on_error = None
         if self._error is not None:
             raise self._error
         return self._result
