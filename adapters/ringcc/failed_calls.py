@@ -45,6 +45,17 @@ def fail_on_every_rank(error: BaseException, kind: str, names: Iterable[str] = (
         pass
 
 
+def group_layout(tensors) -> int:
+    """The layout that each collective of a grouped call on the global set
+    carries (the engine's TensorMeta::layout): the group's length, so that
+    ranks whose groups differ in length (a tensor missing on one rank) fail
+    with MismatchError on every collective they share, rather than combine
+    whichever tensors share a position. The shape and dtype of each tensor
+    are compared already, collective by collective. 0 (none) for a group of
+    one."""
+    return len(tensors) if len(tensors) > 1 else 0
+
+
 _DIGESTS = re.compile(r"grouped with it \(digests ([^)]*)\)")
 _RANK_VALUE = re.compile(r"rank \d+: (-?\d+)")
 # The most collectives a longer group may hold beyond this rank's group
@@ -53,14 +64,13 @@ _MOST_MISSING = 1 << 16
 
 
 def report_missing(core_kind: str, names, count: int, layout: int):
-    """What a grouped call runs on the errors of its collectives: when the
-    ranks' groups differed in length (the engine's MismatchError lists each
-    rank's layout, which the adapters make a grouped call's length), this
-    rank takes part
-    as a failed participant in the collectives of the longer groups that it
-    never started (names(i) the i-th's engine name, i from `count`), so that
-    their ranks fail now rather than at the collectives' timeout. None
-    where there is nothing to report (a group of one, another set)."""
+    """What a grouped call runs on the errors of its collectives (None where
+    there is nothing to report: a group of one, another process set): when
+    the ranks' groups differed in length (the engine's MismatchError lists
+    each rank's layout, group_layout's length), this rank takes part as a
+    failed participant in the collectives of the longer groups that it
+    never started (names(i) the i-th's engine name, i from `count`), so
+    that their ranks fail now rather than at the collectives' timeout."""
     if not layout:
         return None
     reported = []

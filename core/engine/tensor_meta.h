@@ -24,8 +24,10 @@ struct TensorMeta {
   MemoryKind memory = MemoryKind::kHost;
   // A framework that packs many tensors into this one (TensorFlow's grouped
   // allreduce) hides their shapes from the shape above: this digest of them
-  // stands in, so ranks that packed different tensors disagree here. 0: not
-  // a pack.
+  // stands in, so ranks that packed different tensors disagree here. Each
+  // collective of a grouped call carries its group's digest (TensorFlow) or
+  // length (torch, MXNet), so ranks whose groups differ disagree on every
+  // collective they share. 0: neither.
   int64_t layout = 0;
 
   int64_t elements() const;

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import mxnet as mx
 
 import ringcc
-from ringcc.failed_calls import fail_on_every_rank, report_missing
+from ringcc.failed_calls import fail_on_every_rank, group_layout, report_missing
 from ringcc.horovod_basics import Adasum
 from ringcc.mxnet import _engine
 from ringcc.mxnet.errors import mxnet_errors
@@ -324,16 +324,6 @@ def allreduce_(
 ):
     """allreduce in place; returns `tensor`."""
     return _allreduce(tensor, average, name, priority, prescale_factor, postscale_factor, process_set, op, True)
-
-
-def group_layout(tensors) -> int:
-    """The layout each collective of a grouped call on the global set
-    carries: the group's length, so that ranks whose groups differ in length
-    (a tensor missing on one of them) fail with MismatchError on every
-    collective they share rather than combine whichever tensors share a
-    position (each tensor's shape and dtype are compared already). 0 (none)
-    for a group of one."""
-    return len(tensors) if len(tensors) > 1 else 0
 
 
 def _grouped(tensors, average, name, priority, prescale_factor, postscale_factor, process_set, op, inplace):

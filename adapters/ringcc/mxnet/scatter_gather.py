@@ -14,13 +14,12 @@ import mxnet as mx
 import numpy as np
 
 import ringcc
-from ringcc.failed_calls import report_missing
+from ringcc.failed_calls import group_layout, report_missing
 from ringcc.mxnet import _engine
 from ringcc.mxnet.errors import mxnet_errors
 from ringcc.mxnet.ops import (
     collective_name,
     fail,
-    group_layout,
     is_global,
     reduce_op,
     run,

@@ -9,13 +9,12 @@ import torch
 
 import ringcc
 from ringcc import _core
-from ringcc.failed_calls import report_missing
+from ringcc.failed_calls import group_layout, report_missing
 from ringcc.torch.horovod.basics import Average, core_op, handle_average_backwards_compatibility, internal_error
 from ringcc.torch.horovod.calls import (
     call_names,
     check_process_set,
     enqueue,
-    group_layout,
     group_names,
     report_failed,
     start_each,
@@ -148,8 +147,8 @@ def _direct_allreduce(tensor, kind, name, op, prescale_factor, postscale_factor,
     tensor (a row of OUTPUT_ROWS) that the handle returns, `tensor` only
     read. None when `tensor` is not such a case (the caller takes the
     general path). A bad scale factor fails the call under its name (the
-    core does that). `layout`: the digest of the group the call belongs to
-    (group_layout), 0 for none."""
+    core does that). `layout`: that of the group the call belongs to
+    (failed_calls.group_layout), 0 for none."""
     code = direct_code(tensor, op)
     if code is None:
         return None

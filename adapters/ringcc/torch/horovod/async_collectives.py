@@ -106,7 +106,7 @@ def _direct_allgather(tensor, name):
 
 def allgather_in_group(tensor, name, process_set, layout: int) -> Handle:
     """allgather_async of one tensor of a grouped call, carrying the group's
-    layout (calls.group_layout)."""
+    layout (failed_calls.group_layout)."""
     return _allgather_start(tensor, name, process_set, "grouped_allgather", layout)
 
 
@@ -307,7 +307,7 @@ def reducescatter_async(
 
 def reducescatter_in_group(tensor, name, op, process_set, prescale_factor, postscale_factor, layout: int) -> Handle:
     """reducescatter_async of one tensor of a grouped call, carrying the
-    group's layout (calls.group_layout)."""
+    group's layout (failed_calls.group_layout)."""
     return _reducescatter_start(
         tensor, name, op, process_set, prescale_factor, postscale_factor, "grouped_reducescatter", layout
     )

@@ -10,6 +10,7 @@ import torch
 
 import ringcc
 from ringcc import _core
+from ringcc.failed_calls import group_layout
 from ringcc.torch.compression import Compression
 from ringcc.torch.horovod.async_allreduce import (
     allreduce_async,
@@ -44,7 +45,6 @@ from ringcc.torch.horovod.calls import (
     enqueue,
     fail_group_unstarted,
     fail_unstarted,
-    group_layout,
     group_names,
     is_global,
     report_failed,

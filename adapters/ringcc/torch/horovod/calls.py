@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import ringcc
 from ringcc import _core
-from ringcc.failed_calls import fail_on_every_rank, report_missing
+from ringcc.failed_calls import fail_on_every_rank, group_layout, report_missing
 from ringcc.torch.horovod.basics import internal_error, require_init
 from ringcc.torch.horovod.handles import Handle
 from ringcc.torch.horovod.names import engine_name, set_label
@@ -106,17 +106,6 @@ def group_names(kind: str, name, process_set, tensors, base_kind=None):
     return tensors, base, names
 
 
-def group_layout(tensors) -> int:
-    """The layout that each collective of a grouped call on the global set
-    carries (the engine's TensorMeta::layout): the group's length, so that
-    ranks whose groups differ in length (a tensor missing on one rank) fail
-    with MismatchError on every collective they share, rather than combine
-    whichever tensors share a position. The shape and dtype of each tensor
-    are compared already, collective by collective. 0 (none) for a group of
-    one."""
-    return len(tensors) if len(tensors) > 1 else 0
-
-
 def fail_group_unstarted(error, kind: str, base_kind: str, name, process_set, tensors) -> None:
     """fail_unstarted for a grouped call: every collective of the group (one
     when the list itself is unusable; a grouped allreduce on a non-global set
@@ -153,7 +142,10 @@ def start_group(kind: str, core_kind: str, name, process_set, tensors, check_one
     """A grouped call of one collective per tensor (`kind.base.i` on the
     global set): check_one(tensor) checks every tensor before any starts (one
     that fails fails them all on every rank), start_one(tensor, name,
-    layout) starts one (layout: group_layout's, for a named call). The Handle's result is the list of their results."""
+    layout) starts one (layout: group_layout's, for a named call). The
+    Handle's result is the list of their results; on the first error, a
+    rank whose group is shorter than its peers' fails their extra
+    collectives (report_missing)."""
     tensors, base, names = group_names(kind, name, process_set, tensors)
     try:
         check_process_set(process_set)
