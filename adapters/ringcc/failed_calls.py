@@ -51,9 +51,10 @@ def group_layout(tensors) -> int:
     ranks whose groups differ in length (a tensor missing on one rank) fail
     with MismatchError on every collective they share, rather than combine
     whichever tensors share a position. The shape and dtype of each tensor
-    are compared already, collective by collective. 0 (none) for a group of
-    one."""
-    return len(tensors) if len(tensors) > 1 else 0
+    are compared already, collective by collective. A group of one carries
+    1, so that a rank whose group holds one tensor where its peers' hold
+    more fails too."""
+    return len(tensors)
 
 
 _DIGESTS = re.compile(r"grouped with it \(digests ([^)]*)\)")
@@ -65,7 +66,7 @@ _MOST_MISSING = 1 << 16
 
 def report_missing(core_kind: str, names, count: int, layout: int):
     """What a grouped call runs on the errors of its collectives (None where
-    there is nothing to report: a group of one, another process set): when
+    there is nothing to report: no layout, on another process set): when
     the ranks' groups differed in length (the engine's MismatchError lists
     each rank's layout, group_layout's length), this rank takes part as a
     failed participant in the collectives of the longer groups that it

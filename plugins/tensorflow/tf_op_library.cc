@@ -23,8 +23,10 @@
 // Linux wheels link libstdc++.so.6, and so do these kernels' headers).
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -250,6 +252,32 @@ void* create_kernel(TF_OpKernelConstruction* ctx, int32_t kind) {
 void delete_kernel(void* k) { delete static_cast<Kernel*>(k); }
 
 // One run of a kernel: what its collectives share until the last completes.
+// The collectives of a grouped op that is not a pack carry the group's
+// length as their layout (_group_layout in adapters/ringcc/tensorflow/_ops.py).
+// When the ranks' groups differ in length, the engine's MismatchError lists
+// each rank's length; a rank whose group is shorter then takes part as a
+// failed participant in the longer groups' collectives that it never
+// enqueued (base.n and on), so that their ranks fail now rather than at the
+// collectives' timeout.
+void report_missing(const Kernel& k, const std::string& message) {
+  const int64_t n = static_cast<int64_t>(k.names.size());
+  if (k.packed || n < 2 || k.layout != n) return;
+  static const std::string kDigests = "grouped with it (digests ";
+  const size_t at = message.find(kDigests);
+  if (at == std::string::npos) return;
+  const size_t end = message.find(')', at);
+  int64_t longest = 0;
+  for (size_t pos = message.find(": ", at + kDigests.size()); pos < end; pos = message.find(": ", pos)) {
+    pos += 2;
+    longest = std::max(longest, static_cast<int64_t>(std::strtoll(message.c_str() + pos, nullptr, 10)));
+  }
+  constexpr int64_t kMostMissing = 1 << 16;  // a larger layout is no group's length
+  const RingccKernelApi* core = g_core.load();
+  if (!core || longest <= n || longest > n + kMostMissing) return;
+  const std::string why = message.substr(message.find(": ") + 2);
+  for (int64_t i = n; i < longest; ++i) core->fail((k.base + "." + std::to_string(i)).c_str(), k.kind, why.c_str());
+}
+
 struct Run {
   TF_OpKernelContext* ctx = nullptr;
   std::function<void()> done;
@@ -271,16 +299,20 @@ struct Run {
   std::vector<const void*> segment_in;  // a packed allreduce's inputs
   std::vector<int64_t> segment_count;
   int kind = kAllreduce;
-  const std::string* layout_text = nullptr;  // the kernel's, which outlives its runs
+  const Kernel* kernel = nullptr;  // which outlives its runs
 
   void fail(int32_t kind_, const std::string& message) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (error_kind < 0) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (error_kind >= 0) return;
       error_kind = kind_;
       error = message;
       // The engine compares a pack's layout as a digest: say what this rank packed.
-      if (kind_ == kMismatch && layout_text && !layout_text->empty()) error += " (this rank: " + *layout_text + ")";
+      if (kind_ == kMismatch && kernel && !kernel->layout_text.empty()) {
+        error += " (this rank: " + kernel->layout_text + ")";
+      }
     }
+    if (kind_ == kMismatch && kernel) report_missing(*kernel, message);
   }
   void finish() {
     if (error_kind >= 0) {
@@ -430,7 +462,7 @@ void compute(void* kernel_ptr, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCall
   auto* run = new Run;
   run->ctx = ctx;
   run->kind = k.kind;
-  run->layout_text = &k.layout_text;
+  run->kernel = &k;
   // See the top of the file: `done` dies when this function returns.
   run->done = std::move(*reinterpret_cast<std::function<void()>*>(done_ptr));
   const RingccKernelApi* core = g_core.load();

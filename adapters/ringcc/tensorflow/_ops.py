@@ -263,21 +263,22 @@ def _layout(tensors) -> tuple[int, str]:
 
 def _group_layout(tensors, ragged: bool = False) -> dict:
     """The layout attributes of a group of tensors that run as collectives
-    of their own: a digest of their number, dtype and shapes (after the
-    first dimension where each rank brings its own rows) that each of them
-    carries, so that ranks whose groups differ (a tensor missing on one
-    rank) fail with MismatchError on every collective they share, rather
-    than combine whichever tensors happen to share a position. Nothing for
-    a group of one."""
+    of their own: the group's length, which each of them carries, so that
+    ranks whose groups differ in length (a tensor missing on one rank) fail
+    with MismatchError on every collective they share, rather than combine
+    whichever tensors happen to share a position (each tensor's dtype and
+    shape are compared already), and the kernel of a shorter group fails
+    the longer groups' other collectives (report_missing in
+    plugins/tensorflow/tf_op_library.cc); and this rank's group in words,
+    for the message. Nothing for a group of one (whose collective's name
+    has no position)."""
     if len(tensors) < 2:
         return {}
     shapes = [t.shape[1:] if ragged and t.shape.rank else t.shape for t in tensors]
-    text = ";".join(f"{t.dtype.name}{shape}" for t, shape in zip(tensors, shapes)).encode()
-    digest = ((zlib.crc32(text) << 31) | (zlib.adler32(text) & 0x7FFFFFFF)) or 1
     listed = ", ".join(str(shape) for shape in shapes[:8]) + (" ..." if len(tensors) > 8 else "")
     what = "shapes after the first dimension" if ragged else "shapes"
     return {
-        "layout": digest,
+        "layout": len(tensors),
         "layout_text": f"a group of {len(tensors)} tensors of {tensors[0].dtype.name}, {what} {listed}",
     }
 

@@ -799,6 +799,14 @@ def _(ctx):
         x = mx.nd.ones((2,))
         rmx.allreduce_(x, op="sum")
         check_equal(x.asnumpy(), np.full(2, n, np.float32), f"an allreduce after {what}")
+    # A group of one tensor where the others' hold two.
+    start = time.monotonic()
+    one = [mx.nd.ones((2 * n, 3)) for _ in range(1 if short else 2)]
+    call_one = lambda: rmx.grouped_allreduce(one, name="gl.one")  # noqa: E731
+    expect_failed_op(ringcc.MismatchError, ["grouped with it"], call_one, "a group of one")
+    expect(time.monotonic() - start < 10, f"a group of one: the error took {time.monotonic() - start:.1f} s")
+    got = rmx.grouped_allreduce(group(2), name="gl.one")
+    check_equal(got[1].asnumpy(), np.full((2 * n, 3), 2, np.float32), "a group of two again (Average)")
 
 
 @case("ops/errors")

@@ -3,12 +3,12 @@
 rank 1 two, of the same shape, so that each collective the two share
 agrees on its own tensor. The shorter rank must fail at once with a
 MismatchError about the group (not succeed with whichever tensors share a
-position); the longer one fails too, once its third collective, which
-nobody else enqueues, runs out of RINGCC_COLLECTIVE_TIMEOUT_S. Each rank
-records what it got in $RINGCC_TF_OUT/rank<r>.json. The arguments say
-which collective ("allreduce", "allgather", "reducescatter") and how it
-runs ("eager" or "graph"): one per job, since after such a mismatch the
-ranks are out of step until the timeout."""
+position); the longer one fails at once too, its third collective failed
+by the shorter rank's kernel. Then both run the same call again, their
+groups agreeing: nothing of the failed one may be left in flight. Each
+rank records what it got in $RINGCC_TF_OUT/rank<r>.json. The arguments
+say which collective ("allreduce", "allgather", "reducescatter") and how
+it runs ("eager" or "graph")."""
 
 import json
 import os
@@ -40,5 +40,14 @@ try:
     record[how] = {"error_class": None, "message": "", "seconds": time.monotonic() - start}
 except Exception as error:  # noqa: BLE001 - recorded
     record[how] = {"error_class": type(error).__name__, "message": str(error), "seconds": time.monotonic() - start}
+tensors = [tf.ones([4])] * 3
+again = {
+    "eager": lambda: collective(tensors, name="uneven"),
+    "graph": tf.function(lambda: collective(tensors, name="uneven.graph")),
+}[how]
+try:
+    record["again"] = {"results": len(again()), "error": ""}
+except Exception as error:  # noqa: BLE001 - recorded
+    record["again"] = {"results": 0, "error": f"{type(error).__name__}: {error}"}
 with open(os.path.join(os.environ["RINGCC_TF_OUT"], f"rank{hvd.rank()}.json"), "w") as f:
     json.dump(record, f)

@@ -1967,6 +1967,12 @@ def _(ctx):
         got = call(group(count=3))
         expect(len(got) == 3, f"{what} again: {len(got)} results")
         same(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), float(n)), f"the job goes on after {what}")
+    # A group of one tensor where the others' hold two.
+    start = time.monotonic()
+    one = [torch.ones(rows, 3) for _ in range(1 if short else 2)]
+    raises(ringcc.MismatchError, lambda: hvd.grouped_allreduce(one, name="gl.one"), "a group of one", "grouped with it")
+    expect(time.monotonic() - start < 10, f"a group of one: the error took {time.monotonic() - start:.1f} s")
+    expect(len(hvd.grouped_allreduce(group(count=2), name="gl.one")) == 2, "a group of two again")
 
 
 @case("functions/broadcast_optimizer_state_without_gradients")

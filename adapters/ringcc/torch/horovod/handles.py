@@ -41,7 +41,7 @@ class Handle:
         """Every wait's result; the first error once all have finished, so
         that none of the call's collectives is left in flight (a name still
         in flight cannot be enqueued again)."""
-        if len(self._waits) == 1:
+        if len(self._waits) == 1 and self._on_error is None:
             return [self._waits[0].wait()]
         results, first = [], None
         for w in self._waits:
