@@ -180,9 +180,9 @@ def reduce_lists(
     the result is written to every array of outs (None: back into the
     values). extra_writes: more NDArrays the operation holds for writing
     (engine variables that order it after earlier operations on them).
-    layout: on the global set, the digest of the group the entries make
-    (the engine's TensorMeta::layout; 0: none; see group_layout), and
-    on_error what the collectives' errors are told to (report_missing)."""
+    layout: on the global set, the length of the group the entries make
+    (the engine's TensorMeta::layout, failed_calls.group_layout; 0: none),
+    and on_error what the collectives' errors are told to (report_missing)."""
     glob = is_global(process_set)
     reads, writes, plan, copies = [], [], [], []
     try:
