@@ -1975,6 +1975,40 @@ def _(ctx):
     expect(len(hvd.grouped_allreduce(group(count=2), name="gl.one")) == 2, "a group of two again")
 
 
+@case("errors/groups-of-different-lengths/process-set", min_size=3)
+def _(ctx):
+    # On a process set (collectives in issue order) rank 1's groups lack a
+    # tensor: every grouped call raises MismatchError on both members before
+    # any of its collectives starts, so the set's next calls stay in step.
+    members = [0, 1]
+    pair = hvd.add_process_set(members)
+    try:
+        if ctx.rank in members:
+
+            def group(grad=False):
+                return [torch.full((4, 3), float(i + 1), requires_grad=grad) for i in range(2 if ctx.rank else 3)]
+
+            calls = [
+                ("grouped_allreduce", lambda: hvd.grouped_allreduce(group(), op=hvd.Sum, process_set=pair)),
+                ("grouped_allgather", lambda: hvd.grouped_allgather(group(), process_set=pair)),
+                ("grouped_allgather (autograd)", lambda: hvd.grouped_allgather(group(True), process_set=pair)),
+                ("grouped_reducescatter", lambda: hvd.grouped_reducescatter(group(), op=hvd.Sum, process_set=pair)),
+                (
+                    "grouped_reducescatter (autograd)",
+                    lambda: hvd.grouped_reducescatter(group(True), op=hvd.Sum, process_set=pair),
+                ),
+            ]
+            for what, call in calls:
+                start = time.monotonic()
+                raises(ringcc.MismatchError, call, f"{what} on a set")
+                expect(time.monotonic() - start < 10, f"{what} on a set: took {time.monotonic() - start:.1f} s")
+                got = hvd.allreduce(torch.ones(2), op=hvd.Sum, process_set=pair)
+                same(got, torch.full((2,), 2.0), f"the set goes on after {what}")
+    finally:
+        hvd.barrier()
+        hvd.remove_process_set(pair)
+
+
 @case("functions/broadcast_optimizer_state_without_gradients")
 def _(ctx):
     # Horovod's test_broadcast_state_no_grad: a new optimizer gets its state

@@ -41,6 +41,7 @@ from ringcc.torch.horovod.basics import (
     size,
 )
 from ringcc.torch.horovod.calls import (
+    check_group_length,
     check_process_set,
     enqueue,
     fail_group_unstarted,
@@ -226,6 +227,8 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
     Differentiable (tensor by tensor: each is done before the next starts)."""
     if isinstance(tensors, (list, tuple)) and _needs_grad(*tensors):
         tensors, base, _ = group_names("allgather", name, process_set, tensors)
+        if base is None:
+            check_group_length(process_set, len(tensors), "grouped_allgather")
         layout = group_layout(tensors) if base else 0
         return [HorovodAllgather.apply(t, base and f"{base}.{i}", process_set, layout) for i, t in enumerate(tensors)]
     return synchronize(grouped_allgather_async(tensors, name, process_set))
@@ -368,6 +371,8 @@ def grouped_reducescatter(
         raise
     if _needs_grad(*compressed):
         compressed, base, _ = group_names("reducescatter", name, process_set, compressed)
+        if base is None:
+            check_group_length(process_set, len(compressed), "grouped_reducescatter")
         layout = group_layout(compressed) if base else 0
         results = [
             HorovodReducescatter.apply(

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 import ringcc
 from ringcc import _core
 from ringcc.failed_calls import fail_on_every_rank, group_layout, report_missing
@@ -138,6 +140,32 @@ def start_each(tensors, names, process_set, core_kind: str, start_one) -> list:
     return handles
 
 
+def check_group_length(process_set, count: int, what: str) -> None:
+    """On a process set other than the job, whose collectives run in issue
+    order, a grouped call's ranks first agree on the group's length: where
+    the groups differ, one rank's collectives would pair with another's
+    later ones. One small allreduce of the longest and the shortest; where
+    they differ, a MismatchError on every rank before any of the group's
+    collectives starts. Nothing for what is no process set (the call's own
+    checks refuse it)."""
+    if not isinstance(process_set, ProcessSet):
+        return
+    lengths = np.array([count, -count], np.int64)
+    comm = process_set._communicator()
+    try:
+        comm.allreduce(lengths, None, ringcc.Max, 1.0, 1.0, True, False, None)
+    except ringcc.RingccError as error:
+        raise internal_error(error) from None
+    longest, shortest = int(lengths[0]), -int(lengths[1])
+    if longest != shortest:
+        raise internal_error(
+            ringcc.MismatchError(
+                f"{what} on {process_set}: the ranks' groups differ in length (this rank: {count} "
+                f"tensors; the ranks' groups hold {shortest} to {longest})"
+            )
+        )
+
+
 def start_group(kind: str, core_kind: str, name, process_set, tensors, check_one, start_one) -> Handle:
     """A grouped call of one collective per tensor (`kind.base.i` on the
     global set): check_one(tensor) checks every tensor before any starts (one
@@ -147,6 +175,8 @@ def start_group(kind: str, core_kind: str, name, process_set, tensors, check_one
     rank whose group is shorter than its peers' fails their extra
     collectives (report_missing)."""
     tensors, base, names = group_names(kind, name, process_set, tensors)
+    if base is None:
+        check_group_length(process_set, len(tensors), f"grouped_{kind}")
     try:
         check_process_set(process_set)
         for t in tensors:
