@@ -599,6 +599,18 @@ def _(ctx):
     check_close(got[-1].numpy(), np.full(2, ctx.size), np.ones(2), 1e-6, "after a packed mismatch")
 
 
+def _fails_from_rank_1(ctx, call, own, what):
+    """call() fails within 10 s on every rank, as a TensorFlow error: on rank
+    1, whose argument is wrong, with `own` in its message; on the others
+    with a MismatchError saying rank 1 could not start it."""
+    if ctx.rank == 1:
+        fragments, what = own, f"rank 1, {what}"
+    else:
+        fragments, what = ["ringcc.MismatchError", "rank 1 could not start"], f"others, {what}"
+    _, seconds = expect_error(tf.errors.OpError, fragments, call, what)
+    expect(seconds < 10, f"{what}: the error took {seconds:.1f} s")
+
+
 @case("errors/failed-participant", min_size=2)
 def _(ctx):
     # Rank 1 passes a dtype the core cannot reduce: it fails at once with its
@@ -625,12 +637,7 @@ def _(ctx):
             ("graph", tf.function(lambda x=x, run=run, n=f"bad.{dtype}.graph": run(x, n))),
         )
         for how, call in calls:
-            if ctx.rank == 1:
-                fragments, what = ["ringcc.UnsupportedTypeError", f"has dtype {dtype}"], f"rank 1, {dtype}, {how}"
-            else:
-                fragments, what = ["ringcc.MismatchError", "rank 1 could not start"], f"others, {dtype}, {how}"
-            _, seconds = expect_error(tf.errors.OpError, fragments, call, what)
-            expect(seconds < 10, f"{what}: the error took {seconds:.1f} s")
+            _fails_from_rank_1(ctx, call, ["ringcc.UnsupportedTypeError", f"has dtype {dtype}"], f"{dtype}, {how}")
     got = hvd.allreduce(tf.ones([2]), op=hvd.Sum, name="after.unsupported")
     check_close(got.numpy(), np.full(2, ctx.size), np.ones(2), 1e-6, "after unsupported dtypes")
     # A tensor of rank 0 to scatter on rank 1 alone, eagerly, in a graph and
@@ -685,12 +692,7 @@ def _(ctx):
             ("graph", tf.function(lambda s=splits, w=what: hvd.alltoall(rows, splits=s, name=f"bad.splits.{w}.g"))),
         )
         for how, call in calls:
-            if ctx.rank == 1:
-                fragments, label = ["split"], f"rank 1, splits {what}, {how}"
-            else:
-                fragments, label = ["ringcc.MismatchError", "rank 1 could not start"], f"others, splits {what}, {how}"
-            _, seconds = expect_error(tf.errors.OpError, fragments, call, label)
-            expect(seconds < 10, f"{label}: the error took {seconds:.1f} s")
+            _fails_from_rank_1(ctx, call, ["split"], f"splits {what}, {how}")
     got = hvd.allreduce(tf.ones([2]), op=hvd.Sum, name="after.bad.splits")
     check_close(got.numpy(), np.full(2, ctx.size), np.ones(2), 1e-6, "after bad splits")
 
