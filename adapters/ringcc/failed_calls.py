@@ -9,13 +9,16 @@ peers' one as a failed participant: they raise MismatchError naming this
 rank and the reason. Errors the core raises while it takes the arguments
 are reported by the core itself.
 
-A bottom module: it imports the core and no framework."""
+A bottom module: it imports ringcc and its core, and no framework."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
 
+import numpy as np
+
+import ringcc
 from ringcc import _core
 
 
@@ -85,3 +88,22 @@ def report_missing(core_kind: str, names, count: int, layout: int):
             fail_on_every_rank(error, core_kind, [names(i) for i in range(count, longest)])
 
     return on_error
+
+
+def check_group_length(comm, count: int, what: str) -> None:
+    """On a process set other than the job, whose collectives run in issue
+    order on its communicator `comm`, a grouped call's ranks first agree on
+    the group's length: where the groups differ, one rank's collectives
+    would pair with another's later ones (a rank returning normally with
+    another's tensors, the next call out of step). One small allreduce of
+    the longest and the shortest; where they differ, MismatchError on every
+    rank of the set before any of the group's collectives starts. `what`
+    names the call in the message ("grouped_allgather on ProcessSet(...)")."""
+    lengths = np.array([count, -count], np.int64)
+    comm.allreduce(lengths, None, ringcc.Max, 1.0, 1.0, True, False, None)
+    longest, shortest = int(lengths[0]), -int(lengths[1])
+    if longest != shortest:
+        raise _core.MismatchError(
+            f"{what}: the ranks' groups differ in length (this rank: {count} tensors; "
+            f"the ranks' groups hold {shortest} to {longest})"
+        )

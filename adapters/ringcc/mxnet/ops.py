@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import mxnet as mx
 
 import ringcc
-from ringcc.failed_calls import fail_on_every_rank, group_layout, report_missing
+from ringcc.failed_calls import check_group_length, fail_on_every_rank, group_layout, report_missing
 from ringcc.horovod_basics import Adasum
 from ringcc.mxnet import _engine
 from ringcc.mxnet.errors import mxnet_errors
@@ -56,6 +56,18 @@ def set_communicator(process_set):
     if not isinstance(process_set, ProcessSet):
         raise ringcc.InvalidArgumentError(f"process_set must be a ProcessSet, got {type(process_set).__name__}")
     return process_set._communicator()
+
+
+def agree_on_group_length(process_set, count: int, what: str) -> None:
+    """Before a grouped call on a process set other than the global one,
+    whose collectives start in issue order: its ranks agree on the group's
+    length (failed_calls.check_group_length; MismatchError on every rank of
+    the set where the groups differ, before any collective of the group
+    starts). Nothing on the global set, whose collectives carry the group's
+    length, nor for what is no process set (the call's checks refuse it)."""
+    if is_global(process_set) or not isinstance(process_set, ProcessSet):
+        return
+    check_group_length(process_set._communicator(), count, f"{what} on {process_set}")
 
 
 def set_rank(process_set, global_rank, what: str) -> int:
@@ -328,6 +340,7 @@ def allreduce_(
 
 def _grouped(tensors, average, name, priority, prescale_factor, postscale_factor, process_set, op, inplace):
     tensors = list(tensors)
+    agree_on_group_length(process_set, len(tensors), "grouped_allreduce_" if inplace else "grouped_allreduce")
     if is_global(process_set):
         base = collective_name(name, "grouped_allreduce")
     else:

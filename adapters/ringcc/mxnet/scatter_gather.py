@@ -18,6 +18,7 @@ from ringcc.failed_calls import group_layout, report_missing
 from ringcc.mxnet import _engine
 from ringcc.mxnet.errors import mxnet_errors
 from ringcc.mxnet.ops import (
+    agree_on_group_length,
     collective_name,
     fail,
     is_global,
@@ -93,6 +94,8 @@ def _as_ndarray(array: np.ndarray, like) -> mx.nd.NDArray:
 
 def _allgather(tensors, name, process_set, grouped: bool) -> list:
     tensors = list(tensors)
+    if grouped:
+        agree_on_group_length(process_set, len(tensors), "grouped_allgather")
     names = _names("allgather", name, process_set, len(tensors), grouped)
     comm = _ready_inputs("allgather", tensors, names, process_set)
     if comm is None:
@@ -179,6 +182,8 @@ def _reducescatter(tensors, op, name, priority, process_set, prescale_factor, po
     tensors = list(tensors)
     glob = is_global(process_set)
     kind = "reducescatter"
+    if grouped:
+        agree_on_group_length(process_set, len(tensors), "grouped_reducescatter")
     names = _names(kind, name, process_set, len(tensors), grouped)
     try:
         comm = None if glob else set_communicator(process_set)

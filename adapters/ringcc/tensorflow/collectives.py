@@ -15,7 +15,7 @@ import tensorflow as tf
 import ringcc
 from ringcc import _core
 from ringcc.elastic import HorovodInternalError
-from ringcc.failed_calls import fail_on_every_rank
+from ringcc.failed_calls import check_group_length, fail_on_every_rank
 from ringcc.tensorflow import _ops
 from ringcc.tensorflow._ops import Average, Sum
 from ringcc.tensorflow.basics import require_init, size
@@ -54,9 +54,27 @@ def _set_call(fn, tensors, out_dtypes):
 
 
 def _one_by_one(collective, tensors, name, **options) -> list:
-    """`collective` of each tensor in turn, the i-th named `name.i` (the
-    grouped calls on a process set other than the job)."""
+    """`collective` of each tensor in turn, the i-th named `name.i`."""
     return [collective(t, name=None if name is None else f"{name}.{i}", **options) for i, t in enumerate(tensors)]
+
+
+def _grouped_on_set(what: str, collective, tensors, name, process_set, **options) -> list:
+    """A grouped call on a process set other than the job, whose
+    collectives run in issue order: its ranks first agree on the group's
+    length (failed_calls.check_group_length: MismatchError on every rank of
+    the set where the groups differ, before any collective of the group),
+    then `collective` of each tensor in turn, after that check in a graph
+    too."""
+    comm = process_set._communicator()
+    where = f"{what} on {process_set}"
+
+    def agree() -> np.int32:
+        check_group_length(comm, len(tensors), where)
+        return np.int32(len(tensors))
+
+    agreed = _set_call(agree, [], tf.int32)
+    with tf.control_dependencies([agreed]):
+        return _one_by_one(collective, tensors, name, process_set=process_set, **options)
 
 
 def _average_compat(op, average):
@@ -133,17 +151,16 @@ def grouped_allreduce(
     tensors = list(tensors)
     if not tensors:
         return []
-    if not is_global(process_set) or any(isinstance(t, tf.IndexedSlices) for t in tensors):
-        return _one_by_one(
-            allreduce,
-            tensors,
-            name,
-            compression=compression,
-            op=op,
-            prescale_factor=prescale_factor,
-            postscale_factor=postscale_factor,
-            process_set=process_set,
-        )
+    options = {
+        "compression": compression,
+        "op": op,
+        "prescale_factor": prescale_factor,
+        "postscale_factor": postscale_factor,
+    }
+    if not is_global(process_set):
+        return _grouped_on_set("grouped_allreduce", allreduce, tensors, name, process_set, **options)
+    if any(isinstance(t, tf.IndexedSlices) for t in tensors):
+        return _one_by_one(allreduce, tensors, name, process_set=process_set, **options)
     compressed = [compression.compress(tf.convert_to_tensor(t)) for t in tensors]
     reduced = _ops.grouped_allreduce_op([c for c, _ in compressed], op, prescale_factor, postscale_factor, name=name)
     return [compression.decompress(r, ctx) for r, (_, ctx) in zip(reduced, compressed)]
@@ -170,7 +187,7 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set, ignore
     tensors = list(tensors)
     if is_global(process_set):
         return _ops.grouped_allgather_op(tensors, name=name)
-    return _one_by_one(allgather, tensors, name, process_set=process_set)
+    return _grouped_on_set("grouped_allgather", allgather, tensors, name, process_set)
 
 
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set, ignore_name_scope=False):
@@ -276,16 +293,13 @@ def grouped_reducescatter(
     op = _ops._op_value(op)
     tensors = [tf.convert_to_tensor(t) for t in tensors]
     if not is_global(process_set):
-        return _one_by_one(
-            reducescatter,
-            tensors,
-            name,
-            compression=compression,
-            op=op,
-            process_set=process_set,
-            prescale_factor=prescale_factor,
-            postscale_factor=postscale_factor,
-        )
+        options = {
+            "compression": compression,
+            "op": op,
+            "prescale_factor": prescale_factor,
+            "postscale_factor": postscale_factor,
+        }
+        return _grouped_on_set("grouped_reducescatter", reducescatter, tensors, name, process_set, **options)
     compressed = [compression.compress(t) for t in tensors]
     out = _ops.grouped_reducescatter_op([c for c, _ in compressed], op, prescale_factor, postscale_factor, name=name)
     return [compression.decompress(o, ctx) for o, (_, ctx) in zip(out, compressed)]

@@ -809,6 +809,37 @@ def _(ctx):
     check_equal(got[1].asnumpy(), np.full((2 * n, 3), 2, np.float32), "a group of two again (Average)")
 
 
+@case("ops/groups-of-different-lengths/process-set", min_size=3)
+def _(ctx):
+    """On a process set (collectives in issue order) rank 1's groups lack a
+    tensor: every grouped call raises MismatchError on both members before
+    any of its collectives starts, so that neither returns with the other's
+    tensors and the set's next calls stay in step."""
+    members = [0, 1]
+    pair = rmx.add_process_set(members)
+    try:
+        if ctx.rank in members:
+
+            def group():
+                return [mx.nd.full((4, 3), i + 1) for i in range(2 if ctx.rank else 3)]
+
+            calls = [
+                ("grouped_allreduce", lambda: rmx.grouped_allreduce(group(), op=rmx.Sum, process_set=pair)),
+                ("grouped_allreduce_", lambda: rmx.grouped_allreduce_(group(), op=rmx.Sum, process_set=pair)),
+                ("grouped_allgather", lambda: rmx.grouped_allgather(group(), process_set=pair)),
+                ("grouped_reducescatter", lambda: rmx.grouped_reducescatter(group(), op=rmx.Sum, process_set=pair)),
+            ]
+            for what, call in calls:
+                fragments = ["differ in length", f"this rank: {2 if ctx.rank else 3} tensors", "hold 2 to 3"]
+                seconds = expect_error(ringcc.MismatchError, fragments, call, f"{what} on a set")[1]
+                expect(seconds < 10, f"{what} on a set: the error took {seconds:.1f} s")
+                x = mx.nd.ones((2,))
+                rmx.allreduce_(x, op=rmx.Sum, process_set=pair)
+                check_equal(x.asnumpy(), np.full(2, 2, np.float32), f"the set goes on after {what}")
+    finally:
+        rmx.remove_process_set(pair)
+
+
 @case("ops/errors")
 def _(ctx):
     expect_error(

@@ -787,6 +787,34 @@ def _(ctx):
     hvd.remove_process_set(ps)
 
 
+@case("process-sets/groups-of-different-lengths", min_size=3)
+def _(ctx):
+    # On a process set (collectives in issue order) rank 1's groups lack a
+    # tensor: every grouped call fails on both members before any of its
+    # collectives starts, eagerly and in a graph, so that neither returns
+    # with the other's tensors and the set's next calls stay in step.
+    pair = hvd.add_process_set([0, 1])
+    if ctx.rank in (0, 1):
+        group = [tf.ones([4, 3]) * (i + 1) for i in range(2 if ctx.rank else 3)]
+        calls = [
+            ("grouped_allreduce", lambda: hvd.grouped_allreduce(group, op=hvd.Sum, process_set=pair)),
+            ("grouped_allgather", lambda: hvd.grouped_allgather(group, process_set=pair)),
+            ("grouped_reducescatter", lambda: hvd.grouped_reducescatter(group, op=hvd.Sum, process_set=pair)),
+        ]
+        fragments = ["differ in length", f"this rank: {2 if ctx.rank else 3} tensors", "hold 2 to 3"]
+        for what, call in calls:
+            for how, run in (("eager", call), ("graph", tf.function(call))):
+                # In a graph: TensorFlow's error, carrying ringcc's class and message.
+                error_class, more = (ringcc.MismatchError, [])
+                if how == "graph":
+                    error_class, more = tf.errors.InvalidArgumentError, ["MismatchError"]
+                seconds = expect_error(error_class, fragments + more, run, f"{what} on a set ({how})")[1]
+                expect(seconds < 10, f"{what} on a set ({how}): the error took {seconds:.1f} s")
+                got = hvd.allreduce(tf.ones([2]), op=hvd.Sum, process_set=pair)
+                check_close(got.numpy(), np.full(2, 2.0), np.ones(2), 1e-6, f"the set goes on after {what} ({how})")
+    hvd.remove_process_set(pair)
+
+
 # --------------------------------------------------------------------------
 # Keras (TensorFlow backend). The Keras and optimizer cases run in the
 # group of 2 only: what they check does not depend on the number of ranks,

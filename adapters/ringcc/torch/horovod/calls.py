@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 import ringcc
 from ringcc import _core
+from ringcc.failed_calls import check_group_length as agree_on_group_length
 from ringcc.failed_calls import fail_on_every_rank, group_layout, report_missing
 from ringcc.torch.horovod.basics import internal_error, require_init
 from ringcc.torch.horovod.handles import Handle
@@ -141,29 +140,15 @@ def start_each(tensors, names, process_set, core_kind: str, start_one) -> list:
 
 
 def check_group_length(process_set, count: int, what: str) -> None:
-    """On a process set other than the job, whose collectives run in issue
-    order, a grouped call's ranks first agree on the group's length: where
-    the groups differ, one rank's collectives would pair with another's
-    later ones. One small allreduce of the longest and the shortest; where
-    they differ, a MismatchError on every rank before any of the group's
-    collectives starts. Nothing for what is no process set (the call's own
-    checks refuse it)."""
+    """failed_calls.check_group_length on a process set other than the job
+    (nothing for what is no process set: the call's own checks refuse it),
+    its errors as the Horovod API raises them."""
     if not isinstance(process_set, ProcessSet):
         return
-    lengths = np.array([count, -count], np.int64)
-    comm = process_set._communicator()
     try:
-        comm.allreduce(lengths, None, ringcc.Max, 1.0, 1.0, True, False, None)
+        agree_on_group_length(process_set._communicator(), count, f"{what} on {process_set}")
     except ringcc.RingccError as error:
         raise internal_error(error) from None
-    longest, shortest = int(lengths[0]), -int(lengths[1])
-    if longest != shortest:
-        raise internal_error(
-            ringcc.MismatchError(
-                f"{what} on {process_set}: the ranks' groups differ in length (this rank: {count} "
-                f"tensors; the ranks' groups hold {shortest} to {longest})"
-            )
-        )
 
 
 def start_group(kind: str, core_kind: str, name, process_set, tensors, check_one, start_one) -> Handle:
