@@ -101,21 +101,24 @@ std::string describe_disagreement(const std::string& name, const std::vector<Ten
   const CollectiveKind k = metas[0].kind;
   const bool ragged = k == CollectiveKind::kAllgather || k == CollectiveKind::kAlltoall;
   auto shape = [](const TensorMeta& m) { return shape_text(m.shape.data(), m.shape.size()); };
+  auto layout = [](const TensorMeta& m) { return m.layout; };
+  // Layouts that differ as well as shapes are listed too: an adapter reads
+  // the ranks' group lengths from them (report_missing in ringcc.failed_calls
+  // and the TensorFlow op library).
+  const std::string grouped = "the shapes of the tensors packed into it or grouped with it (digests ";
+  const std::string and_layouts = differs(layout) ? ", and " + grouped + listing(layout) + ")" : "";
   if (ragged) {
     // The first dimension may differ (each rank brings its own rows).
     auto rest = [](const TensorMeta& m) {
       return m.shape.empty() ? m.shape : std::vector<int64_t>(m.shape.begin() + 1, m.shape.end());
     };
     if (differs([](const TensorMeta& m) { return m.shape.size(); }) || differs(rest)) {
-      return head + "the shape after the first dimension (" + listing(shape) + ")";
+      return head + "the shape after the first dimension (" + listing(shape) + ")" + and_layouts;
     }
   } else if (differs(shape)) {
-    return head + "the shape (" + listing(shape) + ")";
+    return head + "the shape (" + listing(shape) + ")" + and_layouts;
   }
-  auto layout = [](const TensorMeta& m) { return m.layout; };
-  if (differs(layout)) {
-    return head + "the shapes of the tensors packed into it or grouped with it (digests " + listing(layout) + ")";
-  }
+  if (differs(layout)) return head + grouped + listing(layout) + ")";
   if (k == CollectiveKind::kAllreduce || k == CollectiveKind::kReduceScatter) {
     auto op = [](const TensorMeta& m) { return std::string(reduce_op_name(m.op)); };
     if (differs(op)) return head + "the reduction (" + listing(op) + ")";

@@ -194,6 +194,7 @@ struct Kernel {
   int64_t layout = 0;        // see RingccKernelCall::layout
   std::string layout_text;  // a pack's shapes as this rank sees them, for its MismatchError
   std::string base;  // the engine's name of input 0 (grouped: base + "." + i)
+  bool named = false;  // base came from the op's tensor_name, not its node's name
   std::vector<std::string> names;
 };
 
@@ -236,6 +237,7 @@ void* create_kernel(TF_OpKernelConstruction* ctx, int32_t kind) {
   k->nudge = g_tf.TF_GetCode(status) == TF_OK && nudge != 0;
   g_tf.TF_SetStatus(status, TF_OK, "");
   k->base = read_string_attr(ctx, "tensor_name", status);
+  k->named = !k->base.empty();
   g_tf.TF_SetStatus(status, TF_OK, "");
   if (k->base.empty()) {
     // Unnamed: the node's name, the same on every rank that built the same
@@ -243,39 +245,62 @@ void* create_kernel(TF_OpKernelConstruction* ctx, int32_t kind) {
     const TF_StringView node = g_tf.TF_OpKernelConstruction_GetName(ctx);
     k->base = std::string(node.data, node.len);
   }
+  // The first collective of a group takes the op's name as it is, the others
+  // their position after it: a rank whose group holds one tensor where its
+  // peers' hold more shares that first name with them, and so gets the
+  // mismatch of the groups' lengths instead of a wait for the timeout.
   const int64_t n = get_int("N", 1);
-  for (int64_t i = 0; i < n; ++i) k->names.push_back(n == 1 ? k->base : k->base + "." + std::to_string(i));
+  for (int64_t i = 0; i < n; ++i) k->names.push_back(i == 0 ? k->base : k->base + "." + std::to_string(i));
   g_tf.TF_DeleteStatus(status);
   return k;
 }
 
 void delete_kernel(void* k) { delete static_cast<Kernel*>(k); }
 
-// One run of a kernel: what its collectives share until the last completes.
 // The collectives of a grouped op that is not a pack carry the group's
-// length as their layout (_group_layout in adapters/ringcc/tensorflow/_ops.py).
-// When the ranks' groups differ in length, the engine's MismatchError lists
-// each rank's length; a rank whose group is shorter then takes part as a
-// failed participant in the longer groups' collectives that it never
-// enqueued (base.n and on), so that their ranks fail now rather than at the
-// collectives' timeout.
+// length as their layout (_group_layout in adapters/ringcc/tensorflow/_ops.py);
+// a pack's layout ends in its index and its group's number of packs, 16 bits
+// each (_layout there). When the ranks' groups differ, the engine's
+// MismatchError on the collective they share first (the group's name: its
+// first collective, or its first pack) lists each rank's layout; a rank
+// whose group has fewer collectives (or packs) then takes part as a failed
+// participant in the longer groups' collectives that it never enqueued
+// (base.n and on), so that their ranks fail now rather than at the
+// collectives' timeout. Packs are named as a group's collectives are (base,
+// base.1, ...), so a rank that packed its group can fail the extra
+// collectives of a rank that did not.
+constexpr int kPackBits = 16;
+constexpr int64_t kPackMask = (int64_t{1} << kPackBits) - 1;
+
 void report_missing(const Kernel& k, const std::string& message) {
-  const int64_t n = static_cast<int64_t>(k.names.size());
-  if (k.packed || n < 2 || k.layout != n) return;
+  int64_t mine = static_cast<int64_t>(k.names.size());
+  if (k.packed) {
+    // Only the first pack of a group named by its op reports, for the group.
+    if (!k.named || ((k.layout >> kPackBits) & kPackMask) != 0) return;
+    mine = k.layout & kPackMask;
+    if (mine < 1) return;
+  } else if (mine < 1 || k.layout != mine) {
+    return;
+  }
   static const std::string kDigests = "grouped with it (digests ";
   const size_t at = message.find(kDigests);
   if (at == std::string::npos) return;
   const size_t end = message.find(')', at);
+  constexpr int64_t kMostMissing = 1 << 16;  // a larger layout is no group's length
   int64_t longest = 0;
   for (size_t pos = message.find(": ", at + kDigests.size()); pos < end; pos = message.find(": ", pos)) {
     pos += 2;
-    longest = std::max(longest, static_cast<int64_t>(std::strtoll(message.c_str() + pos, nullptr, 10)));
+    // A group that is not packed tells its length. A pack's layout is larger:
+    // its group's other packs are ops of their own, which that rank does not
+    // run once its first pack failed (TensorFlow orders stateful ops), so
+    // failing their names here would leave failures for its next call.
+    const int64_t value = static_cast<int64_t>(std::strtoll(message.c_str() + pos, nullptr, 10));
+    if (value <= kMostMissing) longest = std::max(longest, value);
   }
-  constexpr int64_t kMostMissing = 1 << 16;  // a larger layout is no group's length
   const RingccKernelApi* core = g_core.load();
-  if (!core || longest <= n || longest > n + kMostMissing) return;
+  if (!core || longest <= mine || longest > mine + kMostMissing) return;
   const std::string why = message.substr(message.find(": ") + 2);
-  for (int64_t i = n; i < longest; ++i) core->fail((k.base + "." + std::to_string(i)).c_str(), k.kind, why.c_str());
+  for (int64_t i = mine; i < longest; ++i) core->fail((k.base + "." + std::to_string(i)).c_str(), k.kind, why.c_str());
 }
 
 struct Run {

@@ -251,14 +251,29 @@ def _packs(tensors) -> list[list[int]]:
     return packs
 
 
-def _layout(tensors) -> tuple[int, str]:
-    """A non-zero 63-bit digest of the shapes and dtype of `tensors`, and
-    the start of their description for an error."""
+# The low 32 bits of a pack's layout: its index and its group's number of
+# packs, 16 bits each (report_missing in plugins/tensorflow/tf_op_library.cc
+# reads them).
+_PACK_BITS = 16
+_PACK_MASK = (1 << _PACK_BITS) - 1
+
+
+def _layout(tensors, pack: int, packs: int, group: int) -> tuple[int, str]:
+    """The layout of the `pack`-th of a group's `packs` packs (the group
+    holding `group` tensors): a 63-bit digest of the pack's shapes and
+    dtype, the group's length and its number of packs, whose low 32 bits
+    are the pack's index and the number of packs, so that ranks whose
+    groups differ fail on the packs they share and the first pack of a
+    rank with fewer packs can fail the others' extra ones; and the start of
+    their description for an error."""
     shapes = [t.shape.as_list() for t in tensors]
-    text = ";".join(f"{t.dtype.name}{shape}" for t, shape in zip(tensors, shapes)).encode()
-    digest = ((zlib.crc32(text) << 31) | (zlib.adler32(text) & 0x7FFFFFFF)) or 1
+    text = f"{group}:{packs};" + ";".join(f"{t.dtype.name}{shape}" for t, shape in zip(tensors, shapes))
+    digest = (zlib.crc32(text.encode()) << 31) | (zlib.adler32(text.encode()) & 0x7FFFFFFF)
+    place = (pack << _PACK_BITS) | packs if packs <= _PACK_MASK else 0
+    layout = ((digest >> 2 * _PACK_BITS) << 2 * _PACK_BITS) | place or 1
     more = " ..." if len(tensors) > 8 else ""
-    return digest, f"{len(tensors)} tensors of {tensors[0].dtype.name} packed, shapes {shapes[:8]}{more}"
+    where = f"; pack {pack + 1} of {packs}, a group of {group} tensors" if packs > 1 else ""
+    return layout, f"{len(tensors)} tensors of {tensors[0].dtype.name} packed, shapes {shapes[:8]}{more}{where}"
 
 
 def _group_layout(tensors, ragged: bool = False) -> dict:
@@ -270,10 +285,12 @@ def _group_layout(tensors, ragged: bool = False) -> dict:
     shape are compared already), and the kernel of a shorter group fails
     the longer groups' other collectives (report_missing in
     plugins/tensorflow/tf_op_library.cc); and this rank's group in words,
-    for the message. Nothing for a group of one (whose collective's name
-    has no position)."""
+    for the message. A group of one carries 1 (its collective takes the
+    name of the first of a longer group's, so that a rank whose group holds
+    one tensor where its peers' hold more fails too), and no words: its
+    messages name its tensor already."""
     if len(tensors) < 2:
-        return {}
+        return {"layout": len(tensors)}
     shapes = [t.shape[1:] if ragged and t.shape.rank else t.shape for t in tensors]
     listed = ", ".join(str(shape) for shape in shapes[:8]) + (" ..." if len(tensors) > 8 else "")
     what = "shapes after the first dimension" if ragged else "shapes"
@@ -297,15 +314,18 @@ def _packed(run_pack, tensors):
 
     A pack hides its tensors' shapes from the engine, which would name
     ranks that disagree on them: run_pack(pack_tensors, p, layout) hands the
-    engine a digest of the shapes and dtype with each pack, which the ranks
-    compare as they compare shapes (MismatchError on every rank when they
-    differ, with this rank's shapes)."""
+    engine a digest of the shapes and dtype with each pack (_layout), which
+    the ranks compare as they compare shapes (MismatchError on every rank
+    when they differ, with this rank's shapes). The digest covers the
+    group's length and number of packs too: ranks whose groups differ fail
+    on every pack they share, rather than some packs succeeding, and the
+    kernel of a rank with fewer packs fails the others' extra packs."""
     packs = _packs(tensors)
     out = [None] * len(tensors)
     for p, pack in enumerate(packs):
         members = [tensors[i] for i in pack]
         total = sum(t.shape.num_elements() for t in members)
-        flat = run_pack(members, p if len(packs) > 1 else None, _layout(members))
+        flat = run_pack(members, p, _layout(members, p, len(packs), len(tensors)))
         flat.set_shape([total])
         # Every op counts (a few microseconds each in TensorFlow's executor):
         # no reshape where the tensor is flat already, static sizes and shapes.
@@ -340,10 +360,14 @@ def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0,
         )
 
     def run_pack(pack, p, group_name, layout):
-        if p is not None:
-            # Packs of one group run as ops of their own: each needs a name
-            # (graph nodes have theirs; eagerly, the op's type would repeat).
-            group_name = f"{group_name}.{p}" if group_name else f"packed.{p}" if tf.executing_eagerly() else None
+        # Packs of one group run as ops of their own, named as the group's
+        # collectives are: the first as the group, the others by their
+        # index after it (eagerly, unnamed: "packed"; in a graph, unnamed,
+        # each its node's name).
+        if group_name is None and tf.executing_eagerly():
+            group_name = "packed"
+        if group_name is not None and p > 0:
+            group_name = f"{group_name}.{p}"
         return _run(
             _lib.ringcc_packed_allreduce,
             tensors=pack,

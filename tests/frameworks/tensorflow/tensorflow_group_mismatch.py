@@ -7,8 +7,11 @@ position); the longer one fails at once too, its third collective failed
 by the shorter rank's kernel. Then both run the same call again, their
 groups agreeing: nothing of the failed one may be left in flight. Each
 rank records what it got in $RINGCC_TF_OUT/rank<r>.json. The arguments
-say which collective ("allreduce", "allgather", "reducescatter") and how
-it runs ("eager" or "graph")."""
+say which collective ("allreduce", "allgather", "reducescatter"), how it
+runs ("eager" or "graph") and, optionally, the lengths of rank 1's group
+(2 by default; 1: a group of one) and of rank 0's (3 by default; 8 or
+more tensors travel packed: see the test for the packs each layout makes).
+The call that follows gives both ranks rank 0's group."""
 
 import json
 import os
@@ -22,9 +25,11 @@ import tensorflow as tf  # noqa: E402
 import ringcc.tensorflow as hvd  # noqa: E402
 
 hvd.init()
-tensors = [tf.ones([4])] * (3 if hvd.rank() == 0 else 2)
-record = {}
 kind, how = sys.argv[1], sys.argv[2]
+short = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+long = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+tensors = [tf.ones([4])] * (long if hvd.rank() == 0 else short)
+record = {}
 collective = {
     "allreduce": hvd.grouped_allreduce,
     "allgather": hvd.grouped_allgather,
@@ -40,7 +45,7 @@ try:
     record[how] = {"error_class": None, "message": "", "seconds": time.monotonic() - start}
 except Exception as error:  # noqa: BLE001 - recorded
     record[how] = {"error_class": type(error).__name__, "message": str(error), "seconds": time.monotonic() - start}
-tensors = [tf.ones([4])] * 3
+tensors = [tf.ones([4])] * long
 again = {
     "eager": lambda: collective(tensors, name="uneven"),
     "graph": tf.function(lambda: collective(tensors, name="uneven.graph")),

@@ -101,22 +101,42 @@ def test_a_rank_that_raises_inside_fit_fails_every_rank(tf_ready, ranks):
     assert not (out / "rank1.json").exists()
 
 
-@pytest.mark.parametrize(
-    "kind,how", [("allreduce", "eager"), ("allreduce", "graph"), ("allgather", "eager"), ("reducescatter", "graph")]
-)
-def test_groups_of_different_lengths_fail_every_rank(tf_ready, ranks, kind, how):
-    """Rank 0 groups three tensors, rank 1 two of the same shape: rank 1
+# (collective, how it runs, rank 1's group, rank 0's group, the job's
+# fusion threshold): groups of 8 or more tensors of 16 B travel packed, a
+# threshold of 256 B cutting 20 of them into 2 packs, 10 into one.
+GROUPS_THAT_DIFFER = [
+    ("allreduce", "eager", 2, 3, None),
+    ("allreduce", "graph", 2, 3, None),
+    ("allgather", "eager", 2, 3, None),
+    ("reducescatter", "graph", 2, 3, None),
+    ("allreduce", "graph", 1, 3, None),
+    ("allgather", "eager", 1, 3, None),
+    ("allreduce", "graph", 10, 20, 256),
+    ("allreduce", "eager", 7, 9, None),
+]
+
+
+@pytest.mark.parametrize("kind,how,short,long,threshold", GROUPS_THAT_DIFFER)
+def test_groups_of_different_lengths_fail_every_rank(tf_ready, ranks, kind, how, short, long, threshold):
+    """Rank 0 groups `long` tensors, rank 1 `short` of the same shape: rank 1
     fails at once with a MismatchError about the tensors grouped with the
-    first (the group's layout, "this rank: a group of 2 tensors"), instead
+    first (the group's layout; "this rank: a group of 2 tensors"), instead
     of returning the first two combined with rank 0's; rank 0 fails at once
-    too (rank 1's kernel fails its third collective), and the same call
-    then runs on both with agreeing groups."""
+    too (rank 1's kernel fails its other collectives), and the same call
+    then runs on both with agreeing groups. A group of one shares the name
+    of a longer group's first collective, so it fails as soon too; so do
+    groups cut into different numbers of packs (the first pack of the rank
+    with fewer fails the other's extra ones), and a packed group against
+    one that is not (the pack's kernel fails the other's extra collectives)."""
+    env = {"RINGCC_COLLECTIVE_TIMEOUT_S": "30", "RINGCC_TIMEOUT_S": "30"}
+    if threshold:
+        env["RINGCC_FUSION_THRESHOLD"] = str(threshold)
     completed, out = _run_job(
         ranks,
-        f"tf-group-mismatch-{kind}-{how}",
+        f"tf-group-mismatch-{kind}-{how}-{short}-{long}",
         2,
-        [str(Path(__file__).resolve().parent / "tensorflow_group_mismatch.py"), kind, how],
-        env={"RINGCC_COLLECTIVE_TIMEOUT_S": "30", "RINGCC_TIMEOUT_S": "30"},
+        [str(Path(__file__).resolve().parent / "tensorflow_group_mismatch.py"), kind, how, str(short), str(long)],
+        env=env,
         timeout=120,
     )
     output = completed.stdout + completed.stderr
@@ -126,18 +146,20 @@ def test_groups_of_different_lengths_fail_every_rank(tf_ready, ranks, kind, how)
         assert path.exists(), f"rank {rank} recorded nothing\n" + output[-4000:]
         recorded = json.loads(path.read_text())
         records[rank], again[rank] = recorded[how], recorded["again"]
-    short = records[1]
-    assert short["error_class"] is not None, ("rank 1 succeeded", short)
-    for fragment in ("ringcc.MismatchError", "grouped with it", "this rank: a group of 2 tensors"):
-        assert fragment in short["message"], (fragment, short)
-    assert short["seconds"] < 4, short
-    long = records[0]
-    assert long["error_class"] is not None, ("rank 0 succeeded", long)
-    for fragment in ("ringcc.MismatchError", "this rank: a group of 3 tensors"):
-        assert fragment in long["message"], (fragment, long)
-    assert long["seconds"] < 4, long
+    words = {2: "this rank: a group of 2 tensors", 1: "rank 1: 1)", 10: "this rank: 10 tensors of float32 packed"}
+    shorter = records[1]
+    assert shorter["error_class"] is not None, ("rank 1 succeeded", shorter)
+    for fragment in ("ringcc.MismatchError", "grouped with it", words.get(short, "this rank: a group of")):
+        assert fragment in shorter["message"], (fragment, shorter)
+    assert shorter["seconds"] < 4, shorter
+    longer = records[0]
+    assert longer["error_class"] is not None, ("rank 0 succeeded", longer)
+    words = {3: "this rank: a group of 3 tensors", 9: "this rank: 9 tensors of float32 packed", 20: "pack 1 of 2"}
+    for fragment in ("ringcc.MismatchError", words[long]):
+        assert fragment in longer["message"], (fragment, longer)
+    assert longer["seconds"] < 4, longer
     for rank in (0, 1):
-        assert again[rank]["results"] == 3, (rank, again[rank])
+        assert again[rank]["results"] == long, (rank, again[rank])
 
 
 def _keras_example(ranks, backend, tmp_name):
