@@ -195,6 +195,7 @@ struct Kernel {
   std::string layout_text;  // a pack's shapes as this rank sees them, for its MismatchError
   std::string base;  // the engine's name of input 0 (grouped: base + "." + i)
   bool named = false;  // base came from the op's tensor_name, not its node's name
+  std::string failure;  // this rank's arguments, refused while the op was built (see compute)
   std::vector<std::string> names;
 };
 
@@ -238,6 +239,8 @@ void* create_kernel(TF_OpKernelConstruction* ctx, int32_t kind) {
   g_tf.TF_SetStatus(status, TF_OK, "");
   k->base = read_string_attr(ctx, "tensor_name", status);
   k->named = !k->base.empty();
+  g_tf.TF_SetStatus(status, TF_OK, "");
+  k->failure = read_string_attr(ctx, "failure", status);
   g_tf.TF_SetStatus(status, TF_OK, "");
   if (k->base.empty()) {
     // Unnamed: the node's name, the same on every rank that built the same
@@ -491,6 +494,19 @@ void compute(void* kernel_ptr, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCall
   // See the top of the file: `done` dies when this function returns.
   run->done = std::move(*reinterpret_cast<std::function<void()>*>(done_ptr));
   const RingccKernelApi* core = g_core.load();
+  if (!k.failure.empty()) {
+    // The adapter refused this rank's arguments (an unknown reduction, a
+    // scale factor that is no number) yet built the op, so that it takes
+    // part in each of its collectives as a failed participant, under the
+    // names its peers' ops use, rather than leaving them to wait.
+    if (core) {
+      for (const std::string& name : k.names) core->fail(name.c_str(), k.kind, k.failure.c_str());
+    }
+    run->remaining.store(1);
+    run->fail(kInvalidArgument, k.failure);
+    run->one_done();
+    return;
+  }
   if (k.packed) {
     run->slots.resize(1);
     run->remaining.store(2);  // the collective and this function's hold
@@ -735,7 +751,8 @@ bool register_op(const char* op_name, int32_t kind, const std::vector<const char
 
 __attribute__((constructor)) void register_everything() {
   if (!find_tensorflow()) return;
-  const std::vector<const char*> common = {kTypes, "N: int >= 1", "tensor_name: string = ''", "nudge: bool = false"};
+  const std::vector<const char*> common = {kTypes, "N: int >= 1", "tensor_name: string = ''", "nudge: bool = false",
+                                           "failure: string = ''"};
   const char* tensors_in[] = {"tensors: N * T", nullptr};
   const char* tensors_out[] = {"outputs: N * T", nullptr};
   std::vector<const char*> reduce = common;
@@ -749,7 +766,8 @@ __attribute__((constructor)) void register_everything() {
   gather.push_back("layout_text: string = ''");
   std::vector<const char*> bcast = common;
   bcast.push_back("root_rank: int = 0");
-  const std::vector<const char*> one = {kTypes, "tensor_name: string = ''", "nudge: bool = false"};
+  const std::vector<const char*> one = {kTypes, "tensor_name: string = ''", "nudge: bool = false",
+                                        "failure: string = ''"};
   const char* a2a_in[] = {"tensor: T", "splits: Tsplits", nullptr};
   const char* a2a_out[] = {"output: T", "received_splits: int64", nullptr};
   std::vector<const char*> a2a = one;

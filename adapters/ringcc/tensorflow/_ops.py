@@ -13,6 +13,7 @@ tf.function alike. See docs/tensorflow.md.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import itertools
 import os
@@ -25,6 +26,7 @@ import tensorflow as tf
 import ringcc
 from ringcc import _core
 from ringcc.elastic import HorovodInternalError
+from ringcc.failed_calls import error_text
 from ringcc.horovod_basics import Adasum, Average, Max, Min, Product, Sum  # noqa: F401  (re-exported)
 
 LIBRARY = os.path.join(os.path.dirname(_core.__file__), "libringcc_tensorflow.so")
@@ -335,20 +337,50 @@ def _packed(run_pack, tensors):
     return out
 
 
-def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0, name=None, nudge=None):
+def _reduction_of(op, prescale_factor, postscale_factor, refused):
+    """The reduction attributes of a group's ops, and the error this rank
+    refused its arguments with (None: accepted): an op that is no reduction,
+    a scale factor that is no number, or `refused`, an error the caller
+    found. Refused arguments still build the group's ops, with a valid
+    reduction and the error as their `failure`, whose kernels fail their
+    collectives on every rank under the names the peers' ops use
+    (plugins/tensorflow/tf_op_library.cc, compute)."""
+    try:
+        reduction = {
+            "reduce_op": _op_value(op),
+            "prescale_factor": float(prescale_factor),
+            "postscale_factor": float(postscale_factor),
+        }
+    except Exception as error:
+        refused = refused or error
+    if refused is not None:
+        reduction = {"reduce_op": Sum, "prescale_factor": 1.0, "postscale_factor": 1.0}
+    reduction["failure"] = error_text(refused) if refused is not None else ""
+    return reduction, refused
+
+
+@contextlib.contextmanager
+def _raising(refused):
+    """Eagerly, the refusing op's error comes back as the error this rank
+    refused its arguments with (as Horovod raises it); in a graph the ops
+    fail when they run, with that error's text."""
+    try:
+        yield
+    except tf.errors.OpError:
+        if refused is not None:
+            raise refused from None
+        raise
+
+
+def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0, name=None, nudge=None, refused=None):
     tensors = [tf.convert_to_tensor(t) for t in tensors]
     if not tensors:
         return []
-    op = _op_value(op)
     wired = [_to_wire(t, True) for t in tensors]
 
     # What every op of the group is told besides its tensors and name.
-    reduction = {
-        "reduce_op": op,
-        "prescale_factor": float(prescale_factor),
-        "postscale_factor": float(postscale_factor),
-        "nudge": _nudge() if nudge is None else nudge,
-    }
+    reduction, refused = _reduction_of(op, prescale_factor, postscale_factor, refused)
+    reduction["nudge"] = _nudge() if nudge is None else nudge
 
     def run_op(group, group_name):
         return _run(
@@ -382,7 +414,8 @@ def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0,
             return run_op(group, group_name)
         return _packed(lambda pack, p, layout: run_pack(pack, p, group_name, layout), group)
 
-    out = _by_dtype([w for w, _ in wired], run, name)
+    with _raising(refused):
+        out = _by_dtype([w for w, _ in wired], run, name)
     return [_from_wire(o, d) for o, (_, d) in zip(out, wired)]
 
 
@@ -410,26 +443,25 @@ def grouped_allgather_op(tensors, name=None):
     return results
 
 
-def grouped_reducescatter_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0, name=None):
+def grouped_reducescatter_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0, name=None, refused=None):
     tensors = [tf.convert_to_tensor(t) for t in tensors]
     if not tensors:
         return []
-    op = _op_value(op)
+    reduction, refused = _reduction_of(op, prescale_factor, postscale_factor, refused)
     wired = [_to_wire(t, True) for t in tensors]
-    out = _by_dtype(
-        [w for w, _ in wired],
-        lambda group, group_name: _run(
-            _lib.ringcc_reducescatter,
-            tensors=group,
-            reduce_op=op,
-            prescale_factor=float(prescale_factor),
-            postscale_factor=float(postscale_factor),
-            tensor_name=engine_name("reducescatter", group_name),
-            nudge=_nudge(),
-            **_group_layout(group),
-        ),
-        name,
-    )
+    with _raising(refused):
+        out = _by_dtype(
+            [w for w, _ in wired],
+            lambda group, group_name: _run(
+                _lib.ringcc_reducescatter,
+                tensors=group,
+                tensor_name=engine_name("reducescatter", group_name),
+                nudge=_nudge(),
+                **reduction,
+                **_group_layout(group),
+            ),
+            name,
+        )
     results = []
     for o, (w, d) in zip(out, wired):
         if w.shape.rank is not None and w.shape.rank > 0:

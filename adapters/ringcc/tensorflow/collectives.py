@@ -46,6 +46,18 @@ def _arguments_of(kind: str, op_type: str, name, process_set):
         raise
 
 
+def _refuse_on_set(error: BaseException, tensors, process_set) -> None:
+    """A grouped call of `tensors` whose arguments this rank refused on a
+    process set other than the job: eagerly, it fails the set's next
+    collective in issue order, the length check its peers start the group
+    with (_grouped_on_set, an allreduce), so that they raise too and none of
+    the group's collectives starts. (In a graph the error stops the tracing
+    here.)"""
+    if tensors and not is_global(process_set) and tf.executing_eagerly():
+        with contextlib.suppress(Exception):  # a set this rank cannot reach: nobody to tell
+            fail_on_every_rank(error, "allreduce", comm=process_set._communicator())
+
+
 def _set_call(fn, tensors, out_dtypes):
     def body(*arrays):
         return fn(*[np.ascontiguousarray(a) for a in arrays])
@@ -147,8 +159,16 @@ def grouped_allreduce(
     else each tensor a named collective of the engine, which fuses them
     (docs/tensorflow.md, "Fusion")."""
     require_init()
-    op = _ops._op_value(_average_compat(op, average))
     tensors = list(tensors)
+    refused = None
+    try:
+        op = _ops._op_value(_average_compat(op, average))
+    except Exception as error:
+        sparse = any(isinstance(t, tf.IndexedSlices) for t in tensors)
+        if not tensors or not is_global(process_set) or sparse:
+            _refuse_on_set(error, tensors, process_set)
+            raise
+        refused, op = error, Sum
     if not tensors:
         return []
     options = {
@@ -162,7 +182,9 @@ def grouped_allreduce(
     if any(isinstance(t, tf.IndexedSlices) for t in tensors):
         return _one_by_one(allreduce, tensors, name, process_set=process_set, **options)
     compressed = [compression.compress(tf.convert_to_tensor(t)) for t in tensors]
-    reduced = _ops.grouped_allreduce_op([c for c, _ in compressed], op, prescale_factor, postscale_factor, name=name)
+    reduced = _ops.grouped_allreduce_op(
+        [c for c, _ in compressed], op, prescale_factor, postscale_factor, name=name, refused=refused
+    )
     return [compression.decompress(r, ctx) for r, (_, ctx) in zip(reduced, compressed)]
 
 
@@ -290,8 +312,15 @@ def grouped_reducescatter(
     postscale_factor=1.0,
 ):
     require_init()
-    op = _ops._op_value(op)
     tensors = [tf.convert_to_tensor(t) for t in tensors]
+    refused = None
+    try:
+        op = _ops._op_value(op)
+    except Exception as error:
+        if not tensors or not is_global(process_set):
+            _refuse_on_set(error, tensors, process_set)
+            raise
+        refused, op = error, Average
     if not is_global(process_set):
         options = {
             "compression": compression,
@@ -301,7 +330,9 @@ def grouped_reducescatter(
         }
         return _grouped_on_set("grouped_reducescatter", reducescatter, tensors, name, process_set, **options)
     compressed = [compression.compress(t) for t in tensors]
-    out = _ops.grouped_reducescatter_op([c for c, _ in compressed], op, prescale_factor, postscale_factor, name=name)
+    out = _ops.grouped_reducescatter_op(
+        [c for c, _ in compressed], op, prescale_factor, postscale_factor, name=name, refused=refused
+    )
     return [compression.decompress(o, ctx) for o, (_, ctx) in zip(out, compressed)]
 
 

@@ -611,6 +611,43 @@ def _fails_from_rank_1(ctx, call, own, what):
     expect(seconds < 10, f"{what}: the error took {seconds:.1f} s")
 
 
+@case("errors/grouped-arguments-refused-on-one-rank", min_size=2)
+def _(ctx):
+    # Rank 1 names a reduction that does not exist in grouped calls: it
+    # raises its own error (eagerly ringcc.InvalidArgumentError, as a
+    # single call does; in a graph when the function runs), and the other
+    # ranks a MismatchError naming it, all at once, whether the group is
+    # named or not, packed or not, of one dtype or two; then the job goes on.
+    op = "bogus" if ctx.rank == 1 else hvd.Sum
+    groups = (
+        ("3 named", [tf.ones([4])] * 3, "refused.three"),
+        ("3 unnamed", [tf.ones([4])] * 3, None),
+        ("9 packed", [tf.ones([4])] * 9, "refused.packed"),
+        ("9 packed unnamed", [tf.ones([4])] * 9, None),
+        ("2 dtypes", [tf.ones([4]), tf.ones([4], tf.int32)], "refused.dtypes"),
+    )
+    for what, group, name in groups:
+        calls = (
+            ("grouped_allreduce", lambda g=group, n=name: hvd.grouped_allreduce(g, op=op, name=n)),
+            (
+                "grouped_reducescatter",
+                lambda g=group, n=name: hvd.grouped_reducescatter(g, op=op, name=n and f"{n}.scatter"),
+            ),
+        )
+        for kind, call in calls:
+            for how, run in (("eager", call), ("graph", tf.function(call))):
+                label = f"{kind} of {what} ({how})"
+                if ctx.rank == 1:
+                    own = ringcc.InvalidArgumentError if how == "eager" else tf.errors.InvalidArgumentError
+                    _, seconds = expect_error(own, ["unknown reduction 'bogus'"], run, f"rank 1, {label}")
+                else:
+                    fragments = ["ringcc.MismatchError", "rank 1 could not start", "unknown reduction 'bogus'"]
+                    _, seconds = expect_error(tf.errors.OpError, fragments, run, f"others, {label}")
+                expect(seconds < 10, f"{label}: the error took {seconds:.1f} s")
+    got = hvd.grouped_allreduce([tf.ones([2])] * 9, op=hvd.Sum, name="refused.packed")
+    check_close(got[-1].numpy(), np.full(2, ctx.size), np.ones(2), 1e-6, "the same name afterwards")
+
+
 @case("errors/failed-participant", min_size=2)
 def _(ctx):
     # Rank 1 passes a dtype the core cannot reduce: it fails at once with its
@@ -812,6 +849,23 @@ def _(ctx):
                 expect(seconds < 10, f"{what} on a set ({how}): the error took {seconds:.1f} s")
                 got = hvd.allreduce(tf.ones([2]), op=hvd.Sum, process_set=pair)
                 check_close(got.numpy(), np.full(2, 2.0), np.ones(2), 1e-6, f"the set goes on after {what} ({how})")
+        # Rank 1 names a reduction that does not exist: it raises its own
+        # error, and rank 0 hears of it in the group's length check.
+        op = "bogus" if ctx.rank == 1 else hvd.Sum
+        same = [tf.ones([4, 3])] * 3
+        calls = [
+            ("grouped_allreduce", lambda: hvd.grouped_allreduce(same, op=op, process_set=pair)),
+            ("grouped_reducescatter", lambda: hvd.grouped_reducescatter(same, op=op, process_set=pair)),
+        ]
+        for what, call in calls:
+            if ctx.rank == 1:
+                _, seconds = expect_error(ringcc.InvalidArgumentError, ["bogus"], call, f"rank 1, {what} on a set")
+            else:
+                fragments = ["rank 1 could not start", "bogus"]
+                _, seconds = expect_error(ringcc.MismatchError, fragments, call, f"rank 0, {what} on a set")
+            expect(seconds < 10, f"{what} refused on a set: the error took {seconds:.1f} s")
+            got = hvd.allreduce(tf.ones([2]), op=hvd.Sum, process_set=pair)
+            check_close(got.numpy(), np.full(2, 2.0), np.ones(2), 1e-6, f"the set goes on after {what} refused")
     hvd.remove_process_set(pair)
 
 
