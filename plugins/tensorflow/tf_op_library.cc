@@ -270,7 +270,7 @@ void delete_kernel(void* k) { delete static_cast<Kernel*>(k); }
 // participant in the longer groups' collectives that it never enqueued
 // (base.n and on), so that their ranks fail now rather than at the
 // collectives' timeout. Packs are named as a group's collectives are (base,
-// base.1, ...), so a rank that packed its group can fail the extra
+// base.1, ...), so a rank that packed its group can fail the other
 // collectives of a rank that did not.
 constexpr int kPackBits = 16;
 constexpr int64_t kPackMask = (int64_t{1} << kPackBits) - 1;
@@ -278,10 +278,12 @@ constexpr int64_t kPackMask = (int64_t{1} << kPackBits) - 1;
 void report_missing(const Kernel& k, const std::string& message) {
   int64_t mine = static_cast<int64_t>(k.names.size());
   if (k.packed) {
-    // Only the first pack of a group named by its op reports, for the group.
+    // Only the first pack of a group named by its op reports, for the group,
+    // from the second collective on: this rank's later packs are ops that
+    // TensorFlow does not run once this one failed (it orders stateful ops;
+    // eager code raises), while a group that was not packed waits for all.
     if (!k.named || ((k.layout >> kPackBits) & kPackMask) != 0) return;
-    mine = k.layout & kPackMask;
-    if (mine < 1) return;
+    mine = 1;
   } else if (mine < 1 || k.layout != mine) {
     return;
   }
@@ -306,6 +308,7 @@ void report_missing(const Kernel& k, const std::string& message) {
   for (int64_t i = mine; i < longest; ++i) core->fail((k.base + "." + std::to_string(i)).c_str(), k.kind, why.c_str());
 }
 
+// One run of a kernel: what its collectives share until the last completes.
 struct Run {
   TF_OpKernelContext* ctx = nullptr;
   std::function<void()> done;

@@ -264,10 +264,10 @@ def _layout(tensors, pack: int, packs: int, group: int) -> tuple[int, str]:
     """The layout of the `pack`-th of a group's `packs` packs (the group
     holding `group` tensors): a 63-bit digest of the pack's shapes and
     dtype, the group's length and its number of packs, whose low 32 bits
-    are the pack's index and the number of packs, so that ranks whose
-    groups differ fail on the packs they share and the first pack of a
-    rank with fewer packs can fail the others' extra ones; and the start of
-    their description for an error."""
+    are the pack's index and the number of packs: ranks whose groups
+    differ fail on the first pack, which they share, and the kernel of a
+    group's first pack knows it is first; and the start of their
+    description for an error."""
     shapes = [t.shape.as_list() for t in tensors]
     text = f"{group}:{packs};" + ";".join(f"{t.dtype.name}{shape}" for t, shape in zip(tensors, shapes))
     digest = (zlib.crc32(text.encode()) << 31) | (zlib.adler32(text.encode()) & 0x7FFFFFFF)
@@ -321,7 +321,8 @@ def _packed(run_pack, tensors):
     when they differ, with this rank's shapes). The digest covers the
     group's length and number of packs too: ranks whose groups differ fail
     on every pack they share, rather than some packs succeeding, and the
-    kernel of a rank with fewer packs fails the others' extra packs."""
+    first pack of a rank that packed its group fails the extra collectives
+    of a rank that did not."""
     packs = _packs(tensors)
     out = [None] * len(tensors)
     for p, pack in enumerate(packs):

@@ -103,7 +103,7 @@ def test_a_rank_that_raises_inside_fit_fails_every_rank(tf_ready, ranks):
 
 # (collective, how it runs, rank 1's group, rank 0's group, the job's
 # fusion threshold): groups of 8 or more tensors of 16 B travel packed, a
-# threshold of 256 B cutting 20 of them into 2 packs, 10 into one.
+# threshold of 256 B cutting 20 of them into 2 packs, 10 into one; 7 do not.
 GROUPS_THAT_DIFFER = [
     ("allreduce", "eager", 2, 3, None),
     ("allreduce", "graph", 2, 3, None),
@@ -113,6 +113,7 @@ GROUPS_THAT_DIFFER = [
     ("allgather", "eager", 1, 3, None),
     ("allreduce", "graph", 10, 20, 256),
     ("allreduce", "eager", 7, 9, None),
+    ("allreduce", "graph", 7, 20, 256),
 ]
 
 
