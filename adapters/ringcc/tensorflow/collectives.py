@@ -113,8 +113,15 @@ def allreduce(
     """The reduction of `tensor` over the ranks (op Average by default). An
     IndexedSlices is allgathered (values and indices), as in Horovod."""
     require_init()
-    with _arguments_of("allreduce", "RingccAllreduce", name, process_set):
+    refused = None
+    try:
         op = _ops._op_value(_average_compat(op, average))
+    except Exception as error:
+        if not is_global(process_set) or isinstance(tensor, tf.IndexedSlices):
+            with _arguments_of("allreduce", "RingccAllreduce", name, process_set):
+                raise
+        # The job's op is still built, to fail on every rank (_ops._reduction_of).
+        refused, op = error, Sum
     if isinstance(tensor, tf.IndexedSlices):
         if op not in (Average, Sum):
             raise NotImplementedError("an IndexedSlices is reduced with Sum or Average only")
@@ -130,7 +137,9 @@ def allreduce(
         tensor = tf.convert_to_tensor(tensor)
         compressed, ctx = compression.compress(tensor)
     if is_global(process_set):
-        (reduced,) = _ops.grouped_allreduce_op([compressed], op, prescale_factor, postscale_factor, name=name)
+        (reduced,) = _ops.grouped_allreduce_op(
+            [compressed], op, prescale_factor, postscale_factor, name=name, refused=refused
+        )
     else:
         comm = process_set._communicator()
         reduced = _set_call(
@@ -276,10 +285,18 @@ def reducescatter(
     """The reduction over the ranks, then rank r keeps its block of the first
     dimension (as even as possible, lower ranks one row more)."""
     require_init()
+    refused = None
+    try:
+        op = _ops._op_value(op)
+    except Exception as error:
+        if not is_global(process_set):
+            with _arguments_of("reducescatter", "RingccReducescatter", name, process_set):
+                raise
+        # The job's op is still built, to fail on every rank (_ops._reduction_of).
+        refused, op = error, Average
     # A tensor of rank 0 on some rank is refused by the op's kernel (or the
     # set's communicator) as a failed participant, so that every rank fails.
     with _arguments_of("reducescatter", "RingccReducescatter", name, process_set):
-        op = _ops._op_value(op)
         tensor = tf.convert_to_tensor(tensor)
         compressed, ctx = compression.compress(tensor)
         if not is_global(process_set) and compressed.shape.rank == 0:
@@ -287,7 +304,9 @@ def reducescatter(
             # kernel refuses it, as Horovod does.
             raise ValueError(f"reducescatter of '{name or 'a tensor'}': a tensor of rank 0 has no rows to scatter")
     if is_global(process_set):
-        (out,) = _ops.grouped_reducescatter_op([compressed], op, prescale_factor, postscale_factor, name=name)
+        (out,) = _ops.grouped_reducescatter_op(
+            [compressed], op, prescale_factor, postscale_factor, name=name, refused=refused
+        )
     else:
         comm = process_set._communicator()
         out = _set_call(

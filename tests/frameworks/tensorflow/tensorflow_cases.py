@@ -617,7 +617,9 @@ def _(ctx):
     # raises its own error (eagerly ringcc.InvalidArgumentError, as a
     # single call does; in a graph when the function runs), and the other
     # ranks a MismatchError naming it, all at once, whether the group is
-    # named or not, packed or not, of one dtype or two; then the job goes on.
+    # named or not, packed or not, of one dtype or two; so do the single
+    # calls unnamed in a graph, whose names exist only once their ops are
+    # built. Then the job goes on.
     op = "bogus" if ctx.rank == 1 else hvd.Sum
     groups = (
         ("3 named", [tf.ones([4])] * 3, "refused.three"),
@@ -634,6 +636,13 @@ def _(ctx):
                 lambda g=group, n=name: hvd.grouped_reducescatter(g, op=op, name=n and f"{n}.scatter"),
             ),
         )
+        if what == "3 unnamed":
+            # The single calls too: unnamed in a graph, no name exists before
+            # the op is built.
+            calls += (
+                ("allreduce", lambda g=group: hvd.allreduce(g[0], op=op)),
+                ("reducescatter", lambda g=group: hvd.reducescatter(g[0], op=op)),
+            )
         for kind, call in calls:
             for how, run in (("eager", call), ("graph", tf.function(call))):
                 label = f"{kind} of {what} ({how})"
