@@ -471,16 +471,21 @@ def grouped_reducescatter_op(tensors, op, prescale_factor=1.0, postscale_factor=
     return results
 
 
-def broadcast_op(tensor, root_rank, name=None):
+def broadcast_op(tensor, root_rank, name=None, refused=None):
+    """The broadcast's op; `refused`: the error this rank refused its
+    arguments with, which the op still built fails on every rank with
+    (_reduction_of)."""
     tensor = tf.convert_to_tensor(tensor)
     wire, dtype = _to_wire(tensor, False)
-    (out,) = _run(
-        _lib.ringcc_broadcast,
-        tensors=[wire],
-        root_rank=int(root_rank),
-        tensor_name=engine_name("broadcast", name),
-        nudge=_nudge(),
-    )
+    with _raising(refused):
+        (out,) = _run(
+            _lib.ringcc_broadcast,
+            tensors=[wire],
+            root_rank=int(root_rank),
+            tensor_name=engine_name("broadcast", name),
+            nudge=_nudge(),
+            failure=error_text(refused) if refused is not None else "",
+        )
     return _from_wire(out, dtype)
 
 

@@ -226,11 +226,19 @@ def broadcast(tensor, root_rank, name=None, process_set=global_process_set, igno
     require_init()
     with _arguments_of("broadcast", "RingccBroadcast", name, process_set):
         tensor = tf.convert_to_tensor(tensor)
+    refused = None
+    try:
         root_rank = int(root_rank)
+        root = None if is_global(process_set) else root_in_set(process_set, root_rank)
+    except Exception as error:
+        if not is_global(process_set):
+            with _arguments_of("broadcast", "RingccBroadcast", name, process_set):
+                raise
+        # The job's op is still built, to fail on every rank (_ops.broadcast_op).
+        refused, root_rank = error, 0
     if is_global(process_set):
-        return _ops.broadcast_op(tensor, root_rank, name=name)
+        return _ops.broadcast_op(tensor, root_rank, name=name, refused=refused)
     comm = process_set._communicator()
-    root = root_in_set(process_set, root_rank)
     out = _set_call(lambda a: comm.broadcast(a, root=root), [tensor], tensor.dtype)
     out.set_shape(tensor.shape)
     return out

@@ -642,15 +642,20 @@ def _(ctx):
             calls += (
                 ("allreduce", lambda g=group: hvd.allreduce(g[0], op=op)),
                 ("reducescatter", lambda g=group: hvd.reducescatter(g[0], op=op)),
+                ("broadcast", lambda g=group: hvd.broadcast(g[0], "bogus" if ctx.rank == 1 else 0)),
             )
         for kind, call in calls:
             for how, run in (("eager", call), ("graph", tf.function(call))):
                 label = f"{kind} of {what} ({how})"
+                # A root that is no int is a ValueError, an unknown reduction
+                # ringcc's InvalidArgumentError (eagerly).
+                refused = "'bogus'" if kind == "broadcast" else "unknown reduction 'bogus'"
                 if ctx.rank == 1:
-                    own = ringcc.InvalidArgumentError if how == "eager" else tf.errors.InvalidArgumentError
-                    _, seconds = expect_error(own, ["unknown reduction 'bogus'"], run, f"rank 1, {label}")
+                    own = ringcc.InvalidArgumentError if kind != "broadcast" else ValueError
+                    own = own if how == "eager" else tf.errors.InvalidArgumentError
+                    _, seconds = expect_error(own, [refused], run, f"rank 1, {label}")
                 else:
-                    fragments = ["ringcc.MismatchError", "rank 1 could not start", "unknown reduction 'bogus'"]
+                    fragments = ["ringcc.MismatchError", "rank 1 could not start", refused]
                     _, seconds = expect_error(tf.errors.OpError, fragments, run, f"others, {label}")
                 expect(seconds < 10, f"{label}: the error took {seconds:.1f} s")
     got = hvd.grouped_allreduce([tf.ones([2])] * 9, op=hvd.Sum, name="refused.packed")
