@@ -880,6 +880,16 @@ def _(ctx):
             expect(seconds < 10, f"{what} refused on a set: the error took {seconds:.1f} s")
             got = hvd.allreduce(tf.ones([2]), op=hvd.Sum, process_set=pair)
             check_close(got.numpy(), np.full(2, 2.0), np.ones(2), 1e-6, f"the set goes on after {what} refused")
+        # A root outside the set on rank 1 alone.
+        call = lambda: hvd.broadcast(tf.ones([2]), 2 if ctx.rank == 1 else 0, process_set=pair)  # noqa: E731
+        if ctx.rank == 1:
+            _, seconds = expect_error(ValueError, ["root_rank 2 is not in"], call, "rank 1, a root outside the set")
+        else:
+            fragments = ["rank 1 could not start", "root_rank 2 is not in"]
+            _, seconds = expect_error(ringcc.MismatchError, fragments, call, "rank 0, a root outside the set")
+        expect(seconds < 10, f"a root outside the set: the error took {seconds:.1f} s")
+        got = hvd.allreduce(tf.ones([2]), op=hvd.Sum, process_set=pair)
+        check_close(got.numpy(), np.full(2, 2.0), np.ones(2), 1e-6, "the set goes on after a root outside it")
     hvd.remove_process_set(pair)
 
 
