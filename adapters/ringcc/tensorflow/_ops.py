@@ -420,28 +420,36 @@ def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0,
     return [_from_wire(o, d) for o, (_, d) in zip(out, wired)]
 
 
+def _grouped_rows(kind: str, op_fn, wired, name, attrs: dict, ragged: bool) -> list:
+    """The results of `kind`'s op (op_fn) over the wired tensors, one op per
+    dtype, each with the first dimension its own (known on the other ranks
+    only) and its dtype back."""
+    out = _by_dtype(
+        [w for w, _ in wired],
+        lambda group, group_name: _run(
+            op_fn,
+            tensors=group,
+            tensor_name=engine_name(kind, group_name),
+            nudge=_nudge(),
+            **attrs,
+            **_group_layout(group, ragged=ragged),
+        ),
+        name,
+    )
+    results = []
+    for o, (w, d) in zip(out, wired):
+        if w.shape.rank:
+            o.set_shape([None] + w.shape.as_list()[1:])
+        results.append(_from_wire(o, d))
+    return results
+
+
 def grouped_allgather_op(tensors, name=None):
     tensors = [tf.convert_to_tensor(t) for t in tensors]
     if not tensors:
         return []
     wired = [_to_wire(t if t.shape.rank != 0 else tf.reshape(t, [1]), False) for t in tensors]
-    out = _by_dtype(
-        [w for w, _ in wired],
-        lambda group, group_name: _run(
-            _lib.ringcc_allgather,
-            tensors=group,
-            tensor_name=engine_name("allgather", group_name),
-            nudge=_nudge(),
-            **_group_layout(group, ragged=True),
-        ),
-        name,
-    )
-    results = []
-    for o, t, (w, d) in zip(out, tensors, wired):
-        if w.shape.rank is not None:
-            o.set_shape([None] + w.shape.as_list()[1:])
-        results.append(_from_wire(o, d))
-    return results
+    return _grouped_rows("allgather", _lib.ringcc_allgather, wired, name, {}, ragged=True)
 
 
 def grouped_reducescatter_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0, name=None, refused=None):
@@ -451,24 +459,7 @@ def grouped_reducescatter_op(tensors, op, prescale_factor=1.0, postscale_factor=
     reduction, refused = _reduction_of(op, prescale_factor, postscale_factor, refused)
     wired = [_to_wire(t, True) for t in tensors]
     with _raising(refused):
-        out = _by_dtype(
-            [w for w, _ in wired],
-            lambda group, group_name: _run(
-                _lib.ringcc_reducescatter,
-                tensors=group,
-                tensor_name=engine_name("reducescatter", group_name),
-                nudge=_nudge(),
-                **reduction,
-                **_group_layout(group),
-            ),
-            name,
-        )
-    results = []
-    for o, (w, d) in zip(out, wired):
-        if w.shape.rank is not None and w.shape.rank > 0:
-            o.set_shape([None] + w.shape.as_list()[1:])
-        results.append(_from_wire(o, d))
-    return results
+        return _grouped_rows("reducescatter", _lib.ringcc_reducescatter, wired, name, reduction, ragged=False)
 
 
 def broadcast_op(tensor, root_rank, name=None, refused=None):
