@@ -7,9 +7,10 @@ Every collective against NumPy, eagerly and inside tf.function (graph
 mode); the gradients of the collectives; DistributedGradientTape and
 DistributedOptimizer against training on the averaged gradients; fusion
 (the engine's statistics); ops that ranks run in opposite orders on a
-one-thread executor; errors; objects; process sets; Keras' model.fit with
-the DistributedOptimizer and callbacks. Inputs come from a per-case seed,
-so every rank can rebuild any rank's input. tests/frameworks/tensorflow/test_tensorflow.py
+one-thread executor; errors; objects; process sets; a TF1
+MonitoredTrainingSession with its hooks; Keras' model.fit with the
+DistributedOptimizer and callbacks. Inputs come from a per-case seed, so
+every rank can rebuild any rank's input. tests/frameworks/tensorflow/test_tensorflow.py
 parametrizes its tests from CASES.
 """
 
@@ -389,6 +390,45 @@ def _(ctx):
         gw, _ = _reference_grads(ctx, w0, np.zeros(1, np.float32))
         want = w0 - 0.1 * gw * bpps  # summed over the passes, not averaged
         check_close(w.numpy(), want, np.maximum(np.abs(want), 1), 1e-5, f"backward_passes_per_step={bpps}")
+
+
+@case("sessions/monitored-training-session")
+def _(ctx):
+    # The seeds' TF1 recipe: a graph trained by a MonitoredTrainingSession
+    # with BroadcastGlobalVariablesHook(0) and the v1 DistributedOptimizer,
+    # whose 300 gradients are packed by the grouped op. Variables start
+    # different on every rank, so a missing broadcast shows in the result.
+    steps, lr, count = 3, 0.1, 300
+    graph = tf.Graph()
+    with graph.as_default():
+        step = tf.compat.v1.train.get_or_create_global_step()
+        start = [np.full(64, ctx.rank * 10.0 + i % 3, np.float32) for i in range(count)]
+        variables = [tf.compat.v1.get_variable(f"v{i}", initializer=v) for i, v in enumerate(start)]
+        loss = tf.add_n([tf.reduce_sum(v * float(ctx.rank + 1)) for v in variables])
+        opt = hvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(lr))
+        train = opt.minimize(loss, global_step=step)
+        hooks = [hvd.BroadcastGlobalVariablesHook(0), tf.compat.v1.train.StopAtStepHook(last_step=steps)]
+        runs = 0
+        with tf.compat.v1.train.MonitoredTrainingSession(hooks=hooks) as session:
+            while not session.should_stop():
+                session.run(train)
+                runs += 1
+            got = session._tf_sess().run(variables)
+        expect(runs == steps, f"the session ran {runs} steps, not {steps}")
+        mean_grad = (ctx.size + 1) / 2.0
+        for i in (0, 1, 2, count - 1):
+            want = np.full(64, i % 3 - steps * lr * mean_grad, np.float32)
+            check_close(got[i], want, np.ones(64), 1e-5, f"variable {i} after {steps} steps")
+
+        # A shape that differs by rank fails session.run on every rank with
+        # ringcc's message, and the session's graph stays usable.
+        bad = hvd.allreduce(tf.ones([2 + ctx.rank]), name="session.bad.shape")
+        good = hvd.allreduce(tf.ones([2]), op=hvd.Sum, name="session.after")
+        with tf.compat.v1.Session(graph=graph) as session:
+            if ctx.size > 1:
+                fragments = ["ringcc.MismatchError", "session.bad.shape", "shape"]
+                expect_error(tf.errors.InvalidArgumentError, fragments, lambda: session.run(bad), "a mismatch")
+            check_close(session.run(good), np.full(2, ctx.size), np.ones(2), 1e-6, "after the mismatch")
 
 
 @case("fusion/many-variables-in-one-step")
