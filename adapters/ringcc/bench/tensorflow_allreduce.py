@@ -23,8 +23,10 @@ of --iters calls:
   allreduce; the same function with `tf.identity_n` in place of the
   allreduce is TensorFlow's own cost, and the communication is the
   difference. Against it, one allreduce of all of them concatenated,
-  likewise less its function's own cost. The four functions take turns
-  in each repeat; the ratio row is the median of the repeats' ratios.
+  likewise less its function's own cost. Beside them, the same step with
+  one `hvd.allreduce` op per variable (as Horovod scripts often reduce
+  gradients), less the same floor. The functions take turns in each
+  repeat; the ratio row is the median of the repeats' ratios.
 * model.fit of a small dense model on synthetic data: steps per second
   with ringcc.keras.DistributedOptimizer against the same model's train
   step run by the strategy (batch 32 per rank in both; Keras 3's model.fit
@@ -229,6 +231,12 @@ def time_tape(job):
     def tape_floor():
         return tf.identity_n([v * 1.0 for v in variables])[0]
 
+    # Horovod scripts often reduce each gradient with an allreduce of its
+    # own: separate ops, which reach the engine together and fuse.
+    @tf.function
+    def separate_step():
+        return [hvd.allreduce(v * 1.0, name=f"bench.separate.{i}") for i, v in enumerate(variables)][0]
+
     @tf.function
     def concat_step():
         return hvd.allreduce(concat * 1.0, name="bench.concat")
@@ -237,10 +245,16 @@ def time_tape(job):
     def concat_floor():
         return tf.identity(concat * 1.0)
 
-    # The four functions take turns within each repeat, and each repeat's
+    # The functions take turns within each repeat, and each repeat's
     # ratio pairs figures measured seconds apart: this machine's speed
     # drifts by more than the difference being measured.
-    functions = {"tape": tape_step, "floor": tape_floor, "one": concat_step, "one_floor": concat_floor}
+    functions = {
+        "tape": tape_step,
+        "floor": tape_floor,
+        "one": concat_step,
+        "one_floor": concat_floor,
+        "separate": separate_step,
+    }
     times = {key: [] for key in functions}
     for fn in functions.values():
         fn().numpy()  # warm up: tracing, names cached, first touch
@@ -256,6 +270,8 @@ def time_tape(job):
     record("tape step: 1,000 variables of 4 KiB", median["tape"])
     record("the same step, no communication", median["floor"])
     record("tape step's communication (difference)", median["tape"] - median["floor"])
+    record("one allreduce op per variable", median["separate"])
+    record("their communication (difference)", median["separate"] - median["floor"])
     record("one allreduce of them concatenated (4 MB)", median["one"])
     record("the same function, no communication", median["one_floor"])
     record("concatenated allreduce's communication (difference)", median["one"] - median["one_floor"])

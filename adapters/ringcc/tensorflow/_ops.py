@@ -50,6 +50,42 @@ def _load():
 
 _lib = _load()
 
+# The kernel ops on the global process set: collectives the engine matches
+# by name across ranks, in whatever order each rank starts them.
+_OPS_BY_NAME = (
+    "RingccAllreduce",
+    "RingccPackedAllreduce",
+    "RingccAllgather",
+    "RingccBroadcast",
+    "RingccReducescatter",
+    "RingccAlltoall",
+)
+
+
+def _run_as_ready(op_types) -> bool:
+    """Lets a tf.function run these ops as their inputs become ready, as a
+    graph does: TensorFlow chains every stateful op of a function that
+    touches no resource in program order (automatic control dependencies),
+    which would run a step's collectives one after another, each waiting
+    for the engine to finish the one before, so that they could neither
+    fuse nor overlap the computation still running. They stay stateful
+    (never pruned, merged or constant-folded) and still run before the
+    function returns; TensorFlow's list of order-insensitive stateful ops
+    is the one it keeps for ops of that kind. False where this TensorFlow
+    has no such list (the ops then stay in program order)."""
+    try:
+        from tensorflow.python.framework import auto_control_deps
+    except ImportError:
+        return False
+    known = getattr(auto_control_deps, "MUST_RUN_ORDER_INSENSITIVE_STATEFUL_OPS", None)
+    if not isinstance(known, (frozenset, set)):
+        return False
+    auto_control_deps.MUST_RUN_ORDER_INSENSITIVE_STATEFUL_OPS = frozenset(known) | frozenset(op_types)
+    return True
+
+
+RUN_AS_READY = _run_as_ready(_OPS_BY_NAME)
+
 # The dtypes the core moves; others are converted around the collective.
 _CORE_DTYPES = {tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int8, tf.uint8, tf.int32, tf.int64}
 
@@ -204,6 +240,29 @@ def _from_wire(tensor, dtype):
 
 # --------------------------------------------------------------------------
 # The collectives on tensors (the global process set)
+
+
+class _InOrder:
+    """The ops of one grouped call, each (in a graph) after the one before:
+    a rank whose packs or dtypes differ from its peers' fails on the first
+    op they share, and TensorFlow then runs none of the later ones, so that
+    no collective of the group waits in the engine for peers that will never
+    start it (docs/tensorflow.md, "Fusion"). Ops of separate calls run as
+    their inputs become ready (_run_as_ready)."""
+
+    def __init__(self):
+        self._last = None
+
+    def run(self, fn, **kwargs):
+        if self._last is None or tf.executing_eagerly():
+            out = _run(fn, **kwargs)
+        else:
+            with tf.control_dependencies([self._last]):
+                out = _run(fn, **kwargs)
+        first = out[0] if isinstance(out, (list, tuple)) else out
+        if not tf.executing_eagerly():
+            self._last = first.op
+        return out
 
 
 def _by_dtype(tensors, run_group, name):
@@ -382,9 +441,10 @@ def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0,
     # What every op of the group is told besides its tensors and name.
     reduction, refused = _reduction_of(op, prescale_factor, postscale_factor, refused)
     reduction["nudge"] = _nudge() if nudge is None else nudge
+    order = _InOrder()
 
     def run_op(group, group_name):
-        return _run(
+        return order.run(
             _lib.ringcc_allreduce,
             tensors=group,
             tensor_name=engine_name("allreduce", group_name),
@@ -401,7 +461,7 @@ def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0,
             group_name = "packed"
         if group_name is not None and p > 0:
             group_name = f"{group_name}.{p}"
-        return _run(
+        return order.run(
             _lib.ringcc_packed_allreduce,
             tensors=pack,
             layout=layout[0],
@@ -424,9 +484,10 @@ def _grouped_rows(kind: str, op_fn, wired, name, attrs: dict, ragged: bool) -> l
     """The results of `kind`'s op (op_fn) over the wired tensors, one op per
     dtype, each with the first dimension its own (known on the other ranks
     only) and its dtype back."""
+    order = _InOrder()
     out = _by_dtype(
         [w for w, _ in wired],
-        lambda group, group_name: _run(
+        lambda group, group_name: order.run(
             op_fn,
             tensors=group,
             tensor_name=engine_name(kind, group_name),
