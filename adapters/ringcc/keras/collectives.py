@@ -66,8 +66,9 @@ def broadcast_variables(variables, root_rank, name=None):
 
 
 def broadcast_global_variables(root_rank, model=None):
-    """Broadcasts the variables of `model` (with its optimizer's), or of
-    every model built so far when None is given, from root_rank."""
+    """Broadcasts the variables of `model` (with its optimizer's, once it is
+    built) from root_rank. Keras 3 keeps no global variables: without a
+    model this raises ValueError."""
     if model is None:
         raise ValueError("ringcc.keras.broadcast_global_variables needs the model (Keras 3 has no global variables)")
     variables = list(model.variables)

@@ -390,6 +390,15 @@ def _(ctx):
         gw, _ = _reference_grads(ctx, w0, np.zeros(1, np.float32))
         want = w0 - 0.1 * gw * bpps  # summed over the passes, not averaged
         check_close(w.numpy(), want, np.maximum(np.abs(want), 1), 1e-5, f"backward_passes_per_step={bpps}")
+    # average_aggregated_gradients: the passes' gradients averaged.
+    w = tf.Variable(w0)
+    opt = hvd.DistributedOptimizer(
+        tf.compat.v1.train.GradientDescentOptimizer(0.1), backward_passes_per_step=2, average_aggregated_gradients=True
+    )
+    for _ in range(2):
+        opt.minimize(lambda: tf.reduce_mean(tf.square(tf.matmul(x, w) - y)), var_list=[w])
+    want = w0 - 0.1 * gw
+    check_close(w.numpy(), want, np.maximum(np.abs(want), 1), 1e-5, "average_aggregated_gradients=True")
 
 
 @case("sessions/monitored-training-session")
@@ -880,6 +889,40 @@ def _(ctx):
     expect(got == [("r", r) for r in range(ctx.size)], f"allgather_object {got}")
     got = hvd.broadcast_object(None if ctx.rank else "root", root_rank=0, name="named")
     expect(got == "root", f"named broadcast_object {got}")
+    root = ctx.size - 1
+    got = hvd.broadcast_object_fn(root_rank=root)({"from": ctx.rank})
+    expect(got == {"from": root}, f"broadcast_object_fn(root_rank={root}) gave {got}")
+
+
+@case("objects/broadcast-global-variables")
+def _(ctx):
+    import keras
+
+    import ringcc.keras as khvd
+
+    # Keras: the model's variables and its optimizer's, from the root.
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    model.optimizer.build(model.trainable_variables)
+    for v in model.variables + list(model.optimizer.variables):
+        v.assign(np.full(v.shape, float(ctx.rank + 1), v.dtype))
+    khvd.broadcast_global_variables(0, model)
+    for v in model.variables + list(model.optimizer.variables):
+        expect(np.all(np.asarray(v.numpy()) == 1.0), f"Keras variable {v.path} after the broadcast: {v.numpy()}")
+    expect_error(ValueError, ["needs the model"], lambda: khvd.broadcast_global_variables(0), "no model")
+
+    # TF1: every global variable of the default graph, as an op to run.
+    graph = tf.Graph()
+    with graph.as_default():
+        starts = [np.full(4, ctx.rank + i, np.float32) for i in range(3)]
+        variables = [tf.compat.v1.get_variable(f"g{i}", initializer=start) for i, start in enumerate(starts)]
+        broadcast = hvd.broadcast_global_variables(ctx.size - 1)
+        with tf.compat.v1.Session(graph=graph) as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            session.run(broadcast)
+            got = session.run(variables)
+    for i, value in enumerate(got):
+        check_equal(value, np.full(4, ctx.size - 1 + i, np.float32), f"TF1 global variable {i}")
 
 
 @case("process-sets/two-ranks", min_size=3)
@@ -1077,6 +1120,25 @@ def _(ctx):
     everyone = hvd.allgather(tf.constant(flat[None, :])).numpy()
     expect(all(np.array_equal(everyone[0], row) for row in everyone), "KerasState.sync left the ranks' weights apart")
     expect(state.epoch == 4, f"KerasState.sync gave epoch {state.epoch}")
+
+
+@case("elastic/tensorflow-state")
+def _(ctx):
+    # TensorFlowState: sync() takes rank 0's variables and objects, commit()
+    # keeps what restore() returns to, restore() undoes what came after.
+    v = tf.Variable(np.full(3, float(ctx.rank + 5), np.float32))
+    state = hvd.elastic.TensorFlowState([v], epoch=ctx.rank, batch=10 * ctx.rank)
+    state.sync()
+    check_equal(v.numpy(), np.full(3, 5.0, np.float32), "the variable after sync()")
+    expect((state.epoch, state.batch) == (0, 0), f"epoch and batch after sync(): {state.epoch}, {state.batch}")
+    v.assign(np.full(3, 7.0, np.float32))
+    state.epoch = 2
+    state.commit()
+    v.assign(np.full(3, -1.0, np.float32))
+    state.epoch = 3
+    state.restore()
+    check_equal(v.numpy(), np.full(3, 7.0, np.float32), "the variable after restore()")
+    expect(state.epoch == 2, f"epoch after restore(): {state.epoch}, not the committed 2")
 
 
 @case("elastic/op-errors-count-as-job-failures", max_size=2)
