@@ -925,7 +925,13 @@ def topology(ctx):
     }
     wrong = {k: v for k, v in values.items() if v[0] != v[1]}
     expect(not wrong, f"ringcc disagrees with ringrun's environment (ringcc, ringrun): {wrong}")
-    ctx.note(" ".join(f"{k}={v[0]}" for k, v in values.items()) + f" host={env.get('RINGCC_HOSTNAME')}")
+    # The host algorithms the job chose, as one word (e.g. algorithms=hierarchical,p2p).
+    described = ringcc._core.global_communicator().describe()
+    algorithms = described.partition("host algorithms: ")[2].partition(";")[0].split()
+    ctx.note(
+        " ".join(f"{k}={v[0]}" for k, v in values.items())
+        + f" host={env.get('RINGCC_HOSTNAME')} algorithms={','.join(algorithms)}"
+    )
 
     if ctx.size == 1:
         expected_transport = "self"

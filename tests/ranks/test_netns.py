@@ -94,6 +94,8 @@ LAYOUTS = {
     "2+1-uneven": (2, 1, {}, MAIN_CASES),
     # Every allreduce pipelined (none riding the agreement), down to one element.
     "2+2-pipelined": (2, 2, {"RINGCC_HIERARCHICAL_PIPELINE_BYTES": "1", "RINGCC_INLINE_BYTES": "0"}, MAIN_CASES),
+    # Hierarchical collectives off through Horovod's name of the switch: one flat ring.
+    "2+2-flat": (2, 2, {"HOROVOD_HIERARCHICAL_ALLREDUCE": "0"}, ("topology", "allreduce/float32/*")),
 }
 
 
@@ -173,6 +175,11 @@ def test_topology_across_hosts(ranks, two_namespaces, layout):
             f"cross_size={cross_size}",
         ):
             assert fragment in topology.split(), f"rank {rank}: expected {fragment} in {topology!r}"
+        algorithms = topology.partition("algorithms=")[2].split()[0].split(",")
+        # Hierarchical where every host runs several ranks and nothing turned it off.
+        switched_off = "RINGCC_TRANSPORT" in extra_env or "HOROVOD_HIERARCHICAL_ALLREDUCE" in extra_env
+        hierarchical = on_a == on_b > 1 and not switched_off
+        assert ("hierarchical" in algorithms) == hierarchical, f"rank {rank}: host algorithms {algorithms}"
 
 
 ERRORS_LAYOUT = "2+2-hierarchical"
