@@ -119,20 +119,23 @@ def mismatched_shape(ctx):
 
 @CASES.case("mpi/init-with-comm", min_size=2)
 def init_with_comm(ctx):
-    """ringcc.init(comm=...) with a split communicator: groups of the even and of the odd ranks."""
+    """ringcc.init(comm=...) with a split communicator, as the mpi4py object and as its
+    integer py2f() handle (docs/api.md): groups of the even and of the odd ranks."""
     MPI = mpi()
     world = MPI.COMM_WORLD
     sub = world.Split(world.Get_rank() % 2, world.Get_rank())
     ringcc.shutdown()
     try:
-        ringcc.init(comm=sub)
-        expect(
-            (ringcc.rank(), ringcc.size()) == (sub.Get_rank(), sub.Get_size()),
-            f"with the split communicator: rank {ringcc.rank()} of {ringcc.size()}",
-        )
-        got = ringcc.allreduce(np.array([world.Get_rank()], dtype=np.int64))
-        want = sum(r for r in range(ctx.size) if r % 2 == ctx.rank % 2)
-        check_equal(got, np.array([want], dtype=np.int64), "allreduce within the split group")
+        for how, comm in (("the split communicator", sub), ("its py2f() handle", sub.py2f())):
+            ringcc.init(comm=comm)
+            expect(
+                (ringcc.rank(), ringcc.size()) == (sub.Get_rank(), sub.Get_size()),
+                f"with {how}: rank {ringcc.rank()} of {ringcc.size()}",
+            )
+            got = ringcc.allreduce(np.array([world.Get_rank()], dtype=np.int64))
+            want = sum(r for r in range(ctx.size) if r % 2 == ctx.rank % 2)
+            check_equal(got, np.array([want], dtype=np.int64), f"allreduce within the split group ({how})")
+            ringcc.shutdown()
     finally:
         ringcc.shutdown()
         sub.Free()

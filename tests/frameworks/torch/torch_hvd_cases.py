@@ -1618,7 +1618,17 @@ def _(ctx):
         )
     same(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), float(ctx.size)), "the job goes on")
     raises(TypeError, lambda: hvd.allreduce([1.0, 2.0]), "a list is not a tensor")
-    raises(TypeError, lambda: hvd.allreduce(torch.ones(2, dtype=torch.bool)), "bool allreduce")
+    # docs/torch.md: bool, uint16/32/64 and float8 reductions raise TypeError naming the dtype.
+    for dtype_name in ("bool", "uint16", "uint32", "uint64", "float8_e4m3fn"):
+        dtype = getattr(torch, dtype_name, None)
+        if dtype is None:  # a torch without this dtype
+            continue
+        raises(
+            TypeError,
+            lambda dtype=dtype: hvd.allreduce(torch.ones(2, dtype=dtype)),
+            f"{dtype_name} allreduce",
+            fragment=str(dtype),
+        )
     raises(
         ValueError, lambda: hvd.allreduce(torch.ones(1), process_set=hvd.ProcessSet([0])), "an unregistered process set"
     )
