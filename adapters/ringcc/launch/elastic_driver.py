@@ -128,11 +128,17 @@ class ElasticDriver:
             raise LaunchError("--output-filename is not available in elastic mode")
         if args.slots_per_host < 1:
             raise LaunchError("--slots-per-host must be at least 1")
-        self.elastic_timeout = args.elastic_timeout or _env_float(
-            environ, ("RINGCC_ELASTIC_TIMEOUT_S", "HOROVOD_ELASTIC_TIMEOUT"), DEFAULT_ELASTIC_TIMEOUT_S
+        if args.elastic_timeout is not None and not args.elastic_timeout >= 0:
+            raise LaunchError(f"--elastic-timeout must be a number of seconds >= 0, not {args.elastic_timeout}")
+        self.elastic_timeout = (
+            args.elastic_timeout
+            if args.elastic_timeout is not None
+            else _env_float(environ, ("RINGCC_ELASTIC_TIMEOUT_S", "HOROVOD_ELASTIC_TIMEOUT"), DEFAULT_ELASTIC_TIMEOUT_S)
         )
         self.join_timeout = _env_float(environ, ("RINGCC_TIMEOUT_S",), DEFAULT_TIMEOUT_S)
         self.discovery_interval = _env_float(environ, ("RINGCC_ELASTIC_DISCOVERY_INTERVAL_S",), DISCOVERY_INTERVAL_S)
+        if self.discovery_interval <= 0:
+            raise LaunchError("RINGCC_ELASTIC_DISCOVERY_INTERVAL_S must be more than 0 seconds")
         self.secret = environ.get("RINGCC_SECRET") or secrets.token_hex(32)
         self.agent = with_ssh_options(
             args.agent if args.agent is not None else DEFAULT_AGENT,
@@ -723,13 +729,18 @@ class ElasticDriver:
 
 
 def _env_float(environ, names, default: float) -> float:
+    """The first of `names` set (non-empty) in environ, as seconds >= 0;
+    a value that is not one stops the launch rather than being ignored."""
     for name in names:
         value = environ.get(name)
         if value:
             try:
-                return float(value)
+                seconds = float(value)
             except ValueError:
-                pass
+                seconds = -1.0
+            if not seconds >= 0:
+                raise LaunchError(f"{name}={value!r} is not a number of seconds >= 0")
+            return seconds
     return default
 
 
