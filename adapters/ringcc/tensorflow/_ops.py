@@ -4,11 +4,11 @@ their gradients and their errors.
 The op library (libringcc_tensorflow.so, beside ringcc._core, built from
 plugins/tensorflow/ with no TensorFlow header) is loaded with
 tf.load_op_library: it finds TensorFlow's C API in the process and
-registers the ops RingccAllreduce, RingccAllgather, RingccBroadcast,
-RingccReducescatter (each over N tensors) and RingccAlltoall, with
-asynchronous CPU kernels that hand the tensors' memory to ringcc's
-background engine as named collectives. They run eagerly and inside
-tf.function alike. See docs/tensorflow.md.
+registers the ops RingccAllreduce, RingccPackedAllreduce, RingccAllgather,
+RingccBroadcast, RingccReducescatter (each over N tensors) and
+RingccAlltoall, with asynchronous CPU kernels that hand the tensors'
+memory to ringcc's background engine as named collectives. They run
+eagerly and inside tf.function alike. See docs/tensorflow.md.
 """
 
 from __future__ import annotations
@@ -68,11 +68,11 @@ def _run_as_ready(op_types) -> bool:
     touches no resource in program order (automatic control dependencies),
     which would run a step's collectives one after another, each waiting
     for the engine to finish the one before, so that they could neither
-    fuse nor overlap the computation still running. They stay stateful
-    (never pruned, merged or constant-folded) and still run before the
-    function returns; TensorFlow's list of order-insensitive stateful ops
-    is the one it keeps for ops of that kind. False where this TensorFlow
-    has no such list (the ops then stay in program order)."""
+    fuse nor overlap the computation still running. Added to the list
+    TensorFlow keeps of stateful ops whose order does not matter, they stay
+    stateful (never pruned, merged or constant-folded) and still run
+    before the function returns. False where this TensorFlow has no such
+    list (the ops then stay in program order)."""
     try:
         from tensorflow.python.framework import auto_control_deps
     except ImportError:
