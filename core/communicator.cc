@@ -51,7 +51,7 @@ Communicator::Communicator(const RendezvousInfo& info, std::shared_ptr<Store> st
   if (size_ == 1) backends_ = make_host_backends(job_, joined_by);
   // Read after the ranks compared it (a value this rank cannot parse fails
   // every rank's join, not this rank's alone).
-  fusion_threshold_ = env_int("RINGCC_FUSION_THRESHOLD", 64 << 20, "HOROVOD_FUSION_THRESHOLD");
+  fusion_threshold_ = fusion_threshold_from_env();
   worker_ = std::thread([this] { worker_loop(); });
 }
 

@@ -140,12 +140,8 @@ std::vector<SharedSetting> shared_settings() {
       {"RINGCC_CHUNK_BYTES", nullptr, [num] { return num(ring_chunk_bytes_from_env()); }},
       {"RINGCC_TCP_ONE_WAY_BYTES", nullptr, [num] { return num(one_way_bytes_from_env()); }},
       // As EngineOptions::from_env() and the communicator read them.
-      {"RINGCC_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD",
-       [num] { return num(env_int("RINGCC_FUSION_THRESHOLD", 64 << 20, "HOROVOD_FUSION_THRESHOLD")); }},
-      {"RINGCC_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY",
-       [num] {
-         return num(std::max(static_cast<int>(env_int("RINGCC_CACHE_CAPACITY", 1024, "HOROVOD_CACHE_CAPACITY")), 0));
-       }},
+      {"RINGCC_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", [num] { return num(fusion_threshold_from_env()); }},
+      {"RINGCC_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", [num] { return num(cache_capacity_from_env()); }},
   };
   for (const BackendEntry& entry : backend_registry()) {
     if (entry.shared_settings) entry.shared_settings(&list);

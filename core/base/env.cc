@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iomanip>
+#include <limits>
 #include <sstream>
 
 #include <unistd.h>
@@ -82,6 +83,34 @@ double env_double(const char* name, double fallback, const char* horovod_name) {
   bool ok = !text.empty() && end == text.c_str() + text.size() && errno != ERANGE && std::isfinite(parsed);
   RINGCC_CHECK(ok, ErrorKind::kInvalidArgument, used, " must be a number, got '", value, "'");
   return parsed;
+}
+
+int64_t env_int_in(const char* name, int64_t fallback, int64_t lowest, int64_t highest, const char* horovod_name) {
+  const int64_t value = env_int(name, fallback, horovod_name);
+  if (highest == std::numeric_limits<int64_t>::max()) {
+    RINGCC_CHECK(value >= lowest, ErrorKind::kInvalidArgument, env_origin(name, horovod_name),
+                 ": the value must be at least ", lowest);
+  }
+  RINGCC_CHECK(value >= lowest && value <= highest, ErrorKind::kInvalidArgument, env_origin(name, horovod_name),
+               ": the value must be from ", lowest, " to ", highest);
+  return value;
+}
+
+double env_double_at_least(const char* name, double fallback, double lowest, const char* horovod_name) {
+  const double value = env_double(name, fallback, horovod_name);
+  RINGCC_CHECK(value >= lowest, ErrorKind::kInvalidArgument, env_origin(name, horovod_name),
+               ": the value must be at least ", lowest);
+  return value;
+}
+
+int64_t fusion_threshold_from_env() {
+  return env_int_in("RINGCC_FUSION_THRESHOLD", 64 << 20, 0, std::numeric_limits<int64_t>::max(),
+                    "HOROVOD_FUSION_THRESHOLD");
+}
+
+int cache_capacity_from_env() {
+  return static_cast<int>(
+      env_int_in("RINGCC_CACHE_CAPACITY", 1024, 0, std::numeric_limits<int>::max(), "HOROVOD_CACHE_CAPACITY"));
 }
 
 std::string format_seconds(double seconds) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <thread>
 
 #include "core/base/env.h"
@@ -26,16 +27,16 @@ bool describes(const TensorMeta& meta, const CollectiveArgs& a, const int64_t* s
 EngineOptions EngineOptions::from_env() {
   EngineOptions o;
   // Horovod's HOROVOD_CYCLE_TIME is in milliseconds too.
-  o.cycle_time_ms = env_double("RINGCC_CYCLE_TIME_MS", 1.0, "HOROVOD_CYCLE_TIME");
-  o.fusion_threshold = env_int("RINGCC_FUSION_THRESHOLD", 64 << 20, "HOROVOD_FUSION_THRESHOLD");
+  constexpr int64_t kMost = std::numeric_limits<int64_t>::max();
+  o.cycle_time_ms = env_double_at_least("RINGCC_CYCLE_TIME_MS", 1.0, 0.0, "HOROVOD_CYCLE_TIME");
+  o.fusion_threshold = fusion_threshold_from_env();
   o.stall_check_s = env_double("RINGCC_STALL_CHECK_S", 60.0, "HOROVOD_STALL_CHECK_TIME_SECONDS");
   o.stall_shutdown_s =
       env_double("RINGCC_STALL_SHUTDOWN_S", kDefaultStallShutdownS, "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS");
-  o.cache_capacity = static_cast<int>(env_int("RINGCC_CACHE_CAPACITY", 1024, "HOROVOD_CACHE_CAPACITY"));
+  o.cache_capacity = cache_capacity_from_env();
   o.timeline_path = env_str("RINGCC_TIMELINE", "", "HOROVOD_TIMELINE");
-  o.burst_quiet_us = std::max<int64_t>(env_int("RINGCC_BURST_QUIET_US", kBurstQuietUs), 0);
-  o.follow_up_us = std::max<int64_t>(env_int("RINGCC_ENGINE_POLL_US", kFollowUpUs), 0);
-  if (o.cycle_time_ms < 0) o.cycle_time_ms = 0;
+  o.burst_quiet_us = env_int_in("RINGCC_BURST_QUIET_US", kBurstQuietUs, 0, kMost);
+  o.follow_up_us = env_int_in("RINGCC_ENGINE_POLL_US", kFollowUpUs, 0, kMost);
   return o;
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "core/base/env.h"
 #include "core/base/error.h"
@@ -492,7 +493,8 @@ bool TcpTransport::advance_handshake(PendingHandshake& p) {
 
 void TcpTransport::connect(const std::vector<int>& peers, const std::vector<TcpPeerAddress>& addresses,
                            Deadline deadline) {
-  const int buffer_bytes = static_cast<int>(env_int("RINGCC_TCP_BUFFER_BYTES", 4 << 20));
+  const int buffer_bytes =
+      static_cast<int>(env_int_in("RINGCC_TCP_BUFFER_BYTES", 4 << 20, 0, std::numeric_limits<int>::max()));
   const std::string congestion = env_str("RINGCC_TCP_CONGESTION", "auto");
   // We connect to lower ranks; higher ranks connect to us.
   for (int peer : peers) {

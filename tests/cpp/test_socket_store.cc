@@ -225,6 +225,27 @@ void test_env() {
   EXPECT_ERROR(env_double("RINGCC_TEST_VALUE", 0), kInvalidArgument, "RINGCC_TEST_VALUE must be a number, got 'fast'");
   ::setenv("RINGCC_TEST_VALUE", "", 1);  // empty counts as unset
   CHECK_EQ(env_str("RINGCC_TEST_VALUE", "d"), "d");
+  // Settings with a range refuse what lies outside it, naming the variable read.
+  CHECK_EQ(env_int_in("RINGCC_TEST_VALUE", 5, 0, 10), 5);
+  ::setenv("HOROVOD_TEST_VALUE", "-3", 1);
+  EXPECT_ERROR(env_int_in("RINGCC_TEST_VALUE", 5, 0, 10, "HOROVOD_TEST_VALUE"), kInvalidArgument,
+               "HOROVOD_TEST_VALUE=-3: the value must be from 0 to 10");
+  ::setenv("RINGCC_TEST_VALUE", "10", 1);
+  CHECK_EQ(env_int_in("RINGCC_TEST_VALUE", 5, 0, 10, "HOROVOD_TEST_VALUE"), 10);
+  ::setenv("RINGCC_TEST_VALUE", "11", 1);
+  EXPECT_ERROR(env_int_in("RINGCC_TEST_VALUE", 5, 0, 10), kInvalidArgument, "RINGCC_TEST_VALUE=11: the value must be");
+  ::setenv("RINGCC_TEST_VALUE", "-0.5", 1);
+  EXPECT_ERROR(env_double_at_least("RINGCC_TEST_VALUE", 1.0, 0.0), kInvalidArgument,
+               "RINGCC_TEST_VALUE=-0.5: the value must be at least 0");
+  ::setenv("RINGCC_TEST_VALUE", "0", 1);
+  CHECK_EQ(env_double_at_least("RINGCC_TEST_VALUE", 1.0, 0.0), 0.0);
+  ::setenv("RINGCC_FUSION_THRESHOLD", "-1", 1);
+  EXPECT_ERROR(fusion_threshold_from_env(), kInvalidArgument,
+               "RINGCC_FUSION_THRESHOLD=-1: the value must be at least 0");
+  ::unsetenv("RINGCC_FUSION_THRESHOLD");
+  ::setenv("HOROVOD_CACHE_CAPACITY", "4294967296", 1);  // would wrap in an int
+  EXPECT_ERROR(cache_capacity_from_env(), kInvalidArgument, "HOROVOD_CACHE_CAPACITY=4294967296");
+  ::unsetenv("HOROVOD_CACHE_CAPACITY");
   ::unsetenv("RINGCC_TEST_VALUE");
   ::unsetenv("HOROVOD_TEST_VALUE");
 
