@@ -8,7 +8,7 @@ by the shorter rank's kernel. Then both run the same call again, their
 groups agreeing: nothing of the failed one may be left in flight. Each
 rank records what it got in $RINGCC_TF_OUT/rank<r>.json. The arguments
 say which collective ("allreduce", "allgather", "reducescatter"), how it
-runs ("eager" or "graph") and, optionally, the lengths of rank 1's group
+runs ("eager", "graph", or "session": a TF1 graph run by a session) and, optionally, the lengths of rank 1's group
 (2 by default; 1: a group of one) and of rank 0's (3 by default; 8 or
 more tensors travel packed: see the test for the packs each layout makes).
 The call that follows gives both ranks rank 0's group."""
@@ -35,9 +35,24 @@ collective = {
     "allgather": hvd.grouped_allgather,
     "reducescatter": hvd.grouped_reducescatter,
 }[kind]
+
+
+def in_session(name):
+    # A TF1 graph run by a session: no automatic control dependencies.
+    def run():
+        graph = tf.Graph()
+        with graph.as_default():
+            outs = collective([tf.ones(t.shape) for t in tensors], name=name)
+            with tf.compat.v1.Session(graph=graph) as session:
+                return session.run(outs)
+
+    return run
+
+
 call = {
     "eager": lambda: collective(tensors, name="uneven"),
     "graph": tf.function(lambda: collective(tensors, name="uneven.graph")),
+    "session": in_session("uneven.session"),
 }[how]
 start = time.monotonic()
 try:
@@ -49,6 +64,7 @@ tensors = [tf.ones([4])] * long
 again = {
     "eager": lambda: collective(tensors, name="uneven"),
     "graph": tf.function(lambda: collective(tensors, name="uneven.graph")),
+    "session": in_session("uneven.session"),
 }[how]
 try:
     record["again"] = {"results": len(again()), "error": ""}
