@@ -6,10 +6,12 @@ allreduce of known values:
     hvd.init()                                  (ringcc.torch's Horovod API)
     init_process_group(backend="ring")          (torch.distributed, env://)
 
-Every task prints one line "SLURM_JOB_RESULT {json}": its rank, size, the
-step, the store's port and what each check found; the test reads them all.
-Also runs under ringrun (then RINGCC_RANK names the rank): --only-core runs
-the first check alone.
+Every task prints one line "SLURM_JOB_RESULT {json}": its SLURM task id,
+job and step and what each check found; the test reads them all. With
+--sockets, also where the task's TCP sockets listen after the first check
+("listen": [[address, port], ...]; rank 0's store among them). Also runs
+under ringrun (then RINGCC_RANK names the rank): --only-core runs the first
+check alone.
 """
 
 from __future__ import annotations
@@ -72,6 +74,10 @@ def main() -> int:
             result[name] = check()
         except Exception as error:  # noqa: BLE001 - reported to the test, which names it
             result[name] = {"error": f"{type(error).__name__}: {error}"}
+        if name == "core" and "--sockets" in sys.argv:
+            from network_job import tcp_sockets  # beside this file
+
+            result["listen"] = tcp_sockets()["listen"]
     print("SLURM_JOB_RESULT " + json.dumps(result), flush=True)
     ringcc.shutdown()
     return 0 if all("error" not in result[name] for name, _ in checks) else 1

@@ -1,8 +1,10 @@
 """Network conventions: IPv6 for the rendezvous store and the mesh of links;
 the interface the links use, chosen by name, address or subnet
 (RINGCC_SOCKET_IFNAME, else HOROVOD_GLOO_IFACE, GLOO_SOCKET_IFNAME,
-NCCL_SOCKET_IFNAME; ringrun --network-interface); ringrun's
---output-filename and --ssh-connect-timeout.
+NCCL_SOCKET_IFNAME; ringrun --network-interface), and RINGCC_LISTEN_ADDR and
+RINGCC_ADVERTISE_ADDR over that choice (ranks on "hosts" named apart on this
+machine, at 127.0.0.x); ringrun's --output-filename and
+--ssh-connect-timeout.
 
 The cross-host cases run two network namespaces joined by two links: "rcv6"
 carries IPv6 only and "rcv4" IPv4 only, so a job succeeds over a link only
@@ -17,12 +19,13 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from rank_groups import rank_environment, ringcc, ringrun_command, run_command
+from rank_groups import rank_environment, ringcc, ringrun_command, run_at_once, run_command
 
 from ringcc.launch import cli, errors, mpirun, processes
 from ringcc.launch.plan import plan_job
@@ -292,6 +295,104 @@ def choose_or_error(monkeypatch, **variables):
     except ringcc.InvalidArgumentError as error:  # a host with loopback only
         assert "matches no interface" in str(error)
         return {}
+
+
+# --------------------------------------------------------------------------
+# RINGCC_LISTEN_ADDR and RINGCC_ADVERTISE_ADDR over the chosen interface
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def three_hosts_job(overrides: dict[int, dict[str, str]]) -> list[tuple[int | None, str]]:
+    """network_job.py --sockets, 3 ranks on 3 "hosts" by name (so that the links
+    go over TCP and take the interface), the interface lo for every rank,
+    each rank's own variables from `overrides` (by rank) on top."""
+    port = free_port()
+    commands = []
+    for rank in range(3):
+        env = rank_environment(
+            {
+                "RANK": str(rank),
+                "WORLD_SIZE": "3",
+                "RINGCC_MASTER_ADDR": socket.gethostname(),  # not a loopback name: the job may span hosts
+                "RINGCC_MASTER_PORT": str(port),
+                "RINGCC_SECRET": "a secret of the test's",
+                "RINGCC_HOSTNAME": f"host-{rank}",
+                "RINGCC_SOCKET_IFNAME": "lo",
+                "RINGCC_TIMEOUT_S": "20",
+                **overrides.get(rank, {}),
+            }
+        )
+        commands.append(([sys.executable, str(HERE / "network_job.py"), "--sockets"], env))
+    return run_at_once(commands, JOB_TIMEOUT_S)
+
+
+def sockets_of(output: str) -> dict:
+    (line,) = [line for line in output.splitlines() if line.startswith("SOCKETS ")]
+    return json.loads(line.split(" ", 1)[1])
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads the ranks' sockets from /proc (Linux)")
+@pytest.mark.parametrize(
+    ("overrides", "rank0_listens", "rank1_listens", "rank1_reached_at"),
+    [
+        # Neither set: the interface (lo) gives both.
+        ({}, None, "127.0.0.1", "127.0.0.1"),
+        (
+            {1: {"RINGCC_LISTEN_ADDR": "127.0.0.2", "RINGCC_ADVERTISE_ADDR": "127.0.0.2"}},
+            None,
+            "127.0.0.2",
+            "127.0.0.2",
+        ),
+        # Each apart; rank 0's store listens where RINGCC_LISTEN_ADDR says too.
+        (
+            {
+                0: {"RINGCC_LISTEN_ADDR": "0.0.0.0"},
+                1: {"RINGCC_LISTEN_ADDR": "0.0.0.0", "RINGCC_ADVERTISE_ADDR": "127.0.0.3"},
+            },
+            "0.0.0.0",
+            "0.0.0.0",
+            "127.0.0.3",
+        ),
+    ],
+    ids=["interface", "both-127.0.0.2", "listen-any-advertise-127.0.0.3"],
+)
+def test_listen_and_advertise_addresses_override_the_interface(
+    overrides, rank0_listens, rank1_listens, rank1_reached_at
+):
+    """RINGCC_LISTEN_ADDR and RINGCC_ADVERTISE_ADDR win over RINGCC_SOCKET_IFNAME
+    (README.md, docs/api.md "Networks"): rank 1 listens only where it is told,
+    says it is reached there, and rank 2 (which connects to rank 1: the higher
+    rank of a pair connects) is connected to that address. 127.0.0.2 and
+    127.0.0.3 are this machine's loopback addresses too, but no interface's
+    own address: only the variables can have put them there."""
+    results = three_hosts_job(overrides)
+    everything = "\n".join(f"rank {rank}: exit {code}\n{output[-3000:]}" for rank, (code, output) in enumerate(results))
+    for rank, (code, output) in enumerate(results):
+        assert code == 0 and f"JOB {rank} 3 tcp ok" in output, everything
+    found = [sockets_of(output) for _, output in results]
+    assert {address for address, _ in found[1]["listen"]} == {rank1_listens}, everything
+    assert f"this rank at {rank1_reached_at} (RINGCC_SOCKET_IFNAME=lo)" in found[1]["describe"], everything
+    rank1_ports = {port for _, port in found[1]["listen"]}
+    rank2_peers = {(address.removeprefix("::ffff:"), port) for address, port in found[2]["peers"]}
+    assert any((rank1_reached_at, port) in rank2_peers for port in rank1_ports), everything
+    if rank0_listens:
+        assert {address for address, _ in found[0]["listen"]} == {rank0_listens}, everything
+
+
+def test_a_listen_address_not_of_this_host_fails_the_job_naming_it():
+    results = three_hosts_job({1: {"RINGCC_LISTEN_ADDR": "203.0.113.7"}})  # TEST-NET-3: no host's address
+    everything = "\n".join(f"rank {rank}: exit {code}\n{output[-3000:]}" for rank, (code, output) in enumerate(results))
+    assert all(code not in (0, None) for code, _ in results), everything
+    refused = ("cannot listen on 203.0.113.7:0", "Cannot assign requested address", "RINGCC_LISTEN_ADDR=203.0.113.7")
+    for fragment in refused:
+        assert fragment in results[1][1], everything
+    for rank in (0, 2):
+        assert "rank 1 failed while the ranks met: cannot listen on 203.0.113.7" in results[rank][1], everything
 
 
 # --------------------------------------------------------------------------

@@ -1,9 +1,11 @@
 """ringcc.init() from the variables srun gives its tasks, set here by hand
 (no SLURM needed; tests/launch/test_slurm.py runs a real one): two steps of
 one job at once on this host, the first port derived from one of them held
-by a stranger, both meet their own ranks; and the errors a task gets, on
-every rank, where it cannot go on: several nodes without a job secret, a
-node list that cannot be read, rank 0 not on the step's first node.
+by a stranger, both meet their own ranks; a master port, or a master
+address, set alone replacing only its half (the store's port, or its node);
+and the errors a task gets, on every rank, where it cannot go on: several
+nodes without a job secret, a node list that cannot be read, rank 0 not on
+the step's first node.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from rank_groups import rank_environment, run_at_once
 
 from ringcc import slurm
@@ -65,6 +68,60 @@ def test_two_steps_at_once_one_with_its_first_port_taken():
     # Rank 0 of step 1 says which port it took instead.
     assert "the ports before it" in results[2][1], results[2][1][-4000:]
     assert "the ports before it" not in results[0][1], results[0][1][-4000:]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def store_ports_of_a_step(commands) -> list[int]:
+    """Runs a step's tasks (slurm_job.py --only-core --sockets); the ports rank 0 listens on at 127.0.0.1."""
+    results = run_at_once(commands, JOB_TIMEOUT_S)
+    everything = "\n".join(output[-3000:] for _, output in results)
+    found = []
+    for returncode, output in results:
+        assert returncode == 0, everything
+        (line,) = [line for line in output.splitlines() if line.startswith("SLURM_JOB_RESULT ")]
+        found.append(json.loads(line.split(" ", 1)[1]))
+    assert all(f["core"].get("allreduce_ok") for f in found), everything
+    (rank0,) = [f for f in found if f["core"]["rank"] == 0]
+    return [port for address, port in rank0["listen"] if address == "127.0.0.1"]
+
+
+SOCKETS_JOB = [sys.executable, str(HERE / "slurm_job.py"), "--only-core", "--sockets"]
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads rank 0's sockets from /proc (Linux)")
+@pytest.mark.parametrize(("variable", "offset"), [("RINGCC_MASTER_PORT", 0), ("MASTER_PORT", 1)])
+def test_a_master_port_alone_keeps_the_first_node_of_the_step(variable, offset):
+    """docs/launchers.md: set alone, the port replaces only its half. The
+    step spans two nodes, the first "localhost" (so the ranks run here): the
+    store serves on the port given (MASTER_PORT + 1: torch keeps MASTER_PORT),
+    on none derived from the step, at the first node: a loopback name, so no
+    secret is needed (at cn2 the ranks would need one, and fail)."""
+    job, port = str(910000 + int(time.time()) % 89999), free_port() - offset
+    nodes = {"SLURM_STEP_NODELIST": "localhost,cn2"}
+    commands = [
+        (SOCKETS_JOB, task_env(job, "0", procid, 2, nodes=2, **nodes, **{variable: str(port)})) for procid in range(2)
+    ]
+    store_ports = store_ports_of_a_step(commands)
+    assert port + offset in store_ports, store_ports
+    assert not set(slurm.store_ports(f"slurm:{job}.0", "store")) & set(store_ports), store_ports
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads rank 0's sockets from /proc (Linux)")
+@pytest.mark.parametrize("variable", ["RINGCC_MASTER_ADDR", "MASTER_ADDR"])
+def test_a_master_address_alone_keeps_the_ports_derived_from_the_step(variable):
+    """docs/launchers.md: set alone, the address replaces only its half. The
+    step spans nodes cn1 and cn2 (no such hosts): the ranks meet only at the
+    address given, 127.0.0.1 (a loopback address: no secret needed), on a
+    port derived from the job and step."""
+    job = str(920000 + int(time.time()) % 79999)
+    commands = [(SOCKETS_JOB, task_env(job, "3", procid, 2, nodes=2, **{variable: "127.0.0.1"})) for procid in range(2)]
+    store_ports = store_ports_of_a_step(commands)
+    assert set(slurm.store_ports(f"slurm:{job}.3", "store")) & set(store_ports), store_ports
 
 
 INIT = [sys.executable, "-c", "import ringcc; ringcc.init()"]

@@ -1,10 +1,13 @@
 """ringcc.ray without a Ray cluster (and without Ray): what RayExecutor's
 arguments mean and the clear errors for those that cannot be, the ranks the
 workers get from their nodes, each worker's variables, and that neither
-`import ringcc` nor `import ringcc.ray` imports Ray."""
+`import ringcc` nor `import ringcc.ray` imports Ray. With a stand-in for Ray
+(FakeRay: actors that run in this process), the placement group the workers
+go into (use_current_placement_group) and the warning for `callbacks`."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -141,3 +144,193 @@ def test_extra_variables_cannot_describe_the_job():
         checked_extra_variables({"1A": "x"})
     with pytest.raises(TypeError, match="extra_env_vars must be a dict"):
         checked_extra_variables(["A=1"])
+
+
+# --------------------------------------------------------------------------
+# RayExecutor.start/run/shutdown against a stand-in for Ray
+
+
+class FakeRef:
+    """An ObjectRef that already holds its value."""
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+
+class FakeMethod:
+    def __init__(self, method) -> None:
+        self.method = method
+
+    def remote(self, *args, **kwargs) -> FakeRef:
+        # Ray passes the values of ObjectRefs given as arguments.
+        args = [arg.value if isinstance(arg, FakeRef) else arg for arg in args]
+        return FakeRef(self.method(*args, **kwargs))
+
+
+class FakeActor:
+    """A worker of one node (10.0.0.1), run in this process; takes its
+    variables into a dict, not into the environment."""
+
+    def __init__(self, options: dict) -> None:
+        self.options, self.variables, self.left = options, None, False
+        self.where = FakeMethod(lambda: {"node_address": "10.0.0.1", "hostname": "n1", "pid": 1, "gpu_ids": []})
+        self.free_ports = FakeMethod(lambda count: list(range(29500, 29500 + count)))
+        self.join_job = FakeMethod(lambda variables: setattr(self, "variables", variables))
+        self.start_executable = FakeMethod(lambda cls=None, args=None, kwargs=None: None)
+        self.run = FakeMethod(lambda fn, args, kwargs: fn(*args, **kwargs))
+        self.execute = FakeMethod(lambda fn: fn(None))
+        self.leave_job = FakeMethod(lambda: setattr(self, "left", True))
+
+
+class FakeRay:
+    """What RayExecutor calls of `ray`, recording the placement groups it
+    makes and removes and the options of each actor."""
+
+    def __init__(self, current_group=None) -> None:
+        self.made_groups: list = []
+        self.removed_groups: list = []
+        self.actors: list[FakeActor] = []
+        self.util = SimpleNamespace(
+            get_current_placement_group=lambda: current_group,
+            placement_group=self._placement_group,
+            remove_placement_group=self.removed_groups.append,
+        )
+
+    def _placement_group(self, bundles, strategy):
+        group = SimpleNamespace(bundles=bundles, strategy=strategy, ready=lambda: FakeRef(None))
+        self.made_groups.append(group)
+        return group
+
+    def remote(self, cls):
+        ray = self
+
+        class ActorClass:
+            @staticmethod
+            def options(**options):
+                def make():
+                    ray.actors.append(FakeActor(options))
+                    return ray.actors[-1]
+
+                return SimpleNamespace(remote=make)
+
+        return ActorClass
+
+    @staticmethod
+    def is_initialized() -> bool:
+        return True
+
+    @staticmethod
+    def wait(refs, num_returns=1, timeout=None):
+        return list(refs[:num_returns]), list(refs[num_returns:])
+
+    @staticmethod
+    def get(ref):
+        return ref.value
+
+    @staticmethod
+    def put(value) -> FakeRef:
+        return FakeRef(value)
+
+    @staticmethod
+    def kill(actor, no_restart=True) -> None:
+        actor.killed = True
+
+
+@pytest.fixture
+def fake_ray(monkeypatch):
+    """Installs a FakeRay as `ray` (and the module worker_options imports); returns a function that
+    makes it: fake_ray(current_group=None)."""
+
+    def install(current_group=None) -> FakeRay:
+        ray = FakeRay(current_group)
+        strategies = SimpleNamespace(PlacementGroupSchedulingStrategy=SimpleNamespace)
+        monkeypatch.setitem(sys.modules, "ray", ray)
+        monkeypatch.setitem(sys.modules, "ray.util", ray.util)
+        monkeypatch.setitem(sys.modules, "ray.util.scheduling_strategies", strategies)
+        return ray
+
+    return install
+
+
+def strategies_of(ray: FakeRay) -> list[tuple]:
+    """(placement group, bundle index) of each actor made."""
+    return [
+        (
+            actor.options["scheduling_strategy"].placement_group,
+            actor.options["scheduling_strategy"].placement_group_bundle_index,
+        )
+        for actor in ray.actors
+    ]
+
+
+@pytest.mark.parametrize("use_current", [True, False])
+def test_workers_go_into_the_current_placement_group_unless_told_not_to(fake_ray, use_current):
+    """docs/ray.md: inside a placement group (a Ray Tune trial), the workers go
+    into that group (any of its bundles) unless use_current_placement_group=False;
+    shutdown() removes the group only when the executor made it."""
+    trial_group = SimpleNamespace(name="the trial's group")
+    ray = fake_ray(current_group=trial_group)
+    executor = RayExecutor(create_settings(), num_workers=2, use_current_placement_group=use_current)
+    executor.start()
+    assert [actor.variables["RINGCC_RANK"] for actor in ray.actors] == ["0", "1"]
+    if use_current:
+        assert executor.placement_group is trial_group and ray.made_groups == []
+        assert strategies_of(ray) == [(trial_group, -1), (trial_group, -1)]
+    else:
+        (made,) = ray.made_groups
+        assert executor.placement_group is made and (made.strategy, made.bundles) == ("PACK", [{"CPU": 1}] * 2)
+        assert strategies_of(ray) == [(made, 0), (made, 1)]
+    executor.shutdown()
+    assert all(actor.left and actor.killed for actor in ray.actors)
+    assert ray.removed_groups == ([] if use_current else ray.made_groups)
+
+
+def test_outside_a_placement_group_the_executor_makes_its_own(fake_ray):
+    ray = fake_ray(current_group=None)
+    executor = RayExecutor(create_settings(), num_hosts=1, num_workers_per_host=2)
+    executor.start()
+    (made,) = ray.made_groups
+    assert (made.strategy, made.bundles) == ("STRICT_SPREAD", [{"CPU": 2}])
+    assert strategies_of(ray) == [(made, 0), (made, 0)]
+    executor.shutdown()
+    assert ray.removed_groups == [made]
+
+
+@pytest.fixture
+def ringcc_log(caplog):
+    """caplog, fed by the `ringcc` logger (which does not propagate to the root logger)."""
+    logger = logging.getLogger("ringcc")
+    logger.addHandler(caplog.handler)
+    try:
+        yield caplog
+    finally:
+        logger.removeHandler(caplog.handler)
+
+
+def test_callbacks_are_ignored_with_a_warning(fake_ray, ringcc_log):
+    """docs/ray.md: `callbacks` are accepted and ignored with a warning (as by
+    Horovod's non-elastic executor): run() and execute() still return every
+    rank's result, no callback is called, and a call without them warns of
+    nothing."""
+    fake_ray()
+    executor = RayExecutor(create_settings(), num_workers=2)
+    executor.start()
+    called = []
+    try:
+        ringcc_log.clear()
+        assert executor.run(lambda x: x * 2, args=[21]) == [42, 42]
+        assert executor.execute(lambda executable: "done") == ["done", "done"]
+        assert [r for r in ringcc_log.records if r.levelno >= logging.WARNING] == []
+        assert executor.run(lambda x: x * 2, args=[21], callbacks=[called.append]) == [42, 42]
+        assert executor.execute(lambda executable: "done", callbacks=[called.append]) == ["done", "done"]
+    finally:
+        executor.shutdown()
+    assert called == []
+    warnings = [(r.levelno, r.getMessage()) for r in ringcc_log.records if r.name == "ringcc"]
+    assert warnings == [
+        (
+            logging.WARNING,
+            f"RayExecutor.{call}: callbacks are not supported and are ignored (as Horovod's non-elastic executor)",
+        )
+        for call in ("run", "execute")
+    ], warnings
