@@ -12,6 +12,7 @@
 #include "core/base/env.h"
 #include "core/base/error.h"
 #include "core/os/socket.h"
+#include "core/os/socket.h"
 
 namespace ringcc {
 namespace {
@@ -222,6 +223,18 @@ SocketInterface socket_interface_from_env() {
     if (!spec.empty()) return choose_socket_interface(spec, variable, local_addresses(), socket_family_from_env());
   }
   return SocketInterface{};
+}
+
+std::string listen_address_from_env() {
+  const std::string address = env_str("RINGCC_LISTEN_ADDR", "");
+  if (address.empty()) return address;
+  try {
+    Socket::listen(address, 0, 1);
+  } catch (const Error& e) {
+    raise(ErrorKind::kInvalidArgument, e.what(), " (RINGCC_LISTEN_ADDR=", address,
+          ": it must be an address of this host, or 0.0.0.0 / :: for all of them)");
+  }
+  return address;
 }
 
 }  // namespace ringcc

@@ -53,6 +53,13 @@ SocketInterface socket_interface_from_env();
 // none is set), for messages.
 std::string socket_interface_setting();
 
+// RINGCC_LISTEN_ADDR: the address a rank's store and links listen on
+// ("" when unset: the interface's, else every address). Raises
+// Error(kInvalidArgument) naming the variable when this host cannot listen
+// there (not one of its addresses), rather than let a store or a link fail
+// later with a message that blames its port.
+std::string listen_address_from_env();
+
 // The choice for one value, among `addresses` (socket_interface_from_env's
 // rules); for tests and messages.
 SocketInterface choose_socket_interface(const std::string& spec, const std::string& variable,

@@ -96,7 +96,7 @@ void meet_through_mpi(const RendezvousInfo& info, Deadline deadline, Meeting* m)
     std::string error;
     int port = 0;
     try {
-      const std::string listen = single_host ? "127.0.0.1" : env_str("RINGCC_LISTEN_ADDR", "");
+      const std::string listen = single_host ? "127.0.0.1" : listen_address_from_env();
       m->server = std::make_unique<TcpStoreServer>(listen, info.master_port, m->secret);
       port = m->server->port();
     } catch (const std::exception& e) {
@@ -275,7 +275,9 @@ void open_store(const RendezvousInfo& info, Deadline deadline, SecretFile* host_
     }
   }
   m->secret_shared = !m->secret.empty();
-  const std::string listen = single ? "127.0.0.1" : env_str("RINGCC_LISTEN_ADDR", "");
+  // Only rank 0 serves the store: the others meet first, so that a setting
+  // of theirs that fails fails where the ranks hear of it (connect_tcp_links).
+  const std::string listen = single ? "127.0.0.1" : info.rank == 0 ? listen_address_from_env() : std::string();
   const std::string reach = single ? "127.0.0.1" : info.master_addr;
   if (!info.store_ports.empty()) {
     int port = 0;

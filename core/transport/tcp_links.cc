@@ -3,7 +3,6 @@
 #include <vector>
 
 #include "core/base/env.h"
-#include "core/base/error.h"
 #include "core/base/log.h"
 #include "core/os/net_interface.h"
 #include "core/os/socket.h"
@@ -16,17 +15,9 @@ TcpLinks connect_tcp_links(Store& store, int rank, int size, const std::string& 
                            bool all_local, const std::string& advertise_hint, Deadline deadline) {
   TcpLinks links;
   const SocketInterface iface = all_local ? SocketInterface{} : socket_interface_from_env();
-  const std::string listen_setting = all_local ? std::string() : env_str("RINGCC_LISTEN_ADDR", "");
-  std::string listen = all_local ? "127.0.0.1" : listen_setting;
+  std::string listen = all_local ? "127.0.0.1" : listen_address_from_env();
   if (listen.empty()) listen = iface.address;
-  try {
-    links.transport = std::make_unique<TcpTransport>(rank, size, secret, job_id, listen);
-  } catch (const Error& e) {
-    if (listen_setting.empty()) throw;
-    // The user's setting, not ringcc, chose an address this host may not have.
-    raise(ErrorKind::kInvalidArgument, e.what(), " (RINGCC_LISTEN_ADDR=", listen_setting,
-          ": it must be an address of this host, or 0.0.0.0 / :: for all of them)");
-  }
+  links.transport = std::make_unique<TcpTransport>(rank, size, secret, job_id, listen);
   std::string addr = all_local ? "127.0.0.1" : env_str("RINGCC_ADVERTISE_ADDR", advertise_hint);
   if (addr.empty()) addr = iface.address;
   if (addr.empty()) {

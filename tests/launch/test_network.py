@@ -395,6 +395,17 @@ def test_a_listen_address_not_of_this_host_fails_the_job_naming_it():
         assert "rank 1 failed while the ranks met: cannot listen on 203.0.113.7" in results[rank][1], everything
 
 
+def test_a_store_address_not_of_this_host_fails_rank_0_naming_it():
+    # Rank 0 serves the rendezvous store there; the others, with no store to
+    # meet at, fail at their (short) timeout.
+    short = {"RINGCC_TIMEOUT_S": "3"}
+    results = three_hosts_job({0: {"RINGCC_LISTEN_ADDR": "203.0.113.7"}, 1: short, 2: short})
+    everything = "\n".join(f"rank {rank}: exit {code}\n{output[-3000:]}" for rank, (code, output) in enumerate(results))
+    assert all(code not in (0, None) for code, _ in results), everything
+    for fragment in ("InvalidArgumentError", "cannot listen on 203.0.113.7", "RINGCC_LISTEN_ADDR=203.0.113.7"):
+        assert fragment in results[0][1], everything
+
+
 # --------------------------------------------------------------------------
 # ringrun: the flags
 
