@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 import ringcc
-from ringcc import _core
+from ringcc import _core, thread_names
 from ringcc.elastic import HorovodInternalError
 from ringcc.failed_calls import error_text
 from ringcc.horovod_basics import Adasum, Average, Max, Min, Product, Sum  # noqa: F401  (re-exported)
@@ -202,10 +202,22 @@ def engine_name(kind: str, name: str | None) -> str:
     """The engine's name of a collective: `<kind>.<name>`, or "" to let the
     kernel take its node's name (unique in a graph, the same on every rank
     that built the same graph; the op's type when it runs eagerly, where
-    ops run one at a time in program order)."""
+    ops run one at a time in program order; see _call_name for threads)."""
     if name:
         return f"{kind}.{name}"
     return ""
+
+
+def _call_name(name: str | None) -> str | None:
+    """The name a call goes by: its own, else, for an eager call from a
+    thread other than the main one, `noname.<thread name>.<n>`
+    (ringcc.thread_names), so that two threads calling at once pair with
+    the same threads of their peers rather than share the op's type as a
+    name; else None."""
+    if name or not tf.executing_eagerly():
+        return name or None
+    in_thread = thread_names.thread_name_part()
+    return f"noname.{in_thread}" if in_thread is not None else None
 
 
 def _nudge() -> bool:
@@ -433,6 +445,7 @@ def _raising(refused):
 
 
 def grouped_allreduce_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0, name=None, nudge=None, refused=None):
+    name = _call_name(name)
     tensors = [tf.convert_to_tensor(t) for t in tensors]
     if not tensors:
         return []
@@ -506,6 +519,7 @@ def _grouped_rows(kind: str, op_fn, wired, name, attrs: dict, ragged: bool) -> l
 
 
 def grouped_allgather_op(tensors, name=None):
+    name = _call_name(name)
     tensors = [tf.convert_to_tensor(t) for t in tensors]
     if not tensors:
         return []
@@ -514,6 +528,7 @@ def grouped_allgather_op(tensors, name=None):
 
 
 def grouped_reducescatter_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0, name=None, refused=None):
+    name = _call_name(name)
     tensors = [tf.convert_to_tensor(t) for t in tensors]
     if not tensors:
         return []
@@ -528,6 +543,7 @@ def broadcast_op(tensor, root_rank, name=None, refused=None):
     arguments with, which the op still built fails on every rank with
     (_reduction_of)."""
     tensor = tf.convert_to_tensor(tensor)
+    name = _call_name(name)
     wire, dtype = _to_wire(tensor, False)
     with _raising(refused):
         (out,) = _run(
@@ -542,6 +558,7 @@ def broadcast_op(tensor, root_rank, name=None, refused=None):
 
 
 def alltoall_op(tensor, splits, name=None):
+    name = _call_name(name)
     tensor = tf.convert_to_tensor(tensor)
     scalar = tensor.shape.rank == 0
     if scalar:

@@ -230,6 +230,36 @@ def _(ctx):
             same(mine, inputs[ctx.rank], f"allreduce {op_name} {dtype}: input unchanged")
 
 
+@case("allreduce/unnamed_calls_pair_by_thread", min_size=2)
+def _(ctx):
+    # Two threads of every rank call unnamed collectives at once (blocking
+    # and async): each call must pair with the same thread's call on the
+    # peers (named alike), never with the other thread's.
+    import threading
+
+    failures = []
+
+    def work(k):
+        try:
+            for i in range(10):
+                x = torch.full([4], float(100 * k + ctx.rank))
+                total = float(sum(100 * k + r for r in range(ctx.size)))
+                got = hvd.allreduce(x, op=hvd.Sum)
+                later = hvd.synchronize(hvd.allreduce_async(x, op=hvd.Sum))
+                if not (torch.all(got == total) and torch.all(later == total)):
+                    failures.append(f"thread {k}, call {i}: {float(got[0])}, {float(later[0])} (sum {total})")
+        except Exception as error:  # noqa: BLE001 - reported below
+            failures.append(f"thread {k}: {type(error).__name__}: {error}")
+
+    threads = [threading.Thread(target=work, args=(k,), name=f"case-worker-{k}") for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    expect(not any(t.is_alive() for t in threads), "a thread's collectives did not finish in 60 s")
+    expect(not failures, "; ".join(failures[:4]))
+
+
 @case("allreduce/average_divides_by_the_size")
 def _(ctx):
     """Average divides the sum by the size, correctly rounded (Horovod's

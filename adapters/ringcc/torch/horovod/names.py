@@ -1,21 +1,25 @@
 """The names by which the engine matches the Horovod API's collectives on
 the global process set across ranks: `<op>.<name>`, or `<op>.noname.<n>`
 from a per-process counter for a call without a name (so unnamed calls
-must be issued in the same order on every rank, as in Horovod); and how
-errors name a call on another process set."""
+must be issued in the same order on every rank, as in Horovod; from a
+thread other than the main one, `<op>.noname.<thread name>.<n>`, see
+ringcc.thread_names); and how errors name a call on another process set."""
 
 from __future__ import annotations
 
 import itertools
+
+from ringcc import thread_names
 
 _names = itertools.count()
 
 
 def reset_names(start: int = 0) -> None:
     """Restarts the counter of generated names (at the first init(), after
-    a join, and in tests to realign ranks)."""
+    a join, and in tests to realign ranks), and every thread's."""
     global _names
     _names = itertools.count(start)
+    thread_names.restart()
 
 
 def next_number() -> int:
@@ -27,7 +31,8 @@ def next_number() -> int:
 def engine_name(kind: str, name: str | None) -> str:
     # An empty name is no name, as in Horovod.
     if name is None or (isinstance(name, str) and not name):
-        return f"{kind}.noname.{next(_names)}"
+        in_thread = thread_names.thread_name_part()
+        return f"{kind}.noname.{in_thread if in_thread is not None else next(_names)}"
     return f"{kind}.{name}"
 
 
