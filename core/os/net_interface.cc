@@ -12,7 +12,6 @@
 #include "core/base/env.h"
 #include "core/base/error.h"
 #include "core/os/socket.h"
-#include "core/os/socket.h"
 
 namespace ringcc {
 namespace {
