@@ -117,16 +117,26 @@ def test_tcp_exchange_times_rounds_of_both_ends():
         port = server.getsockname()[1]
         ends = {}
 
+        # Both ends are threads of this process, taking turns at the GIL:
+        # enough rounds, and switches often enough, that one switch more or
+        # less in an end's timed window stays small beside it.
+        rounds = 2000
+
         def serve_one():
             conn, _ = server.accept()
             with conn:
-                ends["server"] = tcp_exchange.exchange(conn, 64, 500, timeout_s=30)
+                ends["server"] = tcp_exchange.exchange(conn, 64, rounds, timeout_s=30)
 
-        t = threading.Thread(target=serve_one)
-        t.start()
-        ends["join"] = tcp_exchange.join("127.0.0.1", port, 64, 500, timeout_s=30)
-        t.join(timeout=30)
-    assert ends["join"]["rounds"] == 500 and ends["join"]["bytes"] == 64
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(0.001)
+        try:
+            t = threading.Thread(target=serve_one)
+            t.start()
+            ends["join"] = tcp_exchange.join("127.0.0.1", port, 64, rounds, timeout_s=30)
+            t.join(timeout=30)
+        finally:
+            sys.setswitchinterval(interval)
+    assert ends["join"]["rounds"] == rounds and ends["join"]["bytes"] == 64
     # Both ends wait for each other every round: the same pace, give or take the start.
     assert 0 < ends["server"] * 1e6 < 10_000
     assert ends["join"]["us_per_round"] == pytest.approx(ends["server"] * 1e6, rel=0.5)
