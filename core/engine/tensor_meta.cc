@@ -92,21 +92,21 @@ std::string describe_disagreement(const std::string& name, const std::vector<Ten
     return false;
   };
   const std::string head = "tensor '" + name + "': ranks disagree on ";
+  auto layout = [](const TensorMeta& m) { return m.layout; };
+  // Layouts that differ as well as what is reported first are listed too:
+  // an adapter reads the ranks' group lengths from them (report_missing and
+  // fail_rest_of_groups in ringcc.failed_calls, the TensorFlow op library).
+  const std::string grouped = "the shapes of the tensors packed into it or grouped with it (digests ";
+  const std::string and_layouts = differs(layout) ? ", and " + grouped + listing(layout) + ")" : "";
   auto kind = [](const TensorMeta& m) { return std::string(collective_name(m.kind)); };
-  if (differs(kind)) return head + "the collective (" + listing(kind) + ")";
+  if (differs(kind)) return head + "the collective (" + listing(kind) + ")" + and_layouts;
   auto dtype = [](const TensorMeta& m) { return std::string(dtype_name(m.dtype)); };
-  if (differs(dtype)) return head + "the dtype (" + listing(dtype) + ")";
+  if (differs(dtype)) return head + "the dtype (" + listing(dtype) + ")" + and_layouts;
   auto memory = [](const TensorMeta& m) { return std::string(memory_kind_name(m.memory)); };
-  if (differs(memory)) return head + "where the tensor lives (" + listing(memory) + ")";
+  if (differs(memory)) return head + "where the tensor lives (" + listing(memory) + ")" + and_layouts;
   const CollectiveKind k = metas[0].kind;
   const bool ragged = k == CollectiveKind::kAllgather || k == CollectiveKind::kAlltoall;
   auto shape = [](const TensorMeta& m) { return shape_text(m.shape.data(), m.shape.size()); };
-  auto layout = [](const TensorMeta& m) { return m.layout; };
-  // Layouts that differ as well as shapes are listed too: an adapter reads
-  // the ranks' group lengths from them (report_missing in ringcc.failed_calls
-  // and the TensorFlow op library).
-  const std::string grouped = "the shapes of the tensors packed into it or grouped with it (digests ";
-  const std::string and_layouts = differs(layout) ? ", and " + grouped + listing(layout) + ")" : "";
   if (ragged) {
     // The first dimension may differ (each rank brings its own rows).
     auto rest = [](const TensorMeta& m) {
