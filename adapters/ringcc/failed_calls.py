@@ -90,6 +90,41 @@ def report_missing(core_kind: str, names, count: int, layout: int):
     return on_error
 
 
+_DISAGREEING = re.compile(r"tensor '([^']+)': ranks disagree")
+_RANK_LAYOUT = re.compile(r"rank (\d+): (-?\d+)")
+# The core's kind of a collective named by the Horovod API's kind.
+_CORE_KINDS = {"reducescatter": "reduce_scatter"}
+
+
+def fail_rest_of_groups(error: BaseException, rank: int, single: bool) -> None:
+    """What a call whose collective failed because the ranks' groups differ
+    runs when it holds none of the groups' other collectives: a single call
+    (`single`: layout 0) whose peers ran a grouped call under its name, or
+    the first collective of a grouped call that starts the next one only
+    once this one is done (torch's differentiable grouped calls). The
+    grouped calls name their collectives `<name>`, `<name>.1`, ... (the
+    first as the single call would be named), and the engine's
+    MismatchError lists every rank's layout, a group's length; this rank
+    takes part as a failed participant in `<name>.1` to the longest
+    group's last, so that the ranks that started them fail now rather than
+    at the stall timeout, and every rank that did not start them does the
+    same, so that none is left in flight."""
+    if not isinstance(error, _core.MismatchError):
+        return
+    text = str(error)
+    named, found = _DISAGREEING.search(text), _DIGESTS.search(text)
+    if named is None or found is None:
+        return
+    layouts = {int(r): int(v) for r, v in _RANK_LAYOUT.findall(found.group(1))}
+    if single and layouts.get(rank) != 0:
+        return
+    longest = max(layouts.values(), default=0)
+    if 1 < longest <= 1 + _MOST_MISSING:
+        name = named.group(1)
+        kind = name.split(".", 1)[0]
+        fail_on_every_rank(error, _CORE_KINDS.get(kind, kind), [f"{name}.{i}" for i in range(1, longest)])
+
+
 def check_group_length(comm, count: int, what: str) -> None:
     """On a process set other than the job, whose collectives run in issue
     order on its communicator `comm`, a grouped call's ranks first agree on

@@ -27,7 +27,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "harness"))  # tests/harness
-from rank_harness import CaseList, expect, run_cases  # noqa: E402
+from rank_harness import CaseList, expect, expect_threads_agree, run_cases  # noqa: E402
 
 import ringcc  # noqa: E402
 import ringcc.torch as hvd  # noqa: E402
@@ -235,29 +235,16 @@ def _(ctx):
     # Two threads of every rank call unnamed collectives at once (blocking
     # and async): each call must pair with the same thread's call on the
     # peers (named alike), never with the other thread's.
-    import threading
-
-    failures = []
-
     def work(k):
-        try:
-            for i in range(10):
-                x = torch.full([4], float(100 * k + ctx.rank))
-                total = float(sum(100 * k + r for r in range(ctx.size)))
-                got = hvd.allreduce(x, op=hvd.Sum)
-                later = hvd.synchronize(hvd.allreduce_async(x, op=hvd.Sum))
-                if not (torch.all(got == total) and torch.all(later == total)):
-                    failures.append(f"thread {k}, call {i}: {float(got[0])}, {float(later[0])} (sum {total})")
-        except Exception as error:  # noqa: BLE001 - reported below
-            failures.append(f"thread {k}: {type(error).__name__}: {error}")
+        for i in range(10):
+            x = torch.full([4], float(100 * k + ctx.rank))
+            total = float(sum(100 * k + r for r in range(ctx.size)))
+            got = hvd.allreduce(x, op=hvd.Sum)
+            later = hvd.synchronize(hvd.allreduce_async(x, op=hvd.Sum))
+            if not (torch.all(got == total) and torch.all(later == total)):
+                raise AssertionError(f"call {i}: {float(got[0])}, {float(later[0])} (sum {total})")
 
-    threads = [threading.Thread(target=work, args=(k,), name=f"case-worker-{k}") for k in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    expect(not any(t.is_alive() for t in threads), "a thread's collectives did not finish in 60 s")
-    expect(not failures, "; ".join(failures[:4]))
+    expect_threads_agree(work)
 
 
 @case("allreduce/average_divides_by_the_size")
@@ -2013,6 +2000,66 @@ def _(ctx):
     raises(ringcc.MismatchError, lambda: hvd.grouped_allreduce(one, name="gl.one"), "a group of one", "grouped with it")
     expect(time.monotonic() - start < 10, f"a group of one: the error took {time.monotonic() - start:.1f} s")
     expect(len(hvd.grouped_allreduce(group(count=2), name="gl.one")) == 2, "a group of two again")
+
+
+@case("errors/single-and-grouped-calls-under-one-name-fail-every-rank", min_size=2)
+def _(ctx):
+    # The last rank calls the single form under the name its peers give a
+    # grouped call. The group's first collective takes the single call's
+    # name, so both meet on it and raise MismatchError on every rank at once
+    # (not at the stall timeout); the single rank then fails the group's
+    # other collectives, which it never starts, so that the same names can
+    # run again at once on every rank.
+    n, r = ctx.size, ctx.rank
+    single = r == n - 1
+    rows = 2 * n
+
+    def group(grad=False):
+        return [torch.full((rows, 3), float(i + 1), requires_grad=grad) for i in range(3)]
+
+    calls = [
+        (
+            "allreduce against grouped_allreduce",
+            lambda: hvd.allreduce(torch.ones(rows, 3), name="sg.ar", op=hvd.Sum),
+            lambda: hvd.grouped_allreduce(group(), name="sg.ar", op=hvd.Sum),
+        ),
+        (
+            "allreduce_async_ against grouped_allreduce_async_",
+            lambda: hvd.synchronize(hvd.allreduce_async_(torch.ones(rows, 3), name="sg.ar_", op=hvd.Sum)),
+            lambda: hvd.synchronize(hvd.grouped_allreduce_async_(group(), name="sg.ar_", op=hvd.Sum)),
+        ),
+        (
+            "allgather against grouped_allgather",
+            lambda: hvd.allgather(torch.ones(rows, 3), name="sg.ag"),
+            lambda: hvd.grouped_allgather(group(), name="sg.ag"),
+        ),
+        (
+            "allgather against grouped_allgather (autograd, one collective at a time)",
+            lambda: hvd.allgather(torch.ones(rows, 3), name="sg.agg"),
+            lambda: hvd.grouped_allgather(group(grad=True), name="sg.agg"),
+        ),
+        (
+            "reducescatter against grouped_reducescatter",
+            lambda: hvd.reducescatter(torch.ones(rows, 3), name="sg.rs", op=hvd.Sum),
+            lambda: hvd.grouped_reducescatter(group(), name="sg.rs", op=hvd.Sum),
+        ),
+        (
+            "allreduce against grouped_allreduce, the dtypes differing too",
+            lambda: hvd.allreduce(torch.ones(rows, 3, dtype=torch.float64), name="sg.dtype", op=hvd.Sum),
+            lambda: hvd.grouped_allreduce(group(), name="sg.dtype", op=hvd.Sum),
+        ),
+    ]
+    for what, one, grouped in calls:
+        start = time.monotonic()
+        error = raises(ringcc.MismatchError, single and one or grouped, what, fragment="grouped with it")
+        seconds = time.monotonic() - start
+        expect(seconds < 10, f"{what}: the error took {seconds:.1f} s")
+        expect(error is None or f"rank {n - 1}: 0" in str(error), f"{what}: message lacks the single call: {error}")
+        # Both forms again on every rank: nothing of the failed calls is left in flight.
+        got = grouped()
+        expect(len(got) == 3, f"{what}: the grouped call again gave {len(got)} results")
+        one()
+    same(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), float(n)), "the job goes on")
 
 
 @case("errors/groups-of-different-lengths/process-set", min_size=3)

@@ -20,7 +20,7 @@ from ringcc.torch.horovod.calls import (
     start_each,
 )
 from ringcc.torch.horovod.handles import Handle
-from ringcc.torch.horovod.names import engine_name, set_label
+from ringcc.torch.horovod.names import engine_name, member_name, set_label
 from ringcc.torch.horovod.wires import (
     check_reducible,
     check_tensor,
@@ -183,7 +183,7 @@ def _direct_allreduce(tensor, kind, name, op, prescale_factor, postscale_factor,
 def _grouped_allreduce_start(
     tensors, name, op, prescale_factor, postscale_factor, process_set, inplace: bool, what: str, average=None
 ) -> Handle:
-    tensors, base, names = group_names("allreduce", name, process_set, tensors, base_kind="grouped_allreduce")
+    tensors, base, names = group_names("allreduce", name, process_set, tensors)
     glob = base is not None
     try:
         check_process_set(process_set)
@@ -204,14 +204,14 @@ def _grouped_allreduce_start(
         layout = group_layout(tensors)
 
         def start_one(i, t):
-            name_i = f"{base}.{i}"
+            name_i = member_name(base, i)
             h = _direct_allreduce(t, "allreduce", name_i, code, pre, post, True, layout) if inplace else None
             if h is None:
                 h = _allreduce_start(t, name_i, code, pre, post, process_set, inplace, what, layout=layout)
             return h
 
         handles = start_each(tensors, names, process_set, "allreduce", start_one)
-        on_error = report_missing("allreduce", lambda i: f"allreduce.{base}.{i}", len(tensors), layout)
+        on_error = report_missing("allreduce", lambda i: f"allreduce.{member_name(base, i)}", len(tensors), layout)
         return Handle(handles, lambda results: list(results), on_error)
     try:
         comm = process_set._communicator()

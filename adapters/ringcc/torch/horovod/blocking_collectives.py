@@ -10,7 +10,7 @@ import torch
 
 import ringcc
 from ringcc import _core
-from ringcc.failed_calls import group_layout
+from ringcc.failed_calls import fail_rest_of_groups, group_layout
 from ringcc.torch.compression import Compression
 from ringcc.torch.horovod.async_allreduce import (
     allreduce_async,
@@ -51,7 +51,7 @@ from ringcc.torch.horovod.calls import (
     report_failed,
 )
 from ringcc.torch.horovod.handles import Handle, synchronize
-from ringcc.torch.horovod.names import engine_name, next_number, reset_names
+from ringcc.torch.horovod.names import engine_name, member_name, next_number, reset_names
 from ringcc.torch.process_sets import global_process_set
 
 
@@ -160,7 +160,7 @@ def grouped_allreduce(
         tensors = list(tensors)
         compressed, ctxs = zip(*[compression.compress(t) for t in tensors]) if tensors else ((), ())
     except Exception as error:
-        fail_group_unstarted(error, "allreduce", "grouped_allreduce", name, process_set, tensors)
+        fail_group_unstarted(error, "allreduce", name, process_set, tensors)
         raise
     if not tensors:
         return []
@@ -182,6 +182,23 @@ def grouped_allreduce_(
     return synchronize(
         grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor, process_set)
     )
+
+
+def _in_turn(base, tensors, run_one) -> list:
+    """The collectives of a differentiable grouped call, each done before the
+    next starts: run_one(i, tensor) for each. When the first fails because
+    the ranks' groups differ, this rank fails the collectives of the groups
+    that it never starts (failed_calls.fail_rest_of_groups), on the global
+    set (`base`, the group's call name, not None)."""
+    results = []
+    for i, t in enumerate(tensors):
+        try:
+            results.append(run_one(i, t))
+        except ringcc.MismatchError as error:
+            if i == 0 and base is not None:
+                fail_rest_of_groups(error, rank(), single=False)
+            raise
+    return results
 
 
 # --------------------------------------------------------------------------
@@ -230,7 +247,9 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
         if base is None:
             check_group_length(process_set, len(tensors), "grouped_allgather")
         layout = group_layout(tensors) if base else 0
-        return [HorovodAllgather.apply(t, base and f"{base}.{i}", process_set, layout) for i, t in enumerate(tensors)]
+        return _in_turn(
+            base, tensors, lambda i, t: HorovodAllgather.apply(t, member_name(base, i), process_set, layout)
+        )
     return synchronize(grouped_allgather_async(tensors, name, process_set))
 
 
@@ -367,19 +386,20 @@ def grouped_reducescatter(
         tensors = list(tensors)
         compressed, ctxs = zip(*[compression.compress(t) for t in tensors]) if tensors else ((), ())
     except Exception as error:
-        fail_group_unstarted(error, "reducescatter", "grouped_reducescatter", name, process_set, tensors)
+        fail_group_unstarted(error, "reducescatter", name, process_set, tensors)
         raise
     if _needs_grad(*compressed):
         compressed, base, _ = group_names("reducescatter", name, process_set, compressed)
         if base is None:
             check_group_length(process_set, len(compressed), "grouped_reducescatter")
         layout = group_layout(compressed) if base else 0
-        results = [
-            HorovodReducescatter.apply(
-                t, base and f"{base}.{i}", op, process_set, prescale_factor, postscale_factor, layout
-            )
-            for i, t in enumerate(compressed)
-        ]
+        results = _in_turn(
+            base,
+            compressed,
+            lambda i, t: HorovodReducescatter.apply(
+                t, member_name(base, i), op, process_set, prescale_factor, postscale_factor, layout
+            ),
+        )
     else:
         results = synchronize(
             grouped_reducescatter_async(list(compressed), name, op, process_set, prescale_factor, postscale_factor)

@@ -13,7 +13,7 @@ from ringcc.failed_calls import check_group_length as agree_on_group_length
 from ringcc.failed_calls import fail_on_every_rank, group_layout, report_missing
 from ringcc.torch.horovod.basics import internal_error, require_init
 from ringcc.torch.horovod.handles import Handle
-from ringcc.torch.horovod.names import engine_name, set_label
+from ringcc.torch.horovod.names import call_name, engine_name, member_name, set_label
 from ringcc.torch.process_sets import ProcessSet, global_process_set
 
 
@@ -91,33 +91,34 @@ def fail_unstarted(error: BaseException, kind: str, name, process_set, core_kind
     report_failed(error, core_kind, [engine_name(kind, name)] if glob else [], process_set)
 
 
-def group_names(kind: str, name, process_set, tensors, base_kind=None):
-    """(the list of tensors, the base name on the global set or None, the
-    engine's names of the group's collectives: kind.base.i) of a grouped
-    call. When the list cannot be made, the call fails on every rank as one
-    collective (this rank cannot tell how many its peers start)."""
+def group_names(kind: str, name, process_set, tensors):
+    """(the list of tensors, the call name of the group on the global set or
+    None, the engine's names of the group's collectives: kind.base,
+    kind.base.1, ..., see names.member_name) of a grouped call. When the
+    list cannot be made, the call fails on every rank as one collective
+    (this rank cannot tell how many its peers start)."""
     glob = is_global(process_set)
-    base = engine_name(base_kind or f"grouped_{kind}", name) if glob else None
+    base = call_name(name) if glob else None
     try:
         tensors = list(tensors)
     except Exception as error:
-        report_failed(error, kind, [f"{kind}.{base}.0"] if glob else [], process_set)
+        report_failed(error, kind, [f"{kind}.{base}"] if glob else [], process_set)
         raise
-    names = [f"{kind}.{base}.{i}" for i in range(len(tensors))] if glob else []
+    names = [f"{kind}.{member_name(base, i)}" for i in range(len(tensors))] if glob else []
     return tensors, base, names
 
 
-def fail_group_unstarted(error, kind: str, base_kind: str, name, process_set, tensors) -> None:
+def fail_group_unstarted(error, kind: str, name, process_set, tensors) -> None:
     """fail_unstarted for a grouped call: every collective of the group (one
     when the list itself is unusable; a grouped allreduce on a non-global set
     is one call of the core)."""
     glob = is_global(process_set)
-    base = engine_name(base_kind, name) if glob else None
+    base = call_name(name) if glob else None
     count = len(tensors) if isinstance(tensors, list) else 1
     report_failed(
         error,
         kind,
-        [f"{kind}.{base}.{i}" for i in range(count)] if glob else [],
+        [f"{kind}.{member_name(base, i)}" for i in range(count)] if glob else [],
         process_set,
         calls=1 if kind == "allreduce" else count,
     )
@@ -172,7 +173,7 @@ def start_group(kind: str, core_kind: str, name, process_set, tensors, check_one
         raise
     layout = group_layout(tensors) if base else 0
     handles = start_each(
-        tensors, names, process_set, core_kind, lambda i, t: start_one(t, base and f"{base}.{i}", layout)
+        tensors, names, process_set, core_kind, lambda i, t: start_one(t, member_name(base, i), layout)
     )
-    on_error = report_missing(core_kind, lambda i: f"{kind}.{base}.{i}", len(tensors), layout)
+    on_error = report_missing(core_kind, lambda i: f"{kind}.{member_name(base, i)}", len(tensors), layout)
     return Handle(handles, lambda results: list(results), on_error)

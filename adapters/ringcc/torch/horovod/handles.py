@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 import ringcc
 from ringcc import _core
+from ringcc.failed_calls import fail_rest_of_groups
 from ringcc.torch.horovod.basics import HorovodInternalError, internal_error
 
 # allreduce_async_'s direct path returns the core's own handle.
@@ -59,10 +60,13 @@ class Handle:
 
     def wait(self):
         if not self._finished:
+            single = len(self._waits) == 1 and self._on_error is None
             try:
                 results = self._wait_all()
                 self._result = self._finish(results) if self._finish is not None else (results[0] if results else None)
             except ringcc.RingccError as error:
+                if single:
+                    _tell_longer_groups(error)
                 self._error = internal_error(error)
             except HorovodInternalError as error:
                 self._error = error
@@ -75,6 +79,13 @@ class Handle:
         return self._result
 
     __call__ = wait
+
+
+def _tell_longer_groups(error: BaseException) -> None:
+    """A single call that failed where its peers ran a grouped call under
+    its name fails the groups' other collectives (failed_calls)."""
+    if isinstance(error, _core.MismatchError):
+        fail_rest_of_groups(error, ringcc.rank(), single=True)
 
 
 def poll(handle) -> bool:
@@ -93,6 +104,7 @@ def synchronize(handle):
         try:
             return _core_synchronize(handle)
         except ringcc.RingccError as error:
+            _tell_longer_groups(error)
             raise internal_error(error) from None
     if isinstance(handle, Handle):
         return handle.wait()

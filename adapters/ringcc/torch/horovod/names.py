@@ -3,7 +3,12 @@ the global process set across ranks: `<op>.<name>`, or `<op>.noname.<n>`
 from a per-process counter for a call without a name (so unnamed calls
 must be issued in the same order on every rank, as in Horovod; from a
 thread other than the main one, `<op>.noname.<thread name>.<n>`, see
-ringcc.thread_names); and how errors name a call on another process set."""
+ringcc.thread_names). The collectives of a grouped call are named as its
+first would be alone, then `<that>.1`, `<that>.2`, ..., so that a rank
+calling the grouped form where its peers call the single one under the
+same name meets them on the first collective and fails there (their
+layouts differ), rather than wait for the stall timeout. And how errors
+name a call on another process set."""
 
 from __future__ import annotations
 
@@ -28,12 +33,26 @@ def next_number() -> int:
     return next(_names)
 
 
-def engine_name(kind: str, name: str | None) -> str:
-    # An empty name is no name, as in Horovod.
+def call_name(name: str | None) -> str:
+    """What follows `<op>.` in a call's engine name: its name, or for a call
+    without one (an empty name is no name, as in Horovod) `noname.` and the
+    next number of the counter or of the calling thread."""
     if name is None or (isinstance(name, str) and not name):
         in_thread = thread_names.thread_name_part()
-        return f"{kind}.noname.{in_thread if in_thread is not None else next(_names)}"
-    return f"{kind}.{name}"
+        return f"noname.{in_thread if in_thread is not None else next(_names)}"
+    return str(name)
+
+
+def engine_name(kind: str, name: str | None) -> str:
+    return f"{kind}.{call_name(name)}"
+
+
+def member_name(base: str | None, i: int) -> str | None:
+    """The call name of the i-th collective of a grouped call whose call
+    name is `base` (None: not on the global set)."""
+    if base is None:
+        return None
+    return base if i == 0 else f"{base}.{i}"
 
 
 def set_label(kind: str, name) -> str | None:
