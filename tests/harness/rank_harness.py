@@ -19,6 +19,7 @@ import fnmatch
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 import zlib
@@ -236,6 +237,30 @@ def expect_error(error_class, fragments: Iterable[str], call: Callable[[], objec
 
 # --------------------------------------------------------------------------
 # The runner
+
+
+def expect_threads_agree(work: Callable[[int], None], count: int = 2, timeout_s: float = 60.0) -> bool:
+    """Runs work(k) for k in range(count) at once, each on a thread named
+    case-worker-<k> (threads named alike on every rank); a thread whose
+    work raises (AssertionError for a wrong result) or runs past
+    `timeout_s` fails the case, naming it."""
+    failures: list[str] = []
+
+    def run(k: int) -> None:
+        try:
+            work(k)
+        except Exception as error:  # noqa: BLE001 - reported below
+            failures.append(f"thread {k}: {type(error).__name__}: {error}")
+
+    threads = [threading.Thread(target=run, args=(k,), name=f"case-worker-{k}") for k in range(count)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout_s
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    if not expect(not any(t.is_alive() for t in threads), f"a thread's work did not finish in {timeout_s:g} s"):
+        return False
+    return expect(not failures, "; ".join(failures[:4]))
 
 
 def _write(path: str, record: dict) -> None:

@@ -6,41 +6,11 @@ where this process's TCP sockets listen and the peers they are connected to
 (its "this rank at <address>"). tcp_sockets() serves slurm_job.py as well."""
 
 import json
-import os
-import socket
 import sys
+from pathlib import Path
 
-
-def _address(text: str, family: int) -> list:
-    """/proc/net/tcp's "0100007F:1F90" as ["127.0.0.1", 8080]."""
-    host, port = text.split(":")
-    raw = bytes.fromhex(host)
-    raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))  # each 32-bit word in host order
-    return [socket.inet_ntop(family, raw), int(port, 16)]
-
-
-def tcp_sockets() -> dict:
-    """This process's TCP sockets: {"listen": [[address, port], ...], "peers": [[address, port], ...]}."""
-    inodes = set()
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            link = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if link.startswith("socket:["):
-            inodes.add(link[len("socket:[") : -1])
-    found = {"listen": [], "peers": []}
-    for path, family in (("/proc/net/tcp", socket.AF_INET), ("/proc/net/tcp6", socket.AF_INET6)):
-        with open(path) as table:
-            for line in table.read().splitlines()[1:]:
-                fields = line.split()
-                if fields[9] not in inodes:
-                    continue
-                if fields[3] == "0A":  # TCP_LISTEN
-                    found["listen"].append(_address(fields[1], family))
-                elif fields[3] == "01":  # TCP_ESTABLISHED
-                    found["peers"].append(_address(fields[2], family))
-    return found
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))  # tests/harness
+from proc_sockets import tcp_sockets  # noqa: E402,F401  (slurm_job.py takes it from here)
 
 
 def main() -> None:

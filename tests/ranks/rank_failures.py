@@ -17,10 +17,14 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 
 import ringcc
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))  # tests/harness
+from proc_sockets import listening_ports  # noqa: E402
 
 
 def write_json(path: str, record: dict) -> None:
@@ -128,30 +132,6 @@ def timeout(args) -> int:
     record["later_allreduces"] = later
     report(args.out, rank, record)
     return 0
-
-
-def listening_ports() -> list:
-    """TCP ports this process listens on: its sockets' inodes matched in /proc/net/tcp."""
-    inodes = set()
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[len("socket:[") : -1])
-    ports = set()
-    for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
-        try:
-            with open(table, encoding="ascii") as file:
-                lines = file.readlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) > 9 and fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
-                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
-    return sorted(ports)
 
 
 def stranger(args) -> int:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "harness"))  # tests/harness
-from rank_harness import CaseList, check_close, check_equal, expect, expect_error, run_cases  # noqa: E402
+from rank_harness import CaseList, check_close, check_equal, expect, expect_error, expect_threads_agree, run_cases  # noqa: E402
 
 tf = hvd = ringcc = None  # imported by on_import(), so that pytest can read CASES without TensorFlow
 
@@ -255,30 +255,17 @@ def _(ctx):
     # Two threads of every rank call unnamed collectives at once: each call
     # must pair with the same thread's call on the peers (named alike),
     # never with the other thread's, whose values differ.
-    import threading
-
-    failures = []
-
     def work(k):
-        try:
-            for i in range(8):
-                x = tf.fill([4], float(100 * k + ctx.rank))
-                total = sum(100 * k + r for r in range(ctx.size))
-                got = hvd.allreduce(x, op=hvd.Sum).numpy()
-                packed = hvd.grouped_allreduce([x] * 9, op=hvd.Sum)[-1].numpy()
-                root = hvd.broadcast(x, root_rank=ctx.size - 1).numpy()
-                if not (np.all(got == total) and np.all(packed == total) and np.all(root == 100 * k + ctx.size - 1)):
-                    failures.append(f"thread {k}, call {i}: {got[0]}, {packed[0]}, {root[0]} (sum {total})")
-        except Exception as error:  # noqa: BLE001 - reported below
-            failures.append(f"thread {k}: {type(error).__name__}: {error}")
+        for i in range(8):
+            x = tf.fill([4], float(100 * k + ctx.rank))
+            total = sum(100 * k + r for r in range(ctx.size))
+            got = hvd.allreduce(x, op=hvd.Sum).numpy()
+            packed = hvd.grouped_allreduce([x] * 9, op=hvd.Sum)[-1].numpy()
+            root = hvd.broadcast(x, root_rank=ctx.size - 1).numpy()
+            if not (np.all(got == total) and np.all(packed == total) and np.all(root == 100 * k + ctx.size - 1)):
+                raise AssertionError(f"call {i}: {got[0]}, {packed[0]}, {root[0]} (sum {total})")
 
-    threads = [threading.Thread(target=work, args=(k,), name=f"case-worker-{k}") for k in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    expect(not any(t.is_alive() for t in threads), "a thread's collectives did not finish in 60 s")
-    expect(not failures, "; ".join(failures[:4]))
+    expect_threads_agree(work)
 
 
 @case("barrier-and-join")
