@@ -431,6 +431,27 @@ def _reduction_of(op, prescale_factor, postscale_factor, refused):
     return reduction, refused
 
 
+def convert_group(tensors) -> tuple[list, BaseException | None]:
+    """The tensors of a grouped call on the job, converted, and the error of
+    the first that does not convert (None: all did). One that does not
+    stands in as zeros shaped as the first that does (float32 [1] where none
+    does), so that the group's ops are still built, under the names its
+    peers' ops use where the group's tensors share one dtype, and fail on
+    every rank with that error (_reduction_of's `failure`)."""
+    converted, refused = [], None
+    for t in tensors:
+        try:
+            converted.append(tf.convert_to_tensor(t))
+        except Exception as error:  # noqa: BLE001 - the call's error, raised by _raising
+            refused = refused or error
+            converted.append(None)
+    if refused is None:
+        return converted, None
+    model = next((t for t in converted if t is not None), None)
+    stand_in = tf.zeros_like(model) if model is not None else tf.zeros([1], tf.float32)
+    return [stand_in if t is None else t for t in converted], refused
+
+
 @contextlib.contextmanager
 def _raising(refused):
     """Eagerly, the refusing op's error comes back as the error this rank
@@ -520,11 +541,13 @@ def _grouped_rows(kind: str, op_fn, wired, name, attrs: dict, ragged: bool) -> l
 
 def grouped_allgather_op(tensors, name=None):
     name = _call_name(name)
-    tensors = [tf.convert_to_tensor(t) for t in tensors]
+    tensors, refused = convert_group(tensors)
     if not tensors:
         return []
     wired = [_to_wire(t if t.shape.rank != 0 else tf.reshape(t, [1]), False) for t in tensors]
-    return _grouped_rows("allgather", _lib.ringcc_allgather, wired, name, {}, ragged=True)
+    failure = {"failure": error_text(refused) if refused is not None else ""}
+    with _raising(refused):
+        return _grouped_rows("allgather", _lib.ringcc_allgather, wired, name, failure, ragged=True)
 
 
 def grouped_reducescatter_op(tensors, op, prescale_factor=1.0, postscale_factor=1.0, name=None, refused=None):
@@ -559,24 +582,32 @@ def broadcast_op(tensor, root_rank, name=None, refused=None):
 
 def alltoall_op(tensor, splits, name=None):
     name = _call_name(name)
-    tensor = tf.convert_to_tensor(tensor)
+    # A tensor or splits that do not convert still build the op (a stand-in,
+    # equal blocks), which fails on every rank with that error.
+    (tensor,), refused = convert_group([tensor])
     scalar = tensor.shape.rank == 0
     if scalar:
         tensor = tf.reshape(tensor, [1])
+    if splits is not None:
+        try:
+            splits = tf.cast(tf.convert_to_tensor(splits), tf.int64)
+        except Exception as error:  # noqa: BLE001 - raised by _raising
+            refused, splits = refused or error, None
     if splits is None:
         n = ringcc.size()
         rows = tf.shape(tensor, out_type=tf.int64)[0]
         # Equal blocks: the rows must divide evenly (the core checks the sum).
         splits = tf.fill([n], rows // n)
-    splits = tf.cast(tf.convert_to_tensor(splits), tf.int64)
     wire, dtype = _to_wire(tensor, False)
-    out, received = _run(
-        _lib.ringcc_alltoall,
-        tensor=wire,
-        splits=splits,
-        tensor_name=engine_name("alltoall", name),
-        nudge=_nudge(),
-    )
+    with _raising(refused):
+        out, received = _run(
+            _lib.ringcc_alltoall,
+            tensor=wire,
+            splits=splits,
+            tensor_name=engine_name("alltoall", name),
+            nudge=_nudge(),
+            failure=error_text(refused) if refused is not None else "",
+        )
     if wire.shape.rank is not None:
         out.set_shape([None] + wire.shape.as_list()[1:])
     received.set_shape([ringcc.size()])

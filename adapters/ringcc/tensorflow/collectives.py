@@ -133,14 +133,18 @@ def allreduce(
         if scale != 1.0:
             values = values * tf.cast(scale, values.dtype)
         return tf.IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
-    with _arguments_of("allreduce", "RingccAllreduce", name, process_set):
-        tensor = tf.convert_to_tensor(tensor)
-        compressed, ctx = compression.compress(tensor)
     if is_global(process_set):
+        # A tensor that does not convert still builds the op, to fail on every rank.
+        (tensor,), unconverted = _ops.convert_group([tensor])
+        with _arguments_of("allreduce", "RingccAllreduce", name, process_set):
+            compressed, ctx = compression.compress(tensor)
         (reduced,) = _ops.grouped_allreduce_op(
-            [compressed], op, prescale_factor, postscale_factor, name=name, refused=refused
+            [compressed], op, prescale_factor, postscale_factor, name=name, refused=refused or unconverted
         )
     else:
+        with _arguments_of("allreduce", "RingccAllreduce", name, process_set):
+            tensor = tf.convert_to_tensor(tensor)
+            compressed, ctx = compression.compress(tensor)
         comm = process_set._communicator()
         reduced = _set_call(
             lambda a: comm.allreduce(a, op=op, prescale=prescale_factor, postscale=postscale_factor),
@@ -190,9 +194,10 @@ def grouped_allreduce(
         return _grouped_on_set("grouped_allreduce", allreduce, tensors, name, process_set, **options)
     if any(isinstance(t, tf.IndexedSlices) for t in tensors):
         return _one_by_one(allreduce, tensors, name, process_set=process_set, **options)
-    compressed = [compression.compress(tf.convert_to_tensor(t)) for t in tensors]
+    converted, unconverted = _ops.convert_group(tensors)
+    compressed = [compression.compress(t) for t in converted]
     reduced = _ops.grouped_allreduce_op(
-        [c for c, _ in compressed], op, prescale_factor, postscale_factor, name=name, refused=refused
+        [c for c, _ in compressed], op, prescale_factor, postscale_factor, name=name, refused=refused or unconverted
     )
     return [compression.decompress(r, ctx) for r, (_, ctx) in zip(reduced, compressed)]
 
@@ -201,10 +206,10 @@ def allgather(tensor, name=None, process_set=global_process_set, ignore_name_sco
     """The ranks' tensors concatenated along the first dimension (which may
     differ between ranks)."""
     require_init()
+    if is_global(process_set):
+        return _ops.grouped_allgather_op([tensor], name=name)[0]  # converts, or fails on every rank
     with _arguments_of("allgather", "RingccAllgather", name, process_set):
         tensor = tf.convert_to_tensor(tensor)
-    if is_global(process_set):
-        return _ops.grouped_allgather_op([tensor], name=name)[0]
     comm = process_set._communicator()
     flat = tensor if tensor.shape.rank != 0 else tf.reshape(tensor, [1])
     out = _set_call(lambda a: comm.allgather(a), [flat], flat.dtype)
@@ -224,9 +229,13 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set, ignore
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set, ignore_name_scope=False):
     """`root_rank`'s tensor (a global rank, on process sets too) on every rank."""
     require_init()
-    with _arguments_of("broadcast", "RingccBroadcast", name, process_set):
-        tensor = tf.convert_to_tensor(tensor)
-    refused = None
+    if is_global(process_set):
+        # A tensor that does not convert still builds the op, to fail on every rank.
+        (tensor,), refused = _ops.convert_group([tensor])
+    else:
+        with _arguments_of("broadcast", "RingccBroadcast", name, process_set):
+            tensor = tf.convert_to_tensor(tensor)
+        refused = None
     try:
         root_rank = int(root_rank)
         root = None if is_global(process_set) else root_in_set(process_set, root_rank)
@@ -235,7 +244,7 @@ def broadcast(tensor, root_rank, name=None, process_set=global_process_set, igno
             with _arguments_of("broadcast", "RingccBroadcast", name, process_set):
                 raise
         # The job's op is still built, to fail on every rank (_ops.broadcast_op).
-        refused, root_rank = error, 0
+        refused, root_rank = refused or error, 0
     if is_global(process_set):
         return _ops.broadcast_op(tensor, root_rank, name=name, refused=refused)
     comm = process_set._communicator()
@@ -303,7 +312,11 @@ def reducescatter(
         # The job's op is still built, to fail on every rank (_ops._reduction_of).
         refused, op = error, Average
     # A tensor of rank 0 on some rank is refused by the op's kernel (or the
-    # set's communicator) as a failed participant, so that every rank fails.
+    # set's communicator) as a failed participant, so that every rank fails;
+    # on the job, so is one that does not convert (_ops.convert_group).
+    if is_global(process_set):
+        (tensor,), unconverted = _ops.convert_group([tensor])
+        refused = refused or unconverted
     with _arguments_of("reducescatter", "RingccReducescatter", name, process_set):
         tensor = tf.convert_to_tensor(tensor)
         compressed, ctx = compression.compress(tensor)
@@ -339,15 +352,17 @@ def grouped_reducescatter(
     postscale_factor=1.0,
 ):
     require_init()
-    tensors = [tf.convert_to_tensor(t) for t in tensors]
-    refused = None
+    tensors, refused = _ops.convert_group(list(tensors))
+    if refused is not None and not is_global(process_set):
+        _refuse_on_set(refused, tensors, process_set)
+        raise refused
     try:
         op = _ops._op_value(op)
     except Exception as error:
         if not tensors or not is_global(process_set):
             _refuse_on_set(error, tensors, process_set)
             raise
-        refused, op = error, Average
+        refused, op = refused or error, Average
     if not is_global(process_set):
         options = {
             "compression": compression,

@@ -758,6 +758,69 @@ def _(ctx):
     check_close(got[-1].numpy(), np.full(2, ctx.size), np.ones(2), 1e-6, "the same name afterwards")
 
 
+@case("errors/tensor-unconvertible-on-one-rank", min_size=2)
+def _(ctx):
+    # Rank 1 passes something that is no tensor, alone or in a group: it
+    # raises the conversion's error (eagerly as TensorFlow raised it, in a
+    # graph when the function runs), and every other rank a MismatchError
+    # naming it, at once, named or not (in a graph too, where an unnamed
+    # op's name is its node's), packed or not; the same call then runs.
+    rows = 2 * ctx.size
+
+    def fails_from_rank_1(label, run):
+        if ctx.rank == 1:
+            _, seconds = expect_error(Exception, ["convert"], run, f"rank 1, {label}")
+        else:
+            fragments = ["ringcc.MismatchError", "rank 1 could not start", "convert"]
+            _, seconds = expect_error(tf.errors.OpError, fragments, run, f"others, {label}")
+        expect(seconds < 10, f"{label}: the error took {seconds:.1f} s")
+
+    def group(count, bad):
+        items = [tf.ones([rows]) for _ in range(count)]
+        if bad and ctx.rank == 1:
+            items[1] = object()
+        return items
+
+    kinds = (
+        ("grouped_allreduce", lambda g, n: hvd.grouped_allreduce(g, op=hvd.Sum, name=n)),
+        ("grouped_allgather", lambda g, n: hvd.grouped_allgather(g, name=n and f"{n}.gather")),
+        ("grouped_reducescatter", lambda g, n: hvd.grouped_reducescatter(g, op=hvd.Sum, name=n and f"{n}.scatter")),
+    )
+    for what, count, name in (
+        ("3 named", 3, "unconvertible.three"),
+        ("3 unnamed", 3, None),
+        ("9 packed", 9, "unconvertible.packed"),
+        ("9 packed unnamed", 9, None),
+    ):
+        for kind, call in kinds:
+            fails_from_rank_1(f"{kind} of {what} (eager)", lambda c=call, k=count, n=name: c(group(k, True), n))
+            got = call(group(count, False), name)
+            expect(len(got) == count, f"{kind} of {what}: the same call again gave {len(got)} results")
+            fails_from_rank_1(
+                f"{kind} of {what} (graph)", tf.function(lambda c=call, k=count, n=name: c(group(k, True), n))
+            )
+    singles = (
+        ("allreduce", lambda x, n: hvd.allreduce(x, op=hvd.Sum, name=n)),
+        ("allgather", lambda x, n: hvd.allgather(x, name=n)),
+        ("broadcast", lambda x, n: hvd.broadcast(x, 0, name=n)),
+        ("reducescatter", lambda x, n: hvd.reducescatter(x, op=hvd.Sum, name=n)),
+        ("alltoall", lambda x, n: hvd.alltoall(x, name=n)),
+    )
+    for kind, call in singles:
+        for name in (f"unconvertible.{kind}", None):
+            label = f"{kind}, {'named' if name else 'unnamed'}"
+
+            def one(c=call, n=name):
+                return c(object() if ctx.rank == 1 else tf.ones([rows]), n)
+
+            fails_from_rank_1(f"{label} (eager)", one)
+            call(tf.ones([rows]), name)  # the same call again
+            fails_from_rank_1(f"{label} (graph)", tf.function(one))
+    bad_splits = object() if ctx.rank == 1 else [2] * ctx.size
+    fails_from_rank_1("alltoall's splits", lambda: hvd.alltoall(tf.ones([rows]), splits=bad_splits))
+    check_close(hvd.allreduce(tf.ones([2]), op=hvd.Sum).numpy(), np.full(2, ctx.size), np.ones(2), 1e-6, "after")
+
+
 @case("errors/failed-participant", min_size=2)
 def _(ctx):
     # Rank 1 passes a dtype the core cannot reduce: it fails at once with its
