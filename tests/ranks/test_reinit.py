@@ -6,8 +6,11 @@ tests/ranks/torch_reinit_job.py)."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import random
+import socket
 import subprocess
 import sys
 import time
@@ -26,9 +29,38 @@ RSS_GROWTH_LIMIT_KIB = 24 * 1024
 
 
 def free_ports(count):
-    from ringcc.free_ports import free_ports
+    """`count` distinct ports that are free now, below the kernel's range of
+    ephemeral ports: the cycles use them one after another over half a
+    minute, and a port of that range may meanwhile become the local port of
+    some connection (an earlier cycle's), so that its cycle's rank 0 could
+    not listen on it."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as file:
+            low = int(file.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    candidates = list(range(max(1024, low - 8192), low))
+    random.shuffle(candidates)
+    ports = []
+    for port in candidates:
+        if len(ports) == count:
+            break
+        if _bindable(port):
+            ports.append(port)
+    assert len(ports) == count, f"only {len(ports)} free ports below {low}"
+    return ports
 
-    return free_ports(count)
+
+def _bindable(port: int) -> bool:
+    for family, address in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as sock:
+                sock.bind((address, port))
+        except OSError as error:
+            if family == socket.AF_INET6 and error.errno == errno.EAFNOSUPPORT:
+                continue  # no IPv6 here
+            return False
+    return True
 
 
 def run_processes(script: str, cycles: int, out_dir: Path):
