@@ -96,7 +96,7 @@ _RANK_LAYOUT = re.compile(r"rank (\d+): (-?\d+)")
 _CORE_KINDS = {"reducescatter": "reduce_scatter"}
 
 
-def fail_rest_of_groups(error: BaseException, rank: int, single: bool) -> None:
+def fail_rest_of_groups(error: BaseException, rank: int, single: bool, kind: str | None = None) -> None:
     """What a call whose collective failed because the ranks' groups differ
     runs when it holds none of the groups' other collectives: a single call
     (`single`: layout 0) whose peers ran a grouped call under its name, or
@@ -108,7 +108,9 @@ def fail_rest_of_groups(error: BaseException, rank: int, single: bool) -> None:
     takes part as a failed participant in `<name>.1` to the longest
     group's last, so that the ranks that started them fail now rather than
     at the stall timeout, and every rank that did not start them does the
-    same, so that none is left in flight."""
+    same, so that none is left in flight. `kind`: the core's kind of the
+    collectives (None: the first part of their name, as torch's names
+    begin)."""
     if not isinstance(error, _core.MismatchError):
         return
     text = str(error)
@@ -121,7 +123,7 @@ def fail_rest_of_groups(error: BaseException, rank: int, single: bool) -> None:
     longest = max(layouts.values(), default=0)
     if 1 < longest <= 1 + _MOST_MISSING:
         name = named.group(1)
-        kind = name.split(".", 1)[0]
+        kind = kind or name.split(".", 1)[0]
         fail_on_every_rank(error, _CORE_KINDS.get(kind, kind), [f"{name}.{i}" for i in range(1, longest)])
 
 

@@ -20,7 +20,13 @@ from collections.abc import Sequence
 import mxnet as mx
 
 import ringcc
-from ringcc.failed_calls import check_group_length, fail_on_every_rank, group_layout, report_missing
+from ringcc.failed_calls import (
+    check_group_length,
+    fail_on_every_rank,
+    fail_rest_of_groups,
+    group_layout,
+    report_missing,
+)
 from ringcc.horovod_basics import Adasum
 from ringcc.mxnet import _engine
 from ringcc.mxnet.errors import mxnet_errors
@@ -39,6 +45,29 @@ def collective_name(name: str | None, kind: str) -> str:
     if not isinstance(name, str) or not name:
         raise ringcc.InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
     return f"mx.{kind}.{name}"
+
+
+def member_names(base: str, count: int) -> list[str]:
+    """The engine's names of a grouped call's `count` collectives on the
+    global set: the first as a single call of the same kind and name is
+    named, then `<base>.1`, `<base>.2`, ... A rank that makes the single
+    call where its peers make the grouped one thus meets them on the first,
+    whose layouts differ (0 against the group's length): MismatchError on
+    every rank at once, where names that never met waited for the stall
+    timeout."""
+    return [base if i == 0 else f"{base}.{i}" for i in range(count)]
+
+
+def single_call_errors(core_kind: str, process_set):
+    """What the collective of a single call on the global set tells its
+    error to (None elsewhere): where its peers made a grouped call under its
+    name, this rank takes part as a failed participant in the group's other
+    collectives, which it never starts (failed_calls.fail_rest_of_groups),
+    so that no rank waits for them."""
+    if not is_global(process_set):
+        return None
+    rank = ringcc.rank()
+    return lambda error: fail_rest_of_groups(error, rank, single=True, kind=core_kind)
 
 
 def is_global(process_set) -> bool:
@@ -106,7 +135,11 @@ def reduce_op(op) -> int:
 
 class _Telling:
     """A collective's handle that tells `on_error` of its error before
-    raising it (failed_calls.report_missing, for a grouped call)."""
+    raising it (failed_calls.report_missing, fail_rest_of_groups), once:
+    the handle may be waited on more than once (the completion thread
+    waits with a timeout, then collects), and each telling takes part in
+    collectives again, which would fail the peers' next calls of those
+    names."""
 
     __slots__ = ("_handle", "_on_error")
 
@@ -121,7 +154,9 @@ class _Telling:
         try:
             return self._handle.wait(*timeout)
         except ringcc.RingccError as error:
-            self._on_error(error)
+            on_error, self._on_error = self._on_error, None
+            if on_error is not None:
+                on_error(error)
             raise
 
 
@@ -300,7 +335,11 @@ def _reduce_each(
         priority=priority,
         process_set=process_set,
         layout=layout,
-        on_error=report_missing("allreduce", lambda i: f"{label}.{i}", len(tensors), layout),
+        on_error=(
+            report_missing("allreduce", lambda i: f"{label}.{i}", len(tensors), layout)
+            if layout
+            else single_call_errors("allreduce", process_set)
+        ),
     )
     return outs
 
@@ -342,10 +381,11 @@ def _grouped(tensors, average, name, priority, prescale_factor, postscale_factor
     tensors = list(tensors)
     agree_on_group_length(process_set, len(tensors), "grouped_allreduce_" if inplace else "grouped_allreduce")
     if is_global(process_set):
-        base = collective_name(name, "grouped_allreduce")
+        base = collective_name(name, "allreduce")
+        names = member_names(base, len(tensors))
     else:
         base = f"mx.grouped_allreduce.{name or 'set'}"
-    names = [f"{base}.{i}" for i in range(len(tensors))]
+        names = [f"{base}.{i}" for i in range(len(tensors))]
     return _reduce_each(
         base,
         names,

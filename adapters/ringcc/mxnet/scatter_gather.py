@@ -22,10 +22,12 @@ from ringcc.mxnet.ops import (
     collective_name,
     fail,
     is_global,
+    member_names,
     reduce_op,
     run,
     run_on_set,
     set_communicator,
+    single_call_errors,
     start_each,
 )
 from ringcc.process_sets import global_process_set
@@ -36,11 +38,11 @@ __all__ = ["allgather", "grouped_allgather", "alltoall", "reducescatter", "group
 def _names(kind: str, name, process_set, count: int, grouped: bool) -> list[str]:
     """The engine's names of a call's `count` collectives (labels only on a
     process set other than the global one: there they run in issue order)."""
-    if is_global(process_set):
-        base = collective_name(name, kind)
-    else:
+    if not is_global(process_set):
         base = f"mx.{kind}.{name or 'set'}"
-    return [f"{base}.{i}" for i in range(count)] if grouped else [base]
+        return [f"{base}.{i}" for i in range(count)] if grouped else [base]
+    base = collective_name(name, kind)
+    return member_names(base, count) if grouped else [base]
 
 
 def _ready_inputs(kind: str, tensors, names, process_set):
@@ -106,9 +108,9 @@ def _allgather(tensors, name, process_set, grouped: bool) -> list:
         ]
     else:
         starters = [lambda t=t: comm.allgather(_engine.host_view(t), None, True) for t in tensors]
-    on_error = None
-    if comm is None and grouped:
-        base = names[0].rsplit(".", 1)[0] if names else ""
+    on_error = single_call_errors("allgather", process_set) if not grouped else None
+    if comm is None and grouped and names:
+        base = names[0]
         on_error = report_missing("allgather", lambda i: f"{base}.{i}", len(tensors), group_layout(tensors))
     results = _wait_each(_start_all("allgather", names, process_set, starters, on_error))
     return [_as_ndarray(r, t) for r, t in zip(results, tensors)]
@@ -207,8 +209,11 @@ def _reducescatter(tensors, op, name, priority, process_set, prescale_factor, po
     count = len(tensors)
 
     layout = group_layout(tensors) if grouped else 0
-    base = names[0].rsplit(".", 1)[0]
-    on_error = report_missing("reduce_scatter", lambda i: f"{base}.{i}", count, layout)
+    on_error = (
+        report_missing("reduce_scatter", lambda i: f"{names[0]}.{i}", count, layout)
+        if grouped
+        else single_call_errors("reduce_scatter", process_set)
+    )
 
     def start(views, handles):
         starters = [

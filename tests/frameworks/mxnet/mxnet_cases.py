@@ -809,6 +809,69 @@ def _(ctx):
     check_equal(got[1].asnumpy(), np.full((2 * n, 3), 2, np.float32), "a group of two again (Average)")
 
 
+@case("ops/single-and-grouped-calls-under-one-name", min_size=2)
+def _(ctx):
+    """The last rank makes the single call under the name its peers give a
+    grouped call. The group's first collective takes the single call's
+    name, so both meet on it and raise MismatchError on every rank at once
+    (not at the stall timeout); the single rank then fails the group's
+    other collectives, which it never starts, so that both forms run again
+    at once under the same names."""
+    n = ctx.size
+    single = ctx.rank == n - 1
+    rows = 2 * n
+
+    def group():
+        return [mx.nd.full((rows, 3), i + 1) for i in range(3)]
+
+    calls = [
+        (
+            "allreduce against grouped_allreduce",
+            lambda: rmx.allreduce(mx.nd.ones((rows, 3)), name="sg.ar", op="sum"),
+            lambda: rmx.grouped_allreduce(group(), name="sg.ar", op="sum"),
+        ),
+        (
+            "allreduce_ against grouped_allreduce_",
+            lambda: rmx.allreduce_(mx.nd.ones((rows, 3)), name="sg.ar_", op="sum"),
+            lambda: rmx.grouped_allreduce_(group(), name="sg.ar_", op="sum"),
+        ),
+        (
+            "allgather against grouped_allgather",
+            lambda: rmx.allgather(mx.nd.ones((rows, 3)), name="sg.ag"),
+            lambda: rmx.grouped_allgather(group(), name="sg.ag"),
+        ),
+        (
+            "reducescatter against grouped_reducescatter",
+            lambda: rmx.reducescatter(mx.nd.ones((rows, 3)), name="sg.rs", op="sum"),
+            lambda: rmx.grouped_reducescatter(group(), name="sg.rs", op="sum"),
+        ),
+        (
+            "allreduce against grouped_allreduce, the dtypes differing too",
+            lambda: rmx.allreduce(mx.nd.ones((rows, 3), dtype="float64"), name="sg.dtype", op="sum"),
+            lambda: rmx.grouped_allreduce(group(), name="sg.dtype", op="sum"),
+        ),
+    ]
+    for what, one, grouped in calls:
+        start = time.monotonic()
+        call = one if single else grouped
+        if "allgather" in what:  # blocks until done: raises at the call
+            error = expect_error(ringcc.MismatchError, ["grouped with it"], call, what)[0]
+        else:
+            error = expect_failed_op(ringcc.MismatchError, ["grouped with it"], call, what)
+        seconds = time.monotonic() - start
+        expect(seconds < 10, f"{what}: the error took {seconds:.1f} s")
+        expect(error is None or f"rank {n - 1}: 0" in str(error), f"{what}: message lacks the single call: {error}")
+        # Both forms again on every rank: nothing of the failed calls is left in flight.
+        got = grouped()
+        expect(len(got) == 3, f"{what}: the grouped call again gave {len(got)} results")
+        mx.nd.waitall()
+        one()
+        mx.nd.waitall()
+    x = mx.nd.ones((2,))
+    rmx.allreduce_(x, op="sum")
+    check_equal(x.asnumpy(), np.full(2, n, np.float32), "an allreduce after the single and grouped calls")
+
+
 @case("ops/groups-of-different-lengths/process-set", min_size=3)
 def _(ctx):
     """On a process set (collectives in issue order) rank 1's groups lack a
