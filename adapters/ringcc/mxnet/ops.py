@@ -139,7 +139,9 @@ class _Telling:
     the handle may be waited on more than once (the completion thread
     waits with a timeout, then collects), and each telling takes part in
     collectives again, which would fail the peers' next calls of those
-    names."""
+    names. A timed wait's TimeoutError (the completion thread's poll) tells
+    nothing: the collective's own error, when it comes, must still reach
+    on_error."""
 
     __slots__ = ("_handle", "_on_error")
 
@@ -154,6 +156,8 @@ class _Telling:
         try:
             return self._handle.wait(*timeout)
         except ringcc.RingccError as error:
+            if timeout and isinstance(error, ringcc.TimeoutError):
+                raise
             on_error, self._on_error = self._on_error, None
             if on_error is not None:
                 on_error(error)

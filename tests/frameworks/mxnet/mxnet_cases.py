@@ -872,6 +872,42 @@ def _(ctx):
     check_equal(x.asnumpy(), np.full(2, n, np.float32), "an allreduce after the single and grouped calls")
 
 
+@case("ops/completion-poll-keeps-the-error-report")
+def _(ctx):
+    """The completion thread polls a collective's handle with a short
+    timed wait before it collects the result. The poll's TimeoutError is no
+    error of the collective: the handle that reports a failed call's rest
+    to the peers (single calls against grouped ones, groups of different
+    lengths) must keep its report for the collective's own error, which
+    comes later; were it spent on the poll, the peers would wait for the
+    rest until the stall timeout."""
+    from ringcc.mxnet import ops as mx_ops
+
+    class Handle:
+        def __init__(self):
+            self.waits = 0
+
+        def done(self):
+            return self.waits >= 2
+
+        def wait(self, *timeout):
+            self.waits += 1
+            if timeout and self.waits == 1:
+                raise ringcc.TimeoutError("the collective did not complete within the wait's timeout")
+            raise ringcc.MismatchError("tensor 'mx.reducescatter.x': ranks disagree")
+
+    told = []
+    handle = mx_ops._Telling(Handle(), told.append)
+    expect_error(ringcc.TimeoutError, ["wait's timeout"], lambda: handle.wait(0.002), "the poll")
+    expect(told == [], f"the poll's timeout was reported as the collective's error: {told}")
+    for attempt in ("the first wait", "a second wait"):
+        expect_error(ringcc.MismatchError, ["ranks disagree"], handle.wait, attempt)
+    expect(
+        len(told) == 1 and isinstance(told[0], ringcc.MismatchError),
+        f"the collective's error was reported {len(told)} times: {told}",
+    )
+
+
 @case("ops/groups-of-different-lengths/process-set", min_size=3)
 def _(ctx):
     """On a process set (collectives in issue order) rank 1's groups lack a
