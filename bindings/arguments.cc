@@ -64,9 +64,12 @@ CollectiveKind kind_of(const std::string& name) {
 
 // Takes part in the call as a failed participant without waiting for the
 // peers: queued in issue order (name empty) or handed to the engine.
-void report_failed_call(ringcc::Communicator* c, CollectiveKind kind, const std::string& why, const std::string& name) {
+void report_failed_call(ringcc::Communicator* c, CollectiveKind kind, const std::string& why, const std::string& name,
+                        int64_t layout) {
   if (!name.empty()) {
-    if (ringcc::Engine* e = engine_if_initialized()) e->enqueue(name, ringcc::failed_call(kind, why), nullptr, 0);
+    if (ringcc::Engine* e = engine_if_initialized()) {
+      e->enqueue(name, ringcc::failed_call(kind, why), nullptr, 0, layout);
+    }
     return;
   }
   if (c) {
@@ -77,11 +80,11 @@ void report_failed_call(ringcc::Communicator* c, CollectiveKind kind, const std:
 
 // Called from a catch block: takes part in the call as a failed participant
 // (see above), then rethrows the error being handled.
-[[noreturn]] void fail_call(ringcc::Communicator* c, CollectiveKind kind, const std::string& name) {
+[[noreturn]] void fail_call(ringcc::Communicator* c, CollectiveKind kind, const std::string& name, int64_t layout) {
   try {
     bool take_part = true;
     const std::string why = current_error_text(&take_part);
-    if (take_part) report_failed_call(c, kind, why, name);
+    if (take_part) report_failed_call(c, kind, why, name, layout);
   } catch (const ringcc::ThreadExit&) {
     throw;
   } catch (...) {

@@ -28,12 +28,15 @@ ringcc::CollectiveKind kind_of(const std::string& name);
 // Takes part in the call as a failed participant without waiting for the
 // peers: queued in issue order on `c` (name empty) or handed to the engine
 // (nothing before init()).
+// `layout`: the failed call's TensorMeta::layout (TensorMeta::kGroupFailed: one
+// of several collectives of a grouped call this rank fails together).
 void report_failed_call(ringcc::Communicator* c, ringcc::CollectiveKind kind, const std::string& why,
-                        const std::string& name);
+                        const std::string& name, int64_t layout = 0);
 
 // Called from a catch block: takes part in the call as a failed participant
 // (see above), then rethrows the error being handled.
-[[noreturn]] void fail_call(ringcc::Communicator* c, ringcc::CollectiveKind kind, const std::string& name);
+[[noreturn]] void fail_call(ringcc::Communicator* c, ringcc::CollectiveKind kind, const std::string& name,
+                            int64_t layout = 0);
 
 // Arguments as the core takes them. Each raises the error the call then
 // reports (see fail_call).

@@ -298,7 +298,7 @@ void bind_module_collectives(py::module_& m) {
       py::arg("tensor"), py::arg("splits"), py::arg("out"), py::arg("async_op"), py::arg("name") = py::none());
   m.def(
       "_fail_call",
-      [](const std::string& kind, const std::string& message, py::object name) {
+      [](const std::string& kind, const std::string& message, py::object name, int64_t layout) {
         // The name is checked as the collectives check it; a bad one leaves
         // the call unnamed (it fails in issue order).
         std::string named;
@@ -307,13 +307,15 @@ void bind_module_collectives(py::module_& m) {
         } catch (...) {
         }
         std::shared_ptr<ringcc::Communicator> c = communicator_if_initialized();
-        report_failed_call(c.get(), kind_of(kind), message, named);
+        report_failed_call(c.get(), kind_of(kind), message, named, layout);
       },
-      py::arg("kind"), py::arg("message"), py::arg("name") = py::none(),
+      py::arg("kind"), py::arg("message"), py::arg("name") = py::none(), py::arg("layout") = 0,
       "For adapters whose own argument checks failed: takes part in the call as a failed\n"
       "participant (in issue order on ringcc.init()'s communicator, or under `name` in the\n"
       "engine), so that the peers raise MismatchError naming this rank and `message` for\n"
-      "that call. Returns at once; nothing before init().");
+      "that call. `layout`: the call's, as its collective would carry it (-1: one of several\n"
+      "collectives of a grouped call this rank fails together). Returns at once; nothing\n"
+      "before init().");
   m.def(
       "join",
       [] {

@@ -18,12 +18,16 @@
 #include "core/base/error.h"
 #include "core/collective/collective_args.h"
 #include "core/collective/dtype.h"
+#include "core/engine/tensor_meta.h"
 
 namespace py = pybind11;
 
 using ringcc::CollectiveArgs;
 using ringcc::CollectiveKind;
 using ringcc::ErrorKind;
+
+static_assert(RINGCC_LAYOUT_GROUP_FAILED == ringcc::TensorMeta::kGroupFailed,
+              "the kernel API's failed-group layout is the engine's");
 
 namespace {
 
@@ -151,7 +155,8 @@ void kernel_enqueue(const RingccKernelCall* call, RingccKernelDone done, void* d
       try {
         const std::string why = message.substr(message.find(": ") + 2);
         ringcc_py::with_engine([&](ringcc::Engine& engine) {
-          engine.enqueue(name, ringcc::failed_call(static_cast<CollectiveKind>(call->kind), why), nullptr, 0);
+          engine.enqueue(name, ringcc::failed_call(static_cast<CollectiveKind>(call->kind), why), nullptr, 0,
+                         call->layout);
         });
       } catch (...) {
         // Nobody else can be told; this rank's own error is reported below.
@@ -161,11 +166,12 @@ void kernel_enqueue(const RingccKernelCall* call, RingccKernelDone done, void* d
   }
 }
 
-void kernel_fail(const char* name, int32_t kind, const char* why) {
+void kernel_fail(const char* name, int32_t kind, const char* why, int64_t layout) {
   try {
     if (!name || !*name) return;
     ringcc_py::with_engine([&](ringcc::Engine& engine) {
-      engine.enqueue(name, ringcc::failed_call(static_cast<CollectiveKind>(kind), why ? why : ""), nullptr, 0);
+      engine.enqueue(name, ringcc::failed_call(static_cast<CollectiveKind>(kind), why ? why : ""), nullptr, 0,
+                     layout);
     });
   } catch (...) {
     // Not initialized: there are no peers to tell.

@@ -14,7 +14,11 @@
 extern "C" {
 #endif
 
-#define RINGCC_KERNEL_API_VERSION 3
+#define RINGCC_KERNEL_API_VERSION 4
+
+/* The layout of a failed call that is one of several collectives of a
+ * grouped call this rank fails together (RingccKernelApi::fail). */
+#define RINGCC_LAYOUT_GROUP_FAILED (-1)
 
 /* One named collective of host memory. Values of kind, dtype and op are
  * those of ringcc::CollectiveKind, DataType and ReduceOp. */
@@ -71,8 +75,9 @@ typedef struct RingccKernelApi {
   void (*enqueue)(const RingccKernelCall* call, RingccKernelDone done, void* done_ctx);
   /* This rank could not start the collective `name` of `kind`: every other
    * rank's call of that name fails with MismatchError naming this rank and
-   * `why`. */
-  void (*fail)(const char* name, int32_t kind, const char* why);
+   * `why`. `layout`: the call's (RingccKernelCall::layout), or
+   * RINGCC_LAYOUT_GROUP_FAILED. */
+  void (*fail)(const char* name, int32_t kind, const char* why, int64_t layout);
   /* The job: -1 before ringcc.init(). */
   int32_t (*rank)(void);
   int32_t (*size)(void);

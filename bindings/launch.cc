@@ -215,7 +215,7 @@ py::object launch(ringcc::Communicator& c, CollectiveKind kind, Make&& make, boo
     finish_description(c, *p, label);
     if (!name.empty()) route_named_device(p->args);
   } catch (...) {
-    fail_call(&c, kind, name);
+    fail_call(&c, kind, name, layout);
   }
   if (!name.empty()) {
     HandleState h;

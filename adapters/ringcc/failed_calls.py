@@ -30,17 +30,30 @@ def error_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+# The layout of a failed call that is one of several collectives of a
+# grouped call this rank fails together (RINGCC_LAYOUT_GROUP_FAILED): the
+# peers' engines then leave the group's other collectives to this rank's
+# failures (Engine::note_group_rest).
+LAYOUT_GROUP_FAILED = -1
+
+
 def fail_on_every_rank(error: BaseException, kind: str, names: Iterable[str] = (), comm=None, calls: int = 1) -> None:
     """Takes part, as a failed participant of `kind` ("allreduce", ...), in
     the calls `error` stopped on this rank: the engine's collectives `names`
     (ringcc.init()'s ranks), or, given a communicator `comm`, the next
     `calls` collectives in issue order on it. Returns at once; nobody left
-    to tell (a communicator gone, ringcc shut down) is no error."""
+    to tell (a communicator gone, ringcc shut down) is no error. Several
+    names are a grouped call's collectives, which this rank fails together:
+    its peers' engines then leave the group's others to these failures;
+    one name a single call's, whose peers' grouped call of that name (if
+    any) fails its others itself."""
     message = error_text(error)
     try:
         if comm is None:
+            names = list(names)
+            layout = LAYOUT_GROUP_FAILED if len(names) > 1 else 0
             for name in names:
-                _core._fail_call(kind, message, name)
+                _core._fail_call(kind, message, name, layout)
         else:
             for _ in range(calls):
                 comm.report_error(message, kind)

@@ -152,6 +152,23 @@ class Engine {
   // behind_failed_: an entry waits there; those whose turn came go to taken_.
   void put_behind_failed(std::unique_ptr<LocalEntry> entry);
   void take_behind_failed();
+  // Whether `entry` waits behind a failed call of this rank still pending:
+  // one of its name, or (unless it failed too) `<name>` of a grouped call's
+  // `<name>.<i>` (a single call failed under a group's name; the retry's
+  // group must not meet the peers' old one).
+  bool behind_failed_call(const LocalEntry& entry) const;
+  // A grouped call's first collective failed here because some rank could
+  // not start it (run_ready), and that rank's failed call is no collective
+  // of the same group (its layout is neither the group's nor
+  // TensorMeta::kGroupFailed): it made the single call and knows nothing of the
+  // group's others, which would wait for it until the stall timeout. The
+  // others here fail too, now (fail_group_rests) or when they come
+  // (ends_in_group_rest), and the peers' tables lose this rank's part in
+  // them (withdrawn in the next message).
+  void note_group_rest(const std::string& head, const TensorMeta& meta, const TableEntry& e, const std::string& why);
+  void fail_group_rests();
+  bool ends_in_group_rest(std::unique_ptr<LocalEntry>& entry);
+  void drop_failed_calls(const std::vector<std::string>& names);
   std::string build_message();
   struct Exchange {
     std::vector<std::string> messages;  // by rank
@@ -299,6 +316,14 @@ class Engine {
   // they came.
   std::vector<std::unique_ptr<LocalEntry>> behind_failed_;
   size_t failed_pending_ = 0;  // entries of local_ that are failed calls
+  struct GroupRest {
+    std::string head;    // the failed first collective's name
+    int64_t length = 0;  // the group's: its others are <head>.1 .. <head>.<length - 1>
+    std::string why;     // the first's error
+    int64_t left = 0;    // others not met yet
+  };
+  std::vector<GroupRest> group_rests_;
+  std::vector<std::string> withdrawn_;  // for the next message
 };
 
 }  // namespace ringcc

@@ -41,6 +41,7 @@ void Engine::run_ready(std::vector<ReadyItem>& ready) {
     std::string why;
     if (head.entry && !negotiation_.agree(head.name, *head.entry, &why)) {
       if (head.local) {
+        if (!head.entry->failures.empty()) note_group_rest(head.name, head.local->meta, *head.entry, why);
         finish_local(*head.local, std::make_exception_ptr(Error(ErrorKind::kMismatch, why)));
         drop_local(head.name);
       }

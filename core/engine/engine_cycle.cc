@@ -3,6 +3,7 @@
 // is ready on every rank.
 #include <algorithm>
 #include <chrono>
+#include <string>
 
 #include "core/base/error.h"
 #include "core/base/log.h"
@@ -29,8 +30,9 @@ void Engine::take_incoming() {
       entry->cache_epoch = cache_.epoch();
     }
     const int b = entry->cache_bit;
+    if (!group_rests_.empty() && ends_in_group_rest(entry)) continue;
     auto pending = b < 0 || failed_pending_ > 0 ? local_.find(name) : local_.end();
-    if (pending != local_.end() && pending->second->meta.kind == CollectiveKind::kLocalError) {
+    if (failed_pending_ > 0 && behind_failed_call(*entry)) {
       // This rank's call of that name failed (its caller has its error and
       // may call again at once, and fail again): the failure must reach the
       // peers first.
@@ -69,7 +71,7 @@ __attribute__((noinline)) void Engine::take_behind_failed() {
   std::vector<std::unique_ptr<LocalEntry>> turn;
   size_t kept = 0;
   for (auto& entry : behind_failed_) {
-    if (local_.count(entry->name)) {
+    if (behind_failed_call(*entry)) {
       behind_failed_[kept++] = std::move(entry);
     } else {
       turn.push_back(std::move(entry));
@@ -77,6 +79,108 @@ __attribute__((noinline)) void Engine::take_behind_failed() {
   }
   behind_failed_.resize(kept);
   taken_.insert(taken_.begin(), std::make_move_iterator(turn.begin()), std::make_move_iterator(turn.end()));
+}
+
+bool Engine::behind_failed_call(const LocalEntry& entry) const {
+  const std::string& name = entry.name;
+  auto failed = [this](const std::string& n) {
+    auto it = local_.find(n);
+    return it != local_.end() && it->second->meta.kind == CollectiveKind::kLocalError;
+  };
+  if (failed(name)) return true;
+  // A failed call goes out at once: the peers' calls of that name fail now.
+  if (entry.meta.kind == CollectiveKind::kLocalError) return false;
+  const size_t dot = name.rfind('.');
+  if (dot == std::string::npos || dot + 1 == name.size()) return false;
+  for (size_t k = dot + 1; k < name.size(); ++k) {
+    if (name[k] < '0' || name[k] > '9') return false;
+  }
+  return failed(name.substr(0, dot));
+}
+
+// The most collectives a grouped call's layout counts (a larger layout is
+// a digest, not a length: TensorFlow's packs).
+constexpr int64_t kMostGrouped = int64_t{1} << 16;
+
+__attribute__((noinline)) void Engine::note_group_rest(const std::string& head, const TensorMeta& meta,
+                                                       const TableEntry& e, const std::string& why) {
+  if (meta.kind == CollectiveKind::kLocalError || meta.layout < 2 || meta.layout > kMostGrouped) return;
+  // A rank that failed the same grouped call fails its others itself.
+  bool single = false;
+  for (const TableEntry::Failure& f : e.failures) {
+    const TensorMeta* failed = e.metas[static_cast<size_t>(f.rank)].get();
+    single = single || !failed || (failed->layout != meta.layout && failed->layout != TensorMeta::kGroupFailed);
+  }
+  if (!single) return;
+  group_rests_.push_back({head, meta.layout, why, meta.layout - 1});
+}
+
+namespace {
+
+std::string group_rest_why(const std::string& name, const std::string& why) {
+  return "tensor '" + name + "': not run, as the first collective of its grouped call failed: " + why;
+}
+
+}  // namespace
+
+__attribute__((noinline)) void Engine::fail_group_rests() {
+  // After the cycle's collectives ran: an other that was ready with its
+  // first ran or failed by itself.
+  for (GroupRest& g : group_rests_) {
+    for (int64_t i = 1; i < g.length && g.left > 0; ++i) {
+      const std::string name = g.head + "." + std::to_string(i);
+      LocalEntry* local = find_local(name);
+      if (!local || local->meta.kind == CollectiveKind::kLocalError || local->meta.layout != g.length) continue;
+      // The peers' tables hold it when it was announced in full, or by its
+      // bit where another rank announced it in full: this rank's part goes.
+      if (negotiation_.table().count(name)) withdrawn_.push_back(name);
+      finish_local(*local, std::make_exception_ptr(Error(ErrorKind::kMismatch, group_rest_why(name, g.why))));
+      drop_local(name);
+      --g.left;
+    }
+  }
+  // The others still to come are met in take_incoming(); a record goes when
+  // all came, or when a call under the first's name comes (a new group).
+  group_rests_.erase(std::remove_if(group_rests_.begin(), group_rests_.end(),
+                                    [](const GroupRest& g) { return g.left <= 0; }),
+                     group_rests_.end());
+}
+
+__attribute__((noinline)) bool Engine::ends_in_group_rest(std::unique_ptr<LocalEntry>& entry) {
+  const std::string& name = entry->name;
+  for (size_t k = 0; k < group_rests_.size(); ++k) {
+    GroupRest& g = group_rests_[k];
+    if (name == g.head) {
+      group_rests_.erase(group_rests_.begin() + static_cast<std::ptrdiff_t>(k));
+      return false;
+    }
+    if (name.size() <= g.head.size() + 1 || name.compare(0, g.head.size(), g.head) != 0 ||
+        name[g.head.size()] != '.' || entry->meta.kind == CollectiveKind::kLocalError ||
+        entry->meta.layout != g.length) {
+      continue;
+    }
+    const std::string index = name.substr(g.head.size() + 1);
+    if (index.find_first_not_of("0123456789") != std::string::npos) continue;
+    const int64_t i = std::stoll(index.substr(0, 18));
+    if (i < 1 || i >= g.length) continue;
+    finish_local(*entry, std::make_exception_ptr(Error(ErrorKind::kMismatch, group_rest_why(name, g.why))));
+    retired_.push_back(std::move(entry));
+    if (--g.left <= 0) group_rests_.erase(group_rests_.begin() + static_cast<std::ptrdiff_t>(k));
+    return true;
+  }
+  return false;
+}
+
+__attribute__((noinline)) void Engine::drop_failed_calls(const std::vector<std::string>& names) {
+  // Failed calls of this rank whose peers withdrew from them: nobody waits
+  // on them but the calls enqueued behind them.
+  for (const auto& name : names) {
+    auto it = local_.find(name);
+    if (it == local_.end() || it->second->meta.kind != CollectiveKind::kLocalError) continue;
+    finish_local(*it->second, std::make_exception_ptr(Error(ErrorKind::kMismatch,
+                                                            "tensor '" + name + "': withdrawn by the other ranks")));
+    drop_local(name);
+  }
 }
 
 std::string Engine::build_message() {
@@ -112,12 +216,13 @@ std::string Engine::build_message() {
   }
   // Steady-state training sets the same bits every step: what is news is
   // a bit set since the last message, not a different set of bits.
-  sent_news_ = message_.announced() > 0 || bits_added_;
+  sent_news_ = message_.announced() > 0 || bits_added_ || !withdrawn_.empty();
   bits_added_ = false;
   if (sent_news_) flags |= kFlagNews;
   std::string msg;
-  message_.finish(flags, my_bits_, stalls_.aborts(), &msg);
+  message_.finish(flags, my_bits_, stalls_.aborts(), &msg, withdrawn_);
   stalls_.clear_aborts();
+  withdrawn_.clear();
   return msg;
 }
 
@@ -133,6 +238,7 @@ void Engine::cycle() {
   const bool some_joined = std::any_of(joined.begin(), joined.end(), [](bool j) { return j; });
   const bool all_joined = std::all_of(joined.begin(), joined.end(), [](bool j) { return j; });
   fail_aborted(news_.aborts, joined);
+  if (!news_.dropped.empty()) drop_failed_calls(news_.dropped);
 
   std::vector<ReadyItem>& ready = ready_;  // its storage kept from cycle to cycle
   ready.clear();
@@ -144,6 +250,7 @@ void Engine::cycle() {
   watch_deadlock(!ready.empty(), now);
   if (rank_ == 0) stalls_.track_join(some_joined, all_joined, !ready.empty(), now);
   run_ready(ready);
+  if (!group_rests_.empty()) fail_group_rests();
   recycle_retired();
   if (rank_ == 0) {
     const std::string stalled = stalls_.inspect(negotiation_, cache_, now_s());

@@ -24,10 +24,12 @@ void MessageBuilder::announce_failed(const std::string& name, const TensorMeta& 
 }
 
 void MessageBuilder::finish(uint8_t flags, const std::string& bits, const std::vector<std::string>& aborts,
-                            std::string* out) const {
+                            std::string* out, const std::vector<std::string>& withdrawn) const {
   out->clear();
   out->push_back(static_cast<char>(flags));
   put_string(out, bits);
+  put_u32(out, static_cast<uint32_t>(withdrawn.size()));
+  for (const auto& name : withdrawn) put_string(out, name);
   put_u32(out, count_);
   out->append(announced_);
   put_u32(out, static_cast<uint32_t>(aborts.size()));
@@ -70,6 +72,7 @@ void Negotiation::apply(const std::vector<std::string>& messages, const Response
   news->joined.assign(static_cast<size_t>(size_), false);
   news->shut_down.clear();
   news->aborts.clear();
+  news->dropped.clear();
   news->any_new = false;
   news->all_waiting = true;
   news->changed = false;
@@ -94,6 +97,8 @@ void Negotiation::apply(const std::vector<std::string>& messages, const Response
             ": RINGCC_CACHE_CAPACITY (HOROVOD_CACHE_CAPACITY) must be the same on every rank");
     }
     for (size_t k = 0; k < nbytes; ++k) any_bits_[k] |= bits[k];
+    const uint32_t n_withdrawn = get_u32(m, &pos);
+    for (uint32_t i = 0; i < n_withdrawn; ++i) withdraw(r, get_string(m, &pos), news);
     const uint32_t n_new = get_u32(m, &pos);
     if (n_new) news->any_new = true;
     for (uint32_t i = 0; i < n_new; ++i) {
@@ -150,6 +155,24 @@ size_t Negotiation::find_ready_bits(const ResponseCache& cache) {
     ready += static_cast<size_t>(__builtin_popcount(all));
   }
   return ready;
+}
+
+void Negotiation::withdraw(int rank, const std::string& name, CycleNews* news) {
+  auto it = table_.find(name);
+  if (it == table_.end()) return;
+  TableEntry& e = *it->second;
+  const auto r = static_cast<size_t>(rank);
+  e.submitted[r] = 0;
+  e.metas[r].reset();
+  // What is left may be the failed calls of a rank that made the same
+  // grouped call and failed all of it: they would wait for this rank.
+  bool only_failed = true;
+  for (size_t k = 0; k < e.submitted.size() && only_failed; ++k) {
+    only_failed = !e.submitted[k] || (e.metas[k] && e.metas[k]->kind == CollectiveKind::kLocalError);
+  }
+  if (!only_failed) return;
+  if (!e.failures.empty()) news->dropped.push_back(name);
+  table_.erase(it);
 }
 
 bool Negotiation::any_pending() const {

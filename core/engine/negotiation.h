@@ -3,7 +3,8 @@
 // In each cycle every rank sends every other rank one message: flags (it
 // joined, it shuts down, a caller of it is blocked on the engine, it
 // announces something new, rank 0 calls a deadlock), one bit per response-cache entry for the cached
-// tensors it has pending, the tensors it enqueued since its last message
+// tensors it has pending, the names it announced in full earlier and
+// withdraws (Engine::fail_group_rests), the tensors it enqueued since its last message
 // that the cache does not know (announced in full: name and description,
 // and for a call it could not start, what failed and why), and the names
 // rank 0 gives up on (stall_inspector.h). Every rank reads every message
@@ -48,8 +49,10 @@ class MessageBuilder {
   // A call this rank could not start: `kind` failed for `reason`.
   void announce_failed(const std::string& name, const TensorMeta& meta, CollectiveKind kind, const std::string& reason);
   uint32_t announced() const { return count_; }
-  // The message: flags, the cache bits, what was announced, the aborts.
-  void finish(uint8_t flags, const std::string& bits, const std::vector<std::string>& aborts, std::string* out) const;
+  // The message: flags, the cache bits, the names withdrawn, what was
+  // announced, the aborts.
+  void finish(uint8_t flags, const std::string& bits, const std::vector<std::string>& aborts, std::string* out,
+              const std::vector<std::string>& withdrawn = {}) const;
 
  private:
   std::string announced_;
@@ -79,6 +82,9 @@ struct CycleNews {
   std::vector<bool> joined;         // by rank
   std::vector<int> shut_down;       // ranks that shut down
   std::vector<std::string> aborts;  // names rank 0 gave up on ("": the join)
+  // Names whose entry went as a rank withdrew from it, leaving only failed
+  // calls (kLocalError): the ranks that made those drop them.
+  std::vector<std::string> dropped;
   bool any_new = false;             // some rank announced a tensor in full
   bool all_waiting = false;         // every rank has a caller blocked on the engine
   bool changed = false;             // some rank's pending names changed (kFlagNews)
@@ -98,7 +104,10 @@ class Negotiation {
   size_t bit_bytes() const { return any_bits_.size(); }
 
   // Reads every rank's message of the cycle (messages[r] is rank r's) into
-  // the table and the bits. Raises Error(kMismatch) when the ranks' caches
+  // the table and the bits. A name rank r withdraws loses r's submission
+  // before r's announcements are read (r may announce it anew), and its
+  // entry goes when nobody else submitted it, or only failed calls
+  // (CycleNews::dropped). Raises Error(kMismatch) when the ranks' caches
   // differ in size, Error(kInternal) on a malformed message.
   void apply(const std::vector<std::string>& messages, const ResponseCache& cache, double now, CycleNews* news);
 
@@ -143,6 +152,7 @@ class Negotiation {
 
  private:
   TableEntry& entry_for(const std::string& name, double now);
+  void withdraw(int rank, const std::string& name, CycleNews* news);
 
   int size_;
   std::unordered_map<std::string, std::unique_ptr<TableEntry>> table_;

@@ -29,6 +29,9 @@ struct TensorMeta {
   // length (torch, MXNet), so ranks whose groups differ disagree on every
   // collective they share. 0: neither.
   int64_t layout = 0;
+  // The layout of a rank's failed call (kLocalError) that is one of several
+  // collectives of a grouped call it fails together.
+  static constexpr int64_t kGroupFailed = -1;
 
   int64_t elements() const;
   int64_t row_elems() const;  // elements per row of the first dimension

@@ -305,7 +305,9 @@ void report_missing(const Kernel& k, const std::string& message) {
   const RingccKernelApi* core = g_core.load();
   if (!core || longest <= mine || longest > mine + kMostMissing) return;
   const std::string why = message.substr(message.find(": ") + 2);
-  for (int64_t i = mine; i < longest; ++i) core->fail((k.base + "." + std::to_string(i)).c_str(), k.kind, why.c_str());
+  for (int64_t i = mine; i < longest; ++i) {
+    core->fail((k.base + "." + std::to_string(i)).c_str(), k.kind, why.c_str(), RINGCC_LAYOUT_GROUP_FAILED);
+  }
 }
 
 // One run of a kernel: what its collectives share until the last completes.
@@ -420,7 +422,7 @@ void enqueue_packed(const Kernel& k, TF_OpKernelContext* ctx, Run* run, const Ri
   slot.output = 0;
   auto failure = [&](int32_t kind, const std::string& message) {
     run->fail(kind, message);
-    if (core) core->fail(k.base.c_str(), kAllreduce, message.substr(message.find(": ") + 2).c_str());
+    if (core) core->fail(k.base.c_str(), kAllreduce, message.substr(message.find(": ") + 2).c_str(), k.layout);
     run->one_done();
   };
   if (!core || core->size() < 1) {
@@ -503,7 +505,10 @@ void compute(void* kernel_ptr, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCall
     // part in each of its collectives as a failed participant, under the
     // names its peers' ops use, rather than leaving them to wait.
     if (core) {
-      for (const std::string& name : k.names) core->fail(name.c_str(), k.kind, k.failure.c_str());
+      // Several: this rank fails the group's others itself (its peers' engines
+      // need not, Engine::note_group_rest).
+      const int64_t layout = k.names.size() > 1 ? RINGCC_LAYOUT_GROUP_FAILED : k.layout;
+      for (const std::string& name : k.names) core->fail(name.c_str(), k.kind, k.failure.c_str(), layout);
     }
     run->remaining.store(1);
     run->fail(kInvalidArgument, k.failure);
@@ -533,7 +538,7 @@ void compute(void* kernel_ptr, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCall
     // call (its peers too, under the name) and takes no part.
     auto local_failure = [&](int32_t kind, const std::string& message) {
       run->fail(kind, message);
-      if (core) core->fail(name.c_str(), k.kind, message.substr(message.find(": ") + 2).c_str());
+      if (core) core->fail(name.c_str(), k.kind, message.substr(message.find(": ") + 2).c_str(), k.layout);
       run->one_done();
     };
     if (!core || size < 1) {

@@ -191,6 +191,59 @@ void test_negotiation_disagreement_and_failure() {
   EXPECT(two_ranks_agree("pack", packed_b, packed_b, &why) && why.empty());
 }
 
+// A message of `flags` and `bits` that withdraws `withdrawn` and announces
+// `announced` (after the withdrawals, as the engine writes them).
+std::string withdrawing(const std::string& bits, const std::vector<std::string>& withdrawn,
+                        const std::vector<std::pair<std::string, TensorMeta>>& announced = {}) {
+  MessageBuilder b;
+  b.start();
+  for (const auto& [name, meta] : announced) b.announce(name, meta);
+  std::string out;
+  b.finish(0, bits, {}, &out, withdrawn);
+  return out;
+}
+
+void test_negotiation_withdrawal() {
+  ResponseCache cache(8);
+  const std::string none = bits_with(8, {});
+  const TensorMeta m = *meta_of({4});
+  CycleNews news;
+  Negotiation n(3);
+  n.resize_bits(8);
+  // Ranks 0 and 1 announce "g.1"; rank 2 never does.
+  n.apply({message(0, none, {{"g.1", m}}), message(0, none, {{"g.1", m}}), message(0, none, {})}, cache, 1.0, &news);
+  EXPECT(n.table().count("g.1") == 1);
+  // Rank 0 withdraws: its part goes, rank 1's stays.
+  n.apply({withdrawing(none, {"g.1"}), message(0, none, {}), message(0, none, {})}, cache, 2.0, &news);
+  EXPECT(n.table().count("g.1") == 1 && news.dropped.empty());
+  EXPECT((n.missing_ranks(*n.table().at("g.1")) == std::vector<int>{0, 2}));
+  // Rank 1 withdraws too: nobody is left, the entry goes.
+  n.apply({message(0, none, {}), withdrawing(none, {"g.1"}), message(0, none, {})}, cache, 3.0, &news);
+  EXPECT(n.table().count("g.1") == 0 && news.dropped.empty());
+  // A withdrawal and a new announcement of the name in one message: the
+  // withdrawal is read first, the new call stays.
+  n.apply({message(0, none, {{"g.2", m}}), message(0, none, {}), message(0, none, {})}, cache, 4.0, &news);
+  n.apply({withdrawing(none, {"g.2"}, {{"g.2", m}}), message(0, none, {}), message(0, none, {})}, cache, 5.0,
+          &news);
+  EXPECT(n.table().count("g.2") == 1 && n.table().at("g.2")->submitted[0] == 1);
+  // Left with a failed call only (rank 2 failed the same group): the entry
+  // goes and says so, for rank 2 to drop its failed call.
+  MessageBuilder b;
+  b.start();
+  b.announce_failed("g.3", *meta_of({1}, DataType::kFloat32, CollectiveKind::kLocalError),
+                    CollectiveKind::kAllreduce, "bad op");
+  std::string failed;
+  b.finish(0, none, {}, &failed);
+  n.apply({message(0, none, {{"g.3", m}}), message(0, none, {}), failed}, cache, 6.0, &news);
+  EXPECT(n.table().count("g.3") == 1);
+  n.apply({withdrawing(none, {"g.3"}), message(0, none, {}), message(0, none, {})}, cache, 7.0, &news);
+  EXPECT(n.table().count("g.3") == 0);
+  EXPECT((news.dropped == std::vector<std::string>{"g.3"}));
+  // A name nobody announced: nothing happens.
+  n.apply({withdrawing(none, {"nowhere"}), message(0, none, {}), message(0, none, {})}, cache, 8.0, &news);
+  EXPECT(news.dropped.empty() && n.table().count("nowhere") == 0);
+}
+
 void test_negotiation_cache_bits() {
   const size_t capacity = 10;
   ResponseCache cache(static_cast<int>(capacity));
@@ -497,6 +550,7 @@ int main() {
       {"cache_order_follows_entry_not_bits", test_cache_order_follows_entry_not_bits},
       {"negotiation_table_and_readiness", test_negotiation_table_and_readiness},
       {"negotiation_disagreement_and_failure", test_negotiation_disagreement_and_failure},
+      {"negotiation_withdrawal", test_negotiation_withdrawal},
       {"negotiation_cache_bits", test_negotiation_cache_bits},
       {"join_refuses_all_but_allreduce", test_join_refuses_all_but_allreduce},
       {"stall_inspector_warns_then_aborts", test_stall_inspector_warns_then_aborts},

@@ -872,6 +872,56 @@ def _(ctx):
     check_equal(x.asnumpy(), np.full(2, n, np.float32), "an allreduce after the single and grouped calls")
 
 
+@case("ops/failed-single-call-fails-the-peers-group", min_size=2)
+def _(ctx):
+    """The last rank makes the single call under the name its peers give a
+    grouped call, and its argument check fails: it takes part in the
+    group's first collective as a failed participant and knows nothing of
+    the group's others. The peers' engines give those up at once, so the
+    grouped call fails within seconds rather than at the stall timeout, and
+    both forms run again at once under the same names."""
+    n = ctx.size
+    single = ctx.rank == n - 1
+    rows = 2 * n
+
+    def group():
+        return [mx.nd.full((rows, 3), i + 1) for i in range(3)]
+
+    calls = [
+        (
+            "allreduce (average and op) against grouped_allreduce",
+            lambda: rmx.allreduce(mx.nd.ones((rows, 3)), average=True, op="sum", name="fg.ar"),
+            lambda: rmx.grouped_allreduce(group(), name="fg.ar", op="sum"),
+            lambda: rmx.allreduce(mx.nd.ones((rows, 3)), name="fg.ar", op="sum"),
+        ),
+        (
+            "allreduce_ (unknown op) against grouped_allreduce_",
+            lambda: rmx.allreduce_(mx.nd.ones((rows, 3)), name="fg.ar_", op="median"),
+            lambda: rmx.grouped_allreduce_(group(), name="fg.ar_", op="sum"),
+            lambda: rmx.allreduce_(mx.nd.ones((rows, 3)), name="fg.ar_", op="sum"),
+        ),
+    ]
+    for what, bad, grouped, good in calls:
+        start = time.monotonic()
+        if single:
+            expect_error(ringcc.InvalidArgumentError, [], bad, what)
+        else:
+            error = expect_failed_op(ringcc.MismatchError, [f"rank {n - 1} could not start"], grouped, what)
+            seconds = time.monotonic() - start
+            expect(seconds < 10, f"{what}: the error took {seconds:.1f} s")
+            expect(error is None or "tensor 'mx.allreduce.fg." in str(error), f"{what}: names no tensor: {error}")
+        mx.nd.waitall()
+        # Both forms again on every rank: nothing of the failed calls is left in flight.
+        got = grouped()
+        expect(len(got) == 3, f"{what}: the grouped call again gave {len(got)} results")
+        mx.nd.waitall()
+        good()
+        mx.nd.waitall()
+    x = mx.nd.ones((2,))
+    rmx.allreduce_(x, op="sum")
+    check_equal(x.asnumpy(), np.full(2, n, np.float32), "an allreduce after the failed calls")
+
+
 @case("ops/completion-poll-keeps-the-error-report")
 def _(ctx):
     """The completion thread polls a collective's handle with a short

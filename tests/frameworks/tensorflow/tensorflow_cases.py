@@ -758,6 +758,39 @@ def _(ctx):
     check_close(got[-1].numpy(), np.full(2, ctx.size), np.ones(2), 1e-6, "the same name afterwards")
 
 
+@case("errors/failed-single-call-fails-the-peers-group", min_size=2)
+def _(ctx):
+    # Rank 1 makes the single call under the name the others give a grouped
+    # call, with a reduction that does not exist: it takes part in the
+    # group's first collective as a failed participant and knows nothing of
+    # the group's others. The others' engines give those up at once, so the
+    # grouped call fails within seconds rather than at the stall timeout,
+    # eagerly and in a graph; then both forms run again under the name.
+    rows = 2 * ctx.size
+    for how in ("eager", "graph"):
+        name = f"failed.single.{how}"
+
+        def grouped(n=name):
+            return hvd.grouped_allreduce([tf.ones([rows])] * 3, op=hvd.Sum, name=n)
+
+        def single(op, n=name):
+            return hvd.allreduce(tf.ones([rows]), op=op, name=n)
+
+        if how == "graph":
+            grouped, single = tf.function(grouped), tf.function(single)
+        if ctx.rank == 1:
+            own = ringcc.InvalidArgumentError if how == "eager" else tf.errors.InvalidArgumentError
+            expect_error(own, ["unknown reduction 'bogus'"], lambda: single("bogus"), f"rank 1, {how}")
+        else:
+            fragments = ["ringcc.MismatchError", "rank 1 could not start", "unknown reduction 'bogus'"]
+            _, seconds = expect_error(tf.errors.OpError, fragments, grouped, f"others, {how}")
+            expect(seconds < 10, f"{how}: the error took {seconds:.1f} s")
+        got = grouped()
+        expect(len(got) == 3, f"{how}: the grouped call again gave {len(got)} results")
+        check_close(got[-1].numpy(), np.full(rows, ctx.size), np.ones(rows), 1e-6, f"{how}: the group again")
+        check_close(single(hvd.Sum).numpy(), np.full(rows, ctx.size), np.ones(rows), 1e-6, f"{how}: single again")
+
+
 @case("errors/tensor-unconvertible-on-one-rank", min_size=2)
 def _(ctx):
     # Rank 1 passes something that is no tensor, alone or in a group: it

@@ -2062,6 +2062,60 @@ def _(ctx):
     same(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), float(n)), "the job goes on")
 
 
+@case("errors/failed-single-call-fails-the-peers-group", min_size=2)
+def _(ctx):
+    # The last rank makes the single call under the name its peers give a
+    # grouped call, and its argument check fails: it takes part in the
+    # group's first collective as a failed participant, and knows nothing
+    # of the group's others. The peers abandon those at once (every rank
+    # drops them), so the whole grouped call raises within seconds rather
+    # than at the stall timeout, and the same names run again at once.
+    n, r = ctx.size, ctx.rank
+    single = r == n - 1
+    rows = 2 * n
+
+    def group():
+        return [torch.full((rows, 3), float(i + 1)) for i in range(3)]
+
+    calls = [
+        (
+            "allreduce (unknown op) against grouped_allreduce",
+            ringcc.InvalidArgumentError,
+            lambda: hvd.allreduce(torch.ones(rows, 3), name="fg.ar", op="median"),
+            lambda: hvd.grouped_allreduce(group(), name="fg.ar", op=hvd.Sum),
+            lambda: hvd.allreduce(torch.ones(rows, 3), name="fg.ar", op=hvd.Sum),
+        ),
+        (
+            "allreduce_async_ (bool) against grouped_allreduce_async_",
+            TypeError,
+            lambda: hvd.synchronize(hvd.allreduce_async_(torch.ones(rows, 3, dtype=torch.bool), name="fg.ar_")),
+            lambda: hvd.synchronize(hvd.grouped_allreduce_async_(group(), name="fg.ar_", op=hvd.Sum)),
+            lambda: hvd.synchronize(hvd.allreduce_async_(torch.ones(rows, 3), name="fg.ar_", op=hvd.Sum)),
+        ),
+        (
+            "allgather (not a tensor) against grouped_allgather",
+            TypeError,
+            lambda: hvd.allgather([1.0], name="fg.ag"),
+            lambda: hvd.grouped_allgather(group(), name="fg.ag"),
+            lambda: hvd.allgather(torch.ones(rows, 3), name="fg.ag"),
+        ),
+    ]
+    for what, own_error, bad, grouped, good in calls:
+        start = time.monotonic()
+        if single:
+            raises(own_error, bad, what)
+        else:
+            error = raises(ringcc.MismatchError, grouped, what, fragment=f"rank {n - 1} could not start")
+            seconds = time.monotonic() - start
+            expect(seconds < 10, f"{what}: the error took {seconds:.1f} s")
+            expect(error is None or "tensor '" in str(error), f"{what}: message names no tensor: {error}")
+        # Both forms again on every rank: nothing of the failed calls is left in flight.
+        got = grouped()
+        expect(len(got) == 3, f"{what}: the grouped call again gave {len(got)} results")
+        good()
+    same(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), float(n)), "the job goes on")
+
+
 @case("errors/groups-of-different-lengths/process-set", min_size=3)
 def _(ctx):
     # On a process set (collectives in issue order) rank 1's groups lack a
