@@ -23,7 +23,7 @@ def test_segmented_allreduce_through_the_kernel_table():
     done = run_command([sys.executable, JOB], rank_environment({}), timeout=120)
     assert done.returncode == 0, done.describe()
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result["version"] == 3, done.describe()
+    assert result["version"] == 4, done.describe()
     assert result["good"] == {"kind": -1, "message": "", "count": 8}, done.describe()
     assert result["good_out"] == [0.0, 1.0, 2.0, 7.0, 7.0, 7.0, 7.0, -1.5], done.describe()
     refusals = {

@@ -2099,6 +2099,13 @@ def _(ctx):
             lambda: hvd.grouped_allgather(group(), name="fg.ag"),
             lambda: hvd.allgather(torch.ones(rows, 3), name="fg.ag"),
         ),
+        (
+            "allgather (not a tensor) against grouped_allgather (autograd, one collective at a time)",
+            TypeError,
+            lambda: hvd.allgather([1.0], name="fg.agg"),
+            lambda: hvd.grouped_allgather([t.requires_grad_() for t in group()], name="fg.agg"),
+            lambda: hvd.allgather(torch.ones(rows, 3), name="fg.agg"),
+        ),
     ]
     for what, own_error, bad, grouped, good in calls:
         start = time.monotonic()
