@@ -81,21 +81,38 @@ __attribute__((noinline)) void Engine::take_behind_failed() {
   taken_.insert(taken_.begin(), std::make_move_iterator(turn.begin()), std::make_move_iterator(turn.end()));
 }
 
+namespace {
+
+// `<head>.<i>`, a grouped call's i-th collective (i >= 1) as the adapters
+// name them: its head and i; false for any other name.
+bool split_member(const std::string& name, std::string* head, int64_t* index) {
+  const size_t dot = name.rfind('.');
+  if (dot == std::string::npos || dot == 0 || name.size() - dot - 1 > 18) return false;
+  const std::string digits = name.substr(dot + 1);
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+  *index = std::stoll(digits);
+  if (*index < 1) return false;
+  head->assign(name, 0, dot);
+  return true;
+}
+
+std::string group_rest_why(const std::string& name, const std::string& why) {
+  return "tensor '" + name + "': not run, as the first collective of its grouped call failed: " + why;
+}
+
+}  // namespace
+
 bool Engine::behind_failed_call(const LocalEntry& entry) const {
-  const std::string& name = entry.name;
   auto failed = [this](const std::string& n) {
     auto it = local_.find(n);
     return it != local_.end() && it->second->meta.kind == CollectiveKind::kLocalError;
   };
-  if (failed(name)) return true;
+  if (failed(entry.name)) return true;
   // A failed call goes out at once: the peers' calls of that name fail now.
   if (entry.meta.kind == CollectiveKind::kLocalError) return false;
-  const size_t dot = name.rfind('.');
-  if (dot == std::string::npos || dot + 1 == name.size()) return false;
-  for (size_t k = dot + 1; k < name.size(); ++k) {
-    if (name[k] < '0' || name[k] > '9') return false;
-  }
-  return failed(name.substr(0, dot));
+  std::string head;
+  int64_t index = 0;
+  return split_member(entry.name, &head, &index) && failed(head);
 }
 
 // The most collectives a grouped call's layout counts (a larger layout is
@@ -114,14 +131,6 @@ __attribute__((noinline)) void Engine::note_group_rest(const std::string& head, 
   if (!single) return;
   group_rests_.push_back({head, meta.layout, why, meta.layout - 1});
 }
-
-namespace {
-
-std::string group_rest_why(const std::string& name, const std::string& why) {
-  return "tensor '" + name + "': not run, as the first collective of its grouped call failed: " + why;
-}
-
-}  // namespace
 
 __attribute__((noinline)) void Engine::fail_group_rests() {
   // After the cycle's collectives ran: an other that was ready with its
@@ -148,21 +157,16 @@ __attribute__((noinline)) void Engine::fail_group_rests() {
 
 __attribute__((noinline)) bool Engine::ends_in_group_rest(std::unique_ptr<LocalEntry>& entry) {
   const std::string& name = entry->name;
+  std::string head;
+  int64_t index = 0;
+  const bool member = entry->meta.kind != CollectiveKind::kLocalError && split_member(name, &head, &index);
   for (size_t k = 0; k < group_rests_.size(); ++k) {
     GroupRest& g = group_rests_[k];
     if (name == g.head) {
       group_rests_.erase(group_rests_.begin() + static_cast<std::ptrdiff_t>(k));
       return false;
     }
-    if (name.size() <= g.head.size() + 1 || name.compare(0, g.head.size(), g.head) != 0 ||
-        name[g.head.size()] != '.' || entry->meta.kind == CollectiveKind::kLocalError ||
-        entry->meta.layout != g.length) {
-      continue;
-    }
-    const std::string index = name.substr(g.head.size() + 1);
-    if (index.find_first_not_of("0123456789") != std::string::npos) continue;
-    const int64_t i = std::stoll(index.substr(0, 18));
-    if (i < 1 || i >= g.length) continue;
+    if (!member || head != g.head || index >= g.length || entry->meta.layout != g.length) continue;
     finish_local(*entry, std::make_exception_ptr(Error(ErrorKind::kMismatch, group_rest_why(name, g.why))));
     retired_.push_back(std::move(entry));
     if (--g.left <= 0) group_rests_.erase(group_rests_.begin() + static_cast<std::ptrdiff_t>(k));

@@ -809,6 +809,27 @@ def _(ctx):
     check_equal(got[1].asnumpy(), np.full((2 * n, 3), 2, np.float32), "a group of two again (Average)")
 
 
+def _three_rows(rows):
+    """A group of three tensors of `rows` rows, the same on every rank."""
+    return [mx.nd.full((rows, 3), i + 1) for i in range(3)]
+
+
+def _both_forms_again(what, grouped, one):
+    """After a failed pair of calls: the grouped and the single form run
+    again on every rank (nothing of the failed calls is left in flight)."""
+    got = grouped()
+    expect(len(got) == 3, f"{what}: the grouped call again gave {len(got)} results")
+    mx.nd.waitall()
+    one()
+    mx.nd.waitall()
+
+
+def _job_goes_on(n, what):
+    x = mx.nd.ones((2,))
+    rmx.allreduce_(x, op="sum")
+    check_equal(x.asnumpy(), np.full(2, n, np.float32), what)
+
+
 @case("ops/single-and-grouped-calls-under-one-name", min_size=2)
 def _(ctx):
     """The last rank makes the single call under the name its peers give a
@@ -822,7 +843,7 @@ def _(ctx):
     rows = 2 * n
 
     def group():
-        return [mx.nd.full((rows, 3), i + 1) for i in range(3)]
+        return _three_rows(rows)
 
     calls = [
         (
@@ -861,15 +882,8 @@ def _(ctx):
         seconds = time.monotonic() - start
         expect(seconds < 10, f"{what}: the error took {seconds:.1f} s")
         expect(error is None or f"rank {n - 1}: 0" in str(error), f"{what}: message lacks the single call: {error}")
-        # Both forms again on every rank: nothing of the failed calls is left in flight.
-        got = grouped()
-        expect(len(got) == 3, f"{what}: the grouped call again gave {len(got)} results")
-        mx.nd.waitall()
-        one()
-        mx.nd.waitall()
-    x = mx.nd.ones((2,))
-    rmx.allreduce_(x, op="sum")
-    check_equal(x.asnumpy(), np.full(2, n, np.float32), "an allreduce after the single and grouped calls")
+        _both_forms_again(what, grouped, one)
+    _job_goes_on(n, "an allreduce after the single and grouped calls")
 
 
 @case("ops/failed-single-call-fails-the-peers-group", min_size=2)
@@ -885,7 +899,7 @@ def _(ctx):
     rows = 2 * n
 
     def group():
-        return [mx.nd.full((rows, 3), i + 1) for i in range(3)]
+        return _three_rows(rows)
 
     calls = [
         (
@@ -911,15 +925,8 @@ def _(ctx):
             expect(seconds < 10, f"{what}: the error took {seconds:.1f} s")
             expect(error is None or "tensor 'mx.allreduce.fg." in str(error), f"{what}: names no tensor: {error}")
         mx.nd.waitall()
-        # Both forms again on every rank: nothing of the failed calls is left in flight.
-        got = grouped()
-        expect(len(got) == 3, f"{what}: the grouped call again gave {len(got)} results")
-        mx.nd.waitall()
-        good()
-        mx.nd.waitall()
-    x = mx.nd.ones((2,))
-    rmx.allreduce_(x, op="sum")
-    check_equal(x.asnumpy(), np.full(2, n, np.float32), "an allreduce after the failed calls")
+        _both_forms_again(what, grouped, good)
+    _job_goes_on(n, "an allreduce after the failed calls")
 
 
 @case("ops/completion-poll-keeps-the-error-report")
