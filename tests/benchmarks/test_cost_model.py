@@ -18,7 +18,8 @@ from ringcc.bench.cost_fit import Point, fit, nonnegative_least_squares, points_
 from ringcc.bench.cost_model import main as cost_model_main  # noqa: E402
 
 # Made-up parameters: TCP 30 us and 1.5 GB/s (4 GB/s on the one-way streams),
-# shared memory 3 us and 6 GB/s, 3 GB/s of reduction, 4 us per call.
+# shared memory 3 us and 6 GB/s (5 GB/s read from a peer), 3 GB/s of
+# reduction, 4 us per call.
 TRUTH = {
     "o": 4e-6,
     "alpha_net": 30e-6,
@@ -28,6 +29,7 @@ TRUTH = {
     "beta_way": 1 / 4e9,
     "alpha_shm": 3e-6,
     "beta_shm": 1 / 6e9,
+    "beta_read": 1 / 5e9,
     "gamma": 1 / 3e9,
 }
 LAYOUTS = (cc.Layout(2, 2), cc.Layout(2, 1), cc.Layout(4, 1), cc.Layout(1, 2))
@@ -79,7 +81,8 @@ def test_agreement_by_host_pools_in_shared_memory_then_crosses_hosts():
     cost = cc.agreement(layout, rider_bytes=8)
     assert cc.agreement(layout, rider_bytes=8, by_host=True) == cost
     assert [sorted(alt_kind(t) for t in phase) for phase in cost] == [["shm"], ["net"]]
-    assert cost[0][0]["beta_shm"] == 4 * (24 + 224 + 8)
+    # Each rank's frame into its area, then the four out of the areas.
+    assert cost[0][0]["beta_shm"] == 5 * (24 + 224 + 8)
     assert cost[0][0]["gamma"] == 3 * 8
     assert cost[1][0]["beta_net"] == 4 * (24 + 4 * 224 + 8)
     # 8 hosts: log2 8 = 3 network steps against the flat agreement's 5 (of 32 ranks).
@@ -173,9 +176,41 @@ def test_hierarchical_broadcast_pipelines_chunks_across_hosts():
     hosts, nbytes = 3, 64 << 20  # 64 chunks
     cost = cc.broadcast_hierarchical(cc.Layout(hosts, 2), nbytes)
     chain, within = cost[-2], cost[-1]  # after the agreement: the chain, then shared memory
-    assert within[0].get("beta_shm") == nbytes
+    # Longer than the area: the others read the host root's buffer directly.
+    assert within[0].get("beta_read") == nbytes and "beta_shm" not in within[0]
     assert chain[0]["alpha_net"] == hosts - 1
     assert chain[0]["beta_net"] == pytest.approx((64 + hosts - 2) * nbytes / 64)
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_shm_allgather_stages_blocks_then_reads_the_long_ones(ranks):
+    layout = cc.Layout(1, ranks)
+    # A block up to the area: into this rank's area, then all blocks out.
+    staged = cc.allgather_ring(layout, 2 << 20)
+    assert coefficient(staged, "beta_shm") == pytest.approx((2 << 20) * (1 + 1 / ranks))
+    assert coefficient(staged, "beta_read") == 0
+    # A block longer than the area: the peers' blocks read where they lie,
+    # this rank's own copied across.
+    direct = cc.allgather_ring(layout, 64 << 20)
+    assert coefficient(direct, "beta_read") == pytest.approx((64 << 20) * (ranks - 1) / ranks)
+    assert coefficient(direct, "beta_shm") == pytest.approx((64 << 20) / ranks)
+
+
+def test_shm_broadcast_stages_through_the_roots_area_up_to_its_size():
+    layout = cc.Layout(1, 4)
+    # The root's copy in, then the others' copies out, one after the other.
+    assert coefficient(cc.broadcast_chain(layout, 1 << 20), "beta_shm") == 2 * (1 << 20)
+    assert coefficient(cc.broadcast_chain(layout, 64 << 20), "beta_read") == 64 << 20
+
+
+def test_hierarchical_allgather_reads_peers_outputs_sooner_when_crowded():
+    nbytes = 2 << 20  # 1 MiB gathered by each local rank: under the area
+    roomy, crowded = cc.Layout(2, 2), cc.Layout(2, 2, crowding=2.0)
+    assert coefficient(cc.allgather_hierarchical(roomy, nbytes), "beta_read") == 0
+    assert coefficient(cc.allgather_hierarchical(roomy, nbytes), "beta_shm") > 1.5 * nbytes
+    assert coefficient(cc.allgather_hierarchical(crowded, nbytes), "beta_read") > 0
+    # Each rank's own blocks lie in its output already.
+    assert coefficient(cc.allgather_hierarchical(crowded, nbytes), "beta_shm") < 0.01 * nbytes
 
 
 def test_hierarchical_rings_share_the_host_link():
@@ -187,8 +222,8 @@ def test_hierarchical_rings_share_the_host_link():
     net_alpha = coefficient(cost, "alpha_net") - coefficient(agreement, "alpha_net")
     assert net_alpha == 2 * 2
     assert coefficient(cost, "beta_way") == pytest.approx(2 * 2 * (nbytes / 4 / 3) * 4)
-    # Reduce-scatter in, allgather out.
-    assert coefficient(cost, "beta_shm") - coefficient(agreement, "beta_shm") == pytest.approx(2 * nbytes)
+    # Reduce-scatter in; allgather out: each rank's shard into its area, then all shards out.
+    assert coefficient(cost, "beta_shm") - coefficient(agreement, "beta_shm") == pytest.approx((2 + 1 / 4) * nbytes)
 
 
 @pytest.mark.parametrize(
@@ -361,7 +396,7 @@ def test_pipelined_hierarchical_overlaps_the_helper_with_the_ring():
     nbytes = 8e6
     piece = nbytes / 4  # one piece per host
     reduce_piece = cc.time_of(cc.shm_reduce_scatter(2, piece), TRUTH)
-    gather_piece = cc.time_of(cc.shm_copy(2, piece), TRUTH)
+    gather_piece = cc.time_of(cc.shm_allgather(2, piece), TRUTH)
     ring = cc.time_of(cc.ring_allreduce(layout, [0, 2, 4, 6], nbytes / 2, flows_per_host=2), TRUTH)
     opening = cc.time_of(cc.call() + cc.agreement(layout), TRUTH)
     expected = opening + reduce_piece + max(ring, 3 * (reduce_piece + gather_piece)) + gather_piece

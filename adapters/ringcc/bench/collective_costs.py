@@ -14,6 +14,9 @@ combination of the model's parameters:
     beta_way    seconds per byte of a ring under ONE_WAY_BYTES over TCP (net
                 or loop): its data takes the one-way streams, sockets with a
                 congestion control of their own (RINGCC_TCP_CONGESTION)
+    beta_read   seconds per byte a rank reads straight out of a peer's memory
+                on its host (process_vm_readv: ShmCollectives reads the
+                peers' buffers so when a block is longer than its area)
     gamma       seconds per byte reduced (an elementwise sum, in memory)
 
 Link kinds: "net" (TCP between hosts), "loop" (TCP between ranks of one
@@ -61,7 +64,25 @@ ENTRY_BYTES = 8 + 216
 ONE_WAY_BYTES = 8 << 20
 
 KINDS = ("net", "loop", "shm")
-PARAMS = ("o", "alpha_net", "beta_net", "alpha_loop", "beta_loop", "beta_way", "alpha_shm", "beta_shm", "gamma")
+PARAMS = (
+    "o",
+    "alpha_net",
+    "beta_net",
+    "alpha_loop",
+    "beta_loop",
+    "beta_way",
+    "alpha_shm",
+    "beta_shm",
+    "beta_read",
+    "gamma",
+)
+# ringcc reads peers' memory directly where the host allows it
+# (RINGCC_SHM_CMA=1, the same user): the model assumes it does. With the
+# ranks of a machine outnumbering its CPUs, the hierarchical allgather
+# reads the peers' outputs from READ_PEERS_FROM_BYTES of a local rank's
+# gathered set on (kReadPeersFromBytes, hierarchical_backend.cc), and
+# otherwise from a set longer than the area.
+READ_PEERS_FROM_BYTES = 512 << 10
 
 Terms = dict  # parameter name -> coefficient
 Cost = list  # [phase], phase = [Terms]: alternatives at the same time
@@ -100,6 +121,10 @@ class Layout:
 
     def shm_only(self) -> bool:
         return self.hosts == 1 and self.transport != "tcp"
+
+    def crowded(self) -> bool:
+        """The ranks of a machine outnumber its CPUs (HierarchicalBackend's crowded_)."""
+        return self.crowding > 1.0 or 0.0 < self.cpus_per_rank < 1.0
 
 
 def step(kind: str, nbytes: float, share: int = 1) -> Terms:
@@ -197,7 +222,7 @@ def agreement(
     merged = rider_bytes if reduces else 0.0
     cost: Cost = []
     if L > 1:
-        pool = shm_copy(L, L * frame(1))[0][0]
+        pool = shm_allgather(L, L * frame(1), direct=False)[0][0]
         cost.append([added(pool, {"gamma": merged * (L - 1)}) if merged else pool])
     if n < 2:
         return cost
@@ -312,11 +337,36 @@ def shm_reduce_scatter(ranks: int, nbytes: float) -> Cost:
     return [[{"alpha_shm": phases, "beta_shm": nbytes, "gamma": (ranks - 1) / ranks * nbytes}]]
 
 
-def shm_copy(ranks: int, nbytes: float) -> Cost:
-    """Allgather or broadcast inside a host: each rank copies the output once."""
+def shm_allgather(ranks: int, nbytes: float, direct: bool | None = None, in_place: bool = False) -> Cost:
+    """Allgather inside a host of nbytes in all (ShmCollectives::allgather),
+    each rank contributing nbytes/ranks. Staged: each rank copies its block
+    into its area, then, once all have, every block out of the areas: two
+    copies one after the other, (1 + 1/n) nbytes a rank. Direct (a block
+    longer than the area, or as the caller decides): each rank reads the
+    peers' blocks straight into its output, (n - 1)/n nbytes, and copies its
+    own block there unless it lies there already (in_place), between two
+    meetings."""
     if ranks < 2:
         return []
-    return [[{"alpha_shm": shm_phases(nbytes, SHM_AREA_BYTES), "beta_shm": nbytes}]]
+    block = nbytes / ranks
+    if direct is None:
+        direct = block > SHM_AREA_BYTES
+    if direct:
+        own = {} if in_place else {"beta_shm": block}
+        return [[{"alpha_shm": 2.0, "beta_read": nbytes - block, **own}]]
+    return [[{"alpha_shm": shm_phases(block, SHM_AREA_BYTES), "beta_shm": nbytes + block}]]
+
+
+def shm_broadcast(ranks: int, nbytes: float) -> Cost:
+    """Broadcast inside a host (ShmCollectives::broadcast). Up to the area:
+    the root copies the message into its area, then the others copy it out,
+    one after the other (2 nbytes). Longer: the others read the root's
+    buffer straight into their outputs (nbytes)."""
+    if ranks < 2:
+        return []
+    if nbytes > SHM_AREA_BYTES:
+        return [[{"alpha_shm": 2.0, "beta_read": nbytes}]]
+    return [[{"alpha_shm": shm_phases(nbytes, SHM_AREA_BYTES), "beta_shm": 2.0 * nbytes}]]
 
 
 # -- what ringcc runs ------------------------------------------------------------------
@@ -353,7 +403,7 @@ def allreduce_hierarchical(layout: Layout, nbytes: float) -> Cost:
         + agreement(layout)
         + shm_reduce_scatter(L, nbytes)
         + ring_allreduce(layout, cross, nbytes / L, flows_per_host=L)
-        + shm_copy(L, nbytes)
+        + shm_allgather(L, nbytes, in_place=True)
     )
 
 
@@ -388,13 +438,13 @@ def reduce_scatter_hierarchical(layout: Layout, nbytes: float) -> Cost:
 
 def allgather_ring(layout: Layout, nbytes: float) -> Cost:
     if layout.shm_only():
-        return call() + shm_copy(layout.ranks, nbytes)
+        return call() + shm_allgather(layout.ranks, nbytes)
     return call() + agreement(layout, by_host=False) + ring_allgather(layout, nbytes)
 
 
 def broadcast_chain(layout: Layout, nbytes: float) -> Cost:
     if layout.shm_only():
-        return call() + shm_copy(layout.ranks, nbytes)
+        return call() + shm_broadcast(layout.ranks, nbytes)
     return call() + agreement(layout, by_host=False) + chain_broadcast(layout, nbytes)
 
 
@@ -411,7 +461,9 @@ def allgather_hierarchical(layout: Layout, nbytes: float) -> Cost:
     cross = [h * L for h in range(H)]
     phase = ring_step(layout, cross, nbytes / layout.ranks, flows_per_host=L)
     ring = on_one_way([[scaled(t, H - 1) for t in phase]], nbytes / L)  # each ring gathers H blocks of S/(HL)
-    return call() + agreement(layout) + ring + shm_copy(L, nbytes)
+    gathered = nbytes / L
+    direct = gathered >= READ_PEERS_FROM_BYTES if layout.crowded() else gathered > SHM_AREA_BYTES
+    return call() + agreement(layout) + ring + shm_allgather(L, nbytes, direct, in_place=True)
 
 
 PIPELINE_BYTES = 4 << 20  # RINGCC_HIERARCHICAL_PIPELINE_BYTES when unset
@@ -432,7 +484,7 @@ def allreduce_hierarchical_pipelined(layout: Layout, nbytes: float) -> Cost:
     cross = [h * L for h in range(H)]
     piece = nbytes / H
     reduce_piece = linear_terms(shm_reduce_scatter(L, piece), {})
-    gather_piece = linear_terms(shm_copy(L, piece), {})
+    gather_piece = linear_terms(shm_allgather(L, piece, in_place=True), {})
     ring = linear_terms(ring_allreduce(layout, cross, nbytes / L, flows_per_host=L), {})
     helper = scaled(added(reduce_piece, gather_piece), H - 1)
     return call() + agreement(layout) + [[reduce_piece], [ring, helper], [gather_piece]]
@@ -478,7 +530,7 @@ def broadcast_hierarchical(layout: Layout, nbytes: float) -> Cost:
     if not layout.hierarchical():
         return broadcast_chain(layout, nbytes)
     L, H = layout.per_host, layout.hosts
-    return call() + agreement(layout) + [[pipelined_hops("net", H - 1, nbytes)]] + shm_copy(L, nbytes)
+    return call() + agreement(layout) + [[pipelined_hops("net", H - 1, nbytes)]] + shm_broadcast(L, nbytes)
 
 
 def broadcast_tree(layout: Layout, nbytes: float) -> Cost:
@@ -543,7 +595,7 @@ def ringcc_pick(op: str, layout: Layout, nbytes: float) -> str:
 # outnumber the CPUs: its latencies (a waiting rank's peer runs only that
 # share of the time), its shared-memory copies and its reductions. TCP's
 # bytes on one machine already share the CPUs among the step's flows.
-CROWDED_TERMS = ("beta_shm", "gamma")
+CROWDED_TERMS = ("beta_shm", "beta_read", "gamma")
 
 
 def crowded(cost: Cost, crowding: float) -> Cost:

@@ -85,7 +85,7 @@ def host_overrides(params: dict[str, float], a) -> dict[str, float]:
     (--shm-gbps, --reduce-gbps, --loop-alpha-us, --loop-gbps, --call-us)."""
     out = dict(params)
     if a.shm_gbps:
-        out["beta_shm"] = 1 / (a.shm_gbps * 1e9)
+        out["beta_shm"] = out["beta_read"] = 1 / (a.shm_gbps * 1e9)
     if a.reduce_gbps:
         out["gamma"] = 1 / (a.reduce_gbps * 1e9)
     if a.loop_alpha_us is not None:
@@ -140,6 +140,9 @@ def params_text(params: dict[str, float]) -> str:
             way = bandwidth_text(params.get("beta_way", 0.0))
             under = f"rings under {ONE_WAY_BYTES >> 20} MiB"
             lines.append(f"  {'TCP one-way streams':<18}                    1/beta = {way}  ({under})")
+        if kind == "shm":
+            read = bandwidth_text(params.get("beta_read", 0.0))
+            lines.append(f"  {'reads of a peer':<18}                    1/beta = {read}  (blocks over the area)")
     gamma = params["gamma"]
     lines.append(f"  reduction      1/gamma = {1 / gamma / 1e9:.2f} GB/s" if gamma > 0 else "  reduction: free")
     stretch = params.get("crowd_stretch", 1.0)
@@ -211,7 +214,11 @@ def main(argv=None) -> int:
         action="store_true",
         help="fit TCP within a host apart from TCP between hosts (by default one: namespaces share a kernel)",
     )
-    p.add_argument("--shm-gbps", type=float, help="projections: shared-memory bandwidth per rank (default: fitted)")
+    p.add_argument(
+        "--shm-gbps",
+        type=float,
+        help="projections: shared-memory bandwidth per rank, staged or read from a peer (default: fitted)",
+    )
     p.add_argument("--reduce-gbps", type=float, help="projections: reduction speed (default: fitted)")
     p.add_argument("--loop-alpha-us", type=float, help="projections: TCP latency within a host (default: fitted)")
     p.add_argument("--loop-gbps", type=float, help="projections: TCP bandwidth within a host (default: fitted)")
