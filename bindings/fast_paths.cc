@@ -293,6 +293,45 @@ PyObject* in_place_blocking(PyObject* general, PyObject* const* args, Py_ssize_t
   return run_in_place_blocking(*c, std::move(a), in, args[0]);
 }
 
+// ringcc.allgather(tensor, out=array) of plain NumPy arrays of one dtype
+// (the input at least 1-d, `out` writable): the blocking allgather into
+// `out` with no Python frame or pybind11 dispatch, as allreduce_ above;
+// the core checks that `out` holds the gathered rows. Everything else (no
+// `out`, other arrays or dtypes, and so every argument error) goes to
+// `general`, the Python implementation.
+PyObject* allgather_into(PyObject* general, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  static const FastcallParams params("allgather", {"tensor", "out"}, 1, 1);
+  PyObject* tensor = nullptr;
+  PyObject* out = nullptr;
+  HostTensor in, into;
+  const bool fast = params.try_bind(args, nargs, kwnames, &tensor, &out) && out && out != Py_None &&
+                    plain_numpy(tensor, &in, false) && in.ndim > 0 && plain_numpy(out, &into, true) &&
+                    into.dtype == in.dtype;
+  if (!fast) {
+    PyErr_Clear();
+    return PyObject_Vectorcall(general, args, static_cast<size_t>(nargs), kwnames);
+  }
+  try {
+    ringcc::Communicator& c = comm();
+    CollectiveArgs a;
+    a.kind = CollectiveKind::kAllgather;
+    a.dtype = in.dtype;
+    a.in = in.ptr;
+    a.count = in.count;
+    a.row_elems = in.row_elems();
+    a.out = into.ptr;
+    a.out_count = into.count;
+    if (c.compares_shapes()) describe_shape(a, in);
+    BlockingCall call;
+    c.run(a);
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+  Py_INCREF(out);
+  return out;
+}
+
 // A tensor an adapter described itself, but for its address (in.ptr is
 // null): its shape (a tuple of ints) and core dtype code, checked; `fn`
 // names the entry point in errors.
@@ -622,6 +661,12 @@ PyMethodDef g_broadcast_inplace_def = {
     "broadcast_($self, tensor, root=0)\n--\n\n"
     "Overwrites `tensor` with root's, in place; returns `tensor`."};
 
+PyMethodDef g_allgather_into_def = {
+    "allgather", method_of(allgather_into),
+    METH_FASTCALL | METH_KEYWORDS,
+    "allgather($self, tensor, *, out=None)\n--\n\n"
+    "Concatenates every rank's `tensor` along axis 0 (lengths may differ)."};
+
 PyMethodDef g_broadcast_async_def = {
     "broadcast_async", method_of(broadcast_async_fast<false>),
     METH_FASTCALL | METH_KEYWORDS,
@@ -708,6 +753,7 @@ void bind_fast_paths(py::module_& m) {
     PyMethodDef* def = which == "allreduce_async"    ? &g_allreduce_async_def
                        : which == "allreduce_"       ? &g_allreduce_inplace_def
                        : which == "broadcast_"       ? &g_broadcast_inplace_def
+                       : which == "allgather"        ? &g_allgather_into_def
                        : which == "broadcast_async"  ? &g_broadcast_async_def
                        : which == "broadcast_async_" ? &g_broadcast_async_inplace_def
                                                      : nullptr;

@@ -257,6 +257,8 @@ try:
     broadcast_async_ = _core._fast_path("broadcast_async_", broadcast_async_)
     # ... and the blocking in-place one of small broadcasts in loops (see allreduce_).
     broadcast_ = _core._fast_path("broadcast_", broadcast_)
+    # ... and the blocking allgather into a given `out`.
+    allgather = _core._fast_path("allgather", allgather)
 except ImportError:
     pass
 

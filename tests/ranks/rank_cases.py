@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))  # tests/harness
-from rank_harness import CaseList, Skip, check_close, check_equal, expect, fail, run_cases  # noqa: E402
+from rank_harness import CaseList, Skip, check_close, check_equal, expect, expect_error, fail, run_cases  # noqa: E402
 
 ringcc = None  # imported by main(), so that pytest can read CASES without the compiled core
 
@@ -450,6 +450,47 @@ add_allgather("float32", (), rows=lambda r: 300_000 * (r + 1) + r, name="allgath
 add_allgather(
     "float32", (), rows=lambda r: SHM_AREA_BYTES // 4 * (r + 1) + 7 * r + 1, name="allgather/float32/several-pieces"
 )
+
+
+@CASES.case("allgather/compiled-path-array-kinds")
+def allgather_compiled_path(ctx):
+    """allgather(x, out=array) of plain NumPy arrays of one dtype runs compiled (no Python
+    frame); every other call (no out, a subclass, a 0-d input, an out by position) takes the
+    general path. Both give the concatenated blocks, or the general path's error."""
+    n, r = ctx.size, ctx.rank
+    expect(
+        type(ringcc.allgather).__name__ == "builtin_function_or_method",
+        f"ringcc.allgather is {ringcc.allgather!r}, not the compiled path",
+    )
+    blocks = [np.full((q % 3 + 1, 2), q + 1, dtype=np.float32) for q in range(n)]
+    want = np.concatenate(blocks)
+    read_only = blocks[r].copy()
+    read_only.flags.writeable = False
+    wide = np.zeros((len(want) + 2, 2), dtype=np.float32)
+    kinds = {
+        "plain arrays": (blocks[r], np.empty_like(want)),
+        "a read-only input": (read_only, np.empty_like(want)),
+        "an offset view as out": (blocks[r], wide[1:-1]),
+        "a subclass as input": (blocks[r].view(_SubArray), np.empty_like(want)),
+        "a subclass as out": (blocks[r], np.empty_like(want).view(_SubArray)),
+    }
+    for what, (mine, out) in kinds.items():
+        expect(ringcc.allgather(mine, out=out) is out, f"allgather(out=) with {what} returns out")
+        check_equal(np.asarray(out), want, f"allgather(out=) with {what}")
+    expect((wide[0] == 0).all() and (wide[-1] == 0).all(), "allgather wrote outside its offset view")
+    check_equal(ringcc.allgather(blocks[r]), want, "allgather without out")
+    scalars = np.empty(n)
+    ringcc.allgather(np.array(r + 1.0), out=scalars)
+    check_equal(scalars, np.arange(1.0, n + 1.0), "allgather(out=) of 0-d inputs")
+    by_position = lambda: ringcc.allgather(blocks[r], np.empty_like(want))  # noqa: E731
+    expect_error(TypeError, ["positional"], by_position, "allgather, out by position")
+    expect_error(
+        ringcc.InvalidArgumentError,
+        ["out has dtype float64", "float32"],
+        lambda: ringcc.allgather(blocks[r], out=np.empty(want.shape)),
+        "allgather into an out of another dtype",
+    )
+    check_equal(ringcc.allgather(blocks[r], out=np.empty_like(want)), want, "allgather after the errors")
 
 
 # --------------------------------------------------------------------------

@@ -21,6 +21,7 @@ def uninitialized_calls(ringcc):
         "allreduce_async": lambda: ringcc.allreduce_async(x),
         "allreduce_async_": lambda: ringcc.allreduce_async_(x),
         "allgather": lambda: ringcc.allgather(x),
+        "allgather into out": lambda: ringcc.allgather(x, out=np.empty(8, dtype=np.float32)),
         "allgather_async": lambda: ringcc.allgather_async(x),
         "broadcast": lambda: ringcc.broadcast(x, 0),
         "broadcast_": lambda: ringcc.broadcast_(x, 0),
