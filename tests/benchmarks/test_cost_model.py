@@ -18,8 +18,8 @@ from ringcc.bench.cost_fit import Point, fit, nonnegative_least_squares, points_
 from ringcc.bench.cost_model import main as cost_model_main  # noqa: E402
 
 # Made-up parameters: TCP 30 us and 1.5 GB/s (4 GB/s on the one-way streams),
-# shared memory 3 us and 6 GB/s (5 GB/s read from a peer), 3 GB/s of
-# reduction, 4 us per call.
+# the agreement's frames at 3 GB/s, shared memory 3 us and 6 GB/s (5 GB/s
+# read from a peer), 3 GB/s of reduction, 4 us per call.
 TRUTH = {
     "o": 4e-6,
     "alpha_net": 30e-6,
@@ -30,6 +30,7 @@ TRUTH = {
     "alpha_shm": 3e-6,
     "beta_shm": 1 / 6e9,
     "beta_read": 1 / 5e9,
+    "beta_frame": 1 / 3e9,
     "gamma": 1 / 3e9,
 }
 LAYOUTS = (cc.Layout(2, 2), cc.Layout(2, 1), cc.Layout(4, 1), cc.Layout(1, 2))
@@ -56,11 +57,19 @@ def test_agreement_steps_are_recursive_doubling(n, steps):
 
 def test_agreement_frames_carry_the_entries_known_and_the_rider():
     cost = cc.agreement(cc.Layout(4, 1), rider_bytes=100)
-    frame_bytes = [phase[0]["beta_net"] for phase in cost]
+    frame_bytes = [phase[0]["beta_frame"] for phase in cost]
     # Step 1 sends the rank's own entry, step 2 the two it knows by then.
     assert frame_bytes == [24 + 224 + 100, 24 + 2 * 224 + 100]
     # The rider is reduced at every merge.
     assert coefficient(cost, "gamma") == 200
+
+
+@pytest.mark.parametrize("layout", [cc.Layout(4, 1), cc.Layout(2, 2, "tcp"), cc.Layout(2, 2)])
+def test_agreement_frames_have_a_bandwidth_of_their_own(layout):
+    # Short writes between the ranks' sockets, not the rings' long streams.
+    cost = cc.agreement(layout, rider_bytes=64)
+    assert coefficient(cost, "beta_frame") > 0
+    assert all(coefficient(cost, name) == 0 for name in ("beta_net", "beta_loop", "beta_way"))
 
 
 def test_agreement_shares_the_host_link_across_hosts():
@@ -68,7 +77,7 @@ def test_agreement_shares_the_host_link_across_hosts():
     # step 4 crosses with all four ranks of a host sending at once over its link.
     cost = cc.agreement(cc.Layout(2, 4), by_host=False)
     assert [sorted(alt_kind(t) for t in phase) for phase in cost] == [["loop"], ["loop"], ["net"]]
-    assert cost[2][0]["beta_net"] == 4 * (24 + 4 * 224)
+    assert cost[2][0]["beta_frame"] == 4 * (24 + 4 * 224)
 
 
 def test_agreement_by_host_pools_in_shared_memory_then_crosses_hosts():
@@ -84,7 +93,7 @@ def test_agreement_by_host_pools_in_shared_memory_then_crosses_hosts():
     # Each rank's frame into its area, then the four out of the areas.
     assert cost[0][0]["beta_shm"] == 5 * (24 + 224 + 8)
     assert cost[0][0]["gamma"] == 3 * 8
-    assert cost[1][0]["beta_net"] == 4 * (24 + 4 * 224 + 8)
+    assert cost[1][0]["beta_frame"] == 4 * (24 + 4 * 224 + 8)
     # 8 hosts: log2 8 = 3 network steps against the flat agreement's 5 (of 32 ranks).
     wide = cc.Layout(8, 4)
     assert coefficient(cc.agreement(wide), "alpha_net") == 3
@@ -137,7 +146,7 @@ def test_rings_take_the_one_way_streams_under_their_size(op):
             }[op]()
             other = {"beta_net", "beta_loop", "beta_way"} - {stream}
             assert coefficient(ring, stream) > 0 and all(coefficient(ring, name) == 0 for name in other), (nbytes, ring)
-    # The agreement and the chain broadcast keep the shared stream at every size.
+    # The chain broadcast keeps the shared stream at every size.
     assert coefficient(cc.broadcast_chain(cc.Layout(4, 1), 1000.0), "beta_way") == 0
 
 
@@ -474,10 +483,10 @@ def test_riding_candidates_carry_their_payload_in_the_agreement():
     layout = cc.Layout(4, 1)
     # Allgather: each entry carries its block; step 1 one entry, step 2 two.
     cost = cc.allgather_riding(layout, 400.0)
-    assert [phase[0]["beta_net"] for phase in cost[1:]] == [24 + 224 + 100, 24 + 2 * (224 + 100)]
+    assert [phase[0]["beta_frame"] for phase in cost[1:]] == [24 + 224 + 100, 24 + 2 * (224 + 100)]
     # Broadcast: the root's data in every frame, and nothing reduced.
     cost = cc.broadcast_riding(layout, 1000.0)
-    assert [phase[0]["beta_net"] for phase in cost[1:]] == [24 + 224 + 1000, 24 + 2 * 224 + 1000]
+    assert [phase[0]["beta_frame"] for phase in cost[1:]] == [24 + 224 + 1000, 24 + 2 * 224 + 1000]
     assert coefficient(cost, "gamma") == 0
 
 
@@ -485,5 +494,5 @@ def test_agreement_frames_when_ranks_sit_above_the_power_of_two():
     # 6 ranks: 4 and 5 hand their entry to 0 and 1, which then send 2 and 4
     # entries in the doubling and finally all 6 back.
     cost = cc.agreement(cc.Layout(6, 1))
-    entries = [(phase[0]["beta_net"] - 24) / 224 for phase in cost]
+    entries = [(phase[0]["beta_frame"] - 24) / 224 for phase in cost]
     assert entries == [1, 2, 4, 6]

@@ -14,6 +14,10 @@ combination of the model's parameters:
     beta_way    seconds per byte of a ring under ONE_WAY_BYTES over TCP (net
                 or loop): its data takes the one-way streams, sockets with a
                 congestion control of their own (RINGCC_TCP_CONGESTION)
+    beta_frame  seconds per byte of the agreement's frames over TCP (net or
+                loop): short writes each step, copied within the caches,
+                where a ring's long stream pays for memory and the stream's
+                congestion control
     beta_read   seconds per byte a rank reads straight out of a peer's memory
                 on its host (process_vm_readv: ShmCollectives reads the
                 peers' buffers so when a block is longer than its area)
@@ -74,6 +78,7 @@ PARAMS = (
     "alpha_shm",
     "beta_shm",
     "beta_read",
+    "beta_frame",
     "gamma",
 )
 # ringcc reads peers' memory directly where the host allows it
@@ -168,9 +173,10 @@ def linear_terms(cost: Cost, params: Mapping[str, float]) -> Terms:
 # -- the agreement (collective_agreement.cc) ---------------------------------
 
 
-def pairs_phase(layout: Layout, pairs, nbytes: float, reduce_bytes: float = 0.0) -> list[Terms]:
+def pairs_phase(layout: Layout, pairs, nbytes: float, reduce_bytes: float = 0.0, frames: bool = False) -> list[Terms]:
     """One step in which every (a, b) pair exchanges nbytes: one alternative
-    per link kind used, with the host's link shared by its ranks that cross it."""
+    per link kind used, with the host's link shared by its ranks that cross it.
+    frames: the bytes are the agreement's frames (beta_frame)."""
     crossing: dict[int, int] = {}
     kinds = set()
     for a, b in pairs:
@@ -180,9 +186,11 @@ def pairs_phase(layout: Layout, pairs, nbytes: float, reduce_bytes: float = 0.0)
             crossing[layout.host_of(a)] = crossing.get(layout.host_of(a), 0) + 1
     share = max(crossing.values(), default=1)
     extra = {"gamma": reduce_bytes} if reduce_bytes else {}
-    if layout.one_machine:
-        return [added(step(k, nbytes, len(pairs)), extra) for k in sorted(kinds)]
-    return [added(step(k, nbytes, share if k == "net" else 1), extra) for k in sorted(kinds)]
+    shares = {k: len(pairs) if layout.one_machine else share if k == "net" else 1 for k in kinds}
+    steps = [added(step(k, nbytes, shares[k]), extra) for k in sorted(kinds)]
+    if frames:
+        steps = [{"beta_frame" if name.startswith("beta_") else name: c for name, c in t.items()} for t in steps]
+    return steps
 
 
 def agreement(
@@ -227,16 +235,16 @@ def agreement(
     if n < 2:
         return cost
     if extra:
-        cost.append(pairs_phase(layout, counterparts([(r, r - p) for r in range(p, n)]), frame(L), merged))
+        cost.append(pairs_phase(layout, counterparts([(r, r - p) for r in range(p, n)]), frame(L), merged, frames=True))
     known = 2 if extra else 1
     bit = 1
     while bit < p:
         pairs = counterparts([(r, r ^ bit) for r in range(p)])
-        cost.append(pairs_phase(layout, pairs, frame(min(n, known) * L), merged))
+        cost.append(pairs_phase(layout, pairs, frame(min(n, known) * L), merged, frames=True))
         known *= 2
         bit *= 2
     if extra:
-        cost.append(pairs_phase(layout, counterparts([(r - p, r) for r in range(p, n)]), frame(n * L)))
+        cost.append(pairs_phase(layout, counterparts([(r - p, r) for r in range(p, n)]), frame(n * L), frames=True))
     return cost
 
 

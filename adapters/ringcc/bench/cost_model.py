@@ -74,7 +74,7 @@ def network_params(params: dict[str, float], bytes_per_s: float, alpha: float | 
     """The fitted parameters with the network's bandwidth (and latency) between hosts."""
     out = dict(params)
     # Both streams of a link cross the same network.
-    out["beta_net"] = out["beta_way"] = 1.0 / bytes_per_s
+    out["beta_net"] = out["beta_way"] = out["beta_frame"] = 1.0 / bytes_per_s
     if alpha is not None:
         out["alpha_net"] = alpha
     return out
@@ -140,6 +140,8 @@ def params_text(params: dict[str, float]) -> str:
             way = bandwidth_text(params.get("beta_way", 0.0))
             under = f"rings under {ONE_WAY_BYTES >> 20} MiB"
             lines.append(f"  {'TCP one-way streams':<18}                    1/beta = {way}  ({under})")
+            frames = bandwidth_text(params.get("beta_frame", 0.0))
+            lines.append(f"  {'agreement frames':<18}                    1/beta = {frames}  (TCP)")
         if kind == "shm":
             read = bandwidth_text(params.get("beta_read", 0.0))
             lines.append(f"  {'reads of a peer':<18}                    1/beta = {read}  (blocks over the area)")
