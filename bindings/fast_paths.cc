@@ -244,10 +244,10 @@ PyObject* allreduce_async_inplace(PyObject* general, PyObject* const* args, Py_s
   }
 }
 
-// Runs `a` over `in` (the plain NumPy array `tensor`, written in place)
-// on this thread, the GIL released; returns `tensor`, or null with the
-// error set.
-PyObject* run_in_place_blocking(ringcc::Communicator& c, CollectiveArgs a, const HostTensor& in, PyObject* tensor) {
+// Runs `a` over `in` (a plain NumPy array) on this thread, the GIL
+// released; returns `result` (the array written: `in`'s own, or `out`),
+// or null with the error set.
+PyObject* run_blocking(ringcc::Communicator& c, CollectiveArgs a, const HostTensor& in, PyObject* result) {
   try {
     if (c.compares_shapes()) describe_shape(a, in);
     {
@@ -258,8 +258,8 @@ PyObject* run_in_place_blocking(ringcc::Communicator& c, CollectiveArgs a, const
     set_python_error();
     return nullptr;
   }
-  Py_INCREF(tensor);
-  return tensor;
+  Py_INCREF(result);
+  return result;
 }
 
 // ringcc.allreduce_(tensor[, op]) of a plain NumPy array with an int op
@@ -290,7 +290,7 @@ PyObject* in_place_blocking(PyObject* general, PyObject* const* args, Py_ssize_t
   }
   CollectiveArgs a = kKind == CollectiveKind::kAllreduce ? in_place_allreduce(in, second, 1.0, 1.0)
                                                          : broadcast_args(in, in.ptr, second);
-  return run_in_place_blocking(*c, std::move(a), in, args[0]);
+  return run_blocking(*c, std::move(a), in, args[0]);
 }
 
 // ringcc.allgather(tensor, out=array) of plain NumPy arrays of one dtype
@@ -311,25 +311,22 @@ PyObject* allgather_into(PyObject* general, PyObject* const* args, Py_ssize_t na
     PyErr_Clear();
     return PyObject_Vectorcall(general, args, static_cast<size_t>(nargs), kwnames);
   }
+  ringcc::Communicator* c = nullptr;
   try {
-    ringcc::Communicator& c = comm();
-    CollectiveArgs a;
-    a.kind = CollectiveKind::kAllgather;
-    a.dtype = in.dtype;
-    a.in = in.ptr;
-    a.count = in.count;
-    a.row_elems = in.row_elems();
-    a.out = into.ptr;
-    a.out_count = into.count;
-    if (c.compares_shapes()) describe_shape(a, in);
-    BlockingCall call;
-    c.run(a);
+    c = &comm();
   } catch (...) {
     set_python_error();
     return nullptr;
   }
-  Py_INCREF(out);
-  return out;
+  CollectiveArgs a;
+  a.kind = CollectiveKind::kAllgather;
+  a.dtype = in.dtype;
+  a.in = in.ptr;
+  a.count = in.count;
+  a.row_elems = in.row_elems();
+  a.out = into.ptr;
+  a.out_count = into.count;
+  return run_blocking(*c, std::move(a), in, out);
 }
 
 // A tensor an adapter described itself, but for its address (in.ptr is
