@@ -1,7 +1,6 @@
 #include "core/algorithms/shm_collectives.h"
 
 #include <sched.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +15,7 @@
 #include "core/base/log.h"
 #include "core/collective/reduction.h"
 #include "core/collective/stream_copy.h"
+#include "core/os/process_memory.h"
 #include "core/os/wait_policy.h"
 
 namespace ringcc {
@@ -189,32 +189,18 @@ ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix, std:
 ShmCollectives::~ShmCollectives() = default;
 
 bool ShmCollectives::read_peer(int peer, void* dst, uint64_t remote_addr, size_t bytes) const {
-  const pid_t pid = control(peer)->pid;
-  auto* out = static_cast<uint8_t*>(dst);
-  size_t done = 0;
-  while (done < bytes) {
-    // At most 1 GiB per call: the kernel may stop short anyway.
-    const size_t want = std::min<size_t>(bytes - done, size_t{1} << 30);
-    iovec local{out + done, want};
-    iovec remote{reinterpret_cast<void*>(remote_addr + done), want};
-    const ssize_t got = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
-    if (got <= 0) {
-      if (got < 0 && errno == EINTR) continue;
-      return false;
-    }
-    done += static_cast<size_t>(got);
-  }
-  return true;
+  return read_process_memory(control(peer)->pid, dst, remote_addr, bytes);
 }
 
-void ShmCollectives::raise_read_failure(int peer, int err, const char* what) const {
+void ShmCollectives::raise_read_failure(int peer, int err, const char* what, bool writing) const {
   const int rank = ranks_[static_cast<size_t>(peer)];
+  const char* call = writing ? "process_vm_writev" : "process_vm_readv";
   if (err == ESRCH) {
-    raise(ErrorKind::kPeerFailure, "rank ", rank, " exited or was killed: no process left to read its ", what,
-          " from (process_vm_readv)");
+    raise(ErrorKind::kPeerFailure, "rank ", rank, " exited or was killed: no process left to ",
+          writing ? "write its " : "read its ", what, writing ? " into (" : " from (", call, ")");
   }
-  raise(ErrorKind::kInternal, "reading the ", what, " of rank ", rank, " through process_vm_readv failed: ",
-        std::strerror(err), " (RINGCC_SHM_CMA=0 turns direct reads off)");
+  raise(ErrorKind::kInternal, writing ? "writing the " : "reading the ", what, " of rank ", rank, " through ", call,
+        " failed: ", std::strerror(err), " (RINGCC_SHM_CMA=0 turns direct reads off)");
 }
 
 ShmControl* ShmCollectives::control(int i) const {
@@ -704,33 +690,68 @@ void ShmCollectives::broadcast(CollectiveArgs& a, Deadline dl) {
     int p = next_parity();
     if (first) {
       put_header(p, a);
-      const uint64_t addr = reinterpret_cast<uint64_t>(in);
-      std::memcpy(header_slot(me_, p) + sizeof(OpHeader), &addr, sizeof(addr));
+      // Where the direct path finds this rank's buffers: its input (the
+      // root's, read) and its output (a reader's, written by the root).
+      const uint64_t addrs[2] = {reinterpret_cast<uint64_t>(in), reinterpret_cast<uint64_t>(out)};
+      std::memcpy(header_slot(me_, p) + sizeof(OpHeader), addrs, sizeof(addrs));
     }
     if (is_root && !direct) copy_scaled(area(me_, p), in + off * static_cast<int64_t>(es), m, a.dtype, 1.0);
     sync(dl, "broadcast");
     if (first) check_headers(p, a);
-    if (direct) {
-      bool ok = true;
-      int read_errno = 0;
-      if (!is_root && root < size()) {
-        uint64_t addr = 0;
-        std::memcpy(&addr, header_slot(root, p) + sizeof(OpHeader), sizeof(addr));
-        ok = read_peer(root, out, addr, static_cast<size_t>(a.count) * es);
-        if (!ok) read_errno = errno;
-        if (!ok && read_errno == ESRCH) raise_read_failure(root, read_errno, "broadcast buffer");  // gone
-      } else if (is_root && out != in) {
-        copy_scaled(out, in, a.count, a.dtype, 1.0);
-      }
-      sync(dl, "broadcast");  // the root's buffer is read by now
-      if (!ok) raise_read_failure(root, read_errno, "broadcast buffer");
-      return;
-    }
+    if (direct) return broadcast_direct(a, root, p, dl);
     if (!is_root && root < size()) {
       copy_scaled(out + off * static_cast<int64_t>(es), area(root, p), m, a.dtype, 1.0);
     }
   }
   if (is_root && out != in) copy_scaled(out, in, a.count, a.dtype, 1.0);
+}
+
+void ShmCollectives::broadcast_direct(const CollectiveArgs& a, int root, int p, Deadline dl) {
+  const size_t total = static_cast<size_t>(a.count) * dtype_size(a.dtype);
+  auto addr_of = [&](int i, int which) {
+    uint64_t addr = 0;
+    std::memcpy(&addr, header_slot(i, p) + sizeof(OpHeader) + 8 * which, sizeof(addr));
+    return addr;
+  };
+  // One CPU copying the whole message into each reader leaves the root's
+  // CPU idle: cut it in size() blocks, of which the root writes one into
+  // each reader (process_vm_writev) while the reader reads the others, so
+  // that both sides copy (n - 1)/n of it. 2 ranks, medians of 4 runs: 8 MiB
+  // 0.45 against 0.73 ms read by the reader alone, 64 MiB 5.2 against 5.7 ms
+  // (the copy limit of the machine). A root with an output apart from its input
+  // copies the whole message already and writes nothing (every rank sees
+  // that in its header).
+  const bool shared = root < size() && addr_of(root, 0) == addr_of(root, 1);
+  const size_t block = shared ? (total / static_cast<size_t>(size()) + 4095) / 4096 * 4096 : 0;
+  auto written_part = [&](int reader) {  // [lo, hi) of `reader`'s output the root writes
+    const size_t order = static_cast<size_t>(reader < root ? reader : reader - 1);
+    const size_t lo = std::min(total, order * block);
+    return std::make_pair(lo, std::min(total, lo + block));
+  };
+  bool ok = true;
+  int read_errno = 0;
+  if (me_ != root && root < size()) {
+    const auto [lo, hi] = written_part(me_);
+    auto* out = static_cast<uint8_t*>(a.out);
+    const uint64_t from = addr_of(root, 0);
+    ok = read_peer(root, out, from, lo) && read_peer(root, out + hi, from + hi, total - hi);
+    if (!ok) read_errno = errno;
+    if (!ok && read_errno == ESRCH) raise_read_failure(root, read_errno, "broadcast buffer");  // gone
+  } else if (me_ == root) {
+    if (a.out != a.in) copy_scaled(a.out, a.in, a.count, a.dtype, 1.0);
+    for (int i = 0; i < size() && shared; ++i) {
+      const auto [lo, hi] = written_part(i);
+      if (i == root || hi == lo) continue;
+      // A refusal here leaves the reader's block unwritten: raising before
+      // the meeting below fails the job, so the reader cannot pass it.
+      if (!write_process_memory(control(i)->pid, addr_of(i, 1) + lo, static_cast<const uint8_t*>(a.in) + lo,
+                                hi - lo)) {
+        raise_read_failure(i, errno, "broadcast output", true);
+      }
+    }
+  }
+  sync(dl, "broadcast");  // the root's buffer is read, and the readers' written, by now
+  if (!ok) raise_read_failure(root, read_errno, "broadcast buffer");
 }
 
 void ShmCollectives::alltoall(CollectiveArgs& a, Deadline dl) {

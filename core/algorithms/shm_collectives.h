@@ -121,10 +121,14 @@ class ShmCollectives {
   // Copies bytes at remote_addr in local peer `peer` into dst through
   // process_vm_readv(2); false when the kernel refuses.
   bool read_peer(int peer, void* dst, uint64_t remote_addr, size_t bytes) const;
-  // A read_peer() of `what` from local peer `peer` that failed with errno
-  // `err`: a peer whose process is gone (ESRCH) is a peer failure naming
-  // its rank, a refusal by the kernel is ringcc's error.
-  [[noreturn]] void raise_read_failure(int peer, int err, const char* what) const;
+  // A read_peer() of `what` from local peer `peer` (or, writing, a copy
+  // into it) that failed with errno `err`: a peer whose process is gone
+  // (ESRCH) is a peer failure naming its rank, a refusal by the kernel is
+  // ringcc's error.
+  [[noreturn]] void raise_read_failure(int peer, int err, const char* what, bool writing = false) const;
+  // The direct path of broadcast(): the readers read the root's buffer,
+  // the root writing a share of it into them meanwhile.
+  void broadcast_direct(const CollectiveArgs& a, int root, int p, Deadline dl);
   uint8_t* header_slot(int i, int parity) const;
   uint8_t* area(int i, int parity) const;
 

@@ -90,6 +90,9 @@ def main() -> int:
             # Blocks of 4-16 MiB: read from the peers directly (process_vm_readv) on a host.
             ringcc.allgather(big[: (1 << 20) * (rank + 1)])
             ringcc.broadcast(np.arange(100000, dtype=np.float64), iteration % size)
+            # Longer than an area, in place: the root writes into the others
+            # (process_vm_writev) while they read it.
+            ringcc.broadcast_(big, iteration % size)
             ringcc.grouped_allreduce(small[:4])
             iteration += 1
             with open(os.path.join(args.out, f"progress{rank}"), "w", encoding="utf-8") as file:

@@ -368,12 +368,14 @@ def shm_allgather(ranks: int, nbytes: float, direct: bool | None = None, in_plac
 def shm_broadcast(ranks: int, nbytes: float) -> Cost:
     """Broadcast inside a host (ShmCollectives::broadcast). Up to the area:
     the root copies the message into its area, then the others copy it out,
-    one after the other (2 nbytes). Longer: the others read the root's
-    buffer straight into their outputs (nbytes)."""
+    one after the other (2 nbytes). Longer, in place (the bench's
+    broadcast_): the message in `ranks` blocks, the root writing one into
+    each other rank while that rank reads the rest of the root's buffer,
+    both sides copying (ranks - 1)/ranks nbytes at once."""
     if ranks < 2:
         return []
     if nbytes > SHM_AREA_BYTES:
-        return [[{"alpha_shm": 2.0, "beta_read": nbytes}]]
+        return [[{"alpha_shm": 2.0, "beta_read": nbytes * (ranks - 1) / ranks}]]
     return [[{"alpha_shm": shm_phases(nbytes, SHM_AREA_BYTES), "beta_shm": 2.0 * nbytes}]]
 
 
