@@ -19,7 +19,9 @@ from ringcc.bench.cost_model import main as cost_model_main  # noqa: E402
 
 # Made-up parameters: TCP 30 us and 1.5 GB/s (4 GB/s on the one-way streams),
 # the agreement's frames at 3 GB/s, shared memory 3 us and 6 GB/s (5 GB/s
-# read from a peer), 3 GB/s of reduction, 4 us per call.
+# read from a peer) a rank, 11.5 GB/s of a host's memory for all its
+# ranks' copies at once (it decides for two ranks' staged copies at 6 GB/s
+# each, not for their reads of a peer), 3 GB/s of reduction, 4 us per call.
 TRUTH = {
     "o": 4e-6,
     "alpha_net": 30e-6,
@@ -30,6 +32,7 @@ TRUTH = {
     "alpha_shm": 3e-6,
     "beta_shm": 1 / 6e9,
     "beta_read": 1 / 5e9,
+    "beta_host": 1 / 11.5e9,
     "beta_frame": 1 / 3e9,
     "gamma": 1 / 3e9,
 }
@@ -40,8 +43,9 @@ UNIT = {"o": 1.0}  # one of each term counts itself
 
 def coefficient(cost, name):
     """The cost's coefficient of one parameter (the slowest alternative of
-    each phase when every step costs the same)."""
-    terms = cc.linear_terms(cost, {n: 1.0 for n in cc.PARAMS})
+    each phase when every step costs the same, and the host's memory is no
+    limit)."""
+    terms = cc.linear_terms(cost, {**{n: 1.0 for n in cc.PARAMS}, "beta_host": 0.0})
     return terms.get(name, 0.0)
 
 
@@ -89,9 +93,11 @@ def test_agreement_by_host_pools_in_shared_memory_then_crosses_hosts():
     assert cc.ringcc_pick("allreduce", layout, 8) == "recursive doubling (riding)"
     cost = cc.agreement(layout, rider_bytes=8)
     assert cc.agreement(layout, rider_bytes=8, by_host=True) == cost
-    assert [sorted(alt_kind(t) for t in phase) for phase in cost] == [["shm"], ["net"]]
+    # The pool: each rank's copies, or the host's memory for all four.
+    assert [sorted(alt_kind(t) for t in phase) for phase in cost] == [["shm", "shm"], ["net"]]
     # Each rank's frame into its area, then the four out of the areas.
     assert cost[0][0]["beta_shm"] == 5 * (24 + 224 + 8)
+    assert cost[0][1]["beta_host"] == 4 * 5 * (24 + 224 + 8) and cost[0][1]["gamma"] == 3 * 8
     assert cost[0][0]["gamma"] == 3 * 8
     assert cost[1][0]["beta_frame"] == 4 * (24 + 4 * 224 + 8)
     # 8 hosts: log2 8 = 3 network steps against the flat agreement's 5 (of 32 ranks).
@@ -207,6 +213,31 @@ def test_shm_allgather_stages_blocks_then_reads_the_long_ones(ranks):
 
 
 @pytest.mark.parametrize("ranks", [2, 4])
+def test_shm_copies_of_ranks_at_once_share_the_hosts_memory(ranks):
+    nbytes = 2 << 20
+    [[alone, shared]] = cc.shm_allgather(ranks, nbytes)
+    # Every rank copies (1 + 1/n) S at once: n times that through the host.
+    assert alone["beta_shm"] == pytest.approx(nbytes * (1 + 1 / ranks)) and "beta_host" not in alone
+    assert shared["beta_host"] == pytest.approx(nbytes * (ranks + 1)) and "beta_shm" not in shared
+    assert shared["alpha_shm"] == alone["alpha_shm"]
+    # Reads of a peer count too; a reduction stays each rank's own.
+    [[_, read]] = cc.shm_allgather(ranks, 64 << 20)
+    assert read["beta_host"] == pytest.approx((64 << 20) * (ranks - 1) + (64 << 20))
+    [[_, reduced]] = cc.shm_allreduce(ranks, 1 << 20)
+    assert reduced["beta_host"] == pytest.approx(2 * ranks * (1 << 20)) and reduced["gamma"] > 0
+    # A staged broadcast: the root's copy, then the others' at once.
+    [[_, broadcast]] = cc.shm_broadcast(ranks, 1 << 20)
+    assert broadcast["beta_host"] == pytest.approx(ranks * (1 << 20))
+    # Which one decides: the host's memory when it is slower than the
+    # ranks' copies together, each rank's own speed otherwise.
+    slow_host = dict(TRUTH, beta_shm=1 / 10e9, beta_host=1 / 10e9)
+    fast_host = dict(TRUTH, beta_shm=1 / 10e9, beta_host=1 / 100e9)
+    staged = cc.shm_allgather(ranks, nbytes)
+    assert cc.time_of(staged, slow_host) == pytest.approx(3e-6 * 2 + nbytes * (ranks + 1) / 10e9)
+    assert cc.time_of(staged, fast_host) == pytest.approx(3e-6 * 2 + nbytes * (1 + 1 / ranks) / 10e9)
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
 def test_shm_broadcast_stages_through_the_roots_area_up_to_its_size(ranks):
     layout = cc.Layout(1, ranks)
     # The root's copy in, then the others' copies out, one after the other.
@@ -292,10 +323,11 @@ def test_fit_recovers_the_parameters_the_data_was_made_with():
 
 def test_fit_recovers_other_parameters_too():
     # Not a fit that returns one answer whatever the data.
-    other = dict(TRUTH, alpha_net=80e-6, alpha_loop=80e-6, beta_shm=1 / 2e9, o=1e-6)
+    other = dict(TRUTH, alpha_net=80e-6, alpha_loop=80e-6, beta_shm=1 / 2e9, beta_host=1 / 3e9, o=1e-6)
     fitted = fit(synthetic_points(other))
     assert fitted["alpha_net"] == pytest.approx(80e-6, rel=1e-6)
     assert fitted["beta_shm"] == pytest.approx(1 / 2e9, rel=1e-6)
+    assert fitted["beta_host"] == pytest.approx(1 / 3e9, rel=1e-6)
     assert fitted["o"] == pytest.approx(1e-6, rel=1e-6)
 
 
@@ -420,11 +452,12 @@ def test_pipelined_hierarchical_overlaps_the_helper_with_the_ring():
     # The same ring steps as the plain hierarchical allreduce; less time.
     cost = cc.allreduce_hierarchical_pipelined(layout, nbytes)
     plain = cc.allreduce_hierarchical(layout, nbytes)
-    ring_alternative, helper_alternative = cost[-2]
-    assert ring_alternative["alpha_net"] == 2 * 3 and "alpha_net" not in helper_alternative
+    ring_alternative, *helper_alternatives = cost[-2]
+    assert ring_alternative["alpha_net"] == 2 * 3 and len(helper_alternatives) == 4  # 2 x 2 of the pieces' phases
+    assert not any("alpha_net" in t for t in helper_alternatives)
     assert pipelined < cc.time_of(plain, TRUTH)
     # With shared memory free, nothing is left to hide: the two are one.
-    free_shm = {**TRUTH, "alpha_shm": 0.0, "beta_shm": 0.0, "gamma": 0.0}
+    free_shm = {**TRUTH, "alpha_shm": 0.0, "beta_shm": 0.0, "beta_host": 0.0, "gamma": 0.0}
     assert cc.time_of(cost, free_shm) == pytest.approx(cc.time_of(plain, free_shm))
 
 
@@ -439,8 +472,9 @@ def test_pipelined_hierarchical_reduce_scatter_hides_all_but_the_first_piece():
     # The plain one runs the four pieces, then the ring: the same steps.
     plain = cc.reduce_scatter_hierarchical(layout, nbytes)
     assert cc.time_of(plain, TRUTH) == pytest.approx(opening + 4 * reduce_piece + ring)
-    ring_alternative, helper_alternative = cost[-1]
-    assert ring_alternative["alpha_net"] == 3 and "alpha_net" not in helper_alternative
+    ring_alternative, *helper_alternatives = cost[-1]
+    assert ring_alternative["alpha_net"] == 3 and len(helper_alternatives) == 2
+    assert not any("alpha_net" in t for t in helper_alternatives)
     assert cc.ringcc_pick("reduce_scatter", layout, 4 << 20) == "pipelined hierarchical"
     assert cc.ringcc_pick("reduce_scatter", cc.Layout(4, 2, cpus_per_rank=1), 64 << 20) == "hierarchical"
 
@@ -480,9 +514,14 @@ def test_projection_has_no_network_bound_within_one_host(tmp_path):
     assert one_host and all(r["bound_us"] is None and r["pick_of_bound"] is None for r in one_host)
     # --shm-gbps changes what a one-host allreduce costs: 2 bytes of copies per byte.
     fitted = cc.time_of(cc.shm_allreduce(8, 64 << 20), TRUTH)
-    faster = cc.time_of(cc.shm_allreduce(8, 64 << 20), dict(TRUTH, beta_shm=1 / 20e9))
+    # A server's memory is no limit then, unless --host-gbps says so.
+    faster = cc.time_of(cc.shm_allreduce(8, 64 << 20), dict(TRUTH, beta_shm=1 / 20e9, beta_host=0.0))
     assert one_host[0]["times_us"]["hierarchical"] < fitted * 1e6
-    assert one_host[0]["times_us"]["hierarchical"] == pytest.approx(faster * 1e6, rel=1e-3)
+    assert one_host[0]["times_us"]["hierarchical"] == pytest.approx(faster * 1e6, rel=1e-2)
+    assert cost_model_main([*args, "--host-gbps", "40"]) == 0
+    rows = [r for r in json.loads(out_json.read_text())["projections"] if r["op"] == "allreduce" and r["ranks"] == 8]
+    shared = cc.time_of(cc.shm_allreduce(8, 64 << 20), dict(TRUTH, beta_shm=1 / 20e9, beta_host=1 / 40e9))
+    assert shared > 1.5 * faster and rows[0]["times_us"]["hierarchical"] == pytest.approx(shared * 1e6, rel=1e-2)
 
 
 def test_riding_candidates_carry_their_payload_in_the_agreement():

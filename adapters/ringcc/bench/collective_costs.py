@@ -21,6 +21,10 @@ combination of the model's parameters:
     beta_read   seconds per byte a rank reads straight out of a peer's memory
                 on its host (process_vm_readv: ShmCollectives reads the
                 peers' buffers so when a block is longer than its area)
+    beta_host   seconds per byte of the host's memory, which the ranks of a
+                host copying at once share: a shared-memory phase takes the
+                longer of each rank's own copies (beta_shm, beta_read) and
+                all the host's copies at this rate (host_copies)
     gamma       seconds per byte reduced (an elementwise sum, in memory)
 
 Link kinds: "net" (TCP between hosts), "loop" (TCP between ranks of one
@@ -78,6 +82,7 @@ PARAMS = (
     "alpha_shm",
     "beta_shm",
     "beta_read",
+    "beta_host",
     "beta_frame",
     "gamma",
 )
@@ -230,8 +235,8 @@ def agreement(
     merged = rider_bytes if reduces else 0.0
     cost: Cost = []
     if L > 1:
-        pool = shm_allgather(L, L * frame(1), direct=False)[0][0]
-        cost.append([added(pool, {"gamma": merged * (L - 1)}) if merged else pool])
+        pool = shm_allgather(L, L * frame(1), direct=False)[0]
+        cost.append([added(t, {"gamma": merged * (L - 1)}) if merged else t for t in pool])
     if n < 2:
         return cost
     if extra:
@@ -321,6 +326,20 @@ def chain_broadcast(layout: Layout, nbytes: float) -> Cost:
 # -- shared memory inside a host (shm_collectives.cc) --------------------------
 
 
+def host_copies(per_rank: Terms, copying: int) -> list[Terms]:
+    """A shared-memory phase in which `copying` ranks of a host copy at once,
+    each what `per_rank` says: each rank at its own copy speed (beta_shm,
+    beta_read), or all their bytes through the host's memory (beta_host),
+    the slower deciding. Two ranks copying at once on a small machine take
+    about twice as long as one: a staged allgather of 2 ranks, 1.5 S a rank,
+    took 1.4-2 times a staged broadcast's 2 S in turn."""
+    if copying < 2:
+        return [per_rank]
+    copied = per_rank.get("beta_shm", 0.0) + per_rank.get("beta_read", 0.0)
+    shared = {n: c for n, c in per_rank.items() if n not in ("beta_shm", "beta_read")}
+    return [per_rank, {**shared, "beta_host": copied * copying}]
+
+
 def shm_phases(nbytes: float, piece: int) -> int:
     """A header phase, then one per piece."""
     return 1 + max(1, math.ceil(nbytes / piece))
@@ -333,16 +352,16 @@ def shm_allreduce(ranks: int, nbytes: float) -> Cost:
     if ranks < 2:
         return []
     if nbytes <= SHM_SMALL_BYTES:
-        return [[{"alpha_shm": 2.0, "beta_shm": nbytes, "gamma": (ranks - 1) * nbytes}]]
+        return [host_copies({"alpha_shm": 2.0, "beta_shm": nbytes, "gamma": (ranks - 1) * nbytes}, ranks)]
     phases = 1 + 2 * math.ceil(nbytes / SHM_ALLREDUCE_PIECE_BYTES)
-    return [[{"alpha_shm": phases, "beta_shm": 2.0 * nbytes, "gamma": (ranks - 1) / ranks * nbytes}]]
+    return [host_copies({"alpha_shm": phases, "beta_shm": 2.0 * nbytes, "gamma": (ranks - 1) / ranks * nbytes}, ranks)]
 
 
 def shm_reduce_scatter(ranks: int, nbytes: float) -> Cost:
     if ranks < 2:
         return []
     phases = shm_phases(nbytes, SHM_AREA_BYTES)
-    return [[{"alpha_shm": phases, "beta_shm": nbytes, "gamma": (ranks - 1) / ranks * nbytes}]]
+    return [host_copies({"alpha_shm": phases, "beta_shm": nbytes, "gamma": (ranks - 1) / ranks * nbytes}, ranks)]
 
 
 def shm_allgather(ranks: int, nbytes: float, direct: bool | None = None, in_place: bool = False) -> Cost:
@@ -361,22 +380,24 @@ def shm_allgather(ranks: int, nbytes: float, direct: bool | None = None, in_plac
         direct = block > SHM_AREA_BYTES
     if direct:
         own = {} if in_place else {"beta_shm": block}
-        return [[{"alpha_shm": 2.0, "beta_read": nbytes - block, **own}]]
-    return [[{"alpha_shm": shm_phases(block, SHM_AREA_BYTES), "beta_shm": nbytes + block}]]
+        return [host_copies({"alpha_shm": 2.0, "beta_read": nbytes - block, **own}, ranks)]
+    return [host_copies({"alpha_shm": shm_phases(block, SHM_AREA_BYTES), "beta_shm": nbytes + block}, ranks)]
 
 
 def shm_broadcast(ranks: int, nbytes: float) -> Cost:
     """Broadcast inside a host (ShmCollectives::broadcast). Up to the area:
     the root copies the message into its area, then the others copy it out,
-    one after the other (2 nbytes). Longer, in place (the bench's
-    broadcast_): the message in `ranks` blocks, the root writing one into
-    each other rank while that rank reads the rest of the root's buffer,
-    both sides copying (ranks - 1)/ranks nbytes at once."""
+    one after the other (2 nbytes; the others' copies share the host's
+    memory). Longer, in place (the bench's broadcast_): the message in
+    `ranks` blocks, the root writing one into each other rank while that
+    rank reads the rest of the root's buffer, every rank copying
+    (ranks - 1)/ranks nbytes at once."""
     if ranks < 2:
         return []
     if nbytes > SHM_AREA_BYTES:
-        return [[{"alpha_shm": 2.0, "beta_read": nbytes * (ranks - 1) / ranks}]]
-    return [[{"alpha_shm": shm_phases(nbytes, SHM_AREA_BYTES), "beta_shm": 2.0 * nbytes}]]
+        return [host_copies({"alpha_shm": 2.0, "beta_read": nbytes * (ranks - 1) / ranks}, ranks)]
+    staged = {"alpha_shm": shm_phases(nbytes, SHM_AREA_BYTES), "beta_shm": 2.0 * nbytes}
+    return [[staged, {"alpha_shm": staged["alpha_shm"], "beta_host": float(ranks) * nbytes}]]
 
 
 # -- what ringcc runs ------------------------------------------------------------------
@@ -442,7 +463,7 @@ def reduce_scatter_hierarchical(layout: Layout, nbytes: float) -> Cost:
         return reduce_scatter_ring(layout, nbytes)
     L, H = layout.per_host, layout.hosts
     cross = [h * L for h in range(H)]
-    within = [scaled(linear_terms(shm_reduce_scatter(L, nbytes / H), {}), H)]
+    within = [scaled(t, H) for t in shm_reduce_scatter(L, nbytes / H)[0]]
     return call() + agreement(layout) + [within] + ring_reduce_scatter(layout, cross, nbytes / L, flows_per_host=L)
 
 
@@ -493,11 +514,12 @@ def allreduce_hierarchical_pipelined(layout: Layout, nbytes: float) -> Cost:
     L, H = layout.per_host, layout.hosts
     cross = [h * L for h in range(H)]
     piece = nbytes / H
-    reduce_piece = linear_terms(shm_reduce_scatter(L, piece), {})
-    gather_piece = linear_terms(shm_allgather(L, piece, in_place=True), {})
+    # A piece's shared-memory phase: its alternatives (host_copies).
+    reduce_piece = shm_reduce_scatter(L, piece)[0]
+    gather_piece = shm_allgather(L, piece, in_place=True)[0]
     ring = linear_terms(ring_allreduce(layout, cross, nbytes / L, flows_per_host=L), {})
-    helper = scaled(added(reduce_piece, gather_piece), H - 1)
-    return call() + agreement(layout) + [[reduce_piece], [ring, helper], [gather_piece]]
+    helper = [scaled(added(r, g), H - 1) for r in reduce_piece for g in gather_piece]
+    return call() + agreement(layout) + [reduce_piece, [ring, *helper], gather_piece]
 
 
 def reduce_scatter_hierarchical_pipelined(layout: Layout, nbytes: float) -> Cost:
@@ -511,9 +533,9 @@ def reduce_scatter_hierarchical_pipelined(layout: Layout, nbytes: float) -> Cost
         return reduce_scatter_ring(layout, nbytes)
     L, H = layout.per_host, layout.hosts
     cross = [h * L for h in range(H)]
-    reduce_piece = linear_terms(shm_reduce_scatter(L, nbytes / H), {})
+    reduce_piece = shm_reduce_scatter(L, nbytes / H)[0]
     ring = linear_terms(ring_reduce_scatter(layout, cross, nbytes / L, flows_per_host=L), {})
-    return call() + agreement(layout) + [[reduce_piece], [ring, scaled(reduce_piece, H - 1)]]
+    return call() + agreement(layout) + [reduce_piece, [ring, *(scaled(r, H - 1) for r in reduce_piece)]]
 
 
 def allgather_riding(layout: Layout, nbytes: float) -> Cost:

@@ -5,7 +5,7 @@ time is linear in the parameters (ringcc.bench.collective_costs), so the fit is 
 least-squares problem. It minimises the relative error (each row divided by
 the measured time, so 8 B and 64 MiB weigh alike) with every parameter >= 0,
 solved exactly: the unconstrained solution on every subset of the
-parameters, the best one whose values are all >= 0 (11 parameters: 2,048
+parameters, the best one whose values are all >= 0 (12 parameters: 4,096
 small solves).
 
 Where ranks outnumber a machine's CPUs (namespace hosts of one machine),
@@ -45,6 +45,7 @@ REFERENCE = {
     "alpha_shm": 2e-6,
     "beta_shm": 1 / 10e9,
     "beta_read": 1 / 10e9,
+    "beta_host": 1 / 20e9,
     "beta_frame": 1 / 2e9,
     "gamma": 1 / 4e9,
 }

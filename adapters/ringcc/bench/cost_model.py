@@ -82,10 +82,17 @@ def network_params(params: dict[str, float], bytes_per_s: float, alpha: float | 
 
 def host_overrides(params: dict[str, float], a) -> dict[str, float]:
     """The fitted parameters with the projected hosts' own figures where given
-    (--shm-gbps, --reduce-gbps, --loop-alpha-us, --loop-gbps, --call-us)."""
+    (--shm-gbps, --host-gbps, --reduce-gbps, --loop-alpha-us, --loop-gbps,
+    --call-us)."""
     out = dict(params)
     if a.shm_gbps:
         out["beta_shm"] = out["beta_read"] = 1 / (a.shm_gbps * 1e9)
+        # A server's memory outruns the copies of its ranks at that speed
+        # unless --host-gbps says otherwise: the small machine's fitted
+        # figure does not carry over.
+        out["beta_host"] = 0.0
+    if a.host_gbps:
+        out["beta_host"] = 1 / (a.host_gbps * 1e9)
     if a.reduce_gbps:
         out["gamma"] = 1 / (a.reduce_gbps * 1e9)
     if a.loop_alpha_us is not None:
@@ -145,6 +152,8 @@ def params_text(params: dict[str, float]) -> str:
         if kind == "shm":
             read = bandwidth_text(params.get("beta_read", 0.0))
             lines.append(f"  {'reads of a peer':<18}                    1/beta = {read}  (blocks over the area)")
+            host = bandwidth_text(params.get("beta_host", 0.0))
+            lines.append(f"  {'host memory':<18}                    1/beta = {host}  (all its ranks' copies at once)")
     gamma = params["gamma"]
     lines.append(f"  reduction      1/gamma = {1 / gamma / 1e9:.2f} GB/s" if gamma > 0 else "  reduction: free")
     stretch = params.get("crowd_stretch", 1.0)
@@ -220,6 +229,12 @@ def main(argv=None) -> int:
         "--shm-gbps",
         type=float,
         help="projections: shared-memory bandwidth per rank, staged or read from a peer (default: fitted)",
+    )
+    p.add_argument(
+        "--host-gbps",
+        type=float,
+        help="projections: a host's memory bandwidth, shared by its ranks' copies (default: fitted; none with "
+        "--shm-gbps)",
     )
     p.add_argument("--reduce-gbps", type=float, help="projections: reduction speed (default: fitted)")
     p.add_argument("--loop-alpha-us", type=float, help="projections: TCP latency within a host (default: fitted)")
