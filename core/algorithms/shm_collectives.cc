@@ -677,21 +677,17 @@ void ShmCollectives::broadcast(CollectiveArgs& a, Deadline dl) {
   auto* out = static_cast<uint8_t*>(a.out);
   const int64_t piece_elems = static_cast<int64_t>(area_bytes_ / es);
   // A message longer than one area goes through cross-memory attach when
-  // the host allows it (decided alike on every rank): every other rank
-  // reads the root's buffer straight into its output. Staged through the
-  // root's area, the bytes are written into the root's cache and read out
-  // of it, which between CPUs of different caches (CPU complexes) ran at
-  // 2 GB/s: 64 MiB, 2 ranks, staged 4.2 ms with both ranks under one cache
-  // and 6.6-27 ms across two; direct 4.0-5.4 ms either way (8 MiB: staged
-  // 0.33 or 1.9-3.4 ms, direct 0.35-0.46 ms).
+  // the host allows it (decided alike on every rank; broadcast_direct).
+  // Staged through the root's area, the bytes pass through the root's
+  // cache, which between CPU complexes ran at 2 GB/s: 64 MiB, 2 ranks,
+  // staged 4.2 ms under one cache, 6.6-27 ms across two; direct 4.0-5.4 ms.
   const bool direct = cma_ && a.count > piece_elems;
   for (int64_t off = 0, first = 1; first || off < a.count; off += piece_elems, first = 0) {
     const int64_t m = std::clamp<int64_t>(a.count - off, 0, piece_elems);
     int p = next_parity();
     if (first) {
       put_header(p, a);
-      // Where the direct path finds this rank's buffers: its input (the
-      // root's, read) and its output (a reader's, written by the root).
+      // Where broadcast_direct finds this rank's input and output.
       const uint64_t addrs[2] = {reinterpret_cast<uint64_t>(in), reinterpret_cast<uint64_t>(out)};
       std::memcpy(header_slot(me_, p) + sizeof(OpHeader), addrs, sizeof(addrs));
     }
@@ -708,19 +704,18 @@ void ShmCollectives::broadcast(CollectiveArgs& a, Deadline dl) {
 
 void ShmCollectives::broadcast_direct(const CollectiveArgs& a, int root, int p, Deadline dl) {
   const size_t total = static_cast<size_t>(a.count) * dtype_size(a.dtype);
+  // After the header: the input's and output's addresses, the root's refusal.
+  auto word = [&](int i, int which) { return header_slot(i, p) + sizeof(OpHeader) + 8 * which; };
   auto addr_of = [&](int i, int which) {
     uint64_t addr = 0;
-    std::memcpy(&addr, header_slot(i, p) + sizeof(OpHeader) + 8 * which, sizeof(addr));
+    std::memcpy(&addr, word(i, which), sizeof(addr));
     return addr;
   };
-  // One CPU copying the whole message into each reader leaves the root's
-  // CPU idle: cut it in size() blocks, of which the root writes one into
-  // each reader (process_vm_writev) while the reader reads the others, so
-  // that both sides copy (n - 1)/n of it. 2 ranks, medians of 4 runs: 8 MiB
-  // 0.45 against 0.73 ms read by the reader alone, 64 MiB 5.2 against 5.7 ms
-  // (the copy limit of the machine). A root with an output apart from its input
-  // copies the whole message already and writes nothing (every rank sees
-  // that in its header).
+  // Readers reading the whole message leave the root's CPU idle: cut it in
+  // size() blocks, the root writing one into each reader (process_vm_writev)
+  // while the reader reads the others. 2 ranks, medians of 4 runs: 8 MiB
+  // 0.45 against 0.73 ms, 64 MiB 5.2 against 5.7 ms. A root whose output is
+  // apart from its input copies the message already and writes nothing.
   const bool shared = root < size() && addr_of(root, 0) == addr_of(root, 1);
   const size_t block = shared ? (total / static_cast<size_t>(size()) + 4095) / 4096 * 4096 : 0;
   auto written_part = [&](int reader) {  // [lo, hi) of `reader`'s output the root writes
@@ -730,6 +725,7 @@ void ShmCollectives::broadcast_direct(const CollectiveArgs& a, int root, int p, 
   };
   bool ok = true;
   int read_errno = 0;
+  uint64_t unwritten = 0;  // (reader + 1) << 32 | errno of the first write refused
   if (me_ != root && root < size()) {
     const auto [lo, hi] = written_part(me_);
     auto* out = static_cast<uint8_t*>(a.out);
@@ -739,19 +735,23 @@ void ShmCollectives::broadcast_direct(const CollectiveArgs& a, int root, int p, 
     if (!ok && read_errno == ESRCH) raise_read_failure(root, read_errno, "broadcast buffer");  // gone
   } else if (me_ == root) {
     if (a.out != a.in) copy_scaled(a.out, a.in, a.count, a.dtype, 1.0);
-    for (int i = 0; i < size() && shared; ++i) {
+    for (int i = 0; i < size() && shared && !unwritten; ++i) {
       const auto [lo, hi] = written_part(i);
       if (i == root || hi == lo) continue;
-      // A refusal here leaves the reader's block unwritten: raising before
-      // the meeting below fails the job, so the reader cannot pass it.
       if (!write_process_memory(control(i)->pid, addr_of(i, 1) + lo, static_cast<const uint8_t*>(a.in) + lo,
                                 hi - lo)) {
-        raise_read_failure(i, errno, "broadcast output", true);
+        if (errno == ESRCH) raise_read_failure(i, errno, "broadcast output", true);  // gone
+        unwritten = (static_cast<uint64_t>(i) + 1) << 32 | static_cast<uint32_t>(errno);
       }
     }
+    std::memcpy(word(me_, 2), &unwritten, sizeof(unwritten));
   }
   sync(dl, "broadcast");  // the root's buffer is read, and the readers' written, by now
   if (!ok) raise_read_failure(root, read_errno, "broadcast buffer");
+  // A block the root could not write fails the call on every rank, in step.
+  if (root < size()) std::memcpy(&unwritten, word(root, 2), sizeof(unwritten));
+  const int why = static_cast<int>(unwritten & 0xffffffffu);
+  if (unwritten) raise_read_failure(static_cast<int>(unwritten >> 32) - 1, why, "broadcast output", true);
 }
 
 void ShmCollectives::alltoall(CollectiveArgs& a, Deadline dl) {

@@ -998,6 +998,74 @@ def shared_settings_differ(ctx):
 
 
 # --------------------------------------------------------------------------
+# A long broadcast whose root cannot write into a rank
+
+
+def _peers_memory_readable(ctx) -> bool:
+    """Whether this host lets each rank read the next one's memory
+    (process_vm_readv, the check ringcc makes before it copies between
+    ranks directly); the same answer on every rank."""
+    import ctypes
+    import os
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    mine = ctypes.c_uint64(0x5EED0000 + ctx.rank)
+    here = np.array([os.getpid(), ctypes.addressof(mine)], dtype=np.int64)
+    every = ringcc.allgather(here).reshape(ctx.size, 2)
+    peer = (ctx.rank + 1) % ctx.size
+    got = ctypes.c_uint64(0)
+
+    class IoVec(ctypes.Structure):
+        _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+    local = IoVec(ctypes.addressof(got), 8)
+    remote = IoVec(int(every[peer, 1]), 8)
+    libc.process_vm_readv.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_void_p]
+    libc.process_vm_readv.argtypes += [ctypes.c_ulong, ctypes.c_ulong]
+    libc.process_vm_readv.restype = ctypes.c_ssize_t
+    done = libc.process_vm_readv(int(every[peer, 0]), ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+    readable = done == 8 and got.value == 0x5EED0000 + peer and os.environ.get("RINGCC_SHM_CMA", "1") != "0"
+    return bool(ringcc.allreduce(np.array([readable], dtype=np.int32), op=ringcc.Min)[0])
+
+
+@CASES.case("broadcast/root-cannot-write-into-a-rank", min_size=2)
+def broadcast_root_cannot_write(ctx):
+    """Over the shared-memory area, an in-place broadcast's root writes one
+    block into each other rank (process_vm_writev) while it reads the rest.
+    Where the kernel refuses a write (here: rank 1's first page read-only),
+    every rank raises, naming rank 1, rather than rank 1 returning with its
+    block unwritten; the ranks stay in step and the next broadcast works."""
+    import ctypes
+    import mmap
+
+    if ringcc.transport_name() != "shm":
+        raise Skip(f"the transport is {ringcc.transport_name()}: no shared-memory broadcast")
+    if not _peers_memory_readable(ctx):
+        raise Skip("ranks cannot read each other's memory here: broadcasts are staged")
+    nbytes = 8 << 20  # twice the area
+    region = mmap.mmap(-1, nbytes)
+    buf = np.frombuffer(region, dtype=np.uint8)
+    want = (np.arange(nbytes, dtype=np.uint64) % 251).astype(np.uint8)
+    if ctx.rank == 0:
+        buf[:] = want
+    libc = ctypes.CDLL(None, use_errno=True)
+    page = ctypes.c_char.from_buffer(region)
+    address = ctypes.c_void_p(ctypes.addressof(page))
+    if ctx.rank == 1:
+        expect(libc.mprotect(address, mmap.PAGESIZE, mmap.PROT_READ) == 0, "mprotect of rank 1's first page")
+    try:
+        fragments = ["writing the broadcast output of rank 1", "process_vm_writev", "Bad address"]
+        expect_quickly(ringcc.InternalError, fragments, lambda: ringcc.broadcast_(buf, 0), "broadcast_ into rank 1")
+    finally:
+        if ctx.rank == 1:
+            libc.mprotect(address, mmap.PAGESIZE, mmap.PROT_READ | mmap.PROT_WRITE)
+        del page
+    still_works(ctx, "a refused write of a broadcast")
+    got = ringcc.broadcast_(buf, 0)
+    check_equal(got, want, "the same broadcast_ once the page is writable")
+
+
+# --------------------------------------------------------------------------
 # Different collectives on different ranks (last: should a transport hang on
 # them instead of raising, the cases before still ran)
 
