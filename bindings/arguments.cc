@@ -152,21 +152,26 @@ int root_of(py::handle v, const ringcc::Communicator& c) {
 
 // The arguments of an allreduce that writes its result over its input
 // (the binding's fast paths, which need no Prepared).
-CollectiveArgs in_place_allreduce(const HostTensor& in, int op, double pre, double post) {
+CollectiveArgs tensor_args(CollectiveKind kind, const HostTensor& in) {
   CollectiveArgs a;
-  a.kind = CollectiveKind::kAllreduce;
-  a.op = static_cast<ringcc::ReduceOp>(op);
-  a.prescale = pre;
-  a.postscale = post;
+  a.kind = kind;
   a.dtype = in.dtype;
   a.in = in.ptr;
-  a.out = in.ptr;
   a.count = in.count;
-  a.out_count = in.count;
   a.row_elems = in.row_elems();
   a.memory = in.memory;
   a.device = in.device;
   a.stream = in.stream;
+  return a;
+}
+
+CollectiveArgs in_place_allreduce(const HostTensor& in, int op, double pre, double post) {
+  CollectiveArgs a = tensor_args(CollectiveKind::kAllreduce, in);
+  a.op = static_cast<ringcc::ReduceOp>(op);
+  a.prescale = pre;
+  a.postscale = post;
+  a.out = in.ptr;
+  a.out_count = in.count;
   return a;
 }
 

@@ -65,6 +65,10 @@ struct Reduction {
         post(scale_factor_of(post_obj, "postscale_factor")) {}
 };
 
+// The arguments every collective of one tensor starts from: its kind and
+// `in`'s dtype, address, count, rows, memory, device and stream.
+ringcc::CollectiveArgs tensor_args(ringcc::CollectiveKind kind, const HostTensor& in);
+
 // The arguments of an allreduce that writes its result over its input
 // (the binding's fast paths, which need no Prepared).
 ringcc::CollectiveArgs in_place_allreduce(const HostTensor& in, int op, double pre, double post);

@@ -164,16 +164,10 @@ PyObject* allreduce_async_out_of_place(PyObject* general, PyObject* const* args,
 
 // The arguments of a broadcast from `root` of `in` into `out`.
 CollectiveArgs broadcast_args(const HostTensor& in, void* out, int root) {
-  CollectiveArgs a;
-  a.kind = CollectiveKind::kBroadcast;
+  CollectiveArgs a = tensor_args(CollectiveKind::kBroadcast, in);
   a.root = root;
-  a.dtype = in.dtype;
-  a.in = in.ptr;
   a.out = out;
-  a.count = in.count;
   a.out_count = in.count;
-  a.row_elems = in.row_elems();
-  a.memory = in.memory;
   return a;
 }
 
@@ -318,12 +312,7 @@ PyObject* allgather_into(PyObject* general, PyObject* const* args, Py_ssize_t na
     set_python_error();
     return nullptr;
   }
-  CollectiveArgs a;
-  a.kind = CollectiveKind::kAllgather;
-  a.dtype = in.dtype;
-  a.in = in.ptr;
-  a.count = in.count;
-  a.row_elems = in.row_elems();
+  CollectiveArgs a = tensor_args(CollectiveKind::kAllgather, in);
   a.out = into.ptr;
   a.out_count = into.count;
   return run_blocking(*c, std::move(a), in, out);
@@ -474,12 +463,7 @@ PyObject* allgather_async_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs
     ringcc::Engine& e = engine();
     auto p = std::make_unique<Prepared>();
     CollectiveArgs& a = p->args;
-    a.kind = CollectiveKind::kAllgather;
-    a.dtype = in.dtype;
-    a.in = in.ptr;
-    a.count = in.count;
-    a.row_elems = in.row_elems();
-    a.memory = in.memory;
+    a = tensor_args(CollectiveKind::kAllgather, in);
     p->shape.assign(in.shape(), in.shape() + in.ndim);
     p->keep.push_back(py::reinterpret_borrow<py::object>(args[0]));
     p->keep.push_back(py::reinterpret_borrow<py::object>(args[5]));
