@@ -61,19 +61,6 @@ size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 // True when phase a is at or past phase b (wrap-around safe).
 bool reached(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) >= 0; }
 
-void read_cpu_mask(uint64_t* words, size_t n_words) {
-  std::memset(words, 0, n_words * sizeof(uint64_t));
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
-    words[0] = 1;
-    return;
-  }
-  for (size_t c = 0; c < std::min<size_t>(CPU_SETSIZE, n_words * 64); ++c) {
-    if (CPU_ISSET(c, &set)) words[c / 64] |= uint64_t{1} << (c % 64);
-  }
-}
-
 }  // namespace
 
 size_t ShmCollectives::area_bytes_from_env() {
@@ -138,7 +125,7 @@ ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix, std:
     ctl->pid = static_cast<int32_t>(getpid());
     ctl->probe = kProbeValue;
     ctl->probe_addr = reinterpret_cast<uint64_t>(&ctl->probe);
-    read_cpu_mask(ctl->cpu_mask, 16);
+    affinity_mask(ctl->cpu_mask, 16);
 
     auto wait_ms = [&] { return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()); };
     store.set(key_prefix + "/created/" + std::to_string(ranks_[static_cast<size_t>(me_)]), mine);
@@ -450,45 +437,8 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
       // phase), and none reads them again before our next phase.
       if (me_ == 0 && store_mode_ == StoreMode::kAuto) publish_store_choices();
     }
-    const int64_t lo = seg_lo(me_), len = seg_lo(me_ + 1) - lo;
-    if (len > 0) {
-      uint8_t* mine = area(me_, p) + lo * ses;
-      if (a.prescale == 1.0) {
-        // Our own part straight from the input, run by run (one run unless
-        // the input is a list of buffers): no copy of it into the area.
-        layout.for_each_input(off + lo, len, [&](const uint8_t* src, int64_t rel, int64_t cnt) {
-          if (!src) {  // zeros: reduced in place in the area
-            std::memset(mine + rel * ses, 0, static_cast<size_t>(cnt * ses));
-            src = mine + rel * ses;
-          }
-          // Bypassing the cache: reduced a few KiB at a time into scratch
-          // that stays in L1, then streamed into the area.
-          const int64_t step = bypass ? static_cast<int64_t>(kBypassStepBytes) / ses : cnt;
-          if (bypass && scratch_.size() < kBypassStepBytes) scratch_.resize(kBypassStepBytes);
-          for (int64_t q = 0; q < cnt; q += step) {
-            const int64_t c = std::min(step, cnt - q);
-            srcs_[0] = src + q * ses;
-            for (int i = 0, k = 1; i < n; ++i) {
-              if (i != me_) srcs_[static_cast<size_t>(k++)] = area(i, p) + (lo + rel + q) * ses;
-            }
-            uint8_t* dst = mine + (rel + q) * ses;
-            if (!bypass) {
-              reduce_many(dst, srcs_.data(), n, c, a.dtype, a.op);
-            } else {
-              reduce_many(scratch_.data(), srcs_.data(), n, c, a.dtype, a.op);
-              stream_copy(dst, scratch_.data(), static_cast<size_t>(c * ses));
-            }
-          }
-        });
-      } else {
-        layout.gather(mine, off + lo, len, a.prescale);
-        srcs_[0] = mine;
-        for (int i = 0, k = 1; i < n; ++i) {
-          if (i != me_) srcs_[static_cast<size_t>(k++)] = area(i, p) + lo * ses;
-        }
-        reduce_many(mine, srcs_.data(), n, len, a.dtype, a.op);
-      }
-    }
+    const int64_t lo = seg_lo(me_);
+    reduce_own_part(a, layout, p, off + lo, lo, seg_lo(me_ + 1) - lo, bypass);
     sync(dl, "allreduce");
     for (int j = 0; j < n; ++j) {
       const int64_t jlo = seg_lo(j), jlen = seg_lo(j + 1) - jlo;
@@ -496,6 +446,49 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
     }
   }
   note_time();
+}
+
+void ShmCollectives::reduce_own_part(const CollectiveArgs& a, const AllreduceLayout& layout, int p, int64_t at,
+                                     int64_t lo, int64_t len, bool bypass) {
+  if (len <= 0) return;
+  const int n = size();
+  const int64_t ses = static_cast<int64_t>(dtype_size(a.dtype));
+  uint8_t* mine = area(me_, p) + lo * ses;
+  if (a.prescale == 1.0) {
+    // Our own part straight from the input, run by run (one run unless
+    // the input is a list of buffers): no copy of it into the area.
+    layout.for_each_input(at, len, [&](const uint8_t* src, int64_t rel, int64_t cnt) {
+      if (!src) {  // zeros: reduced in place in the area
+        std::memset(mine + rel * ses, 0, static_cast<size_t>(cnt * ses));
+        src = mine + rel * ses;
+      }
+      // Bypassing the cache: reduced a few KiB at a time into scratch
+      // that stays in L1, then streamed into the area.
+      const int64_t step = bypass ? static_cast<int64_t>(kBypassStepBytes) / ses : cnt;
+      if (bypass && scratch_.size() < kBypassStepBytes) scratch_.resize(kBypassStepBytes);
+      for (int64_t q = 0; q < cnt; q += step) {
+        const int64_t c = std::min(step, cnt - q);
+        srcs_[0] = src + q * ses;
+        for (int i = 0, k = 1; i < n; ++i) {
+          if (i != me_) srcs_[static_cast<size_t>(k++)] = area(i, p) + (lo + rel + q) * ses;
+        }
+        uint8_t* dst = mine + (rel + q) * ses;
+        if (!bypass) {
+          reduce_many(dst, srcs_.data(), n, c, a.dtype, a.op);
+        } else {
+          reduce_many(scratch_.data(), srcs_.data(), n, c, a.dtype, a.op);
+          stream_copy(dst, scratch_.data(), static_cast<size_t>(c * ses));
+        }
+      }
+    });
+  } else {
+    layout.gather(mine, at, len, a.prescale);
+    srcs_[0] = mine;
+    for (int i = 0, k = 1; i < n; ++i) {
+      if (i != me_) srcs_[static_cast<size_t>(k++)] = area(i, p) + lo * ses;
+    }
+    reduce_many(mine, srcs_.data(), n, len, a.dtype, a.op);
+  }
 }
 
 bool ShmCollectives::bypasses(int size_class) const {

@@ -23,6 +23,7 @@
 namespace ringcc {
 
 struct ShmControl;
+class AllreduceLayout;
 
 class ShmCollectives {
  public:
@@ -92,6 +93,10 @@ class ShmCollectives {
 
  private:
   void allreduce(CollectiveArgs& a, Deadline dl);
+  // Of a piece of parity p: reduces this rank's part (len elements from
+  // element lo of the piece, `at` of the input) into its area.
+  void reduce_own_part(const CollectiveArgs& a, const AllreduceLayout& layout, int p, int64_t at, int64_t lo,
+                       int64_t len, bool bypass);
   // Whether an allreduce of this size class writes the peer-read parts of
   // its area with stores that bypass the cache.
   bool bypasses(int size_class) const;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 #include "core/base/env.h"
 #include "core/base/error.h"
@@ -89,6 +90,19 @@ int affinity_cpus() {
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
   return std::max(1, CPU_COUNT(&set));
+}
+
+void affinity_mask(uint64_t* words, size_t n_words) {
+  std::memset(words, 0, n_words * sizeof(uint64_t));
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+    words[0] = 1;
+    return;
+  }
+  for (size_t c = 0; c < std::min<size_t>(CPU_SETSIZE, n_words * 64); ++c) {
+    if (CPU_ISSET(c, &set)) words[c / 64] |= uint64_t{1} << (c % 64);
+  }
 }
 
 void note_host_sharing(int ranks, int cpus) {

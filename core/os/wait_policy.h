@@ -18,6 +18,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -33,6 +34,9 @@ const std::string& wait_policy_setting();
 
 // CPUs in this process's affinity mask (sched_getaffinity), at least 1.
 int affinity_cpus();
+// The mask itself, bit c of words[c / 64] for CPU c (CPU 0 alone where it
+// cannot be read), for the ranks of a host to join theirs.
+void affinity_mask(uint64_t* words, size_t n_words);
 
 // Tells the policy how many ranks share this host and how many distinct
 // CPUs they may run on together (the union of their affinity masks). Under
