@@ -375,10 +375,17 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
   // bypass the cache, as the first rank chose for this size (see
   // store_chooser.h); it times the allreduce for its next choices.
   const size_t bytes = static_cast<size_t>(count) * es;
-  const int size_class = StoreChooser::size_class(bytes);
+  const int size_class = StoreChooser::size_class(bytes, layout.segmented());
   const bool bypass = bypasses(size_class);
   const bool timed = me_ == 0 && store_mode_ == StoreMode::kAuto && size_class >= 0;
-  const auto started = timed ? Clock::now() : Clock::time_point{};
+  auto started = timed ? Clock::now() : Clock::time_point{};
+  // The first meeting's wait is how far apart the ranks arrived, which the
+  // way of storing does not change: it stays out of the timing.
+  auto meet = [&](bool first) {
+    const auto before = timed && first ? Clock::now() : Clock::time_point{};
+    sync(dl, "allreduce");
+    if (timed && first) started += Clock::now() - before;
+  };
   // Recorded now, taken into the choices at the next allreduce's first
   // phase: the choices change only between a collective's phases.
   auto note_time = [&] {
@@ -393,7 +400,7 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
     int p = next_parity();
     put_header(p, a);
     layout.gather(area(me_, p), 0, count, a.prescale, bypass);
-    sync(dl, "allreduce");
+    meet(true);
     check_headers(p, a);
     // Every rank has read the choices for this allreduce; a peer that reads
     // them for its next one before this store sees an older choice, which
@@ -430,7 +437,7 @@ void ShmCollectives::allreduce(CollectiveArgs& a, Deadline dl) {
       if (j == me_) continue;
       layout.gather(area(me_, p) + seg_lo(j) * ses, off + seg_lo(j), seg_lo(j + 1) - seg_lo(j), a.prescale, bypass);
     }
-    sync(dl, "allreduce");
+    meet(first != 0);
     if (first) {
       check_headers(p, a);
       // Every rank has read the choices for this allreduce (before its first
@@ -502,7 +509,7 @@ void ShmCollectives::publish_store_choices() {
   const uint32_t choices = chooser_.choices();
   if (choices != control(me_)->store_choices.load(std::memory_order_relaxed)) {
     RINGCC_LOG(kDebug, "shared-memory allreduce: stores that bypass the cache for size classes 0x", std::hex, choices,
-               std::dec, " (bit c: from 2^c x 32 KiB)");
+               std::dec, " (bit c: from 2^c x 32 KiB; fused batches from bit 16)");
   }
   control(me_)->store_choices.store(choices, std::memory_order_release);
 }

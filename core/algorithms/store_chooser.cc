@@ -4,11 +4,11 @@
 
 namespace ringcc {
 
-int StoreChooser::size_class(size_t bytes) {
+int StoreChooser::size_class(size_t bytes, bool scattered) {
   if (bytes < kFromBytes) return -1;
   int c = 0;
-  for (size_t b = bytes / kFromBytes; b > 1 && c < kClasses - 1; b >>= 1) ++c;
-  return c;
+  for (size_t b = bytes / kFromBytes; b > 1 && c < kSizeClasses - 1; b >>= 1) ++c;
+  return scattered ? c + kSizeClasses : c;
 }
 
 void StoreChooser::record(int c, bool bypass, double ns_per_byte) {
@@ -24,7 +24,7 @@ void StoreChooser::record(int c, bool bypass, double ns_per_byte) {
   e = e < 0 ? ns_per_byte : (1 - weight) * e + weight * std::min(ns_per_byte, kSpike * e);
   ++k.calls;
   const uint32_t bit = uint32_t{1} << c;
-  const bool small = (kFromBytes << c) < (size_t{1} << 20);
+  const bool small = (kFromBytes << (c % kSizeClasses)) < (size_t{1} << 20);
   choices_ = choose(k, small ? kToBypassBelow1MiB : kToBypass) ? (choices_ | bit) : (choices_ & ~bit);
 }
 

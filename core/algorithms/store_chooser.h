@@ -18,7 +18,11 @@
 // CPUs share one cache wants. Below 1 MiB a call lasts tens of
 // microseconds, where a preempted rank skews a sample most, and bypassing
 // costs 20-30% under one cache against 2.5-3x gained under two: there it
-// takes a larger gain (kToBypassBelow1MiB).
+// takes a larger gain (kToBypassBelow1MiB). A fused batch, gathered from
+// and scattered to many tensors, is timed apart from one buffer of its
+// size: it takes longer per byte either way, and one class fed both would
+// compare one way's batches with the other way's buffers wherever a job
+// (or a bench) alternates them.
 #pragma once
 
 #include <cstddef>
@@ -29,7 +33,8 @@ namespace ringcc {
 class StoreChooser {
  public:
   static constexpr size_t kFromBytes = size_t{32} << 10;
-  static constexpr int kClasses = 16;
+  static constexpr int kSizeClasses = 16;
+  static constexpr int kClasses = 2 * kSizeClasses;  // one bit each in choices()
   static constexpr uint32_t kWarmupCalls = 2;
   static constexpr uint32_t kExploreEvery = 32;
   static constexpr double kToBypass = 0.85;  // bypassing at most this much of plain's time
@@ -37,8 +42,9 @@ class StoreChooser {
   static constexpr double kToPlain = 0.95;   // plain at most this much of bypassing's time
   static constexpr double kSpike = 1.5;      // a sample counts as at most this much of the average
 
-  // The size class of an allreduce of `bytes`, or -1 below kFromBytes.
-  static int size_class(size_t bytes);
+  // The class of an allreduce of `bytes`, or -1 below kFromBytes: a power
+  // of two from kFromBytes, kSizeClasses on for a fused batch (`scattered`).
+  static int size_class(size_t bytes, bool scattered = false);
 
   // One allreduce of size class c written with (bypass) took ns_per_byte.
   void record(int c, bool bypass, double ns_per_byte);

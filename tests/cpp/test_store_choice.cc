@@ -45,7 +45,13 @@ void test_size_classes() {
   EXPECT(StoreChooser::size_class(1 << 20) == 5);
   EXPECT(StoreChooser::size_class(16 << 20) == 9);
   EXPECT(StoreChooser::size_class((64 << 20) + 5) == 11);
-  EXPECT(StoreChooser::size_class(size_t{1} << 62) == StoreChooser::kClasses - 1);
+  EXPECT(StoreChooser::size_class(size_t{1} << 62) == StoreChooser::kSizeClasses - 1);
+  // A fused batch: the same sizes, kSizeClasses on.
+  EXPECT(StoreChooser::size_class((32 << 10) - 1, true) == -1);
+  EXPECT(StoreChooser::size_class(32 << 10, true) == StoreChooser::kSizeClasses);
+  EXPECT(StoreChooser::size_class(4 << 20, true) == 7 + StoreChooser::kSizeClasses);
+  EXPECT(StoreChooser::size_class(size_t{1} << 62, true) == StoreChooser::kClasses - 1);
+  EXPECT(StoreChooser::kClasses <= 32);  // one bit each in choices()
 }
 
 bool bypasses(const StoreChooser& c, int size_class) { return (c.choices() >> size_class) & 1U; }
@@ -94,6 +100,22 @@ void test_chooser() {
     EXPECT(bypassed > 0);
   }
   {
+    // A fused batch and one buffer of the same size, alternating, where
+    // plain stores suit the buffer and bypassing the batch: each its own
+    // way (a class fed both would compare the ways' batches and buffers).
+    StoreChooser c;
+    const int buffer = StoreChooser::size_class(4 << 20);
+    const int batch = StoreChooser::size_class(4 << 20, true);
+    const int n = 8 * static_cast<int>(StoreChooser::kExploreEvery);
+    int buffer_bypassed = 0, batch_bypassed = 0;
+    for (int i = 0; i < n; ++i) {
+      buffer_bypassed += run(c, buffer, 1, 1.0, 1.5);
+      batch_bypassed += run(c, batch, 1, 3.0, 2.0);
+    }
+    EXPECT(buffer_bypassed <= n / static_cast<int>(StoreChooser::kExploreEvery) + 2);
+    EXPECT(batch_bypassed >= n - n / static_cast<int>(StoreChooser::kExploreEvery) - 2);
+  }
+  {
     // Within the margins: no taking turns call by call.
     StoreChooser c;
     run(c, 1, 6, 1.0, 1.0);
@@ -130,9 +152,10 @@ void test_chooser() {
     EXPECT(run(b, 5, n, 1.0, 0.8) >= n - n / static_cast<int>(StoreChooser::kExploreEvery) - 1);
   }
   {
-    // Below 1 MiB (classes 0 to 4) the gain must pass kToBypassBelow1MiB:
-    // 20% keeps plain stores there, 40% does not.
-    for (int cls : {0, 4}) {
+    // Below 1 MiB (classes 0 to 4, and 16 to 20 for fused batches) the
+    // gain must pass kToBypassBelow1MiB: 20% keeps plain stores there, 40%
+    // does not.
+    for (int cls : {0, 4, StoreChooser::kSizeClasses, StoreChooser::kSizeClasses + 4}) {
       StoreChooser a, b;
       const int n = 8 * static_cast<int>(StoreChooser::kExploreEvery);
       run(a, cls, 6, 1.0, 0.8);
