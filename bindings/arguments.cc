@@ -150,8 +150,6 @@ int root_of(py::handle v, const ringcc::Communicator& c) {
   return static_cast<int>(r);
 }
 
-// The arguments of an allreduce that writes its result over its input
-// (the binding's fast paths, which need no Prepared).
 CollectiveArgs tensor_args(CollectiveKind kind, const HostTensor& in) {
   CollectiveArgs a;
   a.kind = kind;

@@ -85,13 +85,6 @@ const std::string& wait_policy_setting() {
   return setting;
 }
 
-int affinity_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
-}
-
 void affinity_mask(uint64_t* words, size_t n_words) {
   std::memset(words, 0, n_words * sizeof(uint64_t));
   cpu_set_t set;
@@ -103,6 +96,14 @@ void affinity_mask(uint64_t* words, size_t n_words) {
   for (size_t c = 0; c < std::min<size_t>(CPU_SETSIZE, n_words * 64); ++c) {
     if (CPU_ISSET(c, &set)) words[c / 64] |= uint64_t{1} << (c % 64);
   }
+}
+
+int affinity_cpus() {
+  uint64_t words[CPU_SETSIZE / 64];
+  affinity_mask(words, CPU_SETSIZE / 64);
+  int cpus = 0;
+  for (const uint64_t w : words) cpus += __builtin_popcountll(w);
+  return std::max(1, cpus);
 }
 
 void note_host_sharing(int ranks, int cpus) {
