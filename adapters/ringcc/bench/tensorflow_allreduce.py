@@ -211,14 +211,23 @@ def time_allreduces(job):
                     )
 
 
-def time_tape(job):
-    """One DistributedGradientTape step's communication against one
-    allreduce of the same bytes concatenated."""
-    tf, hvd, args, record = job.tf, job.hvd, job.args, job.record
-    from ringcc.tensorflow.gradient_tape import allreduce_gradients
+def tape_functions(tf, hvd, variables, concat):
+    """The tape part's functions, by key: the tape step over `variables`
+    ("tape") and its floor, the same step with the first gradient returned
+    in place of the reduced ones ("floor"); one allreduce of `concat`
+    ("one") and its floor ("one_floor"); an allreduce op per variable
+    ("separate", whose floor is the tape's).
 
-    variables = [tf.Variable(np.full(1024, i % 5, np.float32)) for i in range(1000)]
-    concat = tf.Variable(np.ones(1024 * 1000, np.float32))
+    A floor must run every op its step runs but the collective, as
+    TensorFlow's graph optimizer leaves them. The optimizer drops ops whose
+    outputs nothing reads, so a floor cannot keep gradients that do real
+    work (neither `tf.identity_n(...)[0]` nor control dependencies on them
+    do): the gradients here are multiplications by one, which it folds
+    away in step and floor alike, leaving the reads of the variables in
+    both. (Control dependencies would keep an Identity op per gradient
+    that the step does not run.) The framework tests compare the optimized
+    graphs (tests/frameworks/tensorflow/tensorflow_cases.py, "bench/...")."""
+    from ringcc.tensorflow.gradient_tape import allreduce_gradients
 
     # Each function makes its gradients from the variables inside it, as
     # a train step does: 1,000 tensors passed in as arguments would time
@@ -245,16 +254,26 @@ def time_tape(job):
     def concat_floor():
         return tf.identity(concat * 1.0)
 
-    # The functions take turns within each repeat, and each repeat's
-    # ratio pairs figures measured seconds apart: this machine's speed
-    # drifts by more than the difference being measured.
-    functions = {
+    return {
         "tape": tape_step,
         "floor": tape_floor,
         "one": concat_step,
         "one_floor": concat_floor,
         "separate": separate_step,
     }
+
+
+def time_tape(job):
+    """One DistributedGradientTape step's communication against one
+    allreduce of the same bytes concatenated."""
+    tf, hvd, args, record = job.tf, job.hvd, job.args, job.record
+    variables = [tf.Variable(np.full(1024, i % 5, np.float32)) for i in range(1000)]
+    concat = tf.Variable(np.ones(1024 * 1000, np.float32))
+    functions = tape_functions(tf, hvd, variables, concat)
+
+    # The functions take turns within each repeat, and each repeat's
+    # ratio pairs figures measured seconds apart: this machine's speed
+    # drifts by more than the difference being measured.
     times = {key: [] for key in functions}
     for fn in functions.values():
         fn().numpy()  # warm up: tracing, names cached, first touch

@@ -558,6 +558,58 @@ def _(ctx):
     check_close(got[8].numpy(), np.full([3, 2], sum(range(ctx.size)), np.float32), np.ones([3, 2]), 1e-6, "[None, 2]")
 
 
+@case("bench/tape-floors-run-what-their-steps-run", max_size=2)
+def _(ctx):
+    # The tape bench's figure is a step's time less its floor's: after
+    # TensorFlow's graph optimizer, each floor must run the ops of its step
+    # but the collective (ringcc.bench.tensorflow_allreduce.tape_functions).
+    from collections import Counter
+
+    from tensorflow.python.eager import context
+
+    from ringcc.bench.tensorflow_allreduce import tape_functions
+
+    variables = [tf.Variable(np.full(64, i % 5, np.float32)) for i in range(40)]
+    concat = tf.Variable(np.ones(64 * 40, np.float32))
+    functions = tape_functions(tf, hvd, variables, concat)
+
+    def executed(key):
+        # The optimized graphs of the function's first call (traced and
+        # instantiated then): the op types it runs, with their counts.
+        run = context.context()
+        run.enable_run_metadata()
+        try:
+            functions[key]().numpy()
+            graphs = run.export_run_metadata().function_graphs
+        finally:
+            run.disable_run_metadata()
+        return sum((Counter(n.op for n in g.post_optimization_graph.node) for g in graphs), Counter())
+
+    ran = {key: executed(key) for key in ("tape", "floor", "one", "one_floor")}
+    ctx.note(f"tape {dict(ran['tape'])}; floor {dict(ran['floor'])}")
+    for step, floor, collective in (
+        ("tape", "floor", "RingccPackedAllreduce"),
+        ("one", "one_floor", "RingccAllreduce"),
+    ):
+        only_step = ran[step] - ran[floor]
+        only_floor = ran[floor] - ran[step]
+        expect(only_step[collective] == 1, f"{step}: its optimized graph runs {only_step[collective]} {collective} ops")
+        # Besides the collective the step may split its packed result; the
+        # floor returns its first gradient through one Identity.
+        expect(
+            set(only_step) <= {collective, "SplitV", "Const"},
+            f"{step} runs ops its floor does not: {dict(only_step)}",
+        )
+        expect(
+            set(only_floor) <= {"Identity"} and only_floor["Identity"] <= 1,
+            f"{floor} runs ops {step} does not: {dict(only_floor)}",
+        )
+        expect(
+            ran[floor]["ReadVariableOp"] >= ran[step]["ReadVariableOp"] > 0,
+            f"{floor} reads fewer variables than {step}",
+        )
+
+
 @case("fusion/packs-eagerly-and-beside-other-tensors")
 def _(ctx):
     # Eagerly, a group cut into several packs runs one op per pack, each
