@@ -59,6 +59,10 @@ def group_run(tmp_path_factory, name: str) -> GroupRun:
         spec = GROUPS[name]
         out = tmp_path_factory.mktemp(f"torch-clients-{name}")
         env = rank_environment(GROUP_ENV)
+        # Lightning looks for an MPI job through mpi4py, which starts Open
+        # MPI as a singleton; its shared-memory file outlives the process,
+        # so it goes to this run's folder instead of /dev/shm.
+        env["OMPI_MCA_btl_sm_backing_directory"] = str(out)
         _runs[name] = run_case_group(
             name, spec.launcher, spec.size, HERE / "torch_client_cases.py", [], out, GROUP_TIMEOUT_S, env
         )
