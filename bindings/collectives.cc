@@ -365,6 +365,8 @@ void bind_collectives(py::module_& m) {
   bind_output_memory(m.ptr());
   bind_output_rows(m.ptr());
   m.def("_pooled_output_bytes", [] { return pooled_output_bytes(); });
+  m.def("_named_output_bytes", [] { return named_output_bytes(); });
+  m.def("_named_output_reuses", [] { return named_output_reuses(); });
   bind_fast_paths(m);
   bind_communicator(m);
   bind_init(m);

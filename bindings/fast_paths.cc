@@ -152,7 +152,7 @@ PyObject* allreduce_async_out_of_place(PyObject* general, PyObject* const* args,
   try {
     ringcc::Engine& e = engine();
     py::object result = py::reinterpret_steal<py::object>(
-        new_pooled_numpy_like(tensor, static_cast<size_t>(in.count) * ringcc::dtype_size(in.dtype)));
+        named_numpy_output(given.name, tensor, static_cast<size_t>(in.count) * ringcc::dtype_size(in.dtype)));
     if (!result) throw py::error_already_set();
     CollectiveArgs a = in_place_allreduce(in, call.op, call.pre, call.post);
     a.out = py::detail::array_proxy(result.ptr())->data;
@@ -193,7 +193,7 @@ PyObject* broadcast_async_fast(PyObject* general, PyObject* const* args, Py_ssiz
       return enqueue_named(e, broadcast_args(in, in.ptr, call.root), in, tensor, nullptr, call.name, call.name_len);
     }
     py::object result = py::reinterpret_steal<py::object>(
-        new_pooled_numpy_like(tensor, static_cast<size_t>(in.count) * ringcc::dtype_size(in.dtype)));
+        named_numpy_output(given.name, tensor, static_cast<size_t>(in.count) * ringcc::dtype_size(in.dtype)));
     if (!result) throw py::error_already_set();
     return enqueue_named(e, broadcast_args(in, py::detail::array_proxy(result.ptr())->data, call.root), in,
                          result.ptr(), tensor, call.name, call.name_len);

@@ -3,6 +3,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <unordered_map>
 #include <vector>
@@ -105,6 +106,89 @@ PyObject* new_pooled_numpy_like(PyObject* like, size_t bytes) {
 }
 
 size_t pooled_output_bytes() { return free_lists().bytes; }
+
+namespace {
+
+// Outputs kept by name: past this many bytes the table starts over (names
+// that are new every step fill it; they are never asked for again).
+constexpr size_t kNamedBytesMax = size_t{32} << 20;
+
+struct NamedOutputs {
+  PyObject* by_name = nullptr;  // str -> the name's last output
+  size_t bytes = 0;
+  uint64_t reuses = 0;
+};
+
+NamedOutputs& named_outputs() {
+  static auto* outputs = new NamedOutputs();  // never destroyed: arrays may die at exit
+  return *outputs;
+}
+
+// The block behind a pooled array, or null.
+const OutputMemory* memory_of(PyObject* array) {
+  PyObject* base = py::detail::array_proxy(array)->base;
+  return base && Py_TYPE(base) == g_type ? reinterpret_cast<const OutputMemory*>(base) : nullptr;
+}
+
+// Whether the kept output `kept` may be handed out again for an output
+// like `like`: the table holds its only reference (so no view, buffer
+// export or other array refers to it), no weak reference could see its
+// memory change, and it is still the plain array it was made as.
+bool reusable(PyObject* kept, PyObject* like) {
+  if (Py_REFCNT(kept) != 1) return false;
+  auto& api = py::detail::npy_api::get();
+  PyTypeObject* type = Py_TYPE(kept);
+  if (type != reinterpret_cast<PyTypeObject*>(api.PyArray_Type_)) return false;
+  if (type->tp_weaklistoffset > 0 &&
+      *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(kept) + type->tp_weaklistoffset) != nullptr) {
+    return false;
+  }
+  const auto* k = py::detail::array_proxy(kept);
+  const auto* l = py::detail::array_proxy(like);
+  constexpr int kFlags = py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ | py::detail::npy_api::NPY_ARRAY_ALIGNED_ |
+                         py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  if (k->descr != l->descr || k->nd != l->nd || (k->flags & kFlags) != kFlags || !memory_of(kept)) return false;
+  return std::equal(k->dimensions, k->dimensions + k->nd, l->dimensions);
+}
+
+}  // namespace
+
+PyObject* named_numpy_output(PyObject* name, PyObject* like, size_t bytes) {
+  if (bytes == 0 || bytes > kPooledBlockMax || !g_type) return new_pooled_numpy_like(like, bytes);
+  NamedOutputs& named = named_outputs();
+  if (!named.by_name && !(named.by_name = PyDict_New())) return nullptr;
+  PyObject* kept = PyDict_GetItemWithError(named.by_name, name);  // borrowed
+  if (kept && reusable(kept, like)) {
+    ++named.reuses;
+    Py_INCREF(kept);
+    return kept;
+  }
+  if (!kept && PyErr_Occurred()) return nullptr;
+  PyObject* out = new_pooled_numpy_like(like, bytes);
+  if (!out) return nullptr;
+  const OutputMemory* replaced = kept ? memory_of(kept) : nullptr;
+  const size_t gone = replaced ? replaced->size : 0;
+  const OutputMemory* mine = memory_of(out);
+  const size_t size = mine ? mine->size : 0;
+  if (named.bytes - gone + size > kNamedBytesMax) {
+    PyDict_Clear(named.by_name);  // the dead ones go back to the free lists
+    named.bytes = 0;
+  } else {
+    named.bytes -= gone;
+  }
+  // Keeping it is an optimization: an output that could not be kept is
+  // still the call's output.
+  if (PyDict_SetItem(named.by_name, name, out) == 0) {
+    named.bytes += size;
+  } else {
+    PyErr_Clear();
+  }
+  return out;
+}
+
+size_t named_output_bytes() { return named_outputs().bytes; }
+
+uint64_t named_output_reuses() { return named_outputs().reuses; }
 
 void bind_output_memory(PyObject* module) {
   static PyType_Slot slots[] = {

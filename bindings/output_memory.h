@@ -10,6 +10,7 @@
 #include <Python.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace ringcc_py {
 
@@ -21,6 +22,21 @@ PyObject* new_pooled_numpy_like(PyObject* like, size_t bytes);
 
 // Bytes held in the free lists (for tests).
 size_t pooled_output_bytes();
+
+// The output of a named out-of-place collective of `like` (`bytes` bytes):
+// the last output made under `name` again when nothing else refers to it
+// any more (no reference, view, weak reference or buffer export, and its
+// shape, dtype and flags as they were made), else a new pooled array,
+// which becomes the one kept for the name. A training step names the same
+// tensors every step and drops their results before the next: this saves
+// it making and freeing an array per tensor. At most kNamedBytesMax bytes
+// of outputs are kept (a new reference; null with the Python error set).
+PyObject* named_numpy_output(PyObject* name, PyObject* like, size_t bytes);
+
+// Bytes of the outputs kept by name, and how many times one was given
+// again (for tests).
+size_t named_output_bytes();
+uint64_t named_output_reuses();
 
 // Registers the type of the arrays' memory owner (call once, at import).
 void bind_output_memory(PyObject* module);

@@ -852,8 +852,9 @@ def allreduce_out_of_place_output_memory(ctx):
             check_equal(k, np.full(1024, want * 1.0, np.float32), f"oopmem/a/{i} kept while later steps ran")
     for i, v in enumerate(views):
         check_equal(v, np.full(10, want * 2.0, np.float32), f"oopmem/b/{i}: a view kept while later steps ran")
-    pooled = ringcc._core._pooled_output_bytes()
-    expect(pooled >= 8 * 4096, f"the last step's dead outputs wait for reuse: {pooled} bytes pooled")
+    # Dead outputs wait for reuse: in the free lists, or kept under their name.
+    waiting = ringcc._core._pooled_output_bytes() + ringcc._core._named_output_bytes()
+    expect(waiting >= 8 * 4096, f"the last step's dead outputs wait for reuse: {waiting} bytes")
     g = kept[0]
     if g is not None:
         expect(g.flags.writeable and g.flags.c_contiguous and g.flags.aligned, f"oopmem: flags {g.flags}")
@@ -861,6 +862,76 @@ def allreduce_out_of_place_output_memory(ctx):
         check_equal(pickle.loads(pickle.dumps(g)), np.full(1024, want + 1.0, np.float32), "oopmem: pickled")
         grown = np.resize(g, 2048)
         check_equal(grown[:1024], g, "oopmem: np.resize")
+
+
+@CASES.case("allreduce/out-of-place-output-by-name")
+def allreduce_out_of_place_output_by_name(ctx):
+    """A named out-of-place call gets the array its name's last call
+    returned when nothing refers to that array any more; an array still
+    held (directly, through a view, a weak reference or a buffer export)
+    or changed in shape, dtype or flags is left as it is and a new one
+    made; what is kept by name stays bounded."""
+    import weakref
+
+    n, r = ctx.size, ctx.rank
+    want = n * (n + 1) // 2
+    names = [f"oopname/{i}" for i in range(4)]
+
+    def step(value, tag="oopname"):
+        xs = [np.full(256, (r + 1) * value, np.float32) for _ in names]
+        hs = [ringcc.allreduce_async(x, name=nm) for x, nm in zip(xs, names)]
+        got = [finish(h, f"{tag}/{i}") for i, h in enumerate(hs)]
+        for i, g in enumerate(got):
+            if g is not None:
+                check_equal(g, np.full(256, want * value, np.float32), f"{tag}/{i} at {value}")
+        return got
+
+    step(1.0)  # the outputs die at once: their names keep them
+    reuses = ringcc._core._named_output_reuses()
+    got = step(2.0)
+    expect(
+        ringcc._core._named_output_reuses() - reuses == len(names),
+        f"dead outputs given again: {ringcc._core._named_output_reuses() - reuses} of {len(names)}",
+    )
+    # Held in every way the array can be held: each must keep its values.
+    held = got[0]
+    view = got[1][:10]
+    weak = weakref.ref(got[2])
+    exported = memoryview(got[3])
+    ids = [id(g) for g in got]
+    del got
+    reuses = ringcc._core._named_output_reuses()
+    fresh = step(3.0)
+    expect(ringcc._core._named_output_reuses() == reuses, "an output still held was given again")
+    expect(all(id(f) != i for f, i in zip(fresh[:2], ids[:2])), "a held output came back as a new result")
+    check_equal(held, np.full(256, want * 2.0, np.float32), "oopname: a held result kept its values")
+    check_equal(view, np.full(10, want * 2.0, np.float32), "oopname: a view kept its values")
+    if weak() is not None:
+        check_equal(weak(), np.full(256, want * 2.0, np.float32), "oopname: a weakly held result kept its values")
+    check_equal(np.asarray(exported), np.full(256, want * 2.0, np.float32), "oopname: an exported buffer")
+    del held, view, exported, fresh
+    # Changed in place by its user, then dropped: not what the next call wants.
+    got = step(4.0)
+    got[0].shape = (16, 16)
+    got[1].dtype = np.int32
+    got[2].flags.writeable = False
+    del got
+    reuses = ringcc._core._named_output_reuses()
+    got = step(5.0)
+    expect(
+        ringcc._core._named_output_reuses() - reuses == 1,
+        f"only the unchanged output is given again: {ringcc._core._named_output_reuses() - reuses}",
+    )
+    for g in got:
+        if g is not None:
+            expect(g.shape == (256,) and g.dtype == np.float32 and g.flags.writeable, f"oopname: {g.shape} {g.dtype}")
+    del got
+    # Names new every step fill what is kept only up to its bound.
+    for k in range(600):
+        x = np.full(16384, float(r), np.float32)  # 64 KiB
+        finish(ringcc.allreduce_async(x, name=f"oopname/unique/{k}"), f"oopname/unique/{k}")
+    kept = ringcc._core._named_output_bytes()
+    expect(kept <= 32 << 20, f"outputs kept by name: {kept} bytes")
 
 
 @CASES.case("allreduce/mixed-dtypes-and-ops")
