@@ -185,6 +185,11 @@ std::shared_ptr<Work> Engine::enqueue(std::string_view name, CollectiveArgs&& ar
   incoming_.push_back(std::move(entry));
   last_enqueue_ = std::chrono::steady_clock::now();
   if (bit >= 0) prefetch_ahead(static_cast<size_t>(bit));
+  if (resting_) {  // the first call after the engine found nothing to do
+    resting_ = false;
+    lock.unlock();
+    cv_.notify_all();
+  }
   return work;
 }
 
@@ -353,55 +358,85 @@ void Engine::pace(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock:
     *next = std::chrono::steady_clock::now();
     return;
   }
-  // Pace the cycles; after a long idle stretch, cycle slowly until this
-  // rank has work again (a peer's work wakes us at our next cycle at the
-  // latest).
-  const double ms =
-      idle_cycles_ > kIdleCyclesBeforeBackoff ? std::max(kIdleCycleMs, opt_.cycle_time_ms) : opt_.cycle_time_ms;
+  // Pace the cycles. Once a cycle found nothing to do on any rank, the
+  // engine rests: the next cycle comes when this rank's caller enqueues
+  // (the first call wakes it) or at the slow period, whichever is first.
+  // Each cycle is a rendezvous of every rank's engine; between a training
+  // step's rounds (its forward pass, its other work) cycling every period
+  // would take the CPUs from that work for nothing, and the round that
+  // follows would find a cycle under way. A peer with work it enqueued
+  // first waits for ours in the cycle's exchange, as it would for our
+  // tensors anyway. A joined rank stands in for the others' collectives
+  // without calls of its own: it keeps the period.
+  const bool rest = idle_cycles_ >= kIdleCyclesBeforeRest && !join_work_;
+  const double ms = rest ? std::max(kIdleCycleMs, opt_.cycle_time_ms) : opt_.cycle_time_ms;
   *next += std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
   const auto now = std::chrono::steady_clock::now();
   if (*next < now) *next = now;
-  if (idle_cycles_ > kIdleCyclesBeforeBackoff) {
+  const auto burst = std::chrono::microseconds(static_cast<int64_t>(kBurstCycles * opt_.cycle_time_ms * 1000));
+  if (rest) {
+    resting_ = true;
     cv_.wait_until(lock, *next, [&] { return !incoming_.empty() || join_work_ || shutdown_requested_; });
-    if (!incoming_.empty()) idle_cycles_ = 0;
+    resting_ = false;
+    if (!incoming_.empty()) {
+      idle_cycles_ = 0;
+      // Woken by the first call of what is likely a burst (a step's
+      // tensors one after another): negotiated once the burst ends.
+      wait_for_burst_end(lock, std::chrono::steady_clock::now() + burst);
+    }
     *next = std::chrono::steady_clock::now();
-  } else {
-    // A rank blocked in synchronize() gains nothing from more batching:
-    // its nudge starts the next cycle at once.
-    auto woken = [&] { return shutdown_requested_ || (nudged_ && caller_waits()); };
-    // A collective that follows one just finished (a framework's executor
-    // running the next op on its result) is often nudged within tens of
-    // microseconds: poll for it a short while, yielding the CPU to the
-    // threads that produce it, so that its cycle starts without a wake-up
-    // through the kernel. Only while follow-ups keep coming that soon (a
-    // training step's next round, milliseconds away, gains nothing), and
-    // calls that arrive without a nudge end the poll.
-    const auto finished_at = std::chrono::steady_clock::now();
-    const auto window = std::chrono::microseconds(opt_.follow_up_us);
-    if (ran_collectives_ && follow_ups_soon_ && opt_.follow_up_us > 0) {
-      const auto until = std::min(*next, finished_at + window);
-      while (incoming_.empty() && !woken() && std::chrono::steady_clock::now() < until) {
-        lock.unlock();
-        std::this_thread::yield();
-        lock.lock();
-      }
-    }
-    bool early = cv_.wait_until(lock, *next, woken);
-    if (ran_collectives_) follow_ups_soon_ = early && nudged_ && nudged_at_ - finished_at < window;
-    // Calls arriving back to back (a loop issuing a model's tensors) are
-    // negotiated once the burst ends rather than in every cycle it spans:
-    // each cycle is a rendezvous of every rank's engine, and on a host
-    // with few CPUs a cycle run beside the burst slows the calls it
-    // overlaps. Bounded; a caller that starts waiting ends it.
-    const auto cap = *next + std::chrono::microseconds(static_cast<int64_t>(kBurstCycles * ms * 1000));
-    while (opt_.burst_quiet_us > 0 && !early && !incoming_.empty()) {
-      const auto quiet_at = last_enqueue_ + std::chrono::microseconds(opt_.burst_quiet_us);
-      if (quiet_at <= std::chrono::steady_clock::now() || quiet_at >= cap) break;
-      early = cv_.wait_until(lock, quiet_at, woken);
-      *next = std::chrono::steady_clock::now();  // the next period counts from the cycle
-    }
-    if (early) *next = std::chrono::steady_clock::now();  // early: the next period counts from here
     nudged_ = false;
+    return;
+  }
+  // A rank blocked in synchronize() gains nothing from more batching:
+  // its nudge starts the next cycle at once.
+  auto woken = [&] { return shutdown_requested_ || (nudged_ && caller_waits()); };
+  // A collective that follows one just finished (a framework's executor
+  // running the next op on its result) is often nudged within tens of
+  // microseconds: poll for it a short while, yielding the CPU to the
+  // threads that produce it, so that its cycle starts without a wake-up
+  // through the kernel. Only while follow-ups keep coming that soon (a
+  // training step's next round, milliseconds away, gains nothing), and
+  // calls that arrive without a nudge end the poll.
+  const auto finished_at = std::chrono::steady_clock::now();
+  const auto window = std::chrono::microseconds(opt_.follow_up_us);
+  if (ran_collectives_ && follow_ups_soon_ && opt_.follow_up_us > 0) {
+    const auto until = std::min(*next, finished_at + window);
+    while (incoming_.empty() && !woken() && std::chrono::steady_clock::now() < until) {
+      lock.unlock();
+      std::this_thread::yield();
+      lock.lock();
+    }
+  }
+  bool early = cv_.wait_until(lock, *next, woken);
+  if (ran_collectives_) follow_ups_soon_ = early && nudged_ && nudged_at_ - finished_at < window;
+  if (!early && !incoming_.empty()) {
+    early = wait_for_burst_end(lock, *next + burst);
+    if (!early) *next = std::chrono::steady_clock::now();  // the next period counts from the cycle
+  }
+  if (early) *next = std::chrono::steady_clock::now();  // early: the next period counts from here
+  nudged_ = false;
+}
+
+bool Engine::wait_for_burst_end(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point cap) {
+  // Calls arriving back to back (a loop issuing a model's tensors) are
+  // negotiated once the burst ends rather than in every cycle it spans:
+  // each cycle is a rendezvous of every rank's engine, and on a host with
+  // few CPUs a cycle run beside the burst slows the calls it overlaps. The
+  // burst has ended when no call came for RINGCC_BURST_QUIET_US; each
+  // look that finds it going on waits twice as long for the next (each
+  // look takes a CPU from the calls), up to `cap`. A caller that starts
+  // waiting ends it (true then).
+  auto woken = [&] { return shutdown_requested_ || (nudged_ && caller_waits()); };
+  if (opt_.burst_quiet_us <= 0) return woken();
+  const auto quiet = std::chrono::microseconds(opt_.burst_quiet_us);
+  auto look = quiet;  // until the next look
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    const auto quiet_at = last_enqueue_ + quiet;
+    if (quiet_at <= now || now >= cap) return woken();
+    if (cv_.wait_until(lock, std::min(cap, std::max(quiet_at, now + look)), woken)) return true;
+    look *= 2;
   }
 }
 

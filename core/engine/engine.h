@@ -144,6 +144,9 @@ class Engine {
   // Waits until the next cycle is due (under mu_): at the cycle time, at
   // once for a nudge, slowly after a long idle stretch.
   void pace(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point* next);
+  // Waits (under `lock`) while calls keep arriving, at most until `cap`;
+  // true when a caller started waiting or shutdown was asked for.
+  bool wait_for_burst_end(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point cap);
   bool caller_waits();  // under mu_: the last nudge's Work is still pending
 
   // The steps of a cycle, in order.
@@ -298,6 +301,7 @@ class Engine {
   CollectiveArgs fused_args_;                   // run_fused(): the fused allreduce, reused
   std::vector<std::shared_ptr<Work>> to_wake_;  // finished Works with a waiter to wake
   int idle_cycles_ = 0;
+  bool resting_ = false;  // under mu_: pace() waits for a call (see there)
   bool ran_collectives_ = false;  // the last cycle ran some
   bool follow_ups_soon_ = true;   // the last such cycle's follow-up was nudged within follow_up_us
   bool sent_news_ = false;    // the last cycle announced new names or newly set bits

@@ -11,7 +11,10 @@
 
 namespace ringcc {
 
-constexpr int kIdleCyclesBeforeBackoff = 200;
+// After this many cycles in a row found nothing to do on any rank, the
+// engine rests until a call comes, or cycles at the slow period
+// (Engine::pace).
+constexpr int kIdleCyclesBeforeRest = 1;
 constexpr double kIdleCycleMs = 10.0;
 // Local entries kept for reuse (about 200 bytes each).
 constexpr size_t kMaxSpareEntries = 4096;

@@ -1636,16 +1636,50 @@ def timeline_restart(ctx):
 
 @CASES.case("engine/cycle-time")
 def engine_cycle_time(ctx):
-    """Idle cycles over IDLE_S right after some work: about IDLE_S / cycle time (noted)."""
-    idle_s = 0.4
-    still_works(ctx, "cycle/wake")  # work resets the engine's idle back-off
+    """While a tensor that rank 0 enqueued waits for the others to enqueue it, every engine
+    cycles once per cycle time: about WAIT_S / cycle time cycles (noted), no more."""
+    wait_s = 0.4
+    n = ctx.size
+    x = np.full(4, ctx.rank + 1, np.float32)
+    ringcc.barrier()
     before = stats()["cycles"]
+    held = ringcc.allreduce_async(x, name="cycle/held") if ctx.rank == 0 else None
+    time.sleep(wait_s)
+    cycles = stats()["cycles"] - before
+    if held is None:
+        held = ringcc.allreduce_async(x, name="cycle/held")
+    got = finish(held, "cycle/held")
+    if got is not None:
+        check_equal(got, np.full(4, n * (n + 1) / 2, np.float32), "cycle/held")
+    ctx.note(f"waiting_cycles={cycles}")
+    ms = cycle_time_ms()
+    expect(cycles <= 1.25 * wait_s * 1000.0 / ms + 5, f"{cycles} cycles in {wait_s} s with a {ms:g} ms cycle time")
+    expect(cycles >= 1, f"no cycle in {wait_s} s")
+
+
+@CASES.case("engine/rests-while-nothing-is-pending")
+def engine_rests(ctx):
+    """With nothing pending on any rank, the engines do not meet every cycle time: at most once
+    per 10 ms (between a training step's rounds, meeting would take the CPUs for nothing). A
+    call after the rest wakes its rank's engine and completes at once."""
+    still_works(ctx, "rest/before")
+    time.sleep(0.05)
+    before = stats()["cycles"]
+    idle_s = 0.4
     time.sleep(idle_s)
     cycles = stats()["cycles"] - before
     ctx.note(f"idle_cycles={cycles}")
-    ms = cycle_time_ms()
-    expect(cycles <= 1.25 * idle_s * 1000.0 / ms + 5, f"{cycles} cycles in {idle_s} s with a {ms:g} ms cycle time")
-    expect(cycles >= 1, f"no cycle in {idle_s} s")
+    period_ms = max(10.0, cycle_time_ms())
+    expect(cycles <= 1.25 * idle_s * 1000.0 / period_ms + 3, f"{cycles} cycles in {idle_s} s with nothing pending")
+    ringcc.barrier()
+    t = time.monotonic()
+    x = np.full(4, ctx.rank + 1, np.float32)
+    h = ringcc.allreduce_async(x, name="rest/after")
+    time.sleep(0.2)  # not waiting on it: the call alone must start the cycle
+    expect(h.done(), "the call after the rest was not done 0.2 s later without a wait")
+    finish(h, "rest/after")
+    took = time.monotonic() - t
+    expect(took < 0.5, f"a call after the rest took {took:.3f} s")
 
 
 # --------------------------------------------------------------------------
