@@ -26,6 +26,7 @@
 #include "core/base/error.h"
 #include "core/communicator.h"
 #include "core/engine/engine.h"
+#include "core/os/cpu_placement.h"
 #include "core/os/mpi_library.h"
 #include "core/os/wait_policy.h"
 #include "core/rendezvous/rendezvous.h"
@@ -367,6 +368,7 @@ void bind_collectives(py::module_& m) {
   m.def("_pooled_output_bytes", [] { return pooled_output_bytes(); });
   m.def("_named_output_bytes", [] { return named_output_bytes(); });
   m.def("_named_output_reuses", [] { return named_output_reuses(); });
+  m.def("_cpu_moves", [] { return ringcc::cpu_moves(); });
   bind_fast_paths(m);
   bind_communicator(m);
   bind_init(m);

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/algorithms/allreduce_layout.h"
+#include "core/algorithms/shm_control.h"
 #include "core/base/env.h"
 #include "core/base/error.h"
 #include "core/base/interrupt.h"
@@ -20,25 +21,6 @@
 
 namespace ringcc {
 
-struct alignas(64) ShmControl {
-  std::atomic<uint32_t> phase;     // last phase this rank arrived at (futex word)
-  std::atomic<uint32_t> sleepers;  // peers sleeping on `phase`
-  std::atomic<uint32_t> aborted;
-  std::atomic<uint32_t> left;  // this rank shut down: it arrives at no later phase
-  // The first rank's StoreChooser::choices(), for every rank's next
-  // allreduce (written between a collective's first and last phase).
-  std::atomic<uint32_t> store_choices;
-  int32_t pid;
-  // A word peers read through process_vm_readv(2) to learn whether this
-  // host lets them read our memory directly (cross-memory attach), and its
-  // address in our own address space.
-  uint64_t probe;
-  uint64_t probe_addr;
-  // The CPUs this rank may run on (its affinity mask, 1024 CPUs): together
-  // the ranks of the host tell whether they outnumber their CPUs.
-  uint64_t cpu_mask[16];
-  char reason[512];
-};
 
 constexpr uint64_t kProbeValue = 0x72696e6763636d61ULL;
 
@@ -57,9 +39,6 @@ constexpr size_t kAreaSkew = 2048 + 64;
 constexpr size_t kBypassStepBytes = 16384;
 
 size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
-
-// True when phase a is at or past phase b (wrap-around safe).
-bool reached(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) >= 0; }
 
 }  // namespace
 
@@ -123,6 +102,7 @@ ShmCollectives::ShmCollectives(Store& store, const std::string& key_prefix, std:
     ctl->left.store(0);
     ctl->store_choices.store(0);
     ctl->pid = static_cast<int32_t>(getpid());
+    ctl->cpu.store(-1);  // not known until the first phase
     ctl->probe = kProbeValue;
     ctl->probe_addr = reinterpret_cast<uint64_t>(&ctl->probe);
     affinity_mask(ctl->cpu_mask, 16);
@@ -201,110 +181,6 @@ uint8_t* ShmCollectives::header_slot(int i, int parity) const {
 uint8_t* ShmCollectives::area(int i, int parity) const {
   return segments_[static_cast<size_t>(i)].data() + round_up(sizeof(ShmControl) + 2 * header_bytes_, kAlign) +
          kAreaSkew + static_cast<size_t>(parity) * area_bytes_;
-}
-
-void ShmCollectives::abort(const std::string& reason) {
-  ShmControl* ctl = control(me_);
-  if (ctl->aborted.load()) return;
-  std::snprintf(ctl->reason, sizeof(ctl->reason), "%s", reason.c_str());
-  ctl->aborted.store(1);
-  futex_wake_all(&ctl->phase);  // sleepers re-check and see the flag
-  // Our own waits sleep on the peers' words: wake them too.
-  for (int i = 0; i < size(); ++i) {
-    if (i != me_) futex_wake_all(&control(i)->phase);
-  }
-}
-
-void ShmCollectives::leave() {
-  ShmControl* ctl = control(me_);
-  ctl->left.store(1);
-  futex_wake_all(&ctl->phase);
-}
-
-void ShmCollectives::wait_for_peer(int peer, uint32_t phase, Deadline dl, const char* what) {
-  ShmControl* ctl = control(peer);
-  // A peer that aborted never arrives: its flag is checked before every
-  // return, so nobody reads an area its owner gave up on.
-  ShmControl* self = control(me_);
-  auto arrived = [&] {
-    if (self->aborted.load(std::memory_order_relaxed)) {
-      raise(ErrorKind::kPeerFailure, "this rank aborted: ", self->reason);
-    }
-    if (ctl->aborted.load(std::memory_order_acquire)) {
-      raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)], " aborted: ", ctl->reason);
-    }
-    if (reached(ctl->phase.load(std::memory_order_acquire), phase)) return true;
-    // A rank that left finished every phase it will ever reach: the ones
-    // above cannot come.
-    if (ctl->left.load(std::memory_order_acquire) && !reached(ctl->phase.load(std::memory_order_acquire), phase)) {
-      raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)],
-            " shut ringcc down (it left the job) while this rank waited for it in ", what);
-    }
-    return false;
-  };
-  if (arrived()) return;
-  struct Waiting {
-    std::atomic<int>& rank;
-    ~Waiting() { rank.store(-1, std::memory_order_relaxed); }
-  } waiting{waiting_for_};
-  waiting_for_.store(ranks_[static_cast<size_t>(peer)], std::memory_order_relaxed);
-  const auto waiting_since = Clock::now();
-  WaitPlan& plan = WaitPlan::current();
-  auto done_waiting = [&](bool within_budget) {
-    const double us = std::chrono::duration<double, std::micro>(Clock::now() - waiting_since).count();
-    peer_wait_us_ += us;
-    plan.finished(within_budget, us);
-  };
-  WaitMode mode = plan.mode();
-  auto budget = plan.budget();
-  if (bulk_ && mode == WaitMode::kBlock && plan.adaptive() && !host_oversubscribed()) {
-    // A preempted thread between the long copies of a large collective:
-    // the peer is copying too and arrives soon, a futex wake-up later than
-    // a spin would see it.
-    mode = WaitMode::kSpin;
-    budget = spin_budget();
-  }
-  const auto spin_until = waiting_since + budget;
-  if (mode == WaitMode::kYield) {
-    while (Clock::now() < spin_until) {
-      sched_yield();
-      if (arrived()) return done_waiting(true);
-    }
-  } else {
-    do {
-      for (int k = 0; k < 64; ++k) {
-        if (arrived()) return done_waiting(true);
-      }
-    } while (Clock::now() < spin_until);
-  }
-  for (;;) {
-    poll_interrupt();
-    ctl->sleepers.fetch_add(1);
-    uint32_t seen = ctl->phase.load();
-    if (!reached(seen, phase) && !ctl->aborted.load() && !ctl->left.load()) {
-      futex_wait(&ctl->phase, seen, 50);
-    }
-    ctl->sleepers.fetch_sub(1);
-    if (arrived()) return done_waiting(false);
-    if (!process_alive(ctl->pid)) {
-      raise(ErrorKind::kPeerFailure, "rank ", ranks_[static_cast<size_t>(peer)], " (pid ", ctl->pid,
-            ") exited or crashed during ", what);
-    }
-    if (Clock::now() >= dl) {
-      raise(ErrorKind::kTimeout, "timed out after ", collective_timeout_seconds(), " s in ", what, " waiting for rank ",
-            ranks_[static_cast<size_t>(peer)], " (", collective_timeout_variable(), " sets the limit)");
-    }
-  }
-}
-
-void ShmCollectives::sync(Deadline dl, const char* what) {
-  ShmControl* ctl = control(me_);
-  ++phase_;
-  ctl->phase.store(phase_);
-  if (ctl->sleepers.load()) futex_wake_all(&ctl->phase);
-  for (int i = 0; i < size(); ++i) {
-    if (i != me_) wait_for_peer(i, phase_, dl, what);
-  }
 }
 
 void ShmCollectives::put_header(int p, const CollectiveArgs& a) {

@@ -95,6 +95,60 @@ def test_ranks_with_a_cpu_each_keep_spinning(ringcc_module, tmp_path):
         assert p["mode"] in ("spin", "block"), rec
 
 
+# Each rank puts its thread on the first CPU of the job's two (then gives it
+# both again: it stays there until moved), so that the two ranks take turns
+# on one CPU, and runs allreduces that wait for the peer; repeated, since
+# the scheduler may part them first. One JSON line per rank.
+CROWDED = r"""
+import json, os
+import numpy as np
+import ringcc
+ringcc.init()
+r, n = ringcc.rank(), ringcc.size()
+cpus = sorted(os.sched_getaffinity(0))
+for attempt in range(10):
+    os.sched_setaffinity(0, cpus[:1])
+    os.sched_setaffinity(0, cpus)
+    for _ in range(5):
+        x = np.full(1 << 20, r + 1.0, np.float32)
+        ringcc.allreduce_(x)
+        assert np.all(x == n * (n + 1) / 2), x[:3]
+print("REPORT " + json.dumps({"rank": r, "moves": ringcc._core._cpu_moves(),
+                              "cpus": sorted(os.sched_getaffinity(0))}), flush=True)
+ringcc.shutdown()
+"""
+
+
+def test_a_waiting_rank_moves_off_the_cpu_its_peer_needs(ringcc_module, tmp_path):
+    """Two ranks with two CPUs, put on one: a rank that waits for a peer
+    whose last CPU is its own moves to the other CPU and keeps its affinity
+    mask; RINGCC_MOVE_OFF_PEER_CPU=0 leaves them where the scheduler puts
+    them."""
+    cpus = _usable_cpus()
+    if len(cpus) < 2:
+        pytest.skip("needs 2 CPUs")
+    script = tmp_path / "crowded.py"
+    script.write_text(CROWDED)
+
+    def run(env):
+        command = [
+            sys.executable,
+            "-c",
+            f"import os, sys; os.sched_setaffinity(0, {set(cpus[:2])!r}); os.execv(sys.argv[1], sys.argv[1:])",
+            *ringrun_command(2, [str(script)]),
+        ]
+        done = run_command(command, rank_environment(env), TIMEOUT_S)
+        assert done.returncode == 0, done.describe()
+        reports = [json.loads(line.partition("REPORT ")[2]) for line in done.stdout.splitlines() if "REPORT " in line]
+        assert sorted(rec["rank"] for rec in reports) == [0, 1], done.describe()
+        for rec in reports:
+            assert rec["cpus"] == cpus[:2], rec  # the mask given back after every move
+        return sum(rec["moves"] for rec in reports)
+
+    assert run({}) >= 1
+    assert run({"RINGCC_MOVE_OFF_PEER_CPU": "0"}) == 0
+
+
 @pytest.mark.parametrize("policy", ["yield", "block"])
 def test_forced_policies_compute_the_same_results(ringcc_module, tmp_path, policy):
     for rec in _run_job(tmp_path, 3, env={"RINGCC_WAIT_POLICY": policy}).values():
