@@ -1,6 +1,5 @@
 #include "core/algorithms/shm_collectives.h"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,7 +11,6 @@
 #include "core/algorithms/shm_control.h"
 #include "core/base/env.h"
 #include "core/base/error.h"
-#include "core/base/interrupt.h"
 #include "core/base/log.h"
 #include "core/collective/reduction.h"
 #include "core/collective/stream_copy.h"

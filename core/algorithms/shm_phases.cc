@@ -2,6 +2,9 @@
 // the peers (spin, yield or sleep as the wait policy says, bounded by the
 // deadline, failing at once on a peer that aborted, left or died), and
 // aborting or leaving so that waiting peers learn of it.
+#include <sched.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <string>
