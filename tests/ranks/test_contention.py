@@ -37,9 +37,9 @@ ringcc.shutdown()
 """
 
 
-def _run_job(tmp_path, num_ranks, env=None, launcher_options=(), cpus=None):
+def _run_job(tmp_path, num_ranks, env=None, launcher_options=(), cpus=None, source=REPORT):
     script = tmp_path / "report.py"
-    script.write_text(REPORT)
+    script.write_text(source)
     command = ringrun_command(num_ranks, [str(script)], launcher_options)
     if cpus is not None:
         # Start ringrun itself on these CPUs only: its ranks inherit the mask.
@@ -127,20 +127,9 @@ def test_a_waiting_rank_moves_off_the_cpu_its_peer_needs(ringcc_module, tmp_path
     cpus = _usable_cpus()
     if len(cpus) < 2:
         pytest.skip("needs 2 CPUs")
-    script = tmp_path / "crowded.py"
-    script.write_text(CROWDED)
 
     def run(env):
-        command = [
-            sys.executable,
-            "-c",
-            f"import os, sys; os.sched_setaffinity(0, {set(cpus[:2])!r}); os.execv(sys.argv[1], sys.argv[1:])",
-            *ringrun_command(2, [str(script)]),
-        ]
-        done = run_command(command, rank_environment(env), TIMEOUT_S)
-        assert done.returncode == 0, done.describe()
-        reports = [json.loads(line.partition("REPORT ")[2]) for line in done.stdout.splitlines() if "REPORT " in line]
-        assert sorted(rec["rank"] for rec in reports) == [0, 1], done.describe()
+        reports = _run_job(tmp_path, 2, env=env, cpus=cpus[:2], source=CROWDED).values()
         for rec in reports:
             assert rec["cpus"] == cpus[:2], rec  # the mask given back after every move
         return sum(rec["moves"] for rec in reports)
